@@ -1,0 +1,6 @@
+"""Models: cluster log-potentials (flat) and split log-potentials (hierarchical)."""
+
+from ._flat import FlatModel
+from .correlation import CorrelationClusteringModel
+
+__all__ = ["FlatModel", "CorrelationClusteringModel"]

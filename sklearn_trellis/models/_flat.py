@@ -1,0 +1,58 @@
+"""The flat model abstraction: a clustering's log-potential is a sum over clusters.
+
+``log phi(C) = log_potential_constant + sum_{B in C} e(B)``, where ``e`` is the
+*cluster log-potential*. Engines only ever see the table of ``e`` over subsets
+(:meth:`FlatModel.log_potential_table`) or single clusters
+(:meth:`FlatModel.cluster_log_potential`); they never know which model made it.
+"""
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+from ..trellis._subsets import mask_of, members
+
+
+class FlatModel(BaseEstimator):
+    """Base class of flat models.
+
+    A flat model is a small scikit-learn style object: its hyperparameters are
+    constructor arguments (so ``set_params`` and ``GridSearchCV`` reach them
+    through nested names), and ``fit(data)`` binds it to ``n_items_`` items and
+    their sufficient statistics. Subclasses implement
+    :meth:`cluster_log_potential` and usually a fast :meth:`log_potential_table`.
+    """
+
+    def cluster_log_potential(self, indices):
+        """Cluster log-potential ``e(B)`` of the cluster made of ``indices``."""
+        raise NotImplementedError
+
+    def log_potential_constant(self):
+        """Additive constant of ``log phi`` (the same for every clustering)."""
+        return 0.0
+
+    def log_potential_table(self):
+        """``e(B)`` for every bitmask ``B`` of the ``n_items`` items (entry 0 is 0)."""
+        n = self.n_items_
+        table = np.zeros(1 << n)
+        for mask in range(1, 1 << n):
+            table[mask] = self.cluster_log_potential(
+                [i for i in range(n) if mask >> i & 1])
+        return table
+
+    def log_potential(self, labels):
+        """``log phi(C)`` of the clustering given by a label vector."""
+        labels = np.asarray(labels)
+        if labels.shape != (self.n_items_,):
+            raise ValueError(f"labels must have shape ({self.n_items_},), got {labels.shape}.")
+        total = self.log_potential_constant()
+        for value in np.unique(labels):
+            total += self.cluster_log_potential(np.flatnonzero(labels == value))
+        return float(total)
+
+
+def table_from_masks(model, masks):
+    """Cluster log-potentials of the given bitmasks (a helper for sparse engines)."""
+    return np.array([model.cluster_log_potential(members(m)) for m in masks])
+
+
+__all__ = ["FlatModel", "table_from_masks", "mask_of"]

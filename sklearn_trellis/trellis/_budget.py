@@ -1,0 +1,90 @@
+"""Size limits of the exact engines: refuse work before allocating it.
+
+Every exact engine declares the bytes it keeps per subset and its cost per
+``3**N`` step; :func:`check_exact_budget` turns those into a clear error that
+states the memory and time a request would need.
+"""
+
+import os
+
+#: Largest N the exact engines accept at all (2**30 subsets already need 24 GiB).
+HARD_MAX_ITEMS = 28
+
+#: Measured cost of the log-space kernels per ``3**N`` step on one core (ns).
+NS_PER_STEP = 2.5
+
+
+def available_memory_bytes():
+    """Memory the OS reports as available, or ``None`` if it cannot tell."""
+    try:
+        with open("/proc/meminfo") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def format_bytes(n_bytes):
+    """Human readable size, e.g. ``'1.5 GiB'``."""
+    value = float(n_bytes)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if value < 1024 or unit == "PiB":
+            return f"{value:.3g} {unit}"
+        value /= 1024
+    return f"{value:.3g} PiB"  # pragma: no cover
+
+
+def format_seconds(seconds):
+    """Human readable duration."""
+    if seconds < 120:
+        return f"{seconds:.3g} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.3g} min"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:.3g} h"
+    if seconds < 2 * 365 * 86400:
+        return f"{seconds / 86400:.3g} days"
+    return f"{seconds / (365 * 86400):.3g} years"
+
+
+def exact_cost(n_items, bytes_per_subset, steps_base=3):
+    """Return ``(bytes, seconds)`` an exact trellis over ``n_items`` would need."""
+    n_bytes = bytes_per_subset * (2 ** n_items)
+    seconds = NS_PER_STEP * 1e-9 * float(steps_base) ** n_items
+    return n_bytes, seconds
+
+
+def check_exact_budget(n_items, bytes_per_subset, *, max_items, what="exact trellis"):
+    """Raise ``ValueError`` if an exact trellis over ``n_items`` is out of reach.
+
+    Parameters
+    ----------
+    n_items : int
+        Number of items N.
+    bytes_per_subset : float
+        Memory the engine keeps per subset (the tables have ``2**N`` entries).
+    max_items : int
+        The caller's limit (e.g. an estimator's ``max_exact_size``).
+    what : str
+        Name of the computation, for the message.
+    """
+    n_bytes, seconds = exact_cost(n_items, bytes_per_subset)
+    cost = (f"an {what} over N={n_items} items would need about "
+            f"{format_bytes(n_bytes)} of memory and {format_seconds(seconds)} "
+            f"of CPU time (O(3^N))")
+    if n_items > min(max_items, HARD_MAX_ITEMS):
+        raise ValueError(
+            f"N={n_items} is above the exact limit of {min(max_items, HARD_MAX_ITEMS)} "
+            f"items: {cost}. Use fewer items, or raise the limit "
+            f"(max_exact_size) if you can afford it.")
+    available = available_memory_bytes()
+    if available is not None and n_bytes > 0.8 * available:
+        raise ValueError(
+            f"Not enough memory: {cost}, but only {format_bytes(available)} "
+            f"is available.")
+    return n_bytes, seconds

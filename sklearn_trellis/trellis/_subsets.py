@@ -1,0 +1,142 @@
+"""Bitmask subset machinery shared by every trellis kernel.
+
+A subset of the items ``0..N-1`` is an integer whose bit ``i`` is set when item
+``i`` belongs to it. Tables indexed by subsets have ``2**N`` entries. Everything
+here is a small numba function that the flat and hierarchical kernels inline or
+call; nothing here knows which model or engine uses it.
+
+Exponentials in the inner loops go through :func:`sum_exp_shifted`, a
+branch-free polynomial ``exp`` that LLVM vectorises (relative error below
+``2e-16`` per term, see ``tests/test_subsets.py``). It must *not* be inlined into
+a function compiled with ``fastmath``: reassociation would fold its rounding
+trick away.
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+
+# Splitting ln 2 in a high and a low part keeps the range reduction exact.
+_LOG2E = 1.4426950408889634
+_LN2_HI = 6.93147180369123816490e-01
+_LN2_LO = 1.90821492927058770002e-10
+# Adding then subtracting 1.5 * 2**52 rounds a double to the nearest integer.
+_ROUND_MAGIC = 6755399441055744.0
+# exp(-700) ~ 1e-304: smaller terms are clamped there, which changes a sum whose
+# largest term is 1 by less than 1e-290 per term.
+_EXP_FLOOR = -700.0
+
+
+@njit(cache=True, inline="always")
+def popcount(x):
+    """Number of set bits of a non-negative integer."""
+    count = 0
+    while x:
+        x &= x - 1
+        count += 1
+    return count
+
+
+@njit(cache=True, inline="always")
+def lowest_bit_index(x):
+    """Index of the lowest set bit of ``x`` (``x > 0``)."""
+    index = 0
+    while not (x >> index) & 1:
+        index += 1
+    return index
+
+
+@njit(cache=True)
+def sum_exp_shifted(values, scratch, n, shift):
+    """Return ``sum(exp(values[:n] - shift))`` for ``values <= shift``.
+
+    ``values`` is overwritten. ``scratch`` is an int64 work array of at least
+    ``n`` entries. Terms below ``exp(-700)`` are clamped to it.
+    """
+    for j in range(n):
+        x = values[j] - shift
+        if x < _EXP_FLOOR:
+            x = _EXP_FLOOR
+        k = (x * _LOG2E + _ROUND_MAGIC) - _ROUND_MAGIC
+        r = (x - k * _LN2_HI) - k * _LN2_LO
+        # Taylor polynomial of exp on |r| <= ln(2)/2, degree 13 (error < 1e-17).
+        p = 1.0 + r * (1.0 + r * (0.5 + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (
+            1.0 / 120.0 + r * (1.0 / 720.0 + r * (1.0 / 5040.0 + r * (
+                1.0 / 40320.0 + r * (1.0 / 362880.0 + r * (1.0 / 3628800.0 + r * (
+                    1.0 / 39916800.0 + r * (1.0 / 479001600.0 + r * (
+                        1.0 / 6227020800.0)))))))))))))
+        values[j] = p
+        scratch[j] = (np.int64(k) + 1023) << 52  # bit pattern of 2**k
+    powers = scratch[:n].view(np.float64)
+    total = 0.0
+    for j in range(n):
+        total += values[j] * powers[j]
+    return total
+
+
+@njit(cache=True)
+def logsumexp_buffer(values, scratch, n, max_value):
+    """``log(sum(exp(values[:n])))`` given their maximum; ``-inf`` if all are."""
+    if max_value == -np.inf:
+        return -np.inf
+    if max_value == np.inf:
+        return np.inf
+    return max_value + math.log(sum_exp_shifted(values, scratch, n, max_value))
+
+
+@njit(cache=True, inline="always")
+def chunk_bounds(chunk, n_chunks, chunk_size, total):
+    """Bounds of the ``chunk``-th block of a parallel loop, in scrambled order.
+
+    Work per subset grows with its number of bits, so contiguous ranges are
+    unbalanced; multiplying by an odd constant permutes a power-of-two number
+    of chunks so that each thread receives a mix of light and heavy ones.
+    """
+    if n_chunks & (n_chunks - 1) == 0:
+        chunk = (chunk * 0x9E3779B1) & (n_chunks - 1)
+    start = chunk * chunk_size
+    stop = min(total, start + chunk_size)
+    return start, stop
+
+
+@njit(cache=True, inline="always")
+def n_parallel_chunks(total):
+    """A power of two number of chunks for a loop over ``total`` items."""
+    n_chunks = 1
+    while n_chunks < 256 and n_chunks * 64 < total:
+        n_chunks *= 2
+    chunk_size = (total + n_chunks - 1) // n_chunks
+    return n_chunks, chunk_size
+
+
+@njit(cache=True)
+def superset_sums_inplace(table, n_items):
+    """Replace ``table[A]`` by ``sum(table[B] for B superset of A)``."""
+    size = 1 << n_items
+    for bit_index in range(n_items):
+        bit = 1 << bit_index
+        for mask in range(size):
+            if not mask & bit:
+                table[mask] += table[mask | bit]
+    return table
+
+
+def mask_of(indices):
+    """Bitmask of a collection of item indices."""
+    mask = 0
+    for index in indices:
+        mask |= 1 << int(index)
+    return mask
+
+
+def members(mask):
+    """Sorted item indices of a bitmask."""
+    out = []
+    index = 0
+    while mask:
+        if mask & 1:
+            out.append(index)
+        mask >>= 1
+        index += 1
+    return out
