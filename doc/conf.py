@@ -11,7 +11,6 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "sphinx.ext.mathjax",
-    "sphinx.ext.intersphinx",
     "numpydoc",
     "sphinx_gallery.gen_gallery",
 ]
@@ -23,11 +22,6 @@ sphinx_gallery_conf = {
     "gallery_dirs": "auto_examples",
     "filename_pattern": r"/plot_",
     "download_all_examples": False,
-}
-intersphinx_mapping = {
-    "python": ("https://docs.python.org/3", None),
-    "numpy": ("https://numpy.org/doc/stable", None),
-    "sklearn": ("https://scikit-learn.org/stable", None),
 }
 html_theme = "pydata_sphinx_theme" if __import__("importlib").util.find_spec(
     "pydata_sphinx_theme") else "alabaster"
