@@ -1,0 +1,176 @@
+"""The Ginkgo toy parton-shower likelihood (Cranmer et al. 2019) as a split model.
+
+Leaves are 4-momenta ``p = (E, px, py, pz)``; a cluster's momentum is the sum
+of its leaves' and ``t(p) = E^2 - px^2 - py^2 - pz^2``. With
+``c(lam) = -log(1 - exp(-(1 - 1e-3) lam))``::
+
+    log f(t | t_P, lam) = c + log lam - log t_P - lam t / t_P          if t > t_cut
+                        = c + log(1 - exp(-lam min(t_P, t_cut) / t_P))  otherwise
+
+    psi(L, R) = -inf  if t_P <= t_cut, or t_L or t_R >= (1 - 1e-3) t_P,
+                      or sqrt t_L + sqrt t_R > sqrt t_P;
+    otherwise logaddexp(a, b) + log(1 / (4 pi)) with
+        a = log 1/2 + log f(t_L | t_P) + log f(t_R | (sqrt t_P - sqrt t_L)^2)
+        b = log 1/2 + log f(t_R | t_P) + log f(t_L | (sqrt t_P - sqrt t_R)^2)
+
+using ``lam_root`` for the split of the whole jet and ``lam`` elsewhere
+(``sqrt`` of ``max(t, 0)``). Per subset the model keeps ``t`` and ``sqrt t``
+of the summed momentum, so a split costs a few logarithms.
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+
+from .._validation import check_scalar_param
+from ..trellis._subsets import subset_sums
+from ._split import KIND_GINKGO, SplitKernelInputs, SplitModel
+
+_LOG_HALF = math.log(0.5)
+_LOG_INV_4PI = math.log(1.0 / (4.0 * math.pi))
+_ONE_MINUS = 1.0 - 1e-3
+
+
+def _log_normaliser(lam):
+    """``c(lam) + log(lam)`` pieces: returns ``(c, log lam)``."""
+    return -math.log(1.0 - math.exp(-_ONE_MINUS * lam)), math.log(lam)
+
+
+@njit(cache=True, inline="always")
+def _log_f(t, t_parent, lam, c, log_lam, t_cut):
+    if t > t_cut:
+        return c + log_lam - math.log(t_parent) - lam * t / t_parent
+    return c + math.log(-math.expm1(-lam * min(t_parent, t_cut) / t_parent))
+
+
+@njit(cache=True, inline="always")
+def ginkgo_split(params, stats, full, parent, left, right):
+    """Ginkgo split log-likelihood; ``params = [beta, t_cut, lam, c, log lam,
+    lam_root, c_root, log lam_root]``, ``stats = [t, sqrt max(t, 0)]``."""
+    t_cut = params[1]
+    t_p = stats[0, parent]
+    if t_p <= t_cut:
+        return -np.inf
+    t_l = stats[0, left]
+    t_r = stats[0, right]
+    if t_l >= _ONE_MINUS * t_p or t_r >= _ONE_MINUS * t_p:
+        return -np.inf
+    s_p = stats[1, parent]
+    s_l = stats[1, left]
+    s_r = stats[1, right]
+    if s_l + s_r > s_p:
+        return -np.inf
+    if parent == full:
+        lam = params[5]
+        c = params[6]
+        log_lam = params[7]
+    else:
+        lam = params[2]
+        c = params[3]
+        log_lam = params[4]
+    t_plr = (s_p - s_l) * (s_p - s_l)
+    t_prl = (s_p - s_r) * (s_p - s_r)
+    a = (_log_f(t_l, t_p, lam, c, log_lam, t_cut)
+         + _log_f(t_r, t_plr, lam, c, log_lam, t_cut))
+    b = (_log_f(t_r, t_p, lam, c, log_lam, t_cut)
+         + _log_f(t_l, t_prl, lam, c, log_lam, t_cut))
+    if a > b:
+        both = a + math.log1p(math.exp(b - a))
+    else:
+        both = b + math.log1p(math.exp(a - b))
+    return both + _LOG_HALF + _LOG_INV_4PI
+
+
+@njit(cache=True)
+def _mass_stats(momentum_sums):
+    """``[t, sqrt max(t, 0)]`` per subset from summed 4-momenta (4, 2**N)."""
+    size = momentum_sums.shape[1]
+    out = np.empty((2, size))
+    for mask in range(size):
+        e = momentum_sums[0, mask]
+        px = momentum_sums[1, mask]
+        py = momentum_sums[2, mask]
+        pz = momentum_sums[3, mask]
+        t = e * e - px * px - py * py - pz * pz
+        out[0, mask] = t
+        out[1, mask] = math.sqrt(t) if t > 0 else 0.0
+    return out
+
+
+class GinkgoEnergy(SplitModel):
+    """Ginkgo jet likelihood of a binary splitting history of 4-momenta.
+
+    :meth:`fit` takes ``X`` of shape (N, 4), one 4-momentum
+    ``(E, px, py, pz)`` per leaf (the estimator's ``metric`` is not used).
+
+    Parameters
+    ----------
+    lam : float, default=1.5
+        Decay rate ``lambda`` of every split but the root's.
+    lam_root : float, default=3.0
+        Decay rate of the split of the whole jet.
+    t_cut : float, default=6.25
+        Invariant-mass-squared cut below which a particle does not split
+        (Ginkgo's ``pt_cut``/``delta_min``).
+
+    Attributes
+    ----------
+    momenta_ : ndarray of shape (N, 4)
+    n_items_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_trellis.models import GinkgoEnergy
+    >>> X = np.array([[20., 10., 10., 10.], [40., 20., 25., 15.]])
+    >>> energy = GinkgoEnergy().fit(X)
+    >>> round(energy.log_potential((0, 1)), 4)
+    -8.5232
+    """
+
+    input_kind = "features"
+
+    def __init__(self, lam=1.5, lam_root=3.0, t_cut=6.25):
+        self.lam = lam
+        self.lam_root = lam_root
+        self.t_cut = t_cut
+
+    def _check_params(self):
+        check_scalar_param(self.lam, "lam", low=0.0, include_low=False)
+        check_scalar_param(self.lam_root, "lam_root", low=0.0, include_low=False)
+        check_scalar_param(self.t_cut, "t_cut", low=0.0)
+
+    def fit(self, data, y=None):
+        """Bind the model to ``N`` leaf 4-momenta, an array of shape (N, 4)."""
+        self._check_params()
+        X = np.asarray(data, dtype=np.float64)
+        if X.ndim != 2 or X.shape[1] != 4:
+            raise ValueError("GinkgoEnergy needs 4-momenta (E, px, py, pz): X must have "
+                             f"shape (N, 4), got {X.shape}.")
+        if not np.all(np.isfinite(X)):
+            raise ValueError("The 4-momenta contain NaN or infinite values.")
+        self.momenta_ = X
+        self.n_items_ = X.shape[0]
+        return self
+
+    def _params(self, beta):
+        c, log_lam = _log_normaliser(float(self.lam))
+        c_root, log_lam_root = _log_normaliser(float(self.lam_root))
+        return np.array([float(beta), float(self.t_cut), float(self.lam), c, log_lam,
+                         float(self.lam_root), c_root, log_lam_root])
+
+    def split_log_potential(self, left, right):
+        p_l = self.momenta_[np.asarray(left)].sum(axis=0)
+        p_r = self.momenta_[np.asarray(right)].sum(axis=0)
+        sums = np.stack([p_l, p_r, p_l + p_r], axis=1)   # masks 0b01, 0b10, 0b11
+        stats = _mass_stats(np.concatenate([np.zeros((4, 1)), sums], axis=1))
+        full = 3 if len(left) + len(right) == self.n_items_ else 7
+        return float(ginkgo_split(self._params(1.0), stats, full, 3, 1, 2))
+
+    def kernel_inputs(self, beta=1.0):
+        stats = _mass_stats(subset_sums(self.momenta_))
+        return SplitKernelInputs(KIND_GINKGO, self._params(beta), stats)
+
+
+__all__ = ["GinkgoEnergy", "ginkgo_split"]
