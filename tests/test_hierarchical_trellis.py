@@ -245,7 +245,9 @@ def test_tree_count_is_exact_beyond_one_prime():
 
     expected = python_tree_count(n, allowed)
     assert 2 ** 31 < expected < double_factorial_trees(n)
-    assert trellis.n_trees == expected
+    assert trellis.n_trees == expected  # int64 counts in the main pass
+    assert trellis._count_allowed_trees() == expected  # int64 count pass
+    assert trellis._count_allowed_trees(use_primes=True) == expected  # primes + CRT
     # with every tree of potential 1, Z is the number of allowed trees
     assert trellis.log_partition_function == pytest.approx(np.log(float(expected)), rel=1e-12)
 

@@ -38,16 +38,23 @@ def _log_normaliser(lam):
 
 
 @njit(cache=True, inline="always")
-def _log_f(t, t_parent, lam, c, log_lam, t_cut):
+def _log_f(t, t_parent, log_t_parent, lam, c, log_lam, t_cut):
+    """``log f(t | t_parent, lam)`` given ``log t_parent``."""
     if t > t_cut:
-        return c + log_lam - math.log(t_parent) - lam * t / t_parent
+        return c + log_lam - log_t_parent - lam * t / t_parent
     return c + math.log(-math.expm1(-lam * min(t_parent, t_cut) / t_parent))
 
 
 @njit(cache=True, inline="always")
 def ginkgo_split(params, stats, full, parent, left, right):
-    """Ginkgo split log-likelihood; ``params = [beta, t_cut, lam, c, log lam,
-    lam_root, c_root, log lam_root]``, ``stats = [t, sqrt max(t, 0)]``."""
+    """Ginkgo split log-likelihood.
+
+    ``params = [beta, t_cut, lam, c, log lam, lam_root, c_root, log lam_root,
+    leaf term of the root]``; ``stats = [t, sqrt max(t, 0), log t, 1 / t,
+    leaf term]`` per subset, the leaf term being ``log f(t_child <= t_cut |
+    t_S, lam) = c + log(1 - exp(-lam min(t_S, t_cut) / t_S))``, so the terms
+    that only involve the parent cost no logarithm.
+    """
     t_cut = params[1]
     t_p = stats[0, parent]
     if t_p <= t_cut:
@@ -65,16 +72,22 @@ def ginkgo_split(params, stats, full, parent, left, right):
         lam = params[5]
         c = params[6]
         log_lam = params[7]
+        leaf_p = params[8]
     else:
         lam = params[2]
         c = params[3]
         log_lam = params[4]
-    t_plr = (s_p - s_l) * (s_p - s_l)
-    t_prl = (s_p - s_r) * (s_p - s_r)
-    a = (_log_f(t_l, t_p, lam, c, log_lam, t_cut)
-         + _log_f(t_r, t_plr, lam, c, log_lam, t_cut))
-    b = (_log_f(t_r, t_p, lam, c, log_lam, t_cut)
-         + _log_f(t_l, t_prl, lam, c, log_lam, t_cut))
+        leaf_p = stats[4, parent]
+    base = c + log_lam - stats[2, parent]
+    inv_p = stats[3, parent]
+    f_l_p = base - lam * t_l * inv_p if t_l > t_cut else leaf_p
+    f_r_p = base - lam * t_r * inv_p if t_r > t_cut else leaf_p
+    d_l = s_p - s_l
+    d_r = s_p - s_r
+    t_plr = d_l * d_l
+    t_prl = d_r * d_r
+    a = f_l_p + _log_f(t_r, t_plr, 2.0 * math.log(d_l), lam, c, log_lam, t_cut)
+    b = f_r_p + _log_f(t_l, t_prl, 2.0 * math.log(d_r), lam, c, log_lam, t_cut)
     if a > b:
         both = a + math.log1p(math.exp(b - a))
     else:
@@ -83,10 +96,17 @@ def ginkgo_split(params, stats, full, parent, left, right):
 
 
 @njit(cache=True)
-def _mass_stats(momentum_sums):
-    """``[t, sqrt max(t, 0)]`` per subset from summed 4-momenta (4, 2**N)."""
+def _leaf_term(t, lam, c, t_cut):
+    if t <= 0:
+        return -np.inf
+    return c + math.log(-math.expm1(-lam * min(t, t_cut) / t))
+
+
+@njit(cache=True)
+def _mass_stats(momentum_sums, lam, c, t_cut):
+    """``[t, sqrt t, log t, 1 / t, leaf term]`` per subset from summed 4-momenta (4, 2**N)."""
     size = momentum_sums.shape[1]
-    out = np.empty((2, size))
+    out = np.empty((5, size))
     for mask in range(size):
         e = momentum_sums[0, mask]
         px = momentum_sums[1, mask]
@@ -94,7 +114,15 @@ def _mass_stats(momentum_sums):
         pz = momentum_sums[3, mask]
         t = e * e - px * px - py * py - pz * pz
         out[0, mask] = t
-        out[1, mask] = math.sqrt(t) if t > 0 else 0.0
+        if t > 0:
+            out[1, mask] = math.sqrt(t)
+            out[2, mask] = math.log(t)
+            out[3, mask] = 1.0 / t
+        else:
+            out[1, mask] = 0.0
+            out[2, mask] = -np.inf
+            out[3, mask] = 0.0
+        out[4, mask] = _leaf_term(t, lam, c, t_cut)
     return out
 
 
@@ -154,23 +182,27 @@ class GinkgoEnergy(SplitModel):
         self.n_items_ = X.shape[0]
         return self
 
-    def _params(self, beta):
+    def _inputs(self, momentum_sums, full, beta):
+        """Kernel inputs from summed momenta (4, 2**n) of the subsets of n items."""
         c, log_lam = _log_normaliser(float(self.lam))
         c_root, log_lam_root = _log_normaliser(float(self.lam_root))
-        return np.array([float(beta), float(self.t_cut), float(self.lam), c, log_lam,
-                         float(self.lam_root), c_root, log_lam_root])
+        t_cut = float(self.t_cut)
+        stats = _mass_stats(momentum_sums, float(self.lam), c, t_cut)
+        leaf_root = _leaf_term(stats[0, full], float(self.lam_root), c_root, t_cut)
+        params = np.array([float(beta), t_cut, float(self.lam), c, log_lam,
+                           float(self.lam_root), c_root, log_lam_root, leaf_root])
+        return SplitKernelInputs(KIND_GINKGO, params, stats)
 
     def split_log_potential(self, left, right):
         p_l = self.momenta_[np.asarray(left)].sum(axis=0)
         p_r = self.momenta_[np.asarray(right)].sum(axis=0)
-        sums = np.stack([p_l, p_r, p_l + p_r], axis=1)   # masks 0b01, 0b10, 0b11
-        stats = _mass_stats(np.concatenate([np.zeros((4, 1)), sums], axis=1))
-        full = 3 if len(left) + len(right) == self.n_items_ else 7
-        return float(ginkgo_split(self._params(1.0), stats, full, 3, 1, 2))
+        sums = np.stack([np.zeros(4), p_l, p_r, p_l + p_r], axis=1)  # masks 0, 1, 2, 3
+        is_root = len(left) + len(right) == self.n_items_
+        _, params, stats = self._inputs(sums, 3, 1.0)
+        return float(ginkgo_split(params, stats, 3 if is_root else 7, 3, 1, 2))
 
     def kernel_inputs(self, beta=1.0):
-        stats = _mass_stats(subset_sums(self.momenta_))
-        return SplitKernelInputs(KIND_GINKGO, self._params(beta), stats)
+        return self._inputs(subset_sums(self.momenta_), (1 << self.n_items_) - 1, beta)
 
 
 __all__ = ["GinkgoEnergy", "ginkgo_split"]

@@ -35,8 +35,13 @@ from ._subsets import (
 
 
 @njit(cache=True, inline="always")
-def _fill_subset(kind, params, stats, full, subset, log_z, map_value, terms, scratch):
-    """``log Z`` and MAP value of one subset; returns (#forbidden, #invalid) splits."""
+def _fill_subset(kind, params, stats, full, subset, log_z, map_value, terms, scratch,
+                 counts, with_counts):
+    """``log Z`` and MAP value of one subset; returns (#forbidden, #invalid) splits.
+
+    With ``with_counts``, also ``counts[S]`` = number of allowed trees of ``S``
+    (int64: exact while ``(2|S| - 3)!! < 2**63``, i.e. ``|S| <= 18``).
+    """
     low = subset & -subset
     rest = subset ^ low
     largest = -np.inf
@@ -44,6 +49,7 @@ def _fill_subset(kind, params, stats, full, subset, log_z, map_value, terms, scr
     n_terms = 0
     n_forbidden = 0
     n_invalid = 0
+    n_trees = 0
     sub = (rest - 1) & rest
     while True:
         left = sub | low
@@ -54,6 +60,8 @@ def _fill_subset(kind, params, stats, full, subset, log_z, map_value, terms, scr
         elif not psi < np.inf:
             n_invalid += 1
             psi = -np.inf
+        elif with_counts:
+            n_trees += counts[left] * counts[right]
         term = psi + log_z[left] + log_z[right]
         terms[n_terms] = term
         n_terms += 1
@@ -67,6 +75,8 @@ def _fill_subset(kind, params, stats, full, subset, log_z, map_value, terms, scr
         sub = (sub - 1) & rest
     log_z[subset] = logsumexp_buffer(terms, scratch, n_terms, largest)
     map_value[subset] = best
+    if with_counts:
+        counts[subset] = n_trees
     return n_forbidden, n_invalid
 
 
@@ -87,7 +97,7 @@ def partition_layer(kind, params, stats, full, masks, start, stop, log_z, map_va
         n_invalid = 0
         for j in range(start + first, start + last):
             f, b = _fill_subset(kind, params, stats, full, masks[j], log_z, map_value,
-                                terms, scratch)
+                                terms, scratch, flags[0], False)
             n_forbidden += f
             n_invalid += b
         flags[chunk, 0] = n_forbidden
@@ -95,8 +105,12 @@ def partition_layer(kind, params, stats, full, masks, start, stop, log_z, map_va
 
 
 @njit(cache=True)
-def partition_serial(kind, params, stats, full, log_z, map_value):
-    """The whole pass on one thread, subsets in increasing order (small N)."""
+def partition_serial(kind, params, stats, full, log_z, map_value, counts):
+    """The whole pass on one thread, subsets in increasing order (small N).
+
+    Also counts the allowed trees of every subset in ``counts`` (int64, exact
+    for N <= 18; singletons must hold 1).
+    """
     width = 1
     while (1 << width) <= full:
         width += 1
@@ -108,9 +122,10 @@ def partition_serial(kind, params, stats, full, log_z, map_value):
         if subset & (subset - 1) == 0:
             log_z[subset] = 0.0
             map_value[subset] = 0.0
+            counts[subset] = 1
             continue
         f, b = _fill_subset(kind, params, stats, full, subset, log_z, map_value,
-                            terms, scratch)
+                            terms, scratch, counts, True)
         n_forbidden += f
         n_invalid += b
     return n_forbidden, n_invalid

@@ -194,9 +194,11 @@ class ExactHierarchicalTrellis:
         self._map_value = np.zeros(size)
         start = time.perf_counter()
         layered = n >= SERIAL_BELOW if self.layered is None else bool(self.layered)
+        counts = None
         if not layered:
+            counts = np.zeros(size, np.int64)
             n_forbidden, n_invalid = call_specialised(
-                kernels.partition_serial, *self._args(), self.log_z, self._map_value)
+                kernels.partition_serial, *self._args(), self.log_z, self._map_value, counts)
         else:
             self._masks, self._offsets = masks_by_popcount(n)
             n_forbidden, n_invalid = self._layered_pass(start)
@@ -212,8 +214,12 @@ class ExactHierarchicalTrellis:
         self.map_splits = list(zip(parents.tolist(), lefts.tolist()))
         self.map_tree = tree_from_splits(parents, lefts, self.full)
         self.n_forbidden_splits = int(n_forbidden)
-        self.n_trees = (double_factorial_trees(n) if n_forbidden == 0
-                        else self._count_allowed_trees())
+        if n_forbidden == 0:
+            self.n_trees = double_factorial_trees(n)
+        elif counts is not None and n <= 18:
+            self.n_trees = int(counts[self.full])
+        else:
+            self.n_trees = self._count_allowed_trees()
         return self
 
     def _layered_pass(self, start):
@@ -240,15 +246,19 @@ class ExactHierarchicalTrellis:
                       f"({time.perf_counter() - start:.1f} s)", flush=True)
         return n_forbidden, n_invalid
 
-    def _count_allowed_trees(self):
-        """Exact count of finite-potential trees: the recursion modulo primes + CRT."""
+    def _count_allowed_trees(self, use_primes=False):
+        """Exact count of finite-potential trees: int64 when ``(2N-3)!! < 2**62``,
+        else the recursion modulo primes below ``2**31`` + Chinese remaindering."""
         n = self.n_items
         bound = double_factorial_trees(n)
-        n_primes = 1
-        while (2 ** 31 - 200) ** n_primes <= bound:
-            n_primes += 1
-        primes = _primes_below_2_31(n_primes)
-        counts = np.zeros((n_primes, 1 << n), np.int64)
+        if bound < 2 ** 62 and not use_primes:
+            primes = [2 ** 62]  # never reached: plain int64 arithmetic is exact
+        else:
+            n_primes = 1
+            while (2 ** 31 - 200) ** n_primes <= bound:
+                n_primes += 1
+            primes = _primes_below_2_31(n_primes)
+        counts = np.zeros((len(primes), 1 << n), np.int64)
         for i in range(n):
             counts[:, 1 << i] = 1
         if not hasattr(self, "_masks"):
