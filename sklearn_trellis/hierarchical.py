@@ -208,7 +208,7 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
     >>> X = np.array([[0.0], [0.1], [1.0], [1.2], [5.0]])
     >>> model = TrellisHierarchical(n_clusters=2).fit(X)
     >>> model.map_tree_
-    ((((0, 1), (2, 3)), 4)
+    (((0, 1), (2, 3)), 4)
     >>> model.labels_
     array([0, 0, 0, 0, 1])
     >>> model.n_trees_

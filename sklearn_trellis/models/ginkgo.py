@@ -154,7 +154,7 @@ class GinkgoEnergy(SplitModel):
     >>> X = np.array([[20., 10., 10., 10.], [40., 20., 25., 15.]])
     >>> energy = GinkgoEnergy().fit(X)
     >>> round(energy.log_potential((0, 1)), 4)
-    -8.5232
+    -15.8506
     """
 
     input_kind = "features"

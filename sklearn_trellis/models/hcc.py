@@ -12,6 +12,11 @@ and ``psi(L, R) = -E(L, R)`` (so the MAP tree minimises the summed energy).
 With ``P(X) = sum_{i<j in X} max(w_ij, 0)`` and
 ``M(X) = sum_{i<j in X} max(-w_ij, 0)`` computed once per subset,
 ``E = P(S) - P(L) - P(R) + M(L) + M(R)``.
+
+Every pair of items is separated at exactly one node of a binary tree, so the
+positive part sums to the same total for every tree; trees differ by the
+negative part: a dissimilar pair costs ``|w_xy|`` at every split above the node
+that separates it (separating dissimilar items early is rewarded).
 """
 
 import numpy as np
@@ -59,9 +64,9 @@ class HCCEnergy(SplitModel):
     >>> from sklearn_trellis.models import HCCEnergy
     >>> w = np.array([[0., 1., -1.], [1., 0., -1.], [-1., -1., 0.]])
     >>> energy = HCCEnergy(similarity="precomputed").fit(w)
-    >>> energy.log_potential(((0, 1), 2))   # the best tree: no energy
-    0.0
-    >>> energy.log_potential(((0, 2), 1))   # cuts w_01 = 1, keeps w_02 = -1 inside
+    >>> energy.log_potential(((0, 1), 2))   # the best tree: w_01 is cut at the bottom
+    -1.0
+    >>> energy.log_potential(((0, 2), 1))   # cuts w_01 at the root, keeps w_02 = -1 inside
     -2.0
     """
 
