@@ -11,6 +11,8 @@ similarities themselves.
 
 import numpy as np
 
+from .._validation import check_scalar_param
+
 SIMILARITIES = ("exp", "precomputed")
 
 
@@ -37,7 +39,11 @@ def median_off_diagonal(matrix):
 
 
 def similarity_from_distances(distances, kind, scale):
-    """Similarity matrix (zero diagonal) from a distance matrix, or the matrix itself."""
+    """Similarity matrix (zero diagonal) from a distance matrix, or the matrix itself.
+
+    Validates the models' ``similarity`` and ``scale`` hyperparameters.
+    """
+    check_scalar_param(scale, "scale", low=0.0, include_low=False, allow_none=True)
     if kind == "precomputed":
         s = check_pairwise_matrix(distances, "The precomputed similarity matrix")
     elif kind == "exp":
@@ -45,8 +51,6 @@ def similarity_from_distances(distances, kind, scale):
         if np.any(d < 0):
             raise ValueError("Distances must be non-negative.")
         width = median_off_diagonal(d) if scale is None else float(scale)
-        if not width > 0:
-            raise ValueError(f"scale must be positive, got {scale!r}.")
         s = np.exp(-d / width)
     else:
         raise ValueError(f"similarity must be one of {SIMILARITIES}, got {kind!r}.")

@@ -13,8 +13,7 @@ is the tree of minimum cost and ``beta`` is the inverse temperature.
 import numpy as np
 from numba import njit
 
-from .._validation import check_scalar_param
-from ._pairwise import SIMILARITIES, similarity_from_distances
+from ._pairwise import similarity_from_distances
 from ._split import KIND_DASGUPTA, SplitKernelInputs, SplitModel
 from .correlation import _pair_sum_table
 
@@ -61,9 +60,6 @@ class DasguptaEnergy(SplitModel):
 
     def fit(self, data, y=None):
         """Bind the model to an (N, N) distance (or similarity) matrix."""
-        if self.similarity not in SIMILARITIES:
-            raise ValueError(f"similarity must be one of {SIMILARITIES}, got {self.similarity!r}.")
-        check_scalar_param(self.scale, "scale", low=0.0, include_low=False, allow_none=True)
         w = similarity_from_distances(data, self.similarity, self.scale)
         if np.any(w < 0):
             raise ValueError("Dasgupta's cost needs non-negative similarities.")

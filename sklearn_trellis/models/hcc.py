@@ -22,8 +22,7 @@ that separates it (separating dissimilar items early is rewarded).
 import numpy as np
 from numba import njit
 
-from .._validation import check_scalar_param
-from ._pairwise import SIMILARITIES, similarity_from_distances
+from ._pairwise import similarity_from_distances
 from ._split import KIND_HCC, SplitKernelInputs, SplitModel
 from .affinity import mean_off_diagonal
 from .correlation import _pair_sum_table
@@ -79,9 +78,6 @@ class HCCEnergy(SplitModel):
 
     def fit(self, data, y=None):
         """Bind the model to an (N, N) distance (or signed affinity) matrix."""
-        if self.similarity not in SIMILARITIES:
-            raise ValueError(f"similarity must be one of {SIMILARITIES}, got {self.similarity!r}.")
-        check_scalar_param(self.scale, "scale", low=0.0, include_low=False, allow_none=True)
         if not isinstance(self.center, (bool, np.bool_)):
             raise TypeError(f"center must be a bool, got {self.center!r}.")
         w = similarity_from_distances(data, self.similarity, self.scale)

@@ -261,18 +261,50 @@ def outside_layer(kind, params, stats, full, masks, start, stop, log_z, log_out)
             log_out[node] = logsumexp_buffer(terms, scratch, n_terms, largest)
 
 
+@njit(cache=True)
+def _split_cdf(kind, params, stats, full, subset, log_z):
+    """Left children of every split of ``subset`` and their cumulative probabilities."""
+    low = subset & -subset
+    rest = subset ^ low
+    n_splits = (1 << (popcount(rest))) - 1
+    lefts = np.empty(n_splits, np.int64)
+    cdf = np.empty(n_splits)
+    acc = 0.0
+    k = 0
+    sub = (rest - 1) & rest
+    while True:
+        left = sub | low
+        value = (split_log_potential(kind, params, stats, full, subset, left, rest ^ sub)
+                 + log_z[left] + log_z[rest ^ sub] - log_z[subset])
+        if value > -745.0:
+            acc += math.exp(value)
+        lefts[k] = left
+        cdf[k] = acc
+        k += 1
+        if sub == 0:
+            break
+        sub = (sub - 1) & rest
+    return lefts, cdf
+
+
 @njit(cache=True, parallel=True)
 def sample_splits(kind, params, stats, full, n_items, log_z, uniforms):
     """Exact top-down draws (Algorithm 3): ``(parents, lefts)`` per sample, preorder.
 
     The split ``(L, R)`` of ``S`` is drawn with probability
     ``exp(psi(L, R) + log Z(L) + log Z(R) - log Z(S))`` (Eq. 3), one uniform
-    (row ``uniforms[s]``, length ``N - 1``) per internal node.
+    (row ``uniforms[s]``, length ``N - 1``) per internal node. The root's
+    distribution, used by every draw, is tabulated once and searched by
+    bisection; deeper nodes scan their splits until the uniform is reached.
     """
     n_samples = uniforms.shape[0]
     n_nodes = max(n_items - 1, 0)
     parents = np.empty((n_samples, n_nodes), np.int64)
     lefts = np.empty((n_samples, n_nodes), np.int64)
+    if n_items < 2:
+        return parents, lefts
+    root_lefts, root_cdf = _split_cdf(kind, params, stats, full, full, log_z)
+    n_root = root_cdf.shape[0]
     for s in prange(n_samples):
         stack = np.empty(n_items + 1, np.int64)
         stack[0] = full
@@ -283,30 +315,38 @@ def sample_splits(kind, params, stats, full, n_items, log_z, uniforms):
             subset = stack[top]
             if subset & (subset - 1) == 0:
                 continue
-            low = subset & -subset
-            rest = subset ^ low
             threshold = uniforms[s, k]
-            log_z_subset = log_z[subset]
-            acc = 0.0
             chosen = -1
-            fallback = -1
-            sub = (rest - 1) & rest
-            while True:
-                left = sub | low
-                right = rest ^ sub
-                psi = split_log_potential(kind, params, stats, full, subset, left, right)
-                value = psi + log_z[left] + log_z[right] - log_z_subset
-                if value > -745.0:
-                    fallback = left
-                    acc += math.exp(value)
-                    if acc > threshold:
-                        chosen = left
+            if subset == full:
+                index = np.searchsorted(root_cdf, threshold, side="right")
+                if index >= n_root:
+                    index = n_root - 1
+                while index > 0 and root_cdf[index] == root_cdf[index - 1]:
+                    index -= 1  # rounding: step back onto a split of positive weight
+                chosen = root_lefts[index]
+            else:
+                low = subset & -subset
+                rest = subset ^ low
+                log_z_subset = log_z[subset]
+                acc = 0.0
+                fallback = -1
+                sub = (rest - 1) & rest
+                while True:
+                    left = sub | low
+                    right = rest ^ sub
+                    psi = split_log_potential(kind, params, stats, full, subset, left, right)
+                    value = psi + log_z[left] + log_z[right] - log_z_subset
+                    if value > -745.0:
+                        fallback = left
+                        acc += math.exp(value)
+                        if acc > threshold:
+                            chosen = left
+                            break
+                    if sub == 0:
                         break
-                if sub == 0:
-                    break
-                sub = (sub - 1) & rest
-            if chosen < 0:
-                chosen = fallback  # rounding left acc just below the uniform
+                    sub = (sub - 1) & rest
+                if chosen < 0:
+                    chosen = fallback  # rounding left acc just below the uniform
             parents[s, k] = subset
             lefts[s, k] = chosen
             k += 1
@@ -314,7 +354,6 @@ def sample_splits(kind, params, stats, full, n_items, log_z, uniforms):
             stack[top + 1] = chosen
             top += 2
     return parents, lefts
-
 
 
 # -- separable split log-potentials -------------------------------------------

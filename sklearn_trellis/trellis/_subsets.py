@@ -130,6 +130,18 @@ def mask_of(indices):
     return mask
 
 
+def checked_mask(indices, n_items):
+    """Bitmask of distinct item indices in ``[0, n_items)``, or a ValueError."""
+    idx = np.asarray(indices, dtype=np.int64).ravel()
+    if idx.size == 0:
+        raise ValueError("indices must name at least one item.")
+    if idx.min() < 0 or idx.max() >= n_items:
+        raise ValueError(f"indices must lie in [0, {n_items - 1}], got {idx.tolist()}.")
+    if np.unique(idx).size != idx.size:
+        raise ValueError(f"indices must be distinct, got {idx.tolist()}.")
+    return mask_of(idx)
+
+
 def members(mask):
     """Sorted item indices of a bitmask."""
     out = []

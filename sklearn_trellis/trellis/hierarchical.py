@@ -22,7 +22,7 @@ from ..models._split_kernels import evaluate_split
 from . import _hier_kernels as kernels
 from ._budget import check_exact_budget
 from ._specialise import call_specialised
-from ._subsets import mask_of, masks_by_popcount
+from ._subsets import checked_mask, masks_by_popcount
 
 #: Bytes kept per subset besides the model's statistics: log Z, MAP values,
 #: the size-ordered subset list and (on demand) the outside table.
@@ -306,19 +306,9 @@ class ExactHierarchicalTrellis:
         out[0] = 0.0
         return out
 
-    def _mask(self, indices):
-        idx = np.asarray(indices, dtype=np.int64).ravel()
-        if idx.size == 0:
-            raise ValueError("indices must name at least one item.")
-        if idx.min() < 0 or idx.max() >= self.n_items:
-            raise ValueError(f"indices must lie in [0, {self.n_items - 1}], got {idx.tolist()}.")
-        if np.unique(idx).size != idx.size:
-            raise ValueError(f"indices must be distinct, got {idx.tolist()}.")
-        return mask_of(idx)
-
     def cluster_marginal(self, indices):
         """Probability that exactly these items form a node (cluster) of the tree."""
-        mask = self._mask(indices)
+        mask = checked_mask(indices, self.n_items)
         value = self.log_z[mask] + self._outside()[mask] - self.log_partition_function
         return float(min(1.0, np.exp(value)))
 

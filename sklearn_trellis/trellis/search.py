@@ -6,15 +6,16 @@ trellis. They need the model's per-subset statistics (``2**N`` entries), so
 they share the exact engine's size limit.
 """
 
-import numpy as np
-
 from . import _search_kernels as kernels
 from ._specialise import call_specialised
 from .hierarchical import tree_from_splits
 
 
-def _full(stats):
-    return stats.shape[1] - 1
+def _search(kernel, kind, params, stats, *extra):
+    full = stats.shape[1] - 1
+    parents, lefts, total = call_specialised(kernel, kind, params, stats, full,
+                                             full.bit_length(), *extra)
+    return tree_from_splits(parents, lefts, full), float(total)
 
 
 def greedy_tree(kind, params, stats):
@@ -25,11 +26,7 @@ def greedy_tree(kind, params, stats):
     tree : nested tuples
     log_potential : float
     """
-    full = _full(stats)
-    n = full.bit_length()
-    parents, lefts, total = call_specialised(kernels.greedy_merges, kind, params, stats,
-                                             full, n)
-    return tree_from_splits(parents, lefts, full), float(total)
+    return _search(kernels.greedy_merges, kind, params, stats)
 
 
 def beam_search_tree(kind, params, stats, beam_width=None):
@@ -40,14 +37,11 @@ def beam_search_tree(kind, params, stats, beam_width=None):
     tree : nested tuples
     log_potential : float
     """
-    full = _full(stats)
-    n = full.bit_length()
+    n = stats.shape[1].bit_length() - 1
     width = max(1, n * (n - 1) // 2) if beam_width is None else int(beam_width)
     if width < 1:
         raise ValueError(f"beam_width must be >= 1, got {beam_width!r}.")
-    parents, lefts, total = call_specialised(kernels.beam_merges, kind, params, stats,
-                                             full, n, width)
-    return tree_from_splits(parents, lefts, full), float(total)
+    return _search(kernels.beam_merges, kind, params, stats, width)
 
 
 __all__ = ["greedy_tree", "beam_search_tree"]
