@@ -38,11 +38,12 @@ def _log_normaliser(lam):
 
 
 @njit(cache=True, inline="always")
-def _log_f(t, t_parent, log_t_parent, lam, c, log_lam, t_cut):
-    """``log f(t | t_parent, lam)`` given ``log t_parent``."""
+def _second_factor(t, t_parent, lam, c_log_lam, c, t_cut):
+    """``log f(t | t_parent) = exponent + log(multiplier)``, split to save logarithms."""
     if t > t_cut:
-        return c + log_lam - log_t_parent - lam * t / t_parent
-    return c + math.log(-math.expm1(-lam * min(t_parent, t_cut) / t_parent))
+        inv = 1.0 / t_parent
+        return c_log_lam - lam * t * inv, inv
+    return c, -math.expm1(-lam * min(t_parent, t_cut) / t_parent)
 
 
 @njit(cache=True, inline="always")
@@ -52,8 +53,10 @@ def ginkgo_split(params, stats, full, parent, left, right):
     ``params = [beta, t_cut, lam, c, log lam, lam_root, c_root, log lam_root,
     leaf term of the root]``; ``stats = [t, sqrt max(t, 0), log t, 1 / t,
     leaf term]`` per subset, the leaf term being ``log f(t_child <= t_cut |
-    t_S, lam) = c + log(1 - exp(-lam min(t_S, t_cut) / t_S))``, so the terms
-    that only involve the parent cost no logarithm.
+    t_S, lam) = c + log(1 - exp(-lam min(t_S, t_cut) / t_S))``. Each ordering
+    ``a``/``b`` is ``exponent + log(multiplier)``, so the two are combined with
+    one ``exp`` and one ``log`` (plus ``expm1`` for light children):
+    ``psi = E_max + log(m_max + exp(E_min - E_max) m_min) + log(1/2) + log(1/(4 pi))``.
     """
     t_cut = params[1]
     t_p = stats[0, parent]
@@ -78,20 +81,21 @@ def ginkgo_split(params, stats, full, parent, left, right):
         c = params[3]
         log_lam = params[4]
         leaf_p = stats[4, parent]
-    base = c + log_lam - stats[2, parent]
+    c_log_lam = c + log_lam
+    base = c_log_lam - stats[2, parent]
     inv_p = stats[3, parent]
     f_l_p = base - lam * t_l * inv_p if t_l > t_cut else leaf_p
     f_r_p = base - lam * t_r * inv_p if t_r > t_cut else leaf_p
     d_l = s_p - s_l
     d_r = s_p - s_r
-    t_plr = d_l * d_l
-    t_prl = d_r * d_r
-    a = f_l_p + _log_f(t_r, t_plr, 2.0 * math.log(d_l), lam, c, log_lam, t_cut)
-    b = f_r_p + _log_f(t_l, t_prl, 2.0 * math.log(d_r), lam, c, log_lam, t_cut)
-    if a > b:
-        both = a + math.log1p(math.exp(b - a))
+    e_a, m_a = _second_factor(t_r, d_l * d_l, lam, c_log_lam, c, t_cut)
+    e_b, m_b = _second_factor(t_l, d_r * d_r, lam, c_log_lam, c, t_cut)
+    e_a += f_l_p
+    e_b += f_r_p
+    if e_a >= e_b:
+        both = e_a + math.log(m_a + math.exp(e_b - e_a) * m_b)
     else:
-        both = b + math.log1p(math.exp(a - b))
+        both = e_b + math.log(m_b + math.exp(e_a - e_b) * m_a)
     return both + _LOG_HALF + _LOG_INV_4PI
 
 
