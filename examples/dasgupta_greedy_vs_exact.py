@@ -56,7 +56,8 @@ for attempt in range(1000):
 
 print(f"graph #{attempt} of the seeded family: {w.shape[0]} vertices, "
       f"{int((w > 0).sum() / 2)} weighted edges")
-print(f"{trellis.n_trees:,} binary trees; the trellis visits {(3 ** 10 - 2 ** 11 + 1) // 2:,} splits\n")
+n_splits = (3 ** 10 - 2 ** 11 + 1) // 2
+print(f"{trellis.n_trees:,} binary trees; the trellis visits {n_splits:,} splits\n")
 print("tree                          Dasgupta cost")
 results = [("average linkage", average, -energy.log_potential(average))]
 for name, (tree, value) in [("greedy (energy)", greedy_tree(kind, params, stats)),

@@ -241,7 +241,8 @@ def test_tree_count_is_exact_beyond_one_prime():
     trellis = engine(model)
 
     def allowed(lmask, rmask):
-        return rule([i for i in range(n) if lmask >> i & 1], [i for i in range(n) if rmask >> i & 1])
+        return rule([i for i in range(n) if lmask >> i & 1],
+                    [i for i in range(n) if rmask >> i & 1])
 
     expected = python_tree_count(n, allowed)
     assert 2 ** 31 < expected < double_factorial_trees(n)

@@ -48,7 +48,8 @@ def tree_splits(tree):
     def walk(node):
         if isinstance(node, tuple):
             if len(node) != 2:
-                raise ValueError(f"Every internal node must have exactly two children, got {node!r}.")
+                raise ValueError("Every internal node must have exactly two children, "
+                                 f"got {node!r}.")
             left = walk(node[0])
             right = walk(node[1])
             out.append((left, right))

@@ -294,8 +294,8 @@ class ExactHierarchicalTrellis:
             log_out = np.full(1 << n, -np.inf)
             log_out[self.full] = 0.0
             for k in range(n - 1, 0, -1):
-                call_specialised(kernels.outside_layer, *self._args(), self._masks, self._offsets[k],
-                                      self._offsets[k + 1], self.log_z, log_out)
+                call_specialised(kernels.outside_layer, *self._args(), self._masks,
+                                 self._offsets[k], self._offsets[k + 1], self.log_z, log_out)
             self._log_out = log_out
         return self._log_out
 
@@ -323,7 +323,8 @@ class ExactHierarchicalTrellis:
     def sample_splits(self, n_samples, random_state):
         """Exact draws as ``(parents, lefts)`` mask arrays of shape (n_samples, N - 1)."""
         uniforms = random_state.random_sample((n_samples, max(self.n_items - 1, 0)))
-        return call_specialised(kernels.sample_splits, *self._args(), self.n_items, self.log_z, uniforms)
+        return call_specialised(kernels.sample_splits, *self._args(), self.n_items,
+                                self.log_z, uniforms)
 
     def sample(self, n_samples, random_state):
         """Exact posterior draws as a list of nested-tuple trees."""
