@@ -26,9 +26,20 @@ from sklearn_trellis import TrellisHierarchical
 from sklearn_trellis.models import DasguptaEnergy, GinkgoEnergy
 from sklearn_trellis.trellis import ExactHierarchicalTrellis
 
-DATA = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data")
-if not os.path.isdir(DATA):
-    DATA = "/work/shared/data"
+
+
+def _find_data():
+    """``shared/data`` of the project workspace: look upwards from here."""
+    folder = os.path.dirname(os.path.abspath(__file__))
+    while os.path.dirname(folder) != folder:
+        candidate = os.path.join(folder, "shared", "data")
+        if os.path.isdir(candidate):
+            return candidate
+        folder = os.path.dirname(folder)
+    return "/work/shared/data"
+
+
+DATA = _find_data()
 
 #: CPU seconds of the public ClusterTrellis implementation (exact MAP + Z).
 REFERENCE_CPU = {8: 0.6, 9: 2.75, 10: 8.2, 11: 42.0, 12: 290.0}

@@ -21,7 +21,17 @@ import numpy as np
 from sklearn_trellis import TrellisHierarchical
 from sklearn_trellis.models import GinkgoEnergy
 
-path = os.path.join("/work/shared/data", "ginkgo510_jets.json")
+def find_data(name):
+    """``shared/data/<name>`` of the project workspace: look upwards from here."""
+    folder = os.path.dirname(os.path.abspath(__file__))
+    while True:
+        candidate = os.path.join(folder, "shared", "data", name)
+        if os.path.exists(candidate) or os.path.dirname(folder) == folder:
+            return candidate
+        folder = os.path.dirname(folder)
+
+
+path = find_data("ginkgo510_jets.json")
 with open(path) as handle:
     jets = json.load(handle)["jets"]
 

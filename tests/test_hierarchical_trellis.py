@@ -2,7 +2,6 @@
 
 import itertools
 import json
-import os
 
 import numpy as np
 import pytest
@@ -12,9 +11,8 @@ from brute_force import (binary_trees, canonical_tree, cluster_node_probabilitie
                          hierarchy_summaries, tree_log_potential, tree_sibling_pairs)
 from sklearn_trellis.models import CallableEnergy, DasguptaEnergy, GinkgoEnergy, HCCEnergy
 from sklearn_trellis.trellis import ExactHierarchicalTrellis
+from shared_data import shared_data
 from sklearn_trellis.trellis.hierarchical import _crt, double_factorial_trees
-
-DATA = "/work/shared/data"
 
 
 def all_splits(n):
@@ -180,7 +178,7 @@ def test_pairwise_energies_match_their_definition(energy, layered):
 
 
 def test_ginkgo_reference_values():
-    with open(os.path.join(DATA, "ginkgo_jets_small.json")) as handle:
+    with open(shared_data("ginkgo_jets_small.json")) as handle:
         jets = json.load(handle)
     for jet in jets:
         model = GinkgoEnergy(lam=jet["lam"], lam_root=jet["lam_root"],
@@ -193,7 +191,7 @@ def test_ginkgo_reference_values():
 
 
 def test_ginkgo_matches_enumeration():
-    with open(os.path.join(DATA, "ginkgo_jets_small.json")) as handle:
+    with open(shared_data("ginkgo_jets_small.json")) as handle:
         jet = json.load(handle)[-1]
     model = GinkgoEnergy(lam=jet["lam"], lam_root=jet["lam_root"],
                          t_cut=jet["t_cut"]).fit(np.array(jet["leaves"]))

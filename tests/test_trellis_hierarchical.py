@@ -12,6 +12,7 @@ from sklearn.datasets import load_iris
 
 from brute_force import (binary_trees, canonical_tree, cluster_node_probabilities,
                          hierarchy_summaries, tree_leaves)
+from shared_data import shared_data
 from sklearn_trellis import TrellisHierarchical
 from sklearn_trellis.models import DasguptaEnergy, GinkgoEnergy
 
@@ -141,7 +142,7 @@ def test_energies_by_name_instance_and_callable():
 
 
 def test_ginkgo_through_the_estimator():
-    with open("/work/shared/data/ginkgo_jets_small.json") as handle:
+    with open(shared_data("ginkgo_jets_small.json")) as handle:
         jet = json.load(handle)[4]
     est = TrellisHierarchical(energy=GinkgoEnergy(lam=jet["lam"], lam_root=jet["lam_root"],
                                                   t_cut=jet["t_cut"]))
@@ -166,14 +167,13 @@ def test_baselines_never_beat_the_exact_map():
 
 
 def test_greedy_matches_a_python_reimplementation():
-    with open("/work/shared/data/ginkgo510_jets.json") as handle:
-        jets = json.load(handle)["jets"]
-    jet = next(j for j in jets if len(j["leaves"]) == 8)
+    with open(shared_data("ginkgo_jets_small.json")) as handle:
+        jet = json.load(handle)[-1]
     est = TrellisHierarchical(energy=GinkgoEnergy(lam=jet["lam"], lam_root=jet["lam_root"],
                                                   t_cut=jet["t_cut"]))
     est.fit(np.array(jet["leaves"]))
     energy = est.energy_
-    clusters = [(i,) for i in range(8)]
+    clusters = [(i,) for i in range(len(jet["leaves"]))]
     total = 0.0
     while len(clusters) > 1:
         best = None
