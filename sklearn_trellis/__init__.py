@@ -1,7 +1,8 @@
 """sklearn-trellis: exact and sampled distributions over clusterings and hierarchies."""
 
 from .correlation_clustering import ExactCorrelationClustering
+from .hierarchical import TrellisHierarchical
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["ExactCorrelationClustering", "__version__"]
+__all__ = ["ExactCorrelationClustering", "TrellisHierarchical", "__version__"]

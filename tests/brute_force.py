@@ -83,6 +83,108 @@ def random_subsets(rng, n, count):
     return subsets
 
 
+# -- binary hierarchies -----------------------------------------------------------
+
+def binary_trees(items):
+    """Every binary tree over ``items`` (a sorted tuple), as nested tuples.
+
+    A tree is ``(left, right)`` with the left subtree holding the lowest item;
+    a leaf is its item. There are ``(2n - 3)!!`` of them.
+    """
+    items = tuple(items)
+    if len(items) == 1:
+        return [items[0]]
+    first, rest = items[0], items[1:]
+    out = []
+    n_rest = len(rest)
+    for code in range(2 ** n_rest - 1):  # the right child is never empty
+        left = (first,) + tuple(rest[i] for i in range(n_rest) if code >> i & 1)
+        right = tuple(rest[i] for i in range(n_rest) if not code >> i & 1)
+        for tl in binary_trees(left):
+            for tr in binary_trees(right):
+                out.append((tl, tr))
+    return out
+
+
+def tree_leaves(tree):
+    """Sorted item tuple of a nested-tuple tree."""
+    if isinstance(tree, tuple):
+        return tuple(sorted(tree_leaves(tree[0]) + tree_leaves(tree[1])))
+    return (tree,)
+
+
+def tree_clusters(tree):
+    """Set of item tuples of every node of a tree (leaves and root included)."""
+    out = set()
+
+    def walk(node):
+        leaves = tree_leaves(node)
+        out.add(leaves)
+        if isinstance(node, tuple):
+            walk(node[0])
+            walk(node[1])
+
+    walk(tree)
+    return out
+
+
+def tree_sibling_pairs(tree):
+    """``(left, right)`` item tuples of every internal node (left holds the lowest item)."""
+    out = []
+
+    def walk(node):
+        if isinstance(node, tuple):
+            a, b = tree_leaves(node[0]), tree_leaves(node[1])
+            out.append((a, b) if a[0] < b[0] else (b, a))
+            walk(node[0])
+            walk(node[1])
+
+    walk(tree)
+    return out
+
+
+def canonical_tree(tree):
+    """The same tree with every node's children ordered by their lowest item."""
+    if not isinstance(tree, tuple):
+        return int(tree)
+    a, b = canonical_tree(tree[0]), canonical_tree(tree[1])
+    return (a, b) if tree_leaves(a)[0] < tree_leaves(b)[0] else (b, a)
+
+
+def tree_log_potential(tree, split_value):
+    """``sum of split_value(left, right)`` over the internal nodes of a tree."""
+    return float(sum(split_value(l, r) for l, r in tree_sibling_pairs(tree)))
+
+
+def hierarchy_summaries(trees, log_phi):
+    """log Z, MAP, number of allowed trees and tree probabilities by enumeration."""
+    log_phi = np.asarray(log_phi, dtype=float)
+    finite = np.isfinite(log_phi)
+    log_z = logsumexp(log_phi[finite]) if finite.any() else -np.inf
+    probs = np.where(finite, np.exp(log_phi - log_z), 0.0)
+    best = int(np.argmax(log_phi))
+    return dict(log_z=log_z, probs=probs, map_index=best, map_log_phi=log_phi[best],
+                map_tree=trees[best], n_allowed=int(finite.sum()))
+
+
+def cluster_node_probabilities(trees, probs):
+    """``{cluster: P(cluster is a node)}`` for every cluster of any tree, by enumeration."""
+    out = {}
+    for tree, p in zip(trees, probs):
+        for cluster in tree_clusters(tree):
+            out[cluster] = out.get(cluster, 0.0) + p
+    return out
+
+
+def cluster_node_probability(trees, probs, cluster):
+    """P(``cluster`` is a node of the tree) by enumeration."""
+    cluster = tuple(sorted(int(i) for i in cluster))
+    return float(sum(p for t, p in zip(trees, probs) if cluster in tree_clusters(t)))
+
+
 __all__ = ["set_partitions", "correlation_log_potentials", "flat_summaries",
            "cluster_probability", "together_probability", "canonical",
-           "random_subsets"]
+           "random_subsets", "binary_trees", "tree_leaves", "tree_clusters",
+           "tree_sibling_pairs", "canonical_tree", "tree_log_potential",
+           "hierarchy_summaries", "cluster_node_probability",
+           "cluster_node_probabilities"]

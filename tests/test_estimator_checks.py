@@ -2,7 +2,7 @@
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from sklearn_trellis import ExactCorrelationClustering
+from sklearn_trellis import ExactCorrelationClustering, TrellisHierarchical
 
 _ABOVE_EXACT_LIMIT = ("fits more samples than the exact trellis accepts (max_exact_size=20); "
                       "method='auto' gains a sparse engine for large N in a later issue")
@@ -17,13 +17,29 @@ _FLAT_EXACT_ONLY = {
     ]
 }
 
+_HIERARCHICAL_ABOVE_LIMIT = (
+    "fits 20 or more samples, above TrellisHierarchical's default exact limit "
+    "(max_exact_size=16, chosen so one fit stays well under a second); method='auto' "
+    "gains a sparse trellis for large N in a later issue")
+
+_HIERARCHICAL_EXACT_ONLY = {
+    name: _HIERARCHICAL_ABOVE_LIMIT for name in list(_FLAT_EXACT_ONLY) + [
+        "check_dont_overwrite_parameters", "check_estimators_dtypes",
+        "check_f_contiguous_array_estimator", "check_methods_sample_order_invariance",
+        "check_methods_subset_invariance", "check_dict_unchanged", "check_fit2d_predict1d",
+    ]
+}
+
 ESTIMATORS = [
     ExactCorrelationClustering(),
     ExactCorrelationClustering(affinity="precomputed"),
+    TrellisHierarchical(),
+    TrellisHierarchical(metric="precomputed", energy="hcc"),
 ]
 
 EXPECTED_FAILURES = {
     "ExactCorrelationClustering": _FLAT_EXACT_ONLY,
+    "TrellisHierarchical": _HIERARCHICAL_EXACT_ONLY,
 }
 
 

@@ -1,6 +1,12 @@
 """Models: cluster log-potentials (flat) and split log-potentials (hierarchical)."""
 
 from ._flat import FlatModel
+from ._split import SplitModel
+from .callable_energy import CallableEnergy
 from .correlation import CorrelationClusteringModel
+from .dasgupta import DasguptaEnergy
+from .ginkgo import GinkgoEnergy
+from .hcc import HCCEnergy
 
-__all__ = ["FlatModel", "CorrelationClusteringModel"]
+__all__ = ["FlatModel", "CorrelationClusteringModel", "SplitModel", "DasguptaEnergy",
+           "HCCEnergy", "GinkgoEnergy", "CallableEnergy"]

@@ -130,6 +130,18 @@ def mask_of(indices):
     return mask
 
 
+def checked_mask(indices, n_items):
+    """Bitmask of distinct item indices in ``[0, n_items)``, or a ValueError."""
+    idx = np.asarray(indices, dtype=np.int64).ravel()
+    if idx.size == 0:
+        raise ValueError("indices must name at least one item.")
+    if idx.min() < 0 or idx.max() >= n_items:
+        raise ValueError(f"indices must lie in [0, {n_items - 1}], got {idx.tolist()}.")
+    if np.unique(idx).size != idx.size:
+        raise ValueError(f"indices must be distinct, got {idx.tolist()}.")
+    return mask_of(idx)
+
+
 def members(mask):
     """Sorted item indices of a bitmask."""
     out = []
@@ -139,4 +151,47 @@ def members(mask):
             out.append(index)
         mask >>= 1
         index += 1
+    return out
+
+
+@njit(cache=True)
+def masks_by_popcount(n_items):
+    """All non-empty subsets of ``n_items`` items ordered by size, then by value.
+
+    Returns ``(masks, offsets)``: the subsets of size ``k`` are
+    ``masks[offsets[k]:offsets[k + 1]]`` (``offsets`` has ``n_items + 2``
+    entries). Used by recursions whose terms for a subset need every smaller
+    subset first (e.g. the hierarchical trellis): one size is one parallel layer.
+    """
+    size = 1 << n_items
+    counts = np.zeros(n_items + 2, np.int64)
+    for mask in range(1, size):
+        counts[popcount(mask) + 1] += 1
+    # offsets[k] = number of non-empty subsets of size < k
+    offsets = np.zeros(n_items + 2, np.int64)
+    for k in range(1, n_items + 1):
+        offsets[k + 1] = offsets[k] + counts[k + 1]
+    masks = np.empty(size - 1, np.int64)
+    fill = offsets.copy()
+    for mask in range(1, size):
+        k = popcount(mask)
+        masks[fill[k]] = mask
+        fill[k] += 1
+    return masks, offsets
+
+
+@njit(cache=True)
+def subset_sums(values):
+    """``out[:, B] = sum_{i in B} values[i, :]`` for every bitmask ``B``.
+
+    ``values`` has shape ``(N, k)``; the result has shape ``(k, 2**N)`` (one
+    contiguous row per statistic) with zeros for the empty set.
+    """
+    n_items, width = values.shape
+    out = np.zeros((width, 1 << n_items))
+    for top in range(n_items):
+        base = 1 << top
+        for lower in range(base):
+            for c in range(width):
+                out[c, base | lower] = out[c, lower] + values[top, c]
     return out

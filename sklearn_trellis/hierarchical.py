@@ -1,0 +1,469 @@
+"""``TrellisHierarchical``: a drop-in ``AgglomerativeClustering`` with the exact MAP tree,
+the partition function, cluster marginals and exact tree sampling."""
+
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClusterMixin, clone
+from sklearn.cluster import AgglomerativeClustering
+from sklearn.metrics import pairwise_distances
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._validation import check_option, check_scalar_param
+from .models import CallableEnergy, DasguptaEnergy, GinkgoEnergy, HCCEnergy, SplitModel
+from .models._split import check_tree
+from .trellis._budget import check_exact_budget
+from .trellis.hierarchical import BYTES_PER_SUBSET, ExactHierarchicalTrellis
+from .trellis.search import beam_search_tree, greedy_tree
+
+#: Energies selectable by name.
+ENERGIES = {"dasgupta": DasguptaEnergy, "hcc": HCCEnergy, "ginkgo": GinkgoEnergy}
+
+_LINKAGES = {"ward", "complete", "average", "single"}
+
+
+def tree_to_children(tree, n_leaves):
+    """scikit-learn's ``children_`` and ``distances_`` of a nested-tuple tree.
+
+    The height of a node is its number of levels: leaves are at 0 and a node
+    sits one above its higher child. Nodes are listed by increasing height
+    (ties: smaller clusters, then lower first item), so ``distances_`` is
+    non-decreasing and every child appears before its parent.
+    """
+    nodes = []  # (height, size, lowest item, left, right) with children as keys
+
+    def walk(node):
+        if not isinstance(node, tuple):
+            return ("leaf", int(node)), 0, 1, int(node)
+        left = walk(node[0])
+        right = walk(node[1])
+        height = 1 + max(left[1], right[1])
+        size = left[2] + right[2]
+        lowest = min(left[3], right[3])
+        key = ("node", len(nodes))
+        nodes.append((height, size, lowest, left[0], right[0], key))
+        return key, height, size, lowest
+
+    walk(tree)
+    order = sorted(nodes, key=lambda item: item[:3])
+    ids = {}
+    children = np.empty((len(order), 2), dtype=np.intp)
+    distances = np.empty(len(order), dtype=np.float64)
+    for row, (height, _, _, left, right, key) in enumerate(order):
+        ids[key] = n_leaves + row
+        children[row] = [left[1] if left[0] == "leaf" else ids[left],
+                         right[1] if right[0] == "leaf" else ids[right]]
+        distances[row] = float(height)
+    return children, distances
+
+
+def cut_children(children, n_leaves, n_clusters):
+    """Flat labels from the top ``n_clusters - 1`` merges (labels by first appearance)."""
+    if n_clusters > n_leaves:
+        raise ValueError(f"Cannot extract more clusters ({n_clusters}) than samples "
+                         f"({n_leaves}).")
+    roots = {n_leaves + len(children) - 1} if len(children) else {0}
+    while len(roots) < n_clusters:
+        node = max(roots)
+        roots.remove(node)
+        roots.update(int(c) for c in children[node - n_leaves])
+    labels = np.empty(n_leaves, dtype=np.intp)
+    for label, root in enumerate(roots):
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            if node < n_leaves:
+                labels[node] = label
+            else:
+                stack.extend(int(c) for c in children[node - n_leaves])
+    mapping = {}
+    return np.array([mapping.setdefault(v, len(mapping)) for v in labels.tolist()],
+                    dtype=np.intp)
+
+
+def children_to_tree(children, n_leaves):
+    """Nested tuples of a scikit-learn ``children_`` array."""
+    nodes = list(range(n_leaves))
+    for a, b in children:
+        nodes.append((nodes[int(a)], nodes[int(b)]))
+    return nodes[-1]
+
+
+class TrellisHierarchical(ClusterMixin, BaseEstimator):
+    """Hierarchical clustering with the exact distribution over all binary trees.
+
+    A drop-in replacement of :class:`sklearn.cluster.AgglomerativeClustering`
+    (same constructor arguments and fitted attributes) whose tree is the exact
+    maximum a posteriori (MAP) tree of an energy-based model over binary
+    hierarchies (Greenberg et al. 2021, Definition 2)::
+
+        log phi(H) = beta * sum_{(L, R) siblings in H} psi(L, R),   P(H) = phi(H) / Z,
+
+    ``Z`` summing over all ``(2N - 3)!!`` binary trees of the N items. The
+    exact hierarchical trellis computes ``log Z``, the MAP tree, the number
+    of allowed trees, every cluster marginal and exact samples in
+    ``O(3^N)`` time and ``O(2^N)`` memory, so N up to about 20 is practical.
+
+    Parameters
+    ----------
+    n_clusters : int or None, default=2
+        Number of flat clusters in ``labels_``, cut from the MAP tree (the top
+        ``n_clusters - 1`` merges are undone). ``None`` with ``distance_threshold``.
+    metric : str or callable, default='euclidean'
+        Metric of the distances from which pairwise energies build similarities
+        (any :func:`sklearn.metrics.pairwise_distances` metric). With
+        ``'precomputed'``, ``X`` is an (N, N) distance matrix, as in
+        scikit-learn. Feature energies (``'ginkgo'``) read ``X`` directly
+        and ignore it.
+    memory : str or object with the joblib.Memory interface, default=None
+        Caches the agglomerative tree of :meth:`linkage_tree` (passed on to
+        :class:`~sklearn.cluster.AgglomerativeClustering`).
+    connectivity : None
+        Connectivity constraints are not supported by the exact trellis yet;
+        anything but ``None`` raises ``ValueError``.
+    compute_full_tree : 'auto' or bool, default='auto'
+        Accepted for compatibility; the MAP tree is always complete.
+    linkage : {'ward', 'complete', 'average', 'single'}, default='ward'
+        Linkage of the agglomerative tree of :meth:`linkage_tree`, the
+        classical baseline the exact MAP is compared with (``'ward'`` needs
+        the Euclidean metric).
+    distance_threshold : float, default=None
+        If set (with ``n_clusters=None``), ``labels_`` undoes every merge whose
+        height (see ``distances_``) is at least this.
+    compute_distances : bool, default=False
+        Accepted for compatibility; ``distances_`` is always computed.
+    energy : {'dasgupta', 'hcc', 'ginkgo'}, SplitModel or callable, default='dasgupta'
+        The split log-potential ``psi``:
+
+        - ``'dasgupta'``: Dasgupta's cost, ``psi = -(|L| + |R|) sum_{x in L,
+          y in R} w_xy`` on similarities ``w = exp(-d / scale)`` of the
+          distances ``d`` (``scale``: median distance); see
+          :class:`~sklearn_trellis.models.DasguptaEnergy`.
+        - ``'hcc'``: hierarchical correlation clustering on the signed
+          affinities ``w = exp(-d / scale) - mean``; see
+          :class:`~sklearn_trellis.models.HCCEnergy`.
+        - ``'ginkgo'``: the Ginkgo jet likelihood of 4-momenta ``X`` (N, 4);
+          see :class:`~sklearn_trellis.models.GinkgoEnergy`.
+        - a :class:`~sklearn_trellis.models.SplitModel` instance (cloned;
+          its hyperparameters are tunable as ``energy__name``).
+        - a callable ``energy(X, left, right) -> float`` (slow path: one call
+          per split, N <= 12).
+    beta : float, default=1.0
+        Inverse temperature multiplying every split log-potential (``>= 0``).
+    method : {'auto', 'exact'}, default='auto'
+        Inference engine. Both use the exact trellis for now and refuse N above
+        ``max_exact_size`` with an error stating the memory and time needed.
+    max_exact_size : int, default=16
+        Largest N for which ``fit`` runs the exact trellis (N = 20 takes
+        seconds; each extra item triples the time).
+    random_state : int, RandomState instance or None, default=None
+        Seed of :meth:`sample_trees` when called without one.
+
+    Attributes
+    ----------
+    labels_ : ndarray of shape (n_samples,)
+        Flat clusters cut from the MAP tree, labels in order of first appearance.
+    n_clusters_ : int
+    n_leaves_ : int
+    n_connected_components_ : int
+        Always 1 (no connectivity constraints).
+    n_features_in_ : int
+    children_ : ndarray of shape (n_samples - 1, 2)
+        The MAP tree in scikit-learn's encoding: row ``i`` merges two nodes
+        into node ``n_samples + i``; values below ``n_samples`` are leaves.
+    distances_ : ndarray of shape (n_samples - 1,)
+        Height of each merge: the number of levels of the merged node (1 for
+        two leaves, one more than its higher child otherwise). Non-negative
+        and non-decreasing; it orders the dendrogram, it is not a distance.
+    map_tree_ : nested tuples
+        The MAP tree; each internal node is ``(left, right)``, the left child
+        holding its lowest item; leaves are sample indices.
+    map_log_potential_ : float
+        ``log phi`` of the MAP tree.
+    log_partition_function_ : float
+        ``log Z``.
+    n_trees_ : int
+        Number of allowed trees (finite potential), an exact Python int;
+        ``(2N - 3)!!`` when no split is forbidden.
+    energy_ : SplitModel
+        The fitted split model.
+
+    Notes
+    -----
+    Precision: ``log Z`` and log-potentials have a relative error near machine
+    precision; marginals and sampling probabilities an absolute error below
+    ``1e-12``. All recursions are in log space, so any ``beta`` is safe.
+
+    References
+    ----------
+    C. S. Greenberg, S. Macaluso, N. Monath, J. A. Lee, P. Flaherty, K. Cranmer,
+    A. McGregor, A. McCallum. Cluster Trellis: Data Structures & Algorithms for
+    Exact Inference in Hierarchical Clustering. AISTATS 2021.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_trellis import TrellisHierarchical
+    >>> X = np.array([[0.0], [0.1], [1.0], [1.2], [5.0]])
+    >>> model = TrellisHierarchical(n_clusters=2).fit(X)
+    >>> model.map_tree_
+    (((0, 1), (2, 3)), 4)
+    >>> model.labels_
+    array([0, 0, 0, 0, 1])
+    >>> model.n_trees_
+    105
+    >>> round(model.cluster_marginal([0, 1]), 3)
+    0.378
+    """
+
+    def __init__(self, n_clusters=2, *, metric="euclidean", memory=None, connectivity=None,
+                 compute_full_tree="auto", linkage="ward", distance_threshold=None,
+                 compute_distances=False, energy="dasgupta", beta=1.0, method="auto",
+                 max_exact_size=16, random_state=None):
+        self.n_clusters = n_clusters
+        self.metric = metric
+        self.memory = memory
+        self.connectivity = connectivity
+        self.compute_full_tree = compute_full_tree
+        self.linkage = linkage
+        self.distance_threshold = distance_threshold
+        self.compute_distances = compute_distances
+        self.energy = energy
+        self.beta = beta
+        self.method = method
+        self.max_exact_size = max_exact_size
+        self.random_state = random_state
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.pairwise = self.metric == "precomputed"
+        return tags
+
+    # -- fitting ---------------------------------------------------------------
+    def _check_params(self):
+        if (self.n_clusters is None) == (self.distance_threshold is None):
+            raise ValueError("Exactly one of n_clusters and distance_threshold has to be "
+                             "set, and the other needs to be None.")
+        check_scalar_param(self.n_clusters, "n_clusters", kind=numbers.Integral, low=1,
+                           allow_none=True)
+        check_scalar_param(self.distance_threshold, "distance_threshold", low=0.0,
+                           allow_none=True)
+        if self.connectivity is not None:
+            raise ValueError("connectivity constraints are not supported by "
+                             "TrellisHierarchical yet; use connectivity=None.")
+        if not (self.compute_full_tree == "auto"
+                or isinstance(self.compute_full_tree, (bool, np.bool_))):
+            raise ValueError(f"compute_full_tree must be 'auto' or a bool, got "
+                             f"{self.compute_full_tree!r}.")
+        check_option(self.linkage, "linkage", _LINKAGES)
+        if not (isinstance(self.metric, str) or callable(self.metric)):
+            raise TypeError(f"metric must be a string or a callable, got {self.metric!r}.")
+        check_scalar_param(self.beta, "beta", low=0.0)
+        check_option(self.method, "method", {"auto", "exact"})
+        check_scalar_param(self.max_exact_size, "max_exact_size", kind=numbers.Integral, low=1)
+
+    def _make_energy(self):
+        energy = self.energy
+        if isinstance(energy, str):
+            check_option(energy, "energy", set(ENERGIES))
+            return ENERGIES[energy]()
+        if isinstance(energy, SplitModel):
+            return clone(energy)
+        if callable(energy):
+            return CallableEnergy(energy)
+        raise TypeError("energy must be 'dasgupta', 'hcc', 'ginkgo', a SplitModel or a "
+                        f"callable energy(X, left, right), got {energy!r}.")
+
+    def _model_input(self, model, X):
+        if model.input_kind == "features":
+            return X
+        if self.metric == "precomputed":
+            if X.shape[0] != X.shape[1]:
+                raise ValueError("With metric='precomputed', X must be a square (N, N) "
+                                 f"distance matrix, got shape {X.shape}.")
+            if np.any(X < 0):
+                raise ValueError("With metric='precomputed', X must hold non-negative "
+                                 "distances.")
+            return X
+        return pairwise_distances(X, metric=self.metric)
+
+    def fit(self, X, y=None):
+        """Compute the exact distribution over binary trees of the rows of X.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or (n_samples, n_samples)
+            Feature rows, or a distance matrix if ``metric='precomputed'``.
+        y : Ignored
+
+        Returns
+        -------
+        self : TrellisHierarchical
+        """
+        self._check_params()
+        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
+        n = X.shape[0]
+        model = self._make_energy()
+        # Refuse before computing any N x N or 2**N table.
+        check_exact_budget(n, BYTES_PER_SUBSET + 16, max_items=self.max_exact_size,
+                           what="exact hierarchical trellis")
+        model.fit(self._model_input(model, X))
+        beta = float(self.beta)
+        kind, params, stats = model.kernel_inputs(beta)
+        trellis = ExactHierarchicalTrellis(kind, params, stats,
+                                           separable=model.separable_form(beta),
+                                           max_items=self.max_exact_size).fit()
+        self.energy_ = model
+        self._trellis = trellis
+        self._X_fit = X
+        self.n_leaves_ = n
+        self.n_connected_components_ = 1
+        self.map_tree_ = trellis.map_tree
+        self.map_log_potential_ = trellis.map_log_potential
+        self.log_partition_function_ = trellis.log_partition_function
+        self.n_trees_ = trellis.n_trees
+        self.children_, self.distances_ = tree_to_children(trellis.map_tree, n)
+        if self.distance_threshold is not None:
+            self.n_clusters_ = int(np.count_nonzero(
+                self.distances_ >= self.distance_threshold)) + 1
+        else:
+            self.n_clusters_ = int(self.n_clusters)
+        self.labels_ = cut_children(self.children_, n, self.n_clusters_)
+        return self
+
+    # -- the fitted distribution ---------------------------------------------
+    def log_potential(self, tree):
+        """``log phi`` of any binary tree of the training samples.
+
+        Parameters
+        ----------
+        tree : nested tuples
+            Each internal node is a pair ``(left, right)``; leaves are sample
+            indices, each appearing once.
+
+        Returns
+        -------
+        log_potential : float
+            ``-inf`` if the tree contains a forbidden split.
+        """
+        check_is_fitted(self)
+        tree = check_tree(tree, self.n_leaves_)
+        return self.energy_.log_potential(tree, float(self.beta))
+
+    def cluster_marginal(self, indices):
+        """Probability that exactly these samples form a node (cluster) of the tree.
+
+        The first call runs a second ``O(3^N)`` pass that gives every
+        cluster's marginal (Appendix A.4 of the paper); later calls are lookups.
+
+        Parameters
+        ----------
+        indices : array-like of int
+
+        Returns
+        -------
+        probability : float
+        """
+        check_is_fitted(self)
+        return self._trellis.cluster_marginal(indices)
+
+    def subtree_marginal(self, subtree):
+        """Probability that the tree contains this sub-hierarchy.
+
+        Parameters
+        ----------
+        subtree : nested tuples over some of the samples
+
+        Returns
+        -------
+        probability : float
+        """
+        check_is_fitted(self)
+        leaves = []
+
+        def collect(node):
+            if isinstance(node, (tuple, list)):
+                if len(node) != 2:
+                    raise ValueError("A subtree is nested pairs (left, right) of sample indices.")
+                return (collect(node[0]), collect(node[1]))
+            leaves.append(int(node))
+            return int(node)
+
+        subtree = collect(subtree)
+        if len(set(leaves)) != len(leaves) or min(leaves) < 0 or max(leaves) >= self.n_leaves_:
+            raise ValueError("The subtree must name distinct samples of the training data.")
+        return self._trellis.subtree_marginal(subtree)
+
+    def sample_trees(self, n_samples=1, random_state=None):
+        """Exact draws from the distribution over trees (Algorithm 3 of the paper).
+
+        Parameters
+        ----------
+        n_samples : int, default=1
+        random_state : int, RandomState instance or None, default=None
+            ``None`` uses the estimator's ``random_state``.
+
+        Returns
+        -------
+        trees : list of nested tuples
+        """
+        check_is_fitted(self)
+        check_scalar_param(n_samples, "n_samples", kind=numbers.Integral, low=1)
+        rng = check_random_state(self.random_state if random_state is None else random_state)
+        return self._trellis.sample(int(n_samples), rng)
+
+    # -- baselines ----------------------------------------------------------------
+    def _kernel_inputs(self):
+        check_is_fitted(self)
+        return self.energy_.kernel_inputs(float(self.beta))
+
+    def greedy_tree(self):
+        """Greedy agglomeration under the same energy (paper Section 4.2).
+
+        Merges, at each step, the two clusters whose split log-potential is
+        largest.
+
+        Returns
+        -------
+        tree : nested tuples
+        log_potential : float
+        """
+        return greedy_tree(*self._kernel_inputs())
+
+    def beam_search_tree(self, beam_width=None):
+        """Beam search over merge sequences under the same energy (paper Section 4.2).
+
+        Parameters
+        ----------
+        beam_width : int, default=None
+            Forests kept at each step; ``None`` means ``N (N - 1) / 2`` as in the paper.
+
+        Returns
+        -------
+        tree : nested tuples
+        log_potential : float
+        """
+        if beam_width is not None:
+            check_scalar_param(beam_width, "beam_width", kind=numbers.Integral, low=1)
+        return beam_search_tree(*self._kernel_inputs(), beam_width=beam_width)
+
+    def linkage_tree(self):
+        """The classical agglomerative tree (``linkage``, ``metric``, ``memory``).
+
+        Returns
+        -------
+        tree : nested tuples
+        log_potential : float
+            Its log-potential under this estimator's energy.
+        """
+        check_is_fitted(self)
+        agglomerative = AgglomerativeClustering(
+            n_clusters=None, distance_threshold=0.0, compute_full_tree=True,
+            linkage=self.linkage, metric=self.metric, memory=self.memory)
+        agglomerative.fit(self._X_fit)
+        tree = children_to_tree(agglomerative.children_, self.n_leaves_)
+        return tree, self.log_potential(tree)
+
+
+__all__ = ["TrellisHierarchical"]

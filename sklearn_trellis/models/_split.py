@@ -1,0 +1,142 @@
+"""The hierarchical model abstraction: a tree's log-potential is a sum over splits.
+
+A binary hierarchy ``H`` of N items has ``N - 1`` internal nodes; each splits
+its items ``S`` into two children ``(L, R)``. A split model defines the *split
+log-potential* ``psi(L, R)`` (``-inf`` forbids the split) and::
+
+    log phi(H) = beta * sum_{(L, R) siblings in H} psi(L, R)
+
+Convention: a split is counted once, with ``L`` the child that holds the lowest
+item of ``S``.
+
+Engines never see a model; they see :class:`SplitKernelInputs`: an integer
+``kind`` naming a numba split function (see ``_split_kernels``), a float
+``params`` vector (``params[0]`` is always the inverse temperature ``beta``)
+and ``stats``, per-subset sufficient statistics of shape ``(k, 2**N)``
+computed once in ``O(k 2**N)``, so that every one of the ``3**N / 2`` splits
+costs a few arithmetic operations on ``stats[:, S]``, ``stats[:, L]`` and
+``stats[:, R]``.
+"""
+
+from collections import namedtuple
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+#: Numba split functions known to the engines (dispatch in ``_split_kernels``).
+KIND_TABLE = 0
+KIND_DASGUPTA = 1
+KIND_HCC = 2
+KIND_GINKGO = 3
+
+SplitKernelInputs = namedtuple("SplitKernelInputs", ["kind", "params", "stats"])
+SplitKernelInputs.__doc__ = """What an engine needs to evaluate every split of one fitted model.
+
+kind : int
+    Which numba split function to use.
+params : ndarray of float64
+    ``params[0]`` is the inverse temperature; the rest is model-specific.
+stats : ndarray of shape (k, 2**N)
+    Per-subset sufficient statistics.
+"""
+
+
+def tree_splits(tree):
+    """List of ``(left, right)`` item lists of every internal node of a nested-tuple tree."""
+    out = []
+
+    def walk(node):
+        if isinstance(node, tuple):
+            if len(node) != 2:
+                raise ValueError("Every internal node must have exactly two children, "
+                                 f"got {node!r}.")
+            left = walk(node[0])
+            right = walk(node[1])
+            out.append((left, right))
+            return left + right
+        return [int(node)]
+
+    walk(tree)
+    return out
+
+
+def check_tree(tree, n_items):
+    """Raise ``ValueError`` unless ``tree`` is a binary tree over exactly ``0..n_items-1``."""
+    def leaves(node):
+        if isinstance(node, (tuple, list)):
+            if len(node) != 2:
+                raise ValueError("A tree is nested pairs (left, right) of item indices; "
+                                 f"found a node with {len(node)} children.")
+            return leaves(node[0]) + leaves(node[1])
+        if isinstance(node, (bool, np.bool_)) or not isinstance(node, (int, np.integer)):
+            raise TypeError(f"Tree leaves must be integer item indices, got {node!r}.")
+        return [int(node)]
+
+    items = sorted(leaves(tree))
+    if items != list(range(n_items)):
+        raise ValueError(f"The tree must contain every item 0..{n_items - 1} exactly once; "
+                         f"its leaves are {items}.")
+    return _as_tuples(tree)
+
+
+def _as_tuples(node):
+    if isinstance(node, (tuple, list)):
+        return (_as_tuples(node[0]), _as_tuples(node[1]))
+    return int(node)
+
+
+class SplitModel(BaseEstimator):
+    """Base class of hierarchical (split) models.
+
+    A split model is a small scikit-learn style object: hyperparameters are
+    constructor arguments (reachable as ``energy__name`` through an estimator),
+    and ``fit(data)`` binds it to ``n_items_`` items. ``input_kind`` says what
+    ``fit`` expects: ``'distances'`` (an (N, N) distance matrix; the estimator
+    computes it from ``X`` with its ``metric``, or takes ``X`` itself when
+    ``metric='precomputed'``) or ``'features'`` (the rows of ``X``).
+
+    Subclasses implement :meth:`split_log_potential` (a direct, slow
+    evaluation used for single trees and as the tests' reference) and
+    :meth:`kernel_inputs` (the fast path of the engines).
+    """
+
+    input_kind = "distances"
+
+    def split_log_potential(self, left, right):
+        """``psi(left, right)`` of one split (without ``beta``); ``-inf`` if forbidden.
+
+        Parameters
+        ----------
+        left, right : array-like of int
+            Disjoint non-empty item index sets; ``left`` holds the lowest item.
+        """
+        raise NotImplementedError
+
+    def kernel_inputs(self, beta=1.0):
+        """:class:`SplitKernelInputs` of the fitted model for the engines."""
+        raise NotImplementedError
+
+    def separable_form(self, beta=1.0):
+        """``(u, a, c)`` if ``beta * psi(L, R) = c[S] + a[|S|] * (u[L] + u[R])``, else None.
+
+        ``u`` and ``c`` are tables over all bitmasks, ``a`` is indexed by the
+        parent's size. Engines use this faster form when it exists.
+        """
+        return None
+
+    def log_potential(self, tree, beta=1.0):
+        """``log phi(H) = beta * sum psi(L, R)`` of a tree given as nested tuples."""
+        tree = check_tree(tree, self.n_items_)
+        total = 0.0
+        for left, right in tree_splits(tree):
+            if min(right) < min(left):
+                left, right = right, left
+            value = float(self.split_log_potential(np.array(left), np.array(right)))
+            if value == -np.inf:
+                return -np.inf
+            total += value
+        return float(beta) * total
+
+
+__all__ = ["SplitModel", "SplitKernelInputs", "tree_splits", "check_tree",
+           "KIND_TABLE", "KIND_DASGUPTA", "KIND_HCC", "KIND_GINKGO"]
