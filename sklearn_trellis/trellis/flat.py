@@ -13,20 +13,204 @@ relative error of about ``1e-15 * log2(Bell(N))`` and marginals an absolute
 error below ``1e-12`` (checked against enumeration in the tests).
 """
 
+import math
 import time
 
 import numpy as np
 
 from . import _flat_kernels as kernels
+from ._block_codegen import BLOCK_BITS
 from ._budget import check_exact_budget
-from ._subsets import mask_of, members
+from ._flat_block_kernels import (conv_max_blocks, conv_max_range, conv_sum_blocks,
+                                  conv_sum_range)
+from ._subsets import mask_of, members, superset_sums_inplace
 
-#: Bytes kept per subset: cluster log-potentials, log Z, and one working table
-#: (MAP values, then "together" marginals).
-BYTES_PER_SUBSET = 24
+#: Bytes kept per subset at the peak of ``fit``: cluster log-potentials, log Z,
+#: one working table (MAP values, then "together" marginals) and a scratch
+#: table of half a subset (linear weights of one layer).
+BYTES_PER_SUBSET = 28
+
+#: In the linear-space kernel every non-zero product of two scaled weights is
+#: at least ``exp(-LINEAR_FLOOR)`` (far above the smallest normal double,
+#: ``exp(-708)``) ...
+LINEAR_FLOOR = 650.0
+#: ... and every sum at most ``exp(LINEAR_CEIL)`` (below ``DBL_MAX = exp(709.78)``).
+LINEAR_CEIL = 690.0
+#: Scaled weights stay within ``[exp(-LINEAR_EXP_LIMIT), exp(LINEAR_EXP_LIMIT)]``.
+LINEAR_EXP_LIMIT = 700.0
+
+#: Subset convolutions over fewer bits run on the calling thread: waking the
+#: thread pool costs more than their work (and much more on a loaded machine).
+PARALLEL_MIN_BITS = 14
+#: Same for the ``O(2**n)`` passes (exponentials, logarithms, superset sums).
+PARALLEL_MIN_BITS_LINEAR_WORK = 18
 
 #: Default largest N for the exact flat trellis.
 DEFAULT_MAX_EXACT_FLAT = 22
+
+
+def linear_shifts(range_a, range_b, n_bits):
+    """Scalings ``(sa, sb)`` making a layer's subset convolution safe in linear space.
+
+    With ``A = exp(a - max a + sa)`` and ``B = exp(b - max b + sb)`` over the
+    finite entries (``range_a``, ``range_b`` are their max - min), every
+    non-zero product ``A[t] B[u]`` lies in ``[exp(-LINEAR_FLOOR), exp(T)]``
+    with ``T = sa + sb``, and a sum of ``2**n_bits`` of them stays below
+    ``exp(LINEAR_CEIL)``: nothing under- or overflows, so the linear sums are
+    as exact as the log-space ones. ``T`` is zero unless the ranges exceed
+    ``LINEAR_FLOOR`` (then the exponent arguments grow up to ``T`` and the
+    relative error of a term to about ``T * 1.1e-16``). Returns ``None`` when
+    no such scaling exists (the layer then runs in log space).
+    """
+    spread = range_a + range_b
+    total = max(0.0, spread - LINEAR_FLOOR)
+    if total + n_bits * math.log(2.0) > LINEAR_CEIL:
+        return None
+    lowest = max(range_a, total) - LINEAR_EXP_LIMIT
+    highest = min(LINEAR_EXP_LIMIT, total - range_b + LINEAR_EXP_LIMIT)
+    if lowest > highest:  # pragma: no cover (excluded by the two limits above)
+        return None
+    share = total * range_a / spread if spread > 0.0 else 0.0
+    shift_a = min(max(share, lowest), highest)
+    return shift_a, total - shift_a
+
+
+def _map_values(values, shift, out):
+    """``out = exp(values + shift)``."""
+    if values.size >= 1 << PARALLEL_MIN_BITS_LINEAR_WORK:
+        kernels.exp_shifted_blocks(values, shift, out)
+    else:
+        kernels.exp_shifted_range(values, shift, out, 0, values.size)
+    return out
+
+
+def _log_z_layer(a, b, out, buffer, scratch, n_bits, linear):
+    """``out[j] = logsumexp_{t subset of j} a[t] + b[j ^ t]``; True if done in linear space.
+
+    ``buffer`` and ``scratch`` (``2**n_bits`` entries each, not aliasing the
+    inputs) receive the linear weights.
+    """
+    parallel = n_bits >= PARALLEL_MIN_BITS
+    if linear and n_bits >= BLOCK_BITS:
+        a_low, a_high = kernels.finite_range(a)
+        if a_high == -np.inf:
+            out[:] = -np.inf
+            return True
+        b_low, b_high = kernels.finite_range(b)
+        shifts = linear_shifts(a_high - a_low, b_high - b_low, n_bits)
+        if shifts is not None:
+            shift_a, shift_b = shifts
+            weights_a = _map_values(a, shift_a - a_high, buffer)
+            weights_b = _map_values(b, shift_b - b_high, scratch)
+            shift = a_high + b_high - shift_a - shift_b
+            if parallel:
+                conv_sum_blocks(weights_a, weights_b, out, n_bits)
+            else:
+                conv_sum_range(weights_a, weights_b, out, 0, 1 << (n_bits - BLOCK_BITS))
+            if n_bits >= PARALLEL_MIN_BITS_LINEAR_WORK:
+                kernels.log_shifted_blocks(out, shift)
+            else:
+                kernels.log_shifted_range(out, shift, 0, out.size)
+            return True
+    if parallel:
+        kernels.conv_logsumexp_blocks(a, b, out, n_bits)
+    else:
+        kernels.conv_logsumexp_range(a, b, out, 0, 1 << n_bits)
+    return False
+
+
+def _map_layer(a, b, out, n_bits):
+    """``out[j] = max_{t subset of j} a[t] + b[j ^ t]``."""
+    if n_bits >= PARALLEL_MIN_BITS:
+        conv_max_blocks(a, b, out, n_bits)
+    elif n_bits >= BLOCK_BITS:
+        conv_max_range(a, b, out, 0, 1 << (n_bits - BLOCK_BITS))
+    else:
+        kernels.conv_max_small(a, b, out, n_bits)
+
+
+def partition_pass(log_potentials, log_z, map_value, scratch, n_items, linear=True,
+                   progress=None):
+    """Fill ``log_z`` and ``map_value`` (``2**N`` entries) layer by layer.
+
+    ``scratch`` holds ``2**(N-1)`` entries. ``linear=False`` forces every layer
+    into log space (for tests). Returns a boolean array: which layers ran their
+    ``log Z`` convolution in linear space.
+    """
+    log_z[0] = 0.0
+    map_value[0] = 0.0
+    used = np.zeros(n_items, dtype=bool)
+    for highest in range(n_items):
+        low, high = 1 << highest, 2 << highest
+        a = log_potentials[low:high]
+        out_map = map_value[low:high]
+        # The MAP slice of this layer is still free: it buffers the weights.
+        used[highest] = _log_z_layer(a, log_z[:low], log_z[low:high], out_map,
+                                     scratch[:low], highest, linear)
+        _map_layer(a, map_value[:low], out_map, highest)
+        if progress is not None:
+            progress(highest)
+    return used
+
+
+def together_marginals(log_potentials, log_z, full, n_items, out):
+    """``out[A] = P(all of A share a cluster)``: cluster marginals, then superset sums."""
+    if n_items >= PARALLEL_MIN_BITS_LINEAR_WORK:
+        kernels.cluster_marginals_blocks(log_potentials, log_z, full, out)
+        kernels.superset_sums_parallel(out, n_items, 12)
+    else:
+        kernels.cluster_marginals_range(log_potentials, log_z, full, out, 0, full + 1)
+        superset_sums_inplace(out, n_items)
+    return out
+
+
+def n_clusters_pass(log_potentials, log_z, n_items, linear=True):
+    """``P(K = k)`` for ``k = 0..N`` (up to rounding) and the linear-layer flags.
+
+    Keeps a ``(2**(N-1), N+1)`` table: the distribution for every subset of the
+    items ``0..N-2``; the last layer only computes the block holding the full
+    set. A layer runs in linear space (one product per term, no exponential)
+    when its weights ``A = exp(a - min a)``, ``B = exp(b - min b)`` cannot
+    overflow, i.e. ``range(a) + range(b) + n_bits log 2 <= LINEAR_CEIL``; every
+    product is then ``>= 1``, so no term is lost to underflow.
+    """
+    half = 1 << (n_items - 1)
+    probs = np.zeros((half, n_items + 1))
+    probs[0, 0] = 1.0  # the empty set has zero clusters
+    weights_a = np.empty(half)
+    weights_b = np.empty(half)
+    used = np.zeros(n_items, dtype=bool)
+    for highest in range(n_items):
+        low, high = 1 << highest, 2 << highest
+        a = log_potentials[low:high]
+        b = log_z[:low]
+        block_bits = min(BLOCK_BITS, highest)
+        n_blocks = 1 << (highest - block_bits)
+        parallel = highest >= PARALLEL_MIN_BITS
+        is_linear = False
+        if linear:
+            a_low, a_high = kernels.finite_range(a)
+            b_low, b_high = kernels.finite_range(b)
+            is_linear = bool(a_high > -np.inf and a_high - a_low + b_high - b_low
+                             + highest * math.log(2.0) <= LINEAR_CEIL)
+        if is_linear:
+            a = _map_values(a, -a_low, weights_a[:low])
+            b = _map_values(b, -b_low, weights_b[:low])
+        used[highest] = is_linear
+        if highest == n_items - 1:
+            # Only the full set is needed: do its block alone.
+            dest = np.zeros((1 << block_bits, n_items + 1))
+            kernels.n_clusters_range(a, b, log_z[low:high], probs, dest, block_bits,
+                                     n_blocks - 1, n_blocks - 1, n_blocks, is_linear)
+            return dest[-1], used
+        dest = probs[low:high]
+        if parallel:
+            kernels.n_clusters_blocks(a, b, log_z[low:high], probs, dest, highest,
+                                      block_bits, is_linear)
+        else:
+            kernels.n_clusters_range(a, b, log_z[low:high], probs, dest, block_bits,
+                                     0, 0, n_blocks, is_linear)
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def masks_to_labels(cluster_masks, n_items):
@@ -92,6 +276,8 @@ class ExactFlatTrellis:
                            what="exact flat trellis")
         self.log_potentials = np.ascontiguousarray(table)
         self.verbose = verbose
+        # Tests set this to False to force every layer into log space.
+        self._linear = True
 
     @property
     def full(self):
@@ -104,16 +290,11 @@ class ExactFlatTrellis:
         size = 1 << n
         self.log_z = np.empty(size)
         work = np.empty(size)
-        self.log_z[0] = 0.0
-        work[0] = 0.0
+        scratch = np.empty(size >> 1)
         start = time.perf_counter()
-        for lowest in range(n - 1, -1, -1):
-            kernels.partition_layer(self.log_potentials, self.log_z, work, lowest, n)
-            if self.verbose and n >= 14:
-                done = (3.0 ** (n - lowest) - 1) / (3.0 ** n - 1)
-                print(f"[ExactFlatTrellis] items {lowest}..{n - 1} done "
-                      f"({100 * done:.1f}% of the work, "
-                      f"{time.perf_counter() - start:.1f} s)", flush=True)
+        self._linear_layers = partition_pass(self.log_potentials, self.log_z, work,
+                                             scratch, n, self._linear, self._progress(start))
+        del scratch
         self.log_partition_function = float(self.log_z[self.full])
         if not np.isfinite(self.log_partition_function):
             raise ValueError("Every clustering has zero potential (log Z = -inf): "
@@ -122,10 +303,21 @@ class ExactFlatTrellis:
         clusters = kernels.map_clusters(self.log_potentials, work, self.full)
         self.map_labels = masks_to_labels(list(clusters), n)
         # The MAP table is no longer needed: reuse it for the marginals.
-        kernels.cluster_marginals(self.log_potentials, self.log_z, self.full, work)
-        kernels.superset_sums_parallel(work, n)
-        self._together = work
+        self._together = together_marginals(self.log_potentials, self.log_z, self.full,
+                                            n, work)
         return self
+
+    def _progress(self, start):
+        if not (self.verbose and self.n_items >= 14):
+            return None
+        n = self.n_items
+
+        def report(highest):
+            done = (3.0 ** (highest + 1) - 1) / (3.0 ** n - 1)
+            print(f"[ExactFlatTrellis] items 0..{highest} done "
+                  f"({100 * done:.1f}% of the work, "
+                  f"{time.perf_counter() - start:.1f} s)", flush=True)
+        return report
 
     # -- marginals ---------------------------------------------------------
     def _mask(self, indices):
@@ -160,16 +352,13 @@ class ExactFlatTrellis:
     def n_clusters_distribution(self):
         """``P(K = k)`` for ``k = 1..N``, as an array of length ``N``.
 
-        Costs one more ``O(3^N / 3)`` pass and ``(N + 1) * 4`` bytes per subset.
+        Costs one more ``O(3^N)`` pass (a vector over ``k`` per term) and
+        ``(N + 1) * 4 + 8`` more bytes per subset.
         """
-        n = self.n_items
-        if n == 1:
+        if self.n_items == 1:
             return np.ones(1)
-        probs = np.zeros((1 << (n - 1), n + 1))
-        probs[0, 0] = 1.0  # the empty set has zero clusters
-        for lowest in range(n - 1, 0, -1):
-            kernels.n_clusters_layer(self.log_potentials, self.log_z, probs, lowest, n)
-        out = kernels.n_clusters_full(self.log_potentials, self.log_z, probs, self.full)
+        out, self._n_clusters_linear_layers = n_clusters_pass(
+            self.log_potentials, self.log_z, self.n_items, self._linear)
         out = np.clip(out[1:], 0.0, None)
         return out / out.sum()
 
