@@ -172,7 +172,7 @@ def n_clusters_range(a, b, log_z_out, probs, dest, block_bits, first, start, sto
         th = jh
         while True:
             uh = jh ^ th
-            n_k = min(popcount(uh) + block_bits + 1, width - 1)
+            n_k_high = popcount(uh) + 1
             for tl in range(size):
                 t = (th << block_bits) | tl
                 a_t = a[t]
@@ -189,7 +189,7 @@ def n_clusters_range(a, b, log_z_out, probs, dest, block_bits, first, start, sto
                         value = a_t + b[u] - log_z_out[(jh << block_bits) | jl]
                         weight = math.exp(value) if value > -745.0 else 0.0
                     if weight > 0.0:
-                        for k in range(n_k):
+                        for k in range(n_k_high + popcount(ul)):
                             acc[jl, k + 1] += weight * probs[u, k]
                     if ul == 0:
                         break

@@ -44,6 +44,8 @@ LINEAR_EXP_LIMIT = 700.0
 PARALLEL_MIN_BITS = 14
 #: Same for the ``O(2**n)`` passes (exponentials, logarithms, superset sums).
 PARALLEL_MIN_BITS_LINEAR_WORK = 18
+#: Low bits of the superset sums done within one cache-resident block.
+SUPERSET_BLOCK_BITS = 12
 
 #: Default largest N for the exact flat trellis.
 DEFAULT_MAX_EXACT_FLAT = 22
@@ -157,7 +159,7 @@ def together_marginals(log_potentials, log_z, full, n_items, out):
     """``out[A] = P(all of A share a cluster)``: cluster marginals, then superset sums."""
     if n_items >= PARALLEL_MIN_BITS_LINEAR_WORK:
         kernels.cluster_marginals_blocks(log_potentials, log_z, full, out)
-        kernels.superset_sums_parallel(out, n_items, 12)
+        kernels.superset_sums_parallel(out, n_items, SUPERSET_BLOCK_BITS)
     else:
         kernels.cluster_marginals_range(log_potentials, log_z, full, out, 0, full + 1)
         superset_sums_inplace(out, n_items)
