@@ -150,8 +150,8 @@ def test_block_convolutions_match_naive(n_bits):
     a, b = rng.random(1 << n_bits), rng.random(1 << n_bits)
     n_blocks = 1 << (n_bits - _block_codegen.BLOCK_BITS)
     expected = naive_convolution(a, b, n_bits, np.multiply)
-    for run in (lambda out: _flat_block_kernels.conv_sum_blocks(a, b, out, n_bits),
-                lambda out: _flat_block_kernels.conv_sum_range(a, b, out, 0, n_blocks)):
+    for run in (lambda out: _flat_block_kernels.conv_sum_blocks(a, b, out, n_bits, 0),
+                lambda out: _flat_block_kernels.conv_sum_range(a, b, out, 0, n_blocks, 0)):
         out = np.full(1 << n_bits, np.nan)
         run(out)
         np.testing.assert_allclose(out, expected, rtol=1e-14)
@@ -285,3 +285,23 @@ def test_parallel_kernels_match_serial(monkeypatch):
     parallel = fit_both_ways(table)
     for first, second in zip(serial, parallel):
         assert_same_results(first, second, atol=1e-13)
+
+
+def test_sum_kernel_skips_sparse_block_pairs():
+    rng = np.random.default_rng(2)
+    n_bits, skip = 7, 2
+    a, b = rng.random(1 << n_bits), rng.random(1 << n_bits)
+    n_blocks = 1 << (n_bits - _block_codegen.BLOCK_BITS)
+    expected = np.zeros(1 << n_bits)
+    for j in range(1 << n_bits):
+        for t in range(1 << n_bits):
+            high = (j ^ t) >> _block_codegen.BLOCK_BITS
+            if t & j == t and bin(high).count("1") >= skip:
+                expected[j] += a[t] * b[j ^ t]
+    for parallel in (True, False):
+        out = np.full(1 << n_bits, np.nan)
+        if parallel:
+            _flat_block_kernels.conv_sum_blocks(a, b, out, n_bits, skip)
+        else:
+            _flat_block_kernels.conv_sum_range(a, b, out, 0, n_blocks, skip)
+        np.testing.assert_allclose(out, expected, rtol=1e-14)

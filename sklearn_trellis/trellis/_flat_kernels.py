@@ -145,25 +145,24 @@ def n_clusters_range(a, b, log_z_out, probs, dest, block_bits, first, start, sto
                      linear):
     """Number-of-clusters distributions of the subsets ``{h} | j`` of one layer.
 
-    ``probs[u, k]`` is the probability that a clustering of subset ``u`` (a row
-    for every subset below ``2**h``) has ``k`` clusters. With ``pi(t | j)``
+    ``probs[k, u]`` is the probability that a clustering of subset ``u`` (a
+    column for every subset below ``2**h``) has ``k`` clusters. With ``pi(t | j)``
     the probability that the cluster of ``h`` is ``{h} | t``,
 
-        P_j[k + 1] = sum_{t subset of j} pi(t | j) probs[j ^ t, k].
+        P_j[k + 1] = sum_{t subset of j} pi(t | j) probs[k, j ^ t].
 
     ``j = (jh << block_bits) | jl`` for the blocks ``start <= jh < stop``; the
-    row of ``j`` goes to ``dest[j - (first << block_bits)]``. Within a block
-    pair ``(th, uh = jh ^ th)`` the input rows are contiguous and only the
-    ``k`` reachable in block ``uh`` are visited.
+    distribution of ``j`` goes to ``dest[:, j - (first << block_bits)]``. Only
+    the ``k <= |u|`` are visited.
 
     ``linear``: ``a`` and ``b`` hold scaled linear weights ``A, B`` with
     ``A[t] B[u] >= 1`` or ``0`` (one product per term, no exponential) and the
     row is normalised by its sum. Otherwise ``a`` is the log-potential slice,
     ``b`` the ``log Z`` below the layer, ``log_z_out`` the layer's ``log Z``,
-    and ``pi = exp(a[t] + b[u] - log Z(S))``. Rows are stored normalised, with
+    and ``pi = exp(a[t] + b[u] - log Z(S))``. Columns are stored normalised, with
     entries below ``PROB_FLOOR`` set to zero.
     """
-    width = probs.shape[1]
+    width = probs.shape[0]
     size = 1 << block_bits
     low_mask = size - 1
     acc = np.empty((size, width))
@@ -190,7 +189,7 @@ def n_clusters_range(a, b, log_z_out, probs, dest, block_bits, first, start, sto
                         weight = math.exp(value) if value > -745.0 else 0.0
                     if weight > 0.0:
                         for k in range(n_k_high + popcount(ul)):
-                            acc[jl, k + 1] += weight * probs[u, k]
+                            acc[jl, k + 1] += weight * probs[k, u]
                     if ul == 0:
                         break
                     ul = (ul - 1) & free
@@ -204,7 +203,7 @@ def n_clusters_range(a, b, log_z_out, probs, dest, block_bits, first, start, sto
                 norm += acc[jl, k]
             for k in range(width):
                 p = acc[jl, k] / norm if norm > 0.0 else 0.0
-                dest[row, k] = p if p >= PROB_FLOOR else 0.0
+                dest[k, row] = p if p >= PROB_FLOOR else 0.0
 
 
 @njit(cache=True, parallel=True)

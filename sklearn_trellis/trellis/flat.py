@@ -122,9 +122,9 @@ def _log_z_layer(a, b, out, buffer, scratch, n_bits, linear):
             weights_b = _map_values(b, shift_b - b_high, scratch)
             shift = a_high + b_high - shift_a - shift_b
             if parallel:
-                conv_sum_blocks(weights_a, weights_b, out, n_bits)
+                conv_sum_blocks(weights_a, weights_b, out, n_bits, 0)
             else:
-                conv_sum_range(weights_a, weights_b, out, 0, 1 << (n_bits - BLOCK_BITS))
+                conv_sum_range(weights_a, weights_b, out, 0, 1 << (n_bits - BLOCK_BITS), 0)
             if n_bits >= PARALLEL_MIN_BITS_LINEAR_WORK:
                 kernels.log_shifted_blocks(out, shift)
             else:
@@ -182,21 +182,50 @@ def together_marginals(log_potentials, log_z, full, n_items, out):
     return out
 
 
+def _n_clusters_linear_layer(weights_a, weights_b, probs, dest, n_bits, inputs):
+    """One layer of :func:`n_clusters_pass` in linear space, one convolution per ``k``.
+
+    ``dest[k + 1] = sum_t A[t] B[u] probs[k, u]``: the blocked sum kernel over
+    the inputs ``B * probs[k]``, skipping the block pairs whose inputs all have
+    fewer than ``k`` items (their ``probs[k]`` is zero); then every column is
+    normalised. All products are ``>= 1`` times a probability ``>= PROB_FLOOR``
+    or zero, so nothing underflows.
+    """
+    low = 1 << n_bits
+    n_blocks = 1 << (n_bits - BLOCK_BITS)
+    dest[0] = 0.0
+    dest[1] = weights_a * (weights_b[0] * probs[0, 0])  # k = 0: only u = {} has 0 clusters
+    for k in range(1, n_bits + 1):
+        np.multiply(weights_b, probs[k, :low], out=inputs)
+        skip = max(0, k - BLOCK_BITS)
+        if n_bits >= PARALLEL_MIN_BITS:
+            conv_sum_blocks(weights_a, inputs, dest[k + 1], n_bits, skip)
+        else:
+            conv_sum_range(weights_a, inputs, dest[k + 1], 0, n_blocks, skip)
+    dest[n_bits + 2:] = 0.0
+    norm = dest.sum(axis=0)
+    np.divide(dest, norm, out=dest, where=norm > 0.0)
+    dest[:, norm <= 0.0] = 0.0
+    dest[dest < kernels.PROB_FLOOR] = 0.0
+
+
 def n_clusters_pass(log_potentials, log_z, n_items, linear=True):
     """``P(K = k)`` for ``k = 0..N`` (up to rounding) and the linear-layer flags.
 
-    Keeps a ``(2**(N-1), N+1)`` table: the distribution for every subset of the
+    Keeps a ``(N+1, 2**(N-1))`` table: the distribution for every subset of the
     items ``0..N-2``; the last layer only computes the block holding the full
-    set. A layer runs in linear space (one product per term, no exponential)
-    when its weights ``A = exp(a - min a)``, ``B = exp(b - min b)`` cannot
-    overflow, i.e. ``range(a) + range(b) + n_bits log 2 <= LINEAR_CEIL``; every
-    product is then ``>= 1``, so no term is lost to underflow.
+    set. A layer runs in linear space (no exponential per term) when its
+    weights ``A = exp(a - min a)``, ``B = exp(b - min b)`` cannot overflow, i.e.
+    ``range(a) + range(b) + n_bits log 2 <= LINEAR_CEIL``; every product is
+    then ``>= 1``, so no term is lost to underflow.
     """
     half = 1 << (n_items - 1)
-    probs = np.zeros((half, n_items + 1))
+    width = n_items + 1
+    probs = np.zeros((width, half))
     probs[0, 0] = 1.0  # the empty set has zero clusters
     weights_a = np.empty(half)
     weights_b = np.empty(half)
+    inputs = np.empty(half)
     used = np.zeros(n_items, dtype=bool)
     for highest in range(n_items):
         low, high = 1 << highest, 2 << highest
@@ -204,7 +233,6 @@ def n_clusters_pass(log_potentials, log_z, n_items, linear=True):
         b = log_z[:low]
         block_bits = min(BLOCK_BITS, highest)
         n_blocks = 1 << (highest - block_bits)
-        parallel = highest >= PARALLEL_MIN_BITS
         is_linear = False
         if linear:
             a_low, a_high = kernels.finite_range(a)
@@ -217,12 +245,14 @@ def n_clusters_pass(log_potentials, log_z, n_items, linear=True):
         used[highest] = is_linear
         if highest == n_items - 1:
             # Only the full set is needed: do its block alone.
-            dest = np.zeros((1 << block_bits, n_items + 1))
+            dest = np.zeros((width, 1 << block_bits))
             kernels.n_clusters_range(a, b, log_z[low:high], probs, dest, block_bits,
                                      n_blocks - 1, n_blocks - 1, n_blocks, is_linear)
-            return dest[-1], used
-        dest = probs[low:high]
-        if parallel:
+            return dest[:, -1], used
+        dest = probs[:, low:high]
+        if is_linear and highest >= BLOCK_BITS:
+            _n_clusters_linear_layer(a, b, probs, dest, highest, inputs[:low])
+        elif highest >= PARALLEL_MIN_BITS:
             kernels.n_clusters_blocks(a, b, log_z[low:high], probs, dest, highest,
                                       block_bits, is_linear)
         else:
