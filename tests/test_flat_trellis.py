@@ -128,7 +128,9 @@ def test_polynomial_exp_accuracy():
 
 # -- the blocked kernels and the linear / log-space layers ---------------------
 
-from sklearn_trellis.trellis import _block_codegen, _flat_block_kernels, flat  # noqa: E402
+from sklearn_trellis.trellis import _block_codegen, _flat_block_kernels  # noqa: E402
+from sklearn_trellis.trellis import _flat_passes as passes  # noqa: E402
+from sklearn_trellis.trellis import flat  # noqa: E402
 
 
 def naive_convolution(a, b, n_bits, op):
@@ -173,20 +175,20 @@ def test_block_convolutions_match_naive(n_bits):
 @pytest.mark.parametrize("range_a", [0.0, 1.0, 300.0, 649.0, 900.0, 1300.0, 2000.0])
 @pytest.mark.parametrize("range_b", [0.0, 5.0, 400.0, 1000.0])
 def test_linear_shifts_keep_products_representable(n_bits, range_a, range_b):
-    shifts = flat.linear_shifts(range_a, range_b, n_bits)
+    shifts = passes.linear_shifts(range_a, range_b, n_bits)
     spread = range_a + range_b
-    limit = flat.LINEAR_FLOOR + flat.LINEAR_CEIL - n_bits * np.log(2)
+    limit = passes.LINEAR_FLOOR + passes.LINEAR_CEIL - n_bits * np.log(2)
     assert (shifts is None) == (spread > limit)
     if shifts is None:
         return
     shift_a, shift_b = shifts
     for shift, width in ((shift_a, range_a), (shift_b, range_b)):
         # scaled weights exp(shift - width) .. exp(shift) are normal doubles
-        assert -flat.LINEAR_EXP_LIMIT <= shift - width and shift <= flat.LINEAR_EXP_LIMIT
+        assert -passes.LINEAR_EXP_LIMIT <= shift - width and shift <= passes.LINEAR_EXP_LIMIT
     total = shift_a + shift_b
-    assert total - spread >= -flat.LINEAR_FLOOR - 1e-9       # smallest product
-    assert total + n_bits * np.log(2) <= flat.LINEAR_CEIL + 1e-9  # largest sum
-    if spread <= flat.LINEAR_FLOOR:
+    assert total - spread >= -passes.LINEAR_FLOOR - 1e-9       # smallest product
+    assert total + n_bits * np.log(2) <= passes.LINEAR_CEIL + 1e-9  # largest sum
+    if spread <= passes.LINEAR_FLOOR:
         assert shift_a == shift_b == 0.0  # no shift: exponent arguments stay small
 
 
@@ -246,8 +248,8 @@ def test_layers_straddling_the_linear_threshold_match_enumeration():
     np.testing.assert_array_equal(linear._linear_layers, [0, 0, 0, 0, 1, 1, 0, 0])
     a, b = table[32:64], linear.log_z[:32]
     spread = np.ptp(a[np.isfinite(a)]) + np.ptp(b[np.isfinite(b)])
-    assert sum(flat.linear_shifts(np.ptp(a[np.isfinite(a)]), np.ptp(b[np.isfinite(b)]),
-                                  5)) > 0 and spread > flat.LINEAR_FLOOR  # layer 5 shifted
+    assert sum(passes.linear_shifts(np.ptp(a[np.isfinite(a)]), np.ptp(b[np.isfinite(b)]),
+                                  5)) > 0 and spread > passes.LINEAR_FLOOR  # layer 5 shifted
     for trellis in (linear, logspace):
         assert trellis.log_partition_function == pytest.approx(ref["log_z"], rel=1e-13)
         assert trellis.map_log_potential == pytest.approx(ref["map_log_phi"], rel=1e-13)
@@ -279,9 +281,9 @@ def test_forbidden_singletons_give_minus_infinity_subsets():
 def test_parallel_kernels_match_serial(monkeypatch):
     table = random_table(np.random.default_rng(4), 9, forbid=0.2)
     serial = fit_both_ways(table)
-    monkeypatch.setattr(flat, "PARALLEL_MIN_BITS", 5)
-    monkeypatch.setattr(flat, "PARALLEL_MIN_BITS_LINEAR_WORK", 5)
-    monkeypatch.setattr(flat, "SUPERSET_BLOCK_BITS", 3)
+    monkeypatch.setattr(passes, "PARALLEL_MIN_BITS", 5)
+    monkeypatch.setattr(passes, "PARALLEL_MIN_BITS_LINEAR_WORK", 5)
+    monkeypatch.setattr(passes, "SUPERSET_BLOCK_BITS", 3)
     parallel = fit_both_ways(table)
     for first, second in zip(serial, parallel):
         assert_same_results(first, second, atol=1e-13)
@@ -305,3 +307,14 @@ def test_sum_kernel_skips_sparse_block_pairs():
         else:
             _flat_block_kernels.conv_sum_range(a, b, out, 0, n_blocks, skip)
         np.testing.assert_allclose(out, expected, rtol=1e-14)
+
+
+def test_budget_uses_the_engines_cost_per_step():
+    from sklearn_trellis.trellis import _budget
+    n_bytes, seconds = _budget.exact_cost(20, flat.BYTES_PER_SUBSET)
+    assert n_bytes == flat.BYTES_PER_SUBSET * 2 ** 20
+    assert seconds == pytest.approx(_budget.NS_PER_STEP * 1e-9 * 3.0 ** 20)
+    _, slower = _budget.exact_cost(20, flat.BYTES_PER_SUBSET, ns_per_step=10.0)
+    assert slower == pytest.approx(1e-8 * 3.0 ** 20)
+    with pytest.raises(ValueError, match="CPU time"):
+        _budget.check_exact_budget(12, 8, max_items=10, ns_per_step=3.0)

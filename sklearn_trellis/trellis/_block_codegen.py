@@ -1,4 +1,6 @@
-"""Generator of ``_flat_block_kernels.py`` (run ``python -m sklearn_trellis.trellis._block_codegen``).
+"""Generator of ``_flat_block_kernels.py``.
+
+Regenerate with ``python -m sklearn_trellis.trellis._block_codegen``.
 
 The exact flat trellis spends its time in subset convolutions over ``n`` bits,
 
@@ -75,7 +77,9 @@ def _kernel(kind):
     for jl in range(size):
         terms = [f"c{tl}_{jl ^ tl}" for tl in range(size) if tl & jl == tl]
         if kind == "sum":
-            out.append(body + f"out[o + {jl}] = " + " + ".join(terms))
+            rows = [" + ".join(terms[i:i + 6]) for i in range(0, len(terms), 6)]
+            joined = (" +\n" + body + "    ").join(rows)
+            out.append(body + f"out[o + {jl}] = (" + joined + ")")
         else:
             out.append(body + f"r = {terms[0]}")
             for term in terms[1:]:
