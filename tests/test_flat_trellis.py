@@ -318,3 +318,32 @@ def test_budget_uses_the_engines_cost_per_step():
     assert slower == pytest.approx(1e-8 * 3.0 ** 20)
     with pytest.raises(ValueError, match="CPU time"):
         _budget.check_exact_budget(12, 8, max_items=10, ns_per_step=3.0)
+
+
+def naive_log_z_table(table, n):
+    """log Z of every subset by the lowest-item recursion, summing every term."""
+    from scipy.special import logsumexp
+    log_z = np.zeros(1 << n)
+    for subset in range(1, 1 << n):
+        low = subset & -subset
+        rest = subset ^ low
+        terms, sub = [], rest
+        while True:
+            terms.append(table[sub | low] + log_z[rest ^ sub])
+            if sub == 0:
+                break
+            sub = (sub - 1) & rest
+        log_z[subset] = logsumexp(terms)
+    return log_z
+
+
+@pytest.mark.parametrize("scale", [3.0, 60.0, 5e4])
+def test_every_subset_log_z_matches_full_sums(scale):
+    n = 8
+    table = random_table(np.random.default_rng(int(scale)), n, scale=scale, forbid=0.2)
+    expected = naive_log_z_table(table, n)
+    for trellis in fit_both_ways(table):  # pruned log-space sums and linear layers
+        finite = np.isfinite(expected)
+        np.testing.assert_array_equal(np.isfinite(trellis.log_z), finite)
+        np.testing.assert_allclose(trellis.log_z[finite], expected[finite], rtol=1e-14,
+                                   atol=1e-12)

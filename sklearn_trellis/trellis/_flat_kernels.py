@@ -31,6 +31,9 @@ from ._subsets import (
     popcount,
 )
 
+#: Log-space sums skip terms this far (plus ``n log 2``) below their largest.
+LOG_CUT = 50.0
+
 #: Probabilities below this are stored as zero (keeps the arithmetic away
 #: from subnormal numbers, which are slow; the absolute error is negligible).
 PROB_FLOOR = 1e-300
@@ -89,8 +92,12 @@ def conv_logsumexp_range(a, b, out, start, stop):
     """``out[j] = logsumexp_{t subset of j} a[t] + b[j ^ t]`` in log space, ``start <= j < stop``.
 
     The fallback for layers whose values span too wide a range for the linear
-    kernel, and for the small layers: one exponential per term (vectorised
-    ``sum_exp_shifted``).
+    kernel, and for the small layers. On entry ``out[j]`` must hold the largest
+    term ``max_t a[t] + b[j ^ t]`` (the ``(max, +)`` convolution). Terms more
+    than ``LOG_CUT + |j| log 2`` below it are skipped: with ``2**|j|`` terms
+    their sum is below ``exp(-LOG_CUT) = 2e-22`` times the result, far
+    under its rounding. The kept terms go through the vectorised
+    ``sum_exp_shifted``: for large potentials most terms are skipped.
     """
     size = 1
     while size <= stop - 1:
@@ -98,15 +105,17 @@ def conv_logsumexp_range(a, b, out, start, stop):
     terms = np.empty(size)
     scratch = np.empty(size, np.int64)
     for j in range(start, stop):
-        largest = -np.inf
+        largest = out[j]
+        if largest == -np.inf:
+            continue
+        cut = largest - (LOG_CUT + popcount(j) * 0.6931471805599453)
         n_terms = 0
         t = j
         while True:
             term = a[t] + b[j ^ t]
-            terms[n_terms] = term
-            n_terms += 1
-            if term > largest:
-                largest = term
+            if term >= cut:
+                terms[n_terms] = term
+                n_terms += 1
             if t == 0:
                 break
             t = (t - 1) & j

@@ -113,6 +113,7 @@ def _log_z_layer(a, b, out, buffer, scratch, n_bits, linear):
             else:
                 kernels.log_shifted_range(out, shift, 0, out.size)
             return True
+    _max_layer(a, b, out, n_bits)  # the largest term of each sum
     if parallel:
         kernels.conv_logsumexp_blocks(a, b, out, n_bits)
     else:
@@ -120,7 +121,7 @@ def _log_z_layer(a, b, out, buffer, scratch, n_bits, linear):
     return False
 
 
-def _map_layer(a, b, out, n_bits):
+def _max_layer(a, b, out, n_bits):
     """``out[j] = max_{t subset of j} a[t] + b[j ^ t]``."""
     if n_bits >= PARALLEL_MIN_BITS:
         conv_max_blocks(a, b, out, n_bits)
@@ -148,7 +149,7 @@ def partition_pass(log_potentials, log_z, map_value, scratch, n_items, linear=Tr
         # The MAP slice of this layer is still free: it buffers the weights.
         used[highest] = _log_z_layer(a, log_z[:low], log_z[low:high], out_map,
                                      scratch[:low], highest, linear)
-        _map_layer(a, map_value[:low], out_map, highest)
+        _max_layer(a, map_value[:low], out_map, highest)
         if progress is not None:
             progress(highest)
     return used
