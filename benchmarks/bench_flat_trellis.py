@@ -50,14 +50,20 @@ def time_fit(table, repeats=1):
 
 
 def peak_bytes(table):
-    """Peak bytes numpy allocates during fit (tracemalloc), the table included."""
+    """Peak bytes numpy allocates during fit (the table included) and then during
+    ``n_clusters_distribution`` (on top of the fitted trellis), by tracemalloc."""
     tracemalloc.start()
     tracemalloc.reset_peak()
     copy = table.copy()  # counted: the trellis keeps its table
-    ExactFlatTrellis(copy).fit().pairwise_marginals()
-    _, peak = tracemalloc.get_traced_memory()
+    trellis = ExactFlatTrellis(copy).fit()
+    trellis.pairwise_marginals()
+    _, fit_peak = tracemalloc.get_traced_memory()
+    held, _ = tracemalloc.get_traced_memory()
+    tracemalloc.reset_peak()
+    trellis.n_clusters_distribution()
+    _, k_peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    return peak
+    return fit_peak, k_peak - held
 
 
 FRESH_PROCESS = textwrap.dedent("""
@@ -106,7 +112,7 @@ def main():
     print(f"threading layer: {numba.threading_layer()}")
 
     print("\nN   fit+pairwise(s)  ns/3^N-step  cpu(s)  cpu-ns/3^N-step  n_clusters(s)  "
-          "peak bytes/subset  linear layers")
+          "peak bytes/subset: fit + n_clusters  linear layers")
     for n in args.sizes:
         table = correlation_table(n)
         seconds, cpu, trellis = time_fit(table, repeats=2 if n <= 18 else 1)
@@ -114,15 +120,15 @@ def main():
         trellis.n_clusters_distribution()
         k_seconds = time.perf_counter() - start
         del trellis
-        per_subset = peak_bytes(table) / 2 ** n
+        fit_peak, k_peak = peak_bytes(table)
         layers = ExactFlatTrellis(table).fit()._linear_layers if n <= 18 else None
         print(f"{n:<3} {seconds:15.3f}  {seconds / 3.0 ** n * 1e9:11.3f}  {cpu:6.2f}  "
               f"{cpu / 3.0 ** n * 1e9:15.3f}  {k_seconds:13.3f}"
-              f"  {per_subset:17.1f}  "
+              f"  {fit_peak / 2 ** n:9.1f} + {k_peak / 2 ** n:5.1f}    "
               f"{'' if layers is None else f'{layers.sum()}/{layers.size}'}", flush=True)
     print(f"(declared BYTES_PER_SUBSET = {BYTES_PER_SUBSET}: log-potentials, log Z, "
-          "MAP/marginal table, half-size scratch; n_clusters_distribution keeps "
-          "(N + 1) * 4 + 8 more bytes per subset while it runs)")
+          "MAP/marginal table, half-size scratch; n_clusters_distribution needs about "
+          "(N + 1) * 4.5 + 16 more bytes per subset while it runs)")
 
     n = args.speedup_size
     table = correlation_table(n)
