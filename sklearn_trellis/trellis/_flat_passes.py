@@ -76,7 +76,7 @@ def linear_shifts(range_a, range_b, n_bits):
     return shift_a, total - shift_a
 
 
-def _map_values(values, shift, out):
+def _exp_into(values, shift, out):
     """``out = exp(values + shift)``."""
     if values.size >= 1 << PARALLEL_MIN_BITS_LINEAR_WORK:
         kernels.exp_shifted_blocks(values, shift, out)
@@ -101,8 +101,8 @@ def _log_z_layer(a, b, out, buffer, scratch, n_bits, linear):
         shifts = linear_shifts(a_high - a_low, b_high - b_low, n_bits)
         if shifts is not None:
             shift_a, shift_b = shifts
-            weights_a = _map_values(a, shift_a - a_high, buffer)
-            weights_b = _map_values(b, shift_b - b_high, scratch)
+            weights_a = _exp_into(a, shift_a - a_high, buffer)
+            weights_b = _exp_into(b, shift_b - b_high, scratch)
             shift = a_high + b_high - shift_a - shift_b
             if parallel:
                 conv_sum_blocks(weights_a, weights_b, out, n_bits, 0)
@@ -224,8 +224,8 @@ def n_clusters_pass(log_potentials, log_z, n_items, linear=True):
             is_linear = bool(a_high > -np.inf and a_high - a_low + b_high - b_low
                              + highest * math.log(2.0) <= LINEAR_CEIL)
         if is_linear:
-            a = _map_values(a, -a_low, weights_a[:low])
-            b = _map_values(b, -b_low, weights_b[:low])
+            a = _exp_into(a, -a_low, weights_a[:low])
+            b = _exp_into(b, -b_low, weights_b[:low])
         used[highest] = is_linear
         if highest == n_items - 1:
             # Only the full set is needed: do its block alone.
