@@ -10,8 +10,12 @@ import os
 #: Largest N the exact engines accept at all (2**30 subsets already need 24 GiB).
 HARD_MAX_ITEMS = 28
 
-#: Measured cost of the log-space kernels per ``3**N`` step on one core (ns).
-NS_PER_STEP = 2.5
+#: Measured CPU cost of ``ExactFlatTrellis.fit`` (log Z, MAP, pairwise marginals)
+#: per ``3**N`` step on one core (ns), with its layers in linear space
+#: (``benchmarks/bench_flat_trellis.py``: 0.36 ns at N=18). Layers that need
+#: log space (very large ``beta``) cost about 10 times more. Engines with other
+#: kernels pass their own ``ns_per_step``.
+NS_PER_STEP = 0.4
 
 
 def available_memory_bytes():
@@ -52,14 +56,17 @@ def format_seconds(seconds):
     return f"{seconds / (365 * 86400):.3g} years"
 
 
-def exact_cost(n_items, bytes_per_subset, steps_base=3):
+def exact_cost(n_items, bytes_per_subset, steps_base=3, ns_per_step=None):
     """Return ``(bytes, seconds)`` an exact trellis over ``n_items`` would need."""
+    if ns_per_step is None:
+        ns_per_step = NS_PER_STEP
     n_bytes = bytes_per_subset * (2 ** n_items)
-    seconds = NS_PER_STEP * 1e-9 * float(steps_base) ** n_items
+    seconds = ns_per_step * 1e-9 * float(steps_base) ** n_items
     return n_bytes, seconds
 
 
-def check_exact_budget(n_items, bytes_per_subset, *, max_items, what="exact trellis"):
+def check_exact_budget(n_items, bytes_per_subset, *, max_items, what="exact trellis",
+                       ns_per_step=None):
     """Raise ``ValueError`` if an exact trellis over ``n_items`` is out of reach.
 
     Parameters
@@ -72,8 +79,10 @@ def check_exact_budget(n_items, bytes_per_subset, *, max_items, what="exact trel
         The caller's limit (e.g. an estimator's ``max_exact_size``).
     what : str
         Name of the computation, for the message.
+    ns_per_step : float, optional
+        The engine's cost per ``3**N`` step on one core; default ``NS_PER_STEP``.
     """
-    n_bytes, seconds = exact_cost(n_items, bytes_per_subset)
+    n_bytes, seconds = exact_cost(n_items, bytes_per_subset, ns_per_step=ns_per_step)
     cost = (f"an {what} over N={n_items} items would need about "
             f"{format_bytes(n_bytes)} of memory and {format_seconds(seconds)} "
             f"of CPU time (O(3^N))")

@@ -7,10 +7,12 @@ every subset (Greenberg et al. 2018, Facts 1 and 3); cluster marginals
 (Section 3.3), "together" marginals (superset sums, ``O(N 2^N)``), the
 number-of-clusters distribution and exact samples follow from the tables.
 
-Precision: all recursions are in log space (terms are shifted by their maximum
-before exponentiation), so no potential overflows; ``log Z`` carries a
-relative error of about ``1e-15 * log2(Bell(N))`` and marginals an absolute
-error below ``1e-12`` (checked against enumeration in the tests).
+Speed and precision: see ``_flat_passes``. In short, each layer of subsets
+(those with the same highest item) is one cache-blocked subset convolution,
+in linear space when the layer's value range allows it and in log space
+otherwise; no potential over- or underflows, any ``beta`` and ``-inf``
+entries are exact to rounding, and marginals carry absolute errors below
+``1e-12`` (checked against enumeration in the tests).
 """
 
 import time
@@ -19,11 +21,13 @@ import numpy as np
 
 from . import _flat_kernels as kernels
 from ._budget import check_exact_budget
+from ._flat_passes import n_clusters_pass, partition_pass, together_marginals
 from ._subsets import mask_of, members
 
-#: Bytes kept per subset: cluster log-potentials, log Z, and one working table
-#: (MAP values, then "together" marginals).
-BYTES_PER_SUBSET = 24
+#: Bytes kept per subset at the peak of ``fit``: cluster log-potentials, log Z,
+#: one working table (MAP values, then "together" marginals) and a scratch
+#: table of half a subset (linear weights of one layer).
+BYTES_PER_SUBSET = 28
 
 #: Default largest N for the exact flat trellis.
 DEFAULT_MAX_EXACT_FLAT = 22
@@ -92,6 +96,8 @@ class ExactFlatTrellis:
                            what="exact flat trellis")
         self.log_potentials = np.ascontiguousarray(table)
         self.verbose = verbose
+        # Tests set this to False to force every layer into log space.
+        self._linear = True
 
     @property
     def full(self):
@@ -104,16 +110,11 @@ class ExactFlatTrellis:
         size = 1 << n
         self.log_z = np.empty(size)
         work = np.empty(size)
-        self.log_z[0] = 0.0
-        work[0] = 0.0
+        scratch = np.empty(size >> 1)
         start = time.perf_counter()
-        for lowest in range(n - 1, -1, -1):
-            kernels.partition_layer(self.log_potentials, self.log_z, work, lowest, n)
-            if self.verbose and n >= 14:
-                done = (3.0 ** (n - lowest) - 1) / (3.0 ** n - 1)
-                print(f"[ExactFlatTrellis] items {lowest}..{n - 1} done "
-                      f"({100 * done:.1f}% of the work, "
-                      f"{time.perf_counter() - start:.1f} s)", flush=True)
+        self._linear_layers = partition_pass(self.log_potentials, self.log_z, work,
+                                             scratch, n, self._linear, self._progress(start))
+        del scratch
         self.log_partition_function = float(self.log_z[self.full])
         if not np.isfinite(self.log_partition_function):
             raise ValueError("Every clustering has zero potential (log Z = -inf): "
@@ -122,10 +123,21 @@ class ExactFlatTrellis:
         clusters = kernels.map_clusters(self.log_potentials, work, self.full)
         self.map_labels = masks_to_labels(list(clusters), n)
         # The MAP table is no longer needed: reuse it for the marginals.
-        kernels.cluster_marginals(self.log_potentials, self.log_z, self.full, work)
-        kernels.superset_sums_parallel(work, n)
-        self._together = work
+        self._together = together_marginals(self.log_potentials, self.log_z, self.full,
+                                            n, work)
         return self
+
+    def _progress(self, start):
+        if not (self.verbose and self.n_items >= 14):
+            return None
+        n = self.n_items
+
+        def report(highest):
+            done = (3.0 ** (highest + 1) - 1) / (3.0 ** n - 1)
+            print(f"[ExactFlatTrellis] items 0..{highest} done "
+                  f"({100 * done:.1f}% of the work, "
+                  f"{time.perf_counter() - start:.1f} s)", flush=True)
+        return report
 
     # -- marginals ---------------------------------------------------------
     def _mask(self, indices):
@@ -160,16 +172,14 @@ class ExactFlatTrellis:
     def n_clusters_distribution(self):
         """``P(K = k)`` for ``k = 1..N``, as an array of length ``N``.
 
-        Costs one more ``O(3^N / 3)`` pass and ``(N + 1) * 4`` bytes per subset.
+        Costs one more ``O(3^N)`` pass (one blocked convolution per ``k`` for
+        the layers in linear space, a vector over ``k`` per term otherwise) and
+        about ``(N + 1) * 4.5 + 16`` more bytes per subset while it runs.
         """
-        n = self.n_items
-        if n == 1:
+        if self.n_items == 1:
             return np.ones(1)
-        probs = np.zeros((1 << (n - 1), n + 1))
-        probs[0, 0] = 1.0  # the empty set has zero clusters
-        for lowest in range(n - 1, 0, -1):
-            kernels.n_clusters_layer(self.log_potentials, self.log_z, probs, lowest, n)
-        out = kernels.n_clusters_full(self.log_potentials, self.log_z, probs, self.full)
+        out, self._n_clusters_linear_layers = n_clusters_pass(
+            self.log_potentials, self.log_z, self.n_items, self._linear)
         out = np.clip(out[1:], 0.0, None)
         return out / out.sum()
 
