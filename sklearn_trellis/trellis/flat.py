@@ -20,7 +20,7 @@ import time
 import numpy as np
 
 from . import _flat_kernels as kernels
-from ._budget import check_exact_budget
+from ._budget import HARD_MAX_ITEMS, check_exact_budget
 from ._flat_passes import n_clusters_pass, partition_pass, together_marginals
 from ._subsets import mask_of, members
 
@@ -178,6 +178,8 @@ class ExactFlatTrellis:
         """
         if self.n_items == 1:
             return np.ones(1)
+        check_exact_budget(self.n_items, BYTES_PER_SUBSET + (self.n_items + 1) * 4.5 + 16,
+                           max_items=HARD_MAX_ITEMS, what="number-of-clusters pass")
         out, self._n_clusters_linear_layers = n_clusters_pass(
             self.log_potentials, self.log_z, self.n_items, self._linear)
         out = np.clip(out[1:], 0.0, None)
