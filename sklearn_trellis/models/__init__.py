@@ -1,6 +1,8 @@
 """Models: cluster log-potentials (flat) and split log-potentials (hierarchical)."""
 
 from ._flat import FlatModel
+from .conjugate import BetaBernoulli, DirichletMultinomial, NormalGamma, NormalInverseWishart
 from .correlation import CorrelationClusteringModel
 
-__all__ = ["FlatModel", "CorrelationClusteringModel"]
+__all__ = ["FlatModel", "CorrelationClusteringModel", "NormalInverseWishart", "NormalGamma",
+           "BetaBernoulli", "DirichletMultinomial"]
