@@ -37,17 +37,6 @@ def _vector(value, name, d, default):
     return arr
 
 
-def _empirical_covariance(X):
-    d = X.shape[1]
-    if X.shape[0] < 2:
-        return np.eye(d)
-    cov = np.atleast_2d(np.cov(X, rowvar=False))
-    scale = float(np.mean(np.diag(cov)))
-    if not scale > 0:
-        return np.eye(d)
-    return cov + 1e-6 * scale * np.eye(d)
-
-
 def _empirical_variance(X):
     if X.shape[0] < 2:
         return np.ones(X.shape[1])
@@ -98,8 +87,9 @@ class NormalInverseWishart(_FittedMixin):
         Prior expected cluster covariance ``E[Sigma] = Psi_0 / (nu_0 - d - 1)``
         (the scale matrix is ``Psi_0 = covariance_prior * (nu_0 - d - 1)``
         when ``nu_0 > d + 1``, else ``covariance_prior``). A float ``s``
-        means ``s`` times the empirical covariance of ``X``; ``None`` means
-        ``0.1`` (clusters a tenth of the data's spread in variance).
+        means ``s`` times the diagonal matrix of the feature variances of
+        ``X`` (the full empirical covariance would mix between-cluster
+        structure into the prior); ``None`` means ``0.1``.
 
     Attributes
     ----------
@@ -140,7 +130,7 @@ class NormalInverseWishart(_FittedMixin):
         cov = 0.1 if self.covariance_prior is None else self.covariance_prior
         if isinstance(cov, numbers.Real) and not isinstance(cov, bool):
             check_scalar_param(cov, "covariance_prior", low=0.0, include_low=False)
-            expected = float(cov) * _empirical_covariance(X)
+            expected = float(cov) * np.diag(_empirical_variance(X))
         else:
             expected = np.asarray(cov, dtype=np.float64)
             if expected.shape != (d, d) or not np.allclose(expected, expected.T):
