@@ -258,13 +258,14 @@ default='kmeans'
             raise ValueError(f"inference='exact' needs n_samples <= max_exact_size="
                              f"{self.max_exact_size}, got {data.shape[0]}.")
         model = MixturePartitionModel(self.prior_, self.likelihood_).fit(data)
-        trellis = model.exact_trellis(self.max_exact_size)
+        table = model.log_potential_table()
+        trellis = model.exact_trellis(self.max_exact_size, table)
         self.inference_ = "exact"
         self.log_marginal_likelihood_ = (trellis.log_partition_function
                                          + model.log_potential_constant())
         self.labels_ = trellis.map_labels
         self.samples_ = trellis.sample(self.n_sweeps, rng).astype(np.int32)
-        self.log_joints_ = np.array([model.log_potential(s) for s in self.samples_])
+        self.log_joints_ = model.log_joints(self.samples_, table)
         self.alphas_ = np.full(self.n_sweeps, self.prior_.alpha)
         self.pairwise_marginals_ = trellis.pairwise_marginals()
         self.n_clusters_distribution_ = trellis.n_clusters_distribution()
