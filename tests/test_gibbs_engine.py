@@ -1,5 +1,6 @@
 """The collapsed Gibbs engine against the exact posterior, and its driver."""
 
+import joblib
 import numpy as np
 import pytest
 
@@ -111,7 +112,9 @@ def test_chains_are_reproducible_and_independent_of_n_jobs():
     data = lik.kernel_data(X)
     kwargs = dict(n_chains=2, random_state=7, n_sweeps=20, burn_in=5, n_split_merge=3)
     a = gibbs.run_chains(lik, CRP(1.0), data, n_jobs=1, **kwargs)
-    b = gibbs.run_chains(lik, CRP(1.0), data, n_jobs=2, **kwargs)
+    # threads keep the test fast (process workers would each load the kernels)
+    with joblib.parallel_config(backend="threading"):
+        b = gibbs.run_chains(lik, CRP(1.0), data, n_jobs=2, **kwargs)
     for ra, rb in zip(a, b):
         np.testing.assert_array_equal(ra.samples, rb.samples)
     assert not np.array_equal(a[0].samples, a[1].samples)
@@ -194,7 +197,6 @@ def test_coclustering_matrix_matches_numpy():
 def test_dask_backend_runs_chains():
     pytest.importorskip("distributed")
     from distributed import Client
-    import joblib
 
     X = small_data(20)
     lik = NormalInverseWishart().fit(X)

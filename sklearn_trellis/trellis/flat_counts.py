@@ -15,7 +15,7 @@ import numpy as np
 from . import _flat_count_kernels as kernels
 from ._budget import check_exact_budget
 from ._subsets import superset_sums_inplace
-from .flat import masks_to_labels
+from .flat import ExactFlatTrellis, masks_to_labels
 
 #: Default largest N (the tables hold ``2 (N + 1)`` doubles per subset).
 DEFAULT_MAX_EXACT_COUNT = 18
@@ -103,31 +103,14 @@ class CountWeightedFlatTrellis:
         self._together = superset_sums_inplace(marginals, n)
         return self
 
-    def _mask(self, indices):
-        idx = np.asarray(indices, dtype=np.int64).ravel()
-        if idx.size == 0 or idx.min() < 0 or idx.max() >= self.n_items:
-            raise ValueError(f"indices must be a non-empty subset of [0, {self.n_items - 1}].")
-        mask = 0
-        for i in idx:
-            mask |= 1 << int(i)
-        return mask
+    # Marginal queries read the same tables as the plain engine's.
+    _mask = ExactFlatTrellis._mask
+    together_marginal = ExactFlatTrellis.together_marginal
+    pairwise_marginals = ExactFlatTrellis.pairwise_marginals
 
     def cluster_marginal(self, indices):
         """Probability that exactly these items form one cluster."""
         return float(self._cluster[self._mask(indices)])
-
-    def together_marginal(self, indices):
-        """Probability that all these items share a cluster."""
-        return float(min(1.0, self._together[self._mask(indices)]))
-
-    def pairwise_marginals(self):
-        """``P(i and j in the same cluster)``, ones on the diagonal."""
-        n = self.n_items
-        out = np.ones((n, n))
-        for i in range(n):
-            for j in range(i + 1, n):
-                out[i, j] = out[j, i] = self._together[(1 << i) | (1 << j)]
-        return np.clip(out, 0.0, 1.0)
 
     def n_clusters_distribution(self):
         """``P(K = k)`` for ``k = 1..N``."""
