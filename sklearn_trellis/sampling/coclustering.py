@@ -26,10 +26,12 @@ def coclustering_matrix(samples):
            [0.5, 1. , 0.5],
            [0. , 0.5, 1. ]])
     """
-    samples = np.ascontiguousarray(samples, dtype=np.int32)
+    samples = np.asarray(samples)
     if samples.ndim != 2 or samples.shape[0] == 0:
         raise ValueError(f"samples must be a non-empty 2-d array, got shape {samples.shape}.")
-    out = np.empty((samples.shape[1], samples.shape[1]))
+    small = samples.size == 0 or (samples.min() >= -32768 and samples.max() <= 32767)
+    samples = np.ascontiguousarray(samples, dtype=np.int16 if small else np.int32)
+    out = np.zeros((samples.shape[1], samples.shape[1]))
     coclustering_counts(samples, out)
     return out / samples.shape[0]
 
