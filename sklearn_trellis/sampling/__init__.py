@@ -95,7 +95,7 @@ recycled); ``shared`` is float64 ``(n_shared,)``; ``work`` float64
 ``refresh(params, data, labels, stats, shared, active, n_active)``
     Recompute cached quantities from scratch (once per sweep against floating
     point drift, after ``params`` change, and after the initial build of a
-    state, which zeroes ``shared`` and then ``add``\ s every item - so a
+    state, which zeroes ``shared`` and then calls ``add`` for every item - so a
     likelihood with a non-zero initial ``shared``, e.g. fastTIWD's ``tr S``,
     sets it here); ``active[:n_active]`` are the occupied slots. May do
     nothing (:func:`.likelihood.no_refresh`).
