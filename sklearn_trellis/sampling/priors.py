@@ -36,6 +36,14 @@ class PartitionPrior:
     discount = 0.0
     n_components = None
 
+    def __repr__(self):
+        extra = ""
+        if self.discount:
+            extra = f", discount={self.discount!r}"
+        if self.n_components is not None:
+            extra = f", n_components={self.n_components!r}"
+        return f"{type(self).__name__}(alpha={self.alpha!r}{extra})"
+
     def kernel_params(self):
         """``[alpha, discount, n_components or 0]`` as read by ``_prior_kernels``."""
         k = 0.0 if self.n_components is None else float(self.n_components)
