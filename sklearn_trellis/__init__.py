@@ -1,8 +1,9 @@
 """sklearn-trellis: exact and sampled distributions over clusterings and hierarchies."""
 
 from .correlation_clustering import ExactCorrelationClustering
+from .dp_mixture import DPMixture
 from .hierarchical import TrellisHierarchical
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["ExactCorrelationClustering", "TrellisHierarchical", "__version__"]
+__all__ = ["ExactCorrelationClustering", "TrellisHierarchical", "DPMixture", "__version__"]

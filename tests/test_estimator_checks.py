@@ -2,7 +2,7 @@
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from sklearn_trellis import ExactCorrelationClustering, TrellisHierarchical
+from sklearn_trellis import DPMixture, ExactCorrelationClustering, TrellisHierarchical
 
 _ABOVE_EXACT_LIMIT = ("fits more samples than the exact trellis accepts (max_exact_size=20); "
                       "method='auto' gains a sparse engine for large N in a later issue")
@@ -35,6 +35,8 @@ ESTIMATORS = [
     ExactCorrelationClustering(affinity="precomputed"),
     TrellisHierarchical(),
     TrellisHierarchical(metric="precomputed", energy="hcc"),
+    DPMixture(n_sweeps=20),
+    DPMixture(n_sweeps=20, discount=0.3, likelihood="diagonal", n_chains=2),
 ]
 
 EXPECTED_FAILURES = {

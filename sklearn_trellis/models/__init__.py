@@ -3,10 +3,12 @@
 from ._flat import FlatModel
 from ._split import SplitModel
 from .callable_energy import CallableEnergy
+from .conjugate import BetaBernoulli, DirichletMultinomial, NormalGamma, NormalInverseWishart
 from .correlation import CorrelationClusteringModel
 from .dasgupta import DasguptaEnergy
 from .ginkgo import GinkgoEnergy
 from .hcc import HCCEnergy
 
 __all__ = ["FlatModel", "CorrelationClusteringModel", "SplitModel", "DasguptaEnergy",
-           "HCCEnergy", "GinkgoEnergy", "CallableEnergy"]
+           "HCCEnergy", "GinkgoEnergy", "CallableEnergy", "NormalInverseWishart", "NormalGamma",
+           "BetaBernoulli", "DirichletMultinomial"]
