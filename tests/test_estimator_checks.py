@@ -2,7 +2,7 @@
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from sklearn_trellis import ExactCorrelationClustering
+from sklearn_trellis import EntropyAgglomeration, ExactCorrelationClustering
 
 _ABOVE_EXACT_LIMIT = ("fits more samples than the exact trellis accepts (max_exact_size=20); "
                       "method='auto' gains a sparse engine for large N in a later issue")
@@ -17,13 +17,26 @@ _FLAT_EXACT_ONLY = {
     ]
 }
 
+# EntropyAgglomeration.fit takes a sample set: rows are sampled clusterings, the
+# columns are the n elements (n_features_in_ = n), values are integer labels.
+_SAMPLE_SET_INPUT = {
+    "check_clustering": "fit takes a sample set of integer labels (rows = sampled "
+                        "clusterings, columns = elements); the check's continuous feature "
+                        "rows are refused on purpose, and labels_ has one entry per column",
+    "check_dtype_object": "the check's object array holds non-integral floats, which are "
+                          "refused on purpose: labels must be integers (a feature matrix "
+                          "passed by mistake gets a clear ValueError)",
+}
+
 ESTIMATORS = [
     ExactCorrelationClustering(),
     ExactCorrelationClustering(affinity="precomputed"),
+    EntropyAgglomeration(),
 ]
 
 EXPECTED_FAILURES = {
     "ExactCorrelationClustering": _FLAT_EXACT_ONLY,
+    "EntropyAgglomeration": _SAMPLE_SET_INPUT,
 }
 
 

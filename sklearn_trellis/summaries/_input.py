@@ -203,6 +203,11 @@ def as_sample_set(samples):
     except ValueError as exc:  # ragged nested lists
         raise ValueError("Could not read the sample set: give a (T, n) label array, a list "
                          "of lists of blocks, or a binary (T, n_blocks, n) array.") from exc
+    if array.dtype == object and array.ndim == 2:
+        try:
+            array = array.astype(np.float64)
+        except (TypeError, ValueError) as exc:
+            raise TypeError("Labels of an object array must be numbers.") from exc
     if array.dtype == object:
         raise ValueError("Could not read the sample set: label vectors must all have the "
                          "same length n (or give partitions as lists of blocks).")
