@@ -86,6 +86,8 @@ class DendrogramDisplay:
                                       color_threshold=0, above_threshold_color="k", **kwargs)
         self.leaves_ = list(self.dendrogram_["leaves"])
         value_axis = "x" if orientation in ("left", "right") else "y"
+        if value_axis == "x":  # first leaf on top, matching CoClusteringDisplay's rows
+            self.ax_.invert_yaxis()
         getattr(self.ax_, f"set_{value_axis}label")("expected projection entropy")
         return self
 

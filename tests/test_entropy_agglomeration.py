@@ -123,3 +123,16 @@ def test_bad_parameters(params, match):
 def test_feature_rows_are_refused_clearly():
     with pytest.raises(ValueError, match="feature rows"):
         EntropyAgglomeration().fit(np.random.default_rng(0).normal(size=(5, 3)))
+
+
+def test_package_works_without_matplotlib():
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['matplotlib'] = None\n"
+            "import sklearn_trellis, sklearn_trellis.plotting as p\n"
+            "sklearn_trellis.EntropyAgglomeration().fit([[0, 0, 1]])\n"
+            "try:\n    p.NClustersHistogramDisplay.from_samples([[0, 0, 1]])\n"
+            "except ImportError as e:\n    assert 'plot' in str(e); print('ok')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.strip() == "ok", out.stderr

@@ -80,3 +80,4 @@ def test_displays_refuse_wrong_estimators():
         NClustersHistogramDisplay.from_estimator(kmeans)
     with pytest.raises(NotFittedError):
         DendrogramDisplay.from_estimator(EntropyAgglomeration())
+
