@@ -136,3 +136,22 @@ def test_package_works_without_matplotlib():
             "except ImportError as e:\n    assert 'plot' in str(e); print('ok')\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.strip() == "ok", out.stderr
+
+
+def test_sparse_only_histograms_give_the_same_tree(monkeypatch):
+    from sklearn_trellis.summaries import agglomeration
+
+    rng = np.random.default_rng(5)
+    samples = random_partition_samples(rng, 40, 60, noise=0.3, n_base=4)
+    allocations = random_feature_allocations(rng, 15, 20)
+    dense = [agglomeration.entropy_agglomeration_tree(s)[:3] for s in (samples, allocations)]
+    monkeypatch.setattr(agglomeration, "DENSE_HISTOGRAM_BYTES", 0)
+    sparse = [agglomeration.entropy_agglomeration_tree(s)[:3] for s in (samples, allocations)]
+    for first, second in zip(dense, sparse):
+        for x, y in zip(first, second):
+            np.testing.assert_array_equal(x, y)
+    # and the merges' entropies are those of the subsets they form
+    children, distances, _ = dense[0]
+    block_sets = as_block_sets(samples)
+    for subset, d in list(zip(_subsets(children, 60), distances))[::7]:
+        assert d == pytest.approx(expected_projection_entropy(block_sets, subset), abs=1e-9)

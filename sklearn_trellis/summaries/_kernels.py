@@ -124,6 +124,18 @@ def _round_entropy(value):
 
 
 @njit(cache=True)
+def _clear_segment(pool_blocks, start, cap, n_samples, table):
+    """Zero ``table[t, b]`` for every block ``b`` of the segment at ``start``."""
+    for t in range(n_samples):
+        base = start + t * cap
+        for e in range(cap):
+            b = pool_blocks[base + e]
+            if b < 0:
+                break
+            table[t, b] = 0
+
+
+@njit(cache=True)
 def _cross_term(pool_blocks, pool_counts, start, cap, n_samples, hist, xl):
     """``sum_{t,b} [(x+y) log(x+y) - x log x - y log y]``, ``x = hist[t, b] > 0``,
     ``y`` the counts of the subset stored at ``start`` (``cap`` entries per sample)."""
@@ -306,13 +318,7 @@ def entropy_agglomeration_kernel(memberships, labels_by_sample, max_blocks, cooc
         if use_dense:  # clear the dense histograms of the two parts
             for s in (a, b):
                 if size_before[s] > 1:
-                    for t in range(n_samples):
-                        base = seg_start[s] + t * cap[s]
-                        for e in range(cap[s]):
-                            blk = pool_blocks[base + e]
-                            if blk < 0:
-                                break
-                            dense[s, t, blk] = 0
+                    _clear_segment(pool_blocks, seg_start[s], cap[s], n_samples, dense[s])
         # dense histogram of the merged subset, and its sparse segment
         new_cap = 1
         for t in range(n_samples):
@@ -377,13 +383,7 @@ def entropy_agglomeration_kernel(memberships, labels_by_sample, max_blocks, cooc
         _join_entropies(pool_blocks, pool_counts, seg_start, cap, alive, size, weight,
                         xlogx_sum, a, n_samples, hist, dense, use_dense, xl, log_table,
                         labels_by_sample, partial, new_row)
-        for t in range(n_samples):
-            base = new_start + t * new_cap
-            for e in range(new_cap):
-                blk = pool_blocks[base + e]
-                if blk < 0:
-                    break
-                hist[t, blk] = 0
+        _clear_segment(pool_blocks, new_start, new_cap, n_samples, hist)
 
         for c in range(n):
             distances[a, c] = new_row[c]
