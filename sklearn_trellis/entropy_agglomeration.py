@@ -154,17 +154,18 @@ class EntropyAgglomeration(ClusterMixin, BaseEstimator):
                              f"distance_threshold={self.distance_threshold!r}.")
 
     def _read_samples(self, samples):
-        if is_block_list_format(samples):
-            sample_set = as_sample_set(samples)
-            self.n_features_in_ = sample_set.n_elements
-            return sample_set
-        array = np.asarray(samples) if not hasattr(samples, "columns") else None
-        if array is not None and array.ndim == 3:
-            sample_set = as_sample_set(array)
-            self.n_features_in_ = sample_set.n_elements
-            return sample_set
-        labels = validate_data(self, samples, dtype=None, ensure_min_samples=1)
-        return as_sample_set(labels)
+        """Label arrays (and DataFrames) go through ``validate_data``; block lists and
+        binary (T, n_blocks, n) arrays are read directly."""
+        direct = is_block_list_format(samples) or (
+            isinstance(samples, np.ndarray) and samples.ndim == 3)
+        if not direct:
+            labels = validate_data(self, samples, dtype=None, ensure_min_samples=1)
+            return as_sample_set(labels)
+        sample_set = as_sample_set(samples)
+        self.n_features_in_ = sample_set.n_elements
+        if hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        return sample_set
 
     def fit(self, X, y=None):
         """Build the EA tree of a sample set.

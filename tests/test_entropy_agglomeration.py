@@ -155,3 +155,11 @@ def test_sparse_only_histograms_give_the_same_tree(monkeypatch):
     block_sets = as_block_sets(samples)
     for subset, d in list(zip(_subsets(children, 60), distances))[::7]:
         assert d == pytest.approx(expected_projection_entropy(block_sets, subset), abs=1e-9)
+
+
+def test_memory_is_checked_before_allocation(monkeypatch):
+    from sklearn_trellis.summaries import agglomeration
+
+    monkeypatch.setattr(agglomeration, "MAX_AGGLOMERATION_BYTES", 1000)
+    with pytest.raises(ValueError, match="GiB"):
+        EntropyAgglomeration().fit(np.zeros((3, 20), int))

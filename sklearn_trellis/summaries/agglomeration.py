@@ -8,6 +8,8 @@ from ._kernels import cooccurrence_counts, entropy_agglomeration_kernel
 
 # Above this, live subsets keep only sparse block histograms (slower, O(n T) memory).
 DENSE_HISTOGRAM_BYTES = 1 << 30
+# Refuse runs whose tables (two n x n matrices, the histogram pool) exceed this.
+MAX_AGGLOMERATION_BYTES = 8 << 30
 
 
 def entropy_agglomeration_tree(samples):
@@ -34,6 +36,14 @@ def entropy_agglomeration_tree(samples):
         Number of (sample, block) pairs holding both elements (a by-product).
     """
     sample_set = as_sample_set(samples)
+    n, n_samples = sample_set.n_elements, sample_set.n_samples
+    depth = sample_set.memberships.shape[2]
+    needed = 16 * n * n + 16 * n * n_samples * depth + 4 * n_samples * max(sample_set.max_blocks, 1)
+    if needed > MAX_AGGLOMERATION_BYTES:
+        raise ValueError(f"Entropy agglomeration of n={n} elements over T={n_samples} samples "
+                         f"needs about {needed / 2 ** 30:.1f} GiB (n x n entropy and "
+                         f"co-occurrence tables); the limit is "
+                         f"{MAX_AGGLOMERATION_BYTES / 2 ** 30:.0f} GiB. Use fewer elements.")
     by_sample = sample_major(sample_set)
     counts = cooccurrence_counts(by_sample)
     degree = np.diagonal(counts).astype(np.int64).copy()

@@ -166,12 +166,12 @@ def point_estimate(samples_or_pairwise, loss="binder", *, n_runs=10, max_sweeps=
         if loss == "vi" and 4 * n * blocks.shape[0] * n_blocks > _VI_MAX_BYTES:
             raise ValueError(f"loss='vi' would need a {4 * n * blocks.shape[0] * n_blocks / 1e9:.1f} "
                              "GB contingency table (n * T * max blocks); thin the samples.")
-        distinct, frequency = np.unique(blocks, axis=0, return_counts=True)
-        distinct = distinct[np.argsort(-frequency, kind="stable")]
+        canonical = np.array([_canonical(row) for row in blocks])
+        distinct, frequency = np.unique(canonical, axis=0, return_counts=True)
+        candidates = distinct[np.argsort(-frequency, kind="stable")]
         if loss == "vi":
             limit = max(1, _VI_CANDIDATE_WORK // (blocks.shape[0] * n))
-            distinct = distinct[:limit]
-        candidates = np.array([_canonical(row) for row in distinct])
+            candidates = candidates[:limit]
         scores = _expected_losses(candidates, pairwise, samples, loss)
         starts = [candidates[int(np.argmin(scores))]]
         blocks = np.ascontiguousarray(blocks, dtype=np.int32)
