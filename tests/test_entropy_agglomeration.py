@@ -163,3 +163,18 @@ def test_memory_is_checked_before_allocation(monkeypatch):
     monkeypatch.setattr(agglomeration, "MAX_AGGLOMERATION_BYTES", 1000)
     with pytest.raises(ValueError, match="GiB"):
         EntropyAgglomeration().fit(np.zeros((3, 20), int))
+
+
+def test_binary_block_arrays_and_block_lists_agree():
+    binary = np.zeros((3, 3, 7), bool)
+    for t, z in enumerate(E3):
+        for b, block in enumerate(z):
+            binary[t, b, block] = True
+    from_binary = EntropyAgglomeration().fit(binary)
+    from_lists = EntropyAgglomeration().fit(E3)
+    labels = np.array([[0, 1, 0, 2, 2, 0, 0], [0, 1, 0, 2, 2, 0, 1], [0, 0, 0, 1, 1, 0, 0]])
+    from_labels = EntropyAgglomeration().fit(labels)
+    for other in (from_lists, from_labels):
+        np.testing.assert_array_equal(from_binary.children_, other.children_)
+        np.testing.assert_array_equal(from_binary.distances_, other.distances_)
+    assert from_binary.n_features_in_ == 7
