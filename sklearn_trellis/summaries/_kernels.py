@@ -186,16 +186,34 @@ def _singleton_cross_terms(labels_by_sample, hist, xl, partial):
 
 
 @njit(cache=True)
+def _singleton_columns(labels_by_sample, alive, size):
+    """Label columns of the live singletons and the column of each slot (-1: none)."""
+    n = alive.shape[0]
+    column_of = np.full(n, -1, np.int64)
+    count = 0
+    for i in range(n):
+        if alive[i] and size[i] == 1:
+            column_of[i] = count
+            count += 1
+    columns = np.empty((labels_by_sample.shape[0], count), labels_by_sample.dtype)
+    for i in range(n):
+        if column_of[i] >= 0:
+            columns[:, column_of[i]] = labels_by_sample[:, i]
+    return columns, column_of
+
+
+@njit(cache=True)
 def _join_entropies(pool_blocks, pool_counts, seg_start, cap, alive, size, weight,
                     xlogx_sum, a, n_samples, hist, dense, use_dense, xl, log_table,
-                    labels_by_sample, partial, new_row):
+                    labels_by_sample, column_of, partial, new_row):
     """``new_row[c]`` = expected entropy of subset ``a`` joined with each live ``c``.
 
     The cross term walks the sparse histogram of whichever subset touches
     fewer blocks and looks the other one up in its dense histogram (``hist``
     for ``a``; ``dense[c]`` for a non-singleton ``c`` when ``use_dense``).
-    Singletons of a partition sample set (``labels_by_sample`` non-empty) are
-    done all at once by :func:`_singleton_cross_terms`.
+    Singletons of a partition sample set (``labels_by_sample`` non-empty: the
+    label columns of the live singletons, ``column_of[slot]`` their column)
+    are done all at once by :func:`_singleton_cross_terms`.
     """
     n = alive.shape[0]
     fast_singletons = labels_by_sample.shape[0] > 0
@@ -206,7 +224,7 @@ def _join_entropies(pool_blocks, pool_counts, seg_start, cap, alive, size, weigh
             new_row[c] = np.inf
             continue
         if fast_singletons and size[c] == 1:
-            cross = partial[c]
+            cross = partial[column_of[c]]
         elif use_dense and size[c] > 1 and cap[a] < cap[c]:
             cross = _cross_term(pool_blocks, pool_counts, seg_start[a], cap[a],
                                 n_samples, dense[c], xl)
@@ -286,6 +304,10 @@ def entropy_agglomeration_kernel(memberships, labels_by_sample, max_blocks, cooc
     dense = np.zeros((n, n_samples, max_blocks) if use_dense else (1, 1, 1), np.int32)
     new_row = np.empty(n)
     partial = np.zeros(n)
+    is_partition = labels_by_sample.shape[0] > 0
+    singleton_labels = labels_by_sample
+    column_of = np.arange(n)
+    n_singletons = n
     new_nnz = np.zeros(n_samples, np.int64)
     size_before = np.ones(n, np.int64)
 
@@ -382,7 +404,11 @@ def entropy_agglomeration_kernel(memberships, labels_by_sample, max_blocks, cooc
         # entropies of the new subset joined with every other live subset
         _join_entropies(pool_blocks, pool_counts, seg_start, cap, alive, size, weight,
                         xlogx_sum, a, n_samples, hist, dense, use_dense, xl, log_table,
-                        labels_by_sample, partial, new_row)
+                        singleton_labels, column_of, partial, new_row)
+        n_singletons -= (size_before[a] == 1) + (size_before[b] == 1)
+        if is_partition and 4 * n_singletons < singleton_labels.shape[1]:
+            # keep only the live singletons' label columns (amortised O(T n))
+            singleton_labels, column_of = _singleton_columns(labels_by_sample, alive, size)
         _clear_segment(pool_blocks, new_start, new_cap, n_samples, hist)
 
         for c in range(n):
