@@ -8,7 +8,6 @@ from sklearn.utils.validation import validate_data
 
 from ._validation import check_scalar_param
 from .summaries._input import as_sample_set, is_block_list_format
-from .summaries._kernels import ENTROPY_DECIMALS
 from .summaries.agglomeration import entropy_agglomeration_tree
 
 

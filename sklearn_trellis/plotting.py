@@ -22,7 +22,8 @@ def _pyplot():
     try:
         import matplotlib.pyplot as plt
     except ImportError as exc:  # pragma: no cover - exercised without matplotlib
-        raise ImportError("Plotting needs matplotlib: pip install 'sklearn-trellis[plot]'.") from exc
+        raise ImportError("Plotting needs matplotlib: "
+                          "pip install 'sklearn-trellis[plot]'.") from exc
     return plt
 
 

@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 import pytest
-from summaries_oracles import (as_block_sets, cod, expected_projection_entropy, phi, proj,
+from summaries_oracles import (as_block_sets, cod, expected_projection_entropy, phi,
                                random_feature_allocations, random_partition_samples)
 
 from sklearn_trellis import ExactCorrelationClustering

@@ -164,8 +164,9 @@ def point_estimate(samples_or_pairwise, loss="binder", *, n_runs=10, max_sweeps=
         blocks, counts = relabel_rows(samples)
         n_blocks = int(counts.max())
         if loss == "vi" and 4 * n * blocks.shape[0] * n_blocks > _VI_MAX_BYTES:
-            raise ValueError(f"loss='vi' would need a {4 * n * blocks.shape[0] * n_blocks / 1e9:.1f} "
-                             "GB contingency table (n * T * max blocks); thin the samples.")
+            size = 4 * n * blocks.shape[0] * n_blocks / 1e9
+            raise ValueError(f"loss='vi' would need a {size:.1f} GB contingency table "
+                             "(n * T * max blocks); thin the samples.")
         canonical = np.array([_canonical(row) for row in blocks])
         distinct, frequency = np.unique(canonical, axis=0, return_counts=True)
         candidates = distinct[np.argsort(-frequency, kind="stable")]
