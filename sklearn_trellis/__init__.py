@@ -1,9 +1,12 @@
 """sklearn-trellis: exact and sampled distributions over clusterings and hierarchies."""
 
+from . import summaries
 from .correlation_clustering import ExactCorrelationClustering
 from .dp_mixture import DPMixture
+from .entropy_agglomeration import EntropyAgglomeration
 from .hierarchical import TrellisHierarchical
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["ExactCorrelationClustering", "TrellisHierarchical", "DPMixture", "__version__"]
+__all__ = ["ExactCorrelationClustering", "TrellisHierarchical", "DPMixture",
+           "EntropyAgglomeration", "summaries", "__version__"]

@@ -2,7 +2,8 @@
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from sklearn_trellis import DPMixture, ExactCorrelationClustering, TrellisHierarchical
+from sklearn_trellis import (DPMixture, EntropyAgglomeration, ExactCorrelationClustering,
+                             TrellisHierarchical)
 
 _ABOVE_EXACT_LIMIT = ("fits more samples than the exact trellis accepts (max_exact_size=20); "
                       "method='auto' gains a sparse engine for large N in a later issue")
@@ -30,6 +31,17 @@ _HIERARCHICAL_EXACT_ONLY = {
     ]
 }
 
+# EntropyAgglomeration.fit takes a sample set: rows are sampled clusterings, the
+# columns are the n elements (n_features_in_ = n), values are integer labels.
+_SAMPLE_SET_INPUT = {
+    "check_clustering": "fit takes a sample set of integer labels (rows = sampled "
+                        "clusterings, columns = elements); the check's continuous feature "
+                        "rows are refused on purpose, and labels_ has one entry per column",
+    "check_dtype_object": "the check's object array holds non-integral floats, which are "
+                          "refused on purpose: labels must be integers (a feature matrix "
+                          "passed by mistake gets a clear ValueError)",
+}
+
 ESTIMATORS = [
     ExactCorrelationClustering(),
     ExactCorrelationClustering(affinity="precomputed"),
@@ -37,11 +49,13 @@ ESTIMATORS = [
     TrellisHierarchical(metric="precomputed", energy="hcc"),
     DPMixture(n_sweeps=20),
     DPMixture(n_sweeps=20, discount=0.3, likelihood="diagonal", n_chains=2),
+    EntropyAgglomeration(),
 ]
 
 EXPECTED_FAILURES = {
     "ExactCorrelationClustering": _FLAT_EXACT_ONLY,
     "TrellisHierarchical": _HIERARCHICAL_EXACT_ONLY,
+    "EntropyAgglomeration": _SAMPLE_SET_INPUT,
 }
 
 

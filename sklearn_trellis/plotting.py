@@ -1,0 +1,297 @@
+"""scikit-learn-style Display objects for posterior summaries (optional ``plot`` extra).
+
+matplotlib is imported only when something is plotted, so the package works
+without it. Each Display stores the data it draws, has a ``plot(ax=None)``
+method returning itself (with ``figure_`` and ``ax_`` set), and the
+constructors ``from_estimator`` and ``from_samples``, as in
+:mod:`sklearn.metrics`. The panels are those of Fidaner & Cemgil (2013,
+Figures 4 and 9): number of blocks, pairwise occurrences ordered by the
+entropy agglomeration (EA) dendrogram, the dendrogram, and the COD matrix
+with its entropy sequence.
+"""
+
+import numpy as np
+from scipy.cluster.hierarchy import dendrogram
+from sklearn.utils.validation import check_is_fitted
+
+from .entropy_agglomeration import EntropyAgglomeration
+from .summaries import cumulative_occurrence_distribution, entropy_sequence, n_clusters_histogram
+
+
+def _pyplot():
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as exc:  # pragma: no cover - exercised without matplotlib
+        raise ImportError("Plotting needs matplotlib: "
+                          "pip install 'sklearn-trellis[plot]'.") from exc
+    return plt
+
+
+def _axes(ax):
+    plt = _pyplot()
+    if ax is None:
+        figure, ax = plt.subplots()
+    else:
+        figure = ax.figure
+    return figure, ax
+
+
+def _leaf_order(linkage_matrix):
+    return np.asarray(dendrogram(linkage_matrix, no_plot=True)["leaves"], dtype=np.int64)
+
+
+def _names(element_labels, n):
+    if element_labels is None:
+        return [str(i) for i in range(n)]
+    if len(element_labels) != n:
+        raise ValueError(f"element_labels has {len(element_labels)} entries for {n} elements.")
+    return [str(name) for name in element_labels]
+
+
+class DendrogramDisplay:
+    """EA dendrogram (paper Figure 9, right panels).
+
+    Parameters
+    ----------
+    linkage_matrix : ndarray of shape (n - 1, 4)
+        SciPy linkage matrix, e.g. ``EntropyAgglomeration.linkage_matrix_``.
+    element_labels : list of str, default=None
+
+    Attributes
+    ----------
+    dendrogram_ : dict
+        What :func:`scipy.cluster.hierarchy.dendrogram` returned.
+    ax_, figure_ : matplotlib Axes and Figure
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> from sklearn_trellis.plotting import DendrogramDisplay
+    >>> samples = [[0, 0, 1, 1], [0, 0, 0, 1]]
+    >>> display = DendrogramDisplay.from_samples(samples)
+    >>> display.leaves_
+    [3, 2, 0, 1]
+    """
+
+    def __init__(self, linkage_matrix, element_labels=None):
+        self.linkage_matrix = linkage_matrix
+        self.element_labels = element_labels
+
+    def plot(self, ax=None, *, orientation="left", **kwargs):
+        """Draw the dendrogram (entropy on the value axis); extra kwargs go to scipy."""
+        self.figure_, self.ax_ = _axes(ax)
+        n = len(self.linkage_matrix) + 1
+        self.dendrogram_ = dendrogram(self.linkage_matrix, ax=self.ax_, orientation=orientation,
+                                      labels=_names(self.element_labels, n),
+                                      color_threshold=0, above_threshold_color="k", **kwargs)
+        self.leaves_ = list(self.dendrogram_["leaves"])
+        value_axis = "x" if orientation in ("left", "right") else "y"
+        if value_axis == "x":  # first leaf on top, matching CoClusteringDisplay's rows
+            self.ax_.invert_yaxis()
+        getattr(self.ax_, f"set_{value_axis}label")("expected projection entropy")
+        return self
+
+    @classmethod
+    def from_estimator(cls, estimator, *, element_labels=None, ax=None, **kwargs):
+        """From a fitted :class:`~sklearn_trellis.EntropyAgglomeration`."""
+        check_is_fitted(estimator, "linkage_matrix_")
+        return cls(estimator.linkage_matrix_, element_labels).plot(ax=ax, **kwargs)
+
+    @classmethod
+    def from_samples(cls, samples, *, element_labels=None, ax=None, **kwargs):
+        """Run entropy agglomeration on a sample set and draw its dendrogram."""
+        estimator = EntropyAgglomeration().fit(samples)
+        return cls.from_estimator(estimator, element_labels=element_labels, ax=ax, **kwargs)
+
+
+class CoClusteringDisplay:
+    """Heatmap of pairwise co-occurrence, rows ordered by a dendrogram (paper Figure 9).
+
+    Parameters
+    ----------
+    cooccurrence : ndarray of shape (n, n)
+        Pairwise co-clustering probabilities (sampled or exact).
+    order : array-like of int, default=None
+        Row/column order (e.g. the EA dendrogram's leaves); ``None`` = index order.
+    element_labels : list of str, default=None
+
+    Attributes
+    ----------
+    image_ : matplotlib AxesImage
+    ax_, figure_ : matplotlib Axes and Figure
+    """
+
+    def __init__(self, cooccurrence, order=None, element_labels=None):
+        self.cooccurrence = cooccurrence
+        self.order = order
+        self.element_labels = element_labels
+
+    def plot(self, ax=None, *, cmap="Greys", colorbar=True):
+        """Draw the heatmap."""
+        self.figure_, self.ax_ = _axes(ax)
+        matrix = np.asarray(self.cooccurrence)
+        n = matrix.shape[0]
+        order = np.arange(n) if self.order is None else np.asarray(self.order)
+        names = np.array(_names(self.element_labels, n))[order]
+        self.image_ = self.ax_.imshow(matrix[np.ix_(order, order)], cmap=cmap, vmin=0.0,
+                                      vmax=max(1.0, float(matrix.max())), interpolation="nearest")
+        self.ax_.set_xticks(range(n), names, rotation=90)
+        self.ax_.set_yticks(range(n), names)
+        self.ax_.set_title("pairwise occurrences")
+        if colorbar:
+            self.figure_.colorbar(self.image_, ax=self.ax_)
+        return self
+
+    @classmethod
+    def from_estimator(cls, estimator, *, element_labels=None, ax=None, **kwargs):
+        """From a fitted EntropyAgglomeration (ordered by its dendrogram) or any
+        estimator with ``pairwise_marginals_`` (index order, or by its
+        ``linkage_matrix_`` if it has one)."""
+        if hasattr(estimator, "cooccurrence_"):
+            matrix = estimator.cooccurrence_
+        elif hasattr(estimator, "pairwise_marginals_"):
+            matrix = estimator.pairwise_marginals_
+        else:
+            check_is_fitted(estimator)
+            raise TypeError(f"{type(estimator).__name__} has neither cooccurrence_ nor "
+                            "pairwise_marginals_.")
+        order = (_leaf_order(estimator.linkage_matrix_)
+                 if hasattr(estimator, "linkage_matrix_") else None)
+        return cls(matrix, order, element_labels).plot(ax=ax, **kwargs)
+
+    @classmethod
+    def from_samples(cls, samples, *, element_labels=None, ax=None, **kwargs):
+        """Co-occurrence of a sample set, ordered by its EA dendrogram."""
+        estimator = EntropyAgglomeration().fit(samples)
+        return cls.from_estimator(estimator, element_labels=element_labels, ax=ax, **kwargs)
+
+
+class NClustersHistogramDisplay:
+    """Bar plot of the distribution of the number of blocks (paper Figure 9, left).
+
+    Parameters
+    ----------
+    histogram : ndarray
+        ``histogram[k]`` = probability (or count) of ``k`` blocks, ``k = 0, 1, ...``
+        (as returned by :func:`~sklearn_trellis.summaries.n_clusters_histogram`).
+
+    Attributes
+    ----------
+    bars_ : matplotlib BarContainer
+    ax_, figure_ : matplotlib Axes and Figure
+    """
+
+    def __init__(self, histogram):
+        self.histogram = histogram
+
+    def plot(self, ax=None, **kwargs):
+        """Draw the bars of the non-zero range."""
+        self.figure_, self.ax_ = _axes(ax)
+        histogram = np.asarray(self.histogram, dtype=float)
+        nonzero = np.flatnonzero(histogram)
+        lo, hi = (nonzero[0], nonzero[-1]) if nonzero.size else (0, 0)
+        ks = np.arange(lo, hi + 1)
+        self.bars_ = self.ax_.bar(ks, histogram[lo:hi + 1], color=kwargs.pop("color", "0.4"),
+                                  **kwargs)
+        self.ax_.set_xticks(ks)
+        self.ax_.set_xlabel("number of blocks")
+        self.ax_.set_ylabel("frequency")
+        return self
+
+    @classmethod
+    def from_estimator(cls, estimator, *, ax=None, **kwargs):
+        """From ``n_clusters_histogram_`` (EntropyAgglomeration) or an exact
+        ``n_clusters_distribution_`` (index ``k - 1``)."""
+        if hasattr(estimator, "n_clusters_histogram_"):
+            histogram = estimator.n_clusters_histogram_
+        elif hasattr(estimator, "n_clusters_distribution_"):
+            histogram = np.concatenate([[0.0], estimator.n_clusters_distribution_])
+        else:
+            check_is_fitted(estimator)
+            raise TypeError(f"{type(estimator).__name__} has no distribution of the number "
+                            "of clusters.")
+        return cls(histogram).plot(ax=ax, **kwargs)
+
+    @classmethod
+    def from_samples(cls, samples, *, ax=None, **kwargs):
+        """Histogram of the number of blocks of a sample set."""
+        return cls(n_clusters_histogram(samples)).plot(ax=ax, **kwargs)
+
+
+class EntropySequenceDisplay:
+    """COD matrix and entropy sequence along an order of the elements (paper Figure 4).
+
+    Parameters
+    ----------
+    cod : ndarray of shape (m, m)
+        Averaged cumulative occurrence distribution.
+    entropies : ndarray of shape (m,)
+        Expected projection entropies of the prefixes.
+    order : array-like of int
+        The elements in order.
+    element_labels : list of str, default=None
+        Names of all n elements.
+
+    Attributes
+    ----------
+    axes_ : array of two matplotlib Axes (COD matrix, entropy sequence)
+    figure_ : matplotlib Figure
+    """
+
+    def __init__(self, cod, entropies, order, element_labels=None):
+        self.cod = cod
+        self.entropies = entropies
+        self.order = order
+        self.element_labels = element_labels
+
+    def plot(self, axes=None, *, cmap="Greys", annotate=None):
+        """Draw the COD matrix (annotated when small) and the entropy curve."""
+        plt = _pyplot()
+        if axes is None:
+            self.figure_, axes = plt.subplots(1, 2, figsize=(9, 4))
+        else:
+            self.figure_ = axes[0].figure
+        self.axes_ = np.asarray(axes)
+        cod = np.asarray(self.cod)
+        order = np.asarray(self.order)
+        m = order.size
+        names = [str(i if self.element_labels is None else self.element_labels[i])
+                 for i in order]
+        masked = np.ma.masked_where(np.triu(np.ones((m, m), bool), 1), cod)
+        ax_cod, ax_h = self.axes_[0], self.axes_[1]
+        ax_cod.imshow(masked, cmap=cmap, interpolation="nearest")
+        if annotate if annotate is not None else m <= 12:
+            for i in range(m):
+                for k in range(i + 1):
+                    ax_cod.text(k, i, f"{cod[i, k]:.1f}", ha="center", va="center",
+                                color="tab:red", fontsize=8)
+        ax_cod.set_yticks(range(m), names)
+        ax_cod.set_xticks(range(m), [str(k + 1) for k in range(m)])
+        ax_cod.set_xlabel("k (block size at least)")
+        ax_cod.set_title("cumulative occurrence distribution")
+        ax_h.plot(range(m), self.entropies, "o-", color="k")
+        ax_h.set_xticks(range(m), names, rotation=90 if m > 12 else 0)
+        ax_h.set_ylabel("expected projection entropy")
+        ax_h.set_xlabel("elements added in order")
+        return self
+
+    @classmethod
+    def from_samples(cls, samples, *, order=None, element_labels=None, axes=None, **kwargs):
+        """COD and entropies of a sample set along ``order`` (default: index order)."""
+        cod = cumulative_occurrence_distribution(samples, order)
+        entropies = entropy_sequence(samples, order)
+        order = np.arange(cod.shape[0]) if order is None else np.asarray(order)
+        return cls(cod, entropies, order, element_labels).plot(axes=axes, **kwargs)
+
+    @classmethod
+    def from_estimator(cls, estimator, samples, *, element_labels=None, axes=None, **kwargs):
+        """Along the leaf order of a fitted EntropyAgglomeration's dendrogram."""
+        check_is_fitted(estimator, "linkage_matrix_")
+        order = _leaf_order(estimator.linkage_matrix_)
+        return cls.from_samples(samples, order=order, element_labels=element_labels,
+                                axes=axes, **kwargs)
+
+
+__all__ = ["DendrogramDisplay", "CoClusteringDisplay", "NClustersHistogramDisplay",
+           "EntropySequenceDisplay"]

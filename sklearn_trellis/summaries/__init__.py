@@ -1,0 +1,32 @@
+"""Summaries of sample sets of partitions and feature allocations.
+
+Cumulative statistics, cumulative occurrence distribution (COD) matrices,
+projection entropy and entropy sequences (Fidaner & Cemgil 2013), pairwise
+co-occurrence, the number-of-blocks histogram, point estimates minimising a
+posterior expected loss, and losses/scores between two clusterings.
+
+A *sample set* is an int array (T, n) of label vectors (one sampled
+partition per row: the elements are the columns), a list of partitions or
+feature allocations given as lists of blocks (iterables of element indices
+``0..n-1``), or a binary array (T, n_blocks, n).
+"""
+
+from .cumulative import cumulative_occurrence_distribution, cumulative_statistic, projection
+from .entropy import entropy_sequence, projection_entropy
+from .metrics import binder_loss, purity_score, variation_of_information
+from .occurrence import n_clusters_histogram, pairwise_cooccurrence
+from .point_estimates import point_estimate
+
+__all__ = [
+    "cumulative_statistic",
+    "projection",
+    "cumulative_occurrence_distribution",
+    "projection_entropy",
+    "entropy_sequence",
+    "pairwise_cooccurrence",
+    "n_clusters_histogram",
+    "point_estimate",
+    "binder_loss",
+    "variation_of_information",
+    "purity_score",
+]

@@ -1,0 +1,60 @@
+"""The entropy agglomeration (EA) tree of a sample set (Fidaner & Cemgil 2013, Section 5)."""
+
+import numpy as np
+
+from ._input import as_sample_set, sample_major
+from ._kernels import cooccurrence_counts, entropy_agglomeration_kernel
+
+
+# Above this, live subsets keep only sparse block histograms (slower, O(n T) memory).
+DENSE_HISTOGRAM_BYTES = 1 << 30
+# Refuse runs whose tables (two n x n matrices, the histogram pool) exceed this.
+MAX_AGGLOMERATION_BYTES = 8 << 30
+
+
+def entropy_agglomeration_tree(samples):
+    """Merge sequence of entropy agglomeration.
+
+    Starting from singletons, repeatedly merge the pair of current subsets
+    whose union has the minimum expected projection entropy.
+
+    Parameters
+    ----------
+    samples : sample set or SampleSet
+
+    Returns
+    -------
+    children : ndarray of shape (n - 1, 2)
+        scikit-learn's encoding: ids below ``n`` are elements, id ``n + s`` is
+        the subset formed at step ``s``.
+    distances : ndarray of shape (n - 1,)
+        Expected projection entropy of each merged subset (rounded to
+        ``ENTROPY_DECIMALS`` decimals so that exact ties are recognised).
+    counts : ndarray of shape (n - 1,)
+        Number of elements of each merged subset.
+    cooccurrence_counts : ndarray of shape (n, n)
+        Number of (sample, block) pairs holding both elements (a by-product).
+    """
+    sample_set = as_sample_set(samples)
+    n, n_samples = sample_set.n_elements, sample_set.n_samples
+    depth = sample_set.memberships.shape[2]
+    needed = 16 * n * n + 16 * n * n_samples * depth + 4 * n_samples * max(sample_set.max_blocks, 1)
+    if needed > MAX_AGGLOMERATION_BYTES:
+        raise ValueError(f"Entropy agglomeration of n={n} elements over T={n_samples} samples "
+                         f"needs about {needed / 2 ** 30:.1f} GiB (n x n entropy and "
+                         f"co-occurrence tables); the limit is "
+                         f"{MAX_AGGLOMERATION_BYTES / 2 ** 30:.0f} GiB. Use fewer elements.")
+    by_sample = sample_major(sample_set)
+    counts = cooccurrence_counts(by_sample)
+    degree = np.diagonal(counts).astype(np.int64).copy()
+    dense_bytes = 4 * sample_set.n_elements * sample_set.n_samples * max(sample_set.max_blocks, 1)
+    use_dense = dense_bytes <= DENSE_HISTOGRAM_BYTES
+    labels = (np.ascontiguousarray(by_sample[:, :, 0]) if sample_set.is_partition
+              else np.zeros((0, 0), np.int32))
+    children, distances, sizes = entropy_agglomeration_kernel(
+        sample_set.memberships, labels, max(sample_set.max_blocks, 1), counts, degree,
+        use_dense)
+    return children, distances, sizes, counts
+
+
+__all__ = ["entropy_agglomeration_tree"]

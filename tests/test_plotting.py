@@ -1,0 +1,83 @@
+"""Displays drawn headless (matplotlib Agg); skipped when matplotlib is absent."""
+
+import numpy as np
+import pytest
+
+matplotlib = pytest.importorskip("matplotlib")
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from sklearn_trellis import EntropyAgglomeration, ExactCorrelationClustering  # noqa: E402
+from sklearn_trellis.plotting import (CoClusteringDisplay, DendrogramDisplay,  # noqa: E402
+                                      EntropySequenceDisplay, NClustersHistogramDisplay)
+from sklearn_trellis.summaries import (cumulative_occurrence_distribution,  # noqa: E402
+                                       entropy_sequence, pairwise_cooccurrence)
+
+E3 = [[[0, 2, 5, 6], [1], [3, 4]], [[0, 2, 5], [1, 6], [3, 4]], [[0, 1, 2, 5, 6], [3, 4]]]
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+def test_dendrogram_display():
+    ea = EntropyAgglomeration().fit(E3)
+    names = [str(i + 1) for i in range(7)]
+    display = DendrogramDisplay.from_estimator(ea, element_labels=names)
+    assert sorted(display.leaves_) == list(range(7))
+    # the two zero-entropy subsets of Figure 9a are contiguous leaves
+    leaves = display.leaves_
+    assert {leaves.index(3), leaves.index(4)} in ({i, i + 1} for i in range(6))
+    positions = sorted(leaves.index(e) for e in (0, 2, 5))
+    assert positions[-1] - positions[0] == 2
+    # merge heights drawn equal the entropies
+    heights = sorted({d[1] for d in display.dendrogram_["dcoord"]} - {0.0})
+    np.testing.assert_allclose(heights, sorted(set(ea.distances_) - {0.0}))
+    assert DendrogramDisplay.from_samples(E3).ax_ is not None
+
+
+def test_coclustering_display_orders_by_dendrogram():
+    ea = EntropyAgglomeration().fit(E3)
+    display = CoClusteringDisplay.from_estimator(ea)
+    order = DendrogramDisplay.from_estimator(ea).leaves_
+    shown = display.image_.get_array()
+    np.testing.assert_allclose(shown, pairwise_cooccurrence(E3)[np.ix_(order, order)])
+    CoClusteringDisplay.from_samples(E3, colorbar=False)
+
+
+def test_histogram_display_from_samples_and_exact_estimator():
+    samples = np.array([[0, 0, 1], [0, 1, 2], [0, 1, 1], [0, 0, 0]])
+    display = NClustersHistogramDisplay.from_samples(samples)
+    heights = [bar.get_height() for bar in display.bars_]
+    np.testing.assert_allclose(heights, [0.25, 0.5, 0.25])
+    model = ExactCorrelationClustering(beta=1.0).fit(np.random.default_rng(0).normal(size=(5, 2)))
+    display = NClustersHistogramDisplay.from_estimator(model)
+    assert sum(bar.get_height() for bar in display.bars_) == pytest.approx(1.0)
+    CoClusteringDisplay.from_estimator(model)
+
+
+def test_entropy_sequence_display():
+    order = [0, 2, 5, 6, 1, 3, 4]
+    display = EntropySequenceDisplay.from_samples(E3, order=order)
+    np.testing.assert_allclose(display.cod, cumulative_occurrence_distribution(E3, order))
+    line = display.axes_[1].get_lines()[0]
+    np.testing.assert_allclose(line.get_ydata(), entropy_sequence(E3, order))
+    ea = EntropyAgglomeration().fit(E3)
+    display = EntropySequenceDisplay.from_estimator(ea, E3)
+    assert sorted(display.order) == list(range(7))
+
+
+def test_displays_refuse_wrong_estimators():
+    from sklearn.cluster import KMeans
+    from sklearn.exceptions import NotFittedError
+
+    kmeans = KMeans(n_clusters=2, n_init=1, random_state=0).fit(np.arange(8.0)[:, None])
+    with pytest.raises(TypeError, match="cooccurrence_"):
+        CoClusteringDisplay.from_estimator(kmeans)
+    with pytest.raises(TypeError, match="number of clusters"):
+        NClustersHistogramDisplay.from_estimator(kmeans)
+    with pytest.raises(NotFittedError):
+        DendrogramDisplay.from_estimator(EntropyAgglomeration())
+
