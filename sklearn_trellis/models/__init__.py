@@ -2,5 +2,6 @@
 
 from ._flat import FlatModel
 from .correlation import CorrelationClusteringModel
+from .wishart import WishartBlockModel
 
-__all__ = ["FlatModel", "CorrelationClusteringModel"]
+__all__ = ["FlatModel", "CorrelationClusteringModel", "WishartBlockModel"]
