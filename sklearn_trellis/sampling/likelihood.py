@@ -1,0 +1,87 @@
+"""The cluster likelihood protocol of the collapsed Gibbs engine (see the package docstring)."""
+
+from collections import namedtuple
+
+import numpy as np
+from numba import njit
+from sklearn.base import BaseEstimator
+
+#: The eight numba functions a cluster likelihood hands to the engine (see
+#: :mod:`sklearn_trellis.sampling` for their signatures and contracts).
+GibbsKernels = namedtuple("GibbsKernels", [
+    "reset", "prepare", "add", "remove", "log_predictive", "log_cluster",
+    "log_global", "refresh"])
+
+
+@njit(cache=True)
+def no_prepare(params, data, labels, stats, shared, work, i):
+    """``prepare`` of likelihoods that need no per-item scratch."""
+    return
+
+
+@njit(cache=True)
+def zero_global(params, shared):
+    """``log_global`` of likelihoods that factorise over clusters."""
+    return 0.0
+
+
+@njit(cache=True)
+def no_refresh(params, data, labels, stats, shared, active, n_active):
+    """``refresh`` of likelihoods whose cached statistics do not drift."""
+    return
+
+
+class ClusterLikelihood(BaseEstimator):
+    """Base class of cluster likelihoods usable by the collapsed Gibbs engine.
+
+    Subclasses set the class attribute ``kernels`` (a :class:`GibbsKernels`),
+    implement :meth:`fit` (validate ``X``, set ``n_features_in_`` and the
+    resolved hyperparameters, return ``self``), :meth:`kernel_params` and the
+    sizes ``n_stats`` / ``n_shared`` / :meth:`work_size`.
+    """
+
+    #: GibbsKernels of the model (class attribute of subclasses).
+    kernels = None
+    #: True when ``log_global`` is identically 0 (exact mode possible).
+    factorizes = True
+
+    def fit(self, X, y=None):
+        raise NotImplementedError
+
+    def kernel_params(self):
+        """float64 1-d array of (resolved) hyperparameters read by the kernels."""
+        raise NotImplementedError
+
+    def kernel_data(self, X):
+        """float64 C-contiguous 2-d array, one row per item, read by the kernels."""
+        return np.ascontiguousarray(X, dtype=np.float64)
+
+    @property
+    def n_stats(self):
+        """Number of statistics kept per cluster slot."""
+        raise NotImplementedError
+
+    n_shared = 0
+
+    def work_size(self, capacity):
+        """Length of the per-item scratch vector for ``capacity`` cluster slots."""
+        return 1
+
+    def resample_params(self, params, stats, shared, counts, active, random_state):
+        """Optional per-sweep hyperparameter update; return new params or ``None``."""
+        return None
+
+    def check_data(self, X):
+        """Validate new data against the fitted likelihood (same checks as ``fit``)."""
+        return self.kernel_data(X)
+
+    def log_marginal(self, X):
+        """``log m(X)``: the marginal likelihood of the rows of ``X`` as one cluster.
+
+        Computed by the same kernels the sampler uses (reset, add, log_cluster).
+        """
+        from .gibbs import cluster_log_marginal
+        return cluster_log_marginal(self, X)
+
+
+__all__ = ["GibbsKernels", "ClusterLikelihood", "no_prepare", "zero_global", "no_refresh"]
