@@ -52,9 +52,15 @@ asks it for:
   scratch vector; fastTIWD keeps the row block sums ``r_b`` there, one per
   cluster slot);
 - ``kernels``: a :class:`.likelihood.GibbsKernels` named tuple of eight
-  ``numba.njit`` functions, passed into the engine's kernels as first-class
-  numba dispatchers (each distinct tuple compiles its own specialised sweep,
-  so the calls are direct and inlinable - no Python in the item loop).
+  ``numba.njit(cache=True)`` functions. The engine compiles its kernels (Gibbs
+  scan, split-merge, log joint, subset table, predictive) once per likelihood
+  with these functions bound as globals (``_gibbs_kernels.specialise``): the
+  calls are direct and inlinable, no Python runs in the item loop, and the
+  compiled kernels are cached on disk. (Passing the functions as first-class
+  numba dispatcher *arguments* also works and is as fast, but numba cannot
+  cache such kernels, which costs ~15 s of compilation per likelihood in every
+  new process - every joblib worker.) Editing a likelihood's module changes
+  the cache key, so its engine kernels are recompiled.
 
 State: ``stats`` is a float64 table ``(capacity, n_stats)``, one row per
 cluster *slot* (labels inside the engine are slot ids; empty slots are

@@ -1,0 +1,395 @@
+"""Numba kernels of the conjugate cluster likelihoods (the Gibbs protocol of ``sampling``).
+
+Row layouts (one row of ``stats`` per cluster slot, ``d`` features):
+
+- NIW (full covariance): ``[n, mu_n (d), L_n (d*d, lower Cholesky of Psi_n, row-major), c_pred]``;
+  params ``[d, kappa0, nu0, mu0 (d), L0 (d*d), log|Psi0|, log Gamma_d(nu0/2)]``.
+- Normal-Gamma (diagonal): ``[n, mu_n (d), b_n (d), f_n (d), c_pred]`` with
+  ``f = kappa_n / (2 b_n (kappa_n + 1))``; params ``[d, kappa0, a0, m0 (d), b0 (d)]``.
+- Beta-Bernoulli: ``[n, n1 (d), diff (d), sum_lp0]`` with
+  ``diff_j = log(a_j + n1_j) - log(b_j + n - n1_j)``; params ``[d, a (d), b (d)]``.
+- Dirichlet-multinomial: ``[n, C, c (d), sum of log multinomial coefficients]``
+  (``C`` total count); params ``[d, beta (d), sum(beta)]``.
+
+``c_pred`` caches the part of the log predictive density that depends on the
+cluster only, so that a predictive evaluation costs one triangular solve (NIW)
+or one pass over the features.
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+
+_LOG_PI = math.log(math.pi)
+_LOG_2PI = math.log(2.0 * math.pi)
+
+
+@njit(cache=True)
+def log_multigamma(a, d):
+    """``log Gamma_d(a)``."""
+    total = 0.25 * d * (d - 1) * _LOG_PI
+    for j in range(d):
+        total += math.lgamma(a - 0.5 * j)
+    return total
+
+
+# ---------------------------------------------------------------- NIW (full covariance)
+@njit(cache=True)
+def _niw_c_pred(params, stats, c):
+    d = int(params[0])
+    n = stats[c, 0]
+    kappa = params[1] + n
+    nu = params[2] + n
+    dof = nu - d + 1.0
+    half_logdet = 0.0
+    base = 1 + d
+    for k in range(d):
+        half_logdet += math.log(stats[c, base + k * d + k])
+    stats[c, 1 + d + d * d] = (math.lgamma(0.5 * (dof + d)) - math.lgamma(0.5 * dof)
+                               - 0.5 * d * _LOG_PI - half_logdet
+                               - 0.5 * d * math.log((kappa + 1.0) / kappa))
+
+
+@njit(cache=True)
+def niw_reset(params, stats, c):
+    d = int(params[0])
+    stats[c, 0] = 0.0
+    for k in range(d):
+        stats[c, 1 + k] = params[3 + k]
+    for k in range(d * d):
+        stats[c, 1 + d + k] = params[3 + d + k]
+    _niw_c_pred(params, stats, c)
+
+
+@njit(cache=True)
+def _chol_update(stats, c, base, d, v, sign):
+    """``L L^T + sign v v^T`` in place (rank-one update / downdate of a row-major lower factor)."""
+    for k in range(d):
+        lkk = stats[c, base + k * d + k]
+        r2 = lkk * lkk + sign * v[k] * v[k]
+        r = math.sqrt(r2) if r2 > 0 else 1e-150
+        cos = r / lkk
+        sin = v[k] / lkk
+        stats[c, base + k * d + k] = r
+        for i in range(k + 1, d):
+            lik = (stats[c, base + i * d + k] + sign * sin * v[i]) / cos
+            stats[c, base + i * d + k] = lik
+            v[i] = cos * v[i] - sin * lik
+
+
+@njit(cache=True)
+def niw_add(params, data, stats, shared, work, c, i):
+    d = int(params[0])
+    n = stats[c, 0]
+    kappa = params[1] + n
+    scale = math.sqrt(kappa / (kappa + 1.0))
+    for k in range(d):
+        mu = stats[c, 1 + k]
+        delta = data[i, k] - mu
+        work[k] = scale * delta
+        stats[c, 1 + k] = mu + delta / (kappa + 1.0)
+    stats[c, 0] = n + 1.0
+    _chol_update(stats, c, 1 + d, d, work, 1.0)
+    _niw_c_pred(params, stats, c)
+
+
+@njit(cache=True)
+def niw_remove(params, data, stats, shared, work, c, i):
+    d = int(params[0])
+    n = stats[c, 0]
+    kappa_new = params[1] + n          # before removal
+    kappa_old = kappa_new - 1.0        # after removal
+    scale = math.sqrt(kappa_old / kappa_new)
+    for k in range(d):
+        mu_old = (kappa_new * stats[c, 1 + k] - data[i, k]) / kappa_old
+        work[k] = scale * (data[i, k] - mu_old)
+        stats[c, 1 + k] = mu_old
+    stats[c, 0] = n - 1.0
+    _chol_update(stats, c, 1 + d, d, work, -1.0)
+    _niw_c_pred(params, stats, c)
+
+
+@njit(cache=True)
+def niw_log_predictive(params, data, stats, shared, work, c, i):
+    d = int(params[0])
+    n = stats[c, 0]
+    kappa = params[1] + n
+    nu = params[2] + n
+    base = 1 + d
+    quad = 0.0
+    for k in range(d):
+        acc = data[i, k] - stats[c, 1 + k]
+        row = base + k * d
+        for j in range(k):
+            acc -= stats[c, row + j] * work[j]
+        y = acc / stats[c, row + k]
+        work[k] = y
+        quad += y * y
+    return stats[c, base + d * d] - 0.5 * (nu + 1.0) * math.log1p(kappa / (kappa + 1.0) * quad)
+
+
+@njit(cache=True)
+def niw_log_cluster(params, stats, shared, c):
+    d = int(params[0])
+    n = stats[c, 0]
+    if n == 0:
+        return 0.0
+    kappa0, nu0 = params[1], params[2]
+    kappa, nu = kappa0 + n, nu0 + n
+    logdet = 0.0
+    base = 1 + d
+    for k in range(d):
+        logdet += 2.0 * math.log(stats[c, base + k * d + k])
+    p_end = 3 + d + d * d
+    return (-0.5 * n * d * _LOG_PI + log_multigamma(0.5 * nu, d) - params[p_end + 1]
+            + 0.5 * nu0 * params[p_end] - 0.5 * nu * logdet
+            + 0.5 * d * (math.log(kappa0) - math.log(kappa)))
+
+
+@njit(cache=True)
+def niw_refresh(params, data, labels, stats, shared, active, n_active):
+    for a in range(n_active):
+        niw_reset(params, stats, active[a])
+    work = np.empty(int(params[0]))
+    for i in range(labels.size):
+        if labels[i] >= 0:
+            niw_add(params, data, stats, shared, work, labels[i], i)
+
+
+# ---------------------------------------------------------------- Normal-Gamma (diagonal)
+@njit(cache=True)
+def _ng_c_pred(params, stats, c):
+    d = int(params[0])
+    n = stats[c, 0]
+    kappa = params[1] + n
+    a = params[2] + 0.5 * n
+    total = 0.0
+    # Student-t with 2a dof: const + log(f)/2 - (a + 1/2) log(1 + f delta^2)
+    const = math.lgamma(a + 0.5) - math.lgamma(a) - 0.5 * _LOG_PI
+    for k in range(d):
+        b = stats[c, 1 + d + k]
+        f = kappa / (2.0 * b * (kappa + 1.0))
+        stats[c, 1 + 2 * d + k] = f
+        total += const + 0.5 * math.log(f)
+    stats[c, 1 + 3 * d] = total
+
+
+@njit(cache=True)
+def ng_reset(params, stats, c):
+    d = int(params[0])
+    stats[c, 0] = 0.0
+    for k in range(d):
+        stats[c, 1 + k] = params[3 + k]
+        stats[c, 1 + d + k] = params[3 + d + k]
+    _ng_c_pred(params, stats, c)
+
+
+@njit(cache=True)
+def ng_add(params, data, stats, shared, work, c, i):
+    d = int(params[0])
+    n = stats[c, 0]
+    kappa = params[1] + n
+    for k in range(d):
+        mu = stats[c, 1 + k]
+        delta = data[i, k] - mu
+        stats[c, 1 + k] = mu + delta / (kappa + 1.0)
+        stats[c, 1 + d + k] += 0.5 * kappa * delta * delta / (kappa + 1.0)
+    stats[c, 0] = n + 1.0
+    _ng_c_pred(params, stats, c)
+
+
+@njit(cache=True)
+def ng_remove(params, data, stats, shared, work, c, i):
+    d = int(params[0])
+    n = stats[c, 0]
+    kappa_new = params[1] + n
+    kappa_old = kappa_new - 1.0
+    for k in range(d):
+        mu_old = (kappa_new * stats[c, 1 + k] - data[i, k]) / kappa_old
+        delta = data[i, k] - mu_old
+        stats[c, 1 + k] = mu_old
+        b = stats[c, 1 + d + k] - 0.5 * kappa_old * delta * delta / kappa_new
+        stats[c, 1 + d + k] = max(b, 1e-300)
+    stats[c, 0] = n - 1.0
+    _ng_c_pred(params, stats, c)
+
+
+@njit(cache=True)
+def ng_log_predictive(params, data, stats, shared, work, c, i):
+    d = int(params[0])
+    n = stats[c, 0]
+    a = params[2] + 0.5 * n
+    product = 1.0
+    log_sum = 0.0
+    for k in range(d):
+        delta = data[i, k] - stats[c, 1 + k]
+        product *= 1.0 + stats[c, 1 + 2 * d + k] * delta * delta
+        if product > 1e250:
+            log_sum += math.log(product)
+            product = 1.0
+    return stats[c, 1 + 3 * d] - (a + 0.5) * (log_sum + math.log(product))
+
+
+@njit(cache=True)
+def ng_log_cluster(params, stats, shared, c):
+    d = int(params[0])
+    n = stats[c, 0]
+    if n == 0:
+        return 0.0
+    kappa0, a0 = params[1], params[2]
+    kappa, a = kappa0 + n, a0 + 0.5 * n
+    total = 0.0
+    for k in range(d):
+        b0 = params[3 + d + k]
+        total += (math.lgamma(a) - math.lgamma(a0) + a0 * math.log(b0)
+                  - a * math.log(stats[c, 1 + d + k])
+                  + 0.5 * (math.log(kappa0) - math.log(kappa)) - 0.5 * n * _LOG_2PI)
+    return total
+
+
+@njit(cache=True)
+def ng_refresh(params, data, labels, stats, shared, active, n_active):
+    work = np.empty(1)
+    for a in range(n_active):
+        ng_reset(params, stats, active[a])
+    for i in range(labels.size):
+        if labels[i] >= 0:
+            ng_add(params, data, stats, shared, work, labels[i], i)
+
+
+# ---------------------------------------------------------------- Beta-Bernoulli
+@njit(cache=True)
+def _bb_cache(params, stats, c):
+    d = int(params[0])
+    n = stats[c, 0]
+    total = 0.0
+    for k in range(d):
+        a, b = params[1 + k], params[1 + d + k]
+        n1 = stats[c, 1 + k]
+        lp1 = math.log(a + n1)
+        lp0 = math.log(b + n - n1)
+        stats[c, 1 + d + k] = lp1 - lp0
+        total += lp0 - math.log(a + b + n)
+    stats[c, 1 + 2 * d] = total
+
+
+@njit(cache=True)
+def bb_reset(params, stats, c):
+    d = int(params[0])
+    stats[c, 0] = 0.0
+    for k in range(d):
+        stats[c, 1 + k] = 0.0
+    _bb_cache(params, stats, c)
+
+
+@njit(cache=True)
+def bb_add(params, data, stats, shared, work, c, i):
+    d = int(params[0])
+    stats[c, 0] += 1.0
+    for k in range(d):
+        stats[c, 1 + k] += data[i, k]
+    _bb_cache(params, stats, c)
+
+
+@njit(cache=True)
+def bb_remove(params, data, stats, shared, work, c, i):
+    d = int(params[0])
+    stats[c, 0] -= 1.0
+    for k in range(d):
+        stats[c, 1 + k] -= data[i, k]
+    _bb_cache(params, stats, c)
+
+
+@njit(cache=True)
+def bb_log_predictive(params, data, stats, shared, work, c, i):
+    d = int(params[0])
+    total = stats[c, 1 + 2 * d]
+    for k in range(d):
+        if data[i, k] != 0.0:
+            total += stats[c, 1 + d + k]
+    return total
+
+
+@njit(cache=True)
+def bb_log_cluster(params, stats, shared, c):
+    d = int(params[0])
+    n = stats[c, 0]
+    total = 0.0
+    for k in range(d):
+        a, b = params[1 + k], params[1 + d + k]
+        n1 = stats[c, 1 + k]
+        total += (math.lgamma(a + n1) + math.lgamma(b + n - n1) - math.lgamma(a + b + n)
+                  - math.lgamma(a) - math.lgamma(b) + math.lgamma(a + b))
+    return total
+
+
+# ---------------------------------------------------------------- Dirichlet-multinomial
+@njit(cache=True)
+def _log_multinomial_coefficient(data, i, d):
+    total_count = 0.0
+    value = 0.0
+    for k in range(d):
+        x = data[i, k]
+        if x > 0:
+            total_count += x
+            value -= math.lgamma(x + 1.0)
+    return value + math.lgamma(total_count + 1.0)
+
+
+@njit(cache=True)
+def dm_reset(params, stats, c):
+    d = int(params[0])
+    for k in range(d + 3):
+        stats[c, k] = 0.0
+
+
+@njit(cache=True)
+def dm_add(params, data, stats, shared, work, c, i):
+    d = int(params[0])
+    stats[c, 0] += 1.0
+    for k in range(d):
+        stats[c, 1] += data[i, k]
+        stats[c, 2 + k] += data[i, k]
+    stats[c, 2 + d] += _log_multinomial_coefficient(data, i, d)
+
+
+@njit(cache=True)
+def dm_remove(params, data, stats, shared, work, c, i):
+    d = int(params[0])
+    stats[c, 0] -= 1.0
+    for k in range(d):
+        stats[c, 1] -= data[i, k]
+        stats[c, 2 + k] -= data[i, k]
+    stats[c, 2 + d] -= _log_multinomial_coefficient(data, i, d)
+
+
+@njit(cache=True)
+def dm_log_predictive(params, data, stats, shared, work, c, i):
+    d = int(params[0])
+    total_beta = params[1 + d]
+    big_c = total_beta + stats[c, 1]
+    total_x = 0.0
+    total = _log_multinomial_coefficient(data, i, d)
+    for k in range(d):
+        x = data[i, k]
+        if x > 0:
+            base = params[1 + k] + stats[c, 2 + k]
+            total += math.lgamma(base + x) - math.lgamma(base)
+            total_x += x
+    return total + math.lgamma(big_c) - math.lgamma(big_c + total_x)
+
+
+@njit(cache=True)
+def dm_log_cluster(params, stats, shared, c):
+    d = int(params[0])
+    if stats[c, 0] == 0:
+        return 0.0
+    total_beta = params[1 + d]
+    total = stats[c, 2 + d] + math.lgamma(total_beta) - math.lgamma(total_beta + stats[c, 1])
+    for k in range(d):
+        count = stats[c, 2 + k]
+        if count > 0:
+            beta = params[1 + k]
+            total += math.lgamma(beta + count) - math.lgamma(beta)
+    return total

@@ -1,0 +1,93 @@
+"""The DP / Pitman-Yor / Dirichlet-multinomial mixture as a flat model (for the exact engines).
+
+With the mixture parameters integrated out, the posterior over partitions is
+
+    log p(C, X) = log_normaliser(n) + log_count(K) + sum_{B in C} [log_block(|B|) + log m(X_B)]
+
+(see :mod:`sklearn_trellis.sampling.priors`). For the CRP ``log_count(K) = K log alpha``
+folds into the clusters (``e(B) = log alpha + log Gamma(|B|) + log m(X_B)``) and the
+plain exact flat trellis applies; for Pitman-Yor and the Dirichlet-multinomial
+prior the count-resolved trellis handles ``log_count``.
+"""
+
+import numpy as np
+
+from ..sampling.gibbs import subset_log_marginals
+from ..sampling.priors import CRP
+from ..trellis.flat import ExactFlatTrellis
+from ..trellis.flat_counts import CountWeightedFlatTrellis
+from ._flat import FlatModel
+
+
+def _subset_sizes(n_items):
+    sizes = np.zeros(1 << n_items, dtype=np.float64)
+    for bit in range(n_items):
+        sizes[1 << bit:1 << (bit + 1)] = sizes[:1 << bit] + 1
+    return sizes
+
+
+class MixturePartitionModel(FlatModel):
+    """Partition posterior of a conjugate mixture, for exact inference.
+
+    Parameters
+    ----------
+    prior : PartitionPrior
+    likelihood : ClusterLikelihood
+        Fitted, factorising (``log_global = 0``).
+
+    ``fit(X)`` binds the data; :meth:`log_potential_table` is
+    ``log_block(|B|) + log m(X_B)`` (plus ``log alpha`` for the CRP) and
+    :meth:`exact_trellis` returns the fitted exact engine.
+    """
+
+    def __init__(self, prior=None, likelihood=None):
+        self.prior = prior
+        self.likelihood = likelihood
+
+    def fit(self, X):
+        self._data = self.likelihood.check_data(X)
+        self.n_items_ = self._data.shape[0]
+        return self
+
+    @property
+    def folds_count(self):
+        """True when ``log_count(K)`` is linear in ``K`` (the CRP) and folds into ``e``."""
+        return type(self.prior) is CRP
+
+    def log_potential_table(self):
+        n = self.n_items_
+        table = subset_log_marginals(self.likelihood, self._data)
+        table[1:] += self.prior.log_block(_subset_sizes(n)[1:])
+        if self.folds_count:
+            table[1:] += np.log(self.prior.alpha)
+        table[0] = 0.0
+        return table
+
+    def cluster_log_potential(self, indices):
+        idx = np.asarray(indices)
+        value = self.likelihood.log_marginal(self._data[idx]) + float(
+            self.prior.log_block(np.array([idx.size]))[0])
+        return value + (np.log(self.prior.alpha) if self.folds_count else 0.0)
+
+    def log_potential_constant(self):
+        return self.prior.log_normaliser(self.n_items_)
+
+    def log_count_table(self):
+        return self.prior.log_count_table(self.n_items_)
+
+    def log_potential(self, labels):
+        labels = np.asarray(labels)
+        value = super().log_potential(labels)
+        if not self.folds_count:
+            value += self.prior.log_count(np.unique(labels).size)
+        return value
+
+    def exact_trellis(self, max_items):
+        """The fitted exact engine of this posterior."""
+        table = self.log_potential_table()
+        if self.folds_count:
+            return ExactFlatTrellis(table, max_items=max_items).fit()
+        return CountWeightedFlatTrellis(table, self.log_count_table(), max_items=max_items).fit()
+
+
+__all__ = ["MixturePartitionModel"]
