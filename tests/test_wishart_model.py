@@ -7,10 +7,11 @@ from scipy.special import gammaln, logsumexp
 
 from brute_force import flat_summaries, set_partitions
 from sklearn_trellis.models import WishartBlockModel
-from sklearn_trellis.models import _tiwd_kernels as kernels
-from sklearn_trellis.models.wishart import (block_statistics, collapsed_log_likelihood,
-                                            partition_log_prior, wishart_terms)
-from sklearn_trellis.models.wishart_gibbs import WishartGibbsState
+from sklearn_trellis.models.wishart import (WishartBlockLikelihood, block_statistics,
+                                            collapsed_log_likelihood, partition_log_prior,
+                                            wishart_terms)
+from sklearn_trellis.sampling.gibbs import run_chain
+from sklearn_trellis.sampling.priors import CRP, make_prior
 from sklearn_trellis.trellis import ExactFlatTrellis
 
 
@@ -102,96 +103,137 @@ def _candidate_log_posteriors(S, labels, item, candidates, theta, dof, r0, s0, x
     return out - logsumexp(out)
 
 
+class _KernelState:
+    """Engine-free state built only from the likelihood's kernels (as the engine's rebuild does)."""
+
+    def __init__(self, likelihood, S, labels, capacity):
+        self.lik, self.S = likelihood, likelihood.kernel_data(S)
+        self.params = likelihood.kernel_params()
+        self.stats = np.zeros((capacity, likelihood.n_stats))
+        self.shared = np.zeros(likelihood.n_shared)
+        self.work = np.zeros(likelihood.work_size(capacity))
+        self.labels = np.full(len(labels), -1, dtype=np.int64)
+        k = likelihood.kernels
+        for c in range(capacity):
+            k.reset(self.params, self.stats, c)
+        for i, c in enumerate(labels):
+            k.prepare(self.params, self.S, self.labels, self.stats, self.shared, self.work, i)
+            k.add(self.params, self.S, self.stats, self.shared, self.work, c, i)
+            self.labels[i] = c
+        self.refresh()
+
+    def refresh(self):
+        active = np.unique(self.labels[self.labels >= 0])
+        self.lik.kernels.refresh(self.params, self.S, self.labels, self.stats, self.shared,
+                                 active, active.size)
+
+
 @pytest.mark.parametrize("alpha,k", [(None, None), (None, 5), (1.3, None), (0.7, 6)])
 def test_incremental_conditionals_match_full_recomputation(alpha, k):
     rng = np.random.default_rng(11)
     n, dof, r0, s0, xi, theta = 10, 6.0, 0.3, 0.2, 1.4, 0.9
-    S = _random_gram(rng, n).astype(np.float64)
+    S = _random_gram(rng, n)
+    prior = make_prior(xi, n_components=k)
+    lik = WishartBlockLikelihood(dof=dof, r0=r0, s0=s0, alpha=alpha, theta=theta).fit(S)
+    kern = lik.kernels
     for trial in range(6):
         labels = rng.integers(0, 4, n)
-        labels[trial] = 7  # make item `trial` a singleton sometimes
-        state = WishartGibbsState(S, labels, theta_grid=[theta], theta=theta,
-                                  sample_theta=False, dof=dof, r0=r0, s0=s0,
-                                  concentration=xi, n_blocks=k, alpha=alpha)
-        item = int(rng.integers(n)) if trial % 2 else trial
-        z_before = state.z.copy()
-        k_before = state.n_clusters
-        singleton = np.sum(z_before == z_before[item]) == 1
-        inv_alpha = 0.0 if alpha is None else 1.0 / alpha
-        inv_k = 0.0 if k is None else 1.0 / k
-        new_k = kernels.gibbs_sweep(
-            state.S, state.z, state.sizes, state.sbars, state.slots, state.pos, k_before,
-            np.array([item]), np.array([0.5]), state.trace, theta, dof, state.exponent, s0,
-            inv_alpha, xi, inv_k, state._row, state._logits)
-        k_scored = k_before - int(singleton)
-        probs = state._logits[:k_scored + 1] / state._logits[:k_scored + 1].sum()
-        candidates = list(state.slots[:k_scored]) + [n + 1]  # n + 1: a new block
-        expected = _candidate_log_posteriors(S, z_before, item, candidates, theta, dof, r0, s0,
-                                             xi, k, alpha)
-        np.testing.assert_allclose(probs, np.exp(expected), rtol=1e-9, atol=1e-14)
-        # the incremental statistics equal a recomputation from scratch
-        state.n_clusters = int(new_k)
-        sizes, sbars = state.block_stats()
-        fresh = WishartGibbsState(S, state.z, theta_grid=[theta], theta=theta, dof=dof,
-                                  r0=r0, s0=s0, concentration=xi)
-        fresh_sizes, fresh_sbars = fresh.block_stats()
-        order = np.argsort(sizes * 1e6 + sbars)
-        fresh_order = np.argsort(fresh_sizes * 1e6 + fresh_sbars)
-        np.testing.assert_allclose(sizes[order], fresh_sizes[fresh_order])
-        np.testing.assert_allclose(sbars[order], fresh_sbars[fresh_order], rtol=1e-12)
+        labels[trial] = 7  # item `trial` is a singleton
+        labels = np.unique(labels, return_inverse=True)[1]
+        state = _KernelState(lik, S, labels, capacity=n + 1)
+        # the running sums equal the closed form
+        sizes, sbars = block_statistics(S, labels)
+        assert np.isclose(kern.log_global(state.params, state.shared),
+                          collapsed_log_likelihood(sizes, sbars, np.trace(S), n, theta, dof=dof,
+                                                   r0=r0, s0=s0, alpha=alpha), rtol=1e-12)
+        item = trial if trial % 2 == 0 else int(rng.integers(n))
+        c0 = labels[item]
+        kern.prepare(state.params, state.S, state.labels, state.stats, state.shared,
+                     state.work, item)
+        kern.remove(state.params, state.S, state.stats, state.shared, state.work, c0, item)
+        state.labels[item] = -1
+        others = [c for c in range(labels.max() + 1) if np.any(state.labels == c)]
+        fresh = labels.max() + 1
+        if c0 not in others:
+            kern.reset(state.params, state.stats, c0)
+            fresh = c0
+        sizes_minus = [np.sum(state.labels == c) for c in others]
+        log_w = prior.log_predictive_weights(sizes_minus)
+        log_w += np.array([kern.log_predictive(state.params, state.S, state.stats, state.shared,
+                                               state.work, c, item) for c in others + [fresh]])
+        expected = _candidate_log_posteriors(S, labels, item, others + [n + 1], theta, dof, r0,
+                                             s0, xi, k, alpha)
+        np.testing.assert_allclose(np.exp(log_w - logsumexp(log_w)), np.exp(expected),
+                                   rtol=1e-9, atol=1e-14)
+        # adding the item back restores the statistics of a recomputation from scratch
+        target = others[int(rng.integers(len(others)))] if others else fresh
+        kern.add(state.params, state.S, state.stats, state.shared, state.work, target, item)
+        state.labels[item] = target
+        sizes, sbars = block_statistics(S, np.unique(state.labels, return_inverse=True)[1])
+        active = np.unique(state.labels)
+        np.testing.assert_allclose(state.stats[active, 0], sizes)
+        np.testing.assert_allclose(state.stats[active, 1], sbars, rtol=1e-12, atol=1e-12)
+        assert np.isclose(kern.log_global(state.params, state.shared),
+                          collapsed_log_likelihood(sizes, sbars, np.trace(S), n, theta, dof=dof,
+                                                   r0=r0, s0=s0, alpha=alpha), rtol=1e-12)
 
 
-def test_sweeps_keep_statistics_exact_and_clamped_items_fixed():
-    rng = np.random.default_rng(2)
-    n = 40
-    S = _random_gram(rng, n, dim=5)
-    clamped = np.zeros(n, bool)
-    clamped[:6] = True
-    labels = np.arange(n)
-    labels[:6] = [0, 0, 0, 1, 1, 1]
-    state = WishartGibbsState(S, labels, clamped=clamped, theta_grid=np.geomspace(1e-2, 10, 9),
-                              theta=1.0, dof=5.0, r0=0.01, s0=0.01, concentration=1.0)
+def test_theta_grid_posterior_matches_direct_evaluation():
+    rng = np.random.default_rng(3)
+    S = _random_gram(rng, 12)
+    labels = rng.integers(0, 3, 12)
+    sizes, sbars = block_statistics(S, labels)
+    grid = np.geomspace(1e-2, 10, 7)
+    lik = WishartBlockLikelihood(dof=5.0, theta_grid=grid).fit(S)
+    direct = np.array([collapsed_log_likelihood(sizes, sbars, np.trace(S), 12, t, dof=5.0,
+                                                r0=0.01, s0=0.01) for t in grid])
+    np.testing.assert_allclose(lik.theta_log_weights(sizes, sbars), direct - logsumexp(direct),
+                               rtol=1e-12)
+    # resampling draws from these weights
+    state = _KernelState(lik, S, labels, capacity=13)
+    active = np.unique(labels)
     rs = np.random.RandomState(0)
-    for _ in range(30):
-        state.sweep(rs)
-        current = state.labels()
-        assert current[0] == current[1] == current[2] != current[3] == current[4] == current[5]
-    sizes, sbars = state.block_stats()
-    ref_sizes, ref_sbars = block_statistics(S, state.labels())
-    np.testing.assert_allclose(np.sort(sizes), np.sort(ref_sizes))
-    np.testing.assert_allclose(np.sort(sbars), np.sort(ref_sbars), rtol=1e-9, atol=1e-9)
+    draws = [lik.resample_params(state.params, state.stats, state.shared, None, active, rs)[0]
+             for _ in range(4000)]
+    freq = np.array([np.mean(np.isclose(draws, t)) for t in grid])
+    probs = np.exp(direct - logsumexp(direct))
+    assert np.all(np.abs(freq - probs) < 5 * np.sqrt(probs * (1 - probs) / 4000) + 1e-3)
 
 
-def _brute_force_log_posterior(S, partitions, alpha, theta, dof, xi):
+def _brute_force_log_posterior(S, partitions, alpha, theta, dof, xi, k=None):
     values = []
     for p in partitions:
-        prior = partition_log_prior(np.bincount(p), xi, None)
+        prior = partition_log_prior(np.bincount(p), xi, k)
         values.append(prior + _dense_wishart_loglik(S, p, alpha, theta, dof))
     return np.array(values)
 
 
-@pytest.mark.parametrize("seed", range(2))
-def test_exact_model_matches_enumeration(seed):
+@pytest.mark.parametrize("seed,k", [(0, None), (1, None), (2, 3)])
+def test_exact_model_matches_enumeration(seed, k):
     rng = np.random.default_rng(seed)
     n, alpha, theta, dof, xi = 6, 0.8, 1.5, 3.0, 0.9
     S = _random_gram(rng, n, dim=3)
-    model = WishartBlockModel(dof=dof, alpha=alpha, theta=theta, concentration=xi).fit(S)
+    model = WishartBlockModel(dof=dof, alpha=alpha, theta=theta, concentration=xi,
+                              n_blocks=k).fit(S)
     table = model.log_potential_table()
     for mask in rng.integers(1, 1 << n, 10):
         members = [i for i in range(n) if mask >> i & 1]
         assert np.isclose(table[mask], model.cluster_log_potential(members), rtol=1e-12)
     partitions = set_partitions(n)
-    brute = _brute_force_log_posterior(S, partitions, alpha, theta, dof, xi)
+    brute = _brute_force_log_posterior(S, partitions, alpha, theta, dof, xi, k)
     ours = np.array([model.log_potential(p) for p in partitions])
     np.testing.assert_allclose(ours, brute, rtol=1e-11, atol=1e-10)
-    exact = flat_summaries(partitions, brute)
-    trellis = ExactFlatTrellis(table).fit()
+    finite = np.isfinite(brute)
+    exact = flat_summaries(partitions[finite], brute[finite])
+    trellis = model.exact_trellis()
     assert np.isclose(trellis.log_partition_function + model.log_potential_constant(),
                       exact["log_z"], rtol=1e-11)
     np.testing.assert_allclose(trellis.pairwise_marginals(), exact["pairwise"], atol=1e-12)
 
 
-def test_gibbs_matches_exact_posterior_fast():
+@pytest.mark.parametrize("n_sweeps", [
+    5000, pytest.param(80000, marks=pytest.mark.slow)])
+def test_gibbs_matches_exact_posterior(n_sweeps):
     """alpha and theta fixed, n = 7: co-clustering frequencies within Monte Carlo error."""
     rng = np.random.default_rng(5)
     n, alpha, theta, dof, xi = 7, 1.0, 2.0, 2.0, 1.0
@@ -199,20 +241,14 @@ def test_gibbs_matches_exact_posterior_fast():
     S = X @ X.T / 2.0
     model = WishartBlockModel(dof=dof, alpha=alpha, theta=theta, concentration=xi).fit(S)
     exact = ExactFlatTrellis(model.log_potential_table()).fit().pairwise_marginals()
-    off = exact[np.triu_indices(n, 1)]
-    assert np.sum((off > 0.1) & (off < 0.9)) >= 5  # a spread-out posterior, not a point mass
-    state = WishartGibbsState(S, np.arange(n), theta_grid=[theta], theta=theta,
-                              sample_theta=False, dof=dof, r0=0.0, s0=0.0,
-                              concentration=xi, alpha=alpha)
-    rs = np.random.RandomState(1)
-    n_sweeps, burn, n_batches = 30000, 100, 25
-    together = np.zeros((n_sweeps, n * (n - 1) // 2), dtype=bool)
     iu = np.triu_indices(n, 1)
-    for sweep in range(n_sweeps + burn):
-        state.sweep(rs)
-        if sweep >= burn:
-            z = state.z
-            together[sweep - burn] = z[iu[0]] == z[iu[1]]
+    assert np.sum((exact[iu] > 0.1) & (exact[iu] < 0.9)) >= 5  # a spread-out posterior
+    lik = WishartBlockLikelihood(dof=dof, r0=0.0, s0=0.0, alpha=alpha, theta=theta).fit(S)
+    n_batches = 20
+    result = run_chain(lik, CRP(xi), lik.kernel_data(S), n_sweeps=n_sweeps + 100, burn_in=100,
+                       init_labels=np.arange(n), random_state=1)
+    z = result.samples
+    together = z[:, iu[0]] == z[:, iu[1]]
     freq = together.mean(axis=0)
     # Monte Carlo error by batch means (Gibbs draws are autocorrelated)
     batches = together.reshape(n_batches, -1, together.shape[1]).mean(axis=1)

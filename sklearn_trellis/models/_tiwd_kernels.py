@@ -1,18 +1,14 @@
-"""Numba kernel of the collapsed Gibbs sweep of the Wishart block model (spec §c), ``O(n^2)``.
+"""Numba kernels of the Wishart block likelihood for the shared collapsed Gibbs engine (spec §c).
 
-Block bookkeeping uses ``n`` slots: ``z[i]`` is the slot of item ``i``;
-``slots`` is a permutation of ``0..n-1`` whose first ``K`` entries are the
-occupied slots (``pos`` is its inverse), so opening and closing a block is
-``O(1)``. Per slot ``s``: ``sizes[s] = n_b`` and ``sbars[s] = Sbar_b``.
-
-For each free item the row block sums ``r_b = sum_{j in b, j != i} S_ij`` cost
-``O(n)``; removing the item, scoring the ``K + 1`` candidates from the running
-sums ``T_B`` and ``L_B`` and adding it back cost ``O(K)``.
+They implement the cluster likelihood protocol of :mod:`sklearn_trellis.sampling`.
+For each item the row block sums ``r_c = sum_{j in c, j != i} S_ij`` cost
+``O(n)`` (``prepare``); removing the item, scoring each candidate block from
+the running sums ``T_B`` and ``L_B`` and adding it back cost ``O(1)`` per
+block, so a sweep costs ``O(n^2 + n K)``.
 """
 
 import math
 
-import numpy as np
 from numba import njit
 
 
@@ -21,93 +17,110 @@ def _f(m, s, theta):
     return theta * s / (1.0 + m * theta)
 
 
-@njit(cache=True)
-def gibbs_sweep(S, z, sizes, sbars, slots, pos, n_clusters, order, uniforms, trace, theta,
-                dof, exponent, s0, inv_alpha, xi, inv_k, row, logits):
-    """One sweep over the items in ``order``; returns the new number of blocks.
+# -- the Wishart block likelihood as a plug-in of the shared Gibbs engine ------------------
+# params = [theta, dof, exponent a, s0, 1/alpha (0: alpha integrated out), tr S]
+# stats[c] = [n_c, Sbar_c]
+# shared = [sum_b f(n_b, Sbar_b), sum_b log(1 + n_b theta), log-likelihood of the current
+#           state, theta of the table, log(1 + m theta) for m = 0..n]
+# work[c] = sum_{j in c, j != i} S_ij for the current item (work[-1] collects unassigned items).
+SHARED_HEADER = 4
 
-    ``inv_alpha = 0`` integrates ``alpha`` out (score ``-a log(T + s0)``, ``a =
-    exponent``); ``inv_alpha > 0`` holds ``alpha = 1 / inv_alpha`` fixed (score
-    ``-d T / (2 alpha)``). ``inv_k = 1 / k`` (0 for the Ewens limit ``k = inf``).
-    ``row`` (n) and ``logits`` (n + 1) are work arrays.
-    """
-    n = S.shape[0]
-    half_d = 0.5 * dof
-    k_count = n_clusters
-    for t in range(order.shape[0]):
-        i = order[t]
-        for p in range(k_count):
-            row[slots[p]] = 0.0
-        for j in range(n):
-            row[z[j]] += S[i, j]
-        s_ii = float(S[i, i])
-        c0 = z[i]
-        row[c0] -= s_ii
-        # remove i from its block
-        sizes[c0] -= 1.0
-        sbars[c0] -= 2.0 * row[c0] + s_ii
-        if sizes[c0] == 0.0:
-            sbars[c0] = 0.0
-            last = slots[k_count - 1]
-            p0 = pos[c0]
-            slots[p0] = last
-            pos[last] = p0
-            slots[k_count - 1] = c0
-            pos[c0] = k_count - 1
-            k_count -= 1
-        t_minus = trace
-        l_minus = 0.0
-        for p in range(k_count):
-            s = slots[p]
-            t_minus -= _f(sizes[s], sbars[s], theta)
-            l_minus += math.log1p(sizes[s] * theta)
-        best = -np.inf
-        for p in range(k_count + 1):
-            if p < k_count:
-                s = slots[p]
-                m = sizes[s]
-                new_sbar = sbars[s] + 2.0 * row[s] + s_ii
-                t_c = t_minus + _f(m, sbars[s], theta) - _f(m + 1.0, new_sbar, theta)
-                l_c = l_minus - math.log1p(m * theta) + math.log1p((m + 1.0) * theta)
-                prior = math.log(m + xi * inv_k)
-            else:
-                t_c = t_minus - _f(1.0, s_ii, theta)
-                l_c = l_minus + math.log1p(theta)
-                room = 1.0 - k_count * inv_k
-                prior = math.log(xi * room) if room > 0.0 else -np.inf
-            if inv_alpha > 0.0:
-                score = prior - half_d * l_c - half_d * inv_alpha * t_c
-            else:
-                score = prior - half_d * l_c - exponent * math.log(t_c + s0)
-            logits[p] = score
-            if score > best:
-                best = score
-        total = 0.0
-        for p in range(k_count + 1):
-            logits[p] = math.exp(logits[p] - best)
-            total += logits[p]
-        target = uniforms[t] * total
-        chosen = k_count
-        acc = 0.0
-        for p in range(k_count + 1):
-            acc += logits[p]
-            if target < acc and logits[p] > 0.0:
-                chosen = p
-                break
-        if chosen == k_count:
-            if logits[k_count] == 0.0:  # rounding pushed the draw past the last mass
-                chosen = 0
-                for p in range(k_count + 1):
-                    if logits[p] > logits[chosen]:
-                        chosen = p
-        if chosen == k_count:
-            s = slots[k_count]
-            k_count += 1
-            sizes[s] = 1.0
-            sbars[s] = s_ii
-        else:
-            s = slots[chosen]
-            sbars[s] += 2.0 * row[s] + s_ii
-            sizes[s] += 1.0
-        z[i] = s
-    return k_count
+
+@njit(cache=True, inline="always")
+def _log_lik(params, t_sum, l_sum):
+    """The Wishart log-likelihood (alpha integrated or fixed) from the running sums."""
+    dof, exponent, s0, inv_alpha, trace = params[1], params[2], params[3], params[4], params[5]
+    if inv_alpha > 0.0:
+        return -0.5 * dof * l_sum - 0.5 * dof * inv_alpha * (trace - t_sum)
+    return -0.5 * dof * l_sum - exponent * math.log(trace - t_sum + s0)
+
+
+@njit(cache=True, inline="always")
+def _log_one_plus(params, shared, m):
+    """``log(1 + m theta)`` from the table in ``shared`` when it is current."""
+    if shared[3] == params[0]:
+        return shared[SHARED_HEADER + int(m)]
+    return math.log1p(m * params[0])
+
+
+@njit(cache=True)
+def wishart_reset(params, stats, c):
+    stats[c, 0] = 0.0
+    stats[c, 1] = 0.0
+
+
+@njit(cache=True)
+def wishart_prepare(params, data, labels, stats, shared, work, i):
+    capacity = stats.shape[0]
+    for c in range(capacity + 1):
+        work[c] = 0.0
+    row = data[i]
+    for j in range(labels.shape[0]):
+        work[labels[j]] += row[j]  # label -1 lands in the spare last entry
+    if labels[i] >= 0:
+        work[labels[i]] -= row[i]
+
+
+@njit(cache=True)
+def _move(params, data, stats, shared, work, c, i, sign):
+    theta = params[0]
+    m = stats[c, 0]
+    sbar = stats[c, 1]
+    new_m = m + sign
+    new_sbar = sbar + sign * (2.0 * work[c] + float(data[i, i]))
+    shared[0] += _f(new_m, new_sbar, theta) - _f(m, sbar, theta)
+    shared[1] += math.log1p(new_m * theta) - math.log1p(m * theta)
+    shared[2] = _log_lik(params, shared[0], shared[1])
+    stats[c, 0] = new_m
+    stats[c, 1] = new_sbar
+
+
+@njit(cache=True)
+def wishart_add(params, data, stats, shared, work, c, i):
+    _move(params, data, stats, shared, work, c, i, 1.0)
+
+
+@njit(cache=True)
+def wishart_remove(params, data, stats, shared, work, c, i):
+    _move(params, data, stats, shared, work, c, i, -1.0)
+
+
+@njit(cache=True)
+def wishart_log_predictive(params, data, stats, shared, work, c, i):
+    """Change of the log-likelihood when item ``i`` joins slot ``c`` (spec §c step 4), O(1)."""
+    theta = params[0]
+    m = stats[c, 0]
+    sbar = stats[c, 1]
+    new_sbar = sbar + 2.0 * work[c] + float(data[i, i])
+    t_sum = shared[0] + _f(m + 1.0, new_sbar, theta) - _f(m, sbar, theta)
+    l_sum = shared[1] + _log_one_plus(params, shared, m + 1.0) - _log_one_plus(params, shared, m)
+    return _log_lik(params, t_sum, l_sum) - shared[2]
+
+
+@njit(cache=True)
+def wishart_log_cluster(params, stats, shared, c):
+    """Zero: the Wishart likelihood does not split over blocks, all of it is global."""
+    return 0.0
+
+
+@njit(cache=True)
+def wishart_log_global(params, shared):
+    return _log_lik(params, shared[0], shared[1])
+
+
+@njit(cache=True)
+def wishart_refresh(params, data, labels, stats, shared, active, n_active):
+    """Re-sum the running sums from the block statistics; rebuild the log(1 + m theta) table."""
+    theta = params[0]
+    t_sum = 0.0
+    l_sum = 0.0
+    for a in range(n_active):
+        c = active[a]
+        t_sum += _f(stats[c, 0], stats[c, 1], theta)
+        l_sum += math.log1p(stats[c, 0] * theta)
+    shared[0] = t_sum
+    shared[1] = l_sum
+    shared[2] = _log_lik(params, t_sum, l_sum)
+    for m in range(shared.shape[0] - SHARED_HEADER):
+        shared[SHARED_HEADER + m] = math.log1p(m * theta)
+    shared[3] = theta

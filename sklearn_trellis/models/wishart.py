@@ -19,11 +19,17 @@ the exact trellis).
 """
 
 import numpy as np
-from scipy.special import gammaln, logsumexp
+from scipy.special import logsumexp
 
+from ..sampling.likelihood import ClusterLikelihood, GibbsKernels
+from ..sampling.priors import make_prior
+
+from ..trellis.flat import ExactFlatTrellis
+from ..trellis.flat_counts import CountWeightedFlatTrellis
 from ._flat import FlatModel
 from .correlation import _pair_sum_table
 from .._validation import check_scalar_param
+from . import _tiwd_kernels as _tk
 
 
 def block_statistics(S, labels, n_clusters=None):
@@ -66,23 +72,11 @@ def wishart_terms(sizes, sbars, trace, theta):
 
 
 def partition_log_prior(sizes, concentration, n_blocks=None):
-    """``log p(B | xi, k)``: Dirichlet-multinomial with ``k`` blocks, or Ewens (``k = None``).
+    """``log p(B | xi, k)`` (spec §e): Dirichlet-multinomial with ``k`` blocks, Ewens if ``k = None``.
 
-    Spec §e (eq. 3 after label forgetting); ``-inf`` when ``K > k``.
+    A thin wrapper of the shared priors of :mod:`sklearn_trellis.sampling.priors`.
     """
-    sizes = np.asarray(sizes, dtype=np.float64)
-    sizes = sizes[sizes > 0]
-    n = sizes.sum()
-    n_clusters = sizes.size
-    xi = float(concentration)
-    base = gammaln(xi) - gammaln(n + xi)
-    if n_blocks is None:
-        return float(n_clusters * np.log(xi) + base + gammaln(sizes).sum())
-    k = int(n_blocks)
-    if n_clusters > k:
-        return -np.inf
-    return float(gammaln(k + 1) - gammaln(k - n_clusters + 1) + base
-                 + gammaln(sizes + xi / k).sum() - n_clusters * gammaln(xi / k))
+    return make_prior(concentration, n_components=n_blocks).log_eppf(sizes)
 
 
 def log_likelihood_exponent(n_items, dof, r0):
@@ -120,26 +114,22 @@ def alpha_posterior(t_value, n_items, *, dof, r0, s0):
     return log_likelihood_exponent(n_items, dof, r0), 0.5 * dof * (t_value + s0)
 
 
-def _check_common(dof, concentration):
-    check_scalar_param(dof, "dof", low=0.0, include_low=False)
-    check_scalar_param(concentration, "concentration", low=0.0, include_low=False)
-
-
 class WishartBlockModel(FlatModel):
-    """Wishart block model with ``alpha`` and ``theta`` fixed and an Ewens (CRP) prior.
+    """Partition posterior of the Wishart block model with ``alpha`` and ``theta`` fixed.
 
     The log posterior of a partition ``B`` of the n items is, up to terms that
-    depend on ``S`` only, ``log p(B | xi) + log L(B)`` with the Wishart
-    likelihood of the module docstring; it is a sum of cluster
-    log-potentials::
+    depend on ``S`` only, ``log p(B | xi, k) + log L(B)`` with the Wishart
+    likelihood of the module docstring. With ``alpha`` and ``theta`` fixed it
+    is a sum of cluster log-potentials::
 
-        e(b) = log xi + log Gamma(n_b) - (d/2) log(1 + n_b theta)
+        e(b) = log_block(n_b) - (d/2) log(1 + n_b theta)
                + d theta Sbar_b / (2 alpha (1 + n_b theta))
 
-    plus the constant ``log Gamma(xi) - log Gamma(n + xi) - (n d / 2) log alpha
-    - d tr(S) / (2 alpha)``. (A Dirichlet-multinomial prior with finitely many
-    blocks does not factorise over clusters: its ``k! / (k - K)!`` depends on
-    the number of clusters.)
+    plus the constant ``log_normaliser(n) - (n d / 2) log alpha - d tr(S) / (2 alpha)``
+    and, for a Dirichlet-multinomial prior with ``k`` blocks, the factor
+    ``log k! / (k - K)!`` of the number of blocks ``K`` (for the Ewens / CRP
+    prior, ``k = None``, it is ``K log xi`` and folds into ``e``). The prior
+    factors come from :mod:`sklearn_trellis.sampling.priors`.
 
     Parameters
     ----------
@@ -150,13 +140,17 @@ class WishartBlockModel(FlatModel):
     theta : float, default=1.0
         Ratio of between- to within-block variance ``theta > 0``.
     concentration : float, default=1.0
-        Ewens / CRP concentration ``xi``.
+        Dirichlet rate / CRP concentration ``xi``.
+    n_blocks : int or None, default=None
+        Number of population blocks ``k`` of the Dirichlet-multinomial prior;
+        ``None`` is its Ewens (CRP) limit.
 
     Attributes
     ----------
     inner_products_ : ndarray of shape (n, n)
         The matrix ``S``.
     n_items_ : int
+    prior_ : PartitionPrior
 
     Examples
     --------
@@ -168,17 +162,19 @@ class WishartBlockModel(FlatModel):
     True
     """
 
-    def __init__(self, dof=1.0, alpha=1.0, theta=1.0, concentration=1.0):
+    def __init__(self, dof=1.0, alpha=1.0, theta=1.0, concentration=1.0, n_blocks=None):
         self.dof = dof
         self.alpha = alpha
         self.theta = theta
         self.concentration = concentration
+        self.n_blocks = n_blocks
 
     def fit(self, inner_products, y=None):
         """Bind the model to a symmetric (n, n) inner-product matrix."""
-        _check_common(self.dof, self.concentration)
+        check_scalar_param(self.dof, "dof", low=0.0, include_low=False)
         check_scalar_param(self.alpha, "alpha", low=0.0, include_low=False)
         check_scalar_param(self.theta, "theta", low=0.0, include_low=False)
+        self.prior_ = make_prior(self.concentration, n_components=self.n_blocks)
         S = np.asarray(inner_products, dtype=np.float64)
         if S.ndim != 2 or S.shape[0] != S.shape[1]:
             raise ValueError(f"inner_products must be a square matrix, got shape {S.shape}.")
@@ -186,23 +182,40 @@ class WishartBlockModel(FlatModel):
         self.n_items_ = S.shape[0]
         return self
 
+    @property
+    def folds_count(self):
+        """True for the CRP prior, whose ``K log xi`` folds into the clusters."""
+        return self.n_blocks is None
+
     def _block_log_potential(self, sizes, sbars):
-        d, alpha, theta, xi = (float(self.dof), float(self.alpha), float(self.theta),
-                               float(self.concentration))
+        d, alpha, theta = float(self.dof), float(self.alpha), float(self.theta)
+        sizes = np.asarray(sizes, dtype=np.float64)
         one_plus = 1.0 + sizes * theta
-        return (np.log(xi) + gammaln(sizes) - 0.5 * d * np.log(one_plus)
-                + 0.5 * d * theta * sbars / (alpha * one_plus))
+        value = (self.prior_.log_block(sizes) - 0.5 * d * np.log(one_plus)
+                 + 0.5 * d * theta * sbars / (alpha * one_plus))
+        if self.folds_count:
+            value = value + np.log(self.prior_.alpha)
+        return value
 
     def cluster_log_potential(self, indices):
         idx = np.asarray(indices, dtype=np.int64)
         sbar = float(self.inner_products_[np.ix_(idx, idx)].sum())
-        return float(self._block_log_potential(np.float64(idx.size), sbar))
+        return float(self._block_log_potential(np.array([idx.size]), sbar)[0])
 
     def log_potential_constant(self):
-        n, d, alpha, xi = (self.n_items_, float(self.dof), float(self.alpha),
-                           float(self.concentration))
-        return float(gammaln(xi) - gammaln(n + xi) - 0.5 * n * d * np.log(alpha)
+        n, d, alpha = self.n_items_, float(self.dof), float(self.alpha)
+        return float(self.prior_.log_normaliser(n) - 0.5 * n * d * np.log(alpha)
                      - 0.5 * d * np.trace(self.inner_products_) / alpha)
+
+    def log_count_table(self):
+        """``log_count(K)`` of the prior for ``K = 0..n``."""
+        return self.prior_.log_count_table(self.n_items_)
+
+    def log_potential(self, labels):
+        value = super().log_potential(labels)
+        if not self.folds_count:
+            value += self.prior_.log_count(np.unique(labels).size)
+        return value
 
     def log_potential_table(self):
         S = self.inner_products_
@@ -221,7 +234,143 @@ class WishartBlockModel(FlatModel):
         table[1:] = self._block_log_potential(sizes[1:], sbars[1:])
         return table
 
+    def exact_trellis(self, log_potentials=None, max_items=12):
+        """The fitted exact engine (plain, or count-resolved for finite ``n_blocks``)."""
+        table = self.log_potential_table() if log_potentials is None else log_potentials
+        if self.folds_count:
+            return ExactFlatTrellis(table, max_items=max_items).fit()
+        return CountWeightedFlatTrellis(table, self.log_count_table(), max_items=max_items).fit()
 
-__all__ = ["block_statistics", "wishart_terms", "partition_log_prior",
+
+DEFAULT_THETA_GRID = np.geomspace(1e-3, 10.0, 81)
+
+
+class WishartBlockLikelihood(ClusterLikelihood):
+    """The Wishart block likelihood of fastTIWD as a plug-in of the collapsed Gibbs engine.
+
+    Fitted on an inner-product matrix ``S`` (for distances, the normalised
+    ``S*`` of :mod:`.distance_normalization`). Per cluster slot it keeps
+    ``n_b`` and ``Sbar_b``; the running sums ``sum_b theta Sbar_b / (1 + n_b
+    theta)`` and ``sum_b log(1 + n_b theta)`` are the shared statistics, so
+    the conditional of one item costs ``O(n)`` for its row block sums plus
+    ``O(1)`` per candidate block, ``O(n^2)`` per sweep (spec §c). The whole
+    likelihood is the engine's ``log_global`` (it does not split over blocks
+    once ``alpha`` is integrated out). ``theta`` is resampled on its grid once
+    per sweep (spec §d) through :meth:`resample_params`.
+
+    Parameters
+    ----------
+    dof : float, default=1.0
+        Wishart degrees of freedom ``d``.
+    r0, s0 : float, default=0.01
+        ``alpha ~ Inv-Gamma(r0 d / 2, s0 d / 2)``; ``0`` gives the improper
+        ``1 / alpha`` prior.
+    alpha : float or None, default=None
+        ``None`` integrates ``alpha`` out (eq. 7); a number holds it fixed.
+    theta : float or None, default=None
+        ``None`` samples ``theta`` on ``theta_grid`` (starting from the grid's
+        geometric middle); a number holds it fixed.
+    theta_grid : array-like or None, default=None
+        Positive grid, uniform prior; ``None`` means ``geomspace(1e-3, 10, 81)``.
+
+    Attributes
+    ----------
+    n_items_ : int
+    trace_ : float
+        ``tr S``.
+    theta_grid_ : ndarray
+    n_features_in_ : int
+    """
+
+    kernels = GibbsKernels(
+        _tk.wishart_reset, _tk.wishart_prepare, _tk.wishart_add,
+        _tk.wishart_remove, _tk.wishart_log_predictive, _tk.wishart_log_cluster,
+        _tk.wishart_log_global, _tk.wishart_refresh)
+    factorizes = False
+    n_stats = 2
+
+    @property
+    def n_shared(self):
+        """Running sums, cached log-likelihood and a ``log(1 + m theta)`` table (``m = 0..n``)."""
+        return _tk.SHARED_HEADER + self.n_items_ + 1
+
+    def __init__(self, dof=1.0, r0=0.01, s0=0.01, alpha=None, theta=None, theta_grid=None):
+        self.dof = dof
+        self.r0 = r0
+        self.s0 = s0
+        self.alpha = alpha
+        self.theta = theta
+        self.theta_grid = theta_grid
+
+    def fit(self, X, y=None):
+        """Bind to a square inner-product matrix (float64 or float32, not copied)."""
+        check_scalar_param(self.dof, "dof", low=0.0, include_low=False)
+        check_scalar_param(self.r0, "r0", low=0.0)
+        check_scalar_param(self.s0, "s0", low=0.0)
+        check_scalar_param(self.alpha, "alpha", low=0.0, include_low=False, allow_none=True)
+        check_scalar_param(self.theta, "theta", low=0.0, include_low=False, allow_none=True)
+        if (self.r0 == 0) != (self.s0 == 0):
+            raise ValueError("r0 and s0 must both be positive or both be 0 (improper prior), "
+                             f"got r0={self.r0!r}, s0={self.s0!r}.")
+        grid = DEFAULT_THETA_GRID if self.theta_grid is None else np.asarray(
+            self.theta_grid, dtype=np.float64).ravel()
+        if grid.size == 0 or not np.all(np.isfinite(grid)) or np.any(grid <= 0):
+            raise ValueError("theta_grid must be a non-empty array of positive finite values.")
+        S = np.asarray(X)
+        if S.ndim != 2 or S.shape[0] != S.shape[1]:
+            raise ValueError(f"X must be a square inner-product matrix, got shape {S.shape}.")
+        self.theta_grid_ = np.sort(grid)
+        self.n_items_ = S.shape[0]
+        self.n_features_in_ = S.shape[1]
+        self.trace_ = float(np.trace(S, dtype=np.float64))
+        return self
+
+    def initial_theta(self):
+        """``theta`` if fixed, else the geometric middle of the grid."""
+        if self.theta is not None:
+            return float(self.theta)
+        grid = self.theta_grid_
+        return float(grid[np.argmin(np.abs(np.log(grid) - np.log(grid).mean()))])
+
+    def kernel_params(self, theta=None):
+        theta = self.initial_theta() if theta is None else float(theta)
+        inv_alpha = 0.0 if self.alpha is None else 1.0 / float(self.alpha)
+        return np.array([theta, float(self.dof),
+                         log_likelihood_exponent(self.n_items_, float(self.dof), float(self.r0)),
+                         float(self.s0), inv_alpha, self.trace_])
+
+    def kernel_data(self, X):
+        S = np.asarray(X)
+        if S.dtype not in (np.float32, np.float64):
+            S = S.astype(np.float64)
+        return np.ascontiguousarray(S)
+
+    def work_size(self, capacity):
+        return capacity + 1
+
+    def theta_log_weights(self, sizes, sbars):
+        """Normalised log posterior of ``theta`` over ``theta_grid_`` given a partition (spec §d)."""
+        return theta_log_weights(sizes, sbars, self.trace_, self.n_items_, self.theta_grid_,
+                                 dof=float(self.dof), r0=float(self.r0), s0=float(self.s0),
+                                 alpha=self.alpha)
+
+    def resample_params(self, params, stats, shared, counts, active, random_state):
+        """Draw ``theta`` from its grid posterior given the blocks (``O(G K)``)."""
+        if self.theta is not None:
+            return None
+        probs = np.exp(self.theta_log_weights(stats[active, 0], stats[active, 1]))
+        index = int(np.searchsorted(np.cumsum(probs), random_state.random_sample()))
+        new = np.array(params, dtype=np.float64)
+        new[0] = self.theta_grid_[min(index, probs.size - 1)]
+        return new
+
+    def alpha_posterior(self, sizes, sbars, theta):
+        """``(shape, scale)`` of ``alpha | B, theta, S ~ Inv-Gamma``."""
+        t_value, _ = wishart_terms(sizes, sbars, self.trace_, theta)
+        return alpha_posterior(float(t_value), self.n_items_, dof=float(self.dof),
+                               r0=float(self.r0), s0=float(self.s0))
+
+
+__all__ = ["WishartBlockLikelihood", "DEFAULT_THETA_GRID", "block_statistics", "wishart_terms", "partition_log_prior",
            "collapsed_log_likelihood", "theta_log_weights", "alpha_posterior",
            "log_likelihood_exponent", "WishartBlockModel"]
