@@ -2,7 +2,8 @@
 
 from .correlation_clustering import ExactCorrelationClustering
 from .dp_mixture import DPMixture
+from .fast_tiwd import FastTIWD
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["ExactCorrelationClustering", "DPMixture", "__version__"]
+__all__ = ["ExactCorrelationClustering", "DPMixture", "FastTIWD", "__version__"]
