@@ -7,6 +7,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.metrics import pairwise_distances
 from sklearn.utils import check_random_state
+from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -291,6 +292,7 @@ default='singletons'
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.pairwise = self.metric == "precomputed"
+        tags.input_tags.positive_only = self.metric == "precomputed"
         return tags
 
     # -- validation ----------------------------------------------------------------
@@ -326,6 +328,7 @@ default='singletons'
         """``(clamped mask, compact class labels with -1 for unlabelled)`` from ``y``."""
         if y is None:
             return np.zeros(n, dtype=bool), np.full(n, -1, dtype=np.int64)
+        type_of_target(y, input_name="y", raise_unknown=True)
         y = np.asarray(y)
         if y.shape != (n,):
             raise ValueError(f"y must have shape ({n},) (one label per object, -1 = unknown), "
@@ -373,8 +376,8 @@ default='singletons'
         if self.metric == "precomputed":
             check_square_symmetric(X)
             if np.any(X < 0):
-                raise ValueError("X must hold squared distances (non-negative) when "
-                                 "metric='precomputed'.")
+                raise ValueError("Negative values in data passed to FastTIWD: X must hold "
+                                 "squared distances when metric='precomputed'.")
             scale = float(np.max(X)) if X.size else 0.0
             if np.any(np.abs(np.diag(X)) > 1e-10 * max(scale, 1.0)):
                 raise ValueError("X must have a zero diagonal when metric='precomputed' "
@@ -411,7 +414,7 @@ default='singletons'
         X = validate_data(self, X, dtype=[np.float64, np.float32], reset=not warm)
         n = X.shape[0]
         if n < 2:
-            raise ValueError(f"FastTIWD needs at least 2 samples, got {n}.")
+            raise ValueError(f"FastTIWD needs at least 2 samples, got n_samples={n}.")
         if warm and n != self.inner_products_.shape[0]:
             raise ValueError("warm_start needs the same number of samples as the previous fit.")
         rng = check_random_state(self.random_state)

@@ -184,7 +184,7 @@ def test_log_posterior_of_labels_matches_trace():
     (dict(normalization="none"), "D", None, "feature rows"),
     (dict(normalization="tree"), "D", None, "normalization"),
     (dict(dof=-1.0), "D", None, "dof"),
-    (dict(), "negative", None, "non-negative"),
+    (dict(), "negative", None, "Negative values"),
     (dict(), "diagonal", None, "zero diagonal"),
     (dict(), "D", "short", "shape"),
     (dict(n_blocks=1), "D", "two", "n_blocks"),
