@@ -101,8 +101,13 @@ def make_wishart_blocks(n_samples=200, n_blocks=3, dof=300, alpha=2.0, theta=0.0
     centres = rng.standard_normal((n_blocks, dof))
     X = offset + np.sqrt(alpha) * (rng.standard_normal((n_samples, dof))
                                    + np.sqrt(theta) * centres[target])
+    X -= X.mean(axis=0)  # distances are translation invariant; centring helps rounding
     sq = np.einsum("ij,ij->i", X, X)
-    dist = (sq[:, None] + sq[None, :] - 2.0 * (X @ X.T)) / dof
+    dist = X @ X.T  # one n x n buffer, updated in place
+    dist *= -2.0
+    dist += sq[:, None]
+    dist += sq[None, :]
+    dist /= dof
     np.fill_diagonal(dist, 0.0)
     np.maximum(dist, 0.0, out=dist)
     return Bunch(distances=dist.astype(dtype, copy=False), target=target, theta=theta,

@@ -49,14 +49,34 @@ def wishart_reset(params, stats, c):
     stats[c, 1] = 0.0
 
 
+#: Independent accumulator banks of ``prepare``: consecutive items of one block would
+#: otherwise chain every addition on the previous one (store-to-load latency).
+N_BANKS = 4
+
+
 @njit(cache=True)
 def wishart_prepare(params, data, labels, stats, shared, work, i):
-    capacity = stats.shape[0]
-    for c in range(capacity + 1):
+    """Row block sums ``work[c] = sum_{j in c, j != i} S_ij``, ``O(n)``.
+
+    ``work`` holds ``N_BANKS = 4`` banks of ``capacity + 1`` entries; item
+    ``j`` adds to bank ``j % 4`` and the banks are then summed into bank 0.
+    An unassigned item (label ``-1``) lands in the spare last entry of a bank.
+    """
+    width = stats.shape[0] + 1
+    for c in range(N_BANKS * width):
         work[c] = 0.0
     row = data[i]
-    for j in range(labels.shape[0]):
-        work[labels[j]] += row[j]  # label -1 lands in the spare last entry
+    n = labels.shape[0]
+    top = n - n % N_BANKS
+    for j in range(0, top, N_BANKS):
+        work[labels[j]] += row[j]
+        work[width + labels[j + 1]] += row[j + 1]
+        work[2 * width + labels[j + 2]] += row[j + 2]
+        work[3 * width + labels[j + 3]] += row[j + 3]
+    for j in range(top, n):
+        work[labels[j]] += row[j]
+    for c in range(width - 1):
+        work[c] += work[width + c] + work[2 * width + c] + work[3 * width + c]
     if labels[i] >= 0:
         work[labels[i]] -= row[i]
 
@@ -124,3 +144,18 @@ def wishart_refresh(params, data, labels, stats, shared, active, n_active):
     for m in range(shared.shape[0] - SHARED_HEADER):
         shared[SHARED_HEADER + m] = math.log1p(m * theta)
     shared[3] = theta
+
+
+@njit(cache=True)
+def block_sums(S, labels, n_clusters, sizes, sbars):
+    """``sizes[b] = n_b`` and ``sbars[b] = sum_{i,j in b} S_ij`` in one ``O(n^2)`` pass."""
+    n = labels.shape[0]
+    for i in range(n):
+        own = labels[i]
+        sizes[own] += 1.0
+        row = S[i]
+        acc = 0.0
+        for j in range(n):
+            if labels[j] == own:
+                acc += row[j]
+        sbars[own] += acc

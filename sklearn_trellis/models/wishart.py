@@ -47,16 +47,11 @@ def block_statistics(S, labels, n_clusters=None):
     -------
     sizes, sbars : ndarrays of shape (K,)
     """
-    labels = np.asarray(labels, dtype=np.int64)
+    labels = np.ascontiguousarray(labels, dtype=np.int64)
     k = int(labels.max()) + 1 if n_clusters is None else int(n_clusters)
-    sizes = np.bincount(labels, minlength=k).astype(np.float64)
-    row_sums = np.zeros((S.shape[0], k))
-    for b in range(k):
-        members = labels == b
-        if members.any():
-            row_sums[:, b] = np.asarray(S[:, members], dtype=np.float64).sum(axis=1)
-    sbars = np.bincount(labels, weights=row_sums[np.arange(labels.size), labels],
-                        minlength=k)
+    sizes = np.zeros(k)
+    sbars = np.zeros(k)
+    _tk.block_sums(S, labels, k, sizes, sbars)
     return sizes, sbars
 
 
@@ -376,7 +371,7 @@ class WishartBlockLikelihood(ClusterLikelihood):
         return np.ascontiguousarray(S)
 
     def work_size(self, capacity):
-        return capacity + 1
+        return _tk.N_BANKS * (capacity + 1)
 
     def theta_log_weights(self, sizes, sbars):
         """Normalised log posterior of ``theta`` over ``theta_grid_`` given a partition (spec §d)."""
