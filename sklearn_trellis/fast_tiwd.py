@@ -254,8 +254,8 @@ default='singletons'
     --------
     >>> from sklearn_trellis import FastTIWD
     >>> from sklearn_trellis.datasets import make_wishart_blocks
-    >>> data = make_wishart_blocks(n_samples=60, random_state=0)
-    >>> model = FastTIWD(n_sweeps=60, random_state=0).fit(data.distances)
+    >>> data = make_wishart_blocks(n_samples=200, random_state=1)  # 3 blocks, d = 300
+    >>> model = FastTIWD(n_sweeps=100, random_state=1).fit(data.distances)
     >>> from sklearn.metrics import adjusted_rand_score
     >>> bool(adjusted_rand_score(data.target, model.labels_) > 0.8)
     True
