@@ -197,3 +197,23 @@ def test_invalid_input(params, X_kind, y, match):
     y = {None: None, "short": np.zeros(3, int), "two": np.array([0, 1, -1, -1, -1, -1, -1, -1])}[y]
     with pytest.raises(ValueError, match=match):
         FastTIWD(**params).fit(X, y)
+
+
+def test_ctrl_c_keeps_samples_so_far_and_verbose_reports(monkeypatch, capsys):
+    from sklearn_trellis.models.wishart import WishartBlockLikelihood
+
+    D = make_wishart_blocks(n_samples=30, random_state=0).distances
+    calls = {"n": 0}
+    original = WishartBlockLikelihood.resample_params
+
+    def interrupt_after_15(self, *args):
+        calls["n"] += 1
+        if calls["n"] > 15:
+            raise KeyboardInterrupt
+        return original(self, *args)
+
+    monkeypatch.setattr(WishartBlockLikelihood, "resample_params", interrupt_after_15)
+    model = FastTIWD(n_sweeps=40, burn_in=10, n_chains=2, verbose=1, random_state=0).fit(D)
+    assert model.interrupted_
+    assert model.samples_.shape == (5, 30)  # sweeps 10..14 of the first chain; no second chain
+    assert "interrupted after 15 sweeps" in capsys.readouterr().out
