@@ -362,9 +362,12 @@ default='singletons'
         elif self.init == "one":
             labels[free] = n_classes
         elif self.init == "random" or (self.n_blocks is not None and m + n_classes > self.n_blocks):
-            room = max(1, int(np.sqrt(n)) if self.n_blocks is None
-                       else self.n_blocks - n_classes)
-            labels[free] = n_classes + rng.randint(room, size=m)
+            room = (max(1, int(np.sqrt(n))) if self.n_blocks is None
+                    else self.n_blocks - n_classes)
+            if room > 0:
+                labels[free] = n_classes + rng.randint(room, size=m)
+            else:  # the known classes fill all n_blocks blocks
+                labels[free] = rng.randint(n_classes, size=m)
         else:
             labels[free] = n_classes + np.arange(m)
         if self.n_blocks is not None and np.unique(labels).size > self.n_blocks:
@@ -427,7 +430,11 @@ default='singletons'
             S = self._inner_products(X)
             self.inner_products_ = S
         self._clamped = clamped
-        self.dof_ = estimate_dof(S) if isinstance(self.dof, str) else float(self.dof)
+        if not isinstance(self.dof, str):
+            self.dof_ = float(self.dof)
+        elif not warm or getattr(self, "_dof_is_estimate", False) is False:
+            self.dof_ = estimate_dof(S)  # S* is unchanged by a warm start: estimate once
+        self._dof_is_estimate = isinstance(self.dof, str)
         fixed = self.alpha is not None and self.theta is not None
         exact = self.inference == "exact" or (
             self.inference == "auto" and fixed and n <= self.max_exact_size and not warm)

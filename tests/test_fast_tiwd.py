@@ -217,3 +217,12 @@ def test_ctrl_c_keeps_samples_so_far_and_verbose_reports(monkeypatch, capsys):
     assert model.interrupted_
     assert model.samples_.shape == (5, 30)  # sweeps 10..14 of the first chain; no second chain
     assert "interrupted after 15 sweeps" in capsys.readouterr().out
+
+
+def test_finite_blocks_filled_by_known_classes():
+    D = make_wishart_blocks(n_samples=40, n_blocks=2, random_state=0).distances
+    y = np.full(40, -1)
+    y[:3], y[3:6] = 0, 1
+    model = FastTIWD(n_blocks=2, n_sweeps=10, random_state=0).fit(D, y)
+    assert model.samples_.max() <= 1
+    assert np.all(model.samples_[:, :3] == model.samples_[:, :1])
