@@ -28,7 +28,7 @@ class DPMixture(ClusterMixin, BaseEstimator):
     """Dirichlet-process (or Pitman-Yor) mixture with a conjugate likelihood.
 
     The model is ``z ~ CRP(alpha, discount)`` (two-parameter Chinese
-    restaurant process; a Dirichlet-multinomial with ``n_components`` slots
+    restaurant process; a Dirichlet-multinomial with ``n_prior_components`` slots
     when that is set), cluster parameters from a conjugate prior and
     ``x_i | z_i ~ F(theta_{z_i})``. The parameters are integrated out, so the
     posterior over partitions is known up to a constant and is explored by a
@@ -79,7 +79,7 @@ default='kmeans'
         If True and the estimator was fitted on data of the same shape, ``fit``
         continues the stored chains for ``n_sweeps`` more sweeps (no new
         burn-in) and appends the new samples to ``samples_``.
-    n_components : int, default=None
+    n_prior_components : int, default=None
         If set, use the finite Dirichlet-multinomial prior with this many
         components (``discount`` must be 0) instead of the CRP.
     alpha_prior : tuple (shape, rate), default=None
@@ -154,7 +154,7 @@ default='kmeans'
     def __init__(self, alpha=1.0, discount=0.0, likelihood="gaussian", n_sweeps=100,
                  burn_in=None, thin=1, n_chains=1, n_jobs=None, inference="auto",
                  init="kmeans", random_state=None, verbose=0, warm_start=False,
-                 n_components=None, alpha_prior=None, n_split_merge=10, max_exact_size=12):
+                 n_prior_components=None, alpha_prior=None, n_split_merge=10, max_exact_size=12):
         self.alpha = alpha
         self.discount = discount
         self.likelihood = likelihood
@@ -168,7 +168,7 @@ default='kmeans'
         self.random_state = random_state
         self.verbose = verbose
         self.warm_start = warm_start
-        self.n_components = n_components
+        self.n_prior_components = n_prior_components
         self.alpha_prior = alpha_prior
         self.n_split_merge = n_split_merge
         self.max_exact_size = max_exact_size
@@ -186,8 +186,8 @@ default='kmeans'
         if self.burn_in is not None and self.burn_in >= self.n_sweeps:
             raise ValueError(f"burn_in must be < n_sweeps={self.n_sweeps}, got {self.burn_in}.")
         check_option(self.inference, "inference", {"auto", "gibbs", "exact"})
-        check_scalar_param(self.n_components, "n_components", kind=numbers.Integral, low=1,
-                           allow_none=True)
+        check_scalar_param(self.n_prior_components, "n_prior_components",
+                           kind=numbers.Integral, low=1, allow_none=True)
         check_scalar_param(self.n_split_merge, "n_split_merge", kind=numbers.Integral, low=0)
         check_scalar_param(self.max_exact_size, "max_exact_size", kind=numbers.Integral, low=1)
         check_scalar_param(self.verbose, "verbose", kind=numbers.Integral, low=0)
@@ -197,7 +197,7 @@ default='kmeans'
             if len(self.alpha_prior) != 2:
                 raise ValueError("alpha_prior must be a (shape, rate) pair.")
             GammaHyperprior(*self.alpha_prior)
-        return make_prior(self.alpha, self.discount, self.n_components)
+        return make_prior(self.alpha, self.discount, self.n_prior_components)
 
     def _init_labels(self, X, rng):
         n = X.shape[0]
@@ -258,13 +258,14 @@ default='kmeans'
             raise ValueError(f"inference='exact' needs n_samples <= max_exact_size="
                              f"{self.max_exact_size}, got {data.shape[0]}.")
         model = MixturePartitionModel(self.prior_, self.likelihood_).fit(data)
-        trellis = model.exact_trellis(self.max_exact_size)
+        table = model.log_potential_table()
+        trellis = model.exact_trellis(self.max_exact_size, table)
         self.inference_ = "exact"
         self.log_marginal_likelihood_ = (trellis.log_partition_function
                                          + model.log_potential_constant())
         self.labels_ = trellis.map_labels
         self.samples_ = trellis.sample(self.n_sweeps, rng).astype(np.int32)
-        self.log_joints_ = np.array([model.log_potential(s) for s in self.samples_])
+        self.log_joints_ = model.log_joints(self.samples_, table)
         self.alphas_ = np.full(self.n_sweeps, self.prior_.alpha)
         self.pairwise_marginals_ = trellis.pairwise_marginals()
         self.n_clusters_distribution_ = trellis.n_clusters_distribution()
@@ -341,6 +342,7 @@ default='kmeans'
         proba : ndarray of shape (n_new, n_clusters_ + 1)
             Columns: clusters ``0..n_clusters_-1`` of ``labels_``, then "new cluster".
         """
+        check_is_fitted(self)
         K = self.n_clusters_
         total = None
         n_used = 0
@@ -379,6 +381,7 @@ default='kmeans'
         -------
         log_density : ndarray of shape (n_new,)
         """
+        check_is_fitted(self)
         per_sample = [logsumexp(logw, axis=1) for _, logw in self._predictive(X)]
         return logsumexp(np.array(per_sample), axis=0) - np.log(len(per_sample))
 

@@ -2,7 +2,7 @@
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from sklearn_trellis import ExactCorrelationClustering, FastTIWD
+from sklearn_trellis import DPMixture, ExactCorrelationClustering, FastTIWD
 
 _ABOVE_EXACT_LIMIT = ("fits more samples than the exact trellis accepts (max_exact_size=20); "
                       "method='auto' gains a sparse engine for large N in a later issue")
@@ -20,6 +20,8 @@ _FLAT_EXACT_ONLY = {
 ESTIMATORS = [
     ExactCorrelationClustering(),
     ExactCorrelationClustering(affinity="precomputed"),
+    DPMixture(n_sweeps=20),
+    DPMixture(n_sweeps=20, discount=0.3, likelihood="diagonal", n_chains=2),
     FastTIWD(metric="sqeuclidean", n_sweeps=10),
     FastTIWD(n_sweeps=10),
 ]

@@ -82,9 +82,23 @@ class MixturePartitionModel(FlatModel):
             value += self.prior.log_count(np.unique(labels).size)
         return value
 
-    def exact_trellis(self, max_items):
+    def log_joints(self, samples, table):
+        """``log p(C, X)`` of each row of ``samples`` (labels ``0..K-1``) from the table."""
+        samples = np.asarray(samples, dtype=np.int64)
+        n_rows, n = samples.shape
+        width = int(samples.max()) + 1
+        masks = np.zeros((n_rows, width), dtype=np.int64)
+        rows = np.repeat(np.arange(n_rows), n)
+        np.add.at(masks, (rows, samples.ravel()), np.tile(1 << np.arange(n), n_rows))
+        values = np.where(masks > 0, table[masks], 0.0).sum(axis=1)
+        if not self.folds_count:
+            values += self.log_count_table()[samples.max(axis=1) + 1]
+        return values + self.log_potential_constant()
+
+    def exact_trellis(self, max_items, table=None):
         """The fitted exact engine of this posterior."""
-        table = self.log_potential_table()
+        if table is None:
+            table = self.log_potential_table()
         if self.folds_count:
             return ExactFlatTrellis(table, max_items=max_items).fit()
         return CountWeightedFlatTrellis(table, self.log_count_table(), max_items=max_items).fit()

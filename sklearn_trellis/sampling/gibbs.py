@@ -114,16 +114,21 @@ def _ensure_free(state, likelihood, needed):
         _grow(state, likelihood)
 
 
-def sweep(state, likelihood, prior_params, data, rng, *, fixed=None, n_split_merge=0):
+def sweep(state, likelihood, prior_params, data, rng, *, fixed=None, n_split_merge=0,
+          scan=True):
     """One sweep: a random-order Gibbs scan of the non-fixed items, then split-merge proposals.
 
-    Returns the number of accepted split-merge proposals.
+    ``scan=False`` skips the Gibbs scan (split-merge moves alone are also a
+    valid MCMC kernel; the tests check it). Returns the number of accepted
+    split-merge proposals.
     """
     engine = _engine(likelihood)
     n = state.labels.size
     order = rng.permutation(n).astype(np.int64)
     if fixed is not None:
         order = order[~fixed[order]]
+    if not scan:
+        order = order[:0]
     logw = np.empty(n + 2)
     position = 0
     while position < order.size:

@@ -53,8 +53,12 @@ class ClusterLikelihood(BaseEstimator):
         raise NotImplementedError
 
     def kernel_data(self, X):
-        """float64 C-contiguous 2-d array, one row per item, read by the kernels."""
-        return np.ascontiguousarray(X, dtype=np.float64)
+        """float64 C-contiguous writeable 2-d array, one row per item, read by the kernels.
+
+        (Writeable so that read-only inputs, e.g. memory maps, do not make numba
+        compile a second version of every kernel.)
+        """
+        return np.require(X, dtype=np.float64, requirements=["C", "W"])
 
     @property
     def n_stats(self):
