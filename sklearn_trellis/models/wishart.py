@@ -365,10 +365,10 @@ class WishartBlockLikelihood(ClusterLikelihood):
                          float(self.s0), inv_alpha, self.trace_])
 
     def kernel_data(self, X):
+        """``S`` itself, float64 or float32 (kept), C-contiguous and writeable."""
         S = np.asarray(X)
-        if S.dtype not in (np.float32, np.float64):
-            S = S.astype(np.float64)
-        return np.ascontiguousarray(S)
+        dtype = S.dtype if S.dtype in (np.float32, np.float64) else np.float64
+        return np.require(S, dtype=dtype, requirements=["C", "W"])
 
     def work_size(self, capacity):
         return _tk.N_BANKS * (capacity + 1)
