@@ -215,6 +215,13 @@ default='singletons'
         with keys ``'shape'``, ``'scale'``, ``'mean'``, ``'std'``, and
         ``'beta_mean'`` = ``theta * mean`` (the between-block variance
         ``beta``). ``alpha`` is one variance shared by all blocks (eq. 4).
+    block_alpha_means_ : ndarray of shape (n_clusters_,)
+        Per cluster of ``labels_``, a diagnostic: the posterior mean of a
+        within-block variance ``alpha_b`` that only that block's entries of
+        ``S*`` inform (same inverse-gamma prior, ``theta`` of ``labels_``),
+        ``(d/2)(T_b + s0) / ((n_b + r0) d / 2 - 1)`` with ``T_b = tr S*_bb -
+        theta Sbar_b / (1 + n_b theta)``. Blocks much looser than
+        ``alpha_posterior_['mean']`` fit the shared-``alpha`` model poorly.
     pairwise_marginals_ : ndarray of shape (n_samples, n_samples) or None
         Posterior co-clustering probabilities (exact, or sample frequencies);
         None when ``n_samples > 3000``.
@@ -477,6 +484,8 @@ default='singletons'
         self.n_clusters_distribution_ = trellis.n_clusters_distribution()
         self.alpha_posterior_ = dict(shape=np.inf, scale=np.inf, mean=float(self.alpha),
                                      std=0.0, beta_mean=float(self.alpha * self.theta))
+        sizes, sbars = block_statistics(S, self.labels_)
+        self.block_alpha_means_ = self._block_alpha_means(S, sizes, sbars, float(self.theta))
 
     def _fit_gibbs(self, S, clamped, known, rng, warm):
         n = S.shape[0]
@@ -543,8 +552,9 @@ default='singletons'
         best = int(np.argmax(self.log_posterior_trace_))
         self.labels_ = self.samples_[best].astype(np.int64)
         theta = float(self.theta_samples_[best])
+        sizes, sbars = block_statistics(data, self.labels_)
+        self.block_alpha_means_ = self._block_alpha_means(data, sizes, sbars, theta)
         if self.alpha is None:
-            sizes, sbars = block_statistics(data, self.labels_)
             shape, scale = likelihood.alpha_posterior(sizes, sbars, theta)
             mean = scale / (shape - 1.0)
             std = mean / np.sqrt(shape - 2.0) if shape > 2 else np.inf
@@ -555,6 +565,14 @@ default='singletons'
                                      beta_mean=theta * mean)
         self.pairwise_marginals_ = (coclustering_matrix(self.samples_)
                                     if n <= MAX_PAIRWISE_ITEMS else None)
+
+    def _block_alpha_means(self, S, sizes, sbars, theta):
+        """Per block of ``labels_``: posterior mean of a block-own ``alpha_b`` (a diagnostic)."""
+        traces = np.bincount(self.labels_, weights=np.diag(S).astype(np.float64),
+                             minlength=sizes.size)
+        t_blocks = traces - theta * sbars / (1.0 + sizes * theta)
+        d = self.dof_
+        return 0.5 * d * (t_blocks + self.s0) / (0.5 * (sizes + self.r0) * d - 1.0)
 
     def log_posterior(self, labels, theta=None):
         """``log p(B, theta | S*)`` (up to the constant of ``log_posterior_trace_``) of any partition.

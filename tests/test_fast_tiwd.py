@@ -103,6 +103,8 @@ def test_benchmark_fast():
     assert scores["fastTIWD"] > max(scores["single"], scores["complete"])
     assert 0.02 < np.median(model.theta_samples_) < 0.12  # true theta = 0.05
     assert 1.5 < model.alpha_posterior_["mean"] < 2.5  # true alpha = 2
+    big = np.bincount(model.labels_) >= 20
+    assert np.all(np.abs(model.block_alpha_means_[big] - 2.0) < 0.5)
     assert model.pairwise_marginals_.shape == (200, 200)
     assert model.samples_.shape == (50, 200)
 
