@@ -47,3 +47,68 @@ def load_tumour_subset(n_per_class=6, random_state=0):
         for label in (0, 1)])
     return Bunch(data=X[rows], target=full.target[rows], target_names=full.target_names,
                  feature_names=full.feature_names, ids=rows)
+
+
+def make_wishart_blocks(n_samples=200, n_blocks=3, dof=300, alpha=2.0, theta=0.05,
+                        proportions="dirichlet", offset=40.0, dtype=np.float64,
+                        random_state=None):
+    """Squared distances of the "normal clusters" benchmark of Adametz & Roth (2011, §4).
+
+    Rows of ``X = offset + sqrt(alpha) (E + sqrt(theta) U[z])`` with ``E`` and
+    ``U`` standard normal, i.e. ``X ~ N(offset, Sigma_B (x) I_d)`` with block
+    covariance ``Sigma_B = alpha (I + theta B)``; the distances are those of
+    ``S = X X^T / d``: ``D_ij = ||x_i - x_j||^2 / d``. Mean within-block
+    distance ``2 alpha``, between blocks ``2 alpha (1 + theta)``.
+
+    Parameters
+    ----------
+    n_samples : int, default=200
+    n_blocks : int, default=3
+    dof : int, default=300
+        Dimension ``d`` (the Wishart degrees of freedom).
+    alpha : float, default=2.0
+    theta : float, default=0.05
+        The paper's ``15 / d``.
+    proportions : {'dirichlet', 'uniform'}, default='dirichlet'
+        Block labels drawn with ``Dirichlet(1, ..., 1)`` proportions (unequal
+        blocks) or uniformly.
+    offset : float, default=40.0
+        Common mean, which the distances do not see.
+    dtype : {np.float64, np.float32}, default=np.float64
+        Precision of the returned distances.
+    random_state : int, RandomState instance or None, default=None
+
+    Returns
+    -------
+    data : Bunch
+        ``distances`` (n, n), ``target`` (n,) true blocks, ``theta``, ``alpha``, ``dof``.
+
+    Examples
+    --------
+    >>> from sklearn_trellis.datasets import make_wishart_blocks
+    >>> data = make_wishart_blocks(n_samples=50, random_state=0)
+    >>> data.distances.shape, data.target.shape
+    ((50, 50), (50,))
+    """
+    rng = check_random_state(random_state)
+    if proportions == "dirichlet":
+        weights = rng.dirichlet(np.ones(n_blocks))
+    elif proportions == "uniform":
+        weights = np.full(n_blocks, 1.0 / n_blocks)
+    else:
+        raise ValueError(f"proportions must be 'dirichlet' or 'uniform', got {proportions!r}.")
+    target = rng.choice(n_blocks, size=n_samples, p=weights)
+    centres = rng.standard_normal((n_blocks, dof))
+    X = offset + np.sqrt(alpha) * (rng.standard_normal((n_samples, dof))
+                                   + np.sqrt(theta) * centres[target])
+    X -= X.mean(axis=0)  # distances are translation invariant; centring helps rounding
+    sq = np.einsum("ij,ij->i", X, X)
+    dist = X @ X.T  # one n x n buffer, updated in place
+    dist *= -2.0
+    dist += sq[:, None]
+    dist += sq[None, :]
+    dist /= dof
+    np.fill_diagonal(dist, 0.0)
+    np.maximum(dist, 0.0, out=dist)
+    return Bunch(distances=dist.astype(dtype, copy=False), target=target, theta=theta,
+                 alpha=alpha, dof=dof)

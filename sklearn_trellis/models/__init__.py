@@ -8,7 +8,9 @@ from .correlation import CorrelationClusteringModel
 from .dasgupta import DasguptaEnergy
 from .ginkgo import GinkgoEnergy
 from .hcc import HCCEnergy
+from .wishart import WishartBlockLikelihood, WishartBlockModel
 
 __all__ = ["FlatModel", "CorrelationClusteringModel", "SplitModel", "DasguptaEnergy",
            "HCCEnergy", "GinkgoEnergy", "CallableEnergy", "NormalInverseWishart", "NormalGamma",
-           "BetaBernoulli", "DirichletMultinomial"]
+           "BetaBernoulli", "DirichletMultinomial",
+           "WishartBlockModel", "WishartBlockLikelihood"]

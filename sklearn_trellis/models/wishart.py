@@ -1,0 +1,401 @@
+"""The Wishart block model of (fast)TIWD (Adametz & Roth 2011; spec §0, §a, §b, §d).
+
+An inner-product matrix ``S`` (n x n, positive semi-definite) is central
+Wishart with ``d`` degrees of freedom and block covariance
+``Sigma = alpha (I + theta B)``, ``B`` the partition matrix. Per block ``b`` of
+size ``n_b`` only ``Sbar_b = 1_b^T S 1_b`` matters::
+
+    T_B(theta) = tr S - sum_b theta Sbar_b / (1 + n_b theta)      (alpha tr(Psi S))
+    L_B(theta) = sum_b log(1 + n_b theta)                         (-log det Psi at alpha=1)
+    log L      = -(n d / 2) log alpha - (d / 2) L_B - d T_B / (2 alpha)
+
+With ``alpha ~ Inv-Gamma(r0 d / 2, s0 d / 2)`` integrated out (eq. 7)::
+
+    log P(B | S, theta) = log p(B) - (d/2) L_B - ((n + r0) d / 2) log(T_B + s0) + const
+
+which couples the blocks; with ``alpha`` and ``theta`` fixed the posterior
+factorises over blocks, which is :class:`WishartBlockModel` (a flat model for
+the exact trellis).
+"""
+
+import numpy as np
+from scipy.special import logsumexp
+
+from ..sampling.likelihood import ClusterLikelihood, GibbsKernels
+from ..sampling.priors import make_prior
+
+from ..trellis.flat import ExactFlatTrellis
+from ..trellis.flat_counts import CountWeightedFlatTrellis
+from ._flat import FlatModel
+from .correlation import _pair_sum_table
+from .._validation import check_scalar_param
+from . import _tiwd_kernels as _tk
+
+
+def block_statistics(S, labels, n_clusters=None):
+    """Sizes ``n_b`` and block sums ``Sbar_b = sum_{i,j in b} S_ij`` of a labelling.
+
+    Parameters
+    ----------
+    S : ndarray of shape (n, n)
+    labels : ndarray of shape (n,)
+        Labels ``0..K-1``.
+    n_clusters : int, default=None
+        ``K``; ``labels.max() + 1`` when None.
+
+    Returns
+    -------
+    sizes, sbars : ndarrays of shape (K,)
+    """
+    labels = np.ascontiguousarray(labels, dtype=np.int64)
+    k = int(labels.max()) + 1 if n_clusters is None else int(n_clusters)
+    sizes = np.zeros(k)
+    sbars = np.zeros(k)
+    _tk.block_sums(S, labels, k, sizes, sbars)
+    return sizes, sbars
+
+
+def wishart_terms(sizes, sbars, trace, theta):
+    """``(T_B(theta), L_B(theta))`` for a scalar ``theta`` or an array of them."""
+    theta = np.asarray(theta, dtype=np.float64)
+    sizes = np.asarray(sizes, dtype=np.float64)
+    sbars = np.asarray(sbars, dtype=np.float64)
+    one_plus = 1.0 + np.multiply.outer(theta, sizes)
+    t_value = trace - np.sum(theta[..., None] * sbars / one_plus, axis=-1)
+    l_value = np.sum(np.log(one_plus), axis=-1)
+    return t_value, l_value
+
+
+def partition_log_prior(sizes, concentration, n_blocks=None):
+    """``log p(B | xi, k)`` (spec §e): Dirichlet-multinomial with ``k`` blocks, Ewens if ``k = None``.
+
+    A thin wrapper of the shared priors of :mod:`sklearn_trellis.sampling.priors`.
+    """
+    return make_prior(concentration, n_components=n_blocks).log_eppf(sizes)
+
+
+def estimate_dof(S, chunk=2048):
+    """Moment estimate of the Wishart degrees of freedom ``d`` from ``S`` (``O(n^2)``, no copy).
+
+    For ``S ~ W_d(Sigma)`` / d, ``Var(S_ij) = (Sigma_ii Sigma_jj + Sigma_ij^2) / d``;
+    plugging ``S`` in for ``Sigma`` and pooling the off-diagonal entries gives
+    ``d_hat = mean(S_ii S_jj + S_ij^2) / var(S_ij)``. The block structure adds
+    variance to the off-diagonal entries, so ``d_hat`` errs low (about 0.8 d
+    on the benchmark of :func:`~sklearn_trellis.datasets.make_wishart_blocks`),
+    i.e. towards a warmer, more exploratory chain.
+    """
+    n = S.shape[0]
+    if n < 2:
+        return 1.0
+    diag = np.diag(S).astype(np.float64)
+    total = total_sq = 0.0
+    for start in range(0, n, chunk):
+        block = np.asarray(S[start:start + chunk], dtype=np.float64)
+        total += float(block.sum())
+        total_sq += float(np.einsum("ij,ij->", block, block))
+    pairs = n * (n - 1)
+    off_sum = total - diag.sum()
+    off_sq = total_sq - float(diag @ diag)
+    mean_off = off_sum / pairs
+    var_off = off_sq / pairs - mean_off ** 2
+    mean_diag_products = (diag.sum() ** 2 - float(diag @ diag)) / pairs
+    if not var_off > 0:
+        return 1.0
+    return float(max(1.0, (mean_diag_products + off_sq / pairs) / var_off))
+
+
+def log_likelihood_exponent(n_items, dof, r0):
+    """``a = (n + r0) d / 2``, the exponent of ``T_B + s0`` in eq. 7."""
+    return 0.5 * (n_items + r0) * dof
+
+
+def collapsed_log_likelihood(sizes, sbars, trace, n_items, theta, *, dof, r0=0.01, s0=0.01,
+                             alpha=None):
+    """Log-likelihood of a partition (up to terms free of ``B`` and ``theta``).
+
+    ``alpha=None``: ``alpha`` integrated out (eq. 7),
+    ``-(d/2) L_B - a log(T_B + s0)``; a number: ``alpha`` fixed,
+    ``-(d/2) L_B - d T_B / (2 alpha)``. ``theta`` may be an array (a grid).
+    """
+    t_value, l_value = wishart_terms(sizes, sbars, trace, theta)
+    if alpha is None:
+        return -0.5 * dof * l_value - log_likelihood_exponent(n_items, dof, r0) * np.log(
+            t_value + s0)
+    return -0.5 * dof * l_value - 0.5 * dof * t_value / alpha
+
+
+def theta_log_weights(sizes, sbars, trace, n_items, theta_grid, *, dof, r0, s0, alpha=None,
+                      log_prior=None):
+    """Normalised log posterior of ``theta`` over its grid given the partition (spec §d)."""
+    weights = collapsed_log_likelihood(sizes, sbars, trace, n_items, theta_grid, dof=dof,
+                                       r0=r0, s0=s0, alpha=alpha)
+    if log_prior is not None:
+        weights = weights + log_prior
+    return weights - logsumexp(weights)
+
+
+def alpha_posterior(t_value, n_items, *, dof, r0, s0):
+    """``(shape, scale)`` of ``alpha | B, theta, S ~ Inv-Gamma`` (spec §b)."""
+    return log_likelihood_exponent(n_items, dof, r0), 0.5 * dof * (t_value + s0)
+
+
+class WishartBlockModel(FlatModel):
+    """Partition posterior of the Wishart block model with ``alpha`` and ``theta`` fixed.
+
+    The log posterior of a partition ``B`` of the n items is, up to terms that
+    depend on ``S`` only, ``log p(B | xi, k) + log L(B)`` with the Wishart
+    likelihood of the module docstring. With ``alpha`` and ``theta`` fixed it
+    is a sum of cluster log-potentials::
+
+        e(b) = log_block(n_b) - (d/2) log(1 + n_b theta)
+               + d theta Sbar_b / (2 alpha (1 + n_b theta))
+
+    plus the constant ``log_normaliser(n) - (n d / 2) log alpha - d tr(S) / (2 alpha)``
+    and, for a Dirichlet-multinomial prior with ``k`` blocks, the factor
+    ``log k! / (k - K)!`` of the number of blocks ``K`` (for the Ewens / CRP
+    prior, ``k = None``, it is ``K log xi`` and folds into ``e``). The prior
+    factors come from :mod:`sklearn_trellis.sampling.priors`.
+
+    Parameters
+    ----------
+    dof : float, default=1.0
+        Wishart degrees of freedom ``d``.
+    alpha : float, default=1.0
+        Within-block variance ``alpha > 0``.
+    theta : float, default=1.0
+        Ratio of between- to within-block variance ``theta > 0``.
+    concentration : float, default=1.0
+        Dirichlet rate / CRP concentration ``xi``.
+    n_blocks : int or None, default=None
+        Number of population blocks ``k`` of the Dirichlet-multinomial prior;
+        ``None`` is its Ewens (CRP) limit.
+
+    Attributes
+    ----------
+    inner_products_ : ndarray of shape (n, n)
+        The matrix ``S``.
+    n_items_ : int
+    prior_ : PartitionPrior
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_trellis.models import WishartBlockModel
+    >>> S = np.array([[2., 1.9, 0.], [1.9, 2., 0.], [0., 0., 2.]])
+    >>> model = WishartBlockModel(dof=10, alpha=0.1, theta=10.).fit(S)
+    >>> bool(model.log_potential([0, 0, 1]) > model.log_potential([0, 1, 2]))
+    True
+    """
+
+    def __init__(self, dof=1.0, alpha=1.0, theta=1.0, concentration=1.0, n_blocks=None):
+        self.dof = dof
+        self.alpha = alpha
+        self.theta = theta
+        self.concentration = concentration
+        self.n_blocks = n_blocks
+
+    def fit(self, inner_products, y=None):
+        """Bind the model to a symmetric (n, n) inner-product matrix."""
+        check_scalar_param(self.dof, "dof", low=0.0, include_low=False)
+        check_scalar_param(self.alpha, "alpha", low=0.0, include_low=False)
+        check_scalar_param(self.theta, "theta", low=0.0, include_low=False)
+        self.prior_ = make_prior(self.concentration, n_components=self.n_blocks)
+        S = np.asarray(inner_products, dtype=np.float64)
+        if S.ndim != 2 or S.shape[0] != S.shape[1]:
+            raise ValueError(f"inner_products must be a square matrix, got shape {S.shape}.")
+        self.inner_products_ = S
+        self.n_items_ = S.shape[0]
+        return self
+
+    @property
+    def folds_count(self):
+        """True for the CRP prior, whose ``K log xi`` folds into the clusters."""
+        return self.n_blocks is None
+
+    def _block_log_potential(self, sizes, sbars):
+        d, alpha, theta = float(self.dof), float(self.alpha), float(self.theta)
+        sizes = np.asarray(sizes, dtype=np.float64)
+        one_plus = 1.0 + sizes * theta
+        value = (self.prior_.log_block(sizes) - 0.5 * d * np.log(one_plus)
+                 + 0.5 * d * theta * sbars / (alpha * one_plus))
+        if self.folds_count:
+            value = value + np.log(self.prior_.alpha)
+        return value
+
+    def cluster_log_potential(self, indices):
+        idx = np.asarray(indices, dtype=np.int64)
+        sbar = float(self.inner_products_[np.ix_(idx, idx)].sum())
+        return float(self._block_log_potential(np.array([idx.size]), sbar)[0])
+
+    def log_potential_constant(self):
+        n, d, alpha = self.n_items_, float(self.dof), float(self.alpha)
+        return float(self.prior_.log_normaliser(n) - 0.5 * n * d * np.log(alpha)
+                     - 0.5 * d * np.trace(self.inner_products_) / alpha)
+
+    def log_count_table(self):
+        """``log_count(K)`` of the prior for ``K = 0..n``."""
+        return self.prior_.log_count_table(self.n_items_)
+
+    def log_potential(self, labels):
+        value = super().log_potential(labels)
+        if not self.folds_count:
+            value += self.prior_.log_count(np.unique(labels).size)
+        return value
+
+    def log_potential_table(self):
+        S = self.inner_products_
+        n = self.n_items_
+        off = S.copy()
+        np.fill_diagonal(off, 0.0)
+        # Sbar(B) = 2 sum_{i<j in B} S_ij + sum_{i in B} S_ii
+        sbars = _pair_sum_table(off, n, 2.0)
+        masks = np.arange(1 << n)
+        sizes = np.zeros(1 << n)
+        for i in range(n):
+            bit = (masks >> i) & 1
+            sizes += bit
+            sbars += S[i, i] * bit
+        table = np.zeros(1 << n)
+        table[1:] = self._block_log_potential(sizes[1:], sbars[1:])
+        return table
+
+    def exact_trellis(self, log_potentials=None, max_items=12):
+        """The fitted exact engine (plain, or count-resolved for finite ``n_blocks``)."""
+        table = self.log_potential_table() if log_potentials is None else log_potentials
+        if self.folds_count:
+            return ExactFlatTrellis(table, max_items=max_items).fit()
+        return CountWeightedFlatTrellis(table, self.log_count_table(), max_items=max_items).fit()
+
+
+DEFAULT_THETA_GRID = np.geomspace(1e-3, 10.0, 81)
+
+
+class WishartBlockLikelihood(ClusterLikelihood):
+    """The Wishart block likelihood of fastTIWD as a plug-in of the collapsed Gibbs engine.
+
+    Fitted on an inner-product matrix ``S`` (for distances, the normalised
+    ``S*`` of :mod:`.distance_normalization`). Per cluster slot it keeps
+    ``n_b`` and ``Sbar_b``; the running sums ``sum_b theta Sbar_b / (1 + n_b
+    theta)`` and ``sum_b log(1 + n_b theta)`` are the shared statistics, so
+    the conditional of one item costs ``O(n)`` for its row block sums plus
+    ``O(1)`` per candidate block, ``O(n^2)`` per sweep (spec §c). The whole
+    likelihood is the engine's ``log_global`` (it does not split over blocks
+    once ``alpha`` is integrated out). ``theta`` is resampled on its grid once
+    per sweep (spec §d) through :meth:`resample_params`.
+
+    Parameters
+    ----------
+    dof : float, default=1.0
+        Wishart degrees of freedom ``d``.
+    r0, s0 : float, default=0.01
+        ``alpha ~ Inv-Gamma(r0 d / 2, s0 d / 2)``; ``0`` gives the improper
+        ``1 / alpha`` prior.
+    alpha : float or None, default=None
+        ``None`` integrates ``alpha`` out (eq. 7); a number holds it fixed.
+    theta : float or None, default=None
+        ``None`` samples ``theta`` on ``theta_grid`` (starting from the grid's
+        geometric middle); a number holds it fixed.
+    theta_grid : array-like or None, default=None
+        Positive grid, uniform prior; ``None`` means ``geomspace(1e-3, 10, 81)``.
+
+    Attributes
+    ----------
+    n_items_ : int
+    trace_ : float
+        ``tr S``.
+    theta_grid_ : ndarray
+    n_features_in_ : int
+    """
+
+    kernels = GibbsKernels(
+        _tk.wishart_reset, _tk.wishart_prepare, _tk.wishart_add,
+        _tk.wishart_remove, _tk.wishart_log_predictive, _tk.wishart_log_cluster,
+        _tk.wishart_log_global, _tk.wishart_refresh)
+    factorizes = False
+    n_stats = 2
+
+    @property
+    def n_shared(self):
+        """Running sums, cached log-likelihood and a ``log(1 + m theta)`` table (``m = 0..n``)."""
+        return _tk.SHARED_HEADER + self.n_items_ + 1
+
+    def __init__(self, dof=1.0, r0=0.01, s0=0.01, alpha=None, theta=None, theta_grid=None):
+        self.dof = dof
+        self.r0 = r0
+        self.s0 = s0
+        self.alpha = alpha
+        self.theta = theta
+        self.theta_grid = theta_grid
+
+    def fit(self, X, y=None):
+        """Bind to a square inner-product matrix (float64 or float32, not copied)."""
+        check_scalar_param(self.dof, "dof", low=0.0, include_low=False)
+        check_scalar_param(self.r0, "r0", low=0.0)
+        check_scalar_param(self.s0, "s0", low=0.0)
+        check_scalar_param(self.alpha, "alpha", low=0.0, include_low=False, allow_none=True)
+        check_scalar_param(self.theta, "theta", low=0.0, include_low=False, allow_none=True)
+        if (self.r0 == 0) != (self.s0 == 0):
+            raise ValueError("r0 and s0 must both be positive or both be 0 (improper prior), "
+                             f"got r0={self.r0!r}, s0={self.s0!r}.")
+        grid = DEFAULT_THETA_GRID if self.theta_grid is None else np.asarray(
+            self.theta_grid, dtype=np.float64).ravel()
+        if grid.size == 0 or not np.all(np.isfinite(grid)) or np.any(grid <= 0):
+            raise ValueError("theta_grid must be a non-empty array of positive finite values.")
+        S = np.asarray(X)
+        if S.ndim != 2 or S.shape[0] != S.shape[1]:
+            raise ValueError(f"X must be a square inner-product matrix, got shape {S.shape}.")
+        self.theta_grid_ = np.sort(grid)
+        self.n_items_ = S.shape[0]
+        self.n_features_in_ = S.shape[1]
+        self.trace_ = float(np.trace(S, dtype=np.float64))
+        return self
+
+    def initial_theta(self):
+        """``theta`` if fixed, else the geometric middle of the grid."""
+        if self.theta is not None:
+            return float(self.theta)
+        grid = self.theta_grid_
+        return float(grid[np.argmin(np.abs(np.log(grid) - np.log(grid).mean()))])
+
+    def kernel_params(self, theta=None):
+        theta = self.initial_theta() if theta is None else float(theta)
+        inv_alpha = 0.0 if self.alpha is None else 1.0 / float(self.alpha)
+        return np.array([theta, float(self.dof),
+                         log_likelihood_exponent(self.n_items_, float(self.dof), float(self.r0)),
+                         float(self.s0), inv_alpha, self.trace_])
+
+    def kernel_data(self, X):
+        """``S`` itself, float64 or float32 (kept), C-contiguous and writeable."""
+        S = np.asarray(X)
+        dtype = S.dtype if S.dtype in (np.float32, np.float64) else np.float64
+        return np.require(S, dtype=dtype, requirements=["C", "W"])
+
+    def work_size(self, capacity):
+        return _tk.N_BANKS * (capacity + 1)
+
+    def theta_log_weights(self, sizes, sbars):
+        """Normalised log posterior of ``theta`` over ``theta_grid_`` given a partition (spec §d)."""
+        return theta_log_weights(sizes, sbars, self.trace_, self.n_items_, self.theta_grid_,
+                                 dof=float(self.dof), r0=float(self.r0), s0=float(self.s0),
+                                 alpha=self.alpha)
+
+    def resample_params(self, params, stats, shared, counts, active, random_state):
+        """Draw ``theta`` from its grid posterior given the blocks (``O(G K)``)."""
+        if self.theta is not None:
+            return None
+        probs = np.exp(self.theta_log_weights(stats[active, 0], stats[active, 1]))
+        index = int(np.searchsorted(np.cumsum(probs), random_state.random_sample()))
+        new = np.array(params, dtype=np.float64)
+        new[0] = self.theta_grid_[min(index, probs.size - 1)]
+        return new
+
+    def alpha_posterior(self, sizes, sbars, theta):
+        """``(shape, scale)`` of ``alpha | B, theta, S ~ Inv-Gamma``."""
+        t_value, _ = wishart_terms(sizes, sbars, self.trace_, theta)
+        return alpha_posterior(float(t_value), self.n_items_, dof=float(self.dof),
+                               r0=float(self.r0), s0=float(self.s0))
+
+
+__all__ = ["WishartBlockLikelihood", "DEFAULT_THETA_GRID", "block_statistics", "estimate_dof", "wishart_terms", "partition_log_prior",
+           "collapsed_log_likelihood", "theta_log_weights", "alpha_posterior",
+           "log_likelihood_exponent", "WishartBlockModel"]
