@@ -18,7 +18,8 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from ._subsets import chunk_bounds, lowest_bit_index, n_parallel_chunks, popcount
+from ._flat_kernels import draw_cluster, write_label
+from ._subsets import chunk_bounds, n_parallel_chunks, popcount
 
 
 @njit(cache=True, parallel=True)
@@ -122,32 +123,9 @@ def count_sample_partitions(log_potentials, log_zk, full, n_items, n_clusters, u
         k = n_clusters[s]
         label = 0
         while subset:
-            low = subset & -subset
-            rest = subset ^ low
-            threshold = uniforms[s, label]
-            log_z_subset = log_zk[subset, k]
-            cumulative = 0.0
-            chosen = -1
-            last_positive = low
-            sub = rest
-            while True:
-                value = log_potentials[sub | low] + log_zk[rest ^ sub, k - 1] - log_z_subset
-                if value > -745.0:
-                    cumulative += math.exp(value)
-                    last_positive = sub | low
-                    if cumulative > threshold:
-                        chosen = sub | low
-                        break
-                if sub == 0:
-                    break
-                sub = (sub - 1) & rest
-            if chosen < 0:
-                chosen = last_positive
-            members = chosen
-            while members:
-                bit = members & -members
-                labels[s, lowest_bit_index(bit)] = label
-                members ^= bit
+            chosen = draw_cluster(log_potentials, log_zk[:, k - 1], subset,
+                                  log_zk[subset, k], uniforms[s, label])
+            write_label(labels[s], chosen, label)
             subset ^= chosen
             label += 1
             k -= 1

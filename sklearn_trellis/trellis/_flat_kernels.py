@@ -304,6 +304,44 @@ def superset_sums_parallel(table, n_items, block_bits):
     return table
 
 
+@njit(cache=True)
+def draw_cluster(log_potentials, log_z_rest, subset, log_z_subset, threshold):
+    """The cluster of the lowest item of ``subset`` for one exact top-down draw.
+
+    ``B`` (containing the lowest item) is chosen with probability
+    ``exp(e(B) + log_z_rest[subset \\ B] - log_z_subset)`` by inverting the
+    cumulative sum at ``threshold`` (a uniform draw). ``log_z_rest`` is the log
+    partition function table of the remaining items (for count-resolved
+    trellises, the column of one fewer cluster).
+    """
+    low = subset & -subset
+    rest = subset ^ low
+    cumulative = 0.0
+    last_positive = low
+    sub = rest
+    while True:
+        value = log_potentials[sub | low] + log_z_rest[rest ^ sub] - log_z_subset
+        if value > -745.0:
+            cumulative += math.exp(value)
+            last_positive = sub | low
+            if cumulative > threshold:
+                return sub | low
+        if sub == 0:
+            break
+        sub = (sub - 1) & rest
+    return last_positive  # rounding left the total a hair below the threshold
+
+
+@njit(cache=True, inline="always")
+def write_label(labels_row, cluster, label):
+    """Give every item of the bitmask ``cluster`` the label ``label``."""
+    members = cluster
+    while members:
+        bit = members & -members
+        labels_row[lowest_bit_index(bit)] = label
+        members ^= bit
+
+
 @njit(cache=True, parallel=True)
 def sample_partitions(log_potentials, log_z, full, n_items, uniforms):
     """Exact draws, one per row of ``uniforms`` (shape ``(n_samples, n_items)``).
@@ -318,32 +356,9 @@ def sample_partitions(log_potentials, log_z, full, n_items, uniforms):
         subset = full
         label = 0
         while subset:
-            low = subset & -subset
-            rest = subset ^ low
-            threshold = uniforms[s, label]
-            log_z_subset = log_z[subset]
-            cumulative = 0.0
-            chosen = -1
-            last_positive = low
-            sub = rest
-            while True:
-                value = log_potentials[sub | low] + log_z[rest ^ sub] - log_z_subset
-                if value > -745.0:
-                    cumulative += math.exp(value)
-                    last_positive = sub | low
-                    if cumulative > threshold:
-                        chosen = sub | low
-                        break
-                if sub == 0:
-                    break
-                sub = (sub - 1) & rest
-            if chosen < 0:  # rounding left the total a hair below the threshold
-                chosen = last_positive
-            members = chosen
-            while members:
-                bit = members & -members
-                labels[s, lowest_bit_index(bit)] = label
-                members ^= bit
+            chosen = draw_cluster(log_potentials, log_z, subset, log_z[subset],
+                                  uniforms[s, label])
+            write_label(labels[s], chosen, label)
             subset ^= chosen
             label += 1
     return labels
