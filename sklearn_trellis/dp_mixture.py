@@ -21,6 +21,8 @@ from .summaries.point_estimates import point_estimate as _loss_point_estimate
 MAX_PAIRWISE_ITEMS = 3000
 #: Posterior samples (evenly spaced) used by predict / predict_proba / score.
 MAX_PREDICTIVE_SAMPLES = 25
+#: Largest n for the loss-based ``labels_`` (the search holds an n x n float matrix).
+MAX_LOSS_ESTIMATE_ITEMS = 10_000
 #: Number of k-means clusters of ``init='kmeans'``.
 KMEANS_INIT_CLUSTERS = 10
 
@@ -97,9 +99,12 @@ default='kmeans'
         the sample of smallest expected loss and improved by single-element
         moves), ``'map'`` takes the sample of highest joint density
         ``p(z, X)``. The loss-based estimates pool the whole sample set, so
-        they are less sensitive than ``'map'`` to one chain's state (on the
-        benchmark datasets ``'vi'`` is never worse and is clearly better on
-        large overlapping data). Exact mode always reports the MAP partition.
+        they are less sensitive than ``'map'`` to one chain's state (on
+        ``benchmarks/bench_dp_mixture.py`` ``'vi'`` raises the ARI of the
+        overlapping 10,000-point blobs from about 0.8 to 0.87 and stays within
+        0.02 of ``'map'`` on the other datasets). Exact mode always reports the MAP partition,
+        and above 10,000 samples (where the search's ``n x n`` co-clustering
+        matrix would exceed 800 MB) ``'map'`` is used.
 
     Attributes
     ----------
@@ -321,7 +326,8 @@ default='kmeans'
         self.log_joints_ = new_joints
         self.alphas_ = new_alphas
         self.log_marginal_likelihood_ = None
-        if self.point_estimate == "map" or self.samples_.shape[0] == 1:
+        if (self.point_estimate == "map" or self.samples_.shape[0] == 1
+                or n > MAX_LOSS_ESTIMATE_ITEMS):
             best = int(np.argmax(self.log_joints_))
             self.labels_ = self.samples_[best].astype(np.int64)
         else:

@@ -37,6 +37,18 @@ def test_recovers_blobs_and_reports_posterior(blobs):
     assert np.argmax(model.n_clusters_distribution_) + 1 == 3
 
 
+def test_large_data_falls_back_to_map_labels(blobs, monkeypatch):
+    import sklearn_trellis.dp_mixture as module
+    X, _ = blobs
+    monkeypatch.setattr(module, "MAX_LOSS_ESTIMATE_ITEMS", X.shape[0] - 1)
+
+    def no_search(*args, **kwargs):
+        raise AssertionError("the n x n loss search must not run above the size limit")
+    monkeypatch.setattr(module, "_loss_point_estimate", no_search)
+    model = DPMixture(n_sweeps=10, random_state=0).fit(X)
+    assert model.labels_.tolist() == model.samples_[np.argmax(model.log_joints_)].tolist()
+
+
 def test_predict_proba_and_score(blobs):
     X, y = blobs
     model = DPMixture(n_sweeps=30, random_state=0).fit(X)
