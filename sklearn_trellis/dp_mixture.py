@@ -53,10 +53,13 @@ default='gaussian'
         ``'multinomial'`` = :class:`~sklearn_trellis.models.DirichletMultinomial` (counts),
         or an instance (its hyperparameters are tunable as ``likelihood__<name>``).
         Priors left at ``None`` take the data-dependent defaults documented per class.
-    n_sweeps : int, default=100
+    n_sweeps : int, default=200
         Gibbs sweeps per chain (each: one scan over all items plus
         ``n_split_merge`` split-merge proposals). In exact mode, the number of
-        exact posterior draws stored in ``samples_``.
+        exact posterior draws stored in ``samples_``. 200 (100 after the
+        default burn-in) because 100 sweeps left chains unconverged on the
+        benchmark datasets (e.g. iris: ARI 0.57 at 100 sweeps, 0.89-0.90 at
+        200 over five seeds).
     burn_in : int, default=None
         Sweeps discarded at the start of each chain; ``None`` means
         ``n_sweeps // 2``.
@@ -166,7 +169,7 @@ default='kmeans'
     True
     """
 
-    def __init__(self, alpha=1.0, discount=0.0, likelihood="gaussian", n_sweeps=100,
+    def __init__(self, alpha=1.0, discount=0.0, likelihood="gaussian", n_sweeps=200,
                  burn_in=None, thin=1, n_chains=1, n_jobs=None, inference="auto",
                  init="kmeans", random_state=None, verbose=0, warm_start=False,
                  n_prior_components=None, alpha_prior=None, n_split_merge=10, max_exact_size=12,
