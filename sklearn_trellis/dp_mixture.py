@@ -15,11 +15,14 @@ from .models.dp_mixture import MixturePartitionModel
 from .sampling import gibbs
 from .sampling.priors import GammaHyperprior, make_prior
 from .sampling.coclustering import coclustering_matrix
+from .summaries.point_estimates import point_estimate as _loss_point_estimate
 
 #: Largest n for which ``pairwise_marginals_`` (an n x n matrix) is stored.
 MAX_PAIRWISE_ITEMS = 3000
 #: Posterior samples (evenly spaced) used by predict / predict_proba / score.
 MAX_PREDICTIVE_SAMPLES = 25
+#: Largest n for the loss-based ``labels_`` (the search holds an n x n float matrix).
+MAX_LOSS_ESTIMATE_ITEMS = 10_000
 #: Number of k-means clusters of ``init='kmeans'``.
 KMEANS_INIT_CLUSTERS = 10
 
@@ -50,10 +53,13 @@ default='gaussian'
         ``'multinomial'`` = :class:`~sklearn_trellis.models.DirichletMultinomial` (counts),
         or an instance (its hyperparameters are tunable as ``likelihood__<name>``).
         Priors left at ``None`` take the data-dependent defaults documented per class.
-    n_sweeps : int, default=100
+    n_sweeps : int, default=200
         Gibbs sweeps per chain (each: one scan over all items plus
         ``n_split_merge`` split-merge proposals). In exact mode, the number of
-        exact posterior draws stored in ``samples_``.
+        exact posterior draws stored in ``samples_``. 200 (100 after the
+        default burn-in) because 100 sweeps left chains unconverged on the
+        benchmark datasets (e.g. iris: ARI 0.57 at 100 sweeps, 0.89-0.90 at
+        200 over five seeds).
     burn_in : int, default=None
         Sweeps discarded at the start of each chain; ``None`` means
         ``n_sweeps // 2``.
@@ -89,13 +95,25 @@ default='kmeans'
         Split-merge proposals per sweep (sequentially allocated, Dahl 2003).
     max_exact_size : int, default=12
         Largest ``n`` for exact inference.
+    point_estimate : {'vi', 'binder', 'map'}, default='vi'
+        How ``labels_`` summarises the Gibbs samples: ``'vi'`` / ``'binder'``
+        minimise the posterior expected variation of information / Binder
+        loss (:func:`~sklearn_trellis.summaries.point_estimate`, started from
+        the sample of smallest expected loss and improved by single-element
+        moves), ``'map'`` takes the sample of highest joint density
+        ``p(z, X)``. The loss-based estimates pool the whole sample set, so
+        they are less sensitive than ``'map'`` to one chain's state (on
+        ``benchmarks/bench_dp_mixture.py`` ``'vi'`` raises the ARI of the
+        overlapping 10,000-point blobs from about 0.8 to 0.87 and stays within
+        0.02 of ``'map'`` on the other datasets). Exact mode always reports the MAP partition,
+        and above 10,000 samples (where the search's ``n x n`` co-clustering
+        matrix would exceed 800 MB) ``'map'`` is used.
 
     Attributes
     ----------
     labels_ : ndarray of shape (n_samples,)
-        Point estimate: the posterior sample with the highest joint density
-        ``p(z, X)`` (exact mode: the MAP partition). Labels ``0..K-1`` in order
-        of first appearance.
+        Point estimate chosen by ``point_estimate`` (exact mode: the MAP
+        partition). Labels ``0..K-1`` in order of first appearance.
     n_clusters_ : int
         Clusters of ``labels_``.
     samples_ : ndarray of shape (n_kept, n_samples), dtype int32
@@ -151,10 +169,11 @@ default='kmeans'
     True
     """
 
-    def __init__(self, alpha=1.0, discount=0.0, likelihood="gaussian", n_sweeps=100,
+    def __init__(self, alpha=1.0, discount=0.0, likelihood="gaussian", n_sweeps=200,
                  burn_in=None, thin=1, n_chains=1, n_jobs=None, inference="auto",
                  init="kmeans", random_state=None, verbose=0, warm_start=False,
-                 n_prior_components=None, alpha_prior=None, n_split_merge=10, max_exact_size=12):
+                 n_prior_components=None, alpha_prior=None, n_split_merge=10, max_exact_size=12,
+                 point_estimate="vi"):
         self.alpha = alpha
         self.discount = discount
         self.likelihood = likelihood
@@ -172,6 +191,7 @@ default='kmeans'
         self.alpha_prior = alpha_prior
         self.n_split_merge = n_split_merge
         self.max_exact_size = max_exact_size
+        self.point_estimate = point_estimate
 
     # -- validation ----------------------------------------------------------------
     def _check_params(self):
@@ -186,6 +206,7 @@ default='kmeans'
         if self.burn_in is not None and self.burn_in >= self.n_sweeps:
             raise ValueError(f"burn_in must be < n_sweeps={self.n_sweeps}, got {self.burn_in}.")
         check_option(self.inference, "inference", {"auto", "gibbs", "exact"})
+        check_option(self.point_estimate, "point_estimate", {"vi", "binder", "map"})
         check_scalar_param(self.n_prior_components, "n_prior_components",
                            kind=numbers.Integral, low=1, allow_none=True)
         check_scalar_param(self.n_split_merge, "n_split_merge", kind=numbers.Integral, low=0)
@@ -308,8 +329,14 @@ default='kmeans'
         self.log_joints_ = new_joints
         self.alphas_ = new_alphas
         self.log_marginal_likelihood_ = None
-        best = int(np.argmax(self.log_joints_))
-        self.labels_ = self.samples_[best].astype(np.int64)
+        if (self.point_estimate == "map" or self.samples_.shape[0] == 1
+                or n > MAX_LOSS_ESTIMATE_ITEMS):
+            best = int(np.argmax(self.log_joints_))
+            self.labels_ = self.samples_[best].astype(np.int64)
+        else:
+            self.labels_ = _loss_point_estimate(
+                self.samples_, loss=self.point_estimate, n_runs=0,
+                random_state=rng.randint(2**31 - 1)).astype(np.int64)
         self.pairwise_marginals_ = (coclustering_matrix(self.samples_)
                                     if n <= MAX_PAIRWISE_ITEMS else None)
         k = self.samples_.max(axis=1) + 1

@@ -11,6 +11,7 @@ from sklearn.preprocessing import StandardScaler
 
 from sklearn_trellis import DPMixture
 from sklearn_trellis.models import NormalInverseWishart
+from sklearn_trellis.summaries.point_estimates import expected_loss
 
 
 @pytest.fixture(scope="module")
@@ -25,11 +26,27 @@ def test_recovers_blobs_and_reports_posterior(blobs):
     assert adjusted_rand_score(y, model.labels_) > 0.95
     assert model.samples_.shape == (20, 120) and model.samples_.dtype == np.int32
     assert model.log_marginal_likelihood_ is None
-    assert model.labels_.tolist() == model.samples_[np.argmax(model.log_joints_)].tolist()
+    # default labels_: expected VI no worse than that of any sample
+    vi = expected_loss(model.samples_, model.labels_, loss="vi")
+    assert all(vi <= expected_loss(model.samples_, s, loss="vi") + 1e-12 for s in model.samples_)
+    mapped = DPMixture(n_sweeps=40, random_state=0, point_estimate="map").fit(X)
+    assert mapped.labels_.tolist() == mapped.samples_[np.argmax(mapped.log_joints_)].tolist()
     p = model.pairwise_marginals_
     assert p.shape == (120, 120) and np.allclose(np.diag(p), 1) and np.allclose(p, p.T)
     assert model.n_clusters_distribution_.sum() == pytest.approx(1.0)
     assert np.argmax(model.n_clusters_distribution_) + 1 == 3
+
+
+def test_large_data_falls_back_to_map_labels(blobs, monkeypatch):
+    import sklearn_trellis.dp_mixture as module
+    X, _ = blobs
+    monkeypatch.setattr(module, "MAX_LOSS_ESTIMATE_ITEMS", X.shape[0] - 1)
+
+    def no_search(*args, **kwargs):
+        raise AssertionError("the n x n loss search must not run above the size limit")
+    monkeypatch.setattr(module, "_loss_point_estimate", no_search)
+    model = DPMixture(n_sweeps=10, random_state=0).fit(X)
+    assert model.labels_.tolist() == model.samples_[np.argmax(model.log_joints_)].tolist()
 
 
 def test_predict_proba_and_score(blobs):
@@ -136,6 +153,7 @@ def test_exact_and_gibbs_agree_on_small_data():
     (dict(burn_in=30, n_sweeps=30), "burn_in"), (dict(inference="vb"), "inference"),
     (dict(init="ward"), "init"), (dict(likelihood="poisson"), "likelihood"),
     (dict(n_prior_components=2, discount=0.5), "discount"), (dict(alpha_prior=(1.0,)), "alpha_prior"),
+    (dict(point_estimate="mode"), "point_estimate"),
 ])
 def test_invalid_parameters(params, match):
     X = np.random.default_rng(0).normal(size=(20, 2))

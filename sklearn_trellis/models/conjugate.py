@@ -77,8 +77,13 @@ class NormalInverseWishart(_FittedMixin):
 
     Parameters
     ----------
-    kappa : float, default=0.01
-        Prior pseudo-count of the cluster means (small: means are free).
+    kappa : float, default=0.1
+        Prior pseudo-count of the cluster means. The prior covariance of a
+        cluster mean is ``Sigma / kappa``; with the default
+        ``covariance_prior=0.1`` its expectation is the feature variances of
+        ``X``, so cluster means are a priori spread like the data (a smaller
+        ``kappa`` spreads them far beyond the data and penalises every extra
+        cluster by a factor of about ``kappa^(d/2)``, merging true clusters).
     dof : float, default=None
         Inverse-Wishart degrees of freedom ``nu_0 > d - 1``; ``None`` means ``d + 2``.
     mean_prior : array-like of shape (d,), default=None
@@ -110,7 +115,7 @@ class NormalInverseWishart(_FittedMixin):
     kernels = GibbsKernels(k.niw_reset, no_prepare, k.niw_add, k.niw_remove,
                            k.niw_log_predictive, k.niw_log_cluster, zero_global, k.niw_refresh)
 
-    def __init__(self, kappa=0.01, dof=None, mean_prior=None, covariance_prior=None):
+    def __init__(self, kappa=0.1, dof=None, mean_prior=None, covariance_prior=None):
         self.kappa = kappa
         self.dof = dof
         self.mean_prior = mean_prior
