@@ -18,7 +18,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from ._flat_kernels import draw_cluster, write_label
+from ._flat_kernels import best_cluster, draw_cluster, write_label
 from ._subsets import chunk_bounds, n_parallel_chunks, popcount
 
 
@@ -76,21 +76,9 @@ def count_map_clusters(log_potentials, map_k, full, n_clusters):
     subset = full
     k = n_clusters
     while subset:
-        low = subset & -subset
-        rest = subset ^ low
-        best = -np.inf
-        best_cluster = subset
-        sub = rest
-        while True:
-            value = log_potentials[sub | low] + map_k[rest ^ sub, k - 1]
-            if value > best:
-                best = value
-                best_cluster = sub | low
-            if sub == 0:
-                break
-            sub = (sub - 1) & rest
-        clusters.append(best_cluster)
-        subset ^= best_cluster
+        chosen = best_cluster(log_potentials, map_k[:, k - 1], subset, subset)
+        clusters.append(chosen)
+        subset ^= chosen
         k -= 1
     return clusters
 

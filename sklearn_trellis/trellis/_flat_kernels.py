@@ -227,6 +227,30 @@ def n_clusters_blocks(a, b, log_z_out, probs, dest, n_bits, block_bits, linear):
 
 
 @njit(cache=True)
+def best_cluster(log_potentials, map_rest, subset, fallback):
+    """The cluster ``B`` of the lowest item of ``subset`` maximising ``e(B) + map_rest[subset \\ B]``.
+
+    ``map_rest`` is the MAP table of the remaining items (for count-resolved
+    trellises, the column of one fewer cluster); ``fallback`` is returned when
+    every candidate is ``-inf``.
+    """
+    low = subset & -subset
+    rest = subset ^ low
+    best = -np.inf
+    chosen = fallback
+    sub = rest
+    while True:
+        value = log_potentials[sub | low] + map_rest[rest ^ sub]
+        if value > best:
+            best = value
+            chosen = sub | low
+        if sub == 0:
+            break
+        sub = (sub - 1) & rest
+    return chosen
+
+
+@njit(cache=True)
 def map_clusters(log_potentials, map_value, full):
     """Back-track the MAP clustering of ``full``; returns its cluster masks.
 
@@ -236,21 +260,9 @@ def map_clusters(log_potentials, map_value, full):
     clusters = []
     subset = full
     while subset:
-        low = subset & -subset
-        rest = subset ^ low
-        best = -np.inf
-        best_cluster = low
-        sub = rest
-        while True:
-            value = log_potentials[sub | low] + map_value[rest ^ sub]
-            if value > best:
-                best = value
-                best_cluster = sub | low
-            if sub == 0:
-                break
-            sub = (sub - 1) & rest
-        clusters.append(best_cluster)
-        subset ^= best_cluster
+        chosen = best_cluster(log_potentials, map_value, subset, subset & -subset)
+        clusters.append(chosen)
+        subset ^= chosen
     return clusters
 
 
