@@ -113,3 +113,34 @@ def test_large_deep_tree_is_fast_and_linear_memory():
     family = ClusterFamily.from_trees([chain], n)
     assert family.n_vertices == 2 * n - 1
     assert family.items.size <= 2 * n + n
+
+
+def test_similarity_checks_without_full_size_temporaries():
+    from sklearn_trellis.models._pairwise import (check_pairwise_matrix, median_off_diagonal,
+                                                  similarity_from_distances)
+    rng = np.random.default_rng(1)
+    d = rng.random((70, 70))
+    d = d + d.T
+    np.fill_diagonal(d, 0.0)
+    skew = d.copy()
+    skew[3, 5] += 1e-13            # rounding-size asymmetry is averaged away
+    sym = check_pairwise_matrix(skew, "D")
+    assert np.array_equal(sym, sym.T) and sym[3, 5] == pytest.approx(d[3, 5])
+    skew[3, 5] += 1.0
+    with pytest.raises(ValueError, match="symmetric"):
+        check_pairwise_matrix(skew, "D")
+    bad = d.copy()
+    bad[1, 2] = np.inf
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        check_pairwise_matrix(bad, "D")
+    off = d[~np.eye(70, dtype=bool)]
+    assert median_off_diagonal(d) == pytest.approx(np.median(off))
+    assert median_off_diagonal(d[:5, :5]) == pytest.approx(np.median(d[:5, :5][~np.eye(5, dtype=bool)]))
+    before = d.copy()
+    s = similarity_from_distances(d, "exp", None)
+    assert np.array_equal(d, before)          # the input is never modified
+    expected = np.exp(-d / np.median(off))
+    np.fill_diagonal(expected, 0.0)
+    assert np.allclose(s, expected, rtol=1e-15, atol=0)
+    p = similarity_from_distances(d, "precomputed", None)
+    assert p is not d and np.array_equal(d, before)
