@@ -182,9 +182,29 @@ def cluster_node_probability(trees, probs, cluster):
     return float(sum(p for t, p in zip(trees, probs) if cluster in tree_clusters(t)))
 
 
+# -- sparse families ----------------------------------------------------------------
+
+def family_partitions(n, clusters, cluster_value):
+    """Partitions of ``n`` items whose every cluster is in ``clusters`` (frozensets).
+
+    Returns ``(partitions, log_phi)``: restricted growth strings of the allowed
+    partitions (all partitions enumerated, then filtered) and the sum of
+    ``cluster_value(frozenset)`` over each one's clusters.
+    """
+    allowed = set(clusters)
+    rows, values = [], []
+    for labels in set_partitions(n):
+        blocks = [frozenset(np.flatnonzero(labels == k).tolist())
+                  for k in range(labels.max() + 1)]
+        if all(b in allowed for b in blocks):
+            rows.append(labels)
+            values.append(sum(cluster_value(b) for b in blocks))
+    return np.array(rows, dtype=np.int64), np.array(values)
+
+
 __all__ = ["set_partitions", "correlation_log_potentials", "flat_summaries",
            "cluster_probability", "together_probability", "canonical",
            "random_subsets", "binary_trees", "tree_leaves", "tree_clusters",
            "tree_sibling_pairs", "canonical_tree", "tree_log_potential",
            "hierarchy_summaries", "cluster_node_probability",
-           "cluster_node_probabilities"]
+           "cluster_node_probabilities", "family_partitions"]

@@ -16,8 +16,17 @@ import numpy as np
 from numba import njit
 
 
+@njit(cache=True, inline="always")
+def _part(value, sign):
+    if sign > 0:
+        return max(value, 0.0)
+    if sign < 0:
+        return max(-value, 0.0)
+    return value
+
+
 @njit(cache=True)
-def _pair_sums(matrix, items, starts, stops, build_left, build_right):
+def _pair_sums(matrix, items, starts, stops, build_left, build_right, sign):
     n_vertices = starts.size
     out = np.zeros(n_vertices)
     for v in range(n_vertices):
@@ -31,19 +40,19 @@ def _pair_sums(matrix, items, starts, stops, build_left, build_right):
             for a in range(starts[left], stops[left]):
                 row = items[a]
                 for b in range(starts[right], stops[right]):
-                    acc += matrix[row, items[b]]
+                    acc += _part(matrix[row, items[b]], sign)
             out[v] = out[left] + out[right] + acc
         else:
             # No construction split: sum over the pairs directly.
             for a in range(starts[v], stops[v]):
                 row = items[a]
                 for b in range(a + 1, stops[v]):
-                    acc += matrix[row, items[b]]
+                    acc += _part(matrix[row, items[b]], sign)
             out[v] = acc
     return out
 
 
-def family_pair_sums(matrix, family):
+def family_pair_sums(matrix, family, part=None):
     """``W(S) = sum_{i<j in S} matrix[i, j]`` for every vertex ``S`` (symmetric matrix).
 
     Parameters
@@ -51,6 +60,9 @@ def family_pair_sums(matrix, family):
     matrix : ndarray of shape (N, N)
         Symmetric; the diagonal is ignored.
     family : ClusterFamily
+    part : {None, 'positive', 'negative'}, default=None
+        Sum ``max(w, 0)`` or ``max(-w, 0)`` instead of ``w`` (without copying
+        the matrix: at N = 10,000 a copy is 800 MB).
 
     Returns
     -------
@@ -70,8 +82,11 @@ def family_pair_sums(matrix, family):
     if matrix.shape != (family.n_items, family.n_items):
         raise ValueError(f"Expected a ({family.n_items}, {family.n_items}) matrix, got "
                          f"shape {matrix.shape}.")
+    signs = {None: 0, "positive": 1, "negative": -1}
+    if part not in signs:
+        raise ValueError(f"part must be None, 'positive' or 'negative', got {part!r}.")
     return _pair_sums(matrix, family.items, family.starts, family.stops,
-                      family.build_left, family.build_right)
+                      family.build_left, family.build_right, signs[part])
 
 
 @njit(cache=True)

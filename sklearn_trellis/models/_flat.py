@@ -39,6 +39,24 @@ class FlatModel(BaseEstimator):
                 [i for i in range(n) if mask >> i & 1])
         return table
 
+    def family_log_potentials(self, family):
+        """``e(B)`` of every vertex of a :class:`~sklearn_trellis.trellis.family.ClusterFamily`.
+
+        The generic version calls :meth:`cluster_log_potential` on each vertex's
+        members (``O(sum of cluster sizes)`` Python calls); models with
+        additive statistics override it with a pass over the construction
+        splits.
+
+        Returns
+        -------
+        ndarray of shape (family.n_vertices,)
+        """
+        if family.n_items != self.n_items_:
+            raise ValueError(f"The family is over {family.n_items} items, the model over "
+                             f"{self.n_items_}.")
+        return np.array([self.cluster_log_potential(family.members(v))
+                         for v in range(family.n_vertices)], dtype=np.float64)
+
     def log_potential(self, labels):
         """``log phi(C)`` of the clustering given by a label vector."""
         labels = np.asarray(labels)

@@ -116,6 +116,30 @@ class SplitModel(BaseEstimator):
         """:class:`SplitKernelInputs` of the fitted model for the engines."""
         raise NotImplementedError
 
+    def family_kernel_inputs(self, family, beta=1.0):
+        """:class:`SplitKernelInputs` over the vertices of a cluster family.
+
+        The same ``kind`` and ``params`` as :meth:`kernel_inputs`, with
+        ``stats`` of shape ``(k, family.n_vertices)`` (column ``v`` for vertex
+        ``v``), for the sparse trellis (which passes vertex ids, and the root
+        vertex as ``full``, to the split function). Models without vectorised
+        statistics raise ``NotImplementedError``; the sparse engine then calls
+        :meth:`split_log_potential` once per split.
+
+        Parameters
+        ----------
+        family : ClusterFamily
+        beta : float, default=1.0
+        """
+        raise NotImplementedError(
+            f"{type(self).__name__} has no per-vertex statistics; the sparse trellis "
+            "evaluates its split_log_potential once per split instead.")
+
+    def _check_family(self, family):
+        if family.n_items != self.n_items_:
+            raise ValueError(f"The family has {family.n_items} items but the model was "
+                             f"fitted on {self.n_items_}.")
+
     def separable_form(self, beta=1.0):
         """``(u, a, c)`` if ``beta * psi(L, R) = c[S] + a[|S|] * (u[L] + u[R])``, else None.
 

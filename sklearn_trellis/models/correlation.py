@@ -84,6 +84,14 @@ class CorrelationClusteringModel(FlatModel):
     def log_potential_table(self):
         return _pair_sum_table(self.affinity_, self.n_items_, 2.0 * float(self.beta))
 
+    def family_log_potentials(self, family):
+        """``e(B) = 2 beta W(B)`` of every vertex, from the family's pair sums ``W``."""
+        from ._family_stats import family_pair_sums
+        if family.n_items != self.n_items_:
+            raise ValueError(f"The family is over {family.n_items} items, the model over "
+                             f"{self.n_items_}.")
+        return 2.0 * float(self.beta) * family_pair_sums(self.affinity_, family)
+
     def assignment_gains(self, affinity_to_items, labels):
         """Log-potential gain of adding new items to each existing cluster.
 

@@ -25,6 +25,7 @@ from numba import njit
 
 from .._validation import check_scalar_param
 from ..trellis._subsets import subset_sums
+from ._family_stats import family_item_sums
 from ._split import KIND_GINKGO, SplitKernelInputs, SplitModel
 
 _LOG_HALF = math.log(0.5)
@@ -187,7 +188,7 @@ class GinkgoEnergy(SplitModel):
         return self
 
     def _inputs(self, momentum_sums, full, beta):
-        """Kernel inputs from summed momenta (4, 2**n) of the subsets of n items."""
+        """Kernel inputs from summed momenta (4, m) of m subsets (``full``: the whole jet's)."""
         c, log_lam = _log_normaliser(float(self.lam))
         c_root, log_lam_root = _log_normaliser(float(self.lam_root))
         t_cut = float(self.t_cut)
@@ -204,6 +205,10 @@ class GinkgoEnergy(SplitModel):
         is_root = len(left) + len(right) == self.n_items_
         _, params, stats = self._inputs(sums, 3, 1.0)
         return float(ginkgo_split(params, stats, 3 if is_root else 7, 3, 1, 2))
+
+    def family_kernel_inputs(self, family, beta=1.0):
+        self._check_family(family)
+        return self._inputs(family_item_sums(self.momenta_, family), family.root, beta)
 
     def kernel_inputs(self, beta=1.0):
         return self._inputs(subset_sums(self.momenta_), (1 << self.n_items_) - 1, beta)

@@ -78,8 +78,13 @@ def beam_merges(kind, params, stats, full, n_items, beam_width):
     ``psi`` of its merges; at each step every pair of every kept forest is
     merged, and the ``beam_width`` best *distinct* forests are kept (two merge
     orders reaching the same forest count once, which is what the paper's
-    deduplication by equal likelihood aims at). Returns the best complete
-    tree as ``(parents, lefts, log_potential)``.
+    deduplication by equal likelihood aims at).
+
+    The last merge is not deduplicated (every candidate then reaches the same
+    one-cluster forest, but candidates of different two-cluster forests are
+    different trees): the final beam holds up to ``beam_width`` distinct
+    complete trees, best first. Returns ``(parents, lefts, log_potentials)``
+    of shapes ``(n_trees, N - 1)``, ``(n_trees, N - 1)``, ``(n_trees,)``.
     """
     n_nodes = max(n_items - 1, 0)
     width = max(beam_width, 1)
@@ -126,7 +131,8 @@ def beam_merges(kind, params, stats, full, n_items, beam_width):
             b = clusters[s, cand_j[idx]]
             key = keys[s] - _mix(a) - _mix(b) + _mix(a | b)
             seen = False
-            for q in range(n_new):
+            # k == 2: the last merge; each state gives one distinct tree.
+            for q in range(n_new if k > 2 else 0):
                 if new_keys[q] == key:
                     seen = True
                     break
@@ -150,4 +156,5 @@ def beam_merges(kind, params, stats, full, n_items, beam_width):
         keys = new_keys
         n_states = n_new
         k -= 1
-    return history[0, :, 0].copy(), history[0, :, 1].copy(), scores[0]
+    return (history[:n_states, :, 0].copy(), history[:n_states, :, 1].copy(),
+            scores[:n_states].copy())

@@ -106,6 +106,11 @@ class ClusterFamily:
     seed_tree_vertices : list of ndarray of shape (2 N - 1,)
         For each seed tree, the vertex of each of its nodes (scikit-learn
         numbering: leaves ``0..N-1``, merge ``k`` is node ``N + k``).
+    seed_tree_offsets : ndarray of int64, shape (n_seed_trees,)
+        The leaf order of seed tree ``t`` is ``items[o:o + N]`` with
+        ``o = seed_tree_offsets[t]``; a vertex whose slice lies there is a
+        contiguous range of that order (sparse engines use this for O(1)
+        membership tests).
 
     Examples
     --------
@@ -121,7 +126,7 @@ class ClusterFamily:
     """
 
     def __init__(self, n_items, items, starts, stops, sizes, build_left, build_right,
-                 hashes, seed_trees=(), seed_tree_vertices=()):
+                 hashes, seed_trees=(), seed_tree_vertices=(), seed_tree_offsets=()):
         self.n_items = int(n_items)
         self.items = items
         self.starts = starts
@@ -134,6 +139,7 @@ class ClusterFamily:
         self.root = self.n_vertices - 1
         self.seed_trees = list(seed_trees)
         self.seed_tree_vertices = list(seed_tree_vertices)
+        self.seed_tree_offsets = np.asarray(seed_tree_offsets, dtype=np.int64).reshape(-1)
         self._index = None
 
     # ----------------------------------------------------------------- build
@@ -256,6 +262,7 @@ class _FamilyBuilder:
         self.index = {}
         self.trees = []
         self.tree_keys = []
+        self.tree_offsets = []
         for i in range(n_items):
             self._add(i, i + 1, self.codes[i], None, None, self.chunks[0][i:i + 1])
 
@@ -310,6 +317,7 @@ class _FamilyBuilder:
             start[node] = min(start[a], start[b])
             stop[node] = max(stop[a], stop[b])
         base = self.offset
+        self.tree_offsets.append(base)
         self.chunks.append(order)
         self.offset += n
         buffer = None
@@ -384,7 +392,7 @@ class _FamilyBuilder:
         tree_vertices = [np.array([position[k] for k in keys_], dtype=np.int64)
                          for keys_ in self.tree_keys]
         return ClusterFamily(n, buffer, starts, stops, sizes[order], build_left, build_right,
-                             hashes, self.trees, tree_vertices)
+                             hashes, self.trees, tree_vertices, self.tree_offsets)
 
 
 __all__ = ["ClusterFamily", "item_codes"]

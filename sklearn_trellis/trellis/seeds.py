@@ -1,0 +1,243 @@
+"""Seed trees of sparse trellises: agglomerative linkages and beam search.
+
+A sparse trellis runs the exact recursions over the union of the nodes of a few
+*seed trees* (Greenberg et al. 2021, Section 3.1; Greenberg et al. 2018,
+Section 4). Two sources live here, both returning scikit-learn ``children_``
+arrays (int64, shape ``(N - 1, 2)``: leaves are ``0..N-1``, merge ``k`` creates
+node ``N + k``) ready for :meth:`ClusterFamily.from_trees
+<sklearn_trellis.trellis.family.ClusterFamily.from_trees>`:
+
+- :func:`linkage_seed_trees`: the classical agglomerative trees (single,
+  average, complete, Ward) from :func:`scipy.cluster.hierarchy.linkage`, for
+  any ``N`` that fits the condensed distance matrix in memory;
+- :func:`beam_seed_trees`: the best distinct trees of the final beam of a beam
+  search on the model's own split log-potential (the paper's "Beam Search
+  trellis"); it reads the model's ``2**N`` statistics table, so it shares the
+  exact engines' size limit.
+"""
+
+import numbers
+
+import numpy as np
+
+from ._budget import available_memory_bytes, format_bytes
+
+#: The linkages ``linkage='all'`` uses, in this order.
+LINKAGES = ("single", "average", "complete", "ward")
+
+
+def scipy_to_children(linkage_matrix):
+    """scikit-learn ``children_`` (int64, ``(N - 1, 2)``) of a scipy linkage matrix.
+
+    scipy numbers nodes as scikit-learn does (leaves ``0..N-1``, row ``k``
+    creates node ``N + k``), so the first two columns are the ``children_``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy.cluster.hierarchy import linkage
+    >>> from sklearn_trellis.trellis.seeds import scipy_to_children
+    >>> Z = linkage(np.array([[0.0], [0.1], [5.0]]), method="single")
+    >>> scipy_to_children(Z).tolist()
+    [[0, 1], [2, 3]]
+    """
+    Z = np.asarray(linkage_matrix)
+    if Z.ndim != 2 or Z.shape[1] != 4:
+        raise ValueError(f"A scipy linkage matrix has shape (N - 1, 4), got {Z.shape}.")
+    children = Z[:, :2]
+    if not np.all(children == np.round(children)):
+        raise ValueError("The first two columns of a linkage matrix must hold node ids.")
+    return np.ascontiguousarray(children, dtype=np.int64)
+
+
+def _check_linkages(linkage):
+    if isinstance(linkage, str):
+        names = list(LINKAGES) if linkage == "all" else [linkage]
+    else:
+        try:
+            names = list(linkage)
+        except TypeError:
+            raise TypeError("linkage must be 'all', a linkage name or a list of names, "
+                            f"got {linkage!r}.") from None
+    if not names:
+        raise ValueError("linkage names no linkage (empty list).")
+    for name in names:
+        if name not in LINKAGES:
+            raise ValueError(f"Unknown linkage {name!r}: expected 'all' or one of "
+                             f"{list(LINKAGES)}.")
+    return names
+
+
+def _condensed_from_square(distances):
+    n = distances.shape[0]
+    if not np.allclose(distances, distances.T, rtol=1e-10, atol=1e-12):
+        raise ValueError("distances must be symmetric.")
+    if np.any(np.diag(distances) != 0):
+        raise ValueError("distances must have a zero diagonal.")
+    rows, cols = np.triu_indices(n, 1)
+    return distances[rows, cols]
+
+
+def _check_memory(n_bytes, what):
+    available = available_memory_bytes()
+    if available is not None and n_bytes > 0.8 * available:
+        raise ValueError(f"Not enough memory for {what}: it needs about "
+                         f"{format_bytes(n_bytes)}, only {format_bytes(available)} is "
+                         "available.")
+
+
+def linkage_seed_trees(X=None, *, distances=None, linkage="all", metric="euclidean"):
+    """Agglomerative seed trees (scipy's linkages) as scikit-learn ``children_`` arrays.
+
+    Parameters
+    ----------
+    X : array-like of shape (N, n_features), optional
+        Feature vectors; distances are ``scipy.spatial.distance.pdist(X, metric)``.
+    distances : array-like, optional
+        Precomputed dissimilarities instead of ``X``: a square symmetric
+        ``(N, N)`` matrix with a zero diagonal, or a condensed vector of length
+        ``N (N - 1) / 2``. With ``'ward'`` they are treated as euclidean
+        distances: scipy applies the Lance-Williams update of Ward's method to
+        whatever it is given, so for non-euclidean dissimilarities the result is
+        a well-defined binary tree (still a valid seed: any tree is) but not
+        the minimum-variance merge sequence of any point set.
+    linkage : {'all', 'single', 'average', 'complete', 'ward'} or list of them, \
+default='all'
+        Which trees to build; ``'all'`` builds the four, in that order.
+    metric : str, default='euclidean'
+        Metric of ``pdist`` when ``X`` is given. Ward needs ``'euclidean'``.
+
+    Returns
+    -------
+    list of ndarray of int64, shape (N - 1, 2)
+        One ``children_`` array per linkage, in the order asked.
+
+    Notes
+    -----
+    The condensed distance matrix is computed once and shared by the
+    linkages: ``4 N (N - 1)`` bytes (400 MB at ``N = 10,000``), and scipy
+    copies it for average, complete and Ward, so the peak is about twice that.
+    The memory is checked before anything is allocated.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_trellis.trellis.seeds import linkage_seed_trees
+    >>> X = np.array([[0.0], [0.1], [5.0], [5.3]])
+    >>> [t.tolist() for t in linkage_seed_trees(X, linkage=["single", "ward"])]
+    [[[0, 1], [2, 3], [4, 5]], [[0, 1], [2, 3], [4, 5]]]
+    """
+    from scipy.cluster.hierarchy import linkage as scipy_linkage
+    from scipy.spatial.distance import pdist
+
+    names = _check_linkages(linkage)
+    if (X is None) == (distances is None):
+        raise ValueError("Give exactly one of X (features) and distances (precomputed).")
+    if X is not None:
+        X = np.asarray(X, dtype=np.float64)
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-d (N, n_features), got shape {X.shape}.")
+        if not np.all(np.isfinite(X)):
+            raise ValueError("X contains NaN or infinity.")
+        if "ward" in names and metric != "euclidean":
+            raise ValueError(f"Ward linkage needs metric='euclidean', got {metric!r}; "
+                             "choose other linkages or the euclidean metric.")
+        n = X.shape[0]
+        if n < 1:
+            raise ValueError("X has no rows.")
+        if n == 1:
+            return [np.zeros((0, 2), dtype=np.int64) for _ in names]
+        # pdist output, plus scipy's working copy for all but single linkage.
+        _check_memory(8 * (n * (n - 1) // 2) * 2, f"the distances of {n} points")
+        condensed = pdist(X, metric=metric)
+    else:
+        distances = np.asarray(distances, dtype=np.float64)
+        if distances.ndim == 2:
+            if distances.shape[0] != distances.shape[1]:
+                raise ValueError("A square distance matrix must be (N, N), got shape "
+                                 f"{distances.shape}.")
+            n = distances.shape[0]
+            _check_memory(8 * (n * (n - 1) // 2) * 2, f"the distances of {n} points")
+            condensed = _condensed_from_square(distances) if n > 1 else np.zeros(0)
+        elif distances.ndim == 1:
+            m = distances.size
+            n = int(round((1 + np.sqrt(1 + 8 * m)) / 2))
+            if n * (n - 1) // 2 != m:
+                raise ValueError(f"A condensed distance vector has length N (N - 1) / 2; "
+                                 f"{m} is not of that form.")
+            condensed = distances
+        else:
+            raise ValueError("distances must be a square matrix or a condensed vector, "
+                             f"got shape {distances.shape}.")
+        if n == 1:
+            return [np.zeros((0, 2), dtype=np.int64) for _ in names]
+        if not np.all(np.isfinite(condensed)):
+            raise ValueError("distances contain NaN or infinity.")
+        if np.any(condensed < 0):
+            raise ValueError("distances must be non-negative.")
+    trees = []
+    for name in names:
+        Z = scipy_linkage(condensed, method=name)
+        trees.append(scipy_to_children(Z))
+    return trees
+
+
+def beam_seed_trees(model, n_trees, *, beam_width=None, beta=1.0):
+    """The ``n_trees`` best distinct trees of a beam search on a split model's energy.
+
+    Runs :func:`~sklearn_trellis.trellis.search.beam_search_trees` (merge
+    sequences scored by the model's split log-potential, paper Section 4.2)
+    and returns the distinct complete trees of its final beam, best first:
+    the seeds of the paper's "Beam Search trellis" (Figure 7).
+
+    Parameters
+    ----------
+    model : fitted SplitModel
+        Any hierarchical model with ``kernel_inputs`` (its ``2**N`` statistics
+        table limits ``N`` to the exact engines' range).
+    n_trees : int
+        Number of seed trees wanted. The final beam holds at most
+        ``beam_width`` trees (at most one per two-cluster forest it reached),
+        so fewer may come back.
+    beam_width : int, optional
+        Default ``max(N (N - 1) / 2, n_trees)`` (the paper's beam, widened to
+        hold ``n_trees`` trees).
+    beta : float, default=1.0
+        Inverse temperature of the split log-potential.
+
+    Returns
+    -------
+    trees : list of ndarray of int64, shape (N - 1, 2)
+        ``children_`` arrays, best first.
+    log_potentials : ndarray of float
+        Their log-potentials (``beta * sum psi``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_trellis.models import DasguptaEnergy
+    >>> from sklearn_trellis.trellis.seeds import beam_seed_trees
+    >>> x = np.array([[0.0], [0.2], [3.0], [3.1], [7.0]])
+    >>> model = DasguptaEnergy().fit(np.abs(x - x.T))     # a distance matrix
+    >>> trees, values = beam_seed_trees(model, 3)
+    >>> len(trees), trees[0].shape, bool(values[0] >= values[-1])
+    (3, (4, 2), True)
+    """
+    from .family import _tree_from_nested
+    from .search import beam_search_trees
+
+    if isinstance(n_trees, (bool, np.bool_)) or not isinstance(n_trees, numbers.Integral):
+        raise TypeError(f"n_trees must be an int, got {n_trees!r}.")
+    if n_trees < 1:
+        raise ValueError(f"n_trees must be >= 1, got {n_trees}.")
+    n = model.n_items_
+    if beam_width is None:
+        beam_width = max(n * (n - 1) // 2, int(n_trees), 1)
+    found = beam_search_trees(*model.kernel_inputs(float(beta)), beam_width=beam_width,
+                              n_trees=int(n_trees))
+    trees = [_tree_from_nested(tree, n) if n > 1 else np.zeros((0, 2), dtype=np.int64)
+             for tree, _ in found]
+    return trees, np.array([value for _, value in found])
+
+
+__all__ = ["LINKAGES", "linkage_seed_trees", "beam_seed_trees", "scipy_to_children"]
