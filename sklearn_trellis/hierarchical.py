@@ -13,14 +13,25 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._validation import check_option, check_scalar_param
 from .models import CallableEnergy, DasguptaEnergy, GinkgoEnergy, HCCEnergy, SplitModel
 from .models._split import check_tree
+from .models._pairwise import upper_triangle
 from .trellis._budget import check_exact_budget
+from .trellis.family import ClusterFamily
 from .trellis.hierarchical import BYTES_PER_SUBSET, ExactHierarchicalTrellis
 from .trellis.search import beam_search_tree, greedy_tree
+from .trellis.seeds import beam_seed_trees, linkage_seed_trees
+from .trellis.sparse_hierarchical import SparseHierarchicalTrellis
 
 #: Energies selectable by name.
 ENERGIES = {"dasgupta": DasguptaEnergy, "hcc": HCCEnergy, "ginkgo": GinkgoEnergy}
 
-_LINKAGES = {"ward", "complete", "average", "single"}
+_LINKAGES = ("single", "average", "complete", "ward")
+
+#: Beam-search seed trees need the model's ``2**N`` statistics: only up to this N.
+MAX_BEAM_SEED_ITEMS = 20
+
+#: Up to this N, ``method='perturb_and_map'`` perturbs every split of the full
+#: trellis (the powerset family: ``3**N / 2`` splits); beyond, the seed family's.
+MAX_POWERSET_PERTURB_ITEMS = 12
 
 
 def tree_to_children(tree, n_leaves):
@@ -91,19 +102,27 @@ def children_to_tree(children, n_leaves):
 
 
 class TrellisHierarchical(ClusterMixin, BaseEstimator):
-    """Hierarchical clustering with the exact distribution over all binary trees.
+    """Hierarchical clustering with the distribution over binary trees, exact or sparse.
 
     A drop-in replacement of :class:`sklearn.cluster.AgglomerativeClustering`
-    (same constructor arguments and fitted attributes) whose tree is the exact
+    (same constructor arguments and fitted attributes) whose tree is the
     maximum a posteriori (MAP) tree of an energy-based model over binary
     hierarchies (Greenberg et al. 2021, Definition 2)::
 
         log phi(H) = beta * sum_{(L, R) siblings in H} psi(L, R),   P(H) = phi(H) / Z,
 
-    ``Z`` summing over all ``(2N - 3)!!`` binary trees of the N items. The
-    exact hierarchical trellis computes ``log Z``, the MAP tree, the number
-    of allowed trees, every cluster marginal and exact samples in
-    ``O(3^N)`` time and ``O(2^N)`` memory, so N up to about 20 is practical.
+    ``Z`` summing over all ``(2N - 3)!!`` binary trees of the N items.
+
+    Up to ``max_exact_size`` items the exact hierarchical trellis computes
+    ``log Z``, the MAP tree, the number of allowed trees, every cluster
+    marginal and exact samples in ``O(3^N)`` time and ``O(2^N)`` memory.
+    Beyond, a *sparse* trellis runs the same recursions over a family of
+    clusters: the nodes of agglomerative seed trees (``linkage``) and, up to
+    20 items, of beam-search trees on the model's own energy (paper Section
+    3). Every tree whose nodes all lie in the family is realised, so the
+    results are exact *within* that set of trees: the MAP tree is never worse
+    than the best seed tree, ``log Z`` is a lower bound of the full one, and
+    ``approximation_`` says so.
 
     Parameters
     ----------
@@ -115,19 +134,20 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
         (any :func:`sklearn.metrics.pairwise_distances` metric). With
         ``'precomputed'``, ``X`` is an (N, N) distance matrix, as in
         scikit-learn. Feature energies (``'ginkgo'``) read ``X`` directly
-        and ignore it.
+        and use the metric only for the seed trees.
     memory : str or object with the joblib.Memory interface, default=None
-        Caches the agglomerative tree of :meth:`linkage_tree` (passed on to
+        Caches the agglomerative tree of :meth:`linkage_tree` for a single
+        named ``linkage`` (passed on to
         :class:`~sklearn.cluster.AgglomerativeClustering`).
     connectivity : None
-        Connectivity constraints are not supported by the exact trellis yet;
-        anything but ``None`` raises ``ValueError``.
+        Connectivity constraints are not supported; anything but ``None``
+        raises ``ValueError``.
     compute_full_tree : 'auto' or bool, default='auto'
         Accepted for compatibility; the MAP tree is always complete.
-    linkage : {'ward', 'complete', 'average', 'single'}, default='ward'
-        Linkage of the agglomerative tree of :meth:`linkage_tree`, the
-        classical baseline the exact MAP is compared with (``'ward'`` needs
-        the Euclidean metric).
+    linkage : {'all', 'ward', 'complete', 'average', 'single'} or list, default='all'
+        The agglomerative trees that seed the sparse trellis, and the
+        baseline of :meth:`linkage_tree`. ``'all'`` uses the four (Ward only
+        with the Euclidean metric on features).
     distance_threshold : float, default=None
         If set (with ``n_clusters=None``), ``labels_`` undoes every merge whose
         height (see ``distances_``) is at least this.
@@ -148,17 +168,34 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
         - a :class:`~sklearn_trellis.models.SplitModel` instance (cloned;
           its hyperparameters are tunable as ``energy__name``).
         - a callable ``energy(X, left, right) -> float`` (slow path: one call
-          per split, N <= 12).
+          per split; exact up to N = 12, sparse beyond).
     beta : float, default=1.0
         Inverse temperature multiplying every split log-potential (``>= 0``).
-    method : {'auto', 'exact'}, default='auto'
-        Inference engine. Both use the exact trellis for now and refuse N above
-        ``max_exact_size`` with an error stating the memory and time needed.
+    method : {'auto', 'exact', 'sparse', 'perturb_and_map'}, default='auto'
+        Inference engine.
+
+        - ``'exact'``: the full trellis; refuses N above ``max_exact_size``
+          with the memory and time it would need.
+        - ``'sparse'``: the sparse trellis over the seed trees' clusters.
+        - ``'auto'``: ``'exact'`` up to ``max_exact_size`` items, ``'sparse'``
+          beyond.
+        - ``'perturb_and_map'``: cluster marginals estimated by the MAP trees
+          of ``n_perturbations`` Gumbel perturbations of every split
+          log-potential (a baseline, not exact even in the limit), on the full
+          trellis up to 12 items and on the seed family beyond; ``log Z``,
+          the MAP and ``n_trees_`` come from that trellis.
     max_exact_size : int, default=16
-        Largest N for which ``fit`` runs the exact trellis (N = 20 takes
+        Largest N for which ``'auto'`` runs the exact trellis (N = 20 takes
         seconds; each extra item triples the time).
+    n_beam_trees : int, default=8
+        Beam-search trees (best distinct trees of the final beam, paper
+        Section 4.2) added to the seeds when N <= 20; 0 disables them.
+    n_perturbations : int, default=100
+        Number of perturbed MAP trees of ``'perturb_and_map'``.
     random_state : int, RandomState instance or None, default=None
-        Seed of :meth:`sample_trees` when called without one.
+        Seed of :meth:`sample_trees` and of the perturbations.
+    verbose : int, default=0
+        Print the stages of the sparse trellis and their times.
 
     Attributes
     ----------
@@ -178,14 +215,25 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
         and non-decreasing; it orders the dendrogram, it is not a distance.
     map_tree_ : nested tuples
         The MAP tree; each internal node is ``(left, right)``, the left child
-        holding its lowest item; leaves are sample indices.
+        holding its lowest item; leaves are sample indices. (Python cannot
+        print nested tuples deeper than about 1,000 levels; ``children_`` has
+        the same tree.)
     map_log_potential_ : float
         ``log phi`` of the MAP tree.
     log_partition_function_ : float
-        ``log Z``.
+        ``log Z`` over the trees the trellis realises (all trees when exact).
     n_trees_ : int
-        Number of allowed trees (finite potential), an exact Python int;
-        ``(2N - 3)!!`` when no split is forbidden.
+        Number of allowed trees (finite potential) the trellis realises, an
+        exact Python int; ``(2N - 3)!!`` when exact and no split is forbidden.
+    log10_sparsity_index_ : float
+        ``log10(n_trees_ / (2N - 3)!!)``, the paper's sparsity index (0 when exact).
+    n_trellis_vertices_ : int
+        Clusters in the trellis: ``2**N - 1`` when exact.
+    map_is_exact_ : bool
+        Whether ``map_tree_`` is certified to be the MAP over *all* trees.
+    approximation_ : str or None
+        ``None`` when every fitted quantity is exact; otherwise what is
+        approximate and how.
     energy_ : SplitModel
         The fitted split model.
 
@@ -193,7 +241,8 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
     -----
     Precision: ``log Z`` and log-potentials have a relative error near machine
     precision; marginals and sampling probabilities an absolute error below
-    ``1e-12``. All recursions are in log space, so any ``beta`` is safe.
+    ``1e-12`` (exact or within the sparse family). All recursions are in log
+    space, so any ``beta`` is safe.
 
     References
     ----------
@@ -215,12 +264,23 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
     105
     >>> round(model.cluster_marginal([0, 1]), 3)
     0.378
+
+    Beyond ``max_exact_size`` the sparse trellis takes over:
+
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.concatenate([rng.normal(0, 1, (30, 2)), rng.normal(8, 1, (30, 2))])
+    >>> model = TrellisHierarchical(n_clusters=2).fit(X)
+    >>> model.approximation_[:30], model.map_is_exact_
+    ('sparse trellis over the cluste', False)
+    >>> np.bincount(model.labels_).tolist()
+    [30, 30]
     """
 
     def __init__(self, n_clusters=2, *, metric="euclidean", memory=None, connectivity=None,
-                 compute_full_tree="auto", linkage="ward", distance_threshold=None,
+                 compute_full_tree="auto", linkage="all", distance_threshold=None,
                  compute_distances=False, energy="dasgupta", beta=1.0, method="auto",
-                 max_exact_size=16, random_state=None):
+                 max_exact_size=16, n_beam_trees=8, n_perturbations=100,
+                 random_state=None, verbose=0):
         self.n_clusters = n_clusters
         self.metric = metric
         self.memory = memory
@@ -233,11 +293,15 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
         self.beta = beta
         self.method = method
         self.max_exact_size = max_exact_size
+        self.n_beam_trees = n_beam_trees
+        self.n_perturbations = n_perturbations
         self.random_state = random_state
+        self.verbose = verbose
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.pairwise = self.metric == "precomputed"
+        tags.input_tags.positive_only = self.metric == "precomputed"
         return tags
 
     # -- fitting ---------------------------------------------------------------
@@ -251,17 +315,40 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
                            allow_none=True)
         if self.connectivity is not None:
             raise ValueError("connectivity constraints are not supported by "
-                             "TrellisHierarchical yet; use connectivity=None.")
+                             "TrellisHierarchical; use connectivity=None.")
         if not (self.compute_full_tree == "auto"
                 or isinstance(self.compute_full_tree, (bool, np.bool_))):
             raise ValueError(f"compute_full_tree must be 'auto' or a bool, got "
                              f"{self.compute_full_tree!r}.")
-        check_option(self.linkage, "linkage", _LINKAGES)
+        self._linkages()
         if not (isinstance(self.metric, str) or callable(self.metric)):
             raise TypeError(f"metric must be a string or a callable, got {self.metric!r}.")
         check_scalar_param(self.beta, "beta", low=0.0)
-        check_option(self.method, "method", {"auto", "exact"})
+        check_option(self.method, "method", {"auto", "exact", "sparse", "perturb_and_map"})
         check_scalar_param(self.max_exact_size, "max_exact_size", kind=numbers.Integral, low=1)
+        check_scalar_param(self.n_beam_trees, "n_beam_trees", kind=numbers.Integral, low=0)
+        check_scalar_param(self.n_perturbations, "n_perturbations", kind=numbers.Integral,
+                           low=1)
+        check_scalar_param(self.verbose, "verbose", kind=numbers.Integral, low=0)
+
+    def _linkages(self):
+        """The linkage names asked for (``'all'`` or one name or a list)."""
+        linkage = self.linkage
+        names = [linkage] if isinstance(linkage, str) else linkage
+        if isinstance(linkage, str) and linkage == "all":
+            names = list(_LINKAGES)
+        try:
+            names = list(names)
+        except TypeError:
+            raise TypeError(f"linkage must be 'all', a linkage name or a list of names, "
+                            f"got {linkage!r}.") from None
+        if not names or any(not isinstance(n, str) or n not in _LINKAGES for n in names):
+            raise ValueError(f"linkage must be 'all', one of {list(_LINKAGES)} or a "
+                             f"non-empty list of them, got {linkage!r}.")
+        if "ward" in names and self.metric != "euclidean" and linkage != "all":
+            raise ValueError(f"linkage='ward' needs metric='euclidean', got "
+                             f"metric={self.metric!r}.")
+        return names
 
     def _make_energy(self):
         energy = self.energy
@@ -275,21 +362,30 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
         raise TypeError("energy must be 'dasgupta', 'hcc', 'ginkgo', a SplitModel or a "
                         f"callable energy(X, left, right), got {energy!r}.")
 
-    def _model_input(self, model, X):
-        if model.input_kind == "features":
-            return X
+    def _distances(self, X):
         if self.metric == "precomputed":
             if X.shape[0] != X.shape[1]:
                 raise ValueError("With metric='precomputed', X must be a square (N, N) "
                                  f"distance matrix, got shape {X.shape}.")
             if np.any(X < 0):
-                raise ValueError("With metric='precomputed', X must hold non-negative "
+                raise ValueError("Negative values in data passed to TrellisHierarchical: "
+                                 "with metric='precomputed', X must hold non-negative "
                                  "distances.")
             return X
         return pairwise_distances(X, metric=self.metric)
 
+    def _engine(self, n):
+        """``'exact'`` or ``'sparse'``: the trellis ``fit`` builds for N items."""
+        if self.method == "exact":
+            return "exact"
+        if self.method == "sparse":
+            return "sparse"
+        if self.method == "perturb_and_map":
+            return "powerset" if n <= MAX_POWERSET_PERTURB_ITEMS else "sparse"
+        return "exact" if n <= self.max_exact_size else "sparse"
+
     def fit(self, X, y=None):
-        """Compute the exact distribution over binary trees of the rows of X.
+        """Compute the distribution over binary trees of the rows of X.
 
         Parameters
         ----------
@@ -305,25 +401,22 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
         X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
         n = X.shape[0]
         model = self._make_energy()
-        # Refuse before computing any N x N or 2**N table.
-        check_exact_budget(n, BYTES_PER_SUBSET + 16, max_items=self.max_exact_size,
-                           what="exact hierarchical trellis")
-        model.fit(self._model_input(model, X))
-        beta = float(self.beta)
-        kind, params, stats = model.kernel_inputs(beta)
-        trellis = ExactHierarchicalTrellis(kind, params, stats,
-                                           separable=model.separable_form(beta),
-                                           max_items=self.max_exact_size).fit()
+        engine = self._engine(n)
+        if engine == "exact":
+            # Refuse before computing any N x N or 2**N table.
+            check_exact_budget(n, BYTES_PER_SUBSET + 16, max_items=self.max_exact_size,
+                               what="exact hierarchical trellis")
+        distances = None if (model.input_kind == "features" and engine == "exact") \
+            else self._distances(X)
+        model.fit(X if model.input_kind == "features" else distances)
         self.energy_ = model
-        self._trellis = trellis
         self._X_fit = X
         self.n_leaves_ = n
         self.n_connected_components_ = 1
-        self.map_tree_ = trellis.map_tree
-        self.map_log_potential_ = trellis.map_log_potential
-        self.log_partition_function_ = trellis.log_partition_function
-        self.n_trees_ = trellis.n_trees
-        self.children_, self.distances_ = tree_to_children(trellis.map_tree, n)
+        if engine == "exact":
+            self._fit_exact(model)
+        else:
+            self._fit_family(model, X, distances, engine)
         if self.distance_threshold is not None:
             self.n_clusters_ = int(np.count_nonzero(
                 self.distances_ >= self.distance_threshold)) + 1
@@ -331,6 +424,82 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
             self.n_clusters_ = int(self.n_clusters)
         self.labels_ = cut_children(self.children_, n, self.n_clusters_)
         return self
+
+    def _fit_exact(self, model):
+        beta = float(self.beta)
+        kind, params, stats = model.kernel_inputs(beta)
+        trellis = ExactHierarchicalTrellis(kind, params, stats,
+                                           separable=model.separable_form(beta),
+                                           max_items=self.max_exact_size).fit()
+        n = self.n_leaves_
+        self._trellis = trellis
+        self._perturbed_marginals = None
+        self.map_tree_ = trellis.map_tree
+        self.map_log_potential_ = trellis.map_log_potential
+        self.log_partition_function_ = trellis.log_partition_function
+        self.n_trees_ = trellis.n_trees
+        self.log10_sparsity_index_ = 0.0
+        self.n_trellis_vertices_ = (1 << n) - 1
+        self.map_is_exact_ = True
+        self.approximation_ = None
+        self.children_, self.distances_ = tree_to_children(trellis.map_tree, n)
+
+    def _seed_trees(self, model, X, distances):
+        """Children arrays of the linkage trees (and beam-search trees up to 20 items)."""
+        names = self._linkages()
+        n = self.n_leaves_
+        condensed = upper_triangle(distances)
+        trees = []
+        distance_names = [name for name in names if name != "ward"]
+        if distance_names:
+            trees += linkage_seed_trees(distances=condensed, linkage=distance_names)
+        if "ward" in names and self.metric == "euclidean":
+            if model.input_kind == "features" or self.metric != "precomputed":
+                trees += linkage_seed_trees(X, linkage="ward")
+        del condensed
+        if self.n_beam_trees and n <= MAX_BEAM_SEED_ITEMS and hasattr(model, "kernel_inputs") \
+                and not isinstance(model, CallableEnergy):
+            beam, _ = beam_seed_trees(model, int(self.n_beam_trees), beta=float(self.beta))
+            trees += beam
+        return trees
+
+    def _fit_family(self, model, X, distances, engine):
+        n = self.n_leaves_
+        beta = float(self.beta)
+        if engine == "powerset":
+            family = ClusterFamily.powerset(n)
+            seeds = "every cluster (the full trellis)"
+        else:
+            trees = self._seed_trees(model, X, distances)
+            family = ClusterFamily.from_trees(trees, n)
+            seeds = f"the clusters of {len(trees)} seed trees"
+        del distances
+        trellis = SparseHierarchicalTrellis.from_model(family, model, beta,
+                                                       verbose=self.verbose).fit()
+        self._trellis = trellis
+        self.map_log_potential_ = trellis.map_log_potential
+        self.log_partition_function_ = trellis.log_partition_function
+        self.children_, self.distances_ = trellis.map_children, trellis.map_distances
+        self.map_tree_ = trellis.map_tree
+        self.n_trees_ = trellis.n_trees
+        self.log10_sparsity_index_ = float(trellis.log10_sparsity_index)
+        self.n_trellis_vertices_ = int(family.n_vertices)
+        full = engine == "powerset"
+        self.map_is_exact_ = full
+        notes = []
+        if not full:
+            notes.append(f"sparse trellis over {seeds} ({family.n_vertices:,} clusters, "
+                         f"10^{self.log10_sparsity_index_:.1f} of all trees): log Z, MAP, "
+                         "marginals and samples are exact over the trees it realises; "
+                         "log Z is a lower bound and the MAP may not be the global one")
+        self._perturbed_marginals = None
+        if self.method == "perturb_and_map":
+            _, self._perturbed_marginals = trellis.perturb_and_map(
+                int(self.n_perturbations), 1.0, random_state=self.random_state)
+            notes.append(f"cluster marginals estimated by perturb-and-MAP "
+                         f"({self.n_perturbations} Gumbel-perturbed MAP trees over "
+                         f"{'the full trellis' if full else 'the sparse trellis'})")
+        self.approximation_ = "; ".join(notes) if notes else None
 
     # -- the fitted distribution ---------------------------------------------
     def log_potential(self, tree):
@@ -354,8 +523,11 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
     def cluster_marginal(self, indices):
         """Probability that exactly these samples form a node (cluster) of the tree.
 
-        The first call runs a second ``O(3^N)`` pass that gives every
-        cluster's marginal (Appendix A.4 of the paper); later calls are lookups.
+        Exact: the first call runs a second ``O(3^N)`` pass that gives every
+        cluster's marginal (Appendix A.4 of the paper); later calls are
+        lookups. Sparse: the marginal over the trees the trellis realises (0
+        for a cluster outside the family). Perturb-and-MAP: the fraction of
+        perturbed MAP trees that contain the cluster.
 
         Parameters
         ----------
@@ -366,6 +538,9 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
         probability : float
         """
         check_is_fitted(self)
+        if self._perturbed_marginals is not None:
+            vertex = self._trellis.family.vertex_of(indices)
+            return 0.0 if vertex < 0 else float(self._perturbed_marginals[vertex])
         return self._trellis.cluster_marginal(indices)
 
     def subtree_marginal(self, subtree):
@@ -393,10 +568,16 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
         subtree = collect(subtree)
         if len(set(leaves)) != len(leaves) or min(leaves) < 0 or max(leaves) >= self.n_leaves_:
             raise ValueError("The subtree must name distinct samples of the training data.")
+        if self._perturbed_marginals is not None:
+            raise ValueError("subtree_marginal is not estimated by method='perturb_and_map'; "
+                             "use method='exact' or 'sparse'.")
         return self._trellis.subtree_marginal(subtree)
 
     def sample_trees(self, n_samples=1, random_state=None):
         """Exact draws from the distribution over trees (Algorithm 3 of the paper).
+
+        With a sparse trellis, exact draws from the distribution restricted to
+        the trees it realises.
 
         Parameters
         ----------
@@ -416,13 +597,18 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
     # -- baselines ----------------------------------------------------------------
     def _kernel_inputs(self):
         check_is_fitted(self)
+        n = self.n_leaves_
+        if n > MAX_BEAM_SEED_ITEMS:
+            raise ValueError(f"Greedy and beam search tabulate the model over all 2**N "
+                             f"subsets; N={n} is above their limit of "
+                             f"{MAX_BEAM_SEED_ITEMS} items.")
         return self.energy_.kernel_inputs(float(self.beta))
 
     def greedy_tree(self):
         """Greedy agglomeration under the same energy (paper Section 4.2).
 
         Merges, at each step, the two clusters whose split log-potential is
-        largest.
+        largest. Up to 20 items.
 
         Returns
         -------
@@ -433,6 +619,8 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
 
     def beam_search_tree(self, beam_width=None):
         """Beam search over merge sequences under the same energy (paper Section 4.2).
+
+        Up to 20 items.
 
         Parameters
         ----------
@@ -451,6 +639,9 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
     def linkage_tree(self):
         """The classical agglomerative tree (``linkage``, ``metric``, ``memory``).
 
+        With several linkages (``'all'`` or a list), the one whose tree has
+        the largest log-potential under this estimator's energy.
+
         Returns
         -------
         tree : nested tuples
@@ -458,12 +649,19 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
             Its log-potential under this estimator's energy.
         """
         check_is_fitted(self)
-        agglomerative = AgglomerativeClustering(
-            n_clusters=None, distance_threshold=0.0, compute_full_tree=True,
-            linkage=self.linkage, metric=self.metric, memory=self.memory)
-        agglomerative.fit(self._X_fit)
-        tree = children_to_tree(agglomerative.children_, self.n_leaves_)
-        return tree, self.log_potential(tree)
+        best = None
+        for name in self._linkages():
+            if name == "ward" and self.metric != "euclidean":
+                continue
+            agglomerative = AgglomerativeClustering(
+                n_clusters=None, distance_threshold=0.0, compute_full_tree=True,
+                linkage=name, metric=self.metric, memory=self.memory)
+            agglomerative.fit(self._X_fit)
+            tree = children_to_tree(agglomerative.children_, self.n_leaves_)
+            value = self.log_potential(tree)
+            if best is None or value > best[1]:
+                best = (tree, value)
+        return best
 
 
 __all__ = ["TrellisHierarchical"]

@@ -219,7 +219,7 @@ def test_errors():
     with pytest.raises(ValueError, match="more clusters"):
         TrellisHierarchical(n_clusters=9).fit(X)
     with pytest.raises(ValueError, match="exact limit"):
-        TrellisHierarchical(max_exact_size=4).fit(X)
+        TrellisHierarchical(method="exact", max_exact_size=4).fit(X)
     with pytest.raises(ValueError, match="beta"):
         TrellisHierarchical(beta=-1.0).fit(X)
     with pytest.raises(ValueError, match="shape"):

@@ -454,6 +454,42 @@ class SparseHierarchicalTrellis:
             return 0.0
         return float(self.cluster_marginals()[vertex])
 
+    def subtree_marginal(self, subtree):
+        """Probability that the tree contains this sub-hierarchy (nested tuples).
+
+        ``exp(out(top) + sum of the subtree's split log-potentials - log Z)``
+        (the leaves of a sub-hierarchy are single items, whose ``Z`` is 1);
+        0 when one of its clusters or splits is not in the trellis.
+        """
+        splits = []
+
+        def walk(node):                     # iterative would not help: subtrees are small
+            if isinstance(node, tuple):
+                a, b = walk(node[0]), walk(node[1])
+                splits.append((a, b))
+                return a + b
+            return [int(node)]
+
+        top = walk(subtree)
+        family = self.family
+        total = 0.0
+        for a, b in splits:
+            left, right = (a, b) if min(a) < min(b) else (b, a)
+            parent = family.vertex_of(left + right)
+            child = family.vertex_of(left)
+            if parent < 0 or child < 0:
+                return 0.0
+            lo, hi = self.edge_ptr[parent], self.edge_ptr[parent + 1]
+            hits = np.flatnonzero(self.edge_left[lo:hi] == child)
+            if hits.size == 0:
+                return 0.0
+            total += float(self.edge_log_potential[lo + hits[0]])
+        vertex = family.vertex_of(top)
+        if vertex < 0:
+            return 0.0
+        value = self._outside()[vertex] + total - self.log_partition_function
+        return float(min(1.0, np.exp(value)))
+
     # ------------------------------------------------------------ sampling
     def sample_edges(self, n_samples, random_state=None):
         """Exact draws from the family's distribution: edge ids, shape (n_samples, N - 1)."""
