@@ -10,10 +10,19 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._validation import check_option, check_scalar_param, check_square_symmetric
+from .models._pairwise import upper_triangle
 from .models.affinity import mean_off_diagonal, similarity
 from .models.correlation import CorrelationClusteringModel
 from .trellis._budget import check_exact_budget
+from .trellis.family import ClusterFamily
 from .trellis.flat import BYTES_PER_SUBSET, ExactFlatTrellis
+from .trellis.milp import correlation_clustering_map_milp
+from .trellis.seeds import LINKAGES, linkage_seed_trees
+from .trellis.sparse_flat import SparseFlatTrellis
+
+#: Cap on the remainder states of a sparse flat trellis over several seed trees
+#: (about 200 bytes each at N = 1,000); beyond it the best single tree is used.
+MAX_SPARSE_STATES = 300_000
 
 
 class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
@@ -48,16 +57,43 @@ class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
         that affinities take both signs (as the paper does).
     gamma : float, default=None
         RBF width; ``None`` means ``1 / n_features``.
-    method : {'auto', 'exact'}, default='auto'
-        Inference engine. Both currently use the exact trellis and refuse N
-        above ``max_exact_size`` with an error stating the memory and time the
-        computation would need.
+    method : {'auto', 'exact', 'sparse', 'milp', 'perturb_and_map'}, default='auto'
+        Inference engine.
+
+        - ``'exact'``: the full trellis; refuses N above ``max_exact_size``
+          with the memory and time it would need.
+        - ``'sparse'``: a sparse trellis whose clusters are the nodes of
+          agglomerative seed trees (``linkage``) on the dissimilarities
+          ``max(w) - w``: every quantity is exact over the clusterings made
+          of those clusters (paper Section 4). Seeds whose union needs more
+          than 300,000 remainder states are replaced by the single seed tree
+          of largest ``Z`` (its cuts; ``approximation_`` says which).
+        - ``'auto'``: ``'exact'`` up to ``max_exact_size`` items, ``'sparse'``
+          beyond.
+        - ``'milp'``: the MAP clustering by integer programming (HiGHS, lazy
+          triangle inequalities), certified optimal when it finishes within
+          ``time_limit``; the distribution (``log Z``, marginals, samples)
+          comes from the exact trellis up to ``max_exact_size``, else from the
+          sparse one.
+        - ``'perturb_and_map'``: ``pairwise_marginals_`` estimated from the
+          MAP clusterings of ``n_perturbations`` Gumbel perturbations of the
+          pairwise affinities (a baseline, Greenberg et al. Section 5.3.1);
+          MAPs by the exact trellis up to ``max_exact_size`` items, else by the
+          MILP; the rest as ``'milp'``.
     max_exact_size : int, default=20
-        Largest N for which ``fit`` runs the exact trellis.
+        Largest N for which ``'auto'`` runs the exact trellis.
+    linkage : {'all', 'single', 'average', 'complete', 'ward'} or list, default='all'
+        Seed trees of the sparse trellis (Ward only with feature affinities).
+    time_limit : float, default=60.0
+        Seconds allowed to the MILP (``'milp'``; per perturbation with
+        ``'perturb_and_map'`` beyond the exact size).
+    n_perturbations : int, default=100
+        Number of perturbed MAP clusterings of ``'perturb_and_map'``.
     random_state : int, RandomState instance or None, default=None
-        Seed of :meth:`sample` when it is called without one.
+        Seed of :meth:`sample` when it is called without one, and of the
+        perturbations.
     verbose : int, default=0
-        Print progress of the ``O(3^N)`` pass for large N.
+        Print progress of the ``O(3^N)`` pass for large N and of the MILP.
 
     Attributes
     ----------
@@ -72,7 +108,22 @@ class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
     map_log_potential_ : float
         ``log phi`` of the MAP clustering.
     pairwise_marginals_ : ndarray of shape (n_samples, n_samples)
-        ``P(i and j in the same cluster)``, ones on the diagonal.
+        ``P(i and j in the same cluster)``, ones on the diagonal. Computed on
+        first access for the sparse trellis (8 N**2 bytes: 800 MB at N =
+        10,000; :meth:`pairwise_marginal_rows` gives some rows only).
+    approximation_ : str or None
+        ``None`` when every fitted quantity is exact; otherwise what is
+        approximate and how.
+    map_is_exact_ : bool
+        Whether ``labels_`` is certified to be the MAP over all clusterings.
+    map_gap_ : float or None
+        Relative gap between the MAP's log-potential and a proven upper bound
+        (0 when certified; ``None`` when no bound is known: sparse trellis).
+    n_trellis_vertices_ : int
+        Clusters in the trellis (``2**N - 1`` when exact).
+    perturbed_maps_ : ndarray of shape (n_perturbations, n_samples)
+        With ``method='perturb_and_map'`` only: the MAP clustering of each
+        perturbation.
     affinity_matrix_ : ndarray of shape (n_samples, n_samples)
         The signed affinities ``w`` used (diagonal zero).
     affinity_offset_ : float
@@ -111,14 +162,17 @@ class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
     """
 
     def __init__(self, beta=1.0, affinity="exp_euclidean", center=True, gamma=None,
-                 method="auto", max_exact_size=20,
-                 random_state=None, verbose=0):
+                 method="auto", max_exact_size=20, linkage="all", time_limit=60.0,
+                 n_perturbations=100, random_state=None, verbose=0):
         self.beta = beta
         self.affinity = affinity
         self.center = center
         self.gamma = gamma
         self.method = method
         self.max_exact_size = max_exact_size
+        self.linkage = linkage
+        self.time_limit = time_limit
+        self.n_perturbations = n_perturbations
         self.random_state = random_state
         self.verbose = verbose
 
@@ -135,8 +189,27 @@ class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
         if not isinstance(self.center, (bool, np.bool_)):
             raise TypeError(f"center must be a bool, got {self.center!r}.")
         check_scalar_param(self.gamma, "gamma", low=0.0, include_low=False, allow_none=True)
-        check_option(self.method, "method", {"auto", "exact"})
+        check_option(self.method, "method",
+                     {"auto", "exact", "sparse", "milp", "perturb_and_map"})
         check_scalar_param(self.max_exact_size, "max_exact_size", kind=numbers.Integral, low=1)
+        self._linkages()
+        check_scalar_param(self.time_limit, "time_limit", low=0.0, include_low=False)
+        check_scalar_param(self.n_perturbations, "n_perturbations", kind=numbers.Integral,
+                           low=1)
+
+    def _linkages(self):
+        linkage = self.linkage
+        names = list(LINKAGES) if isinstance(linkage, str) and linkage == "all" else (
+            [linkage] if isinstance(linkage, str) else linkage)
+        try:
+            names = list(names)
+        except TypeError:
+            raise TypeError(f"linkage must be 'all', a linkage name or a list of names, "
+                            f"got {linkage!r}.") from None
+        if not names or any(not isinstance(n, str) or n not in LINKAGES for n in names):
+            raise ValueError(f"linkage must be 'all', one of {list(LINKAGES)} or a "
+                             f"non-empty list of them, got {linkage!r}.")
+        return names
 
     def _affinity_from_input(self, X):
         if self.affinity == "precomputed":
@@ -168,30 +241,143 @@ class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
         self._check_params()
         X = validate_data(self, X, dtype=np.float64)
         n = X.shape[0]
-        # Refuse before computing any N x N or 2**N table.
-        check_exact_budget(n, BYTES_PER_SUBSET, max_items=self.max_exact_size,
-                           what="exact flat trellis")
+        exact = n <= self.max_exact_size and self.method != "sparse"
+        if self.method == "exact" or exact:
+            # Refuse before computing any N x N or 2**N table.
+            check_exact_budget(n, BYTES_PER_SUBSET, max_items=self.max_exact_size,
+                               what="exact flat trellis")
         w = self._affinity_from_input(X)
         self.affinity_matrix_ = w
         self.model_ = CorrelationClusteringModel(beta=self.beta).fit(w)
-        trellis = ExactFlatTrellis(self.model_.log_potential_table(),
-                                   max_items=self.max_exact_size,
-                                   verbose=self.verbose).fit()
+        self._constant = self.model_.log_potential_constant()
+        self._pairwise = None
+        self._n_clusters_distribution = None
+        notes = []
+        if exact:
+            trellis = ExactFlatTrellis(self.model_.log_potential_table(),
+                                       max_items=self.max_exact_size,
+                                       verbose=self.verbose).fit()
+            self.n_trellis_vertices_ = (1 << n) - 1
+            self.map_is_exact_ = True
+            self.map_gap_ = 0.0
+        else:
+            trellis, note = self._sparse_trellis(X, w)
+            notes.append(note)
+            self.n_trellis_vertices_ = int(trellis.family.n_vertices)
+            self.map_is_exact_ = False
+            self.map_gap_ = None
         self._trellis = trellis
-        constant = self.model_.log_potential_constant()
-        self.log_partition_function_ = trellis.log_partition_function + constant
+        self.log_partition_function_ = trellis.log_partition_function + self._constant
         with np.errstate(over="ignore"):
             self.partition_function_ = float(np.exp(self.log_partition_function_))
-        self.map_log_potential_ = trellis.map_log_potential + constant
-        self.labels_ = trellis.map_labels
-        self.n_clusters_ = int(self.labels_.max()) + 1
-        self.pairwise_marginals_ = trellis.pairwise_marginals()
-        self._n_clusters_distribution = None
+        self._set_map(trellis.map_labels, trellis.map_log_potential)
+        if self.method == "milp" or (self.method == "perturb_and_map" and not exact):
+            note = self._fit_milp()
+            if not exact:
+                notes.append(note)
+        if self.method == "perturb_and_map":
+            notes.append(self._fit_perturb_and_map(exact))
+        if exact and self._pairwise is None:
+            # The exact path's pairwise marginals are cheap: keep fit's old contract.
+            self._pairwise = trellis.pairwise_marginals()
+        self.approximation_ = "; ".join(notes) if notes else None
         if not self.affinity == "precomputed":
             self._X_fit = X
         return self
 
+    def _set_map(self, labels, log_potential):
+        self.labels_ = np.asarray(labels)
+        self.n_clusters_ = int(self.labels_.max()) + 1
+        self.map_log_potential_ = float(log_potential) + self._constant
+
+    def _seed_trees(self, X, w):
+        """Linkage trees on ``max(w) - w`` (and Ward on the features)."""
+        names = self._linkages()
+        trees = []
+        others = [name for name in names if name != "ward"]
+        if others:
+            dissimilarity = upper_triangle(w)
+            top = float(dissimilarity.max()) if dissimilarity.size else 0.0
+            np.subtract(top, dissimilarity, out=dissimilarity)
+            trees += linkage_seed_trees(distances=dissimilarity, linkage=others)
+            del dissimilarity
+        if "ward" in names and self.affinity != "precomputed":
+            trees += linkage_seed_trees(X, linkage="ward")
+        return trees, [name for name in names if name != "ward" or
+                       self.affinity != "precomputed"]
+
+    def _sparse_trellis(self, X, w):
+        n = X.shape[0]
+        trees, names = self._seed_trees(X, w)
+        if n == 1:
+            trees, names = [], []
+        family = ClusterFamily.from_trees(trees, n)
+        described = (f"the clusters of the {', '.join(names)} linkage tree"
+                     f"{'s' if len(names) > 1 else ''}")
+        try:
+            trellis = SparseFlatTrellis.from_model(self.model_, family,
+                                                   max_states=MAX_SPARSE_STATES).fit()
+        except ValueError as error:
+            if "remainder states" not in str(error) and "transitions" not in str(error):
+                raise
+            # Too many clusterings mix the seed trees: keep the tree of largest Z.
+            best = None
+            for name, tree in zip(names, trees):
+                single = ClusterFamily.from_trees([tree], n)
+                candidate = SparseFlatTrellis.from_model(self.model_, single).fit()
+                if best is None or (candidate.log_partition_function
+                                    > best[1].log_partition_function):
+                    best = (name, candidate)
+            trellis = best[1]
+            described = (f"the cuts of the {best[0]} linkage tree (the union of "
+                         f"{len(trees)} seed trees needed more than "
+                         f"{MAX_SPARSE_STATES:,} states)")
+        note = (f"sparse trellis over {described} ({trellis.family.n_vertices:,} clusters): "
+                "log Z, MAP, marginals and samples are exact over the clusterings made "
+                "of these clusters; log Z is a lower bound and the MAP may not be the "
+                "global one")
+        return trellis, note
+
+    def _fit_milp(self):
+        """Replace the MAP by the MILP's (certified when it finishes in time)."""
+        weights = 2.0 * float(self.beta) * self.affinity_matrix_
+        result = correlation_clustering_map_milp(
+            weights, time_limit=float(self.time_limit), initial_labels=self.labels_,
+            verbose=self.verbose)
+        if result.objective + self._constant >= self.map_log_potential_:
+            self._set_map(result.labels, result.objective)
+        # The exact trellis already certifies its MAP; the MILP may add a certificate.
+        self.map_is_exact_ = self.map_is_exact_ or bool(result.certified)
+        self.map_gap_ = 0.0 if self.map_is_exact_ else float(result.gap)
+        if result.certified:
+            return "MAP certified optimal by integer programming"
+        return (f"MAP by integer programming not certified within time_limit="
+                f"{self.time_limit} s (relative gap {result.gap:.3g})")
+
+    def _fit_perturb_and_map(self, exact):
+        """Pairwise marginals from the MAPs of Gumbel-perturbed affinities."""
+        from .trellis.perturb_and_map import MilpMapSolver, perturb_and_map
+        solver = "trellis" if exact else MilpMapSolver(time_limit=float(self.time_limit))
+        result = perturb_and_map(2.0 * float(self.beta) * self.affinity_matrix_,
+                                 n_samples=int(self.n_perturbations), map_solver=solver,
+                                 random_state=self.random_state, verbose=self.verbose)
+        self._pairwise = result.pairwise_marginals
+        self.perturbed_maps_ = result.samples
+        uncertified = ("" if not result.n_uncertified else
+                       f", {result.n_uncertified} of them not certified optimal")
+        return (f"pairwise_marginals_ estimated by perturb-and-MAP from "
+                f"{self.n_perturbations} Gumbel-perturbed MAP clusterings ({result.solver} "
+                f"MAPs{uncertified})")
+
     # -- queries on the fitted distribution ---------------------------------
+    @property
+    def pairwise_marginals_(self):
+        """``P(i and j in the same cluster)`` (computed on first access when sparse)."""
+        check_is_fitted(self, "_trellis")
+        if self._pairwise is None:
+            self._pairwise = self._trellis.pairwise_marginals()
+        return self._pairwise
+
     @property
     def n_clusters_distribution_(self):
         """``P(K = k)`` for ``k = 1..n_samples`` (computed on first access)."""

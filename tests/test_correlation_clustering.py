@@ -181,7 +181,7 @@ def test_bad_precomputed_input():
 def test_too_many_items_refused_before_work():
     X = np.zeros((40, 2))
     with pytest.raises(ValueError, match=r"N=40 is above the exact limit.*memory.*CPU time"):
-        ExactCorrelationClustering().fit(X)
+        ExactCorrelationClustering(method="exact").fit(X)
     with pytest.raises(ValueError, match="above the exact limit of 5"):
         ExactCorrelationClustering(max_exact_size=5, method="exact").fit(np.zeros((6, 1)))
 
@@ -190,7 +190,9 @@ def test_too_many_items_refused_before_work():
     ({"beta": -1.0}, ValueError), ({"beta": "a"}, TypeError),
     ({"affinity": "cosine"}, ValueError), ({"method": "fast"}, ValueError),
     ({"center": "yes"}, TypeError), ({"gamma": 0.0}, ValueError),
-    ({"max_exact_size": 0}, ValueError),
+    ({"max_exact_size": 0}, ValueError), ({"linkage": "median"}, ValueError),
+    ({"linkage": []}, ValueError), ({"linkage": 3}, TypeError),
+    ({"time_limit": 0.0}, ValueError), ({"n_perturbations": 0}, ValueError),
 ])
 def test_bad_parameters(params, error):
     with pytest.raises(error):
