@@ -17,7 +17,7 @@ from .trellis._budget import check_exact_budget
 from .trellis.family import ClusterFamily
 from .trellis.flat import BYTES_PER_SUBSET, ExactFlatTrellis
 from .trellis.milp import correlation_clustering_map_milp
-from .trellis.seeds import LINKAGES, linkage_seed_trees
+from .trellis.seeds import check_linkages, linkage_seed_trees
 from .trellis.sparse_flat import SparseFlatTrellis
 
 #: Cap on the remainder states of a sparse flat trellis over several seed trees
@@ -198,18 +198,7 @@ class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
                            low=1)
 
     def _linkages(self):
-        linkage = self.linkage
-        names = list(LINKAGES) if isinstance(linkage, str) and linkage == "all" else (
-            [linkage] if isinstance(linkage, str) else linkage)
-        try:
-            names = list(names)
-        except TypeError:
-            raise TypeError(f"linkage must be 'all', a linkage name or a list of names, "
-                            f"got {linkage!r}.") from None
-        if not names or any(not isinstance(n, str) or n not in LINKAGES for n in names):
-            raise ValueError(f"linkage must be 'all', one of {list(LINKAGES)} or a "
-                             f"non-empty list of them, got {linkage!r}.")
-        return names
+        return check_linkages(self.linkage)
 
     def _affinity_from_input(self, X):
         if self.affinity == "precomputed":

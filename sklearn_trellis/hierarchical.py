@@ -18,13 +18,12 @@ from .trellis._budget import check_exact_budget
 from .trellis.family import ClusterFamily
 from .trellis.hierarchical import BYTES_PER_SUBSET, ExactHierarchicalTrellis
 from .trellis.search import beam_search_tree, greedy_tree
-from .trellis.seeds import beam_seed_trees, linkage_seed_trees
+from .trellis.seeds import beam_seed_trees, check_linkages, linkage_seed_trees
 from .trellis.sparse_hierarchical import SparseHierarchicalTrellis
 
 #: Energies selectable by name.
 ENERGIES = {"dasgupta": DasguptaEnergy, "hcc": HCCEnergy, "ginkgo": GinkgoEnergy}
 
-_LINKAGES = ("single", "average", "complete", "ward")
 
 #: Beam-search seed trees need the model's ``2**N`` statistics: only up to this N.
 MAX_BEAM_SEED_ITEMS = 20
@@ -334,17 +333,7 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
     def _linkages(self):
         """The linkage names asked for (``'all'`` or one name or a list)."""
         linkage = self.linkage
-        names = [linkage] if isinstance(linkage, str) else linkage
-        if isinstance(linkage, str) and linkage == "all":
-            names = list(_LINKAGES)
-        try:
-            names = list(names)
-        except TypeError:
-            raise TypeError(f"linkage must be 'all', a linkage name or a list of names, "
-                            f"got {linkage!r}.") from None
-        if not names or any(not isinstance(n, str) or n not in _LINKAGES for n in names):
-            raise ValueError(f"linkage must be 'all', one of {list(_LINKAGES)} or a "
-                             f"non-empty list of them, got {linkage!r}.")
+        names = check_linkages(linkage)
         if "ward" in names and self.metric != "euclidean" and linkage != "all":
             raise ValueError(f"linkage='ward' needs metric='euclidean', got "
                              f"metric={self.metric!r}.")

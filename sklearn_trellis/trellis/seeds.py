@@ -50,7 +50,8 @@ def scipy_to_children(linkage_matrix):
     return np.ascontiguousarray(children, dtype=np.int64)
 
 
-def _check_linkages(linkage):
+def check_linkages(linkage):
+    """The linkage names of ``'all'``, one name or a list of names (validated)."""
     if isinstance(linkage, str):
         names = list(LINKAGES) if linkage == "all" else [linkage]
     else:
@@ -130,7 +131,7 @@ default='all'
     from scipy.cluster.hierarchy import linkage as scipy_linkage
     from scipy.spatial.distance import pdist
 
-    names = _check_linkages(linkage)
+    names = check_linkages(linkage)
     if (X is None) == (distances is None):
         raise ValueError("Give exactly one of X (features) and distances (precomputed).")
     if X is not None:
@@ -240,4 +241,4 @@ def beam_seed_trees(model, n_trees, *, beam_width=None, beta=1.0):
     return trees, np.array([value for _, value in found])
 
 
-__all__ = ["LINKAGES", "linkage_seed_trees", "beam_seed_trees", "scipy_to_children"]
+__all__ = ["LINKAGES", "check_linkages", "linkage_seed_trees", "beam_seed_trees", "scipy_to_children"]
