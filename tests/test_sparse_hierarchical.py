@@ -125,6 +125,24 @@ def test_powerset_family_equals_exact_engine(n, energy):
     subset = list(range(0, n, 2))
     assert sparse.cluster_marginal(subset) == pytest.approx(exact.cluster_marginal(subset),
                                                             abs=1e-9)
+    for subtree in ([((0, 2), 1), (1, (2, 3)), 3] if n >= 4 else []):
+        assert sparse.subtree_marginal(subtree) == pytest.approx(
+            exact.subtree_marginal(subtree), abs=1e-9)
+    parents, lefts, rights = sparse.map_splits
+    assert np.array_equal(family.sizes[parents], family.sizes[lefts] + family.sizes[rights])
+
+
+def test_huge_potentials_do_not_overflow():
+    rng = np.random.default_rng(2)
+    n = 6
+    model = table_energy(random_table(rng, n, scale=3e4), n)
+    exact = ExactHierarchicalTrellis(*model.kernel_inputs()).fit()
+    sparse = sparse_from_exact_inputs(ClusterFamily.powerset(n), model)
+    assert np.isfinite(sparse.log_partition_function)
+    assert sparse.log_partition_function == pytest.approx(exact.log_partition_function,
+                                                          rel=1e-12)
+    masks = sparse.family.masks()
+    assert np.allclose(sparse.cluster_marginals(), exact.cluster_marginals()[masks], atol=1e-9)
 
 
 def test_python_split_function_path_equals_kernel_path():

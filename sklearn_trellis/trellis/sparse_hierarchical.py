@@ -36,15 +36,15 @@ from ._budget import available_memory_bytes, format_bytes
 from ._specialise import call_specialised
 from .family import ClusterFamily, item_codes
 
-#: Bytes kept per edge: discovery rows (transient), CSR parent/left/right,
-#: log-potential and sampling CDF.
-BYTES_PER_EDGE = 72
+#: Bytes kept per edge at the peak: discovery rows (24, up to twice while the
+#: buffer grows), CSR parent/left/right (24), log-potential and sampling CDF (16).
+BYTES_PER_EDGE = 96
 
 #: Bytes kept per vertex besides the family (hash table, tables of the recursions).
 BYTES_PER_VERTEX = 96
 
-#: Default cap on the number of edges (about 3.6 GB at ``BYTES_PER_EDGE``).
-DEFAULT_MAX_EDGES = 50_000_000
+#: Default cap on the number of edges (about 3.8 GB at ``BYTES_PER_EDGE``).
+DEFAULT_MAX_EDGES = 40_000_000
 
 #: Default cap on the edges whose log-potential is computed by a Python function
 #: (about 10 microseconds each plus the function's own cost).
@@ -321,6 +321,12 @@ class SparseHierarchicalTrellis:
 
     # ------------------------------------------------------------ trees
     @property
+    def map_splits(self):
+        """``(parents, lefts, rights)`` vertex ids of the MAP tree's splits, preorder."""
+        e = self.map_edges
+        return self.edge_parent[e], self.edge_left[e], self.edge_right[e]
+
+    @property
     def map_tree(self):
         """The MAP tree as nested tuples (left child holds the lowest item).
 
@@ -453,6 +459,29 @@ class SparseHierarchicalTrellis:
         if vertex < 0:
             return 0.0
         return float(self.cluster_marginals()[vertex])
+
+    def subtree_marginal(self, subtree):
+        """Probability that the tree contains this sub-hierarchy (nested tuples of items;
+        0 if the family does not realise it)."""
+        from ..models._split import tree_splits
+        family = self.family
+        splits = tree_splits(subtree)  # postorder: the subtree's root split is last
+        items = splits[-1][0] + splits[-1][1] if splits else [int(subtree)]
+        top = family.vertex_of(items)
+        if top < 0:
+            return 0.0
+        log_phi = 0.0
+        for left, right in splits:
+            if min(right) < min(left):
+                left, right = right, left
+            parent, child = family.vertex_of(left + right), family.vertex_of(left)
+            if parent < 0 or child < 0 or family.vertex_of(right) < 0:
+                return 0.0
+            first, last = self.edge_ptr[parent], self.edge_ptr[parent + 1]
+            log_phi += self.edge_log_potential[
+                first + int(np.flatnonzero(self.edge_left[first:last] == child)[0])]
+        value = log_phi + self._outside()[top] - self.log_partition_function
+        return float(min(1.0, np.exp(value)))
 
     # ------------------------------------------------------------ sampling
     def sample_edges(self, n_samples, random_state=None):
