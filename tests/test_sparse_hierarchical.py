@@ -331,6 +331,18 @@ def test_map_children_are_a_valid_sklearn_tree():
         seen.update((a, b))
     assert trellis.log_potential(children) == pytest.approx(trellis.map_log_potential)
     assert trellis.tree_nested(trellis.map_edges) == trellis.map_tree
+    # the same encoding as the estimator's
+    from sklearn_trellis.hierarchical import tree_to_children
+    ref_children, ref_distances = tree_to_children(trellis.map_tree, n)
+    np.testing.assert_array_equal(children, ref_children)
+    np.testing.assert_array_equal(distances, ref_distances)
+
+
+def test_verbose_reports_stages(capsys):
+    family = ClusterFamily.powerset(4)
+    SparseHierarchicalTrellis(family, split_function=lambda l, r: 0.0, verbose=1).fit()
+    out = capsys.readouterr().out
+    assert "15 vertices, 25 edges" in out and "log Z and MAP" in out
 
 
 # -- counting, deep trees -----------------------------------------------------------------
