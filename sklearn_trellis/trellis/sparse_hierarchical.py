@@ -14,11 +14,12 @@ Edges are found by hashing (see ``_sparse_hier_kernels``): a cluster is
 identified by its size and a 128-bit sum of random item codes, and ``(L, R)``
 is taken to split ``S`` when ``hash(S) - hash(L) = hash(R)`` and
 ``|S| = |L| + |R|``. For a fixed family and random codes, a wrong edge needs
-a non-zero integer vector with entries in ``{-2, ..., 1}`` to have zero
-inner product with both 64-bit code vectors modulo ``2**64``: probability at
-most ``2**-126`` per candidate, about ``1e-29`` for the ``1e9`` candidates of
-a very large family. ``verify_edges=True`` checks every edge's members
-exactly (``O(sum over edges of |S|)``).
+the non-zero integer vector ``1_S - 1_L - 1_R`` (entries in ``{-2, ..., 1}``)
+to have zero inner product with both 64-bit code vectors modulo ``2**64``:
+probability at most ``2**-126`` per (candidate, vertex) pair, so below
+``1e-24`` for ``1e9`` candidates against ``1e5`` vertices.
+``verify_edges=True`` checks every edge's members exactly
+(``O(sum over edges of |S|)``).
 
 Cost: edge discovery visits, for each vertex ``S`` and seed tree, the
 ancestors of the lowest item of ``S`` that are subsets of ``S``; the
