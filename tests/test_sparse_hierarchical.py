@@ -461,3 +461,24 @@ def test_errors():
     with pytest.raises(ValueError, match="not in the family"):
         trellis.log_potential(((0, 2), (1, 3)))
     assert trellis.cluster_marginal([0, 2]) == 0.0
+
+
+def test_marginals_and_samples_agree_on_a_larger_linkage_family():
+    rng = np.random.default_rng(8)
+    n = 150
+    X = rng.normal(size=(n, 4))
+    from scipy.spatial.distance import pdist, squareform
+    model = DasguptaEnergy().fit(squareform(pdist(X)))
+    seeds = [linkage(X, method=m)[:, :2].astype(np.int64)
+             for m in ("single", "average", "complete", "ward")]
+    family = ClusterFamily.from_trees(seeds, n)
+    # a small beta spreads the distribution over the realised trees
+    trellis = SparseHierarchicalTrellis.from_model(family, model, beta=2e-4).fit()
+    marginals = trellis.cluster_marginals()
+    internal = family.sizes > 1
+    # every tree has N - 1 internal nodes, the root always among them
+    assert marginals[internal].sum() == pytest.approx(n - 1, rel=1e-9)
+    assert marginals[family.root] == pytest.approx(1.0)
+    assert np.any((marginals > 0.05) & (marginals < 0.95))
+    frequencies = trellis.vertex_frequencies(trellis.sample_edges(4000, random_state=0))
+    assert np.max(np.abs(frequencies - marginals)) < 0.04
