@@ -125,6 +125,24 @@ def test_powerset_family_equals_exact_engine(n, energy):
     subset = list(range(0, n, 2))
     assert sparse.cluster_marginal(subset) == pytest.approx(exact.cluster_marginal(subset),
                                                             abs=1e-9)
+    for subtree in ([((0, 2), 1), (1, (2, 3)), 3] if n >= 4 else []):
+        assert sparse.subtree_marginal(subtree) == pytest.approx(
+            exact.subtree_marginal(subtree), abs=1e-9)
+    parents, lefts, rights = sparse.map_splits
+    assert np.array_equal(family.sizes[parents], family.sizes[lefts] + family.sizes[rights])
+
+
+def test_huge_potentials_do_not_overflow():
+    rng = np.random.default_rng(2)
+    n = 6
+    model = table_energy(random_table(rng, n, scale=3e4), n)
+    exact = ExactHierarchicalTrellis(*model.kernel_inputs()).fit()
+    sparse = sparse_from_exact_inputs(ClusterFamily.powerset(n), model)
+    assert np.isfinite(sparse.log_partition_function)
+    assert sparse.log_partition_function == pytest.approx(exact.log_partition_function,
+                                                          rel=1e-12)
+    masks = sparse.family.masks()
+    assert np.allclose(sparse.cluster_marginals(), exact.cluster_marginals()[masks], atol=1e-9)
 
 
 def test_python_split_function_path_equals_kernel_path():
@@ -313,6 +331,18 @@ def test_map_children_are_a_valid_sklearn_tree():
         seen.update((a, b))
     assert trellis.log_potential(children) == pytest.approx(trellis.map_log_potential)
     assert trellis.tree_nested(trellis.map_edges) == trellis.map_tree
+    # the same encoding as the estimator's
+    from sklearn_trellis.hierarchical import tree_to_children
+    ref_children, ref_distances = tree_to_children(trellis.map_tree, n)
+    np.testing.assert_array_equal(children, ref_children)
+    np.testing.assert_array_equal(distances, ref_distances)
+
+
+def test_verbose_reports_stages(capsys):
+    family = ClusterFamily.powerset(4)
+    SparseHierarchicalTrellis(family, split_function=lambda l, r: 0.0, verbose=1).fit()
+    out = capsys.readouterr().out
+    assert "15 vertices, 25 edges" in out and "log Z and MAP" in out
 
 
 # -- counting, deep trees -----------------------------------------------------------------
@@ -431,3 +461,24 @@ def test_errors():
     with pytest.raises(ValueError, match="not in the family"):
         trellis.log_potential(((0, 2), (1, 3)))
     assert trellis.cluster_marginal([0, 2]) == 0.0
+
+
+def test_marginals_and_samples_agree_on_a_larger_linkage_family():
+    rng = np.random.default_rng(8)
+    n = 150
+    X = rng.normal(size=(n, 4))
+    from scipy.spatial.distance import pdist, squareform
+    model = DasguptaEnergy().fit(squareform(pdist(X)))
+    seeds = [linkage(X, method=m)[:, :2].astype(np.int64)
+             for m in ("single", "average", "complete", "ward")]
+    family = ClusterFamily.from_trees(seeds, n)
+    # a small beta spreads the distribution over the realised trees
+    trellis = SparseHierarchicalTrellis.from_model(family, model, beta=2e-4).fit()
+    marginals = trellis.cluster_marginals()
+    internal = family.sizes > 1
+    # every tree has N - 1 internal nodes, the root always among them
+    assert marginals[internal].sum() == pytest.approx(n - 1, rel=1e-9)
+    assert marginals[family.root] == pytest.approx(1.0)
+    assert np.any((marginals > 0.05) & (marginals < 0.95))
+    frequencies = trellis.vertex_frequencies(trellis.sample_edges(4000, random_state=0))
+    assert np.max(np.abs(frequencies - marginals)) < 0.04

@@ -83,7 +83,7 @@ class HCCEnergy(SplitModel):
             raise TypeError(f"center must be a bool, got {self.center!r}.")
         w = similarity_from_distances(data, self.similarity, self.scale)
         if self.similarity == "exp" and self.center and w.shape[0] > 1:
-            w = w - mean_off_diagonal(w)
+            w -= mean_off_diagonal(w)  # w is a fresh array: no N x N copy
             np.fill_diagonal(w, 0.0)
         self.affinity_ = w
         self.n_items_ = w.shape[0]

@@ -2,7 +2,7 @@
 
 from .flat import ExactFlatTrellis
 
-__all__ = ["ExactFlatTrellis", "ExactHierarchicalTrellis"]
+__all__ = ["ExactFlatTrellis", "ExactHierarchicalTrellis", "SparseHierarchicalTrellis"]
 
 
 def __getattr__(name):
@@ -11,4 +11,7 @@ def __getattr__(name):
     if name == "ExactHierarchicalTrellis":
         from .hierarchical import ExactHierarchicalTrellis
         return ExactHierarchicalTrellis
+    if name == "SparseHierarchicalTrellis":
+        from .sparse_hierarchical import SparseHierarchicalTrellis
+        return SparseHierarchicalTrellis
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

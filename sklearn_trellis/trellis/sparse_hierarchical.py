@@ -14,11 +14,12 @@ Edges are found by hashing (see ``_sparse_hier_kernels``): a cluster is
 identified by its size and a 128-bit sum of random item codes, and ``(L, R)``
 is taken to split ``S`` when ``hash(S) - hash(L) = hash(R)`` and
 ``|S| = |L| + |R|``. For a fixed family and random codes, a wrong edge needs
-a non-zero integer vector with entries in ``{-2, ..., 1}`` to have zero
-inner product with both 64-bit code vectors modulo ``2**64``: probability at
-most ``2**-126`` per candidate, about ``1e-29`` for the ``1e9`` candidates of
-a very large family. ``verify_edges=True`` checks every edge's members
-exactly (``O(sum over edges of |S|)``).
+the non-zero integer vector ``1_S - 1_L - 1_R`` (entries in ``{-2, ..., 1}``)
+to have zero inner product with both 64-bit code vectors modulo ``2**64``:
+probability at most ``2**-126`` per (candidate, vertex) pair, so below
+``1e-24`` for ``1e9`` candidates against ``1e5`` vertices.
+``verify_edges=True`` checks every edge's members exactly
+(``O(sum over edges of |S|)``).
 
 Cost: edge discovery visits, for each vertex ``S`` and seed tree, the
 ancestors of the lowest item of ``S`` that are subsets of ``S``; the
@@ -36,15 +37,15 @@ from ._budget import available_memory_bytes, format_bytes
 from ._specialise import call_specialised
 from .family import ClusterFamily, item_codes
 
-#: Bytes kept per edge: discovery rows (transient), CSR parent/left/right,
-#: log-potential and sampling CDF.
-BYTES_PER_EDGE = 72
+#: Bytes kept per edge at the peak: discovery rows (24, up to twice while the
+#: buffer grows), CSR parent/left/right (24), log-potential and sampling CDF (16).
+BYTES_PER_EDGE = 96
 
 #: Bytes kept per vertex besides the family (hash table, tables of the recursions).
 BYTES_PER_VERTEX = 96
 
-#: Default cap on the number of edges (about 3.6 GB at ``BYTES_PER_EDGE``).
-DEFAULT_MAX_EDGES = 50_000_000
+#: Default cap on the number of edges (about 3.8 GB at ``BYTES_PER_EDGE``).
+DEFAULT_MAX_EDGES = 40_000_000
 
 #: Default cap on the edges whose log-potential is computed by a Python function
 #: (about 10 microseconds each plus the function's own cost).
@@ -321,6 +322,12 @@ class SparseHierarchicalTrellis:
 
     # ------------------------------------------------------------ trees
     @property
+    def map_splits(self):
+        """``(parents, lefts, rights)`` vertex ids of the MAP tree's splits, preorder."""
+        e = self.map_edges
+        return self.edge_parent[e], self.edge_left[e], self.edge_right[e]
+
+    @property
     def map_tree(self):
         """The MAP tree as nested tuples (left child holds the lowest item).
 
@@ -455,39 +462,26 @@ class SparseHierarchicalTrellis:
         return float(self.cluster_marginals()[vertex])
 
     def subtree_marginal(self, subtree):
-        """Probability that the tree contains this sub-hierarchy (nested tuples).
-
-        ``exp(out(top) + sum of the subtree's split log-potentials - log Z)``
-        (the leaves of a sub-hierarchy are single items, whose ``Z`` is 1);
-        0 when one of its clusters or splits is not in the trellis.
-        """
-        splits = []
-
-        def walk(node):                     # iterative would not help: subtrees are small
-            if isinstance(node, tuple):
-                a, b = walk(node[0]), walk(node[1])
-                splits.append((a, b))
-                return a + b
-            return [int(node)]
-
-        top = walk(subtree)
+        """Probability that the tree contains this sub-hierarchy (nested tuples of items;
+        0 if the family does not realise it)."""
+        from ..models._split import tree_splits
         family = self.family
-        total = 0.0
-        for a, b in splits:
-            left, right = (a, b) if min(a) < min(b) else (b, a)
-            parent = family.vertex_of(left + right)
-            child = family.vertex_of(left)
-            if parent < 0 or child < 0:
-                return 0.0
-            lo, hi = self.edge_ptr[parent], self.edge_ptr[parent + 1]
-            hits = np.flatnonzero(self.edge_left[lo:hi] == child)
-            if hits.size == 0:
-                return 0.0
-            total += float(self.edge_log_potential[lo + hits[0]])
-        vertex = family.vertex_of(top)
-        if vertex < 0:
+        splits = tree_splits(subtree)  # postorder: the subtree's root split is last
+        items = splits[-1][0] + splits[-1][1] if splits else [int(subtree)]
+        top = family.vertex_of(items)
+        if top < 0:
             return 0.0
-        value = self._outside()[vertex] + total - self.log_partition_function
+        log_phi = 0.0
+        for left, right in splits:
+            if min(right) < min(left):
+                left, right = right, left
+            parent, child = family.vertex_of(left + right), family.vertex_of(left)
+            if parent < 0 or child < 0 or family.vertex_of(right) < 0:
+                return 0.0
+            first, last = self.edge_ptr[parent], self.edge_ptr[parent + 1]
+            log_phi += self.edge_log_potential[
+                first + int(np.flatnonzero(self.edge_left[first:last] == child)[0])]
+        value = log_phi + self._outside()[top] - self.log_partition_function
         return float(min(1.0, np.exp(value)))
 
     # ------------------------------------------------------------ sampling
