@@ -18,7 +18,14 @@ from sklearn_trellis.trellis import ExactHierarchicalTrellis
 from sklearn_trellis.trellis.family import ClusterFamily
 from sklearn_trellis.trellis.hierarchical import double_factorial_trees
 from sklearn_trellis.trellis.search import beam_search_tree, greedy_tree
-from sklearn_trellis.trellis.seeds import beam_seed_trees
+from sklearn_trellis.trellis.seeds import beam_seed_trees, permute_leaves
+
+
+def nested(children):
+    nodes = list(range(len(children) + 1))
+    for a, b in children:
+        nodes.append((nodes[a], nodes[b]))
+    return nodes[-1]
 
 
 def nine_leaf_jets():
@@ -58,3 +65,26 @@ def test_beam_seeded_family_climbs_to_the_exact_map(jet_index):
         assert value <= exact.map_log_potential + 1e-9
         previous = value
     assert exact.map_log_potential >= beam - 1e-9 and exact.map_log_potential >= greedy - 1e-9
+
+
+def test_seeds_prebuilt_on_other_jets_never_exceed_the_exact_map():
+    """The paper's setting: beam trees of other jets, leaves matched by momentum rank."""
+    jets = nine_leaf_jets()
+    models = [GinkgoEnergy(lam=j["lam"], lam_root=j["lam_root"], t_cut=j["t_cut"]).fit(
+        np.array(j["leaves"])) for j in jets]
+    order = [np.argsort(np.linalg.norm(np.array(j["leaves"])[:, 1:], axis=1)) for j in jets]
+    target = models[0]
+    exact = ExactHierarchicalTrellis(*target.kernel_inputs()).fit()
+    laid = []
+    for model, leaves in zip(models[1:], order[1:]):
+        trees, _ = beam_seed_trees(model, 16)
+        laid += [permute_leaves(permute_leaves(t, np.argsort(leaves)), order[0])
+                 for t in trees]
+    values = [target.log_potential(nested(tree)) for tree in laid]
+    previous = -np.inf
+    for k in (1, 4, 16, len(laid)):
+        family = ClusterFamily.from_trees(laid[:k], 9)
+        value, _ = family_hierarchy_map(family.masks(), exact.split_log_potential)
+        assert value >= max(values[:k]) - 1e-9 and value >= previous - 1e-9
+        assert value <= exact.map_log_potential + 1e-9
+        previous = value
