@@ -151,6 +151,26 @@ def test_union_of_three_trees_equals_brute_force(seed):
     check_against_oracle(trellis, family, model)
 
 
+def test_item_order_changes_the_states_not_the_results():
+    n = 40
+    X, model = correlation_model(n, 30, beta=0.8)
+    family = ClusterFamily.from_trees(linkage_seed_trees(X), n)
+    reference = SparseFlatTrellis.from_model(model, family, order="first").fit()
+    permutation = np.random.default_rng(0).permutation(n)
+    for order in ("auto", permutation):
+        other = SparseFlatTrellis.from_model(model, family, order=order).fit()
+        assert other.log_partition_function == pytest.approx(
+            reference.log_partition_function, abs=1e-9)
+        assert other.map_log_potential == pytest.approx(reference.map_log_potential, abs=1e-9)
+        np.testing.assert_allclose(other.cluster_marginals(), reference.cluster_marginals(),
+                                   atol=1e-10)
+    assert np.array_equal(other.rank_[permutation], np.arange(n))
+    with pytest.raises(ValueError, match="permutation"):
+        SparseFlatTrellis.from_model(model, family, order=np.zeros(n, dtype=int))
+    with pytest.raises(ValueError, match="order must be"):
+        SparseFlatTrellis.from_model(model, family, order="best")
+
+
 def test_clusters_without_construction_split_and_no_seed_tree():
     n = 7
     _, model = correlation_model(n, 5, beta=1.0)

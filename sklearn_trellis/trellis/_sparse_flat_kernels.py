@@ -214,6 +214,27 @@ def vertex_bitsets(items, starts, stops, rank, n_words):
     return anchor, word_lo, word_ptr, words
 
 
+@njit(cache=True)
+def rank_holes(items, starts, stops, rank):
+    """Total number of ranks inside the vertices' rank spans that they miss.
+
+    Removing a vertex that is not a contiguous rank range leaves holes ahead
+    of the current item; fewer holes usually means far fewer remainder states.
+    """
+    total = 0
+    for v in range(starts.size):
+        low = rank.size
+        high = -1
+        for a in range(starts[v], stops[v]):
+            r = rank[items[a]]
+            if r < low:
+                low = r
+            if r > high:
+                high = r
+        total += high - low + 1 - (stops[v] - starts[v])
+    return total
+
+
 @njit(cache=True, inline="always")
 def _slot(h0, size, mask):
     return (h0 ^ (np.uint64(size) * np.uint64(0x9E3779B97F4A7C15))) & mask
