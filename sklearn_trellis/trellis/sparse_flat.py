@@ -40,8 +40,8 @@ DEFAULT_MAX_PAIRWISE_BYTES = 2 ** 30
 #: transition pointer, two hash slots, log Z, MAP value, back-pointer, outside).
 _STATE_OVERHEAD = 8 * 11
 
-#: Bytes per transition (vertex, child).
-_TRANSITION_BYTES = 16
+#: Bytes per transition (vertex, pointer to its components, about two components).
+_TRANSITION_BYTES = 32
 
 
 def vertex_labels(vertices, family):
@@ -240,12 +240,11 @@ class SparseFlatTrellis:
             budget = 0.4 * available
             max_states = int(min(max_states, budget // (2 * state_bytes)))
             max_transitions = int(budget // (2 * _TRANSITION_BYTES))
-        codes = item_codes(n)
-        with np.errstate(over="ignore"):
-            full_hash = codes.sum(axis=0, dtype=np.uint64)
-        status, n_states, n_trans, sizes, ptr, t_vertex, t_child = kernels.enumerate_states(
-            n, f.sizes, f.hashes, anchor, word_lo, word_ptr, words, anchor_ptr,
-            order.astype(np.int64), full_hash, max_states, max_transitions)
+        status, n_states, n_trans, sizes, ptr, t_vertex, c_ptr, children = \
+            kernels.enumerate_states(n, rank, item_codes(n), f.items, f.starts, f.stops,
+                                     f.sizes, f.build_left, f.build_right, anchor, word_lo,
+                                     word_ptr, words, anchor_ptr, order.astype(np.int64),
+                                     max_states, max_transitions)
         if status == kernels.STATES_CAP:
             limit = ("max_states" if max_states == self.max_states else
                      f"the memory available ({format_bytes(available)})")
@@ -261,14 +260,15 @@ class SparseFlatTrellis:
                 "not enough memory. Use fewer or more similar seed trees.")
         self.n_states_ = int(n_states)
         self.n_transitions_ = int(n_trans)
-        self._states = (sizes, ptr, t_vertex, t_child)
+        self._states = (sizes, ptr, t_vertex, c_ptr, children)
         e = self.log_potentials
-        self._log_z, best, self._back = kernels.states_inside(e, sizes, ptr, t_vertex, t_child)
+        self._log_z, best, self._back = kernels.states_inside(e, sizes, ptr, t_vertex, c_ptr,
+                                                              children)
         self.log_partition_function = float(self._log_z[0])
         self.map_log_potential = float(best[0])
-        self.map_vertices = kernels.states_map_vertices(self._back, sizes, t_vertex, t_child)
+        self.map_vertices = kernels.states_map_vertices(self._back, t_vertex, c_ptr, children)
         self._log_marginals = kernels.states_cluster_log_marginals(
-            e, self._log_z, sizes, ptr, t_vertex, t_child, f.n_vertices)
+            e, self._log_z, sizes, ptr, t_vertex, c_ptr, children, f.n_vertices)
 
     # ------------------------------------------------------------ queries
     def _check_fitted(self):
@@ -381,9 +381,9 @@ class SparseFlatTrellis:
             if available is not None and n_bytes > 0.8 * available:
                 raise ValueError(f"The number-of-clusters pass needs {format_bytes(n_bytes)}"
                                  f", only {format_bytes(available)} is available.")
-            sizes, ptr, t_vertex, t_child = self._states
+            sizes, ptr, t_vertex, c_ptr, children = self._states
             log_zk = kernels.states_n_clusters(self.log_potentials, sizes, ptr, t_vertex,
-                                               t_child, f.n_items)
+                                               c_ptr, children, f.n_items)
         probs = np.exp(log_zk[1:] - self.log_partition_function)
         return probs / probs.sum()
 
@@ -412,9 +412,9 @@ class SparseFlatTrellis:
                                                f.build_left, f.build_right, f.items,
                                                f.starts, f.stops, f.n_items, uniforms))
             else:
-                sizes, ptr, t_vertex, t_child = self._states
-                out.append(kernels.states_sample(self.log_potentials, self._log_z, sizes,
-                                                 ptr, t_vertex, t_child, f.items, f.starts,
+                _, ptr, t_vertex, c_ptr, children = self._states
+                out.append(kernels.states_sample(self.log_potentials, self._log_z, ptr,
+                                                 t_vertex, c_ptr, children, f.items, f.starts,
                                                  f.stops, f.n_items, uniforms))
         if not out:
             return np.empty((0, f.n_items), dtype=np.int64)
