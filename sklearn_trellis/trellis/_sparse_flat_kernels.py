@@ -18,9 +18,13 @@ Two engines:
   still to cluster, and ``Z(S) = sum_B exp(e(B)) Z(S \\ B)`` over the vertices
   ``B`` subset of ``S`` that hold the lowest-ranked item of ``S`` (each
   clustering is counted once: its cluster of that item is removed first).
-  States are reached from the full set by these removals; each is stored as
-  a bitset in rank space and identified by its 128-bit additive hash (the sum
-  of the family's item codes, so ``hash(S \\ B) = hash(S) - hash(B)``) and size.
+  ``S \\ B`` is split into its *components* (items linked when a vertex inside
+  ``S \\ B`` holds both): no cluster can straddle two, so ``Z(S \\ B)`` is the
+  product of the components' ``Z``, and the components are the states. This
+  keeps independent parts of the data from multiplying the number of states
+  (a single tree's states are its nodes). States are reached from the full
+  set; each is stored as a bitset in rank space and identified by its 128-bit
+  additive hash (the sum of the family's item codes) and size.
 """
 
 import numpy as np

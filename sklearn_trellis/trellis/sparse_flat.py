@@ -11,8 +11,10 @@ family, for any ``N`` the family allows:
   the partitions consistent with the tree (its cuts, also non-horizontal
   ones), ``O(N)`` time and memory;
 - unions of seed trees, or any family (Section 4.1, Fact 5): a dynamic
-  programme over *remainder states*, whose number depends on how the trees
-  disagree; it is capped (``max_states``) and reported (``n_states``).
+  programme over *remainder states* (the items left once the clusters of the
+  lowest-ranked items are chosen), each split into independent components;
+  their number depends on how the trees disagree, it is capped
+  (``max_states``) and reported (``n_states_``).
 
 The log partition function is a lower bound of the exact one (fewer
 partitions), the MAP is the best partition within the family (at least as
@@ -76,8 +78,7 @@ class SparseFlatTrellis:
         leaf orders of different linkage trees). ``'first'``: the leaf order
         of the first seed tree; ``'auto'``: the seed tree leaf order whose
         vertices leave the fewest holes in their rank spans; or a permutation
-        of the items (rank ``r`` is item ``order[r]``). Any seed tree's leaf
-        order makes a single tree's states its suffixes.
+        of the items (rank ``r`` is item ``order[r]``).
 
     Attributes
     ----------
@@ -85,15 +86,14 @@ class SparseFlatTrellis:
     method_ : str
         The engine used, ``'tree'`` or ``'states'``.
     n_states_ : int or None
-        Remainder states of the ``'states'`` engine (the empty set included);
-        ``None`` for ``'tree'``.
+        Remainder states (connected components of remainders) of the
+        ``'states'`` engine; ``None`` for ``'tree'``.
     n_transitions_ : int or None
         Its (state, cluster) pairs: the number of terms of the recursion.
     rank_ : ndarray of shape (N,)
         Rank of every item in the ``'states'`` engine: its position in the
-        leaf order chosen by ``order`` (a seed tree's leaf order: a single
-        tree then gives only suffix states), item order if the family has no
-        seed tree. ``None`` for ``'tree'``.
+        leaf order chosen by ``order``, item order if the family has no seed
+        tree. ``None`` for ``'tree'``.
     log_partition_function : float
         ``log Z`` over the family's partitions (without the model's constant).
     map_log_potential : float
