@@ -3,6 +3,13 @@
 Tree family (one average-linkage tree) at N = 1,000 and 10,000; union of the
 four linkage trees (remainder-state engine): states and time at N = 100, 1,000.
 Run: ``PYTHONPATH=. python benchmarks/bench_sparse_flat.py``.
+
+Measured 2026-11-21 on the 2-core machine under a load of about 7:
+tree family fit < 2 ms at N = 10,000 (pairwise matrix 2.6 s, 100 samples
+0.07 s, number-of-clusters distribution 2.3 s; the scipy average linkage
+tree takes 8 s and the affinity matrix 10-20 s); union of the four linkage
+trees: 146 states at N = 100, 141,834 states / 619,858 transitions / 7.8 s at
+N = 1,000, more than 5,000,000 states at N = 2,000 (refused).
 """
 
 import resource
