@@ -202,9 +202,44 @@ def family_partitions(n, clusters, cluster_value):
     return np.array(rows, dtype=np.int64), np.array(values)
 
 
+def family_hierarchy_map(masks, split_value):
+    """MAP log-potential and number of trees of a sparse *hierarchical* trellis.
+
+    TEST ORACLE (pure Python over bitmasks, small N): the trees whose every
+    node is one of ``masks`` (each node split into two member masks), with
+    ``split_value(parent, left)`` the split log-potential (``left`` holds the
+    lowest item). Returns ``(map_value, n_trees)``, ``n_trees`` counting the
+    trees of finite potential.
+    """
+    family = set(int(m) for m in masks)
+    best, count = {}, {}
+    for mask in sorted(family, key=lambda m: bin(m).count("1")):
+        if mask & (mask - 1) == 0:
+            best[mask], count[mask] = 0.0, 1
+            continue
+        low = mask & -mask
+        rest = mask ^ low
+        value, total = -np.inf, 0
+        sub = rest
+        while True:
+            left, right = sub | low, rest ^ sub
+            if right and left in best and right in best:
+                split = split_value(mask, left)
+                if split > -np.inf:      # count the trees of finite potential only
+                    total += count[left] * count[right]
+                    value = max(value, split + best[left] + best[right])
+            if sub == 0:
+                break
+            sub = (sub - 1) & rest
+        best[mask], count[mask] = value, total
+    full = max(family)
+    return best[full], count[full]
+
+
 __all__ = ["set_partitions", "correlation_log_potentials", "flat_summaries",
            "cluster_probability", "together_probability", "canonical",
            "random_subsets", "binary_trees", "tree_leaves", "tree_clusters",
            "tree_sibling_pairs", "canonical_tree", "tree_log_potential",
            "hierarchy_summaries", "cluster_node_probability",
-           "cluster_node_probabilities", "family_partitions"]
+           "cluster_node_probabilities", "family_partitions",
+           "family_hierarchy_map"]

@@ -133,8 +133,8 @@ def test_tree_family_equals_brute_force(seed, method):
     trellis = SparseFlatTrellis.from_model(model, family, method=method).fit()
     assert trellis.method_ == method
     if method == "states":
-        # leaf order of the tree: the remainders are its suffixes (and the empty set)
-        assert trellis.n_states_ == n + 1
+        # the states are the root and the right children (in the tree's leaf order)
+        assert trellis.n_states_ == n
         assert trellis.n_transitions_ == family.n_vertices
     check_against_oracle(trellis, family, model)
 
@@ -149,6 +149,26 @@ def test_union_of_three_trees_equals_brute_force(seed):
     trellis = SparseFlatTrellis.from_model(model, family).fit()
     assert trellis.method_ == "states" and trellis.n_states_ > n + 1
     check_against_oracle(trellis, family, model)
+
+
+def test_item_order_changes_the_states_not_the_results():
+    n = 40
+    X, model = correlation_model(n, 30, beta=0.8)
+    family = ClusterFamily.from_trees(linkage_seed_trees(X), n)
+    reference = SparseFlatTrellis.from_model(model, family, order="first").fit()
+    permutation = np.random.default_rng(0).permutation(n)
+    for order in ("auto", permutation):
+        other = SparseFlatTrellis.from_model(model, family, order=order).fit()
+        assert other.log_partition_function == pytest.approx(
+            reference.log_partition_function, abs=1e-9)
+        assert other.map_log_potential == pytest.approx(reference.map_log_potential, abs=1e-9)
+        np.testing.assert_allclose(other.cluster_marginals(), reference.cluster_marginals(),
+                                   atol=1e-10)
+    assert np.array_equal(other.rank_[permutation], np.arange(n))
+    with pytest.raises(ValueError, match="permutation"):
+        SparseFlatTrellis.from_model(model, family, order=np.zeros(n, dtype=int))
+    with pytest.raises(ValueError, match="order must be"):
+        SparseFlatTrellis.from_model(model, family, order="best")
 
 
 def test_clusters_without_construction_split_and_no_seed_tree():

@@ -50,6 +50,17 @@ class FlatModel(BaseEstimator):
         Returns
         -------
         ndarray of shape (family.n_vertices,)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn_trellis.models import CorrelationClusteringModel
+        >>> from sklearn_trellis.trellis.family import ClusterFamily
+        >>> w = np.array([[0., 1., -1.], [1., 0., -1.], [-1., -1., 0.]])
+        >>> model = CorrelationClusteringModel(beta=1.0).fit(w)
+        >>> family = ClusterFamily.from_trees([np.array([[0, 1], [2, 3]])], n_items=3)
+        >>> model.family_log_potentials(family).tolist()  # {0}, {1}, {2}, {0,1}, all
+        [0.0, 0.0, 0.0, 2.0, -2.0]
         """
         if family.n_items != self.n_items_:
             raise ValueError(f"The family is over {family.n_items} items, the model over "

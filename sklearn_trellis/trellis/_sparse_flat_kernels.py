@@ -18,9 +18,13 @@ Two engines:
   still to cluster, and ``Z(S) = sum_B exp(e(B)) Z(S \\ B)`` over the vertices
   ``B`` subset of ``S`` that hold the lowest-ranked item of ``S`` (each
   clustering is counted once: its cluster of that item is removed first).
-  States are reached from the full set by these removals; each is stored as
-  a bitset in rank space and identified by its 128-bit additive hash (the sum
-  of the family's item codes, so ``hash(S \\ B) = hash(S) - hash(B)``) and size.
+  ``S \\ B`` is split into its *components* (items linked when a vertex inside
+  ``S \\ B`` holds both): no cluster can straddle two, so ``Z(S \\ B)`` is the
+  product of the components' ``Z``, and the components are the states. This
+  keeps independent parts of the data from multiplying the number of states
+  (a single tree's states are its nodes). States are reached from the full
+  set; each is stored as a bitset in rank space and identified by its 128-bit
+  additive hash (the sum of the family's item codes) and size.
 """
 
 import numpy as np
@@ -214,6 +218,27 @@ def vertex_bitsets(items, starts, stops, rank, n_words):
     return anchor, word_lo, word_ptr, words
 
 
+@njit(cache=True)
+def rank_holes(items, starts, stops, rank):
+    """Total number of ranks inside the vertices' rank spans that they miss.
+
+    Removing a vertex that is not a contiguous rank range leaves holes ahead
+    of the current item; fewer holes usually means far fewer remainder states.
+    """
+    total = 0
+    for v in range(starts.size):
+        low = rank.size
+        high = -1
+        for a in range(starts[v], stops[v]):
+            r = rank[items[a]]
+            if r < low:
+                low = r
+            if r > high:
+                high = r
+        total += high - low + 1 - (stops[v] - starts[v])
+    return total
+
+
 @njit(cache=True, inline="always")
 def _slot(h0, size, mask):
     return (h0 ^ (np.uint64(size) * np.uint64(0x9E3779B97F4A7C15))) & mask
@@ -247,18 +272,42 @@ def _grow_2d(array, capacity):
 
 
 @njit(cache=True)
-def enumerate_states(n_items, vertex_sizes, vertex_hashes, anchor, word_lo, word_ptr, words,
-                     anchor_ptr, anchored, full_hash, max_states, max_transitions):
-    """All remainder states reachable from the full set, with their transitions.
+def _find(parent, i):
+    root = i
+    while parent[root] != root:
+        root = parent[root]
+    while parent[i] != root:     # path compression
+        nxt = parent[i]
+        parent[i] = root
+        i = nxt
+    return root
+
+
+@njit(cache=True)
+def enumerate_states(n_items, rank, codes, items, starts, stops, vertex_sizes, build_left,
+                     build_right, anchor, word_lo, word_ptr, words, anchor_ptr, anchored,
+                     max_states, max_transitions):
+    """All connected remainder states reachable from the full set, with their transitions.
+
+    From state ``S`` (lowest rank ``r``) each vertex ``B`` subset of ``S`` anchored
+    at ``r`` is a transition; ``S \\ B`` splits into its *components* (items
+    linked when a vertex inside ``S \\ B`` holds both), each a state, and
+    ``Z(S \\ B)`` is the product of theirs (no cluster of a partition of
+    ``S \\ B`` can straddle two components). On one seed tree the states are
+    then the tree's nodes.
 
     Returns ``(status, n_states, n_transitions, state_size, trans_ptr,
-    trans_vertex, trans_child)``: the transitions of state ``s`` (``s = 0`` is
-    the full set) are ``trans_ptr[s]:trans_ptr[s + 1]``, each removing vertex
-    ``trans_vertex[t]`` and leading to state ``trans_child[t]``. ``status`` is
-    :data:`STATES_CAP` or :data:`TRANSITIONS_CAP` if a cap was reached (the
-    counts then say how far it got).
+    trans_vertex, child_ptr, children)``: the transitions of state ``s`` are
+    ``trans_ptr[s]:trans_ptr[s + 1]``; transition ``t`` removes vertex
+    ``trans_vertex[t]`` and leaves the states ``children[child_ptr[t]:child_ptr[t + 1]]``.
+    State 0 is the full set. ``status`` is :data:`STATES_CAP` or
+    :data:`TRANSITIONS_CAP` if a cap was reached.
     """
+    n_vertices = starts.size
     n_words = (n_items + 63) >> 6
+    item_of_rank = np.empty(n_items, np.int64)
+    for i in range(n_items):
+        item_of_rank[rank[i]] = i
     capacity = 64
     bits = np.zeros((capacity, n_words), np.uint64)
     h0 = np.empty(capacity, np.uint64)
@@ -268,51 +317,155 @@ def enumerate_states(n_items, vertex_sizes, vertex_hashes, anchor, word_lo, word
     trans_ptr = np.zeros(capacity + 1, np.int64)
     t_capacity = 256
     trans_vertex = np.empty(t_capacity, np.int64)
-    trans_child = np.empty(t_capacity, np.int64)
+    child_ptr = np.zeros(t_capacity + 1, np.int64)
+    c_capacity = 256
+    children = np.empty(c_capacity, np.int64)
     slots = np.full(256, -1, np.int64)
+    # scratch
+    fits_s = np.zeros(n_vertices, np.bool_)
+    fits_c = np.zeros(n_vertices, np.bool_)
+    inside = np.empty(n_vertices, np.int64)
+    in_b = np.zeros(n_items, np.bool_)
+    parent = np.arange(n_items)
+    comp_of_root = np.full(n_items, -1, np.int64)
+    comp_items = np.empty(n_items, np.int64)
+    comp_bits = np.zeros((n_items, n_words), np.uint64)
+    comp_h0 = np.zeros(n_items, np.uint64)
+    comp_h1 = np.zeros(n_items, np.uint64)
+    comp_size = np.zeros(n_items, np.int64)
+    comp_low = np.zeros(n_items, np.int64)
 
-    for r in range(n_items):
+    full0 = np.uint64(0)
+    full1 = np.uint64(0)
+    for i in range(n_items):
+        full0 += codes[i, 0]
+        full1 += codes[i, 1]
+        r = rank[i]
         bits[0, r >> 6] |= np.uint64(1) << np.uint64(r & 63)
-    h0[0] = full_hash[0]
-    h1[0] = full_hash[1]
+    h0[0] = full0
+    h1[0] = full1
     size[0] = n_items
     low[0] = 0
-    slots[_slot(h0[0], n_items, np.uint64(slots.size - 1))] = 0
+    slots[_slot(full0, n_items, np.uint64(slots.size - 1))] = 0
     n_states = 1
     n_trans = 0
+    n_children = 0
     status = STATES_OK
     s = 0
-    while s < n_states:
+    while s < n_states and status == STATES_OK:
         trans_ptr[s] = n_trans
-        if size[s] > 0:
-            r = low[s]
-            for idx in range(anchor_ptr[r], anchor_ptr[r + 1]):
-                v = anchored[idx]
-                if vertex_sizes[v] > size[s]:
-                    continue
+        # The vertices inside S, bottom-up over construction splits (children first).
+        n_inside = 0
+        for v in range(n_vertices):
+            a = build_left[v]
+            if a >= 0:
+                fit = fits_s[a] and fits_s[build_right[v]]
+            else:
+                fit = True
                 lo = word_lo[v]
                 base = word_ptr[v]
-                n_w = word_ptr[v + 1] - base
-                inside = True
-                for w in range(n_w):
+                for w in range(word_ptr[v + 1] - base):
                     if words[base + w] & ~bits[s, lo + w]:
-                        inside = False
+                        fit = False
                         break
-                if not inside:
-                    continue
-                c0 = h0[s] - vertex_hashes[v, 0]
-                c1 = h1[s] - vertex_hashes[v, 1]
-                c_size = size[s] - vertex_sizes[v]
+            fits_s[v] = fit
+            if fit:
+                inside[n_inside] = v
+                n_inside += 1
+        r = low[s]
+        for idx in range(anchor_ptr[r], anchor_ptr[r + 1]):
+            b = anchored[idx]
+            if not fits_s[b]:
+                continue
+            if n_trans >= max_transitions:
+                status = TRANSITIONS_CAP
+                break
+            for x in range(starts[b], stops[b]):
+                in_b[items[x]] = True
+            # Components of S \ B: union the two sides of every vertex inside it.
+            for q in range(n_inside):
+                v = inside[q]
+                a = build_left[v]
+                if a >= 0:
+                    fit = fits_c[a] and fits_c[build_right[v]]
+                else:
+                    fit = True
+                    for x in range(starts[v], stops[v]):
+                        if in_b[items[x]]:
+                            fit = False
+                            break
+                fits_c[v] = fit
+                if fit and vertex_sizes[v] > 1:
+                    if a >= 0:
+                        ra = _find(parent, items[starts[a]])
+                        rb = _find(parent, items[starts[build_right[v]]])
+                        if ra != rb:
+                            parent[ra] = rb
+                    else:
+                        first = _find(parent, items[starts[v]])
+                        for x in range(starts[v] + 1, stops[v]):
+                            other = _find(parent, items[x])
+                            if other != first:
+                                parent[other] = first
+            n_comp = 0
+            n_left = 0
+            for w in range(n_words):
+                word = bits[s, w]
+                while word:
+                    bit = 0
+                    while not (word >> np.uint64(bit)) & np.uint64(1):
+                        bit += 1
+                    word &= word - np.uint64(1)
+                    rr = (w << 6) + bit
+                    i = item_of_rank[rr]
+                    if in_b[i]:
+                        continue
+                    root = _find(parent, i)
+                    c = comp_of_root[root]
+                    if c < 0:
+                        c = n_comp
+                        n_comp += 1
+                        comp_of_root[root] = c
+                        comp_h0[c] = 0
+                        comp_h1[c] = 0
+                        comp_size[c] = 0
+                        comp_low[c] = rr        # ranks come in increasing order
+                        for ww in range(n_words):
+                            comp_bits[c, ww] = 0
+                    comp_bits[c, w] |= np.uint64(1) << np.uint64(bit)
+                    comp_h0[c] += codes[i, 0]
+                    comp_h1[c] += codes[i, 1]
+                    comp_size[c] += 1
+                    comp_items[n_left] = i
+                    n_left += 1
+            # Reset the scratch for the next transition.
+            for q in range(n_left):
+                i = comp_items[q]
+                comp_of_root[_find(parent, i)] = -1
+            for q in range(n_left):
+                parent[comp_items[q]] = comp_items[q]
+            for x in range(starts[b], stops[b]):
+                in_b[items[x]] = False
+            for q in range(n_inside):
+                fits_c[inside[q]] = False
+            # Look up (or add) every component.
+            if n_trans == t_capacity:
+                t_capacity *= 2
+                trans_vertex = _grow_1d(trans_vertex, t_capacity)
+                child_ptr = _grow_1d(child_ptr, t_capacity + 1)
+            trans_vertex[n_trans] = b
+            child_ptr[n_trans] = n_children
+            for c in range(n_comp):
                 mask = np.uint64(slots.size - 1)
-                i = _slot(c0, c_size, mask)
-                child = -1
-                while slots[i] >= 0:
-                    q = slots[i]
-                    if h0[q] == c0 and h1[q] == c1 and size[q] == c_size:
-                        child = q
+                k = _slot(comp_h0[c], comp_size[c], mask)
+                found = -1
+                while slots[k] >= 0:
+                    q = slots[k]
+                    if h0[q] == comp_h0[c] and h1[q] == comp_h1[c] and size[q] == comp_size[c]:
+                        found = q
                         break
-                    i = (i + np.uint64(1)) & mask
-                if child < 0:
+                    k = (k + np.uint64(1)) & mask
+                if found < 0:
                     if n_states >= max_states:
                         status = STATES_CAP
                         break
@@ -324,68 +477,62 @@ def enumerate_states(n_items, vertex_sizes, vertex_hashes, anchor, word_lo, word
                         size = _grow_1d(size, capacity)
                         low = _grow_1d(low, capacity)
                         trans_ptr = _grow_1d(trans_ptr, capacity + 1)
-                    child = n_states
+                    found = n_states
                     for w in range(n_words):
-                        bits[child, w] = bits[s, w]
-                    for w in range(n_w):
-                        bits[child, lo + w] &= ~words[base + w]
-                    h0[child] = c0
-                    h1[child] = c1
-                    size[child] = c_size
-                    # The lowest remaining rank: no bit below r is set.
-                    first = n_items
-                    for w in range(r >> 6, n_words):
-                        word = bits[child, w]
-                        if word:
-                            bit = 0
-                            while not (word >> np.uint64(bit)) & np.uint64(1):
-                                bit += 1
-                            first = (w << 6) + bit
-                            break
-                    low[child] = first
-                    slots[i] = child
+                        bits[found, w] = comp_bits[c, w]
+                    h0[found] = comp_h0[c]
+                    h1[found] = comp_h1[c]
+                    size[found] = comp_size[c]
+                    low[found] = comp_low[c]
+                    slots[k] = found
                     n_states += 1
                     if 2 * n_states > slots.size:
                         slots = _rehash(slots, h0, h1, size, n_states)
-                if n_trans >= max_transitions:
-                    status = TRANSITIONS_CAP
-                    break
-                if n_trans == t_capacity:
-                    t_capacity *= 2
-                    trans_vertex = _grow_1d(trans_vertex, t_capacity)
-                    trans_child = _grow_1d(trans_child, t_capacity)
-                trans_vertex[n_trans] = v
-                trans_child[n_trans] = child
-                n_trans += 1
+                if n_children == c_capacity:
+                    c_capacity *= 2
+                    children = _grow_1d(children, c_capacity)
+                children[n_children] = found
+                n_children += 1
+            if status != STATES_OK:
+                break
+            n_trans += 1
         if status != STATES_OK:
             break
         s += 1
     trans_ptr[n_states] = n_trans
-    return (status, n_states, n_trans, size[:n_states].copy(),
-            trans_ptr[:n_states + 1].copy(), trans_vertex[:n_trans].copy(),
-            trans_child[:n_trans].copy())
+    child_ptr[n_trans] = n_children
+    return (status, n_states, n_trans, size[:n_states].copy(), trans_ptr[:n_states + 1].copy(),
+            trans_vertex[:n_trans].copy(), child_ptr[:n_trans + 1].copy(),
+            children[:n_children].copy())
+
+
+@njit(cache=True, inline="always")
+def _children_sum(table, child_ptr, children, t):
+    total = 0.0
+    for q in range(child_ptr[t], child_ptr[t + 1]):
+        total += table[children[q]]
+    return total
 
 
 @njit(cache=True)
-def states_inside(e, state_size, trans_ptr, trans_vertex, trans_child):
+def states_inside(e, state_size, trans_ptr, trans_vertex, child_ptr, children):
     """``log Z``, MAP value and MAP transition of every state (smaller states first)."""
     n_states = state_size.size
     order = np.argsort(state_size, kind="mergesort")
     log_z = np.full(n_states, -np.inf)
     best = np.full(n_states, -np.inf)
     back = np.full(n_states, -1, np.int64)
+    terms = np.empty(trans_vertex.size)
     for k in range(n_states):
         s = order[k]
-        if state_size[s] == 0:
-            log_z[s] = 0.0
-            best[s] = 0.0
-            continue
         top = -np.inf
         for t in range(trans_ptr[s], trans_ptr[s + 1]):
-            value = e[trans_vertex[t]] + log_z[trans_child[t]]
+            v = trans_vertex[t]
+            value = e[v] + _children_sum(log_z, child_ptr, children, t)
+            terms[t] = value
             if value > top:
                 top = value
-            value = e[trans_vertex[t]] + best[trans_child[t]]
+            value = e[v] + _children_sum(best, child_ptr, children, t)
             if value > best[s]:
                 best[s] = value
                 back[s] = t
@@ -393,15 +540,15 @@ def states_inside(e, state_size, trans_ptr, trans_vertex, trans_child):
             continue
         acc = 0.0
         for t in range(trans_ptr[s], trans_ptr[s + 1]):
-            acc += np.exp(e[trans_vertex[t]] + log_z[trans_child[t]] - top)
+            acc += np.exp(terms[t] - top)
         log_z[s] = top + np.log(acc)
     return log_z, best, back
 
 
 @njit(cache=True)
-def states_cluster_log_marginals(e, log_z, state_size, trans_ptr, trans_vertex, trans_child,
-                                 n_vertices):
-    """``log P(v is a cluster)`` for every vertex (outside pass over the states)."""
+def states_cluster_log_marginals(e, log_z, state_size, trans_ptr, trans_vertex, child_ptr,
+                                 children, n_vertices):
+    """``log P(v is a cluster)`` for every vertex (outside pass, larger states first)."""
     n_states = state_size.size
     order = np.argsort(-state_size, kind="mergesort")
     log_out = np.full(n_states, -np.inf)
@@ -413,41 +560,49 @@ def states_cluster_log_marginals(e, log_z, state_size, trans_ptr, trans_vertex, 
             continue
         for t in range(trans_ptr[s], trans_ptr[s + 1]):
             v = trans_vertex[t]
-            c = trans_child[t]
-            value = log_out[s] + e[v]
-            log_out[c] = _logaddexp(log_out[c], value)
-            out[v] = _logaddexp(out[v], value + log_z[c])
+            value = log_out[s] + e[v] + _children_sum(log_z, child_ptr, children, t)
+            if value == -np.inf:
+                continue
+            out[v] = _logaddexp(out[v], value)
+            for q in range(child_ptr[t], child_ptr[t + 1]):
+                c = children[q]
+                log_out[c] = _logaddexp(log_out[c], value - log_z[c])
     return out - log_z[0]
 
 
 @njit(cache=True)
-def states_map_vertices(back, state_size, trans_vertex, trans_child):
-    """Vertices of the MAP clustering, following the MAP transitions from the full set."""
+def states_map_vertices(back, trans_vertex, child_ptr, children):
+    """Vertices of the MAP partition, following the MAP transitions from the full set."""
     out = []
-    s = 0
-    while state_size[s] > 0:
+    stack = [0]
+    while len(stack) > 0:
+        s = stack.pop()
         t = back[s]
         out.append(trans_vertex[t])
-        s = trans_child[t]
+        for q in range(child_ptr[t], child_ptr[t + 1]):
+            stack.append(children[q])
     return np.array(out, dtype=np.int64)
 
 
 @njit(cache=True)
-def states_sample(e, log_z, state_size, trans_ptr, trans_vertex, trans_child, items, starts,
+def states_sample(e, log_z, trans_ptr, trans_vertex, child_ptr, children, items, starts,
                   stops, n_items, uniforms):
-    """Exact draws: from each state, remove vertex ``B`` with probability
-    ``exp(e(B) + log Z(S \\ B) - log Z(S))``; one uniform per removed cluster."""
+    """Exact draws: in each state, remove vertex ``B`` with probability
+    ``exp(e(B) + sum of the components' log Z - log Z(S))``, then sample every
+    component; one uniform per cluster."""
     n_samples = uniforms.shape[0]
     cluster_of = np.empty((n_samples, n_items), np.int64)
     for q in range(n_samples):
-        s = 0
+        stack = [0]
         k = 0
-        while state_size[s] > 0:
+        while len(stack) > 0:
+            s = stack.pop()
             u = uniforms[q, k]
             acc = 0.0
             chosen = -1
             for t in range(trans_ptr[s], trans_ptr[s + 1]):
-                p = np.exp(e[trans_vertex[t]] + log_z[trans_child[t]] - log_z[s])
+                p = np.exp(e[trans_vertex[t]] + _children_sum(log_z, child_ptr, children, t)
+                           - log_z[s])
                 if p > 0.0:
                     chosen = t      # the last possible one absorbs rounding
                 acc += p
@@ -457,27 +612,38 @@ def states_sample(e, log_z, state_size, trans_ptr, trans_vertex, trans_child, it
             for a in range(starts[v], stops[v]):
                 cluster_of[q, items[a]] = k
             k += 1
-            s = trans_child[chosen]
+            for x in range(child_ptr[chosen], child_ptr[chosen + 1]):
+                stack.append(children[x])
     return canonical_labels(cluster_of)
 
 
 @njit(cache=True)
-def states_n_clusters(e, state_size, trans_ptr, trans_vertex, trans_child, n_items):
-    """``log Z_k`` of the full set for ``k = 0..N``: a log-space vector per state."""
+def states_n_clusters(e, state_size, trans_ptr, trans_vertex, child_ptr, children, n_items):
+    """``log Z_k`` of the full set for ``k = 0..N``: a log-space polynomial per state."""
     n_states = state_size.size
     order = np.argsort(state_size, kind="mergesort")
     table = np.full((n_states, n_items + 1), -np.inf)
+    poly = np.empty(n_items + 1)
+    scratch = np.empty(n_items + 1)
     for k in range(n_states):
         s = order[k]
-        if state_size[s] == 0:
-            table[s, 0] = 0.0
-            continue
         for t in range(trans_ptr[s], trans_ptr[s + 1]):
-            v = trans_vertex[t]
-            c = trans_child[t]
-            for j in range(state_size[c] + 1):
-                if table[c, j] > -np.inf:
-                    table[s, j + 1] = _logaddexp(table[s, j + 1], e[v] + table[c, j])
+            poly[:] = -np.inf
+            poly[1] = e[trans_vertex[t]]
+            degree = 1
+            for q in range(child_ptr[t], child_ptr[t + 1]):
+                c = children[q]
+                scratch[:] = -np.inf
+                for i in range(degree + 1):
+                    if poly[i] == -np.inf:
+                        continue
+                    for j in range(state_size[c] + 1):
+                        if table[c, j] > -np.inf:
+                            scratch[i + j] = _logaddexp(scratch[i + j], poly[i] + table[c, j])
+                degree += state_size[c]
+                poly[:degree + 1] = scratch[:degree + 1]
+            for i in range(degree + 1):
+                table[s, i] = _logaddexp(table[s, i], poly[i])
     return table[0]
 
 

@@ -77,6 +77,37 @@ def _tree_from_nested(tree, n_items):
     return np.array(children, dtype=np.int64).reshape(-1, 2)
 
 
+def leaf_order(children, n_items):
+    """Leaf order of a ``children_`` tree (depth-first, left child first).
+
+    Returns ``(order, start, stop)``: every node ``k`` (scikit-learn
+    numbering) is the range ``order[start[k]:stop[k]]``.
+    """
+    n = n_items
+    n_nodes = 2 * n - 1
+    order = np.empty(n, dtype=np.int64)
+    start = np.empty(n_nodes, dtype=np.int64)
+    stop = np.empty(n_nodes, dtype=np.int64)
+    position = 0
+    stack = [n_nodes - 1] if n > 1 else [0]
+    while stack:
+        node = stack.pop()
+        if node < n:
+            order[position] = node
+            start[node] = position
+            stop[node] = position + 1
+            position += 1
+        else:
+            a, b = children[node - n]
+            stack.append(b)
+            stack.append(a)
+    for node in range(n, n_nodes):
+        a, b = children[node - n]
+        start[node] = min(start[a], start[b])
+        stop[node] = max(stop[a], stop[b])
+    return order, start, stop
+
+
 class ClusterFamily:
     """A family of clusters over ``N`` items (the vertices of a sparse trellis).
 
@@ -295,27 +326,7 @@ class _FamilyBuilder:
     def add_tree(self, children):
         n = self.n_items
         n_nodes = 2 * n - 1
-        # Leaf order of a depth-first walk (left child first): every node is a range.
-        order = np.empty(n, dtype=np.int64)
-        start = np.empty(n_nodes, dtype=np.int64)
-        stop = np.empty(n_nodes, dtype=np.int64)
-        position = 0
-        stack = [n_nodes - 1] if n > 1 else [0]
-        while stack:
-            node = stack.pop()
-            if node < n:
-                order[position] = node
-                start[node] = position
-                stop[node] = position + 1
-                position += 1
-            else:
-                a, b = children[node - n]
-                stack.append(b)
-                stack.append(a)
-        for node in range(n, n_nodes):
-            a, b = children[node - n]
-            start[node] = min(start[a], start[b])
-            stop[node] = max(stop[a], stop[b])
+        order, start, stop = leaf_order(children, n)
         base = self.offset
         self.tree_offsets.append(base)
         self.chunks.append(order)
@@ -395,4 +406,4 @@ class _FamilyBuilder:
                              hashes, self.trees, tree_vertices, self.tree_offsets)
 
 
-__all__ = ["ClusterFamily", "item_codes"]
+__all__ = ["ClusterFamily", "item_codes", "leaf_order"]

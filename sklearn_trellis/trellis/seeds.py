@@ -183,6 +183,28 @@ default='all'
     return trees
 
 
+def permute_leaves(children, leaf_of):
+    """A ``children_`` tree with leaf ``i`` renamed ``leaf_of[i]`` (merges unchanged).
+
+    Moves seed trees between datasets of the same size: e.g. trees built on
+    other jets, with leaves ranked by momentum, mapped onto a new jet's leaves
+    of the same ranks (Greenberg et al. 2021, Section 3.1 and Figure 7).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_trellis.trellis.seeds import permute_leaves
+    >>> permute_leaves(np.array([[0, 1], [2, 3]]), [2, 0, 1]).tolist()
+    [[2, 0], [1, 3]]
+    """
+    children = np.asarray(children, dtype=np.int64)
+    leaf_of = np.asarray(leaf_of, dtype=np.int64)
+    n = children.shape[0] + 1
+    if leaf_of.shape != (n,) or not np.array_equal(np.sort(leaf_of), np.arange(n)):
+        raise ValueError(f"leaf_of must be a permutation of 0..{n - 1}.")
+    return np.where(children < n, leaf_of[np.minimum(children, n - 1)], children)
+
+
 def beam_seed_trees(model, n_trees, *, beam_width=None, beta=1.0):
     """The ``n_trees`` best distinct trees of a beam search on a split model's energy.
 
@@ -241,4 +263,5 @@ def beam_seed_trees(model, n_trees, *, beam_width=None, beta=1.0):
     return trees, np.array([value for _, value in found])
 
 
-__all__ = ["LINKAGES", "check_linkages", "linkage_seed_trees", "beam_seed_trees", "scipy_to_children"]
+__all__ = ["LINKAGES", "check_linkages", "linkage_seed_trees", "beam_seed_trees",
+           "permute_leaves", "scipy_to_children"]

@@ -11,8 +11,10 @@ family, for any ``N`` the family allows:
   the partitions consistent with the tree (its cuts, also non-horizontal
   ones), ``O(N)`` time and memory;
 - unions of seed trees, or any family (Section 4.1, Fact 5): a dynamic
-  programme over *remainder states*, whose number depends on how the trees
-  disagree; it is capped (``max_states``) and reported (``n_states``).
+  programme over *remainder states* (the items left once the clusters of the
+  lowest-ranked items are chosen), each split into independent components;
+  their number depends on how the trees disagree, it is capped
+  (``max_states``) and reported (``n_states_``).
 
 The log partition function is a lower bound of the exact one (fewer
 partitions), the MAP is the best partition within the family (at least as
@@ -28,7 +30,7 @@ from sklearn.utils import check_random_state
 
 from . import _sparse_flat_kernels as kernels
 from ._budget import available_memory_bytes, format_bytes
-from .family import ClusterFamily, item_codes
+from .family import ClusterFamily, item_codes, leaf_order
 
 #: Default cap of the number of remainder states of the state engine.
 DEFAULT_MAX_STATES = 2_000_000
@@ -40,8 +42,8 @@ DEFAULT_MAX_PAIRWISE_BYTES = 2 ** 30
 #: transition pointer, two hash slots, log Z, MAP value, back-pointer, outside).
 _STATE_OVERHEAD = 8 * 11
 
-#: Bytes per transition (vertex, child).
-_TRANSITION_BYTES = 16
+#: Bytes per transition (vertex, pointer to its components, about two components).
+_TRANSITION_BYTES = 32
 
 
 def vertex_labels(vertices, family):
@@ -70,6 +72,13 @@ class SparseFlatTrellis:
         Cap of the number of remainder states of the ``'states'`` engine; it
         refuses, saying how far it got, rather than exceed it (or the memory
         available).
+    order : {'auto', 'first'} or array-like of int, default='auto'
+        Item ranking of the ``'states'`` engine (the results do not depend on
+        it, the number of states does, by an order of magnitude between the
+        leaf orders of different linkage trees). ``'first'``: the leaf order
+        of the first seed tree; ``'auto'``: the seed tree leaf order whose
+        vertices leave the fewest holes in their rank spans; or a permutation
+        of the items (rank ``r`` is item ``order[r]``).
 
     Attributes
     ----------
@@ -77,14 +86,14 @@ class SparseFlatTrellis:
     method_ : str
         The engine used, ``'tree'`` or ``'states'``.
     n_states_ : int or None
-        Remainder states of the ``'states'`` engine (the empty set included);
-        ``None`` for ``'tree'``.
+        Remainder states (connected components of remainders) of the
+        ``'states'`` engine; ``None`` for ``'tree'``.
     n_transitions_ : int or None
         Its (state, cluster) pairs: the number of terms of the recursion.
     rank_ : ndarray of shape (N,)
         Rank of every item in the ``'states'`` engine: its position in the
-        leaf order of the first seed tree (a single tree then gives only
-        suffix states), item order if the family has no seed tree.
+        leaf order chosen by ``order``, item order if the family has no seed
+        tree. ``None`` for ``'tree'``.
     log_partition_function : float
         ``log Z`` over the family's partitions (without the model's constant).
     map_log_potential : float
@@ -109,7 +118,7 @@ class SparseFlatTrellis:
     """
 
     def __init__(self, family, log_potentials, *, method="auto",
-                 max_states=DEFAULT_MAX_STATES):
+                 max_states=DEFAULT_MAX_STATES, order="auto"):
         if not isinstance(family, ClusterFamily):
             raise TypeError(f"family must be a ClusterFamily, got {type(family).__name__}.")
         e = np.asarray(log_potentials, dtype=np.float64)
@@ -129,6 +138,16 @@ class SparseFlatTrellis:
             raise ValueError("method='tree' needs the family of one seed tree "
                              f"({2 * family.n_items - 1} vertices), got "
                              f"{family.n_vertices} vertices; use method='states'.")
+        if isinstance(order, str):
+            if order not in ("auto", "first"):
+                raise ValueError(f"order must be 'auto', 'first' or a permutation, got "
+                                 f"{order!r}.")
+        else:
+            order = np.asarray(order, dtype=np.int64)
+            if order.shape != (family.n_items,) or not np.array_equal(
+                    np.sort(order), np.arange(family.n_items)):
+                raise ValueError(f"order must be a permutation of 0..{family.n_items - 1}.")
+        self.order = order
         self.family = family
         self.log_potentials = np.ascontiguousarray(e)
         self.method = method
@@ -173,18 +192,33 @@ class SparseFlatTrellis:
         self._log_marginals = kernels.tree_cluster_log_marginals(e, self._log_z, f.build_left,
                                                                  f.build_right)
 
+    def _leaf_orders(self):
+        """Leaf order of every seed tree."""
+        f = self.family
+        return [leaf_order(tree, f.n_items)[0] for tree in f.seed_trees]
+
     def _rank(self):
         f = self.family
-        rank = np.empty(f.n_items, dtype=np.int64)
-        if f.seed_trees:
-            # The leaf order of the first seed tree: the root's members in its buffer.
-            root_of_first = f.seed_tree_vertices[0][-1]
-            order = f.items[f.starts[root_of_first]:f.stops[root_of_first]]
-            if f.sizes[root_of_first] != f.n_items:   # pragma: no cover - defensive
-                order = np.arange(f.n_items)
+        n = f.n_items
+        if not isinstance(self.order, str):
+            order = self.order
+        elif not f.seed_trees:
+            order = np.arange(n)
         else:
-            order = np.arange(f.n_items)
-        rank[order] = np.arange(f.n_items)
+            candidates = self._leaf_orders()
+            if self.order == "first" or len(candidates) == 1:
+                order = candidates[0]
+            else:
+                best = None
+                for candidate in candidates:
+                    rank = np.empty(n, dtype=np.int64)
+                    rank[candidate] = np.arange(n)
+                    holes = kernels.rank_holes(f.items, f.starts, f.stops, rank)
+                    if best is None or holes < best[0]:
+                        best = (holes, candidate)
+                order = best[1]
+        rank = np.empty(n, dtype=np.int64)
+        rank[order] = np.arange(n)
         return rank
 
     def _fit_states(self):
@@ -206,12 +240,11 @@ class SparseFlatTrellis:
             budget = 0.4 * available
             max_states = int(min(max_states, budget // (2 * state_bytes)))
             max_transitions = int(budget // (2 * _TRANSITION_BYTES))
-        codes = item_codes(n)
-        with np.errstate(over="ignore"):
-            full_hash = codes.sum(axis=0, dtype=np.uint64)
-        status, n_states, n_trans, sizes, ptr, t_vertex, t_child = kernels.enumerate_states(
-            n, f.sizes, f.hashes, anchor, word_lo, word_ptr, words, anchor_ptr,
-            order.astype(np.int64), full_hash, max_states, max_transitions)
+        status, n_states, n_trans, sizes, ptr, t_vertex, c_ptr, children = \
+            kernels.enumerate_states(n, rank, item_codes(n), f.items, f.starts, f.stops,
+                                     f.sizes, f.build_left, f.build_right, anchor, word_lo,
+                                     word_ptr, words, anchor_ptr, order.astype(np.int64),
+                                     max_states, max_transitions)
         if status == kernels.STATES_CAP:
             limit = ("max_states" if max_states == self.max_states else
                      f"the memory available ({format_bytes(available)})")
@@ -227,14 +260,15 @@ class SparseFlatTrellis:
                 "not enough memory. Use fewer or more similar seed trees.")
         self.n_states_ = int(n_states)
         self.n_transitions_ = int(n_trans)
-        self._states = (sizes, ptr, t_vertex, t_child)
+        self._states = (sizes, ptr, t_vertex, c_ptr, children)
         e = self.log_potentials
-        self._log_z, best, self._back = kernels.states_inside(e, sizes, ptr, t_vertex, t_child)
+        self._log_z, best, self._back = kernels.states_inside(e, sizes, ptr, t_vertex, c_ptr,
+                                                              children)
         self.log_partition_function = float(self._log_z[0])
         self.map_log_potential = float(best[0])
-        self.map_vertices = kernels.states_map_vertices(self._back, sizes, t_vertex, t_child)
+        self.map_vertices = kernels.states_map_vertices(self._back, t_vertex, c_ptr, children)
         self._log_marginals = kernels.states_cluster_log_marginals(
-            e, self._log_z, sizes, ptr, t_vertex, t_child, f.n_vertices)
+            e, self._log_z, sizes, ptr, t_vertex, c_ptr, children, f.n_vertices)
 
     # ------------------------------------------------------------ queries
     def _check_fitted(self):
@@ -347,9 +381,9 @@ class SparseFlatTrellis:
             if available is not None and n_bytes > 0.8 * available:
                 raise ValueError(f"The number-of-clusters pass needs {format_bytes(n_bytes)}"
                                  f", only {format_bytes(available)} is available.")
-            sizes, ptr, t_vertex, t_child = self._states
+            sizes, ptr, t_vertex, c_ptr, children = self._states
             log_zk = kernels.states_n_clusters(self.log_potentials, sizes, ptr, t_vertex,
-                                               t_child, f.n_items)
+                                               c_ptr, children, f.n_items)
         probs = np.exp(log_zk[1:] - self.log_partition_function)
         return probs / probs.sum()
 
@@ -378,9 +412,9 @@ class SparseFlatTrellis:
                                                f.build_left, f.build_right, f.items,
                                                f.starts, f.stops, f.n_items, uniforms))
             else:
-                sizes, ptr, t_vertex, t_child = self._states
-                out.append(kernels.states_sample(self.log_potentials, self._log_z, sizes,
-                                                 ptr, t_vertex, t_child, f.items, f.starts,
+                _, ptr, t_vertex, c_ptr, children = self._states
+                out.append(kernels.states_sample(self.log_potentials, self._log_z, ptr,
+                                                 t_vertex, c_ptr, children, f.items, f.starts,
                                                  f.stops, f.n_items, uniforms))
         if not out:
             return np.empty((0, f.n_items), dtype=np.int64)
