@@ -20,9 +20,12 @@ from .trellis.milp import correlation_clustering_map_milp
 from .trellis.seeds import check_linkages, linkage_seed_trees
 from .trellis.sparse_flat import SparseFlatTrellis
 
-#: Cap on the remainder states of a sparse flat trellis over several seed trees
-#: (about 200 bytes each at N = 1,000); beyond it the best single tree is used.
-MAX_SPARSE_STATES = 300_000
+#: Cap on the remainder states of a sparse flat trellis over a union of seed
+#: trees (about 200 bytes each at N = 1,000; ~5 s to reach).
+MAX_SPARSE_STATES = 100_000
+
+#: Above this N seed trees are not combined (their unions need millions of states).
+MAX_UNION_ITEMS = 1_000
 
 
 class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
@@ -65,9 +68,10 @@ class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
         - ``'sparse'``: a sparse trellis whose clusters are the nodes of
           agglomerative seed trees (``linkage``) on the dissimilarities
           ``max(w) - w``: every quantity is exact over the clusterings made
-          of those clusters (paper Section 4). Seeds whose union needs more
-          than 300,000 remainder states are replaced by the single seed tree
-          of largest ``Z`` (its cuts; ``approximation_`` says which).
+          of those clusters (paper Section 4). Starting from the seed tree of
+          largest ``Z`` (its cuts, ``O(N)``), the other trees join the union
+          while it needs at most 100,000 remainder states and N <= 1,000;
+          ``approximation_`` says which trees were used.
         - ``'auto'``: ``'exact'`` up to ``max_exact_size`` items, ``'sparse'``
           beyond.
         - ``'milp'``: the MAP clustering by integer programming (HiGHS, lazy
@@ -296,31 +300,46 @@ class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
                        self.affinity != "precomputed"]
 
     def _sparse_trellis(self, X, w):
+        """The sparse flat trellis over the seed trees' clusters, and its description.
+
+        Each seed tree alone gives its cuts in ``O(N)``; trees are then added,
+        largest ``Z`` first, to a union as long as its remainder-state
+        programme stays under ``MAX_SPARSE_STATES`` (and N is at most
+        ``MAX_UNION_ITEMS``: beyond, unions of linkage trees need millions of
+        states).
+        """
         n = X.shape[0]
         trees, names = self._seed_trees(X, w)
         if n == 1:
-            trees, names = [], []
-        family = ClusterFamily.from_trees(trees, n)
-        described = (f"the clusters of the {', '.join(names)} linkage tree"
-                     f"{'s' if len(names) > 1 else ''}")
-        try:
-            trellis = SparseFlatTrellis.from_model(self.model_, family,
-                                                   max_states=MAX_SPARSE_STATES).fit()
-        except ValueError as error:
-            if "remainder states" not in str(error) and "transitions" not in str(error):
-                raise
-            # Too many clusterings mix the seed trees: keep the tree of largest Z.
-            best = None
-            for name, tree in zip(names, trees):
-                single = ClusterFamily.from_trees([tree], n)
-                candidate = SparseFlatTrellis.from_model(self.model_, single).fit()
-                if best is None or (candidate.log_partition_function
-                                    > best[1].log_partition_function):
-                    best = (name, candidate)
-            trellis = best[1]
-            described = (f"the cuts of the {best[0]} linkage tree (the union of "
-                         f"{len(trees)} seed trees needed more than "
-                         f"{MAX_SPARSE_STATES:,} states)")
+            single = ClusterFamily.from_trees([], 1)
+            return (SparseFlatTrellis.from_model(self.model_, single).fit(),
+                    "one item: the only clustering")
+        singles = [SparseFlatTrellis.from_model(self.model_,
+                                                ClusterFamily.from_trees([tree], n)).fit()
+                   for tree in trees]
+        ranking = np.argsort([-t.log_partition_function for t in singles], kind="stable")
+        chosen = [int(ranking[0])]
+        trellis = singles[chosen[0]]
+        skipped = []
+        for index in ranking[1:] if n <= MAX_UNION_ITEMS else []:
+            family = ClusterFamily.from_trees([trees[i] for i in chosen + [int(index)]], n)
+            try:
+                trellis = SparseFlatTrellis.from_model(
+                    self.model_, family, max_states=MAX_SPARSE_STATES).fit()
+            except ValueError as error:
+                if "states" not in str(error) and "transitions" not in str(error):
+                    raise
+                skipped.append(names[index])
+                continue
+            chosen.append(int(index))
+        used = [names[i] for i in chosen]
+        described = (f"the clusters of the {', '.join(used)} linkage tree"
+                     f"{'s' if len(used) > 1 else ''}")
+        if len(used) < len(names):
+            reason = (f"needed more than {MAX_SPARSE_STATES:,} states" if skipped
+                      else f"are not combined above {MAX_UNION_ITEMS:,} items")
+            left = [name for name in names if name not in used]
+            described += f" (unions with the {', '.join(left)} tree{'s' if len(left) > 1 else ''} {reason})"
         note = (f"sparse trellis over {described} ({trellis.family.n_vertices:,} clusters): "
                 "log Z, MAP, marginals and samples are exact over the clusterings made "
                 "of these clusters; log Z is a lower bound and the MAP may not be the "
