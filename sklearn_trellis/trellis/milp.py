@@ -51,6 +51,9 @@ from ._budget import available_memory_bytes, format_bytes
 #: Default largest N accepted (``N(N-1)/2`` binary variables).
 DEFAULT_MAX_MILP_ITEMS = 1000
 
+#: Largest N accepted at all: cut keys are ``int64`` numbers below ``n_pairs**3``.
+HARD_MAX_MILP_ITEMS = 2000
+
 #: Default cap on the number of triangle cuts; the loop stops (uncertified) there.
 DEFAULT_MAX_CONSTRAINTS = 3_000_000
 
@@ -86,7 +89,9 @@ class MilpMapResult:
         program was solved to optimality (within ``mip_rel_gap``) and its
         solution violates no triangle inequality.
     status : str
-        ``'optimal'``, ``'time_limit'`` or ``'constraint_limit'``.
+        ``'optimal'`` (every component solved), else why a component was not:
+        ``'time_limit'``, ``'constraint_limit'`` or ``'solver_error'`` (HiGHS
+        failed on an LP; the best clustering found is still returned).
     n_constraints : int
         Number of triangle cuts in the last problem.
     n_rounds : int
@@ -174,9 +179,10 @@ def _check_budget(n, max_items, max_constraints):
     need = milp_memory_bytes(n, max_constraints)
     cost = (f"the MILP over N={n} items has {n_pairs} pair variables and up to "
             f"{max_constraints} triangle cuts, about {format_bytes(need)} of memory")
-    if n > max_items:
-        raise ValueError(f"N={n} is above max_items={max_items}: {cost}. Raise max_items "
-                         "if you can afford it.")
+    if n > min(max_items, HARD_MAX_MILP_ITEMS):
+        raise ValueError(f"N={n} is above max_items={min(max_items, HARD_MAX_MILP_ITEMS)} "
+                         f"(at most {HARD_MAX_MILP_ITEMS}): {cost}. Raise max_items if you "
+                         "can afford it.")
     available = available_memory_bytes()
     if available is not None and need > 0.8 * available:
         raise ValueError(f"Not enough memory: {cost}, but only {format_bytes(available)} "
@@ -198,7 +204,7 @@ class _CutPool:
     def add(self, legs_a, legs_b, base):
         """Add the new cuts among these; return how many were new."""
         lo, hi = np.minimum(legs_a, legs_b), np.maximum(legs_a, legs_b)
-        # n_pairs**3 < 2**63 for N <= 1600 (checked by the caller).
+        # n_pairs**3 < 2**63 for N <= HARD_MAX_MILP_ITEMS.
         keys = (lo * self.n_pairs + hi) * self.n_pairs + base
         keys, first = np.unique(keys, return_index=True)
         new = ~np.isin(keys, self.keys, assume_unique=True)
@@ -304,7 +310,9 @@ def _solve_connected(w, fallback, deadline, mip_rel_gap, max_constraints, log):
         res = solve(integral=False)
         n_rounds += 1
         if res is None or res.status != 0:
-            status = "time_limit"
+            status = "time_limit" if res is None or res.status == 1 else "solver_error"
+            if status == "solver_error":
+                log(f"HiGHS failed on the LP: {res.message}")
             break
         upper_bound = min(upper_bound, -res.fun * scale)
         found = separate(res.x)
@@ -332,7 +340,7 @@ def _solve_connected(w, fallback, deadline, mip_rel_gap, max_constraints, log):
         if res.mip_dual_bound is not None and np.isfinite(res.mip_dual_bound):
             upper_bound = min(upper_bound, -res.mip_dual_bound * scale)
         if res.x is None:
-            status = "time_limit"
+            status = "time_limit" if res.status == 1 else "solver_error"
             break
         x = np.round(res.x)
         found = separate(x)

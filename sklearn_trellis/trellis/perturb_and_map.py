@@ -14,7 +14,11 @@ which they share a cluster. ``G`` is standard Gumbel (``noise='gumbel'``, as in
 the paper's experiment; its mean, Euler's 0.577, favours joining pairs) or
 standard logistic (``noise='logistic'``: independent Gumbels on the two states
 "together" and "apart" of each pair, whose difference is logistic, mean 0).
-The noise is in the units of ``W``, natural-log units of the potential.
+The noise is in the units of ``W``, natural-log units of the potential. In
+terms of pairwise *energies*: ``log phi = beta (sum_same w - sum_apart w)``
+counts ``beta w_ij`` once for or against each pair, so a draw ``g`` added to the
+energy ``beta w_ij`` moves the gain ``W_ij`` by ``2 g``: Gumbel(0, 1) noise on
+the energies is ``noise_scale=2``.
 
 This is a baseline, not an exact method: perturbing the ``N(N-1)/2`` pairs,
 rather than each of the Bell(N) clusterings, does not sample the Gibbs
