@@ -36,6 +36,12 @@ def _pair_sum_table(weights, n_items, scale):
     return table
 
 
+# Small tables: thread start-up costs more than the work (up to 0.1 s per call
+# on a loaded machine), which repeated MAP problems (Perturb-and-MAP) pay.
+_pair_sum_table_serial = njit(cache=True)(_pair_sum_table.py_func)
+_SERIAL_MAX_ITEMS = 16
+
+
 class CorrelationClusteringModel(FlatModel):
     """Correlation clustering over a symmetric signed affinity matrix.
 
@@ -82,7 +88,8 @@ class CorrelationClusteringModel(FlatModel):
         return float(-float(self.beta) * np.triu(self.affinity_, 1).sum())
 
     def log_potential_table(self):
-        return _pair_sum_table(self.affinity_, self.n_items_, 2.0 * float(self.beta))
+        kernel = _pair_sum_table_serial if self.n_items_ <= _SERIAL_MAX_ITEMS else _pair_sum_table
+        return kernel(self.affinity_, self.n_items_, 2.0 * float(self.beta))
 
     def family_log_potentials(self, family):
         """``e(B) = 2 beta W(B)`` of every vertex, from the family's pair sums ``W``."""

@@ -155,6 +155,14 @@ def partition_pass(log_potentials, log_z, map_value, scratch, n_items, linear=Tr
     return used
 
 
+def map_pass(log_potentials, map_value, n_items):
+    """Fill ``map_value`` (``2**N`` entries) with the MAP value of every subset only."""
+    map_value[0] = 0.0
+    for highest in range(n_items):
+        low, high = 1 << highest, 2 << highest
+        _max_layer(log_potentials[low:high], map_value[:low], map_value[low:high], highest)
+
+
 def together_marginals(log_potentials, log_z, full, n_items, out):
     """``out[A] = P(all of A share a cluster)``: cluster marginals, then superset sums."""
     if n_items >= PARALLEL_MIN_BITS_LINEAR_WORK:

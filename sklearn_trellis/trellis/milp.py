@@ -51,6 +51,9 @@ from ._budget import available_memory_bytes, format_bytes
 #: Default largest N accepted (``N(N-1)/2`` binary variables).
 DEFAULT_MAX_MILP_ITEMS = 1000
 
+#: Largest N accepted at all: cut keys are ``int64`` numbers below ``n_pairs**3``.
+HARD_MAX_MILP_ITEMS = 2000
+
 #: Default cap on the number of triangle cuts; the loop stops (uncertified) there.
 DEFAULT_MAX_CONSTRAINTS = 3_000_000
 
@@ -86,7 +89,9 @@ class MilpMapResult:
         program was solved to optimality (within ``mip_rel_gap``) and its
         solution violates no triangle inequality.
     status : str
-        ``'optimal'``, ``'time_limit'`` or ``'constraint_limit'``.
+        ``'optimal'`` (every component solved), else why a component was not:
+        ``'time_limit'``, ``'constraint_limit'`` or ``'solver_error'`` (HiGHS
+        failed on an LP; the best clustering found is still returned).
     n_constraints : int
         Number of triangle cuts in the last problem.
     n_rounds : int
@@ -174,9 +179,10 @@ def _check_budget(n, max_items, max_constraints):
     need = milp_memory_bytes(n, max_constraints)
     cost = (f"the MILP over N={n} items has {n_pairs} pair variables and up to "
             f"{max_constraints} triangle cuts, about {format_bytes(need)} of memory")
-    if n > max_items:
-        raise ValueError(f"N={n} is above max_items={max_items}: {cost}. Raise max_items "
-                         "if you can afford it.")
+    if n > min(max_items, HARD_MAX_MILP_ITEMS):
+        raise ValueError(f"N={n} is above max_items={min(max_items, HARD_MAX_MILP_ITEMS)} "
+                         f"(at most {HARD_MAX_MILP_ITEMS}): {cost}. Raise max_items if you "
+                         "can afford it.")
     available = available_memory_bytes()
     if available is not None and need > 0.8 * available:
         raise ValueError(f"Not enough memory: {cost}, but only {format_bytes(available)} "
@@ -198,7 +204,7 @@ class _CutPool:
     def add(self, legs_a, legs_b, base):
         """Add the new cuts among these; return how many were new."""
         lo, hi = np.minimum(legs_a, legs_b), np.maximum(legs_a, legs_b)
-        # n_pairs**3 < 2**63 for N <= 1600 (checked by the caller).
+        # n_pairs**3 < 2**63 for N <= HARD_MAX_MILP_ITEMS.
         keys = (lo * self.n_pairs + hi) * self.n_pairs + base
         keys, first = np.unique(keys, return_index=True)
         new = ~np.isin(keys, self.keys, assume_unique=True)
@@ -228,6 +234,12 @@ def _most_violated(found, limit):
     keep = np.argpartition(-violation, limit - 1)[:limit]
     return legs_a[keep], legs_b[keep], base[keep]
 
+
+#: MILP rounds get a time slice that doubles whenever one ends without new cuts:
+#: an early incumbent that violates triangles yields cuts cheaply instead of
+#: after a full branch-and-bound on a problem that lacks them.
+MILP_FIRST_SLICE = 2.0
+MILP_SLICE_GROWTH = 2.0
 
 #: Cuts added per round at most (adding every violated cut is fastest in the
 #: benchmark -- each round re-solves from scratch -- but bounds the memory).
@@ -272,11 +284,11 @@ def _solve_connected(w, fallback, deadline, mip_rel_gap, max_constraints, log):
     certified = False
     x_matrix = np.zeros((n, n))
 
-    def solve(integral):
+    def solve(integral, budget=np.inf):
         remaining = deadline - time.perf_counter()
         if remaining <= 0:
             return None
-        options = {"time_limit": remaining, "disp": log.verbose > 1}
+        options = {"time_limit": min(remaining, budget), "disp": log.verbose > 1}
         if integral:
             options["mip_rel_gap"] = float(mip_rel_gap)
         return milp(cost, integrality=all_integral if integral else None,
@@ -304,7 +316,9 @@ def _solve_connected(w, fallback, deadline, mip_rel_gap, max_constraints, log):
         res = solve(integral=False)
         n_rounds += 1
         if res is None or res.status != 0:
-            status = "time_limit"
+            status = "time_limit" if res is None or res.status == 1 else "solver_error"
+            if status == "solver_error":
+                log(f"HiGHS failed on the LP: {res.message}")
             break
         upper_bound = min(upper_bound, -res.fun * scale)
         found = separate(res.x)
@@ -323,16 +337,21 @@ def _solve_connected(w, fallback, deadline, mip_rel_gap, max_constraints, log):
             break  # numerically stuck or out of room: leave the rest to the MILP
 
     # 2. MILP phase: integer solutions, cuts for every triangle they violate.
+    slice_seconds = MILP_FIRST_SLICE
     while status == "optimal" and not meets_bound():
-        res = solve(integral=True)
+        res = solve(integral=True, budget=slice_seconds)
         n_rounds += 1
         if res is None:
             status = "time_limit"
             break
+        sliced = res.status == 1 and time.perf_counter() < deadline
+        slice_seconds *= MILP_SLICE_GROWTH
         if res.mip_dual_bound is not None and np.isfinite(res.mip_dual_bound):
             upper_bound = min(upper_bound, -res.mip_dual_bound * scale)
         if res.x is None:
-            status = "time_limit"
+            if sliced:
+                continue
+            status = "time_limit" if res.status == 1 else "solver_error"
             break
         x = np.round(res.x)
         found = separate(x)
@@ -345,6 +364,8 @@ def _solve_connected(w, fallback, deadline, mip_rel_gap, max_constraints, log):
         log(f"MILP round {n_rounds}: status {res.status}, objective {-res.fun * scale:.6g}, "
             f"bound {upper_bound:.6g}, {found[4]} violated, {pool.n} cuts")
         if found[4] == 0:
+            if sliced:  # feasible but not proven optimal in this slice: a longer one
+                continue
             # Optimal for the relaxation and repaired without loss: optimal.
             certified = res.status == 0
             if not certified:
