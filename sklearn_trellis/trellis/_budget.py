@@ -43,6 +43,17 @@ def format_bytes(n_bytes):
     return f"{value:.3g} PiB"  # pragma: no cover
 
 
+def check_memory(n_bytes, what):
+    """Raise ``ValueError`` if ``what`` would need more than 80% of the available memory.
+
+    Called before allocating, so a refusal costs nothing; says how much is needed.
+    """
+    available = available_memory_bytes()
+    if available is not None and n_bytes > 0.8 * available:
+        raise ValueError(f"Not enough memory: {what} needs about {format_bytes(n_bytes)}, "
+                         f"but only {format_bytes(available)} is available.")
+
+
 def format_seconds(seconds):
     """Human readable duration."""
     if seconds < 120:

@@ -20,7 +20,7 @@ import numbers
 
 import numpy as np
 
-from ._budget import available_memory_bytes, format_bytes
+from ._budget import check_memory
 
 #: The linkages ``linkage='all'`` uses, in this order.
 LINKAGES = ("single", "average", "complete", "ward")
@@ -70,21 +70,14 @@ def check_linkages(linkage):
 
 
 def _condensed_from_square(distances):
-    n = distances.shape[0]
-    if not np.allclose(distances, distances.T, rtol=1e-10, atol=1e-12):
-        raise ValueError("distances must be symmetric.")
+    # The shared checks scan the matrix once without N x N temporaries.
+    from ..models._pairwise import check_pairwise_matrix, upper_triangle
+    distances = check_pairwise_matrix(distances, "distances")
     if np.any(np.diag(distances) != 0):
         raise ValueError("distances must have a zero diagonal.")
-    rows, cols = np.triu_indices(n, 1)
-    return distances[rows, cols]
+    return upper_triangle(distances)
 
 
-def _check_memory(n_bytes, what):
-    available = available_memory_bytes()
-    if available is not None and n_bytes > 0.8 * available:
-        raise ValueError(f"Not enough memory for {what}: it needs about "
-                         f"{format_bytes(n_bytes)}, only {format_bytes(available)} is "
-                         "available.")
 
 
 def linkage_seed_trees(X=None, *, distances=None, linkage="all", metric="euclidean"):
@@ -149,7 +142,7 @@ default='all'
         if n == 1:
             return [np.zeros((0, 2), dtype=np.int64) for _ in names]
         # pdist output, plus scipy's working copy for all but single linkage.
-        _check_memory(8 * (n * (n - 1) // 2) * 2, f"the distances of {n} points")
+        check_memory(8 * (n * (n - 1) // 2) * 2, f"the distances of {n} points")
         condensed = pdist(X, metric=metric)
     else:
         distances = np.asarray(distances, dtype=np.float64)
@@ -158,7 +151,7 @@ default='all'
                 raise ValueError("A square distance matrix must be (N, N), got shape "
                                  f"{distances.shape}.")
             n = distances.shape[0]
-            _check_memory(8 * (n * (n - 1) // 2) * 2, f"the distances of {n} points")
+            check_memory(8 * (n * (n - 1) // 2) * 2, f"the distances of {n} points")
             condensed = _condensed_from_square(distances) if n > 1 else np.zeros(0)
         elif distances.ndim == 1:
             m = distances.size

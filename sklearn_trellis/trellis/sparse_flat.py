@@ -29,7 +29,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from . import _sparse_flat_kernels as kernels
-from ._budget import available_memory_bytes, format_bytes
+from ._budget import available_memory_bytes, check_memory, format_bytes
 from .family import ClusterFamily, item_codes, leaf_order
 
 #: Default cap of the number of remainder states of the state engine.
@@ -351,10 +351,7 @@ class SparseFlatTrellis:
                              f"({n_rows} x {n} floats), above max_bytes="
                              f"{format_bytes(max_bytes)}: ask for some rows, or raise "
                              "max_bytes.")
-        available = available_memory_bytes()
-        if available is not None and n_bytes > 0.8 * available:
-            raise ValueError(f"The pairwise marginals asked for need {format_bytes(n_bytes)}"
-                             f", only {format_bytes(available)} is available.")
+        check_memory(n_bytes, f"the pairwise marginals asked for ({n_rows} x {n} floats)")
         if rows is None:
             out = kernels.pairwise_full(self._acc, f.items, f.starts, f.stops, f.build_left,
                                         f.build_right, n)
@@ -377,10 +374,7 @@ class SparseFlatTrellis:
                                              f.build_right, f.sizes)
         else:
             n_bytes = 8 * (f.n_items + 1) * self.n_states_
-            available = available_memory_bytes()
-            if available is not None and n_bytes > 0.8 * available:
-                raise ValueError(f"The number-of-clusters pass needs {format_bytes(n_bytes)}"
-                                 f", only {format_bytes(available)} is available.")
+            check_memory(n_bytes, "the number-of-clusters pass")
             sizes, ptr, t_vertex, c_ptr, children = self._states
             log_zk = kernels.states_n_clusters(self.log_potentials, sizes, ptr, t_vertex,
                                                c_ptr, children, f.n_items)

@@ -33,7 +33,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from . import _sparse_hier_kernels as kernels
-from ._budget import available_memory_bytes, format_bytes
+from ._budget import check_memory, format_bytes
 from ._specialise import call_specialised
 from .family import ClusterFamily, item_codes
 
@@ -61,11 +61,6 @@ def log_double_factorial_trees(n_items):
             - math.lgamma(n_items))
 
 
-def _check_memory(n_bytes, what):
-    available = available_memory_bytes()
-    if available is not None and n_bytes > 0.8 * available:
-        raise ValueError(f"Not enough memory: the {what} needs about {format_bytes(n_bytes)}, "
-                         f"but only {format_bytes(available)} is available.")
 
 
 class SparseHierarchicalTrellis:
@@ -167,7 +162,7 @@ class SparseHierarchicalTrellis:
         self.max_python_edges = int(max_python_edges)
         self.verify_edges = bool(verify_edges)
         self.verbose = verbose
-        _check_memory(BYTES_PER_VERTEX * self.n_vertices, "sparse trellis's vertex tables")
+        check_memory(BYTES_PER_VERTEX * self.n_vertices, "sparse trellis's vertex tables")
         self._log_out = None
         self._cdf = None
         self._n_trees = None
@@ -246,7 +241,7 @@ class SparseHierarchicalTrellis:
                 f"{self.max_edges:,} splits (max_edges), which would need more than "
                 f"{format_bytes(BYTES_PER_EDGE * self.max_edges)}; use fewer or smaller "
                 "seed trees / extra clusters, or raise max_edges.")
-        _check_memory(BYTES_PER_EDGE * n_edges, f"sparse trellis's {n_edges:,} edges")
+        check_memory(BYTES_PER_EDGE * n_edges, f"sparse trellis's {n_edges:,} edges")
         self.edge_ptr, self.edge_parent, self.edge_left, self.edge_right = \
             kernels.edges_to_csr(rows, n_edges, self.n_vertices)
         del rows
