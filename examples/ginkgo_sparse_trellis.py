@@ -18,9 +18,8 @@ family size and sparsity index, next to the exact trellis, beam search (beam
 greedy). A second table seeds each jet with the best distinct trees of its
 own final beam (:func:`~sklearn_trellis.trellis.seeds.beam_seed_trees`).
 
-The family MAP is computed by a small pure-Python dynamic programme over the
-family's bitmasks (``family_hierarchy_map`` below), a stand-in oracle.
-TODO(lead): switch it to ``SparseHierarchicalTrellis`` once that engine is merged.
+The family MAP and its number of trees come from
+:class:`~sklearn_trellis.trellis.sparse_hierarchical.SparseHierarchicalTrellis`.
 """
 
 import json
@@ -36,6 +35,7 @@ from sklearn_trellis.trellis.family import ClusterFamily
 from sklearn_trellis.trellis.hierarchical import double_factorial_trees
 from sklearn_trellis.trellis.search import beam_search_tree, greedy_tree
 from sklearn_trellis.trellis.seeds import beam_seed_trees, permute_leaves
+from sklearn_trellis.trellis.sparse_hierarchical import SparseHierarchicalTrellis
 
 N_JETS = int(sys.argv[1]) if len(sys.argv) > 1 else 100
 SEED_COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -51,34 +51,13 @@ def find_data(name):
         folder = os.path.dirname(folder)
 
 
-def family_hierarchy_map(masks, split_value):
-    """MAP value and number of finite-potential trees over a family of bitmasks.
-
-    Stand-in oracle (pure Python, small N only): every node of a tree must be
-    a family member. TODO(lead): replace by the sparse hierarchical engine.
-    """
-    family = set(masks)
-    best, count = {}, {}
-    for mask in sorted(family, key=lambda m: bin(m).count("1")):
-        if mask & (mask - 1) == 0:
-            best[mask], count[mask] = 0.0, 1
-            continue
-        low = mask & -mask
-        rest = mask ^ low
-        value, total = -np.inf, 0
-        sub = rest
-        while True:
-            left, right = sub | low, rest ^ sub
-            if right and left in best and right in best:
-                split = split_value(mask, left)
-                if split > -np.inf:
-                    total += count[left] * count[right]
-                    value = max(value, split + best[left] + best[right])
-            if sub == 0:
-                break
-            sub = (sub - 1) & rest
-        best[mask], count[mask] = value, total
-    return best[max(family)], count[max(family)]
+def family_map(family, model):
+    """MAP log-likelihood and number of finite-potential trees over a family."""
+    try:
+        trellis = SparseHierarchicalTrellis.from_model(family, model).fit()
+    except ValueError:      # every tree of the family has a forbidden split (t_cut)
+        return -np.inf, 0
+    return trellis.map_log_potential, trellis.n_trees
 
 
 def momentum_order(leaves):
@@ -109,11 +88,11 @@ TRANSFER_COUNTS = tuple(k for k in (1, 4, 16, 64, 128, 256, 400, len(ranked_seed
                         if k <= len(ranked_seeds))
 
 
-def sweep(seeds, counts, split_value):
+def sweep(seeds, counts, model):
     row = []
     for k in counts:
         family = ClusterFamily.from_trees(seeds[:k], 9)
-        value, n_trees = family_hierarchy_map(family.masks(), split_value)
+        value, n_trees = family_map(family, model)
         row += [value, family.n_vertices, n_trees]
     return row
 
@@ -126,10 +105,10 @@ for jet in jets:
     base.append([exact.map_log_potential, beam_search_tree(*inputs)[1],
                  greedy_tree(*inputs)[1]])
     seeds, _ = beam_seed_trees(model, max(SEED_COUNTS))
-    own.append(sweep(seeds, SEED_COUNTS, exact.split_log_potential))
+    own.append(sweep(seeds, SEED_COUNTS, model))
     order = momentum_order(jet["leaves"])      # rank -> this jet's leaf
     laid = [permute_leaves(tree, order) for tree in ranked_seeds]
-    transfer.append(sweep(laid, TRANSFER_COUNTS, exact.split_log_potential))
+    transfer.append(sweep(laid, TRANSFER_COUNTS, model))
 exact, beam, greedy = np.array(base).T
 print(f"{len(jets)} test jets with 9 leaves, {len(train)} training jets "
       f"({time.perf_counter() - start:.1f} s)\n")
