@@ -18,7 +18,7 @@ from .trellis._budget import check_exact_budget
 from .trellis.family import ClusterFamily
 from .trellis.hierarchical import BYTES_PER_SUBSET, ExactHierarchicalTrellis
 from .trellis.search import beam_search_tree, greedy_tree
-from .trellis.seeds import beam_seed_trees, check_linkages, linkage_seed_trees
+from .trellis.seeds import beam_seed_trees, check_linkages, linkage_seed_trees, tree_windows
 from .trellis.sparse_hierarchical import SparseHierarchicalTrellis
 
 #: Energies selectable by name.
@@ -189,6 +189,14 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
     n_beam_trees : int, default=8
         Beam-search trees (best distinct trees of the final beam, paper
         Section 4.2) added to the seeds when N <= 20; 0 disables them.
+    window_size : int, default=8
+        Sparse trellis refinement: after a first pass over the seed trees, the
+        family gains every union of ``window_size`` neighbouring clusters of
+        the best tree found, at every level (windows of
+        :func:`~sklearn_trellis.trellis.seeds.tree_windows`), and the trellis
+        is run again: the MAP is then optimal over all re-arrangements of each
+        window. Costs about ``3**window_size / 2`` splits per ``window_size - 1``
+        items (0-2 disable it; at most 12).
     n_perturbations : int, default=100
         Number of perturbed MAP trees of ``'perturb_and_map'``.
     random_state : int, RandomState instance or None, default=None
@@ -278,7 +286,7 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
     def __init__(self, n_clusters=2, *, metric="euclidean", memory=None, connectivity=None,
                  compute_full_tree="auto", linkage="all", distance_threshold=None,
                  compute_distances=False, energy="dasgupta", beta=1.0, method="auto",
-                 max_exact_size=16, n_beam_trees=8, n_perturbations=100,
+                 max_exact_size=16, n_beam_trees=8, window_size=8, n_perturbations=100,
                  random_state=None, verbose=0):
         self.n_clusters = n_clusters
         self.metric = metric
@@ -293,6 +301,7 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
         self.method = method
         self.max_exact_size = max_exact_size
         self.n_beam_trees = n_beam_trees
+        self.window_size = window_size
         self.n_perturbations = n_perturbations
         self.random_state = random_state
         self.verbose = verbose
@@ -326,6 +335,8 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
         check_option(self.method, "method", {"auto", "exact", "sparse", "perturb_and_map"})
         check_scalar_param(self.max_exact_size, "max_exact_size", kind=numbers.Integral, low=1)
         check_scalar_param(self.n_beam_trees, "n_beam_trees", kind=numbers.Integral, low=0)
+        check_scalar_param(self.window_size, "window_size", kind=numbers.Integral, low=0,
+                           high=12)
         check_scalar_param(self.n_perturbations, "n_perturbations", kind=numbers.Integral,
                            low=1)
         check_scalar_param(self.verbose, "verbose", kind=numbers.Integral, low=0)
@@ -465,6 +476,15 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
         del distances
         trellis = SparseHierarchicalTrellis.from_model(family, model, beta,
                                                        verbose=self.verbose).fit()
+        if engine != "powerset" and self.window_size >= 3:
+            # Re-optimise the MAP tree exactly, window_size clusters at a time.
+            best = trellis.map_children
+            family = ClusterFamily.from_trees(
+                trees + [best], n, windows=tree_windows(best, n, int(self.window_size)))
+            trellis = SparseHierarchicalTrellis.from_model(family, model, beta,
+                                                           verbose=self.verbose).fit()
+            seeds += (f" and all unions of {self.window_size} neighbouring clusters of "
+                      "their best tree")
         self._trellis = trellis
         self.map_log_potential_ = trellis.map_log_potential
         self.log_partition_function_ = trellis.log_partition_function

@@ -482,3 +482,33 @@ def test_marginals_and_samples_agree_on_a_larger_linkage_family():
     assert np.any((marginals > 0.05) & (marginals < 0.95))
     frequencies = trellis.vertex_frequencies(trellis.sample_edges(4000, random_state=0))
     assert np.max(np.abs(frequencies - marginals)) < 0.04
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_window_families_find_every_window_split(seed):
+    """Windows add all unions of k tree nodes; discovery finds every split of them."""
+    from sklearn_trellis.trellis.seeds import tree_windows
+    rng = np.random.default_rng(40 + seed)
+    n = 30
+    X = rng.normal(size=(n, 3))
+    trees = [linkage(X, m)[:, :2].astype(np.int64) for m in ("average", "single")]
+    windows = tree_windows(trees[0], n, size=3 + seed)
+    family = ClusterFamily.from_trees(trees, n, windows=windows)
+    trellis = SparseHierarchicalTrellis(
+        family, split_function=lambda left, right: 0.0, verify_edges=True).fit()
+    got = set(zip(trellis.edge_parent.tolist(), trellis.edge_left.tolist(),
+                  trellis.edge_right.tolist()))
+    expected = brute_force_edges(family)
+    assert got <= expected
+    # Only splits mixing part of a window with clusters outside it may be left out.
+    windowed = family.vertex_window
+    for s, left, right in expected - got:
+        assert windowed[left] >= 0 or windowed[right] >= 0
+    # every split of a window union into unions of the same window is found
+    for s, left, right in expected:
+        if windowed[s] >= 0 and windowed[left] == windowed[s] == windowed[right]:
+            assert (s, left, right) in got
+    # the window's own root is a union of its pieces: a window of k pieces adds
+    # 2**k - k - 1 unions (some may coincide with tree nodes)
+    assert family.n_vertices <= 2 * n - 1 + 2 * n - 1 + sum(
+        2 ** len(w) - len(w) - 1 for w in windows)

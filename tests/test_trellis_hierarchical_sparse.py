@@ -138,3 +138,19 @@ def test_sklearn_dendrogram_example_runs_on_full_iris():
     plt.close("all")
     assert out["ivl"]
     assert model.n_clusters_ == 150 and model.approximation_ is not None
+
+
+@pytest.mark.parametrize("energy", ["dasgupta", "hcc"])
+def test_window_refinement_never_loses_and_grows_the_family(energy):
+    X = blobs(60, seed=5)
+    plain = TrellisHierarchical(energy=energy, window_size=0).fit(X)
+    refined = TrellisHierarchical(energy=energy, window_size=6).fit(X)
+    assert refined.map_log_potential_ >= plain.map_log_potential_ - 1e-9 * abs(
+        plain.map_log_potential_)
+    assert refined.n_trellis_vertices_ > plain.n_trellis_vertices_
+    assert refined.n_trees_ > plain.n_trees_
+    assert "unions of 6 neighbouring clusters" in refined.approximation_
+    assert refined.log_potential(refined.map_tree_) == pytest.approx(
+        refined.map_log_potential_, rel=1e-9)
+    with pytest.raises(ValueError, match="window_size"):
+        TrellisHierarchical(window_size=13).fit(X)

@@ -136,7 +136,8 @@ def _try_candidate(s, left, sizes, hashes, table, stamp, out, n_out):
 
 @njit(cache=True)
 def _splits_of(s, use_range, lo, hi, starts, stops, sizes, hashes, table, lowest,
-               parents, tree_vertex, extra_ptr, extra_list, stamp, out, n_out):
+               parents, tree_vertex, extra_ptr, extra_list, extra_window, vertex_window,
+               vertex_window_mask, stamp, out, n_out):
     """Append every split of vertex ``s`` to ``out`` (rows ``(s, L, R)``)."""
     m = lowest[s]
     size = sizes[s]
@@ -154,16 +155,32 @@ def _splits_of(s, use_range, lo, hi, starts, stops, sizes, hashes, table, lowest
                 break
             n_out = _try_candidate(s, left, sizes, hashes, table, stamp, out, n_out)
             node = parents[t, node]
-    for j in range(extra_ptr[m], extra_ptr[m + 1]):
+    # Extras of item m, sorted by window (-1: clusters of no window, first).
+    first_extra = extra_ptr[m]
+    last_extra = extra_ptr[m + 1]
+    j = first_extra
+    while j < last_extra and extra_window[j] < 0:
         left = extra_list[j]
         if sizes[left] < size:
             n_out = _try_candidate(s, left, sizes, hashes, table, stamp, out, n_out)
+        j += 1
+    window = vertex_window[s]
+    if window >= 0:
+        # A window union splits into unions of the same window: sub-masks only.
+        mask = vertex_window_mask[s]
+        j += np.searchsorted(extra_window[j:last_extra], window)
+        while j < last_extra and extra_window[j] == window:
+            left = extra_list[j]
+            if sizes[left] < size and (vertex_window_mask[left] & ~mask) == 0:
+                n_out = _try_candidate(s, left, sizes, hashes, table, stamp, out, n_out)
+            j += 1
     return n_out
 
 
 @njit(cache=True)
 def discover_edges(children, tree_vertex, tree_offsets, home, n_items, items, starts, stops,
-                   sizes, hashes, lowest, extra_ptr, extra_list, max_edges):
+                   sizes, hashes, lowest, extra_ptr, extra_list, extra_window, vertex_window,
+                   vertex_window_mask, max_edges):
     """Every split of every vertex: rows ``(S, L, R)`` grouped by home tree.
 
     ``home[v]`` is the seed tree whose leaf order holds the slice of ``v``
@@ -198,7 +215,8 @@ def discover_edges(children, tree_vertex, tree_offsets, home, n_items, items, st
                 bigger[:n_out] = out[:n_out]
                 out = bigger
             n_out = _splits_of(s, group >= 0, lo, hi, starts, stops, sizes, hashes, table,
-                               lowest, parents, tree_vertex, extra_ptr, extra_list, stamp,
+                               lowest, parents, tree_vertex, extra_ptr, extra_list,
+                               extra_window, vertex_window, vertex_window_mask, stamp,
                                out, n_out)
             if n_out > max_edges:
                 return out, n_out

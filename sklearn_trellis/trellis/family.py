@@ -19,6 +19,8 @@ satisfy a linear relation, with probability about ``2**-128`` per pair;
 the member lists of equal-hash clusters, so deduplication is exact.
 """
 
+import bisect
+
 import numpy as np
 
 #: Seed of the random item codes (fixed: families built separately agree on hashes).
@@ -134,6 +136,12 @@ class ClusterFamily:
         The vertex of the full set (``n_vertices - 1``).
     seed_trees : list of ndarray of shape (N - 1, 2)
         The ``children_`` arrays the family was built from.
+    vertex_window, vertex_window_mask : ndarray of int64, shape (n_vertices,)
+        For the unions added by ``windows`` (and each window's own root): the
+        window's number and which of its clusters the vertex is made of (a
+        bit mask; all bits for the root); ``-1`` / 0 for other vertices.
+        Edge discovery looks for splits of a window union only among the
+        unions of its own window.
     seed_tree_vertices : list of ndarray of shape (2 N - 1,)
         For each seed tree, the vertex of each of its nodes (scikit-learn
         numbering: leaves ``0..N-1``, merge ``k`` is node ``N + k``).
@@ -157,7 +165,8 @@ class ClusterFamily:
     """
 
     def __init__(self, n_items, items, starts, stops, sizes, build_left, build_right,
-                 hashes, seed_trees=(), seed_tree_vertices=(), seed_tree_offsets=()):
+                 hashes, seed_trees=(), seed_tree_vertices=(), seed_tree_offsets=(),
+                 vertex_window=None, vertex_window_mask=None):
         self.n_items = int(n_items)
         self.items = items
         self.starts = starts
@@ -171,12 +180,17 @@ class ClusterFamily:
         self.seed_trees = list(seed_trees)
         self.seed_tree_vertices = list(seed_tree_vertices)
         self.seed_tree_offsets = np.asarray(seed_tree_offsets, dtype=np.int64).reshape(-1)
+        n_vertices = self.n_vertices
+        self.vertex_window = (np.full(n_vertices, -1, np.int64) if vertex_window is None
+                              else vertex_window)
+        self.vertex_window_mask = (np.zeros(n_vertices, np.int64) if vertex_window_mask is None
+                                   else vertex_window_mask)
         self._index = None
 
     # ----------------------------------------------------------------- build
     @classmethod
-    def from_trees(cls, trees, n_items, extra_clusters=()):
-        """The union of the nodes of seed trees (and optional extra clusters).
+    def from_trees(cls, trees, n_items, extra_clusters=(), windows=()):
+        """The union of the nodes of seed trees (and optional extra clusters, windows).
 
         Parameters
         ----------
@@ -186,6 +200,12 @@ class ClusterFamily:
         n_items : int
         extra_clusters : iterable of iterables of int, default=()
             Further clusters to include.
+        windows : iterable of lists of arrays of int, default=()
+            Each window is a list of ``k`` disjoint clusters already in the
+            family (e.g. from :func:`~sklearn_trellis.trellis.seeds.tree_windows`);
+            all ``2**k - 1`` unions of them are added, each with a
+            construction split, so a sparse hierarchical trellis realises
+            every binary tree over the window's clusters.
 
         Returns
         -------
@@ -199,6 +219,8 @@ class ClusterFamily:
             builder.add_tree(_check_children(tree, n_items))
         for cluster in extra_clusters:
             builder.add_cluster(cluster)
+        for window in windows:
+            builder.add_window(window)
         return builder.finish()
 
     @classmethod
@@ -287,6 +309,7 @@ class _FamilyBuilder:
         self.n_items = n_items
         self.codes = item_codes(n_items)
         self.chunks = [np.arange(n_items, dtype=np.int64)]   # singletons live here
+        self.chunk_starts = [0]       # buffer offset of each chunk (records never span two)
         self.offset = n_items
         # per cluster: (start, stop, size, hash, build_left key, build_right key)
         self.records = []
@@ -294,6 +317,8 @@ class _FamilyBuilder:
         self.trees = []
         self.tree_keys = []
         self.tree_offsets = []
+        self.window_roles = {}        # cluster key -> (window, mask): first role wins
+        self.n_windows = 0
         for i in range(n_items):
             self._add(i, i + 1, self.codes[i], None, None, self.chunks[0][i:i + 1])
 
@@ -316,11 +341,20 @@ class _FamilyBuilder:
 
     def _members(self, record):
         start, stop = record[0], record[1]
-        return self._buffer()[start:stop]
+        # Look the chunk up instead of concatenating: duplicates are frequent.
+        i = bisect.bisect_right(self.chunk_starts, start) - 1
+        base = self.chunk_starts[i]
+        return self.chunks[i][start - base:stop - base]
+
+    def _append(self, items):
+        self.chunk_starts.append(self.offset)
+        self.chunks.append(items)
+        self.offset += items.size
 
     def _buffer(self):
         if len(self.chunks) > 1:
             self.chunks = [np.concatenate(self.chunks)]
+            self.chunk_starts = [0]
         return self.chunks[0]
 
     def add_tree(self, children):
@@ -329,9 +363,7 @@ class _FamilyBuilder:
         order, start, stop = leaf_order(children, n)
         base = self.offset
         self.tree_offsets.append(base)
-        self.chunks.append(order)
-        self.offset += n
-        buffer = None
+        self._append(order)
         keys = [_key(self.codes[i], 1) for i in range(n)] + [None] * (n - 1)
         hashes = np.empty((n_nodes, 2), dtype=np.uint64)
         hashes[:n] = self.codes
@@ -339,18 +371,55 @@ class _FamilyBuilder:
             for node in range(n, n_nodes):
                 a, b = children[node - n]
                 hashes[node] = hashes[a] + hashes[b]
-                key = _key(hashes[node], stop[node] - start[node])
-                if key in self.index:
-                    if buffer is None:
-                        buffer = self._buffer()
-                    members = buffer[base + start[node]:base + stop[node]]
-                else:
-                    members = None
                 keys[node] = self._add(base + start[node], base + stop[node], hashes[node],
-                                       keys[a], keys[b], members if members is not None
-                                       else order[start[node]:stop[node]])
+                                       keys[a], keys[b], order[start[node]:stop[node]])
         self.trees.append(children)
         self.tree_keys.append(keys)
+
+    def add_window(self, pieces):
+        """Add every union of the disjoint clusters ``pieces`` (already members)."""
+        pieces = [np.asarray(piece, dtype=np.int64) for piece in pieces]
+        k = len(pieces)
+        if k > 16:
+            raise ValueError(f"A window of {k} clusters has {2 ** k - 1} unions; at most "
+                             "16 clusters per window.")
+        hashes = [_hash_of(self.codes, piece) for piece in pieces]
+        keys = [_key(h, piece.size) for h, piece in zip(hashes, pieces)]
+        for piece, key in zip(pieces, keys):
+            if key not in self.index:
+                raise ValueError("Every cluster of a window must already be in the family; "
+                                 f"{np.sort(piece)[:10].tolist()}... is not.")
+        # unions[mask] = (hash, size, key, members); a union is built as
+        # (union without its highest piece) + (highest piece).
+        unions = {1 << j: (hashes[j], pieces[j].size, keys[j], pieces[j]) for j in range(k)}
+        full = (1 << k) - 1
+        window = self.n_windows
+        self.n_windows += 1
+        with np.errstate(over="ignore"):
+            for mask in range(3, full + 1):
+                if mask & (mask - 1) == 0:
+                    continue
+                top = mask.bit_length() - 1
+                rest = mask ^ (1 << top)
+                rest_hash, rest_size, rest_key, rest_members = unions[rest]
+                hash_pair = rest_hash + hashes[top]
+                size = rest_size + pieces[top].size
+                key = _key(hash_pair, size)
+                members = np.concatenate([rest_members, pieces[top]]) if mask != full else None
+                self.window_roles.setdefault(key, (window, mask))
+                if mask == full and key in self.index:
+                    # The window's own root: already a member (no copy, no check).
+                    unions[mask] = (hash_pair, size, key, None)
+                    continue
+                if members is None:
+                    members = np.concatenate([rest_members, pieces[top]])
+                if key in self.index:
+                    self._add(0, size, hash_pair, rest_key, keys[top], members)
+                else:
+                    start = self.offset
+                    self._append(members)
+                    self._add(start, start + size, hash_pair, rest_key, keys[top], members)
+                unions[mask] = (hash_pair, size, key, members)
 
     def add_cluster(self, cluster):
         items = np.unique(np.asarray(list(cluster), dtype=np.int64))
@@ -361,8 +430,7 @@ class _FamilyBuilder:
                              f"{items.tolist()}.")
         hash_pair = _hash_of(self.codes, items)
         start = self.offset
-        self.chunks.append(items)
-        self.offset += items.size
+        self._append(items)
         self._add(start, start + items.size, hash_pair, None, None, items)
 
     def finish(self):
@@ -402,8 +470,14 @@ class _FamilyBuilder:
                 build_right[v] = top
         tree_vertices = [np.array([position[k] for k in keys_], dtype=np.int64)
                          for keys_ in self.tree_keys]
+        vertex_window = np.full(len(records), -1, dtype=np.int64)
+        vertex_window_mask = np.zeros(len(records), dtype=np.int64)
+        for key, (window, mask) in self.window_roles.items():
+            vertex_window[position[key]] = window
+            vertex_window_mask[position[key]] = mask
         return ClusterFamily(n, buffer, starts, stops, sizes[order], build_left, build_right,
-                             hashes, self.trees, tree_vertices, self.tree_offsets)
+                             hashes, self.trees, tree_vertices, self.tree_offsets,
+                             vertex_window, vertex_window_mask)
 
 
 __all__ = ["ClusterFamily", "item_codes", "leaf_order"]

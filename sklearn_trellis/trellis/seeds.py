@@ -256,5 +256,74 @@ def beam_seed_trees(model, n_trees, *, beam_width=None, beta=1.0):
     return trees, np.array([value for _, value in found])
 
 
-__all__ = ["LINKAGES", "check_linkages", "linkage_seed_trees", "beam_seed_trees",
+def tree_windows(children, n_items, size=8):
+    """Windows of a tree: groups of ``size`` nodes whose unions enrich a sparse trellis.
+
+    Starting at the root, a window is grown by replacing its largest internal
+    node by that node's two children until it holds ``size`` nodes (or only
+    leaves); each internal node of the window then starts a window of its own.
+    Every node of the tree is a window member once, so there are about
+    ``(N - 1) / (size - 1)`` windows. Passed to
+    ``ClusterFamily.from_trees(..., windows=...)``, each window adds all
+    ``2**size - 1`` unions of its nodes: the trellis then realises every tree
+    over the window's nodes, i.e. it re-optimises the tree exactly ``size``
+    clusters at a time, at every level (the "exact sub-problem" seeds of the
+    sparse trellis).
+
+    Parameters
+    ----------
+    children : array-like of shape (N - 1, 2)
+        A scikit-learn ``children_`` tree (e.g. the MAP tree of a first sparse fit).
+    n_items : int
+    size : int, default=8
+        Nodes per window (2 to 16); the cost grows as ``3**size`` splits per window.
+
+    Returns
+    -------
+    list of lists of ndarray of int64
+        The item sets of each window's nodes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_trellis.trellis.seeds import tree_windows
+    >>> chain = np.array([[0, 1], [4, 2], [5, 3]])         # (((0, 1), 2), 3)
+    >>> [[piece.tolist() for piece in w] for w in tree_windows(chain, 4, size=3)]
+    [[[0, 1], [2], [3]], [[0], [1]]]
+    """
+    import heapq
+
+    from .family import _check_children, leaf_order
+
+    if isinstance(size, (bool, np.bool_)) or not isinstance(size, numbers.Integral):
+        raise TypeError(f"size must be an int, got {size!r}.")
+    if not 2 <= size <= 16:
+        raise ValueError(f"size must be between 2 and 16, got {size}.")
+    n = int(n_items)
+    if n < 2:
+        return []
+    children = _check_children(children, n)
+    order, start, stop = leaf_order(children, n)
+    windows = []
+    stack = [2 * n - 2]
+    while stack:
+        node = stack.pop()
+        frontier = []
+        heap = [(-(stop[node] - start[node]), node)]
+        while heap and len(frontier) + len(heap) < size:
+            _, largest = heapq.heappop(heap)
+            for child in children[largest - n]:
+                child = int(child)
+                if child < n:
+                    frontier.append(child)
+                else:
+                    heapq.heappush(heap, (-(stop[child] - start[child]), child))
+        pieces = frontier + [member for _, member in heap]
+        pieces.sort(key=lambda p: start[p])
+        windows.append([order[start[p]:stop[p]] for p in pieces])
+        stack.extend(p for p in pieces if p >= n)
+    return windows
+
+
+__all__ = ["LINKAGES", "tree_windows", "check_linkages", "linkage_seed_trees", "beam_seed_trees",
            "permute_leaves", "scipy_to_children"]

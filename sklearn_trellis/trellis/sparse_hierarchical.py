@@ -225,8 +225,10 @@ class SparseHierarchicalTrellis:
         extra_items = np.concatenate([family.items[family.starts[v]:family.stops[v]]
                                       for v in extras]) if extras.size else np.zeros(0, np.int64)
         owners = np.repeat(extras, lengths)
-        order = np.argsort(extra_items, kind="stable")
+        # Per item, extras grouped by window (see _splits_of).
+        order = np.lexsort((family.vertex_window[owners], extra_items))
         extra_list = np.ascontiguousarray(owners[order], dtype=np.int64)
+        extra_window = np.ascontiguousarray(family.vertex_window[extra_list])
         extra_ptr = np.zeros(n + 1, np.int64)
         np.cumsum(np.bincount(extra_items, minlength=n), out=extra_ptr[1:])
         self.lowest = kernels.lowest_items(family.items, family.starts, family.stops,
@@ -234,7 +236,7 @@ class SparseHierarchicalTrellis:
         rows, n_edges = kernels.discover_edges(
             children, tree_vertex, offsets, home, n, family.items, family.starts,
             family.stops, family.sizes, family.hashes, self.lowest, extra_ptr, extra_list,
-            self.max_edges)
+            extra_window, family.vertex_window, family.vertex_window_mask, self.max_edges)
         if n_edges > self.max_edges:
             raise ValueError(
                 f"The family of {self.n_vertices:,} clusters has more than "
