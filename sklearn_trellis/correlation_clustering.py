@@ -89,8 +89,11 @@ class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
     linkage : {'all', 'single', 'average', 'complete', 'ward'} or list, default='all'
         Seed trees of the sparse trellis (Ward only with feature affinities).
     time_limit : float, default=60.0
-        Seconds allowed to the MILP (``'milp'``; per perturbation with
-        ``'perturb_and_map'`` beyond the exact size).
+        Seconds allowed to the MILP (``'milp'``). With ``'perturb_and_map'``
+        beyond the exact size, the budget of the unperturbed MILP and, again,
+        of all perturbed MILPs together (at least 1 s each); perturbed
+        problems are hard (the noise dominates weak affinities), so expect
+        uncertified MAPs there, counted in ``approximation_``.
     n_perturbations : int, default=100
         Number of perturbed MAP clusterings of ``'perturb_and_map'``.
     random_state : int, RandomState instance or None, default=None
@@ -365,7 +368,9 @@ class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
     def _fit_perturb_and_map(self, exact):
         """Pairwise marginals from the MAPs of Gumbel-perturbed affinities."""
         from .trellis.perturb_and_map import MilpMapSolver, perturb_and_map
-        solver = "trellis" if exact else MilpMapSolver(time_limit=float(self.time_limit))
+        # time_limit is the budget of all perturbations together (each is a MILP).
+        per_map = max(1.0, float(self.time_limit) / int(self.n_perturbations))
+        solver = "trellis" if exact else MilpMapSolver(time_limit=per_map)
         result = perturb_and_map(2.0 * float(self.beta) * self.affinity_matrix_,
                                  n_samples=int(self.n_perturbations), map_solver=solver,
                                  random_state=self.random_state, verbose=self.verbose)
