@@ -154,3 +154,21 @@ def test_window_refinement_never_loses_and_grows_the_family(energy):
         refined.map_log_potential_, rel=1e-9)
     with pytest.raises(ValueError, match="window_size"):
         TrellisHierarchical(window_size=13).fit(X)
+
+
+def test_deep_trees_need_no_recursion():
+    """A 3,000-level chain: tree checks and log-potentials are iterative."""
+    from sklearn_trellis.models import DasguptaEnergy
+    from sklearn_trellis.models._split import check_tree, tree_splits
+    n = 3000
+    chain = 0
+    for i in range(1, n):
+        chain = (chain, i)
+    splits = tree_splits(check_tree(chain, n))   # (== on deep tuples would recurse)
+    assert len(splits) == n - 1 and splits[-1] == (list(range(n - 1)), [n - 1])
+    w = np.ones((n, n))
+    np.fill_diagonal(w, 0.0)
+    energy = DasguptaEnergy(similarity="precomputed").fit(w)
+    # node {0..k} joins item k: cost (k + 1) * k
+    expected = -sum((k + 1) * k for k in range(1, n))
+    assert energy.log_potential(chain) == pytest.approx(expected)

@@ -41,48 +41,69 @@ stats : ndarray of shape (k, 2**N)
 """
 
 
+def _fold_tree(tree, leaf, node, *, node_types=(tuple,)):
+    """Bottom-up fold of nested pairs without recursion (trees of any depth).
+
+    ``leaf(x)`` maps a leaf, ``node(original, left_value, right_value)`` an
+    internal node; internal nodes are instances of ``node_types`` and must
+    have exactly two children.
+    """
+    values = []
+    stack = [(tree, False)]
+    while stack:
+        current, expanded = stack.pop()
+        if not isinstance(current, node_types):
+            values.append(leaf(current))
+        elif expanded:
+            right = values.pop()
+            left = values.pop()
+            values.append(node(current, left, right))
+        else:
+            if len(current) != 2:
+                raise ValueError("A tree is nested pairs (left, right) of item indices; "
+                                 f"found a node with {len(current)} children.")
+            stack.append((current, True))
+            stack.append((current[1], False))
+            stack.append((current[0], False))
+    return values[0]
+
+
 def tree_splits(tree):
-    """List of ``(left, right)`` item lists of every internal node of a nested-tuple tree."""
+    """List of ``(left, right)`` item lists of every internal node of a nested-tuple tree
+    (children before parents)."""
     out = []
 
-    def walk(node):
-        if isinstance(node, tuple):
-            if len(node) != 2:
-                raise ValueError("Every internal node must have exactly two children, "
-                                 f"got {node!r}.")
-            left = walk(node[0])
-            right = walk(node[1])
-            out.append((left, right))
-            return left + right
-        return [int(node)]
+    def node(_, left, right):
+        out.append((left, right))
+        return left + right
 
-    walk(tree)
+    _fold_tree(tree, lambda x: [int(x)], node)
     return out
 
 
+def _check_leaf(x):
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+        raise TypeError(f"Tree leaves must be integer item indices, got {x!r}.")
+    return int(x)
+
+
 def check_tree(tree, n_items):
-    """Raise ``ValueError`` unless ``tree`` is a binary tree over exactly ``0..n_items-1``."""
-    def leaves(node):
-        if isinstance(node, (tuple, list)):
-            if len(node) != 2:
-                raise ValueError("A tree is nested pairs (left, right) of item indices; "
-                                 f"found a node with {len(node)} children.")
-            return leaves(node[0]) + leaves(node[1])
-        if isinstance(node, (bool, np.bool_)) or not isinstance(node, (int, np.integer)):
-            raise TypeError(f"Tree leaves must be integer item indices, got {node!r}.")
-        return [int(node)]
+    """Raise ``ValueError`` unless ``tree`` is a binary tree over exactly ``0..n_items-1``.
 
-    items = sorted(leaves(tree))
-    if items != list(range(n_items)):
+    Returns the tree as nested tuples of Python ints (lists accepted as nodes).
+    """
+    items = []
+
+    def leaf(x):
+        items.append(_check_leaf(x))
+        return items[-1]
+
+    tuples = _fold_tree(tree, leaf, lambda _, left, right: (left, right),
+                        node_types=(tuple, list))
+    if sorted(items) != list(range(n_items)):
         raise ValueError(f"The tree must contain every item 0..{n_items - 1} exactly once; "
-                         f"its leaves are {items}.")
-    return _as_tuples(tree)
-
-
-def _as_tuples(node):
-    if isinstance(node, (tuple, list)):
-        return (_as_tuples(node[0]), _as_tuples(node[1]))
-    return int(node)
+                         f"its leaves are {sorted(items)}.")
+    return tuples
 
 
 class SplitModel(BaseEstimator):
