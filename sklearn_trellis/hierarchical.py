@@ -1,6 +1,7 @@
 """``TrellisHierarchical``: a drop-in ``AgglomerativeClustering`` with the exact MAP tree,
 the partition function, cluster marginals and exact tree sampling."""
 
+import heapq
 import numbers
 
 import numpy as np
@@ -73,11 +74,13 @@ def cut_children(children, n_leaves, n_clusters):
     if n_clusters > n_leaves:
         raise ValueError(f"Cannot extract more clusters ({n_clusters}) than samples "
                          f"({n_leaves}).")
-    roots = {n_leaves + len(children) - 1} if len(children) else {0}
-    while len(roots) < n_clusters:
-        node = max(roots)
-        roots.remove(node)
-        roots.update(int(c) for c in children[node - n_leaves])
+    # Undo the latest merges first: a max-heap of node ids (heapq is a min-heap).
+    heap = [-(n_leaves + len(children) - 1)] if len(children) else [0]
+    while len(heap) < n_clusters:
+        node = -heapq.heappop(heap)
+        for child in children[node - n_leaves]:
+            heapq.heappush(heap, -int(child))
+    roots = sorted(-node for node in heap)
     labels = np.empty(n_leaves, dtype=np.intp)
     for label, root in enumerate(roots):
         stack = [root]
