@@ -29,6 +29,10 @@ ENERGIES = {"dasgupta": DasguptaEnergy, "hcc": HCCEnergy, "ginkgo": GinkgoEnergy
 #: Beam-search seed trees need the model's ``2**N`` statistics: only up to this N.
 MAX_BEAM_SEED_ITEMS = 20
 
+#: Item entries the refinement windows may add (about 16 bytes each: the
+#: unions' members and discovery's per-item lists); larger windows are skipped.
+MAX_WINDOW_UNION_ITEMS = 60_000_000
+
 #: Up to this N, ``method='perturb_and_map'`` perturbs every split of the full
 #: trellis (the powerset family: ``3**N / 2`` splits); beyond, the seed family's.
 MAX_POWERSET_PERTURB_ITEMS = 12
@@ -482,12 +486,17 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
         if engine != "powerset" and self.window_size >= 3:
             # Re-optimise the MAP tree exactly, window_size clusters at a time.
             best = trellis.map_children
-            family = ClusterFamily.from_trees(
-                trees + [best], n, windows=tree_windows(best, n, int(self.window_size)))
+            every = tree_windows(best, n, int(self.window_size))
+            windows = tree_windows(best, n, int(self.window_size),
+                                   max_union_items=MAX_WINDOW_UNION_ITEMS)
+            family = ClusterFamily.from_trees(trees + [best], n, windows=windows)
             trellis = SparseHierarchicalTrellis.from_model(family, model, beta,
                                                            verbose=self.verbose).fit()
             seeds += (f" and all unions of {self.window_size} neighbouring clusters of "
                       "their best tree")
+            if len(windows) < len(every):
+                seeds += (f" in {len(windows):,} of its {len(every):,} windows (the "
+                          "largest ones exceed the memory budget)")
         self._trellis = trellis
         self.map_log_potential_ = trellis.map_log_potential
         self.log_partition_function_ = trellis.log_partition_function

@@ -115,3 +115,24 @@ def test_beam_seed_trees_are_the_best_distinct_trees_of_the_beam(energy):
         beam_seed_trees(model, 0)
     with pytest.raises(TypeError, match="n_trees"):
         beam_seed_trees(model, 2.5)
+
+
+def test_tree_windows_cover_the_tree_and_respect_the_budget():
+    from scipy.cluster.hierarchy import linkage as scipy_linkage
+
+    from sklearn_trellis.trellis.seeds import tree_windows
+    X = np.random.default_rng(0).normal(size=(200, 2))
+    tree = scipy_linkage(X, "single")[:, :2].astype(np.int64)
+    windows = tree_windows(tree, 200, size=6)
+    assert all(2 <= len(w) <= 6 for w in windows)
+    for w in windows:                      # pieces of a window are disjoint
+        items = np.concatenate(w)
+        assert items.size == np.unique(items).size
+    # every internal node is a window root exactly once: (N - 1) merges covered
+    assert sum(len(w) - 1 for w in windows) == 199
+    cost = sorted((1 << (len(w) - 1)) * sum(p.size for p in w) for w in windows)
+    budget = sum(cost[:10])
+    kept = tree_windows(tree, 200, size=6, max_union_items=budget)
+    assert len(kept) == 10
+    with pytest.raises(ValueError, match="size"):
+        tree_windows(tree, 200, size=1)

@@ -136,8 +136,8 @@ def _try_candidate(s, left, sizes, hashes, table, stamp, out, n_out):
 
 @njit(cache=True)
 def _splits_of(s, use_range, lo, hi, starts, stops, sizes, hashes, table, lowest,
-               parents, tree_vertex, extra_ptr, extra_list, extra_window, vertex_window,
-               vertex_window_mask, stamp, out, n_out):
+               parents, tree_vertex, extra_ptr, extra_list, vertex_window,
+               vertex_window_mask, window_table, window_lowest, stamp, out, n_out):
     """Append every split of vertex ``s`` to ``out`` (rows ``(s, L, R)``)."""
     m = lowest[s]
     size = sizes[s]
@@ -155,32 +155,46 @@ def _splits_of(s, use_range, lo, hi, starts, stops, sizes, hashes, table, lowest
                 break
             n_out = _try_candidate(s, left, sizes, hashes, table, stamp, out, n_out)
             node = parents[t, node]
-    # Extras of item m, sorted by window (-1: clusters of no window, first).
-    first_extra = extra_ptr[m]
-    last_extra = extra_ptr[m + 1]
-    j = first_extra
-    while j < last_extra and extra_window[j] < 0:
+    # Extra clusters of item m (window unions are handled below, not listed).
+    for j in range(extra_ptr[m], extra_ptr[m + 1]):
         left = extra_list[j]
         if sizes[left] < size:
             n_out = _try_candidate(s, left, sizes, hashes, table, stamp, out, n_out)
-        j += 1
     window = vertex_window[s]
     if window >= 0:
-        # A window union splits into unions of the same window: sub-masks only.
+        # A window union splits into two unions of the same window: enumerate the
+        # sub-masks holding the cluster of the lowest item (no hashing needed).
         mask = vertex_window_mask[s]
-        j += np.searchsorted(extra_window[j:last_extra], window)
-        while j < last_extra and extra_window[j] == window:
-            left = extra_list[j]
-            if sizes[left] < size and (vertex_window_mask[left] & ~mask) == 0:
-                n_out = _try_candidate(s, left, sizes, hashes, table, stamp, out, n_out)
-            j += 1
+        low_bit = 0
+        lowest_item = -1
+        for j in range(window_lowest.shape[1]):
+            if (mask >> j) & 1 and (lowest_item < 0 or window_lowest[window, j] < lowest_item):
+                lowest_item = window_lowest[window, j]
+                low_bit = j
+        rest = mask ^ (1 << low_bit)
+        sub = rest
+        while True:
+            # left = low cluster + sub; right = the others (skip right empty)
+            if sub != rest:
+                left = window_table[window, sub | (1 << low_bit)]
+                right = window_table[window, rest ^ sub]
+                if left >= 0 and right >= 0 and stamp[left] != s:
+                    stamp[left] = s
+                    if n_out < out.shape[0]:
+                        out[n_out, 0] = s
+                        out[n_out, 1] = left
+                        out[n_out, 2] = right
+                    n_out += 1
+            if sub == 0:
+                break
+            sub = (sub - 1) & rest
     return n_out
 
 
 @njit(cache=True)
 def discover_edges(children, tree_vertex, tree_offsets, home, n_items, items, starts, stops,
-                   sizes, hashes, lowest, extra_ptr, extra_list, extra_window, vertex_window,
-                   vertex_window_mask, max_edges):
+                   sizes, hashes, lowest, extra_ptr, extra_list, vertex_window,
+                   vertex_window_mask, window_table, window_lowest, max_edges):
     """Every split of every vertex: rows ``(S, L, R)`` grouped by home tree.
 
     ``home[v]`` is the seed tree whose leaf order holds the slice of ``v``
@@ -208,6 +222,8 @@ def discover_edges(children, tree_vertex, tree_offsets, home, n_items, items, st
             # (a vertex has fewer splits than candidates).
             need = n_out + 1 + n_trees * sizes[s] + (extra_ptr[lowest[s] + 1]
                                                      - extra_ptr[lowest[s]])
+            if vertex_window[s] >= 0:
+                need += window_table.shape[1]
             if need > out.shape[0] and out.shape[0] <= max_edges:
                 grown = max(2 * out.shape[0], need)
                 grown = min(grown, max_edges + 1)
@@ -216,8 +232,8 @@ def discover_edges(children, tree_vertex, tree_offsets, home, n_items, items, st
                 out = bigger
             n_out = _splits_of(s, group >= 0, lo, hi, starts, stops, sizes, hashes, table,
                                lowest, parents, tree_vertex, extra_ptr, extra_list,
-                               extra_window, vertex_window, vertex_window_mask, stamp,
-                               out, n_out)
+                               vertex_window, vertex_window_mask, window_table,
+                               window_lowest, stamp, out, n_out)
             if n_out > max_edges:
                 return out, n_out
     return out, n_out

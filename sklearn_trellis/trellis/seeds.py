@@ -256,7 +256,7 @@ def beam_seed_trees(model, n_trees, *, beam_width=None, beta=1.0):
     return trees, np.array([value for _, value in found])
 
 
-def tree_windows(children, n_items, size=8):
+def tree_windows(children, n_items, size=8, max_union_items=None):
     """Windows of a tree: groups of ``size`` nodes whose unions enrich a sparse trellis.
 
     Starting at the root, a window is grown by replacing its largest internal
@@ -277,6 +277,12 @@ def tree_windows(children, n_items, size=8):
     n_items : int
     size : int, default=8
         Nodes per window (2 to 16); the cost grows as ``3**size`` splits per window.
+    max_union_items : int, optional
+        Memory budget: a window of ``s`` items adds unions holding
+        ``2**(size - 1) * s`` item entries in total (stored by the family and
+        listed again by edge discovery). When given, windows are kept from the
+        smallest up while their total stays within it (deep, unbalanced
+        trees have large windows at every level).
 
     Returns
     -------
@@ -322,6 +328,11 @@ def tree_windows(children, n_items, size=8):
         pieces.sort(key=lambda p: start[p])
         windows.append([order[start[p]:stop[p]] for p in pieces])
         stack.extend(p for p in pieces if p >= n)
+    if max_union_items is not None:
+        cost = [(1 << (len(w) - 1)) * sum(piece.size for piece in w) for w in windows]
+        keep = np.cumsum(np.sort(cost)) <= max_union_items
+        order_by_cost = np.argsort(cost, kind="stable")
+        windows = [windows[i] for i in sorted(order_by_cost[keep].tolist())]
     return windows
 
 

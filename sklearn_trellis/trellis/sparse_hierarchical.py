@@ -219,16 +219,14 @@ class SparseHierarchicalTrellis:
         in_tree[:n] = True
         for vertices in family.seed_tree_vertices:
             in_tree[vertices] = True
-        extras = np.flatnonzero(~in_tree)
+        extras = np.flatnonzero(~in_tree & (family.vertex_window < 0))
         extras = extras[family.sizes[extras] < n]
         lengths = family.stops[extras] - family.starts[extras]
         extra_items = np.concatenate([family.items[family.starts[v]:family.stops[v]]
                                       for v in extras]) if extras.size else np.zeros(0, np.int64)
         owners = np.repeat(extras, lengths)
-        # Per item, extras grouped by window (see _splits_of).
-        order = np.lexsort((family.vertex_window[owners], extra_items))
+        order = np.argsort(extra_items, kind="stable")
         extra_list = np.ascontiguousarray(owners[order], dtype=np.int64)
-        extra_window = np.ascontiguousarray(family.vertex_window[extra_list])
         extra_ptr = np.zeros(n + 1, np.int64)
         np.cumsum(np.bincount(extra_items, minlength=n), out=extra_ptr[1:])
         self.lowest = kernels.lowest_items(family.items, family.starts, family.stops,
@@ -236,7 +234,8 @@ class SparseHierarchicalTrellis:
         rows, n_edges = kernels.discover_edges(
             children, tree_vertex, offsets, home, n, family.items, family.starts,
             family.stops, family.sizes, family.hashes, self.lowest, extra_ptr, extra_list,
-            extra_window, family.vertex_window, family.vertex_window_mask, self.max_edges)
+            family.vertex_window, family.vertex_window_mask, family.window_table,
+            family.window_lowest, self.max_edges)
         if n_edges > self.max_edges:
             raise ValueError(
                 f"The family of {self.n_vertices:,} clusters has more than "
