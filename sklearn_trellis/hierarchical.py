@@ -31,7 +31,7 @@ MAX_BEAM_SEED_ITEMS = 20
 
 #: Item entries the refinement windows may add (about 16 bytes each: the
 #: unions' members and discovery's per-item lists); larger windows are skipped.
-MAX_WINDOW_UNION_ITEMS = 60_000_000
+MAX_WINDOW_UNION_ITEMS = 120_000_000
 
 #: Up to this N, ``method='perturb_and_map'`` perturbs every split of the full
 #: trellis (the powerset family: ``3**N / 2`` splits); beyond, the seed family's.
@@ -413,17 +413,21 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
             # Refuse before computing any N x N or 2**N table.
             check_exact_budget(n, BYTES_PER_SUBSET + 16, max_items=self.max_exact_size,
                                what="exact hierarchical trellis")
-        distances = None if (model.input_kind == "features" and engine == "exact") \
-            else self._distances(X)
-        model.fit(X if model.input_kind == "features" else distances)
-        self.energy_ = model
         self._X_fit = X
         self.n_leaves_ = n
         self.n_connected_components_ = 1
+        distances = None if (model.input_kind == "features" and engine == "exact") \
+            else self._distances(X)
+        # Linkage seeds before the model: the N x N distances can then be dropped
+        # as soon as the model has its similarities (N = 10,000: 800 MB each).
+        trees = self._linkage_trees(model, X, distances) if engine == "sparse" else None
+        model.fit(X if model.input_kind == "features" else distances)
+        del distances
+        self.energy_ = model
         if engine == "exact":
             self._fit_exact(model)
         else:
-            self._fit_family(model, X, distances, engine)
+            self._fit_family(model, trees, engine)
         if self.distance_threshold is not None:
             self.n_clusters_ = int(np.count_nonzero(
                 self.distances_ >= self.distance_threshold)) + 1
@@ -451,10 +455,9 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
         self.approximation_ = None
         self.children_, self.distances_ = tree_to_children(trellis.map_tree, n)
 
-    def _seed_trees(self, model, X, distances):
-        """Children arrays of the linkage trees (and beam-search trees up to 20 items)."""
+    def _linkage_trees(self, model, X, distances):
+        """Children arrays of the linkage trees."""
         names = self._linkages()
-        n = self.n_leaves_
         condensed = upper_triangle(distances)
         trees = []
         distance_names = [name for name in names if name != "ward"]
@@ -463,24 +466,25 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
         if "ward" in names and self.metric == "euclidean":
             if model.input_kind == "features" or self.metric != "precomputed":
                 trees += linkage_seed_trees(X, linkage="ward")
-        del condensed
-        if self.n_beam_trees and n <= MAX_BEAM_SEED_ITEMS and hasattr(model, "kernel_inputs") \
-                and not isinstance(model, CallableEnergy):
-            beam, _ = beam_seed_trees(model, int(self.n_beam_trees), beta=float(self.beta))
-            trees += beam
         return trees
 
-    def _fit_family(self, model, X, distances, engine):
+    def _beam_trees(self, model):
+        """Beam-search trees on the fitted model (up to 20 items)."""
+        if self.n_beam_trees and self.n_leaves_ <= MAX_BEAM_SEED_ITEMS \
+                and not isinstance(model, CallableEnergy):
+            return beam_seed_trees(model, int(self.n_beam_trees), beta=float(self.beta))[0]
+        return []
+
+    def _fit_family(self, model, trees, engine):
         n = self.n_leaves_
         beta = float(self.beta)
         if engine == "powerset":
             family = ClusterFamily.powerset(n)
             seeds = "every cluster (the full trellis)"
         else:
-            trees = self._seed_trees(model, X, distances)
+            trees = trees + self._beam_trees(model)
             family = ClusterFamily.from_trees(trees, n)
             seeds = f"the clusters of {len(trees)} seed trees"
-        del distances
         trellis = SparseHierarchicalTrellis.from_model(family, model, beta,
                                                        verbose=self.verbose).fit()
         if engine != "powerset" and self.window_size >= 3:
