@@ -63,7 +63,7 @@ default='gaussian'
         0.904 and digits (10 PCA dimensions) from 0.746 to 0.763 (one seed at
         0.705) to 0.784 (every seed >= 0.76); wine, breast cancer and the
         blobs did not change from 200 to 400. The price is time linear in
-        ``n_sweeps`` (about 4 minutes for 100,000 points in 10 dimensions on
+        ``n_sweeps`` (about 5 minutes for 100,000 points in 10 dimensions on
         two cores); lower it for quick looks.
     burn_in : int, default=None
         Sweeps discarded at the start of each chain; ``None`` means
