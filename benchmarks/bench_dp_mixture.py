@@ -58,7 +58,7 @@ wine (standardized)             0.482 (0.8)     0.401 (13.4)    0.090 (20.7)    
 breast cancer (standardized)    0.495 (1.6)     0.079 (18.3)    0.016 (13.4)    0.218
 digits (10 PCA dims)            0.406 (0.2)     0.000 (1.5)     0.000 (1.7)     0.727
 blobs 10,000 x 2                0.682 (0.1)     0.872 (72)      0.453 (81)      0.699
-blobs 100,000 x 10 (seed 0)     0.724 (33)      BNPY100K        not run         0.650 (2 seeds)
+blobs 100,000 x 10 (seed 0)     0.724 (33)      1.000 (1020)    not run         0.650 (2 seeds)
 ==============================  ==============  ==============  ==============  ===============
 
 (bnpy's defaults stop after 10 laps from 6 random clusters; with births and
