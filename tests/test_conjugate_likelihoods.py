@@ -184,3 +184,16 @@ def test_data_dependent_defaults_and_validation():
         lik.check_data(X[:, :1])
     with pytest.raises(ValueError, match="NaN"):
         NormalGamma().fit(np.array([[np.nan, 1.0]]))
+
+
+def test_normal_gamma_is_one_dimensional_niw():
+    # In one dimension IW(nu, psi) = inverse-gamma(nu / 2, psi / 2), so NIW with
+    # dof = 2 * shape and the same expected variance is the Normal-Gamma model.
+    rng = np.random.default_rng(11)
+    X = rng.normal(1.5, 2.0, size=(9, 1))
+    ng = NormalGamma(kappa=0.3, shape=2.5, mean_prior=[0.4], variance_prior=[1.7]).fit(X)
+    niw = NormalInverseWishart(kappa=0.3, dof=5.0, mean_prior=[0.4],
+                               covariance_prior=np.array([[1.7]])).fit(X)
+    for m in (1, 4, 9):
+        assert ng.log_marginal(X[:m]) == pytest.approx(niw.log_marginal(X[:m]), abs=1e-10)
+

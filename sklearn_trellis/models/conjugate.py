@@ -101,6 +101,36 @@ class NormalInverseWishart(_FittedMixin):
     mean_prior_, scale_matrix_, dof_ : resolved prior parameters.
     n_features_in_ : int
 
+    Notes
+    -----
+    Alternatives measured against these defaults (``DPMixture`` defaults
+    otherwise; mean ARI over seeds 0-4 on iris / standardized wine /
+    standardized breast cancer / digits in 10 PCA dimensions,
+    ``benchmarks/bench_dp_mixture.py``):
+
+    ========================================================  ====  ====  ====  ====
+    prior                                                     iris  wine  bc    dig
+    ========================================================  ====  ====  ====  ====
+    defaults (``E[Sigma] = 0.1 diag(var)``, ``d + 2``, 0.1)   .897  .378  .690  .763
+    Fraley-Raftery volume rule, ``d + 2``, ``kappa=0.01``     .568  .638  .679  .576
+    same with ``dof = 2d``                                    .568  .904  .007  .753
+    same with ``dof = 1.5d``                                  .568  .920  .013  .682
+    same with the full empirical covariance                   .560  .458  .354  .576
+    ``E[Sigma] = 0.2 diag(var)``, ``d + 2``, 0.1              .904  .414  .522  .681
+    ========================================================  ====  ====  ====  ====
+
+    The volume rule (Fraley & Raftery 2007, bnpy's defaults are similar) sets
+    ``E[Sigma] = diag(var) / K^(2/d)`` with ``K`` the prior expected number of
+    clusters ``sum_i alpha / (alpha + i)``: ``K`` equal-volume clusters fill
+    the data's volume. It matches the true within-class volume of these
+    datasets well and fixes wine, but it makes clusters cheap in ``d = 10``
+    (digits is split into pure sub-styles of each digit, ARI .58) and merges
+    two iris species, and no single degrees-of-freedom choice keeps breast
+    cancer (whose within-class covariance is strongly correlated, so a
+    confident isotropic prior blurs its discriminative directions) above 0.62
+    while fixing digits. No default found satisfies all four datasets; the
+    defaults above are kept because they satisfy three of them.
+
     Examples
     --------
     >>> import numpy as np
@@ -191,7 +221,18 @@ class NormalGamma(_FittedMixin):
     Parameters
     ----------
     kappa : float, default=0.01
-        Prior pseudo-count of the cluster means.
+        Prior pseudo-count of the cluster means. The prior variance of a
+        cluster mean is ``1 / (kappa tau_j)``, whose expectation is
+        ``variance_prior / kappa``: ten times the feature variances with the
+        defaults. This is deliberately smaller than the 0.1 of
+        :class:`NormalInverseWishart` (which spreads the means exactly like
+        the data): axis-aligned clusters cover correlated data with many
+        clusters, and ``kappa`` costs every cluster about ``kappa^(d/2)``, so
+        the smaller value counteracts over-splitting. Measured with
+        ``DPMixture(likelihood='diagonal')`` (mean ARI, seeds 0-4, datasets of
+        ``benchmarks/bench_dp_mixture.py``), 0.01 -> 0.1: iris .596 -> .605,
+        wine .776 -> .623, breast cancer .104 -> .089, digits .398 -> .334
+        (mean number of clusters on digits 37 -> 77).
     shape : float, default=2.0
         Gamma shape ``a0`` of the precisions.
     mean_prior : float or array-like of shape (d,), default=None
