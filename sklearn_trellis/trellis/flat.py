@@ -52,6 +52,18 @@ def labels_to_masks(labels):
 MAP_BYTES_PER_SUBSET = 16
 
 
+def _checked_table(log_potentials):
+    """``(table, N)`` of a cluster log-potential table over all ``2**N`` bitmasks."""
+    table = np.asarray(log_potentials, dtype=np.float64)
+    if table.ndim != 1 or table.size < 2 or table.size & (table.size - 1):
+        raise ValueError(
+            "log_potentials must be a 1-d table of length 2**N with N >= 1, "
+            f"got shape {table.shape}.")
+    if np.isnan(table[1:]).any() or np.isposinf(table[1:]).any():
+        raise ValueError("log_potentials contains NaN or +inf.")
+    return table, table.size.bit_length() - 1
+
+
 def exact_flat_map(log_potentials, *, max_items=DEFAULT_MAX_EXACT_FLAT):
     """The MAP clustering alone, by the max-product half of the trellis pass.
 
@@ -82,14 +94,7 @@ def exact_flat_map(log_potentials, *, max_items=DEFAULT_MAX_EXACT_FLAT):
     >>> exact_flat_map(e)
     (1.0, array([0, 0]))
     """
-    table = np.asarray(log_potentials, dtype=np.float64)
-    if table.ndim != 1 or table.size < 2 or table.size & (table.size - 1):
-        raise ValueError(
-            "log_potentials must be a 1-d table of length 2**N with N >= 1, "
-            f"got shape {table.shape}.")
-    if np.isnan(table[1:]).any() or np.isposinf(table[1:]).any():
-        raise ValueError("log_potentials contains NaN or +inf.")
-    n = table.size.bit_length() - 1
+    table, n = _checked_table(log_potentials)
     check_exact_budget(n, MAP_BYTES_PER_SUBSET, max_items=max_items,
                        what="exact flat MAP", ns_per_step=NS_PER_STEP / 2)
     table = np.ascontiguousarray(table)
@@ -139,14 +144,7 @@ class ExactFlatTrellis:
     """
 
     def __init__(self, log_potentials, *, max_items=DEFAULT_MAX_EXACT_FLAT, verbose=0):
-        table = np.asarray(log_potentials, dtype=np.float64)
-        if table.ndim != 1 or table.size < 2 or table.size & (table.size - 1):
-            raise ValueError(
-                "log_potentials must be a 1-d table of length 2**N with N >= 1, "
-                f"got shape {table.shape}.")
-        if np.isnan(table[1:]).any() or np.isposinf(table[1:]).any():
-            raise ValueError("log_potentials contains NaN or +inf.")
-        self.n_items = table.size.bit_length() - 1
+        table, self.n_items = _checked_table(log_potentials)
         check_exact_budget(self.n_items, BYTES_PER_SUBSET, max_items=max_items,
                            what="exact flat trellis")
         self.log_potentials = np.ascontiguousarray(table)
