@@ -174,7 +174,7 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
         - a :class:`~sklearn_trellis.models.SplitModel` instance (cloned;
           its hyperparameters are tunable as ``energy__name``).
         - a callable ``energy(X, left, right) -> float`` (slow path: one call
-          per split; exact up to N = 12, sparse beyond).
+          per split; ``'auto'`` is exact up to N = 12, sparse beyond).
     beta : float, default=1.0
         Inverse temperature multiplying every split log-potential (``>= 0``).
     method : {'auto', 'exact', 'sparse', 'perturb_and_map'}, default='auto'
@@ -381,15 +381,18 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
             return X
         return pairwise_distances(X, metric=self.metric)
 
-    def _engine(self, n):
-        """``'exact'`` or ``'sparse'``: the trellis ``fit`` builds for N items."""
+    def _engine(self, n, model):
+        """``'exact'``, ``'powerset'`` or ``'sparse'``: the trellis ``fit`` builds for N items."""
+        limit = self.max_exact_size
+        if isinstance(model, CallableEnergy):
+            limit = min(limit, model.max_items)   # one Python call per split
         if self.method == "exact":
             return "exact"
         if self.method == "sparse":
             return "sparse"
         if self.method == "perturb_and_map":
-            return "powerset" if n <= MAX_POWERSET_PERTURB_ITEMS else "sparse"
-        return "exact" if n <= self.max_exact_size else "sparse"
+            return "powerset" if n <= min(limit, MAX_POWERSET_PERTURB_ITEMS) else "sparse"
+        return "exact" if n <= limit else "sparse"
 
     def fit(self, X, y=None):
         """Compute the distribution over binary trees of the rows of X.
@@ -408,7 +411,7 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
         X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
         n = X.shape[0]
         model = self._make_energy()
-        engine = self._engine(n)
+        engine = self._engine(n, model)
         if engine == "exact":
             # Refuse before computing any N x N or 2**N table.
             check_exact_budget(n, BYTES_PER_SUBSET + 16, max_items=self.max_exact_size,

@@ -282,6 +282,7 @@ def test_errors():
     with pytest.raises(ValueError, match="forbids all"):
         engine(nothing)
     with pytest.raises(ValueError, match="max_items"):
-        CallableEnergy(lambda X, left, right: 0.0, max_items=5).fit(np.zeros((6, 1)))
+        CallableEnergy(lambda X, left, right: 0.0, max_items=5).fit(
+            np.zeros((6, 1))).kernel_inputs()
     with pytest.raises(ValueError, match="above the exact limit"):
         ExactHierarchicalTrellis(0, np.ones(1), np.zeros((1, 1 << 10)), max_items=9)

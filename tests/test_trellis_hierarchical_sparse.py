@@ -172,3 +172,18 @@ def test_deep_trees_need_no_recursion():
     # node {0..k} joins item k: cost (k + 1) * k
     expected = -sum((k + 1) * k for k in range(1, n))
     assert energy.log_potential(chain) == pytest.approx(expected)
+
+
+def test_callable_energy_goes_sparse_above_its_exact_limit():
+    X = blobs(30, seed=6)
+
+    def negative_cut(X, left, right):       # minus the squared distance of the means
+        return -float(np.sum((X[left].mean(axis=0) - X[right].mean(axis=0)) ** 2))
+
+    est = TrellisHierarchical(energy=negative_cut, n_clusters=3, window_size=4).fit(X)
+    assert "sparse trellis" in est.approximation_
+    assert est.log_potential(est.map_tree_) == pytest.approx(est.map_log_potential_)
+    small = TrellisHierarchical(energy=negative_cut).fit(X[:8])
+    assert small.approximation_ is None
+    with pytest.raises(ValueError, match="max_items"):
+        TrellisHierarchical(energy=negative_cut, method="exact").fit(X[:13])

@@ -73,8 +73,9 @@ class CallableEnergy(SplitModel):
         Return ``-inf`` to forbid a split. ``X`` is the data given to
         :meth:`fit` (the estimator's ``X``, features or a precomputed matrix).
     max_items : int, default=12
-        Refuse data with more items: the function is called
-        ``(3**N - 2**(N+1) + 1) / 2`` times (265,720 for N = 12).
+        Refuse the exact (all-splits) tables above this many items: the
+        function would be called ``(3**N - 2**(N+1) + 1) / 2`` times (265,720
+        for N = 12). Sparse trellises call it once per edge of their family.
 
     Attributes
     ----------
@@ -106,12 +107,6 @@ class CallableEnergy(SplitModel):
         check_scalar_param(self.max_items, "max_items", kind=numbers.Integral, low=1)
         data = np.asarray(data)
         n = data.shape[0]
-        if n > self.max_items:
-            n_splits = (3 ** n - 2 ** (n + 1) + 1) // 2
-            raise ValueError(
-                f"A callable energy is evaluated once per split: N={n} items have "
-                f"{n_splits:,} splits, above the limit of N={self.max_items} "
-                f"(max_items). Use a built-in energy, or raise max_items.")
         self.data_ = data
         self.n_items_ = n
         return self
@@ -126,6 +121,13 @@ class CallableEnergy(SplitModel):
 
     def kernel_inputs(self, beta=1.0):
         n = self.n_items_
+        if n > self.max_items:
+            n_splits = (3 ** n - 2 ** (n + 1) + 1) // 2
+            raise ValueError(
+                f"A callable energy is evaluated once per split: the exact trellis of "
+                f"N={n} items has {n_splits:,} splits, above the limit of "
+                f"N={self.max_items} (max_items). Use a sparse trellis, a built-in energy, "
+                "or raise max_items.")
         table = split_table_from_function(
             n, lambda left, right: self.split_log_potential(left, right))
         params = np.concatenate([[float(beta)], table])
