@@ -31,7 +31,7 @@ from sklearn.datasets import make_blobs
 from sklearn_trellis.models import DasguptaEnergy, HCCEnergy
 from sklearn_trellis.trellis.family import ClusterFamily
 from sklearn_trellis.hierarchical import MAX_WINDOW_UNION_ITEMS
-from sklearn_trellis.trellis.seeds import tree_windows
+from sklearn_trellis.trellis.seeds import tree_windows, windows_within_budget
 from sklearn_trellis.trellis.sparse_hierarchical import SparseHierarchicalTrellis
 
 LINKAGES = ("single", "average", "complete", "ward")
@@ -88,12 +88,13 @@ def run(n_items, seed=0):
         # Refinement (TrellisHierarchical's default): windows of 8 clusters of the MAP tree.
         start = time.perf_counter()
         best = trellis.map_children
-        windows = tree_windows(best, n_items, 8, max_union_items=MAX_WINDOW_UNION_ITEMS)
+        every = tree_windows(best, n_items, 8)
+        windows = windows_within_budget(every, MAX_WINDOW_UNION_ITEMS)
         refined_family = ClusterFamily.from_trees(trees + [best], n_items, windows=windows)
         refined_inputs = model.family_kernel_inputs(refined_family)
         refined = SparseHierarchicalTrellis(refined_family, *refined_inputs).fit()
         seconds = time.perf_counter() - start
-        print(f"    {len(windows):,} of {len(tree_windows(best, n_items, 8)):,} windows of 8: "
+        print(f"    {len(windows):,} of {len(every):,} windows of 8: "
               f"{refined_family.n_vertices:,} vertices, {refined.n_edges:,} "
               f"edges, log10 sparsity {refined.log10_sparsity_index:.1f}, {seconds:.2f} s "
               f"(edges {refined.timings['edges']:.2f} s); MAP {refined.map_log_potential:.8g} "

@@ -35,12 +35,10 @@ def check_square_symmetric(matrix, name="X", *, atol=1e-10):
     if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1]:
         raise ValueError(f"{name} must be a square (N, N) matrix when precomputed, "
                          f"got shape {matrix.shape}.")
-    scale = max(1.0, float(np.max(np.abs(matrix)))) if matrix.size else 1.0
-    asym = 0.0
-    step = max(1, (1 << 22) // max(1, matrix.shape[0]))  # row blocks: no N x N temporaries
-    for start in range(0, matrix.shape[0], step):
-        rows = matrix[start:start + step]
-        asym = max(asym, float(np.max(np.abs(rows - matrix[:, start:start + step].T))))
+    # One tiled pass, shared with the energies' pairwise checks (no N x N temporaries).
+    from .models._pairwise import scan_pairwise_matrix
+    _, largest, asym = scan_pairwise_matrix(matrix)
+    scale = max(1.0, largest)
     if asym > atol * scale:
         raise ValueError(f"{name} must be symmetric when precomputed; the largest "
                          f"|X - X.T| entry is {asym:.3g}.")

@@ -19,7 +19,8 @@ from .trellis._budget import check_exact_budget
 from .trellis.family import ClusterFamily
 from .trellis.hierarchical import BYTES_PER_SUBSET, ExactHierarchicalTrellis
 from .trellis.search import beam_search_tree, greedy_tree
-from .trellis.seeds import beam_seed_trees, check_linkages, linkage_seed_trees, tree_windows
+from .trellis.seeds import (beam_seed_trees, check_linkages, linkage_seed_trees,
+                            tree_windows, windows_within_budget)
 from .trellis.sparse_hierarchical import SparseHierarchicalTrellis
 
 #: Energies selectable by name.
@@ -419,7 +420,8 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
         self._X_fit = X
         self.n_leaves_ = n
         self.n_connected_components_ = 1
-        distances = None if (model.input_kind == "features" and engine == "exact") \
+        # Distances feed distance-based energies and the linkage seeds only.
+        distances = None if (model.input_kind == "features" and engine != "sparse") \
             else self._distances(X)
         # Linkage seeds before the model: the N x N distances can then be dropped
         # as soon as the model has its similarities (N = 10,000: 800 MB each).
@@ -494,8 +496,7 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
             # Re-optimise the MAP tree exactly, window_size clusters at a time.
             best = trellis.map_children
             every = tree_windows(best, n, int(self.window_size))
-            windows = tree_windows(best, n, int(self.window_size),
-                                   max_union_items=MAX_WINDOW_UNION_ITEMS)
+            windows = windows_within_budget(every, MAX_WINDOW_UNION_ITEMS)
             family = ClusterFamily.from_trees(trees + [best], n, windows=windows)
             trellis = SparseHierarchicalTrellis.from_model(family, model, beta,
                                                            verbose=self.verbose).fit()

@@ -17,6 +17,16 @@ from .._validation import check_scalar_param
 SIMILARITIES = ("exp", "precomputed")
 
 
+def scan_pairwise_matrix(matrix):
+    """``(all finite, largest |entry|, largest |m_ij - m_ji|)`` of a square matrix.
+
+    float32 and float64 matrices are read in place (no copy).
+    """
+    if matrix.dtype not in (np.float32, np.float64):
+        matrix = np.asarray(matrix, dtype=np.float64)
+    return _scan(matrix, 64)
+
+
 @njit(cache=True)
 def _scan(matrix, tile):
     """``(all finite, largest |entry|, largest |m_ij - m_ji|)`` in one tiled pass."""
@@ -33,8 +43,8 @@ def _scan(matrix, tile):
                     if not (np.isfinite(a) and np.isfinite(b)):
                         finite = False
                     else:
-                        largest = max(largest, abs(a), abs(b))
-                        asymmetry = max(asymmetry, abs(a - b))
+                        largest = max(largest, abs(float(a)), abs(float(b)))
+                        asymmetry = max(asymmetry, abs(float(a) - float(b)))
     return finite, largest, asymmetry
 
 
@@ -48,7 +58,7 @@ def check_pairwise_matrix(matrix, name):
     m = np.asarray(matrix, dtype=np.float64)
     if m.ndim != 2 or m.shape[0] != m.shape[1]:
         raise ValueError(f"{name} must be a square (N, N) matrix, got shape {m.shape}.")
-    finite, largest, asymmetry = _scan(m, 64)
+    finite, largest, asymmetry = scan_pairwise_matrix(m)
     if not finite:
         raise ValueError(f"{name} contains NaN or infinite values.")
     if asymmetry > 1e-10 * max(1.0, largest):

@@ -183,6 +183,20 @@ def tree_n_clusters(e, log_z, left, right, sizes):
 
 
 # -------------------------------------------------------------------- state engine
+@njit(cache=True, inline="always")
+def _rank_span(items, start, stop, rank):
+    """Lowest and highest rank of the items ``items[start:stop]``."""
+    low = rank.size
+    high = -1
+    for a in range(start, stop):
+        r = rank[items[a]]
+        if r < low:
+            low = r
+        if r > high:
+            high = r
+    return low, high
+
+
 @njit(cache=True)
 def vertex_bitsets(items, starts, stops, rank, n_words):
     """Rank-space bitsets of the vertices, stored over their own word range.
@@ -197,14 +211,7 @@ def vertex_bitsets(items, starts, stops, rank, n_words):
     word_ptr = np.zeros(n_vertices + 1, np.int64)
     word_hi = np.empty(n_vertices, np.int64)
     for v in range(n_vertices):
-        low = rank.size
-        high = -1
-        for a in range(starts[v], stops[v]):
-            r = rank[items[a]]
-            if r < low:
-                low = r
-            if r > high:
-                high = r
+        low, high = _rank_span(items, starts[v], stops[v], rank)
         anchor[v] = low
         word_lo[v] = low >> 6
         word_hi[v] = high >> 6
@@ -227,14 +234,7 @@ def rank_holes(items, starts, stops, rank):
     """
     total = 0
     for v in range(starts.size):
-        low = rank.size
-        high = -1
-        for a in range(starts[v], stops[v]):
-            r = rank[items[a]]
-            if r < low:
-                low = r
-            if r > high:
-                high = r
+        low, high = _rank_span(items, starts[v], stops[v], rank)
         total += high - low + 1 - (stops[v] - starts[v])
     return total
 

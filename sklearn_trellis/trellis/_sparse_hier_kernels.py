@@ -137,7 +137,7 @@ def _try_candidate(s, left, sizes, hashes, table, stamp, out, n_out):
 @njit(cache=True)
 def _splits_of(s, use_range, lo, hi, starts, stops, sizes, hashes, table, lowest,
                parents, tree_vertex, extra_ptr, extra_list, vertex_window,
-               vertex_window_mask, window_table, window_lowest, stamp, out, n_out):
+               vertex_window_mask, window_table, stamp, out, n_out):
     """Append every split of vertex ``s`` to ``out`` (rows ``(s, L, R)``)."""
     m = lowest[s]
     size = sizes[s]
@@ -167,10 +167,14 @@ def _splits_of(s, use_range, lo, hi, starts, stops, sizes, hashes, table, lowest
         mask = vertex_window_mask[s]
         low_bit = 0
         lowest_item = -1
-        for j in range(window_lowest.shape[1]):
-            if (mask >> j) & 1 and (lowest_item < 0 or window_lowest[window, j] < lowest_item):
-                lowest_item = window_lowest[window, j]
-                low_bit = j
+        j = 0
+        while (1 << j) <= mask:
+            if (mask >> j) & 1:
+                piece_lowest = lowest[window_table[window, 1 << j]]
+                if lowest_item < 0 or piece_lowest < lowest_item:
+                    lowest_item = piece_lowest
+                    low_bit = j
+            j += 1
         rest = mask ^ (1 << low_bit)
         sub = rest
         while True:
@@ -194,7 +198,7 @@ def _splits_of(s, use_range, lo, hi, starts, stops, sizes, hashes, table, lowest
 @njit(cache=True)
 def discover_edges(children, tree_vertex, tree_offsets, home, n_items, items, starts, stops,
                    sizes, hashes, lowest, extra_ptr, extra_list, vertex_window,
-                   vertex_window_mask, window_table, window_lowest, max_edges):
+                   vertex_window_mask, window_table, max_edges):
     """Every split of every vertex: rows ``(S, L, R)`` grouped by home tree.
 
     ``home[v]`` is the seed tree whose leaf order holds the slice of ``v``
@@ -233,7 +237,7 @@ def discover_edges(children, tree_vertex, tree_offsets, home, n_items, items, st
             n_out = _splits_of(s, group >= 0, lo, hi, starts, stops, sizes, hashes, table,
                                lowest, parents, tree_vertex, extra_ptr, extra_list,
                                vertex_window, vertex_window_mask, window_table,
-                               window_lowest, stamp, out, n_out)
+                               stamp, out, n_out)
             if n_out > max_edges:
                 return out, n_out
     return out, n_out

@@ -145,8 +145,6 @@ class ClusterFamily:
     window_table : ndarray of int64, shape (n_windows, 2**k)
         The vertex of every union (bit mask over the window's clusters) of each
         window (``-1`` beyond a window's own ``2**k``).
-    window_lowest : ndarray of int64, shape (n_windows, k)
-        The lowest item of each of a window's clusters (``N`` beyond its ``k``).
     seed_tree_vertices : list of ndarray of shape (2 N - 1,)
         For each seed tree, the vertex of each of its nodes (scikit-learn
         numbering: leaves ``0..N-1``, merge ``k`` is node ``N + k``).
@@ -171,8 +169,7 @@ class ClusterFamily:
 
     def __init__(self, n_items, items, starts, stops, sizes, build_left, build_right,
                  hashes, seed_trees=(), seed_tree_vertices=(), seed_tree_offsets=(),
-                 vertex_window=None, vertex_window_mask=None, window_table=None,
-                 window_lowest=None):
+                 vertex_window=None, vertex_window_mask=None, window_table=None):
         self.n_items = int(n_items)
         self.items = items
         self.starts = starts
@@ -193,8 +190,6 @@ class ClusterFamily:
                                    else vertex_window_mask)
         self.window_table = (np.full((0, 1), -1, np.int64) if window_table is None
                              else window_table)
-        self.window_lowest = (np.zeros((0, 1), np.int64) if window_lowest is None
-                              else window_lowest)
         self._index = None
 
     # ----------------------------------------------------------------- build
@@ -330,7 +325,6 @@ class _FamilyBuilder:
         self.window_roles = {}        # cluster key -> (window, mask): first role wins
         self.n_windows = 0
         self.window_keys = []         # per window: key of the union of each mask
-        self.window_lowest = []       # per window: lowest item of each of its clusters
         for i in range(n_items):
             self._add(i, i + 1, self.codes[i], None, None, self.chunks[0][i:i + 1])
 
@@ -411,7 +405,7 @@ class _FamilyBuilder:
         for j in range(k):
             table[1 << j] = keys[j]
         self.window_keys.append(table)
-        self.window_lowest.append([int(piece.min()) for piece in pieces])
+
         with np.errstate(over="ignore"):
             for mask in range(3, full + 1):
                 if mask & (mask - 1) == 0:
@@ -495,14 +489,11 @@ class _FamilyBuilder:
             vertex_window_mask[position[key]] = mask
         width = max((len(t) for t in self.window_keys), default=1)
         window_table = np.full((len(self.window_keys), width), -1, dtype=np.int64)
-        window_lowest = np.full((len(self.window_keys), max(1, width.bit_length() - 1)),
-                                n, dtype=np.int64)
-        for w, (table, lowest) in enumerate(zip(self.window_keys, self.window_lowest)):
+        for w, table in enumerate(self.window_keys):
             window_table[w, 1:len(table)] = [position[key] for key in table[1:]]
-            window_lowest[w, :len(lowest)] = lowest
         return ClusterFamily(n, buffer, starts, stops, sizes[order], build_left, build_right,
                              hashes, self.trees, tree_vertices, self.tree_offsets,
-                             vertex_window, vertex_window_mask, window_table, window_lowest)
+                             vertex_window, vertex_window_mask, window_table)
 
 
 __all__ = ["ClusterFamily", "item_codes", "leaf_order"]

@@ -329,12 +329,22 @@ def tree_windows(children, n_items, size=8, max_union_items=None):
         windows.append([order[start[p]:stop[p]] for p in pieces])
         stack.extend(p for p in pieces if p >= n)
     if max_union_items is not None:
-        cost = [(1 << (len(w) - 1)) * sum(piece.size for piece in w) for w in windows]
-        keep = np.cumsum(np.sort(cost)) <= max_union_items
-        order_by_cost = np.argsort(cost, kind="stable")
-        windows = [windows[i] for i in sorted(order_by_cost[keep].tolist())]
+        windows = windows_within_budget(windows, max_union_items)
     return windows
 
 
-__all__ = ["LINKAGES", "tree_windows", "check_linkages", "linkage_seed_trees", "beam_seed_trees",
+def windows_within_budget(windows, max_union_items):
+    """The smallest windows whose unions hold at most ``max_union_items`` entries.
+
+    A window of ``k`` clusters and ``s`` items adds unions holding
+    ``2**(k - 1) * s`` item entries; windows are kept from the cheapest up,
+    in their original order.
+    """
+    cost = [(1 << (len(w) - 1)) * sum(piece.size for piece in w) for w in windows]
+    keep = np.cumsum(np.sort(cost)) <= max_union_items
+    order_by_cost = np.argsort(cost, kind="stable")
+    return [windows[i] for i in sorted(order_by_cost[keep].tolist())]
+
+
+__all__ = ["LINKAGES", "tree_windows", "windows_within_budget", "check_linkages", "linkage_seed_trees", "beam_seed_trees",
            "permute_leaves", "scipy_to_children"]

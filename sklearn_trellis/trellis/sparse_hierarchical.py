@@ -235,7 +235,7 @@ class SparseHierarchicalTrellis:
             children, tree_vertex, offsets, home, n, family.items, family.starts,
             family.stops, family.sizes, family.hashes, self.lowest, extra_ptr, extra_list,
             family.vertex_window, family.vertex_window_mask, family.window_table,
-            family.window_lowest, self.max_edges)
+            self.max_edges)
         if n_edges > self.max_edges:
             raise ValueError(
                 f"The family of {self.n_vertices:,} clusters has more than "
