@@ -8,8 +8,10 @@ and the C collapsed-Gibbs package bmcc). Then seconds per Gibbs sweep
 (scan only, and scan + the default 10 split-merge proposals) and the time of
 the co-clustering matrix of 1,000 samples of 2,000 items.
 
-Run: ``python benchmarks/bench_dp_mixture.py [--quick] [--seeds N] [--anchors]``
-(``--quick`` skips the 100,000-point dataset; ``--seeds N`` averages the ARI
+Run: ``python benchmarks/bench_dp_mixture.py [--quick] [--seeds N] [--anchors] [--fixed-prior]``
+(``--fixed-prior`` measures ``NormalInverseWishart(hyperprior='fixed')``, the
+default before the grid hyperprior, instead of the defaults;
+``--quick`` skips the 100,000-point dataset; ``--seeds N`` averages the ARI
 over seeds ``0..N-1``, default 5, at most 2 on the 100,000-point dataset where
 one fit takes minutes; ``--anchors`` adds the anchor section below).
 
@@ -121,7 +123,7 @@ def seeds_for(name, n_seeds):
     return range(min(n_seeds, 2) if name.startswith("blobs 100,000") else n_seeds)
 
 
-def quality(quick, n_seeds):
+def quality(quick, n_seeds, fixed_prior=False):
     print(f"ARI = mean over seeds 0..{n_seeds - 1} (at most 2 on the 100,000-point blobs); "
           "s = mean seconds per fit")
     print(f"{'dataset':30s} {'target':>6s} | {'DPMixture ARI':>13s} {'s':>7s} {'K':>5s} | "
@@ -129,7 +131,10 @@ def quality(quick, n_seeds):
     for name, X, y in datasets(quick):
         aris, secs, ks, bgm_aris, bgm_secs = [], [], [], [], []
         for seed in seeds_for(name, n_seeds):
-            model, seconds = timed(lambda: DPMixture(random_state=seed).fit(X))
+            likelihood = (NormalInverseWishart(hyperprior="fixed") if fixed_prior
+                          else "gaussian")
+            model, seconds = timed(lambda: DPMixture(likelihood=likelihood,
+                                                     random_state=seed).fit(X))
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)
                 bgm, bgm_seconds = timed(lambda: BayesianGaussianMixture(
@@ -240,7 +245,15 @@ def seconds_per_sweep(n, d, repeats=5):
     _, scan = timed(lambda: [gibbs.sweep(state, lik, pp, data, rng) for _ in range(repeats)])
     _, full = timed(lambda: [gibbs.sweep(state, lik, pp, data, rng, n_split_merge=10)
                              for _ in range(repeats)])
-    return scan / repeats, full / repeats
+
+    def hyper_step():   # the default grid hyperprior's draw and the state update it causes
+        active = state.active[:state.meta[0]]
+        new = lik.resample_params(state.params, state.stats, state.shared, state.counts,
+                                  active, rng)
+        gibbs.set_params(state, lik, data, new)
+
+    _, hyper = timed(lambda: [hyper_step() for _ in range(repeats)])
+    return scan / repeats, full / repeats, hyper / repeats
 
 
 def speed(quick):
@@ -248,9 +261,10 @@ def speed(quick):
     for (n, d), target in targets.items():
         if quick and n > 10_000:
             continue
-        scan, full = seconds_per_sweep(n, d)
+        scan, full, hyper = seconds_per_sweep(n, d)
         print(f"seconds per sweep n={n:,} d={d}: scan {scan:.4f} s, scan + 10 split-merge "
-              f"{full:.4f} s (target <= {target} s)", flush=True)
+              f"{full:.4f} s, + hyperparameter draw {full + hyper:.4f} s "
+              f"(target <= {target} s)", flush=True)
     rng = np.random.default_rng(0)
     samples = rng.integers(0, 5, size=(1000, 2000))
     coclustering_matrix(samples[:2, :10])  # compile
@@ -263,5 +277,5 @@ if __name__ == "__main__":
     seeds = int(sys.argv[sys.argv.index("--seeds") + 1]) if "--seeds" in sys.argv else 5
     if "--anchors" in sys.argv:
         anchors(quick, seeds)
-    quality(quick, seeds)
+    quality(quick, seeds, fixed_prior="--fixed-prior" in sys.argv)
     speed(quick)

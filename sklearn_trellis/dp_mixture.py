@@ -11,7 +11,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._validation import check_option, check_scalar_param
 from .models.conjugate import make_likelihood
-from .models.dp_mixture import MixturePartitionModel
+from .models.dp_mixture import GridMarginalPosterior
 from .sampling import gibbs
 from .sampling.priors import GammaHyperprior, make_prior
 from .sampling.coclustering import coclustering_matrix
@@ -124,7 +124,9 @@ default='kmeans'
     samples_ : ndarray of shape (n_kept, n_samples), dtype int32
         Kept partitions of all chains (chain after chain); exact mode: exact draws.
     log_joints_ : ndarray of shape (n_kept,)
-        ``log p(z, X)`` of each kept sample.
+        ``log p(z, X)`` of each kept sample (Gibbs with learned
+        hyperparameters: at the sample's hyperparameters; exact mode:
+        marginalised over them).
     alphas_ : ndarray of shape (n_kept,)
         Concentration at each kept sample (constant without ``alpha_prior``).
     pairwise_marginals_ : ndarray of shape (n_samples, n_samples) or None
@@ -137,12 +139,28 @@ default='kmeans'
     inference_ : str
         ``'exact'`` or ``'gibbs'``.
     likelihood_ : ClusterLikelihood
-        The fitted likelihood (resolved hyperparameters).
+        The fitted likelihood (resolved hyperparameters; for learned ones,
+        the values the sampler starts from and the grid).
+    hyperparameters_ : dict of ndarray or None
+        Learned likelihood hyperparameters at each kept sample, e.g.
+        ``{'scale': ..., 'dof': ...}`` for the default
+        :class:`~sklearn_trellis.models.NormalInverseWishart` grid hyperprior
+        (exact mode: the grid point of each exact draw); None when the
+        likelihood's hyperparameters are fixed.
     prior_ : PartitionPrior
     n_features_in_ : int
 
     Notes
     -----
+    With the default likelihood the covariance prior's scale and degrees of
+    freedom are learned (a grid hyperprior, see
+    :class:`~sklearn_trellis.models.NormalInverseWishart`): Gibbs draws them
+    each sweep, exact mode sums over the grid (``log_marginal_likelihood_``,
+    ``pairwise_marginals_`` and the samples are then exact for the
+    hierarchical model; ``labels_`` is the partition of the most probable
+    (partition, hyperparameter) pair). ``predict``, ``predict_proba`` and
+    ``score`` use each sample's own hyperparameters.
+
     ``predict_proba`` columns are the clusters of ``labels_`` then a last
     "new cluster" column. For each of up to 25 evenly spaced samples, a new
     point's posterior probability of joining each cluster of that sample (prior
@@ -275,6 +293,8 @@ default='kmeans'
             self._fit_gibbs(X, data, rng, warm)
         self._data = data
         self.n_clusters_ = int(self.labels_.max()) + 1
+        self.hyperparameters_ = (None if self._sample_params is None
+                                 else self.likelihood_.describe_params(self._sample_params))
         return self
 
     def _fit_exact(self, data, rng):
@@ -283,18 +303,19 @@ default='kmeans'
         if data.shape[0] > self.max_exact_size:
             raise ValueError(f"inference='exact' needs n_samples <= max_exact_size="
                              f"{self.max_exact_size}, got {data.shape[0]}.")
-        model = MixturePartitionModel(self.prior_, self.likelihood_).fit(data)
-        table = model.log_potential_table()
-        trellis = model.exact_trellis(self.max_exact_size, table)
+        posterior = GridMarginalPosterior(self.prior_, self.likelihood_,
+                                          self.max_exact_size).fit(data)
         self.inference_ = "exact"
-        self.log_marginal_likelihood_ = (trellis.log_partition_function
-                                         + model.log_potential_constant())
-        self.labels_ = trellis.map_labels
-        self.samples_ = trellis.sample(self.n_sweeps, rng).astype(np.int32)
-        self.log_joints_ = model.log_joints(self.samples_, table)
+        self.log_marginal_likelihood_ = posterior.log_marginal_likelihood
+        self.labels_ = posterior.map_labels
+        self.samples_, points = posterior.sample(self.n_sweeps, rng)
+        self.samples_ = self.samples_.astype(np.int32)
+        self.log_joints_ = posterior.log_joints(self.samples_)
         self.alphas_ = np.full(self.n_sweeps, self.prior_.alpha)
-        self.pairwise_marginals_ = trellis.pairwise_marginals()
-        self.n_clusters_distribution_ = trellis.n_clusters_distribution()
+        self.pairwise_marginals_ = posterior.pairwise_marginals()
+        self.n_clusters_distribution_ = posterior.n_clusters_distribution()
+        self._sample_params = (posterior.grid_params[points]
+                               if posterior.grid_params.shape[0] > 1 else None)
         self._states = None
 
     def _fit_gibbs(self, X, data, rng, warm):
@@ -317,16 +338,23 @@ default='kmeans'
         new_samples = np.concatenate([r.samples for r in results])
         new_joints = np.concatenate([r.log_joints for r in results])
         new_alphas = np.concatenate([r.alphas for r in results])
+        new_params = (np.concatenate([r.params for r in results])
+                      if results and results[0].params is not None else None)
         if warm:
             new_samples = np.concatenate([self.samples_, new_samples])
             new_joints = np.concatenate([self.log_joints_, new_joints])
             new_alphas = np.concatenate([self.alphas_, new_alphas])
+            if new_params is not None:
+                new_params = np.concatenate([self._sample_params, new_params])
         if new_samples.shape[0] == 0:  # interrupted before the burn-in ended: keep the state
             new_samples = np.array([r.state.compact_labels() for r in results], dtype=np.int32)
             new_joints = np.array([gibbs.log_joint(r.state, self.likelihood_,
                                                    self.prior_.with_alpha(r.state.alpha)
                                                    .kernel_params()) for r in results])
             new_alphas = np.array([r.state.alpha for r in results])
+            if new_params is not None:
+                new_params = np.array([r.state.params for r in results])
+        self._sample_params = new_params
         self._states = [r.state for r in results]
         self.interrupted_ = any(r.interrupted for r in results)
         self.inference_ = "gibbs"
@@ -359,8 +387,9 @@ default='kmeans'
         for s in picks:
             pp = self.prior_.with_alpha(self.alphas_[s]).kernel_params()
             labels = self.samples_[s].astype(np.int64)
+            params = None if self._sample_params is None else self._sample_params[s]
             yield labels, gibbs.predictive_log_weights(self.likelihood_, pp, self._data,
-                                                       labels, data_new)
+                                                       labels, data_new, params)
 
     def predict_proba(self, X):
         """Posterior probability that each new row joins each cluster of ``labels_`` or a new one.

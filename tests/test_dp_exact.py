@@ -108,10 +108,12 @@ def test_count_weighted_trellis_validation():
 
 
 def test_dp_mixture_exact_mode_reports_exact_quantities():
+    """Fixed hyperparameters (the grid hyperprior is tested in test_dp_hyperprior.py)."""
     rng = np.random.default_rng(5)
     X = np.vstack([rng.normal(0, 0.3, (3, 2)), rng.normal(4, 0.3, (4, 2))])
     for discount in (0.0, 0.3):
         model = DPMixture(alpha=1.3, discount=discount, inference="exact", n_sweeps=500,
+                          likelihood=NormalInverseWishart(hyperprior="fixed"),
                           random_state=0).fit(X)
         prior = model.prior_
         parts, log_joint = enumerate_posterior(prior, model.likelihood_, X)

@@ -33,7 +33,7 @@ def chain_summaries(prior, lik, X, init, n_sweeps, seed, **kwargs):
 
 
 def check_against_exact(prior, X, init, n_sweeps, tol, seed=0, **kwargs):
-    lik = NormalInverseWishart(kappa=0.2).fit(X)
+    lik = NormalInverseWishart(kappa=0.2, hyperprior="fixed").fit(X)
     pair_exact, k_exact = exact_summaries(prior, lik, X)
     pair, k_dist, _ = chain_summaries(prior, lik, X, init, n_sweeps, seed, **kwargs)
     assert np.abs(pair - pair_exact).max() < tol
@@ -58,7 +58,7 @@ def test_gibbs_matches_exact_fast(prior, start):
 def test_split_merge_alone_matches_exact(prior):
     """Split-merge moves with no Gibbs scan are a valid kernel on their own."""
     X = small_data(6, seed=1)
-    lik = NormalInverseWishart(kappa=0.2).fit(X)
+    lik = NormalInverseWishart(kappa=0.2, hyperprior="fixed").fit(X)
     pair_exact, k_exact = exact_summaries(prior, lik, X)
     data = lik.kernel_data(X)
     state = gibbs.new_state(lik, data, np.zeros(6, np.int64), prior.alpha)
@@ -192,6 +192,25 @@ def test_coclustering_matrix_matches_numpy():
     np.testing.assert_allclose(coclustering_matrix(samples), expected)
     with pytest.raises(ValueError, match="samples"):
         coclustering_matrix(np.zeros((0, 3)))
+    with pytest.raises(TypeError, match="integer"):
+        coclustering_matrix(np.zeros((2, 3)))
+
+
+@pytest.mark.parametrize("n_labels", [1, 3, 40, 300])
+def test_coclustering_both_paths_match_numpy(n_labels, monkeypatch):
+    """Indicator products (few labels) and the comparison kernel (many) give exact counts."""
+    from sklearn_trellis.sampling import coclustering
+    rng = np.random.default_rng(n_labels)
+    samples = rng.integers(-5, n_labels - 5, size=(90, 35)).astype(np.int32)
+    samples[7] += 100_000     # a row outside int16 with a shifted label range
+    expected = (samples[:, :, None] == samples[:, None, :]).mean(axis=0)
+    np.testing.assert_allclose(coclustering_matrix(samples), expected, atol=1e-15)
+    # tiny indicator blocks: every row boundary case, including rows wider than a block
+    monkeypatch.setattr(coclustering, "INDICATOR_BLOCK", 7)
+    np.testing.assert_allclose(coclustering._counts_by_indicator_products(samples) / 90,
+                               expected, atol=1e-15)
+    monkeypatch.setattr(coclustering, "MAX_MEAN_LABELS_FOR_BLAS", -1)
+    np.testing.assert_allclose(coclustering_matrix(samples), expected, atol=1e-15)
 
 
 def test_dask_backend_runs_chains():

@@ -101,8 +101,15 @@ recycled); ``shared`` is float64 ``(n_shared,)``; ``work`` float64
     nothing (:func:`.likelihood.no_refresh`).
 
 Optional Python hook ``resample_params(params, stats, shared, counts, active,
-random_state)``: called once per sweep, returns new ``params`` (engine then
-calls ``refresh``) or ``None`` (fastTIWD: the theta grid update).
+random_state)``: called once per sweep, returns new ``params`` or ``None``
+(fastTIWD: the theta grid update; NormalInverseWishart: its scale / dof grid).
+New params go through :func:`.gibbs.set_params`, which resets the free slots
+(they score new clusters) and calls ``refresh``. Chains record the params of
+every kept sample when ``resamples_hyperparameters`` is true. A likelihood
+whose hyperprior is a finite grid also returns it from
+``hyperparameter_grid()`` (``(params, log_prior)``); exact inference then
+marginalises it (:class:`sklearn_trellis.models.dp_mixture.GridMarginalPosterior`),
+and ``describe_params(params)`` names the values for users.
 
 A likelihood whose ``log_global`` is identically zero factorises over
 clusters (``factorizes = True``): exact mode then builds the cluster

@@ -60,15 +60,20 @@ class GibbsState:
         return self.counts[self.active[:self.meta[0]]]
 
 
-def new_state(likelihood, data, init_labels, alpha, capacity=None):
-    """A state holding the partition ``init_labels`` (any integer labels)."""
+def new_state(likelihood, data, init_labels, alpha, capacity=None, params=None):
+    """A state holding the partition ``init_labels`` (any integer labels).
+
+    ``params`` (default ``likelihood.kernel_params()``) are the kernel parameters.
+    """
     _, compact = np.unique(np.asarray(init_labels), return_inverse=True)
     compact = compact.astype(np.int64).ravel()
     n_clusters = int(compact.max()) + 1 if compact.size else 0
     if capacity is None:
         capacity = max(16, 2 * n_clusters + 8)
     capacity = int(min(max(capacity, n_clusters + 2), compact.size + 2))
-    params = np.ascontiguousarray(likelihood.kernel_params(), dtype=np.float64)
+    if params is None:
+        params = likelihood.kernel_params()
+    params = np.ascontiguousarray(params, dtype=np.float64)
     state = GibbsState(
         labels=np.empty(compact.size, np.int64),
         counts=np.zeros(capacity, np.int64),
@@ -112,6 +117,19 @@ def _grow(state, likelihood):
 def _ensure_free(state, likelihood, needed):
     while state.meta[1] < needed:
         _grow(state, likelihood)
+
+
+def set_params(state, likelihood, data, params):
+    """Switch the state to new kernel parameters (hyperparameter update).
+
+    Free slots are reset too: the engine scores a new cluster on a free slot
+    and relies on it being in the empty-cluster state of the *current* params.
+    """
+    state.params = np.ascontiguousarray(params, dtype=np.float64)
+    for c in state.free[:state.meta[1]]:
+        likelihood.kernels.reset(state.params, state.stats, c)
+    likelihood.kernels.refresh(state.params, data, state.labels, state.stats, state.shared,
+                               state.active, state.meta[0])
 
 
 def sweep(state, likelihood, prior_params, data, rng, *, fixed=None, n_split_merge=0,
@@ -168,7 +186,9 @@ class ChainResult:
     appearance), ``log_joints`` (``log p(z, X)`` of each kept sample),
     ``alphas`` (concentration at each kept sample), ``state`` (continue with
     ``run_chain(..., state=result.state)``), ``interrupted`` (Ctrl-C),
-    ``seconds`` (wall time of the sweeps), ``n_sweeps`` (sweeps run).
+    ``seconds`` (wall time of the sweeps), ``n_sweeps`` (sweeps run),
+    ``params`` (kernel parameters at each kept sample, ``(n_kept, n_params)``,
+    for likelihoods that resample their hyperparameters; otherwise None).
     """
 
     samples: np.ndarray
@@ -178,6 +198,7 @@ class ChainResult:
     interrupted: bool = False
     seconds: float = 0.0
     n_sweeps: int = 0
+    params: np.ndarray = None
     accepted_split_merge: int = 0
     extra: dict = field(default_factory=dict)
 
@@ -219,7 +240,8 @@ def run_chain(likelihood, prior, data, *, n_sweeps, burn_in=0, thin=1, init_labe
         state = new_state(likelihood, data, labels, prior.alpha)
     if fixed is not None:
         fixed = np.ascontiguousarray(fixed, dtype=np.bool_)
-    samples, log_joints, alphas = [], [], []
+    samples, log_joints, alphas, kept_params = [], [], [], []
+    track_params = likelihood.resamples_hyperparameters
     accepted = 0
     start = time.perf_counter()
     interrupted = False
@@ -234,10 +256,8 @@ def run_chain(likelihood, prior, data, *, n_sweeps, burn_in=0, thin=1, init_labe
             new_params = likelihood.resample_params(state.params, state.stats, state.shared,
                                                     state.counts, state.active[:state.meta[0]],
                                                     rng)
-            if new_params is not None:
-                state.params = np.ascontiguousarray(new_params, dtype=np.float64)
-                likelihood.kernels.refresh(state.params, data, state.labels, state.stats,
-                                    state.shared, state.active, state.meta[0])
+            if new_params is not None and not np.array_equal(new_params, state.params):
+                set_params(state, likelihood, data, new_params)
             if hyperprior is not None:
                 state.alpha = hyperprior.resample(current, state.cluster_sizes(), rng)
             state.n_sweeps_done += 1
@@ -247,6 +267,8 @@ def run_chain(likelihood, prior, data, *, n_sweeps, burn_in=0, thin=1, init_labe
                 log_joints.append(log_joint(state, likelihood,
                                             prior.with_alpha(state.alpha).kernel_params()))
                 alphas.append(state.alpha)
+                if track_params:
+                    kept_params.append(state.params.copy())
             if verbose and ((t + 1) % report_every == 0 or t + 1 == n_sweeps):
                 elapsed = time.perf_counter() - start
                 print(f"[Gibbs chain {chain_id}] sweep {t + 1}/{n_sweeps}: "
@@ -262,7 +284,9 @@ def run_chain(likelihood, prior, data, *, n_sweeps, burn_in=0, thin=1, init_labe
         samples=np.array(samples, dtype=np.int32).reshape(len(samples), n_items),
         log_joints=np.array(log_joints, dtype=np.float64),
         alphas=np.array(alphas, dtype=np.float64), state=state, interrupted=interrupted,
-        seconds=time.perf_counter() - start, n_sweeps=done, accepted_split_merge=accepted)
+        seconds=time.perf_counter() - start, n_sweeps=done, accepted_split_merge=accepted,
+        params=(np.array(kept_params, dtype=np.float64).reshape(len(samples), state.params.size)
+                if track_params else None))
 
 
 def run_chains(likelihood, prior, data, *, n_chains=1, n_jobs=None, random_state=None,
@@ -315,29 +339,35 @@ def cluster_log_marginal(likelihood, X):
     return float(fns.log_cluster(params, stats, shared, 0))
 
 
-def subset_log_marginals(likelihood, data):
-    """``log m(X_B)`` for all ``2**n`` bitmasks ``B`` (entry 0 is 0); factorising likelihoods only."""
+def subset_log_marginals(likelihood, data, params=None):
+    """``log m(X_B)`` for all ``2**n`` bitmasks ``B`` (entry 0 is 0); factorising likelihoods only.
+
+    ``params`` (default ``likelihood.kernel_params()``) are the kernel parameters.
+    """
     if not likelihood.factorizes:
         raise ValueError(f"{type(likelihood).__name__} does not factorise over clusters; "
                          "exact mode needs a likelihood with log_global = 0.")
     n = data.shape[0]
     out = np.zeros(1 << n)
-    params = np.ascontiguousarray(likelihood.kernel_params(), dtype=np.float64)
+    if params is None:
+        params = likelihood.kernel_params()
+    params = np.ascontiguousarray(params, dtype=np.float64)
     work = np.zeros(max(1, likelihood.work_size(n + 1)))
     _engine(likelihood).subset_log_marginals(params, data, n, likelihood.n_stats,
                                  work, out)
     return out
 
 
-def predictive_log_weights(likelihood, prior_params, data_train, labels, data_new):
+def predictive_log_weights(likelihood, prior_params, data_train, labels, data_new, params=None):
     """``(m, K+1)`` log weights of new rows joining each cluster of ``labels`` / a new one.
 
     Prior weight (normalised by ``n + alpha``) times posterior predictive
     density, so ``logsumexp`` over a row is the log posterior predictive
     density of that row given the partition ``labels``. Columns follow the
-    clusters in order of first appearance, then "new cluster".
+    clusters in order of first appearance, then "new cluster". ``params``
+    (default ``likelihood.kernel_params()``) are the kernel parameters.
     """
-    state = new_state(likelihood, data_train, labels, prior_params[0])
+    state = new_state(likelihood, data_train, labels, prior_params[0], params=params)
     _ensure_free(state, likelihood, 1)
     spare = int(state.free[state.meta[1] - 1])
     order = np.empty(state.labels.size, np.int64)
@@ -355,5 +385,5 @@ def predictive_log_weights(likelihood, prior_params, data_train, labels, data_ne
 
 
 __all__ = ["GibbsState", "ChainResult", "new_state", "sweep", "log_joint", "run_chain",
-           "run_chains", "cluster_log_marginal", "subset_log_marginals",
+           "run_chains", "set_params", "cluster_log_marginal", "subset_log_marginals",
            "predictive_log_weights"]

@@ -75,6 +75,26 @@ class ClusterLikelihood(BaseEstimator):
         """Optional per-sweep hyperparameter update; return new params or ``None``."""
         return None
 
+    @property
+    def resamples_hyperparameters(self):
+        """True when :meth:`resample_params` may change the parameters (the chain records them)."""
+        return type(self).resample_params is not ClusterLikelihood.resample_params
+
+    def hyperparameter_grid(self):
+        """Finite hyperprior of a likelihood that resamples its hyperparameters, or ``None``.
+
+        Returns ``(params, log_prior)``: a float64 array ``(G, len(kernel_params()))``
+        of kernel parameter vectors and their normalised log prior weights
+        ``(G,)``. The exact engine then computes the posterior marginalised over
+        the grid (one trellis per grid point); :meth:`resample_params` must draw
+        from the conditional posterior over the same grid.
+        """
+        return None
+
+    def describe_params(self, params):
+        """Named hyperparameters of kernel parameter vectors ``params`` (rows), as a dict of arrays."""
+        return {}
+
     def check_data(self, X):
         """Validate new data against the fitted likelihood (same checks as ``fit``)."""
         return self.kernel_data(X)
