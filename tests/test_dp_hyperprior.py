@@ -2,11 +2,11 @@
 
 import numpy as np
 import pytest
-from scipy.special import logsumexp, multigammaln
+from scipy.special import gammaln, logsumexp, multigammaln
 
 from brute_force import flat_summaries, set_partitions
 from sklearn_trellis import DPMixture
-from sklearn_trellis.models import NormalInverseWishart
+from sklearn_trellis.models import NormalGamma, NormalInverseWishart
 from sklearn_trellis.models.dp_mixture import GridMarginalPosterior
 from sklearn_trellis.sampling import gibbs
 from sklearn_trellis.sampling.priors import CRP, PitmanYor
@@ -107,6 +107,20 @@ def test_grid_conditional_matches_closed_form():
                                                lik.mean_prior_, psi)
                          for c in np.unique(labels)) for psi, dof in grid_points(lik)])
     np.testing.assert_allclose(fast - fast[0], slow - slow[0], atol=1e-8)
+
+
+def test_grid_conditional_in_chunks(monkeypatch):
+    """Clusters are processed in chunks of determinants; the result does not depend on it."""
+    from sklearn_trellis.models import conjugate
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(40, 3))
+    lik = NormalInverseWishart().fit(X)
+    sizes = np.array([10.0, 20.0, 5.0, 5.0])
+    scatters = np.array([np.cov(X[:10].T) * 9, np.eye(3), np.diag([1.0, 2.0, 3.0]),
+                         np.full((3, 3), 0.5) + np.eye(3)])
+    whole = lik.grid_log_likelihoods(sizes, scatters)
+    monkeypatch.setattr(conjugate, "GRID_CHUNK_ENTRIES", 1)
+    np.testing.assert_allclose(lik.grid_log_likelihoods(sizes, scatters), whole, rtol=1e-13)
 
 
 @pytest.mark.parametrize("prior", [CRP(0.9), PitmanYor(0.8, 0.3)], ids=["CRP", "PY"])
@@ -213,3 +227,63 @@ def test_warm_start_and_seed_keep_hyperparameter_trace():
     np.testing.assert_array_equal(a.hyperparameters_["scale"], b.hyperparameters_["scale"])
     a.set_params(warm_start=True).fit(X)
     assert a.hyperparameters_["dof"].shape == (a.samples_.shape[0],) == (30,)
+
+
+# -- NormalGamma (diagonal) -------------------------------------------------------------
+def textbook_ng_log_marginal(X, kappa, shape, mean, rate):
+    """Normal-Gamma marginal likelihood per feature, summed (independent formula)."""
+    n = X.shape[0]
+    xbar = X.mean(axis=0)
+    rate_n = (rate + 0.5 * ((X - xbar) ** 2).sum(axis=0)
+              + kappa * n * (xbar - mean) ** 2 / (2 * (kappa + n)))
+    return float(np.sum(gammaln(shape + 0.5 * n) - gammaln(shape) + shape * np.log(rate)
+                        - (shape + 0.5 * n) * np.log(rate_n)
+                        + 0.5 * np.log(kappa / (kappa + n)) - 0.5 * n * np.log(2 * np.pi)))
+
+
+def test_normal_gamma_grid_conditional_and_exact_posterior():
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(30, 3)) * [1.0, 4.0, 0.3]
+    lik = NormalGamma(hyperprior="grid").fit(X)
+    assert lik.grid_scale_.size == 31 * 6 and lik.resamples_hyperparameters
+    np.testing.assert_allclose(np.unique(lik.grid_shape_), [1.5, 1.75, 2, 2.5, 3.5, 5.5])
+    assert NormalGamma().fit(X).hyperparameter_grid() is None   # 'fixed' is the default
+    labels = rng.integers(0, 4, size=30)
+    state = gibbs.new_state(lik, lik.kernel_data(X), labels, 1.0)
+    rows = state.stats[state.active[:state.meta[0]]]
+    fast = lik._grid_log_likelihoods(state.params, rows)
+    params, _ = lik.hyperparameter_grid()
+    d = 3
+    slow = np.array([sum(textbook_ng_log_marginal(X[labels == c], lik.kappa, row[2],
+                                                  lik.mean_prior_, row[3 + d:])
+                         for c in np.unique(labels)) for row in params])
+    np.testing.assert_allclose(fast - fast[0], slow - slow[0], atol=1e-8)
+    described = lik.describe_params(params)
+    np.testing.assert_allclose(described["scale"], lik.grid_scale_)
+    np.testing.assert_allclose(described["shape"], lik.grid_shape_)
+    # exact mode marginalises the grid: against enumeration of partitions x grid points
+    Xs = X[:6]
+    small = NormalGamma(hyperprior="grid").fit(Xs)
+    params, log_prior = small.hyperparameter_grid()
+    parts = set_partitions(6)
+    prior = CRP(1.0)
+    table = np.array([[prior.log_eppf(np.bincount(row)) + log_prior[g]
+                       + sum(textbook_ng_log_marginal(Xs[row == c], small.kappa, params[g, 2],
+                                                      small.mean_prior_, params[g, 3 + d:])
+                             for c in np.unique(row)) for g in range(len(params))]
+                      for row in parts])
+    ref = flat_summaries(parts, logsumexp(table, axis=1))
+    post = GridMarginalPosterior(prior, small, 12).fit(small.kernel_data(Xs))
+    assert post.log_marginal_likelihood == pytest.approx(ref["log_z"], abs=1e-8)
+    np.testing.assert_allclose(post.pairwise_marginals(), ref["pairwise"], atol=1e-9)
+
+
+def test_normal_gamma_gibbs_with_grid_matches_exact():
+    rng = np.random.default_rng(2)
+    X = np.r_[rng.normal(0, 0.4, (4, 2)), rng.normal(3, 0.4, (4, 2))]
+    exact = DPMixture(likelihood=NormalGamma(hyperprior="grid"), inference="exact",
+                      random_state=0).fit(X)
+    sampled = DPMixture(likelihood=NormalGamma(hyperprior="grid"), inference="gibbs",
+                        n_sweeps=6000, random_state=1).fit(X)
+    assert np.abs(exact.pairwise_marginals_ - sampled.pairwise_marginals_).max() < 0.04
+    assert set(sampled.hyperparameters_) == {"scale", "shape"}

@@ -37,9 +37,18 @@ def _vector(value, name, d, default):
     return arr
 
 
+#: Matrix entries per batch of the grid hyperprior's determinants (32 MB of float64).
+GRID_CHUNK_ENTRIES = 1 << 22
+
+
 def _scale_factor(dof, d):
     """``Psi_0 = E[Sigma] * factor``: ``dof - d - 1`` where the mean exists, else 1."""
     return dof - d - 1.0 if dof > d + 1 else 1.0
+
+
+def _rate_factor(shape):
+    """``b0 = E[1/tau] * factor``: ``shape - 1`` where the mean exists, else 1."""
+    return shape - 1.0 if shape > 1 else 1.0
 
 
 def _empirical_variance(X):
@@ -68,7 +77,43 @@ class _FittedMixin(ClusterLikelihood):
         return _check_features(X, type(self).__name__)
 
 
-class NormalInverseWishart(_FittedMixin):
+class _GridHyperpriorMixin:
+    """A uniform hyperprior on a finite grid, shared by the Gaussian likelihoods.
+
+    Subclasses set ``grid_scale_`` (multipliers of a base prior scale) and
+    one shape-like value per grid point, and implement ``_grid_params(g)``
+    (the kernel vector of grid point ``g``) and
+    ``_grid_log_likelihoods(params, rows)`` (``sum_c log m(X_c)`` at every grid
+    point, up to a grid-independent constant, from the ``stats`` rows of the
+    occupied clusters under the current ``params``).
+    """
+
+    @property
+    def resamples_hyperparameters(self):
+        return self.grid_scale_.size > 1
+
+    def hyperparameter_grid(self):
+        """``(params, log_prior)`` of the uniform grid hyperprior, or ``None`` when fixed."""
+        self._check_fitted()
+        size = self.grid_scale_.size
+        if size < 2:
+            return None
+        return (np.array([self._grid_params(g) for g in range(size)]),
+                np.full(size, -np.log(size)))
+
+    def resample_params(self, params, stats, shared, counts, active, random_state):
+        """Draw a grid point from its exact conditional posterior given the clusters."""
+        if self.grid_scale_.size < 2:
+            return None
+        log_w = self._grid_log_likelihoods(params, stats[active])
+        if not np.isfinite(log_w.max()):   # every grid point lost to rounding: keep params
+            return None
+        cdf = np.cumsum(np.exp(log_w - log_w.max()))
+        g = min(int(np.searchsorted(cdf, random_state.random_sample() * cdf[-1])), cdf.size - 1)
+        return self._grid_params(g)
+
+
+class NormalInverseWishart(_GridHyperpriorMixin, _FittedMixin):
     """Gaussian clusters with unknown mean and full covariance, Normal-inverse-Wishart prior.
 
     ``Sigma ~ IW(dof, scale_matrix)``, ``mu | Sigma ~ N(mean_prior, Sigma / kappa)``.
@@ -137,7 +182,7 @@ class NormalInverseWishart(_FittedMixin):
     ============================================================  ====  ====  ====  ====  =====
     prior                                                         iris  wine  bc    dig   blobs
     ============================================================  ====  ====  ====  ====  =====
-    grid hyperprior (default)                                     .900  .835  .713  .531  .873
+    grid hyperprior (default)                                     .900  .835  .713  .533  .872
     fixed ``E[Sigma] = 0.1 diag(var)``, ``d + 2`` (until 0.1)     .904  .378  .690  .784  .869
     Fraley-Raftery volume rule, ``d + 2``, ``kappa=0.01``         .568  .638  .679  .576
     same with ``dof = 2d``                                        .568  .904  .007  .753
@@ -257,14 +302,6 @@ class NormalInverseWishart(_FittedMixin):
                                [logdet, multigammaln(0.5 * dof, d)]])
 
     # -- hyperprior grid -----------------------------------------------------------
-    def hyperparameter_grid(self):
-        """``(params, log_prior)`` of the uniform grid hyperprior, or ``None`` when fixed."""
-        self._check_fitted()
-        if self.grid_scale_.size < 2:
-            return None
-        params = np.array([self._grid_params(g) for g in range(self.grid_scale_.size)])
-        return params, np.full(self.grid_scale_.size, -np.log(self.grid_scale_.size))
-
     def _grid_params(self, g):
         scale = self.grid_scale_[g]
         d = self.n_features_in_
@@ -281,9 +318,14 @@ class NormalInverseWishart(_FittedMixin):
         d = self.n_features_in_
         sizes = np.asarray(sizes, dtype=np.float64)
         scales, where = np.unique(self.grid_scale_, return_inverse=True)
-        sign, logdet_n = np.linalg.slogdet(scatters[None] + scales[:, None, None, None]
-                                           * self._grid_base[None, None])
-        logdet_n = np.where(sign > 0, logdet_n, np.inf)             # (n_scales, K)
+        logdet_n = np.empty((scales.size, sizes.size))              # (n_scales, K)
+        # clusters in chunks: at most GRID_CHUNK_ENTRIES matrix entries at a time
+        chunk = max(1, GRID_CHUNK_ENTRIES // (scales.size * d * d))
+        for start in range(0, sizes.size, chunk):
+            part = scatters[None, start:start + chunk] + (scales[:, None, None, None]
+                                                          * self._grid_base[None, None])
+            sign, value = np.linalg.slogdet(part)
+            logdet_n[:, start:start + chunk] = np.where(sign > 0, value, np.inf)
         logdet_0 = d * np.log(scales) + self._grid_base_logdet    # (n_scales,)
         dof = self.grid_dof_
         dof_n = dof[:, None] + sizes[None, :]                       # (G, K)
@@ -294,27 +336,15 @@ class NormalInverseWishart(_FittedMixin):
                 + 0.5 * sizes.size * dof * logdet_0[where]
                 - 0.5 * np.sum(dof_n * logdet_n[where], axis=1))
 
-    @property
-    def resamples_hyperparameters(self):
-        return self.grid_scale_.size > 1
-
-    def resample_params(self, params, stats, shared, counts, active, random_state):
-        """Draw ``(scale, dof)`` from its conditional posterior on the grid given the clusters."""
-        if self.grid_scale_.size < 2:
-            return None
+    def _grid_log_likelihoods(self, params, rows):
         d = self.n_features_in_
-        rows = stats[active]
         factors = rows[:, 1 + d:1 + d + d * d].reshape(-1, d, d)
         chol_0 = params[3 + d:3 + d + d * d].reshape(d, d)
         scatters = factors @ np.swapaxes(factors, 1, 2) - chol_0 @ chol_0.T
-        log_w = self.grid_log_likelihoods(rows[:, 0], scatters)
-        probs = np.exp(log_w - log_w.max())
-        cdf = np.cumsum(probs)
-        g = min(int(np.searchsorted(cdf, random_state.random_sample() * cdf[-1])), cdf.size - 1)
-        return self._grid_params(g)
+        return self.grid_log_likelihoods(rows[:, 0], scatters)
 
     def describe_params(self, params):
-        """``{'scale_matrix_multiplier', 'dof'}`` of kernel parameter rows (grid hyperprior)."""
+        """``{'scale', 'dof'}`` of kernel parameter rows: ``Psi_0 = scale * B``, ``nu_0 = dof``."""
         params = np.atleast_2d(params)
         d = self.n_features_in_
         logdet = params[:, 3 + d + d * d]
@@ -337,7 +367,7 @@ class NormalInverseWishart(_FittedMixin):
                      + 0.5 * d * (np.log(self.kappa) - np.log(kappa_n)))
 
 
-class NormalGamma(_FittedMixin):
+class NormalGamma(_GridHyperpriorMixin, _FittedMixin):
     """Gaussian clusters with diagonal covariance, independent Normal-Gamma prior per feature.
 
     Per feature ``j``: ``tau_j ~ Gamma(shape, rate=b0_j)``,
@@ -358,19 +388,42 @@ class NormalGamma(_FittedMixin):
         ``benchmarks/bench_dp_mixture.py``), 0.01 -> 0.1: iris .596 -> .605,
         wine .776 -> .623, breast cancer .104 -> .089, digits .398 -> .334
         (mean number of clusters on digits 37 -> 77).
-    shape : float, default=2.0
-        Gamma shape ``a0`` of the precisions.
+    shape : float, default=None
+        Gamma shape ``a0`` of the precisions. ``None``: learned on the grid
+        ``(3 + c) / 2``, ``c in {0, 0.5, 1, 2, 4, 8}`` (the one-dimensional
+        counterpart of the degrees-of-freedom grid of
+        :class:`NormalInverseWishart`; ``hyperprior='grid'``), or 2
+        (``hyperprior='fixed'``, the default).
     mean_prior : float or array-like of shape (d,), default=None
         ``m0``; ``None`` means the mean of ``X``.
     variance_prior : float or array-like of shape (d,), default=None
         Prior expected cluster variance ``E[1/tau_j] = b0_j / (a0 - 1)``
         (``b0 = variance_prior * (a0 - 1)`` when ``a0 > 1``, else
-        ``variance_prior``). ``None`` means ``0.1`` times the variance of each
-        feature; a float ``s`` means ``s`` times the feature variances.
+        ``variance_prior``); a float ``s`` means ``s`` times the feature
+        variances. ``None``: the rates are learned, ``b0 = t var(X)`` with
+        ``t`` on :attr:`NormalInverseWishart.SCALE_GRID`
+        (``hyperprior='grid'``), or ``E[1/tau_j] = 0.1 var_j``
+        (``hyperprior='fixed'``).
+    hyperprior : {'grid', 'fixed'}, default='fixed'
+        As for :class:`NormalInverseWishart`: with ``'grid'`` the
+        hyperparameters left at ``None`` get a uniform grid prior, drawn every
+        Gibbs sweep from their exact conditional posterior and summed over by
+        exact inference. Unlike the full-covariance model, ``'fixed'`` is the
+        default here because it measured better: mean ARI over seeds 0-4 of
+        ``DPMixture(likelihood='diagonal')`` on iris / standardized wine /
+        standardized breast cancer / digits in 10 PCA dimensions, fixed
+        .580 / .778 / .098 / .375, grid .587 / .597 / .099 / .354 (a diagonal
+        model of correlated data is misspecified, and fitting its prior to
+        the data does not bring its clusters closer to the classes).
 
     Attributes
     ----------
-    mean_prior_, rate_ : resolved ``m0`` and ``b0``.
+    mean_prior_, rate_, shape_ : resolved ``m0``, ``b0`` and ``a0`` (with
+        ``hyperprior='grid'``, the values the sampler starts from).
+    grid_scale_, grid_shape_ : ndarray of shape (G,)
+        The hyperprior grid: ``b0 = grid_scale_[g] * base`` (``base`` is
+        ``var(X)``, or the given expected variance when only ``shape`` is
+        learned) and ``a0 = grid_shape_[g]``.
     n_features_in_ : int
 
     Examples
@@ -386,17 +439,24 @@ class NormalGamma(_FittedMixin):
     kernels = GibbsKernels(k.ng_reset, no_prepare, k.ng_add, k.ng_remove,
                            k.ng_log_predictive, k.ng_log_cluster, zero_global, k.ng_refresh)
 
-    def __init__(self, kappa=0.01, shape=2.0, mean_prior=None, variance_prior=None):
+    #: Shape grid of ``hyperprior='grid'``: ``(3 + c) / 2``.
+    SHAPE_GRID = 0.5 * (3.0 + np.array([0.0, 0.5, 1.0, 2.0, 4.0, 8.0]))
+
+    def __init__(self, kappa=0.01, shape=None, mean_prior=None, variance_prior=None,
+                 hyperprior="fixed"):
         self.kappa = kappa
         self.shape = shape
         self.mean_prior = mean_prior
         self.variance_prior = variance_prior
+        self.hyperprior = hyperprior
 
     def fit(self, X, y=None):
         X = self._validate_rows(X)
         d = X.shape[1]
         check_scalar_param(self.kappa, "kappa", low=0.0, include_low=False)
-        check_scalar_param(self.shape, "shape", low=0.0, include_low=False)
+        check_scalar_param(self.shape, "shape", low=0.0, include_low=False, allow_none=True)
+        check_option(self.hyperprior, "hyperprior", {"grid", "fixed"})
+        self.shape_ = 2.0 if self.shape is None else float(self.shape)
         self.mean_prior_ = _vector(self.mean_prior, "mean_prior", d,
                                    X.mean(axis=0) if X.shape[0] else np.zeros(d))
         variance = _empirical_variance(X)
@@ -408,10 +468,45 @@ class NormalGamma(_FittedMixin):
             expected = _vector(vp, "variance_prior", d, None)
             if np.any(expected <= 0):
                 raise ValueError("variance_prior must be positive.")
-        factor = self.shape - 1.0 if self.shape > 1 else 1.0
-        self.rate_ = expected * factor
+        self.rate_ = expected * _rate_factor(self.shape_)
         self.n_features_in_ = d
+        learn_scale = self.hyperprior == "grid" and self.variance_prior is None
+        learn_shape = self.hyperprior == "grid" and self.shape is None
+        shapes = self.SHAPE_GRID if learn_shape else np.array([self.shape_])
+        if learn_scale:
+            self._grid_base = variance
+            scale, shape = np.meshgrid(NormalInverseWishart.SCALE_GRID, shapes, indexing="ij")
+        else:
+            self._grid_base = expected
+            shape = shapes
+            scale = np.array([_rate_factor(a) for a in shapes])
+        self.grid_scale_ = scale.ravel().astype(np.float64)
+        self.grid_shape_ = shape.ravel().astype(np.float64)
         return self
+
+    def _grid_params(self, g):
+        return np.concatenate([[self.n_features_in_, self.kappa, self.grid_shape_[g]],
+                               self.mean_prior_, self.grid_scale_[g] * self._grid_base])
+
+    def _grid_log_likelihoods(self, params, rows):
+        d = self.n_features_in_
+        sizes = rows[:, 0]
+        data = np.maximum(rows[:, 1 + d:1 + 2 * d] - params[3 + d:3 + 2 * d], 0.0)   # (K, d)
+        scales, where = np.unique(self.grid_scale_, return_inverse=True)
+        log_base = np.log(self._grid_base)
+        log_rate_n = np.log(scales[:, None, None] * self._grid_base + data).sum(axis=2)  # (U, K)
+        log_rate_0 = d * np.log(scales) + log_base.sum()                                # (U,)
+        shape = self.grid_shape_
+        shape_n = shape[:, None] + 0.5 * sizes[None, :]                                 # (G, K)
+        return (d * (gammaln(shape_n) - gammaln(shape)[:, None]).sum(axis=1)
+                + sizes.size * shape * log_rate_0[where]
+                - np.sum(shape_n * log_rate_n[where], axis=1))
+
+    def describe_params(self, params):
+        """``{'scale', 'shape'}`` of kernel parameter rows: ``b0 = scale * base``, ``a0 = shape``."""
+        params = np.atleast_2d(params)
+        d = self.n_features_in_
+        return {"scale": params[:, 3 + d] / self._grid_base[0], "shape": params[:, 2]}
 
     @property
     def n_stats(self):
@@ -419,18 +514,18 @@ class NormalGamma(_FittedMixin):
 
     def kernel_params(self):
         self._check_fitted()
-        return np.concatenate([[self.n_features_in_, self.kappa, self.shape],
+        return np.concatenate([[self.n_features_in_, self.kappa, self.shape_],
                                self.mean_prior_, self.rate_])
 
     def log_marginal_closed_form(self, X):
         """``log m(X)`` from the textbook formula (numpy, independent of the kernels)."""
         X = self._validate_rows(X)
         n = X.shape[0]
-        kappa_n, a_n = self.kappa + n, self.shape + 0.5 * n
+        kappa_n, a_n = self.kappa + n, self.shape_ + 0.5 * n
         mean = X.mean(axis=0)
         b_n = (self.rate_ + 0.5 * ((X - mean) ** 2).sum(axis=0)
                + self.kappa * n * (mean - self.mean_prior_) ** 2 / (2 * kappa_n))
-        per = (gammaln(a_n) - gammaln(self.shape) + self.shape * np.log(self.rate_)
+        per = (gammaln(a_n) - gammaln(self.shape_) + self.shape_ * np.log(self.rate_)
                - a_n * np.log(b_n) + 0.5 * np.log(self.kappa / kappa_n)
                - 0.5 * n * np.log(2 * np.pi))
         return float(per.sum())
