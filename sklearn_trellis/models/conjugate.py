@@ -183,7 +183,7 @@ class NormalInverseWishart(_GridHyperpriorMixin, _FittedMixin):
     prior                                                         iris  wine  bc    dig   blobs
     ============================================================  ====  ====  ====  ====  =====
     grid hyperprior (default)                                     .900  .835  .713  .533  .872
-    fixed ``E[Sigma] = 0.1 diag(var)``, ``d + 2`` (until 0.1)     .904  .378  .690  .784  .869
+    ``'fixed'``: ``E[Sigma] = 0.1 diag(var)``, ``d + 2``, 0.1     .904  .378  .690  .784  .869
     Fraley-Raftery volume rule, ``d + 2``, ``kappa=0.01``         .568  .638  .679  .576
     same with ``dof = 2d``                                        .568  .904  .007  .753
     ``E[Sigma] = 0.2 diag(var)``, ``d + 2``, 0.1                  .904  .414  .522  .681
