@@ -154,8 +154,8 @@ class DirichletMultinomialPrior(PartitionPrior):
     --------
     >>> from sklearn_trellis.sampling.priors import DirichletMultinomialPrior
     >>> prior = DirichletMultinomialPrior(2.0, n_components=2)
-    >>> round(float(prior.log_eppf([1, 1])), 6)   # 2 * (1 * 1) / (2 * 3)
-    -0.405465
+    >>> round(float(prior.log_eppf([1, 1])), 6)   # log(2 * (1 * 1) / (2 * 3)) = log(1/3)
+    -1.098612
     """
 
     def __init__(self, alpha=1.0, n_components=10):
