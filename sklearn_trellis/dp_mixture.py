@@ -323,9 +323,10 @@ default='kmeans'
         n = X.shape[0]
         hyper = None if self.alpha_prior is None else GammaHyperprior(*self.alpha_prior)
         burn_in = 0 if warm else (self.n_sweeps // 2 if self.burn_in is None else self.burn_in)
+        learned = self.likelihood_.resamples_hyperparameters
         kwargs = dict(n_sweeps=self.n_sweeps, burn_in=burn_in, thin=self.thin,
                       n_split_merge=self.n_split_merge, hyperprior=hyper,
-                      verbose=self.verbose)
+                      verbose=self.verbose, record=gibbs.record_params if learned else None)
         if warm:
             states = list(self._states)
             results = gibbs.run_chains(self.likelihood_, self.prior_, data,
@@ -339,8 +340,9 @@ default='kmeans'
         new_samples = np.concatenate([r.samples for r in results])
         new_joints = np.concatenate([r.log_joints for r in results])
         new_alphas = np.concatenate([r.alphas for r in results])
-        new_params = (np.concatenate([r.params for r in results])
-                      if results and results[0].params is not None else None)
+        n_params = self.likelihood_.kernel_params().size
+        new_params = (np.array([p for r in results for p in r.records],
+                               dtype=np.float64).reshape(-1, n_params) if learned else None)
         if warm:
             new_samples = np.concatenate([self.samples_, new_samples])
             new_joints = np.concatenate([self.log_joints_, new_joints])

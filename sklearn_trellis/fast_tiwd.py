@@ -1,14 +1,13 @@
 """``FastTIWD``: Bayesian partitioning of distance matrices (Adametz & Roth 2011)."""
 
+import functools
 import numbers
-import time
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.metrics import pairwise_distances
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import type_of_target
-from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._validation import check_option, check_scalar_param, check_square_symmetric
@@ -21,7 +20,6 @@ from .sampling.priors import make_prior
 
 #: Largest n for which ``pairwise_marginals_`` (an n x n matrix) is stored.
 MAX_PAIRWISE_ITEMS = 3000
-_MAX_SEED = np.iinfo(np.int32).max
 
 
 def _alpha_mean(likelihood, state):
@@ -34,63 +32,9 @@ def _alpha_mean(likelihood, state):
     return scale / (shape - 1.0)
 
 
-def _run_tiwd_chain(likelihood, prior, data, *, n_sweeps, burn_in, thin, init_labels=None,
-                    state=None, fixed=None, random_state=None, verbose=0, chain_id=0):
-    """One chain of the shared Gibbs engine, recording ``theta`` and ``E[alpha]`` per kept sample.
-
-    The engine's :func:`~sklearn_trellis.sampling.gibbs.run_chain` runs the
-    sweeps between two kept samples (it keeps the last one); this wrapper
-    reads the likelihood parameters (``theta``) of the state at each kept
-    sample, which ``run_chain`` does not record.
-    """
-    rng = check_random_state(random_state)
-    if state is None:
-        state = gibbs.new_state(likelihood, data, init_labels, prior.alpha)
-    report_every = max(1, n_sweeps // 10)
-    # segments (length, keep its last sweep): kept sweeps are burn_in, burn_in + thin, ...
-    kept = list(range(burn_in, n_sweeps, thin))
-    segments = []
-    for length, keep in zip(np.diff([-1] + kept + [n_sweeps - 1]), [True] * len(kept) + [False]):
-        while length > report_every:  # long stretches in pieces, for progress and Ctrl-C
-            segments.append((report_every, False))
-            length -= report_every
-        if length:
-            segments.append((int(length), keep))
-    samples, log_joints, thetas, alpha_means = [], [], [], []
-    start = time.perf_counter()
-    done = 0
-    interrupted = False
-    next_report = report_every
-    try:
-        for length, keep in segments:
-            result = gibbs.run_chain(likelihood, prior, data, n_sweeps=length,
-                                     burn_in=length - 1 if keep else length,
-                                     state=state, fixed=fixed, random_state=rng)
-            done += result.n_sweeps
-            if keep and result.samples.shape[0]:
-                samples.append(result.samples[0])
-                log_joints.append(result.log_joints[0])
-                thetas.append(float(state.params[0]))
-                alpha_means.append(_alpha_mean(likelihood, state))
-            if verbose and (done >= next_report or done == n_sweeps):
-                while next_report <= done:
-                    next_report += report_every
-                elapsed = time.perf_counter() - start
-                print(f"[FastTIWD chain {chain_id}] sweep {done}/{n_sweeps}: "
-                      f"{state.n_clusters} clusters, theta={state.params[0]:.3g}, "
-                      f"{elapsed / max(done, 1):.3g} s/sweep", flush=True)
-            if result.interrupted:
-                raise KeyboardInterrupt
-    except KeyboardInterrupt:
-        interrupted = True
-        if verbose:
-            print(f"[FastTIWD chain {chain_id}] interrupted after {done} sweeps; keeping "
-                  f"{len(samples)} samples.", flush=True)
-    n = data.shape[0]
-    return dict(samples=np.array(samples, dtype=np.int32).reshape(len(samples), n),
-                log_joints=np.array(log_joints), thetas=np.array(thetas),
-                alpha_means=np.array(alpha_means), state=state, interrupted=interrupted,
-                seconds=time.perf_counter() - start, n_sweeps=done)
+def _theta_and_alpha_mean(likelihood, state):
+    """``record`` of the chains: ``theta`` and ``E[alpha]`` at each kept sample."""
+    return float(state.params[0]), _alpha_mean(likelihood, state)
 
 
 def _class_constraint(table, y):
@@ -498,51 +442,41 @@ default='singletons'
         if warm:
             states = list(self._states)
             for state in states:  # dof or other hyperparameters may have changed
-                state.params = likelihood.kernel_params(theta=state.params[0])
-                likelihood.kernels.refresh(state.params, data, state.labels, state.stats,
-                                           state.shared, state.active, state.meta[0])
-            inits = [None] * len(states)
+                gibbs.set_params(state, likelihood, data,
+                                 likelihood.kernel_params(theta=state.params[0]))
+            inits = None
         else:
-            states = [None] * self.n_chains
+            states = None
             inits = [self._init_labels(known, rng) for _ in range(self.n_chains)]
-        seeds = rng.randint(_MAX_SEED, size=len(states))
-        fixed = clamped if clamped.any() else None
-        kwargs = dict(n_sweeps=self.n_sweeps, burn_in=burn_in, thin=self.thin, fixed=fixed,
-                      verbose=self.verbose)
-        if self.n_jobs in (None, 1):
-            results = []
-            for c, state in enumerate(states):
-                results.append(_run_tiwd_chain(likelihood, prior, data, init_labels=inits[c],
-                                               state=state, random_state=seeds[c],
-                                               chain_id=c, **kwargs))
-                if results[-1]["interrupted"]:
-                    break
-        else:
-            results = Parallel(n_jobs=self.n_jobs)(
-                delayed(_run_tiwd_chain)(likelihood, prior, data, init_labels=inits[c],
-                                         state=state, random_state=seeds[c], chain_id=c,
-                                         **kwargs)
-                for c, state in enumerate(states))
-        parts = {key: [r[key] for r in results]
-                 for key in ("samples", "log_joints", "thetas", "alpha_means")}
+        record = functools.partial(_theta_and_alpha_mean, likelihood)
+        results = gibbs.run_chains(
+            likelihood, prior, data, n_chains=len(states) if warm else self.n_chains,
+            n_jobs=self.n_jobs, random_state=rng, init_labels=inits, states=states,
+            n_sweeps=self.n_sweeps, burn_in=burn_in, thin=self.thin,
+            fixed=clamped if clamped.any() else None, verbose=self.verbose, record=record)
+        parts = {"samples": [r.samples for r in results],
+                 "log_joints": [r.log_joints for r in results],
+                 "thetas": [np.array([t for t, _ in r.records], dtype=np.float64)
+                            for r in results],
+                 "alpha_means": [np.array([a for _, a in r.records], dtype=np.float64)
+                                 for r in results]}
         if sum(p.shape[0] for p in parts["samples"]) == 0 and not warm:
             # interrupted before the burn-in ended: keep the current states
             for r in results:
-                labels = r["state"].compact_labels().astype(np.int32)
-                theta = float(r["state"].params[0])
-                parts["samples"].append(labels[None])
+                theta, alpha_mean = record(r.state)
+                parts["samples"].append(r.state.compact_labels().astype(np.int32)[None])
                 parts["log_joints"].append(np.array([gibbs.log_joint(
-                    r["state"], likelihood, prior.kernel_params())]))
+                    r.state, likelihood, prior.kernel_params())]))
                 parts["thetas"].append(np.array([theta]))
-                parts["alpha_means"].append(np.array([_alpha_mean(likelihood, r["state"])]))
+                parts["alpha_means"].append(np.array([alpha_mean]))
         new = {key: np.concatenate(value) for key, value in parts.items()}
         if warm:
             new["samples"] = np.concatenate([self.samples_, new["samples"]])
             new["log_joints"] = np.concatenate([self.log_posterior_trace_, new["log_joints"]])
             new["thetas"] = np.concatenate([self.theta_samples_, new["thetas"]])
             new["alpha_means"] = np.concatenate([self.alpha_means_, new["alpha_means"]])
-        self._states = [r["state"] for r in results]
-        self.interrupted_ = any(r["interrupted"] for r in results)
+        self._states = [r.state for r in results]
+        self.interrupted_ = any(r.interrupted for r in results)
         self.inference_ = "gibbs"
         self.samples_ = new["samples"].astype(np.int32)
         self.log_posterior_trace_ = new["log_joints"]

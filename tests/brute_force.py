@@ -5,6 +5,8 @@ compare two unrelated computations.
 """
 
 
+import itertools
+
 import numpy as np
 from scipy.special import logsumexp
 
@@ -243,3 +245,27 @@ __all__ = ["set_partitions", "correlation_log_potentials", "flat_summaries",
            "hierarchy_summaries", "cluster_node_probability",
            "cluster_node_probabilities", "family_partitions",
            "family_hierarchy_map"]
+
+
+def all_splits(n):
+    """Every split (L, R) of every subset of range(n), L holding the lowest item."""
+    for size in range(2, n + 1):
+        for parent in itertools.combinations(range(n), size):
+            first, rest = parent[0], parent[1:]
+            for k in range(0, len(rest)):
+                for extra in itertools.combinations(rest, k):
+                    left = (first,) + extra
+                    right = tuple(i for i in rest if i not in extra)
+                    yield left, right
+
+
+def random_split_table(rng, n, scale=2.0, forbid=0.0):
+    """Random split log-potentials; the caterpillar splits (R = {max S}) stay allowed."""
+    table = {}
+    for left, right in all_splits(n):
+        value = scale * rng.standard_normal()
+        caterpillar = len(right) == 1 and right[0] > max(left)
+        if forbid and not caterpillar and rng.random() < forbid:
+            value = -np.inf
+        table[left, right] = value
+    return table

@@ -1,6 +1,7 @@
 """Paths of the reference data: ``tests/data`` (a copy of the small files), else
 ``shared/data`` of the project workspace."""
 
+import json
 import os
 
 import pytest
@@ -22,3 +23,15 @@ def shared_data(name):
     if os.path.exists(candidate):
         return candidate
     pytest.skip(f"reference data {name} not found")
+
+
+def small_ginkgo_jets():
+    """The jets of ``ginkgo_jets_small.json``, with their reference values (list of dicts)."""
+    with open(shared_data("ginkgo_jets_small.json")) as handle:
+        return json.load(handle)
+
+
+def ginkgo_energy(jet):
+    """The (unfitted) Ginkgo energy with a jet's parameters."""
+    from sklearn_trellis.models import GinkgoEnergy
+    return GinkgoEnergy(lam=jet["lam"], lam_root=jet["lam_root"], t_cut=jet["t_cut"])

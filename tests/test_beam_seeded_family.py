@@ -12,8 +12,7 @@ import numpy as np
 import pytest
 
 from brute_force import family_hierarchy_map
-from shared_data import shared_data
-from sklearn_trellis.models import GinkgoEnergy
+from shared_data import ginkgo_energy, shared_data
 from sklearn_trellis.trellis import ExactHierarchicalTrellis
 from sklearn_trellis.trellis.family import ClusterFamily
 from sklearn_trellis.trellis.hierarchical import double_factorial_trees
@@ -36,8 +35,7 @@ def nine_leaf_jets():
 @pytest.mark.parametrize("jet_index", range(3))
 def test_beam_seeded_family_climbs_to_the_exact_map(jet_index):
     jet = nine_leaf_jets()[jet_index]
-    model = GinkgoEnergy(lam=jet["lam"], lam_root=jet["lam_root"],
-                         t_cut=jet["t_cut"]).fit(np.array(jet["leaves"]))
+    model = ginkgo_energy(jet).fit(np.array(jet["leaves"]))
     n = model.n_items_
     inputs = model.kernel_inputs()
     exact = ExactHierarchicalTrellis(*inputs).fit()
@@ -70,7 +68,7 @@ def test_beam_seeded_family_climbs_to_the_exact_map(jet_index):
 def test_seeds_prebuilt_on_other_jets_never_exceed_the_exact_map():
     """The paper's setting: beam trees of other jets, leaves matched by momentum rank."""
     jets = nine_leaf_jets()
-    models = [GinkgoEnergy(lam=j["lam"], lam_root=j["lam_root"], t_cut=j["t_cut"]).fit(
+    models = [ginkgo_energy(j).fit(
         np.array(j["leaves"])) for j in jets]
     order = [np.argsort(np.linalg.norm(np.array(j["leaves"])[:, 1:], axis=1)) for j in jets]
     target = models[0]

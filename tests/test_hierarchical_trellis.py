@@ -1,42 +1,18 @@
 """The exact hierarchical trellis against enumeration of all binary trees."""
 
 import itertools
-import json
 
 import numpy as np
 import pytest
 
-from brute_force import (binary_trees, canonical_tree, cluster_node_probabilities,
-                         cluster_node_probability,
+from brute_force import (binary_trees, canonical_tree,
+                         cluster_node_probabilities, cluster_node_probability,
+                         random_split_table,
                          hierarchy_summaries, tree_log_potential, tree_sibling_pairs)
-from sklearn_trellis.models import CallableEnergy, DasguptaEnergy, GinkgoEnergy, HCCEnergy
+from sklearn_trellis.models import CallableEnergy, DasguptaEnergy, HCCEnergy
 from sklearn_trellis.trellis import ExactHierarchicalTrellis
-from shared_data import shared_data
+from shared_data import ginkgo_energy, small_ginkgo_jets
 from sklearn_trellis.trellis.hierarchical import _crt, double_factorial_trees
-
-
-def all_splits(n):
-    """Every split (L, R) of every subset of range(n), L holding the lowest item."""
-    for size in range(2, n + 1):
-        for parent in itertools.combinations(range(n), size):
-            first, rest = parent[0], parent[1:]
-            for k in range(0, len(rest)):
-                for extra in itertools.combinations(rest, k):
-                    left = (first,) + extra
-                    right = tuple(i for i in rest if i not in extra)
-                    yield left, right
-
-
-def random_split_table(rng, n, scale=2.0, forbid=0.0):
-    """Random split log-potentials; the caterpillar splits (R = {max S}) stay allowed."""
-    table = {}
-    for left, right in all_splits(n):
-        value = scale * rng.standard_normal()
-        caterpillar = len(right) == 1 and right[0] > max(left)
-        if forbid and not caterpillar and rng.random() < forbid:
-            value = -np.inf
-        table[left, right] = value
-    return table
 
 
 def table_energy(table):
@@ -178,11 +154,8 @@ def test_pairwise_energies_match_their_definition(energy, layered):
 
 
 def test_ginkgo_reference_values():
-    with open(shared_data("ginkgo_jets_small.json")) as handle:
-        jets = json.load(handle)
-    for jet in jets:
-        model = GinkgoEnergy(lam=jet["lam"], lam_root=jet["lam_root"],
-                             t_cut=jet["t_cut"]).fit(np.array(jet["leaves"]))
+    for jet in small_ginkgo_jets():
+        model = ginkgo_energy(jet).fit(np.array(jet["leaves"]))
         for layered in (False, True):
             trellis = engine(model, layered=layered)
             assert trellis.log_partition_function == pytest.approx(jet["ref_logZ"], abs=1e-9)
@@ -191,10 +164,8 @@ def test_ginkgo_reference_values():
 
 
 def test_ginkgo_matches_enumeration():
-    with open(shared_data("ginkgo_jets_small.json")) as handle:
-        jet = json.load(handle)[-1]
-    model = GinkgoEnergy(lam=jet["lam"], lam_root=jet["lam_root"],
-                         t_cut=jet["t_cut"]).fit(np.array(jet["leaves"]))
+    jet = small_ginkgo_jets()[-1]
+    model = ginkgo_energy(jet).fit(np.array(jet["leaves"]))
     n = model.n_items_
     trees, ref = enumerate_model(
         n, lambda l, r: model.split_log_potential(np.array(l), np.array(r)))

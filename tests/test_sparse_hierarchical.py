@@ -1,7 +1,5 @@
 """The sparse hierarchical trellis against the exact engine and brute-force enumeration."""
 
-import itertools
-import json
 import math
 
 import numpy as np
@@ -9,8 +7,9 @@ import pytest
 from scipy import stats as scipy_stats
 from scipy.cluster.hierarchy import linkage
 
-from brute_force import binary_trees, canonical_tree, tree_clusters, tree_log_potential
-from shared_data import shared_data
+from brute_force import (binary_trees, canonical_tree, random_split_table, tree_clusters,
+                         tree_log_potential)
+from shared_data import ginkgo_energy, small_ginkgo_jets
 from sklearn_trellis.models import CallableEnergy, DasguptaEnergy, GinkgoEnergy, HCCEnergy
 from sklearn_trellis.models._split import KIND_TABLE
 from sklearn_trellis.trellis import ExactHierarchicalTrellis
@@ -42,20 +41,7 @@ def children_to_nested(children, n):
 
 def random_table(rng, n, forbid=0.0, scale=1.5):
     """Random split log-potentials of every split; caterpillar splits stay allowed."""
-    table = {}
-    for size in range(2, n + 1):
-        for parent in itertools.combinations(range(n), size):
-            first, rest = parent[0], parent[1:]
-            for k in range(len(rest)):
-                for extra in itertools.combinations(rest, k):
-                    left = (first,) + extra
-                    right = tuple(i for i in rest if i not in extra)
-                    value = scale * rng.standard_normal()
-                    caterpillar = len(right) == 1 and right[0] > max(left)
-                    if forbid and not caterpillar and rng.random() < forbid:
-                        value = -np.inf
-                    table[left, right] = value
-    return table
+    return random_split_table(rng, n, scale=scale, forbid=forbid)
 
 
 def table_energy(table, n):
@@ -161,11 +147,8 @@ def test_python_split_function_path_equals_kernel_path():
 
 
 def test_ginkgo_powerset_reproduces_reference_values():
-    with open(shared_data("ginkgo_jets_small.json")) as handle:
-        jets = json.load(handle)
-    for jet in jets:
-        model = GinkgoEnergy(lam=jet["lam"], lam_root=jet["lam_root"],
-                             t_cut=jet["t_cut"]).fit(np.array(jet["leaves"]))
+    for jet in small_ginkgo_jets():
+        model = ginkgo_energy(jet).fit(np.array(jet["leaves"]))
         family = ClusterFamily.powerset(model.n_items_)
         kind, params, stats = model.family_kernel_inputs(family)
         assert np.allclose(stats, model.kernel_inputs().stats[:, family.masks()],

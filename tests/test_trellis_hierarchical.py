@@ -1,50 +1,24 @@
 """``TrellisHierarchical``: the estimator against enumeration and as a drop-in
 ``AgglomerativeClustering``."""
 
-import json
-
 import numpy as np
 import pytest
-from scipy.cluster.hierarchy import dendrogram
 from sklearn.base import clone
 from sklearn.cluster import AgglomerativeClustering
 from sklearn.datasets import load_iris
 
 from brute_force import (binary_trees, canonical_tree, cluster_node_probabilities,
                          hierarchy_summaries, tree_leaves)
-from shared_data import shared_data
+from shared_data import ginkgo_energy, small_ginkgo_jets
+from sklearn_examples import plot_dendrogram
 from sklearn_trellis import TrellisHierarchical
-from sklearn_trellis.models import DasguptaEnergy, GinkgoEnergy
+from sklearn_trellis.models import DasguptaEnergy
 
 
 def iris16():
     iris = load_iris()
     rows = np.concatenate([np.arange(0, 50, 10), np.arange(50, 100, 9), np.arange(100, 150, 10)])
     return iris.data[rows[:16]]
-
-
-def plot_dendrogram(model, **kwargs):
-    """scikit-learn's ``plot_agglomerative_dendrogram.py``, unchanged."""
-    # Create linkage matrix and then plot the dendrogram
-
-    # create the counts of samples under each node
-    counts = np.zeros(model.children_.shape[0])
-    n_samples = len(model.labels_)
-    for i, merge in enumerate(model.children_):
-        current_count = 0
-        for child_idx in merge:
-            if child_idx < n_samples:
-                current_count += 1  # leaf node
-            else:
-                current_count += counts[child_idx - n_samples]
-        counts[i] = current_count
-
-    linkage_matrix = np.column_stack(
-        [model.children_, model.distances_, counts]
-    ).astype(float)
-
-    # Plot the corresponding dendrogram
-    return dendrogram(linkage_matrix, **kwargs)
 
 
 def test_sklearn_dendrogram_example_runs_with_the_class_swapped():
@@ -142,10 +116,8 @@ def test_energies_by_name_instance_and_callable():
 
 
 def test_ginkgo_through_the_estimator():
-    with open(shared_data("ginkgo_jets_small.json")) as handle:
-        jet = json.load(handle)[4]
-    est = TrellisHierarchical(energy=GinkgoEnergy(lam=jet["lam"], lam_root=jet["lam_root"],
-                                                  t_cut=jet["t_cut"]))
+    jet = small_ginkgo_jets()[4]
+    est = TrellisHierarchical(energy=ginkgo_energy(jet))
     est.fit(np.array(jet["leaves"]))
     assert est.log_partition_function_ == pytest.approx(jet["ref_logZ"], abs=1e-9)
     assert est.map_log_potential_ == pytest.approx(jet["ref_map_loglik"], abs=1e-9)
@@ -167,10 +139,8 @@ def test_baselines_never_beat_the_exact_map():
 
 
 def test_greedy_matches_a_python_reimplementation():
-    with open(shared_data("ginkgo_jets_small.json")) as handle:
-        jet = json.load(handle)[-1]
-    est = TrellisHierarchical(energy=GinkgoEnergy(lam=jet["lam"], lam_root=jet["lam_root"],
-                                                  t_cut=jet["t_cut"]))
+    jet = small_ginkgo_jets()[-1]
+    est = TrellisHierarchical(energy=ginkgo_energy(jet))
     est.fit(np.array(jet["leaves"]))
     energy = est.energy_
     clusters = [(i,) for i in range(len(jet["leaves"]))]

@@ -4,9 +4,9 @@ import math
 
 import numpy as np
 import pytest
-from scipy.cluster.hierarchy import dendrogram
 from sklearn.datasets import load_iris, make_blobs
 
+from sklearn_examples import plot_dendrogram
 from sklearn_trellis import TrellisHierarchical
 from sklearn_trellis.hierarchical import children_to_tree
 from sklearn_trellis.trellis.hierarchical import double_factorial_trees
@@ -122,19 +122,8 @@ def test_sklearn_dendrogram_example_runs_on_full_iris():
     X = load_iris().data
     model = TrellisHierarchical(distance_threshold=0, n_clusters=None)
     model = model.fit(X)
-    counts = np.zeros(model.children_.shape[0])
-    n_samples = len(model.labels_)
-    for i, merge in enumerate(model.children_):
-        current_count = 0
-        for child_idx in merge:
-            if child_idx < n_samples:
-                current_count += 1
-            else:
-                current_count += counts[child_idx - n_samples]
-        counts[i] = current_count
-    linkage_matrix = np.column_stack([model.children_, model.distances_, counts]).astype(float)
     plt.title("Hierarchical Clustering Dendrogram")
-    out = dendrogram(linkage_matrix, truncate_mode="level", p=3)
+    out = plot_dendrogram(model, truncate_mode="level", p=3)
     plt.close("all")
     assert out["ivl"]
     assert model.n_clusters_ == 150 and model.approximation_ is not None

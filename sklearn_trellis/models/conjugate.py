@@ -329,10 +329,8 @@ class NormalInverseWishart(_GridHyperpriorMixin, _FittedMixin):
         logdet_0 = d * np.log(scales) + self._grid_base_logdet    # (n_scales,)
         dof = self.grid_dof_
         dof_n = dof[:, None] + sizes[None, :]                       # (G, K)
-        j = 0.5 * np.arange(d)
-        lmg_n = gammaln(0.5 * dof_n[..., None] - j).sum(axis=-1)
-        lmg_0 = gammaln(0.5 * dof[:, None] - j).sum(axis=-1)
-        return (lmg_n.sum(axis=1) - sizes.size * lmg_0
+        return (multigammaln(0.5 * dof_n, d).sum(axis=1)
+                - sizes.size * multigammaln(0.5 * dof, d)
                 + 0.5 * sizes.size * dof * logdet_0[where]
                 - 0.5 * np.sum(dof_n * logdet_n[where], axis=1))
 

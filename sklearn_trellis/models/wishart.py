@@ -364,6 +364,10 @@ class WishartBlockLikelihood(ClusterLikelihood):
                          log_likelihood_exponent(self.n_items_, float(self.dof), float(self.r0)),
                          float(self.s0), inv_alpha, self.trace_])
 
+    def describe_params(self, params):
+        """``{'theta'}`` of kernel parameter rows."""
+        return {"theta": np.atleast_2d(params)[:, 0]}
+
     def kernel_data(self, X):
         """``S`` itself, float64 or float32 (kept), C-contiguous and writeable."""
         S = np.asarray(X)

@@ -104,12 +104,11 @@ Optional Python hook ``resample_params(params, stats, shared, counts, active,
 random_state)``: called once per sweep, returns new ``params`` or ``None``
 (fastTIWD: the theta grid update; NormalInverseWishart: its scale / dof grid).
 New params go through :func:`.gibbs.set_params`, which resets the free slots
-(they score new clusters) and calls ``refresh``. Chains record the params of
-every kept sample when ``resamples_hyperparameters`` is true. A likelihood
-whose hyperprior is a finite grid also returns it from
-``hyperparameter_grid()`` (``(params, log_prior)``); exact inference then
-marginalises it (:class:`sklearn_trellis.models.dp_mixture.GridMarginalPosterior`),
-and ``describe_params(params)`` names the values for users.
+(they score new clusters) and calls ``refresh``. A likelihood whose
+hyperprior is a finite grid also returns it from ``hyperparameter_grid()``
+(``(params, log_prior)``); exact inference then marginalises it
+(:class:`sklearn_trellis.models.dp_mixture.GridMarginalPosterior`), and
+``describe_params(params)`` names the values (progress lines print them).
 
 A likelihood whose ``log_global`` is identically zero factorises over
 clusters (``factorizes = True``): exact mode then builds the cluster
@@ -124,7 +123,10 @@ runs independent chains through :class:`sklearn.utils.parallel.Parallel`
 distributes them) and returns one :class:`.gibbs.ChainResult` per chain:
 kept samples (``burn_in``, ``thin``), their log joint, ``alpha`` trace and the
 final :class:`.gibbs.GibbsState`, which ``run_chain(..., state=...)``
-continues (``warm_start``). ``verbose`` prints progress; Ctrl-C ends the
+continues (``warm_start``). ``record(state)``, if given, is evaluated at
+every kept sample (``ChainResult.records``): ``DPMixture`` keeps the
+hyperparameters with :func:`.gibbs.record_params`, ``FastTIWD`` its ``theta``
+and ``E[alpha]``. ``verbose`` prints progress; Ctrl-C ends the
 current chain early and keeps the samples drawn so far (``interrupted=True``).
 Each sweep is a sequential Gibbs scan (Neal's Algorithm 3) over the non-fixed
 items in random order, followed by ``n_split_merge`` sequentially-allocated

@@ -119,6 +119,11 @@ def _ensure_free(state, likelihood, needed):
         _grow(state, likelihood)
 
 
+def record_params(state):
+    """``record`` of :func:`run_chain` keeping the kernel parameters of each kept sample."""
+    return state.params.copy()
+
+
 def set_params(state, likelihood, data, params):
     """Switch the state to new kernel parameters (hyperparameter update).
 
@@ -187,8 +192,8 @@ class ChainResult:
     ``alphas`` (concentration at each kept sample), ``state`` (continue with
     ``run_chain(..., state=result.state)``), ``interrupted`` (Ctrl-C),
     ``seconds`` (wall time of the sweeps), ``n_sweeps`` (sweeps run),
-    ``params`` (kernel parameters at each kept sample, ``(n_kept, n_params)``,
-    for likelihoods that resample their hyperparameters; otherwise None).
+    ``records`` (the values of ``run_chain``'s ``record`` at each kept
+    sample, a list; None without ``record``).
     """
 
     samples: np.ndarray
@@ -198,14 +203,14 @@ class ChainResult:
     interrupted: bool = False
     seconds: float = 0.0
     n_sweeps: int = 0
-    params: np.ndarray = None
+    records: list = None
     accepted_split_merge: int = 0
     extra: dict = field(default_factory=dict)
 
 
 def run_chain(likelihood, prior, data, *, n_sweeps, burn_in=0, thin=1, init_labels=None,
               state=None, fixed=None, n_split_merge=0, hyperprior=None, random_state=None,
-              verbose=0, chain_id=0):
+              verbose=0, chain_id=0, record=None):
     """Run one chain of ``n_sweeps`` sweeps; keep every ``thin``-th sample after ``burn_in``.
 
     Parameters
@@ -229,6 +234,11 @@ def run_chain(likelihood, prior, data, *, n_sweeps, burn_in=0, thin=1, init_labe
         Split-merge proposals per sweep.
     hyperprior : GammaHyperprior, optional
         Resample ``alpha`` after each sweep.
+    record : callable, optional
+        ``record(state)`` is called at each kept sample and its values are
+        returned as ``ChainResult.records`` (e.g. :func:`record_params`, or
+        quantities of the likelihood's state). A module-level function or a
+        ``functools.partial`` of one, so that parallel chains can pickle it.
     random_state : int, RandomState or None
     verbose : int
         Print progress about ten times per chain when positive.
@@ -240,8 +250,8 @@ def run_chain(likelihood, prior, data, *, n_sweeps, burn_in=0, thin=1, init_labe
         state = new_state(likelihood, data, labels, prior.alpha)
     if fixed is not None:
         fixed = np.ascontiguousarray(fixed, dtype=np.bool_)
-    samples, log_joints, alphas, kept_params = [], [], [], []
-    track_params = likelihood.resamples_hyperparameters
+    samples, log_joints, alphas = [], [], []
+    records = None if record is None else []
     accepted = 0
     start = time.perf_counter()
     interrupted = False
@@ -267,12 +277,15 @@ def run_chain(likelihood, prior, data, *, n_sweeps, burn_in=0, thin=1, init_labe
                 log_joints.append(log_joint(state, likelihood,
                                             prior.with_alpha(state.alpha).kernel_params()))
                 alphas.append(state.alpha)
-                if track_params:
-                    kept_params.append(state.params.copy())
+                if record is not None:
+                    records.append(record(state))
             if verbose and ((t + 1) % report_every == 0 or t + 1 == n_sweeps):
                 elapsed = time.perf_counter() - start
+                named = likelihood.describe_params(state.params)
+                hyper = "".join(f"{name}={float(value[0]):.3g}, "
+                                for name, value in named.items())
                 print(f"[Gibbs chain {chain_id}] sweep {t + 1}/{n_sweeps}: "
-                      f"{state.n_clusters} clusters, alpha={state.alpha:.3g}, "
+                      f"{state.n_clusters} clusters, alpha={state.alpha:.3g}, {hyper}"
                       f"{elapsed / (t + 1):.3g} s/sweep", flush=True)
     except KeyboardInterrupt:
         interrupted = True
@@ -285,8 +298,7 @@ def run_chain(likelihood, prior, data, *, n_sweeps, burn_in=0, thin=1, init_labe
         log_joints=np.array(log_joints, dtype=np.float64),
         alphas=np.array(alphas, dtype=np.float64), state=state, interrupted=interrupted,
         seconds=time.perf_counter() - start, n_sweeps=done, accepted_split_merge=accepted,
-        params=(np.array(kept_params, dtype=np.float64).reshape(len(samples), state.params.size)
-                if track_params else None))
+        records=records)
 
 
 def run_chains(likelihood, prior, data, *, n_chains=1, n_jobs=None, random_state=None,
@@ -385,5 +397,5 @@ def predictive_log_weights(likelihood, prior_params, data_train, labels, data_ne
 
 
 __all__ = ["GibbsState", "ChainResult", "new_state", "sweep", "log_joint", "run_chain",
-           "run_chains", "set_params", "cluster_log_marginal", "subset_log_marginals",
+           "run_chains", "set_params", "record_params", "cluster_log_marginal", "subset_log_marginals",
            "predictive_log_weights"]

@@ -30,21 +30,12 @@ Two engines:
 import numpy as np
 from numba import njit
 
+from ._subsets import logaddexp
+
 #: Status codes of :func:`enumerate_states`.
 STATES_OK = 0
 STATES_CAP = 1
 TRANSITIONS_CAP = 2
-
-
-@njit(cache=True, inline="always")
-def _logaddexp(a, b):
-    if a == -np.inf:
-        return b
-    if b == -np.inf:
-        return a
-    if a > b:
-        return a + np.log1p(np.exp(b - a))
-    return b + np.log1p(np.exp(a - b))
 
 
 # --------------------------------------------------------------------- tree engine
@@ -63,7 +54,7 @@ def tree_inside(e, left, right):
             continue
         b = right[v]
         split_z = log_z[a] + log_z[b]
-        log_z[v] = _logaddexp(e[v], split_z)
+        log_z[v] = logaddexp(e[v], split_z)
         split_best = best[a] + best[b]
         # Ties go to the whole cluster (fewer clusters), as an arbitrary rule.
         if split_best > e[v]:
@@ -174,10 +165,10 @@ def tree_n_clusters(e, log_z, left, right, sizes):
                 if pa[i] == -np.inf:
                     continue
                 for j in range(pb.size):
-                    p[i + j] = _logaddexp(p[i + j], pa[i] + pb[j])
+                    p[i + j] = logaddexp(p[i + j], pa[i] + pb[j])
             polys[a] = np.empty(0)
             polys[b] = np.empty(0)
-        p[1] = _logaddexp(p[1], e[v])
+        p[1] = logaddexp(p[1], e[v])
         polys[v] = p
     return polys[root][:n + 1]
 
@@ -563,10 +554,10 @@ def states_cluster_log_marginals(e, log_z, state_size, trans_ptr, trans_vertex, 
             value = log_out[s] + e[v] + _children_sum(log_z, child_ptr, children, t)
             if value == -np.inf:
                 continue
-            out[v] = _logaddexp(out[v], value)
+            out[v] = logaddexp(out[v], value)
             for q in range(child_ptr[t], child_ptr[t + 1]):
                 c = children[q]
-                log_out[c] = _logaddexp(log_out[c], value - log_z[c])
+                log_out[c] = logaddexp(log_out[c], value - log_z[c])
     return out - log_z[0]
 
 
@@ -639,11 +630,11 @@ def states_n_clusters(e, state_size, trans_ptr, trans_vertex, child_ptr, childre
                         continue
                     for j in range(state_size[c] + 1):
                         if table[c, j] > -np.inf:
-                            scratch[i + j] = _logaddexp(scratch[i + j], poly[i] + table[c, j])
+                            scratch[i + j] = logaddexp(scratch[i + j], poly[i] + table[c, j])
                 degree += state_size[c]
                 poly[:degree + 1] = scratch[:degree + 1]
             for i in range(degree + 1):
-                table[s, i] = _logaddexp(table[s, i], poly[i])
+                table[s, i] = logaddexp(table[s, i], poly[i])
     return table[0]
 
 

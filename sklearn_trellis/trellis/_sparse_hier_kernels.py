@@ -25,7 +25,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..models._split_kernels import split_log_potential
-from ._subsets import logsumexp_buffer
+from ._subsets import logaddexp, logsumexp_buffer
 
 _EMPTY = -1
 
@@ -419,23 +419,12 @@ def log_count_trees(ptr, left, right, psi, is_leaf):
         for e in range(ptr[s], ptr[s + 1]):
             if psi[e] == -np.inf:
                 continue
-            acc = _logaddexp(acc, out[left[e]] + out[right[e]])
+            acc = logaddexp(acc, out[left[e]] + out[right[e]])
         out[s] = acc
     return out
 
 
 # -- outside recursion and marginals ---------------------------------------------------------
-@njit(cache=True, inline="always")
-def _logaddexp(a, b):
-    if a == -np.inf:
-        return b
-    if b == -np.inf:
-        return a
-    if a >= b:
-        return a + math.log1p(math.exp(b - a))
-    return b + math.log1p(math.exp(a - b))
-
-
 @njit(cache=True)
 def outside_pass(ptr, left, right, psi, log_z, root):
     """``log out(v)``: log of the summed potential of every completion of a tree
@@ -453,8 +442,8 @@ def outside_pass(ptr, left, right, psi, log_z, root):
                 continue
             a = left[e]
             b = right[e]
-            log_out[a] = _logaddexp(log_out[a], outer + p + log_z[b])
-            log_out[b] = _logaddexp(log_out[b], outer + p + log_z[a])
+            log_out[a] = logaddexp(log_out[a], outer + p + log_z[b])
+            log_out[b] = logaddexp(log_out[b], outer + p + log_z[a])
     return log_out
 
 

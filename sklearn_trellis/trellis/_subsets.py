@@ -75,6 +75,18 @@ def sum_exp_shifted(values, scratch, n, shift):
     return total
 
 
+@njit(cache=True, inline="always")
+def logaddexp(a, b):
+    """``log(exp(a) + exp(b))``, exact for ``-inf`` arguments."""
+    if a == -np.inf:
+        return b
+    if b == -np.inf:
+        return a
+    if a >= b:
+        return a + math.log1p(math.exp(b - a))
+    return b + math.log1p(math.exp(a - b))
+
+
 @njit(cache=True)
 def logsumexp_buffer(values, scratch, n, max_value):
     """``log(sum(exp(values[:n])))`` given their maximum; ``-inf`` if all are."""
