@@ -92,9 +92,9 @@ from sklearn.preprocessing import StandardScaler
 
 from sklearn_trellis import DPMixture
 from sklearn_trellis.models import NormalInverseWishart
-from sklearn_trellis.sampling import gibbs
-from sklearn_trellis.sampling.coclustering import coclustering_matrix
-from sklearn_trellis.sampling.priors import CRP
+from sklearn_trellis.engines.gibbs import sampler as gibbs
+from sklearn_trellis.engines.gibbs.coclustering import coclustering_matrix
+from sklearn_trellis.models.priors import CRP
 
 TARGETS = {"iris": 0.57, "wine (standardized)": 0.50, "breast cancer (standardized)": 0.62,
            "digits (10 PCA dims)": 0.74, "blobs 10,000 x 2": 0.87, "blobs 100,000 x 10": 0.99}

@@ -34,7 +34,7 @@ def run_one(n, dtype, n_sweeps):
 
     from sklearn_trellis import FastTIWD
     from sklearn_trellis.datasets import make_wishart_blocks
-    from sklearn_trellis.models.distance_normalization import normalized_inner_products
+    from sklearn_trellis.preprocessing.distance_normalization import normalized_inner_products
 
     data = make_wishart_blocks(n_samples=n, n_blocks=max(3, n // 32), random_state=0,
                                dtype=dtype)

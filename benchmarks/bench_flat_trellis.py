@@ -24,8 +24,8 @@ import numba
 import numpy as np
 
 from sklearn_trellis.models.correlation import CorrelationClusteringModel
-from sklearn_trellis.trellis import ExactFlatTrellis
-from sklearn_trellis.trellis.flat import BYTES_PER_SUBSET
+from sklearn_trellis.engines import ExactFlatTrellis
+from sklearn_trellis.engines.exact.flat import BYTES_PER_SUBSET
 
 
 def correlation_table(n_items, beta=1.0, seed=0):
@@ -70,8 +70,9 @@ FRESH_PROCESS = textwrap.dedent("""
     import time
     start = time.perf_counter()
     import numpy as np
-    from sklearn_trellis.trellis import ExactFlatTrellis, _flat_kernels, _flat_block_kernels
-    from sklearn_trellis.trellis import _subsets
+    from sklearn_trellis.engines import ExactFlatTrellis
+    from sklearn_trellis.engines.exact import _flat_kernels, _flat_block_kernels
+    from sklearn_trellis._core import subsets as _subsets
     imported = time.perf_counter()
     table = np.random.default_rng(0).standard_normal(1 << 12)
     trellis = ExactFlatTrellis(table).fit()

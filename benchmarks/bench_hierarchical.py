@@ -4,7 +4,7 @@
    N = 20 in at most 8 s on a 2-core machine).
 2. Ginkgo jets, N = 8..12 leaves: exact MAP + log Z against the CPU seconds of
    the public reference implementation measured on a machine like ours
-   (``shared/specs/ginkgo-energy.md``). The data set has up to 10 leaves; jets
+   (measured once with its own code, as recorded below). The data set has up to 10 leaves; jets
    with 11 and 12 leaves are made by splitting the hardest leaves of 10-leaf
    jets into two collinear halves (a valid jet; only the speed matters here).
 3. Exact sampling: cost per tree at N = 12 (Ginkgo).
@@ -14,8 +14,6 @@ median of repeated fits after a warm-up (numba compilation is cached on disk
 and not counted); CPU time sums all threads.
 """
 
-import json
-import os
 import sys
 import time
 
@@ -23,23 +21,11 @@ import numpy as np
 from sklearn.metrics import pairwise_distances
 
 from sklearn_trellis import TrellisHierarchical
+from sklearn_trellis.datasets import load_ginkgo_jets
 from sklearn_trellis.models import DasguptaEnergy, GinkgoEnergy
-from sklearn_trellis.trellis import ExactHierarchicalTrellis
+from sklearn_trellis.engines import ExactHierarchicalTrellis
 
 
-
-def _find_data():
-    """``shared/data`` of the project workspace: look upwards from here."""
-    folder = os.path.dirname(os.path.abspath(__file__))
-    while os.path.dirname(folder) != folder:
-        candidate = os.path.join(folder, "shared", "data")
-        if os.path.isdir(candidate):
-            return candidate
-        folder = os.path.dirname(folder)
-    return "/work/shared/data"
-
-
-DATA = _find_data()
 
 #: CPU seconds of the public ClusterTrellis implementation (exact MAP + Z).
 REFERENCE_CPU = {8: 0.6, 9: 2.75, 10: 8.2, 11: 42.0, 12: 290.0}
@@ -68,8 +54,7 @@ def bench_dasgupta(sizes):
 
 
 def load_jets():
-    with open(os.path.join(DATA, "ginkgo510_jets.json")) as handle:
-        return json.load(handle)["jets"]
+    return load_ginkgo_jets().jets
 
 
 def split_leaf(leaves, index, z=0.4):

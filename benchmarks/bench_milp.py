@@ -27,9 +27,9 @@ from sklearn.datasets import make_blobs
 
 from sklearn_trellis import ExactCorrelationClustering
 from sklearn_trellis.models import CorrelationClusteringModel
-from sklearn_trellis.trellis import ExactFlatTrellis
-from sklearn_trellis.trellis.flat import exact_flat_map
-from sklearn_trellis.trellis.milp import correlation_clustering_map_milp
+from sklearn_trellis.engines import ExactFlatTrellis
+from sklearn_trellis.engines.exact.flat import exact_flat_map
+from sklearn_trellis.engines.map.milp import correlation_clustering_map_milp
 
 SIZES = [20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960, 1280, 1600]
 

@@ -20,9 +20,9 @@ import numpy as np
 from sklearn.datasets import make_blobs
 
 from sklearn_trellis.models import CorrelationClusteringModel
-from sklearn_trellis.trellis.family import ClusterFamily
-from sklearn_trellis.trellis.seeds import linkage_seed_trees
-from sklearn_trellis.trellis.sparse_flat import SparseFlatTrellis
+from sklearn_trellis._core.family import ClusterFamily
+from sklearn_trellis.engines.sparse.seeds import linkage_seed_trees
+from sklearn_trellis.engines.sparse.sparse_flat import SparseFlatTrellis
 
 
 def affinity(X):

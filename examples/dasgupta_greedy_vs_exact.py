@@ -24,10 +24,10 @@ import numpy as np
 from scipy.cluster.hierarchy import linkage
 from scipy.spatial.distance import squareform
 
-from sklearn_trellis.hierarchical import children_to_tree
+from sklearn_trellis._trellis_hierarchical import children_to_tree
 from sklearn_trellis.models import DasguptaEnergy
-from sklearn_trellis.trellis import ExactHierarchicalTrellis
-from sklearn_trellis.trellis.search import beam_search_tree, greedy_tree
+from sklearn_trellis.engines import ExactHierarchicalTrellis
+from sklearn_trellis.engines.map.search import beam_search_tree, greedy_tree
 
 
 def random_graph(rng, n=10, density=0.45):

@@ -21,7 +21,7 @@ index over the repetitions for
 With near-equal blocks the oracle projection equals centring, so WD C is
 already near-optimal; fastTIWD pulls ahead when the blocks differ in size.
 Run ``python examples/fast_tiwd_synthetic_benchmark.py --repetitions 20`` for
-the spec's 20 repetitions (the default is 10).
+the paper's 20 repetitions (the default is 10).
 """
 
 import argparse

@@ -3,7 +3,7 @@ Greedy, beam search and the exact trellis MAP on 1,000 Ginkgo jets
 ===================================================================
 
 Reproduces the comparison of Greenberg et al. (2021, Section 4.2, Table 1) on
-the 1,000 jets of ``ginkgo510_jets.json`` (5 to 10 leaves each): for every jet,
+the 1,000 jets of ``load_ginkgo_jets()`` (5 to 10 leaves each): for every jet,
 the log-likelihood of the tree found by greedy agglomeration, by beam search
 (beam ``N (N - 1) / 2``) and the exact MAP of the hierarchical trellis. The
 paper reports exact - beam = 0.4 +- 0.5 and exact - greedy = 1.5 +- 1.1.
@@ -12,28 +12,16 @@ The exact trellis also gives what the approximate searches cannot: the
 partition function of every jet, so the posterior probability of each tree.
 """
 
-import json
 import os
 import time
 
 import numpy as np
 
+from sklearn_trellis.datasets import load_ginkgo_jets
 from sklearn_trellis import TrellisHierarchical
 from sklearn_trellis.models import GinkgoEnergy
 
-def find_data(name):
-    """``shared/data/<name>`` of the project workspace: look upwards from here."""
-    folder = os.path.dirname(os.path.abspath(__file__))
-    while True:
-        candidate = os.path.join(folder, "shared", "data", name)
-        if os.path.exists(candidate) or os.path.dirname(folder) == folder:
-            return candidate
-        folder = os.path.dirname(folder)
-
-
-path = find_data("ginkgo510_jets.json")
-with open(path) as handle:
-    jets = json.load(handle)["jets"]
+jets = load_ginkgo_jets().jets
 
 rows = []
 start = time.perf_counter()

@@ -8,7 +8,7 @@ climbs from beam search towards the exact MAP as the family grows, while the
 family still realises only a small fraction (the *sparsity index*) of the
 ``(2N - 3)!! = 2,027,025`` trees of 9 leaves.
 
-Here the first 100 jets with 9 leaves of ``ginkgo510_jets.json`` are the test
+Here the first 100 jets with 9 leaves of ``load_ginkgo_jets()`` are the test
 jets. As in the paper, the trellis is pre-built: its seeds are beam-search
 trees of the *other* 9-leaf jets, with leaves ranked by momentum norm and laid
 on each test jet's leaves of the same ranks. For growing numbers of seeds we
@@ -16,39 +16,29 @@ print the mean MAP log-likelihood over the family relative to greedy, with the
 family size and sparsity index, next to the exact trellis, beam search (beam
 ``N (N - 1) / 2``) and greedy (the paper's Table 1 ordering: exact >= beam >=
 greedy). A second table seeds each jet with the best distinct trees of its
-own final beam (:func:`~sklearn_trellis.trellis.seeds.beam_seed_trees`).
+own final beam (:func:`~sklearn_trellis.engines.sparse.seeds.beam_seed_trees`).
 
 The family MAP and its number of trees come from
-:class:`~sklearn_trellis.trellis.sparse_hierarchical.SparseHierarchicalTrellis`.
+:class:`~sklearn_trellis.engines.sparse.sparse_hierarchical.SparseHierarchicalTrellis`.
 """
 
-import json
 import os
 import sys
 import time
 
 import numpy as np
 
+from sklearn_trellis.datasets import load_ginkgo_jets
 from sklearn_trellis.models import GinkgoEnergy
-from sklearn_trellis.trellis import ExactHierarchicalTrellis
-from sklearn_trellis.trellis.family import ClusterFamily
-from sklearn_trellis.trellis.hierarchical import double_factorial_trees
-from sklearn_trellis.trellis.search import beam_search_tree, greedy_tree
-from sklearn_trellis.trellis.seeds import beam_seed_trees, permute_leaves
-from sklearn_trellis.trellis.sparse_hierarchical import SparseHierarchicalTrellis
+from sklearn_trellis.engines import ExactHierarchicalTrellis
+from sklearn_trellis._core.family import ClusterFamily
+from sklearn_trellis.engines.exact.hierarchical import double_factorial_trees
+from sklearn_trellis.engines.map.search import beam_search_tree, greedy_tree
+from sklearn_trellis.engines.sparse.seeds import beam_seed_trees, permute_leaves
+from sklearn_trellis.engines.sparse.sparse_hierarchical import SparseHierarchicalTrellis
 
 N_JETS = int(sys.argv[1]) if len(sys.argv) > 1 else 100
 SEED_COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
-
-
-def find_data(name):
-    """``shared/data/<name>`` of the project workspace: look upwards from here."""
-    folder = os.path.dirname(os.path.abspath(__file__))
-    while True:
-        candidate = os.path.join(folder, "shared", "data", name)
-        if os.path.exists(candidate) or os.path.dirname(folder) == folder:
-            return candidate
-        folder = os.path.dirname(folder)
 
 
 def family_map(family, model):
@@ -65,8 +55,7 @@ def momentum_order(leaves):
     return np.argsort(np.linalg.norm(np.asarray(leaves)[:, 1:], axis=1), kind="stable")
 
 
-with open(find_data("ginkgo510_jets.json")) as handle:
-    nine = [jet for jet in json.load(handle)["jets"] if jet["N"] == 9]
+nine = load_ginkgo_jets(n_leaves=9).jets
 jets, train = nine[:N_JETS], nine[N_JETS:]
 
 

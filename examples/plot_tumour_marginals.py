@@ -20,7 +20,7 @@ from scipy.stats import spearmanr
 
 from sklearn_trellis import ExactCorrelationClustering
 from sklearn_trellis.datasets import load_tumour_subset
-from sklearn_trellis.trellis.perturb_and_map import perturb_and_map
+from sklearn_trellis.engines.map.perturb_and_map import perturb_and_map
 
 beta = 3.0
 data = load_tumour_subset(n_per_class=6, random_state=0)

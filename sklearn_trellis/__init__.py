@@ -1,12 +1,11 @@
 """sklearn-trellis: exact and sampled distributions over clusterings and hierarchies."""
 
 from . import summaries
-from .correlation_clustering import ExactCorrelationClustering
-from .dp_mixture import DPMixture
-from .dp_mixture import DPMixture
-from .entropy_agglomeration import EntropyAgglomeration
-from .fast_tiwd import FastTIWD
-from .hierarchical import TrellisHierarchical
+from ._correlation_clustering import ExactCorrelationClustering
+from ._dp_mixture import DPMixture
+from ._entropy_agglomeration import EntropyAgglomeration
+from ._fast_tiwd import FastTIWD
+from ._trellis_hierarchical import TrellisHierarchical
 
 __version__ = "0.1.0.dev0"
 

@@ -14,7 +14,7 @@ import numpy as np
 from scipy.cluster.hierarchy import dendrogram
 from sklearn.utils.validation import check_is_fitted
 
-from .entropy_agglomeration import EntropyAgglomeration
+from ._entropy_agglomeration import EntropyAgglomeration
 from .summaries import cumulative_occurrence_distribution, entropy_sequence, n_clusters_histogram
 
 

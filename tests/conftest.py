@@ -1,5 +1,5 @@
 import os
 import sys
 
-# The brute-force oracles live beside the tests.
+# The oracles (oracles.py) and scikit-learn recipes live at the top of tests/.
 sys.path.insert(0, os.path.dirname(__file__))

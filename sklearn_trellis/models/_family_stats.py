@@ -1,4 +1,4 @@
-"""Per-vertex sufficient statistics over a :class:`~sklearn_trellis.trellis.family.ClusterFamily`.
+"""Per-vertex sufficient statistics over a :class:`~sklearn_trellis._core.family.ClusterFamily`.
 
 The exact engines read statistics tabulated over all ``2**N`` bitmasks; a
 sparse trellis reads the same statistics tabulated over its vertices (column
@@ -71,7 +71,7 @@ def family_pair_sums(matrix, family, part=None):
     Examples
     --------
     >>> import numpy as np
-    >>> from sklearn_trellis.trellis.family import ClusterFamily
+    >>> from sklearn_trellis._core.family import ClusterFamily
     >>> from sklearn_trellis.models._family_stats import family_pair_sums
     >>> family = ClusterFamily.from_trees([np.array([[0, 1], [3, 2]])], n_items=3)
     >>> w = np.array([[0., 1., 2.], [1., 0., 4.], [2., 4., 0.]])

@@ -9,7 +9,7 @@
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from ..trellis._subsets import mask_of, members
+from .._core.subsets import mask_of, members
 
 
 class FlatModel(BaseEstimator):
@@ -40,7 +40,7 @@ class FlatModel(BaseEstimator):
         return table
 
     def family_log_potentials(self, family):
-        """``e(B)`` of every vertex of a :class:`~sklearn_trellis.trellis.family.ClusterFamily`.
+        """``e(B)`` of every vertex of a :class:`~sklearn_trellis._core.family.ClusterFamily`.
 
         The generic version calls :meth:`cluster_log_potential` on each vertex's
         members (``O(sum of cluster sizes)`` Python calls); models with
@@ -55,7 +55,7 @@ class FlatModel(BaseEstimator):
         --------
         >>> import numpy as np
         >>> from sklearn_trellis.models import CorrelationClusteringModel
-        >>> from sklearn_trellis.trellis.family import ClusterFamily
+        >>> from sklearn_trellis._core.family import ClusterFamily
         >>> w = np.array([[0., 1., -1.], [1., 0., -1.], [-1., -1., 0.]])
         >>> model = CorrelationClusteringModel(beta=1.0).fit(w)
         >>> family = ClusterFamily.from_trees([np.array([[0, 1], [2, 3]])], n_items=3)

@@ -1,6 +1,6 @@
-"""Numba kernels of the Wishart block likelihood for the shared collapsed Gibbs engine (spec §c).
+"""Numba kernels of the Wishart block likelihood for the shared collapsed Gibbs engine (developer notes, fastTIWD (c)).
 
-They implement the cluster likelihood protocol of :mod:`sklearn_trellis.sampling`.
+They implement the cluster likelihood protocol of :mod:`sklearn_trellis.engines.gibbs`.
 For each item the row block sums ``r_c = sum_{j in c, j != i} S_ij`` cost
 ``O(n)`` (``prepare``); removing the item, scoring each candidate block from
 the running sums ``T_B`` and ``L_B`` and adding it back cost ``O(1)`` per
@@ -107,7 +107,7 @@ def wishart_remove(params, data, stats, shared, work, c, i):
 
 @njit(cache=True)
 def wishart_log_predictive(params, data, stats, shared, work, c, i):
-    """Change of the log-likelihood when item ``i`` joins slot ``c`` (spec §c step 4), O(1)."""
+    """Change of the log-likelihood when item ``i`` joins slot ``c`` (developer notes, fastTIWD (c) step 4), O(1)."""
     theta = params[0]
     m = stats[c, 0]
     sbar = stats[c, 1]

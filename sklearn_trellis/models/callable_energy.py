@@ -14,8 +14,8 @@ import numbers
 import numpy as np
 from numba import njit
 
-from .._validation import check_scalar_param
-from ..trellis._subsets import members
+from .._core.validation import check_scalar_param
+from .._core.subsets import members
 from ._split import KIND_TABLE, SplitKernelInputs, SplitModel
 
 #: Largest N a callable energy accepts by default.

@@ -2,7 +2,7 @@
 
 Each class is a small ``BaseEstimator`` (so ``DPMixture(likelihood=...)`` exposes
 its hyperparameters to ``GridSearchCV`` as ``likelihood__<name>``) implementing
-the cluster-likelihood protocol of :mod:`sklearn_trellis.sampling`. Priors
+the cluster-likelihood protocol of :mod:`sklearn_trellis.engines.gibbs`. Priors
 left at ``None`` take data-dependent defaults in ``fit`` (documented per class;
 the resolved values are stored in attributes ending in ``_``).
 """
@@ -12,8 +12,8 @@ import numbers
 import numpy as np
 from scipy.special import gammaln, multigammaln
 
-from .._validation import check_option, check_scalar_param
-from ..sampling.likelihood import ClusterLikelihood, GibbsKernels, no_prepare, no_refresh, zero_global
+from .._core.validation import check_option, check_scalar_param
+from .likelihood import ClusterLikelihood, GibbsKernels, no_prepare, no_refresh, zero_global
 from . import _conjugate_kernels as k
 
 

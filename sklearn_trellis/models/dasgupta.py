@@ -13,7 +13,7 @@ is the tree of minimum cost and ``beta`` is the inverse temperature.
 import numpy as np
 from numba import njit
 
-from ._pairwise import similarity_from_distances
+from .._core.pairwise import similarity_from_distances
 from ._family_stats import family_pair_sums
 from ._split import KIND_DASGUPTA, SplitKernelInputs, SplitModel
 from .correlation import _pair_sum_table

@@ -4,7 +4,7 @@ With the mixture parameters integrated out, the posterior over partitions is
 
     log p(C, X) = log_normaliser(n) + log_count(K) + sum_{B in C} [log_block(|B|) + log m(X_B)]
 
-(see :mod:`sklearn_trellis.sampling.priors`). For the CRP ``log_count(K) = K log alpha``
+(see :mod:`sklearn_trellis.models.priors`). For the CRP ``log_count(K) = K log alpha``
 folds into the clusters (``e(B) = log alpha + log Gamma(|B|) + log m(X_B)``) and the
 plain exact flat trellis applies; for Pitman-Yor and the Dirichlet-multinomial
 prior the count-resolved trellis handles ``log_count``.
@@ -13,10 +13,10 @@ prior the count-resolved trellis handles ``log_count``.
 import numpy as np
 from scipy.special import logsumexp
 
-from ..sampling.gibbs import subset_log_marginals
-from ..sampling.priors import CRP
-from ..trellis.flat import ExactFlatTrellis
-from ..trellis.flat_counts import CountWeightedFlatTrellis
+from ..engines.gibbs.sampler import subset_log_marginals
+from .priors import CRP
+from ..engines.exact.flat import ExactFlatTrellis
+from ..engines.exact.flat_counts import CountWeightedFlatTrellis
 from ._flat import FlatModel
 
 

@@ -22,10 +22,10 @@ that separates it (separating dissimilar items early is rewarded).
 import numpy as np
 from numba import njit
 
-from ._pairwise import similarity_from_distances
+from .._core.pairwise import similarity_from_distances
 from ._family_stats import family_pair_sums
 from ._split import KIND_HCC, SplitKernelInputs, SplitModel
-from .affinity import mean_off_diagonal
+from ..preprocessing.affinity import mean_off_diagonal
 from .correlation import _pair_sum_table
 
 

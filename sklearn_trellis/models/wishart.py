@@ -1,4 +1,4 @@
-"""The Wishart block model of (fast)TIWD (Adametz & Roth 2011; spec §0, §a, §b, §d).
+"""The Wishart block model of (fast)TIWD (Adametz & Roth 2011; developer notes, fastTIWD (0), (a), (b), (d)).
 
 An inner-product matrix ``S`` (n x n, positive semi-definite) is central
 Wishart with ``d`` degrees of freedom and block covariance
@@ -21,14 +21,14 @@ the exact trellis).
 import numpy as np
 from scipy.special import logsumexp
 
-from ..sampling.likelihood import ClusterLikelihood, GibbsKernels
-from ..sampling.priors import make_prior
+from .likelihood import ClusterLikelihood, GibbsKernels
+from .priors import make_prior
 
-from ..trellis.flat import ExactFlatTrellis
-from ..trellis.flat_counts import CountWeightedFlatTrellis
+from ..engines.exact.flat import ExactFlatTrellis
+from ..engines.exact.flat_counts import CountWeightedFlatTrellis
 from ._flat import FlatModel
 from .correlation import _pair_sum_table
-from .._validation import check_scalar_param
+from .._core.validation import check_scalar_param
 from . import _tiwd_kernels as _tk
 
 
@@ -67,9 +67,9 @@ def wishart_terms(sizes, sbars, trace, theta):
 
 
 def partition_log_prior(sizes, concentration, n_blocks=None):
-    """``log p(B | xi, k)`` (spec §e): Dirichlet-multinomial with ``k`` blocks, Ewens if ``k = None``.
+    """``log p(B | xi, k)`` (developer notes, fastTIWD (e)): Dirichlet-multinomial with ``k`` blocks, Ewens if ``k = None``.
 
-    A thin wrapper of the shared priors of :mod:`sklearn_trellis.sampling.priors`.
+    A thin wrapper of the shared priors of :mod:`sklearn_trellis.models.priors`.
     """
     return make_prior(concentration, n_components=n_blocks).log_eppf(sizes)
 
@@ -126,7 +126,7 @@ def collapsed_log_likelihood(sizes, sbars, trace, n_items, theta, *, dof, r0=0.0
 
 def theta_log_weights(sizes, sbars, trace, n_items, theta_grid, *, dof, r0, s0, alpha=None,
                       log_prior=None):
-    """Normalised log posterior of ``theta`` over its grid given the partition (spec §d)."""
+    """Normalised log posterior of ``theta`` over its grid given the partition (developer notes, fastTIWD (d))."""
     weights = collapsed_log_likelihood(sizes, sbars, trace, n_items, theta_grid, dof=dof,
                                        r0=r0, s0=s0, alpha=alpha)
     if log_prior is not None:
@@ -135,7 +135,7 @@ def theta_log_weights(sizes, sbars, trace, n_items, theta_grid, *, dof, r0, s0, 
 
 
 def alpha_posterior(t_value, n_items, *, dof, r0, s0):
-    """``(shape, scale)`` of ``alpha | B, theta, S ~ Inv-Gamma`` (spec §b)."""
+    """``(shape, scale)`` of ``alpha | B, theta, S ~ Inv-Gamma`` (developer notes, fastTIWD (b))."""
     return log_likelihood_exponent(n_items, dof, r0), 0.5 * dof * (t_value + s0)
 
 
@@ -154,7 +154,7 @@ class WishartBlockModel(FlatModel):
     and, for a Dirichlet-multinomial prior with ``k`` blocks, the factor
     ``log k! / (k - K)!`` of the number of blocks ``K`` (for the Ewens / CRP
     prior, ``k = None``, it is ``K log xi`` and folds into ``e``). The prior
-    factors come from :mod:`sklearn_trellis.sampling.priors`.
+    factors come from :mod:`sklearn_trellis.models.priors`.
 
     Parameters
     ----------
@@ -278,10 +278,10 @@ class WishartBlockLikelihood(ClusterLikelihood):
     ``n_b`` and ``Sbar_b``; the running sums ``sum_b theta Sbar_b / (1 + n_b
     theta)`` and ``sum_b log(1 + n_b theta)`` are the shared statistics, so
     the conditional of one item costs ``O(n)`` for its row block sums plus
-    ``O(1)`` per candidate block, ``O(n^2)`` per sweep (spec §c). The whole
+    ``O(1)`` per candidate block, ``O(n^2)`` per sweep (developer notes, fastTIWD (c)). The whole
     likelihood is the engine's ``log_global`` (it does not split over blocks
     once ``alpha`` is integrated out). ``theta`` is resampled on its grid once
-    per sweep (spec §d) through :meth:`resample_params`.
+    per sweep (developer notes, fastTIWD (d)) through :meth:`resample_params`.
 
     Parameters
     ----------
@@ -378,7 +378,7 @@ class WishartBlockLikelihood(ClusterLikelihood):
         return _tk.N_BANKS * (capacity + 1)
 
     def theta_log_weights(self, sizes, sbars):
-        """Normalised log posterior of ``theta`` over ``theta_grid_`` given a partition (spec §d)."""
+        """Normalised log posterior of ``theta`` over ``theta_grid_`` given a partition (developer notes, fastTIWD (d))."""
         return theta_log_weights(sizes, sbars, self.trace_, self.n_items_, self.theta_grid_,
                                  dof=float(self.dof), r0=float(self.r0), s0=float(self.s0),
                                  alpha=self.alpha)

@@ -5,7 +5,7 @@ import numbers
 import numpy as np
 from sklearn.utils import check_random_state
 
-from .._validation import check_option, check_scalar_param
+from .._core.validation import check_option, check_scalar_param
 from ._input import as_sample_set, relabel_rows, sample_major
 from ._kernels import cooccurrence_counts
 from ._loss_kernels import BINDER, VI, binder_objectives, greedy_search, vi_objectives

@@ -1,0 +1,154 @@
+"""Pairwise similarities of the hierarchical energies, from a distance matrix.
+
+The estimators hand distance-based split models an (N, N) distance matrix
+``D`` (computed from ``X`` with the estimator's ``metric``, or ``X`` itself
+when ``metric='precomputed'``). ``'exp'`` turns it into similarities
+``s_ij = exp(-d_ij / scale)`` in ``(0, 1]``, with ``scale`` defaulting to the
+median off-diagonal distance (so the result does not depend on the units of
+``X``). ``'precomputed'`` uses the matrix given to the model as the
+similarities themselves.
+"""
+
+import numpy as np
+from numba import njit
+
+from .validation import check_scalar_param
+
+SIMILARITIES = ("exp", "precomputed")
+
+
+def scan_pairwise_matrix(matrix):
+    """``(all finite, largest |entry|, largest |m_ij - m_ji|)`` of a square matrix.
+
+    float32 and float64 matrices are read in place (no copy).
+    """
+    if matrix.dtype not in (np.float32, np.float64):
+        matrix = np.asarray(matrix, dtype=np.float64)
+    return _scan(matrix, 64)
+
+
+@njit(cache=True)
+def _scan(matrix, tile):
+    """``(all finite, largest |entry|, largest |m_ij - m_ji|)`` in one tiled pass."""
+    n = matrix.shape[0]
+    finite = True
+    largest = 0.0
+    asymmetry = 0.0
+    for bi in range(0, n, tile):
+        for bj in range(bi, n, tile):
+            for i in range(bi, min(bi + tile, n)):
+                for j in range(max(bj, i), min(bj + tile, n)):
+                    a = matrix[i, j]
+                    b = matrix[j, i]
+                    if not (np.isfinite(a) and np.isfinite(b)):
+                        finite = False
+                    else:
+                        largest = max(largest, abs(float(a)), abs(float(b)))
+                        asymmetry = max(asymmetry, abs(float(a) - float(b)))
+    return finite, largest, asymmetry
+
+
+def check_pairwise_matrix(matrix, name):
+    """An (N, N) finite symmetric float matrix, or a ValueError naming ``name``.
+
+    Asymmetry up to ``1e-10`` times the largest entry (rounding) is removed by
+    averaging with the transpose. The checks allocate nothing of size N x N
+    (one tiled pass), so large distance matrices cost no extra memory.
+    """
+    m = np.asarray(matrix, dtype=np.float64)
+    if m.ndim != 2 or m.shape[0] != m.shape[1]:
+        raise ValueError(f"{name} must be a square (N, N) matrix, got shape {m.shape}.")
+    finite, largest, asymmetry = scan_pairwise_matrix(m)
+    if not finite:
+        raise ValueError(f"{name} contains NaN or infinite values.")
+    if asymmetry > 1e-10 * max(1.0, largest):
+        raise ValueError(f"{name} must be symmetric.")
+    if asymmetry == 0.0:
+        return m
+    return _symmetrized(m, 64)
+
+
+@njit(cache=True)
+def _symmetrized(matrix, tile):
+    """``(m + m.T) / 2`` as a new array, tile by tile (cache friendly)."""
+    n = matrix.shape[0]
+    out = np.empty_like(matrix)
+    for bi in range(0, n, tile):
+        for bj in range(bi, n, tile):
+            for i in range(bi, min(bi + tile, n)):
+                for j in range(max(bj, i), min(bj + tile, n)):
+                    value = 0.5 * (matrix[i, j] + matrix[j, i])
+                    out[i, j] = value
+                    out[j, i] = value
+    return out
+
+
+def upper_triangle(matrix):
+    """The entries above the diagonal, row by row (scipy's condensed form)."""
+    n = matrix.shape[0]
+    out = np.empty(n * (n - 1) // 2, dtype=matrix.dtype)
+    position = 0
+    for i in range(n - 1):
+        row = matrix[i, i + 1:]
+        out[position:position + row.size] = row
+        position += row.size
+    return out
+
+
+def median_off_diagonal(matrix):
+    """Median off-diagonal entry of a symmetric matrix (1.0 if none or not positive)."""
+    n = matrix.shape[0]
+    if n < 2:
+        return 1.0
+    # The off-diagonal entries are the upper triangle twice, so its median is theirs;
+    # half the memory of masking the full matrix.
+    values = upper_triangle(matrix)
+    count = values.size
+    half = count // 2
+    if count % 2:
+        values.partition(half)
+        value = float(values[half])
+    else:
+        values.partition([half - 1, half])
+        value = 0.5 * (float(values[half - 1]) + float(values[half]))
+    return value if value > 0 else 1.0
+
+
+def similarity_from_distances(distances, kind, scale):
+    """Similarity matrix (zero diagonal) from a distance matrix, or the matrix itself.
+
+    Validates the models' ``similarity`` and ``scale`` hyperparameters. Makes
+    one (N, N) copy; the input is never modified.
+    """
+    check_scalar_param(scale, "scale", low=0.0, include_low=False, allow_none=True)
+    if kind == "precomputed":
+        s = check_pairwise_matrix(distances, "The precomputed similarity matrix")
+        if s is distances:
+            s = s.copy()
+    elif kind == "exp":
+        d = check_pairwise_matrix(distances, "The distance matrix")
+        if np.any(d < 0):
+            raise ValueError("Distances must be non-negative.")
+        width = median_off_diagonal(d) if scale is None else float(scale)
+        # Work in place when the check already made a private copy.
+        s = d if d is not distances else np.empty_like(d)
+        np.divide(d, -width, out=s)
+        np.exp(s, out=s)
+    else:
+        raise ValueError(f"similarity must be one of {SIMILARITIES}, got {kind!r}.")
+    np.fill_diagonal(s, 0.0)
+    return s
+
+
+def check_square_symmetric(matrix, name="X", *, atol=1e-10):
+    """Check a precomputed (N, N) matrix: square, finite and symmetric."""
+    if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1]:
+        raise ValueError(f"{name} must be a square (N, N) matrix when precomputed, "
+                         f"got shape {matrix.shape}.")
+    # One tiled pass, shared with the energies' pairwise checks (no N x N temporaries).
+    _, largest, asym = scan_pairwise_matrix(matrix)
+    scale = max(1.0, largest)
+    if asym > atol * scale:
+        raise ValueError(f"{name} must be symmetric when precomputed; the largest "
+                         f"|X - X.T| entry is {asym:.3g}.")
+    return matrix

@@ -1,0 +1,543 @@
+"""``FastTIWD``: Bayesian partitioning of distance matrices (Adametz & Roth 2011)."""
+
+import functools
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.metrics import pairwise_distances
+from sklearn.utils import check_random_state
+from sklearn.utils.multiclass import type_of_target
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._core.pairwise import check_square_symmetric
+from ._core.validation import check_option, check_scalar_param
+from .preprocessing.distance_normalization import NORMALIZATIONS, normalized_inner_products
+from .models.wishart import (WishartBlockLikelihood, WishartBlockModel, block_statistics,
+                             estimate_dof)
+from .engines.gibbs import sampler as gibbs
+from .engines.gibbs.coclustering import coclustering_matrix
+from .models.priors import make_prior
+
+#: Largest n for which ``pairwise_marginals_`` (an n x n matrix) is stored.
+MAX_PAIRWISE_ITEMS = 3000
+
+
+def _alpha_mean(likelihood, state):
+    """``E[alpha | B, theta, S]`` of a Gibbs state (``alpha`` itself if fixed), ``O(K)``."""
+    if likelihood.alpha is not None:
+        return float(likelihood.alpha)
+    active = state.active[:state.meta[0]]
+    shape, scale = likelihood.alpha_posterior(state.stats[active, 0], state.stats[active, 1],
+                                              float(state.params[0]))
+    return scale / (shape - 1.0)
+
+
+def _theta_and_alpha_mean(likelihood, state):
+    """``record`` of the chains: ``theta`` and ``E[alpha]`` at each kept sample."""
+    return float(state.params[0]), _alpha_mean(likelihood, state)
+
+
+def _class_constraint(table, y):
+    """Forbid (``-inf``) every cluster that splits a known class or joins two of them."""
+    masks = np.arange(table.size)
+    n_touched = np.zeros(table.size, dtype=np.int64)
+    for cls in np.unique(y[y >= 0]):
+        class_mask = int(np.sum(1 << np.flatnonzero(y == cls)))
+        inside = masks & class_mask
+        table[(inside != 0) & (inside != class_mask)] = -np.inf
+        n_touched += inside != 0
+    table[n_touched > 1] = -np.inf
+    return table
+
+
+class FastTIWD(ClusterMixin, BaseEstimator):
+    """Bayesian partitioning of a squared-distance matrix (fastTIWD), ``O(n^2)`` per Gibbs sweep.
+
+    The n objects are assumed to have inner products ``S ~ W_d(Sigma)``
+    (central Wishart, ``d`` degrees of freedom) with block covariance
+    ``Sigma = alpha (I + theta B)``, ``B`` the unknown partition matrix, and a
+    Dirichlet-multinomial prior with ``k`` blocks (or its Ewens / CRP limit) on
+    ``B``. Distances only determine ``S`` up to a translation; fastTIWD fixes
+    one representative ``S* = -Q D Q^T / 2`` with ``Q`` built from a tree
+    estimate of ``Sigma`` (single linkage by default, developer notes, fastTIWD (f)), in ``O(n^2)``.
+    ``alpha`` is integrated out under an inverse-gamma prior, ``theta`` is
+    sampled on a grid after every sweep, and a collapsed Gibbs sampler (the
+    shared engine of :mod:`sklearn_trellis.engines.gibbs`) resamples each object's
+    block from its exact conditional in ``O(n + K)`` (Adametz & Roth 2011).
+
+    With ``alpha`` and ``theta`` both fixed the posterior factorises over
+    blocks; for ``n <= max_exact_size`` ``inference='exact'`` then computes it
+    exactly with the cluster trellis (all ``Bell(n)`` partitions).
+
+    Parameters
+    ----------
+    metric : {'precomputed', 'sqeuclidean'}, default='precomputed'
+        ``'precomputed'``: ``X`` is the (n, n) matrix of squared Euclidean
+        distances. ``'sqeuclidean'``: ``X`` holds feature rows and their squared
+        Euclidean distances are used.
+    n_sweeps : int, default=200
+        Gibbs sweeps per chain (exact mode: number of exact posterior draws
+        stored in ``samples_``).
+    burn_in : int, default=None
+        Sweeps discarded at the start of each chain; ``None`` means ``n_sweeps // 2``.
+    thin : int, default=1
+        Keep every ``thin``-th sweep after the burn-in.
+    dof : float or 'auto', default='auto'
+        Wishart degrees of freedom ``d`` (the dimension of the hidden vectors
+        if known). It also acts as an inverse temperature: larger ``d`` makes
+        the posterior sharper (an annealing schedule can be run with
+        ``warm_start``). ``'auto'``: the moment estimate of
+        :func:`~sklearn_trellis.models.wishart.estimate_dof` on ``S*``.
+    concentration : float, default=1.0
+        Dirichlet rate ``xi`` of the partition prior (CRP concentration when
+        ``n_blocks=None``); smaller values favour fewer blocks.
+    n_blocks : int or None, default=None
+        Number of population blocks ``k`` of the Dirichlet-multinomial prior
+        (at most ``k`` clusters); ``None`` is the Ewens / CRP limit ``k = inf``.
+    r0, s0 : float, default=0.01
+        Inverse-gamma prior ``alpha ~ Inv-Gamma(r0 d / 2, s0 d / 2)``; both 0
+        give the improper ``1 / alpha`` prior.
+    alpha : float or None, default=None
+        ``None`` integrates ``alpha`` out; a number holds it fixed (needed,
+        with ``theta``, for exact inference).
+    theta : float or None, default=None
+        ``None`` samples ``theta`` on ``theta_grid`` every sweep; a number holds it fixed.
+    theta_grid : array-like or None, default=None
+        Grid of ``theta`` values (uniform prior); ``None`` means
+        ``np.geomspace(1e-3, 10, 81)``. ``theta`` is scale free, so one grid suits all data.
+    normalization : {'single', 'linf', 'center', 'none'}, default='single'
+        How ``S*`` is chosen from the distances (developer notes, fastTIWD (f)): the tree of single
+        linkage, the tree of the ``l_inf``-closest ultrametric, column
+        centring (``'center'``, the "WD C" baseline) or, for feature rows only,
+        no normalisation (``S = X X^T``).
+    init : {'singletons', 'one', 'random'} or array-like of shape (n_samples,), \
+default='singletons'
+        Starting partition of every chain. Singletons is the safe default: with
+        one block and a normalised ``S*`` (``1^T S* 1 = 0``) ``theta`` collapses to
+        the smallest grid value and the chain never leaves a random partition
+        (the "theta-collapse trap" of the developer notes). With finite ``n_blocks``,
+        ``'singletons'`` starts from uniform random labels among the ``n_blocks``.
+    inference : {'auto', 'gibbs', 'exact'}, default='auto'
+        ``'exact'`` needs ``alpha`` and ``theta`` fixed and ``n <= max_exact_size``;
+        ``'auto'`` uses it when those hold.
+    max_exact_size : int, default=12
+        Largest ``n`` for exact inference.
+    dtype : {'float64', 'float32'}, default='float64'
+        Precision of the stored ``S*``; ``'float32'`` halves its memory (the
+        sums of the sampler are accumulated in float64).
+    n_chains : int, default=1
+        Independent chains (seeds drawn from ``random_state``).
+    n_jobs : int, default=None
+        Chains run in parallel through joblib (``sklearn.utils.parallel``).
+    random_state : int, RandomState instance or None, default=None
+    verbose : int, default=0
+        Print sampler progress (about ten lines per chain).
+    warm_start : bool, default=False
+        If True and the estimator is fitted, ``fit`` continues the stored
+        chains for ``n_sweeps`` more sweeps (no new burn-in, the stored ``S*``
+        is reused) and appends the new samples; ``dof`` may be changed in
+        between (annealing).
+
+    Attributes
+    ----------
+    labels_ : ndarray of shape (n_samples,)
+        Point estimate: the kept sample with the highest posterior density
+        (exact mode: the MAP partition). Labels ``0..K-1`` in order of first appearance.
+    n_clusters_ : int
+    samples_ : ndarray of shape (n_kept, n_samples), dtype int32
+        Kept partitions of all chains (chain after chain).
+    log_posterior_trace_ : ndarray of shape (n_kept,)
+        ``log p(B, theta | S*)`` of each kept sample, up to one additive
+        constant (``alpha`` integrated out; with ``alpha`` fixed, ``log p(B, S* | alpha, theta)``).
+    theta_samples_ : ndarray of shape (n_kept,)
+        ``theta`` at each kept sample.
+    alpha_means_ : ndarray of shape (n_kept,)
+        Posterior mean of ``alpha`` given each kept sample and its ``theta``
+        (``alpha`` if fixed).
+    alpha_posterior_ : dict
+        For ``labels_``: ``alpha | B, theta, S* ~ Inv-Gamma(shape, scale)``
+        with keys ``'shape'``, ``'scale'``, ``'mean'``, ``'std'``, and
+        ``'beta_mean'`` = ``theta * mean`` (the between-block variance
+        ``beta``). ``alpha`` is one variance shared by all blocks (eq. 4).
+    block_alpha_means_ : ndarray of shape (n_clusters_,)
+        Per cluster of ``labels_``, a diagnostic: the posterior mean of a
+        within-block variance ``alpha_b`` that only that block's entries of
+        ``S*`` inform (same inverse-gamma prior, ``theta`` of ``labels_``),
+        ``(d/2)(T_b + s0) / ((n_b + r0) d / 2 - 1)`` with ``T_b = tr S*_bb -
+        theta Sbar_b / (1 + n_b theta)``. Blocks much looser than
+        ``alpha_posterior_['mean']`` fit the shared-``alpha`` model poorly.
+    pairwise_marginals_ : ndarray of shape (n_samples, n_samples) or None
+        Posterior co-clustering probabilities (exact, or sample frequencies);
+        None when ``n_samples > 3000``.
+    n_clusters_distribution_ : ndarray of shape (n_samples,)
+        ``P(K = k)`` for ``k = 1..n_samples``.
+    log_marginal_likelihood_ : float or None
+        Exact mode: ``log p(S* | alpha, theta)`` up to the Wishart terms in
+        ``S*`` only. Gibbs mode: None.
+    inner_products_ : ndarray of shape (n_samples, n_samples)
+        The normalised ``S*`` the model partitions.
+    dof_ : float
+        The degrees of freedom used.
+    cg_iterations_ : int
+        Conjugate-gradient iterations of the tree normalisation.
+    inference_ : str
+    interrupted_ : bool
+        True when a Ctrl-C ended sampling early (the samples so far are kept).
+    n_features_in_ : int
+
+    Notes
+    -----
+    Semi-supervised mode (developer notes, fastTIWD (g)): ``fit(X, y)`` with ``y[i] >= 0`` the known
+    class of object ``i`` and ``-1`` for unlabelled objects. Labelled objects
+    are clamped (never resampled), each known class is one block that never
+    empties, and unlabelled objects may join a known class or form new
+    clusters. ``predict`` is not offered: the model has no principled
+    out-of-sample rule without the new objects' distances to all others.
+
+    References
+    ----------
+    D. Adametz, V. Roth. Bayesian Partitioning of Large-Scale Distance Data.
+    NIPS 2011. J. E. Vogt, S. Prabhakaran, T. J. Fuchs, V. Roth. The
+    Translation-invariant Wishart-Dirichlet Process for Clustering Distance
+    Data. ICML 2010.
+
+    Examples
+    --------
+    >>> from sklearn_trellis import FastTIWD
+    >>> from sklearn_trellis.datasets import make_wishart_blocks
+    >>> data = make_wishart_blocks(n_samples=200, random_state=1)  # 3 blocks, d = 300
+    >>> model = FastTIWD(n_sweeps=100, random_state=1).fit(data.distances)
+    >>> from sklearn.metrics import adjusted_rand_score
+    >>> bool(adjusted_rand_score(data.target, model.labels_) > 0.8)
+    True
+    """
+
+    def __init__(self, metric="precomputed", n_sweeps=200, burn_in=None, thin=1, dof="auto",
+                 concentration=1.0, n_blocks=None, r0=0.01, s0=0.01, alpha=None, theta=None,
+                 theta_grid=None, normalization="single", init="singletons", inference="auto",
+                 max_exact_size=12, dtype="float64", n_chains=1, n_jobs=None,
+                 random_state=None, verbose=0, warm_start=False):
+        self.metric = metric
+        self.n_sweeps = n_sweeps
+        self.burn_in = burn_in
+        self.thin = thin
+        self.dof = dof
+        self.concentration = concentration
+        self.n_blocks = n_blocks
+        self.r0 = r0
+        self.s0 = s0
+        self.alpha = alpha
+        self.theta = theta
+        self.theta_grid = theta_grid
+        self.normalization = normalization
+        self.init = init
+        self.inference = inference
+        self.max_exact_size = max_exact_size
+        self.dtype = dtype
+        self.n_chains = n_chains
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.verbose = verbose
+        self.warm_start = warm_start
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.pairwise = self.metric == "precomputed"
+        tags.input_tags.positive_only = self.metric == "precomputed"
+        return tags
+
+    # -- validation ----------------------------------------------------------------
+    def _check_params(self):
+        check_option(self.metric, "metric", {"precomputed", "sqeuclidean"})
+        for name in ("n_sweeps", "thin", "n_chains", "max_exact_size"):
+            check_scalar_param(getattr(self, name), name, kind=numbers.Integral, low=1)
+        check_scalar_param(self.burn_in, "burn_in", kind=numbers.Integral, low=0,
+                           allow_none=True)
+        if self.burn_in is not None and self.burn_in >= self.n_sweeps:
+            raise ValueError(f"burn_in must be < n_sweeps={self.n_sweeps}, got {self.burn_in}.")
+        if not (isinstance(self.dof, str) and self.dof == "auto"):
+            check_scalar_param(self.dof, "dof", low=0.0, include_low=False)
+        check_scalar_param(self.concentration, "concentration", low=0.0, include_low=False)
+        check_scalar_param(self.n_blocks, "n_blocks", kind=numbers.Integral, low=1,
+                           allow_none=True)
+        check_scalar_param(self.r0, "r0", low=0.0)
+        check_scalar_param(self.s0, "s0", low=0.0)
+        check_scalar_param(self.alpha, "alpha", low=0.0, include_low=False, allow_none=True)
+        check_scalar_param(self.theta, "theta", low=0.0, include_low=False, allow_none=True)
+        check_option(self.normalization, "normalization", set(NORMALIZATIONS))
+        if self.normalization == "none" and self.metric == "precomputed":
+            raise ValueError("normalization='none' needs feature rows (metric='sqeuclidean'): "
+                             "distances do not determine inner products without a normalisation.")
+        if isinstance(self.init, str):
+            check_option(self.init, "init", {"singletons", "one", "random"})
+        check_option(self.inference, "inference", {"auto", "gibbs", "exact"})
+        if str(np.dtype(self.dtype)) not in ("float64", "float32"):
+            raise ValueError(f"dtype must be 'float64' or 'float32', got {self.dtype!r}.")
+        check_scalar_param(self.verbose, "verbose", kind=numbers.Integral, low=0)
+
+    def _known_labels(self, y, n):
+        """``(clamped mask, compact class labels with -1 for unlabelled)`` from ``y``."""
+        if y is None:
+            return np.zeros(n, dtype=bool), np.full(n, -1, dtype=np.int64)
+        type_of_target(y, input_name="y", raise_unknown=True)
+        y = np.asarray(y)
+        if y.shape != (n,):
+            raise ValueError(f"y must have shape ({n},) (one label per object, -1 = unknown), "
+                             f"got {y.shape}.")
+        if not (np.issubdtype(y.dtype, np.integer)
+                or (np.issubdtype(y.dtype, np.floating) and np.all(y == np.round(y)))):
+            raise ValueError("y must hold integer class labels (-1 for unlabelled objects).")
+        y = y.astype(np.int64)
+        if np.any(y < -1):
+            raise ValueError("y must hold class labels >= 0, or -1 for unlabelled objects.")
+        clamped = y >= 0
+        known = np.full(n, -1, dtype=np.int64)
+        if clamped.any():
+            known[clamped] = np.unique(y[clamped], return_inverse=True)[1]
+        n_classes = int(known.max()) + 1
+        if self.n_blocks is not None and n_classes > self.n_blocks:
+            raise ValueError(f"y has {n_classes} known classes but n_blocks={self.n_blocks}.")
+        return clamped, known
+
+    def _init_labels(self, known, rng):
+        n = known.size
+        free = known < 0
+        n_classes = int(known.max()) + 1
+        labels = known.copy()
+        m = int(free.sum())
+        if not isinstance(self.init, str):
+            init = np.asarray(self.init)
+            if init.shape != (n,) or not np.issubdtype(init.dtype, np.integer):
+                raise ValueError(f"init labels must be an integer array of shape ({n},).")
+            labels[free] = n_classes + np.unique(init[free], return_inverse=True)[1]
+        elif self.init == "one":
+            labels[free] = n_classes
+        elif self.init == "random" or (self.n_blocks is not None and m + n_classes > self.n_blocks):
+            room = (max(1, int(np.sqrt(n))) if self.n_blocks is None
+                    else self.n_blocks - n_classes)
+            if room > 0:
+                labels[free] = n_classes + rng.randint(room, size=m)
+            else:  # the known classes fill all n_blocks blocks
+                labels[free] = rng.randint(n_classes, size=m)
+        else:
+            labels[free] = n_classes + np.arange(m)
+        if self.n_blocks is not None and np.unique(labels).size > self.n_blocks:
+            raise ValueError(f"init has more than n_blocks={self.n_blocks} blocks.")
+        return labels
+
+    def _inner_products(self, X):
+        dtype = np.dtype(self.dtype)
+        if self.metric == "precomputed":
+            check_square_symmetric(X)
+            if np.any(X < 0):
+                raise ValueError("Negative values in data passed to FastTIWD: X must hold "
+                                 "squared distances when metric='precomputed'.")
+            scale = float(np.max(X)) if X.size else 0.0
+            if np.any(np.abs(np.diag(X)) > 1e-10 * max(scale, 1.0)):
+                raise ValueError("X must have a zero diagonal when metric='precomputed' "
+                                 "(it holds squared distances).")
+            dist = X
+        elif self.normalization == "none":
+            S = np.asarray(X @ X.T, dtype=dtype)
+            self.cg_iterations_ = 0
+            return S
+        else:
+            dist = pairwise_distances(X, metric="sqeuclidean")
+            np.fill_diagonal(dist, 0.0)
+        S, info = normalized_inner_products(dist, self.normalization, dtype=dtype)
+        self.cg_iterations_ = int(info["cg_iterations"])
+        return S
+
+    # -- fitting ---------------------------------------------------------------
+    def fit(self, X, y=None):
+        """Sample (or compute exactly) the posterior over partitions of the n objects.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_samples) or (n_samples, n_features)
+            Squared Euclidean distances (``metric='precomputed'``) or feature rows.
+        y : array-like of shape (n_samples,), default=None
+            Known classes for semi-supervised clustering (``-1`` = unlabelled).
+
+        Returns
+        -------
+        self : FastTIWD
+        """
+        self._check_params()
+        warm = self.warm_start and getattr(self, "_states", None) is not None
+        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=not warm)
+        n = X.shape[0]
+        if n < 2:
+            raise ValueError(f"FastTIWD needs at least 2 samples, got n_samples={n}.")
+        if warm and n != self.inner_products_.shape[0]:
+            raise ValueError("warm_start needs the same number of samples as the previous fit.")
+        rng = check_random_state(self.random_state)
+        clamped, known = self._known_labels(y, n)
+        if warm:
+            if not np.array_equal(clamped, self._clamped):
+                raise ValueError("warm_start needs the same known labels y as the previous fit.")
+            S = self.inner_products_
+        else:
+            S = self._inner_products(X)
+            self.inner_products_ = S
+        self._clamped = clamped
+        if not isinstance(self.dof, str):
+            self.dof_ = float(self.dof)
+        elif not warm or getattr(self, "_dof_is_estimate", False) is False:
+            self.dof_ = estimate_dof(S)  # S* is unchanged by a warm start: estimate once
+        self._dof_is_estimate = isinstance(self.dof, str)
+        fixed = self.alpha is not None and self.theta is not None
+        exact = self.inference == "exact" or (
+            self.inference == "auto" and fixed and n <= self.max_exact_size and not warm)
+        if exact:
+            self._fit_exact(S, known, rng)
+        else:
+            self._fit_gibbs(S, clamped, known, rng, warm)
+        self.n_clusters_ = int(self.labels_.max()) + 1
+        k = self.samples_.max(axis=1) + 1
+        if self.inference_ == "gibbs":
+            self.n_clusters_distribution_ = np.bincount(k - 1, minlength=n)[:n] / k.size
+        return self
+
+    def _fit_exact(self, S, known, rng):
+        n = S.shape[0]
+        if self.alpha is None or self.theta is None:
+            raise ValueError("inference='exact' needs alpha and theta fixed (numbers): only "
+                             "then does the posterior factorise over blocks.")
+        if n > self.max_exact_size:
+            raise ValueError(f"inference='exact' needs n_samples <= max_exact_size="
+                             f"{self.max_exact_size}, got {n}.")
+        model = WishartBlockModel(dof=self.dof_, alpha=self.alpha, theta=self.theta,
+                                  concentration=self.concentration,
+                                  n_blocks=self.n_blocks).fit(S)
+        table = model.log_potential_table()
+        if np.any(known >= 0):
+            table = _class_constraint(table, known)
+        trellis = model.exact_trellis(table, max_items=self.max_exact_size)
+        self.inference_ = "exact"
+        self.interrupted_ = False
+        self._states = None
+        self.log_marginal_likelihood_ = (trellis.log_partition_function
+                                         + model.log_potential_constant())
+        self.labels_ = trellis.map_labels
+        self.samples_ = trellis.sample(self.n_sweeps, rng).astype(np.int32)
+        self.log_posterior_trace_ = np.array([model.log_potential(s) for s in self.samples_])
+        self.theta_samples_ = np.full(self.n_sweeps, float(self.theta))
+        self.alpha_means_ = np.full(self.n_sweeps, float(self.alpha))
+        self.pairwise_marginals_ = trellis.pairwise_marginals()
+        self.n_clusters_distribution_ = trellis.n_clusters_distribution()
+        self.alpha_posterior_ = dict(shape=np.inf, scale=np.inf, mean=float(self.alpha),
+                                     std=0.0, beta_mean=float(self.alpha * self.theta))
+        sizes, sbars = block_statistics(S, self.labels_)
+        self.block_alpha_means_ = self._block_alpha_means(S, sizes, sbars, float(self.theta))
+
+    def _fit_gibbs(self, S, clamped, known, rng, warm):
+        n = S.shape[0]
+        likelihood = WishartBlockLikelihood(dof=self.dof_, r0=self.r0, s0=self.s0,
+                                            alpha=self.alpha, theta=self.theta,
+                                            theta_grid=self.theta_grid).fit(S)
+        prior = make_prior(self.concentration, n_components=self.n_blocks)
+        data = likelihood.kernel_data(S)
+        burn_in = 0 if warm else (self.n_sweeps // 2 if self.burn_in is None else self.burn_in)
+        if warm:
+            states = list(self._states)
+            for state in states:  # dof or other hyperparameters may have changed
+                gibbs.set_params(state, likelihood, data,
+                                 likelihood.kernel_params(theta=state.params[0]))
+            inits = None
+        else:
+            states = None
+            inits = [self._init_labels(known, rng) for _ in range(self.n_chains)]
+        record = functools.partial(_theta_and_alpha_mean, likelihood)
+        results = gibbs.run_chains(
+            likelihood, prior, data, n_chains=len(states) if warm else self.n_chains,
+            n_jobs=self.n_jobs, random_state=rng, init_labels=inits, states=states,
+            n_sweeps=self.n_sweeps, burn_in=burn_in, thin=self.thin,
+            fixed=clamped if clamped.any() else None, verbose=self.verbose, record=record)
+        parts = {"samples": [r.samples for r in results],
+                 "log_joints": [r.log_joints for r in results],
+                 "thetas": [np.array([t for t, _ in r.records], dtype=np.float64)
+                            for r in results],
+                 "alpha_means": [np.array([a for _, a in r.records], dtype=np.float64)
+                                 for r in results]}
+        if sum(p.shape[0] for p in parts["samples"]) == 0 and not warm:
+            # interrupted before the burn-in ended: keep the current states
+            for r in results:
+                theta, alpha_mean = record(r.state)
+                parts["samples"].append(r.state.compact_labels().astype(np.int32)[None])
+                parts["log_joints"].append(np.array([gibbs.log_joint(
+                    r.state, likelihood, prior.kernel_params())]))
+                parts["thetas"].append(np.array([theta]))
+                parts["alpha_means"].append(np.array([alpha_mean]))
+        new = {key: np.concatenate(value) for key, value in parts.items()}
+        if warm:
+            new["samples"] = np.concatenate([self.samples_, new["samples"]])
+            new["log_joints"] = np.concatenate([self.log_posterior_trace_, new["log_joints"]])
+            new["thetas"] = np.concatenate([self.theta_samples_, new["thetas"]])
+            new["alpha_means"] = np.concatenate([self.alpha_means_, new["alpha_means"]])
+        self._states = [r.state for r in results]
+        self.interrupted_ = any(r.interrupted for r in results)
+        self.inference_ = "gibbs"
+        self.samples_ = new["samples"].astype(np.int32)
+        self.log_posterior_trace_ = new["log_joints"]
+        self.theta_samples_ = new["thetas"]
+        self.alpha_means_ = new["alpha_means"]
+        self.log_marginal_likelihood_ = None
+        best = int(np.argmax(self.log_posterior_trace_))
+        self.labels_ = self.samples_[best].astype(np.int64)
+        theta = float(self.theta_samples_[best])
+        sizes, sbars = block_statistics(data, self.labels_)
+        self.block_alpha_means_ = self._block_alpha_means(data, sizes, sbars, theta)
+        if self.alpha is None:
+            shape, scale = likelihood.alpha_posterior(sizes, sbars, theta)
+            mean = scale / (shape - 1.0)
+            std = mean / np.sqrt(shape - 2.0) if shape > 2 else np.inf
+        else:
+            shape = scale = np.inf
+            mean, std = float(self.alpha), 0.0
+        self.alpha_posterior_ = dict(shape=shape, scale=scale, mean=mean, std=std,
+                                     beta_mean=theta * mean)
+        self.pairwise_marginals_ = (coclustering_matrix(self.samples_)
+                                    if n <= MAX_PAIRWISE_ITEMS else None)
+
+    def _block_alpha_means(self, S, sizes, sbars, theta):
+        """Per block of ``labels_``: posterior mean of a block-own ``alpha_b`` (a diagnostic)."""
+        traces = np.bincount(self.labels_, weights=np.diag(S).astype(np.float64),
+                             minlength=sizes.size)
+        t_blocks = traces - theta * sbars / (1.0 + sizes * theta)
+        d = self.dof_
+        return 0.5 * d * (t_blocks + self.s0) / (0.5 * (sizes + self.r0) * d - 1.0)
+
+    def log_posterior(self, labels, theta=None):
+        """``log p(B, theta | S*)`` (up to the constant of ``log_posterior_trace_``) of any partition.
+
+        Parameters
+        ----------
+        labels : array-like of shape (n_samples,)
+        theta : float, default=None
+            ``None`` uses the fixed ``theta`` or that of ``labels_``.
+
+        Returns
+        -------
+        log_posterior : float
+        """
+        check_is_fitted(self)
+        labels = np.asarray(labels)
+        n = self.inner_products_.shape[0]
+        if labels.shape != (n,):
+            raise ValueError(f"labels must have shape ({n},), got {labels.shape}.")
+        compact = np.unique(labels, return_inverse=True)[1]
+        if theta is None:
+            theta = self.theta if self.theta is not None else self.theta_samples_[
+                int(np.argmax(self.log_posterior_trace_))]
+        likelihood = WishartBlockLikelihood(dof=self.dof_, r0=self.r0, s0=self.s0,
+                                            alpha=self.alpha, theta=theta).fit(
+            self.inner_products_)
+        prior = make_prior(self.concentration, n_components=self.n_blocks)
+        data = likelihood.kernel_data(self.inner_products_)
+        state = gibbs.new_state(likelihood, data, compact, prior.alpha)
+        return gibbs.log_joint(state, likelihood, prior.kernel_params())
+
+
+__all__ = ["FastTIWD"]

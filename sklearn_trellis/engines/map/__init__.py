@@ -1,0 +1,1 @@
+"""MAP solvers: exact MILP, Perturb-and-MAP sampling, greedy and beam search."""

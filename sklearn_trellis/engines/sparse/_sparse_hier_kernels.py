@@ -1,0 +1,566 @@
+"""Numba kernels of the sparse hierarchical cluster trellis.
+
+Vertices are the clusters of a :class:`~sklearn_trellis._core.family.ClusterFamily`
+(numbered by non-decreasing size, so both children of a split precede their
+parent). Edges are the splits ``(S, L, R)`` with ``S``, ``L``, ``R`` vertices,
+``L`` holding the lowest item of ``S``; they are stored by parent in CSR form
+(``ptr[S]:ptr[S + 1]``), each with its log-potential ``psi``. Every recursion
+below is then a single ``O(n_edges)`` sweep over the vertices in size order
+(inside: ``log Z``, MAP) or in reverse (outside).
+
+Edge discovery (:func:`discover_edges`): a split ``(L, R)`` of ``S`` needs
+``L`` to contain the lowest item ``m`` of ``S``. Every vertex containing ``m``
+is an ancestor of leaf ``m`` in some seed tree, or an extra cluster listed
+under ``m``; so the candidates are those, ``R`` is looked up by its hash
+``hash(S) - hash(L)`` and size ``|S| - |L|`` in an open-addressing table.
+When ``S`` is a range of some seed tree's leaf order, an ancestor of ``m``
+that is not a subset of ``S`` ends the walk up that tree (its ancestors are
+not subsets either); the subset test is O(1) from the minimum and maximum
+position of each node's items in that order.
+"""
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+from ...models._split_kernels import split_log_potential
+from ..._core.subsets import logaddexp, logsumexp_buffer
+
+_EMPTY = -1
+
+
+# -- hash table over the vertices ----------------------------------------------
+@njit(cache=True, inline="always")
+def _slot(h0, mask):
+    return np.int64(h0 & np.uint64(mask))
+
+
+@njit(cache=True)
+def build_hash_table(hashes, sizes):
+    """Open-addressing table (load <= 1/2) of the vertices keyed by (hash, size)."""
+    n_vertices = sizes.shape[0]
+    capacity = 16
+    while capacity < 2 * n_vertices:
+        capacity *= 2
+    table = np.full(capacity, _EMPTY, np.int64)
+    mask = capacity - 1
+    for v in range(n_vertices):
+        slot = _slot(hashes[v, 0], mask)
+        while table[slot] != _EMPTY:
+            slot = (slot + 1) & mask
+        table[slot] = v
+    return table
+
+
+@njit(cache=True, inline="always")
+def lookup(table, hashes, sizes, h0, h1, size):
+    """Vertex with hash ``(h0, h1)`` and ``size`` items, or -1."""
+    mask = table.shape[0] - 1
+    slot = _slot(h0, mask)
+    while True:
+        v = table[slot]
+        if v == _EMPTY:
+            return -1
+        if hashes[v, 0] == h0 and hashes[v, 1] == h1 and sizes[v] == size:
+            return v
+        slot = (slot + 1) & mask
+
+
+# -- per-vertex and per-tree tables ----------------------------------------------
+@njit(cache=True)
+def lowest_items(items, starts, stops, build_left, build_right):
+    """Lowest item of every vertex (from its construction split when it has one)."""
+    n_vertices = starts.shape[0]
+    out = np.empty(n_vertices, np.int64)
+    for v in range(n_vertices):
+        left = build_left[v]
+        if left >= 0:
+            out[v] = min(out[left], out[build_right[v]])
+        else:
+            best = items[starts[v]]
+            for a in range(starts[v] + 1, stops[v]):
+                best = min(best, items[a])
+            out[v] = best
+    return out
+
+
+@njit(cache=True)
+def tree_parents(children, n_items):
+    """Parent node of every node of each seed tree (``-1`` for the root); shape (T, 2N - 1)."""
+    n_trees = children.shape[0]
+    out = np.full((n_trees, 2 * n_items - 1), -1, np.int64)
+    for t in range(n_trees):
+        for k in range(n_items - 1):
+            out[t, children[t, k, 0]] = n_items + k
+            out[t, children[t, k, 1]] = n_items + k
+    return out
+
+
+@njit(cache=True)
+def _position_ranges(children, items, offset, n_items, lo, hi):
+    """``lo/hi[t, x]``: min/max buffer position, in the leaf order at ``offset``,
+    of the items of node ``x`` of tree ``t``."""
+    position = np.empty(n_items, np.int64)
+    for j in range(n_items):
+        position[items[offset + j]] = offset + j
+    for t in range(children.shape[0]):
+        for i in range(n_items):
+            lo[t, i] = position[i]
+            hi[t, i] = position[i]
+        for k in range(n_items - 1):
+            a = children[t, k, 0]
+            b = children[t, k, 1]
+            lo[t, n_items + k] = min(lo[t, a], lo[t, b])
+            hi[t, n_items + k] = max(hi[t, a], hi[t, b])
+
+
+# -- edge discovery ------------------------------------------------------------------
+@njit(cache=True, inline="always")
+def _try_candidate(s, left, sizes, hashes, table, stamp, out, n_out):
+    """Record the split of ``s`` with left child ``left`` if its complement is a vertex."""
+    if stamp[left] == s:
+        return n_out
+    stamp[left] = s
+    size = sizes[s] - sizes[left]
+    right = lookup(table, hashes, sizes, hashes[s, 0] - hashes[left, 0],
+                   hashes[s, 1] - hashes[left, 1], size)
+    if right >= 0:
+        if n_out < out.shape[0]:
+            out[n_out, 0] = s
+            out[n_out, 1] = left
+            out[n_out, 2] = right
+        n_out += 1
+    return n_out
+
+
+@njit(cache=True)
+def _splits_of(s, use_range, lo, hi, starts, stops, sizes, hashes, table, lowest,
+               parents, tree_vertex, extra_ptr, extra_list, vertex_window,
+               vertex_window_mask, window_table, stamp, out, n_out):
+    """Append every split of vertex ``s`` to ``out`` (rows ``(s, L, R)``)."""
+    m = lowest[s]
+    size = sizes[s]
+    n_out = _try_candidate(s, m, sizes, hashes, table, stamp, out, n_out)
+    first = starts[s]
+    last = stops[s]
+    for t in range(parents.shape[0]):
+        node = parents[t, m]
+        while node >= 0:
+            left = tree_vertex[t, node]
+            if sizes[left] >= size:
+                break
+            # Not a subset of s: no ancestor is one either.
+            if use_range and (lo[t, node] < first or hi[t, node] >= last):
+                break
+            n_out = _try_candidate(s, left, sizes, hashes, table, stamp, out, n_out)
+            node = parents[t, node]
+    # Extra clusters of item m (window unions are handled below, not listed).
+    for j in range(extra_ptr[m], extra_ptr[m + 1]):
+        left = extra_list[j]
+        if sizes[left] < size:
+            n_out = _try_candidate(s, left, sizes, hashes, table, stamp, out, n_out)
+    window = vertex_window[s]
+    if window >= 0:
+        # A window union splits into two unions of the same window: enumerate the
+        # sub-masks holding the cluster of the lowest item (no hashing needed).
+        mask = vertex_window_mask[s]
+        low_bit = 0
+        lowest_item = -1
+        j = 0
+        while (1 << j) <= mask:
+            if (mask >> j) & 1:
+                piece_lowest = lowest[window_table[window, 1 << j]]
+                if lowest_item < 0 or piece_lowest < lowest_item:
+                    lowest_item = piece_lowest
+                    low_bit = j
+            j += 1
+        rest = mask ^ (1 << low_bit)
+        sub = rest
+        while True:
+            # left = low cluster + sub; right = the others (skip right empty)
+            if sub != rest:
+                left = window_table[window, sub | (1 << low_bit)]
+                right = window_table[window, rest ^ sub]
+                if left >= 0 and right >= 0 and stamp[left] != s:
+                    stamp[left] = s
+                    if n_out < out.shape[0]:
+                        out[n_out, 0] = s
+                        out[n_out, 1] = left
+                        out[n_out, 2] = right
+                    n_out += 1
+            if sub == 0:
+                break
+            sub = (sub - 1) & rest
+    return n_out
+
+
+@njit(cache=True)
+def discover_edges(children, tree_vertex, tree_offsets, home, n_items, items, starts, stops,
+                   sizes, hashes, lowest, extra_ptr, extra_list, vertex_window,
+                   vertex_window_mask, window_table, max_edges):
+    """Every split of every vertex: rows ``(S, L, R)`` grouped by home tree.
+
+    ``home[v]`` is the seed tree whose leaf order holds the slice of ``v``
+    (``-1`` if none). Returns ``(edges, n_edges)``; ``n_edges > max_edges``
+    means the search stopped early (nothing beyond ``max_edges`` is stored).
+    """
+    n_vertices = sizes.shape[0]
+    n_trees = children.shape[0]
+    table = build_hash_table(hashes, sizes)
+    parents = tree_parents(children, n_items)
+    stamp = np.full(n_vertices, -1, np.int64)
+    capacity = min(max_edges + 1, 4 * n_vertices + 16)
+    out = np.empty((capacity, 3), np.int64)
+    n_out = 0
+    width = 2 * n_items - 1
+    lo = np.empty((n_trees, width), np.int64)
+    hi = np.empty((n_trees, width), np.int64)
+    for group in range(-1, n_trees):
+        if group >= 0:
+            _position_ranges(children, items, tree_offsets[group], n_items, lo, hi)
+        for s in range(n_items, n_vertices):
+            if home[s] != group:
+                continue
+            # Grow the output so that the next vertex cannot overflow it
+            # (a vertex has fewer splits than candidates).
+            need = n_out + 1 + n_trees * sizes[s] + (extra_ptr[lowest[s] + 1]
+                                                     - extra_ptr[lowest[s]])
+            if vertex_window[s] >= 0:
+                need += window_table.shape[1]
+            if need > out.shape[0] and out.shape[0] <= max_edges:
+                grown = max(2 * out.shape[0], need)
+                grown = min(grown, max_edges + 1)
+                bigger = np.empty((grown, 3), np.int64)
+                bigger[:n_out] = out[:n_out]
+                out = bigger
+            n_out = _splits_of(s, group >= 0, lo, hi, starts, stops, sizes, hashes, table,
+                               lowest, parents, tree_vertex, extra_ptr, extra_list,
+                               vertex_window, vertex_window_mask, window_table,
+                               stamp, out, n_out)
+            if n_out > max_edges:
+                return out, n_out
+    return out, n_out
+
+
+@njit(cache=True)
+def edges_to_csr(edges, n_edges, n_vertices):
+    """Sort edge rows by parent (stable): ``(ptr, parent, left, right)``."""
+    counts = np.zeros(n_vertices + 1, np.int64)
+    for e in range(n_edges):
+        counts[edges[e, 0] + 1] += 1
+    ptr = np.cumsum(counts)
+    fill = ptr[:-1].copy()
+    parent = np.empty(n_edges, np.int64)
+    left = np.empty(n_edges, np.int64)
+    right = np.empty(n_edges, np.int64)
+    for e in range(n_edges):
+        s = edges[e, 0]
+        j = fill[s]
+        parent[j] = s
+        left[j] = edges[e, 1]
+        right[j] = edges[e, 2]
+        fill[s] += 1
+    return ptr, parent, left, right
+
+
+@njit(cache=True)
+def verify_edges(ptr, left, right, items, starts, stops, n_items):
+    """Number of edges whose children do not partition their parent (exact check)."""
+    n_vertices = ptr.shape[0] - 1
+    mark = np.full(n_items, -1, np.int64)
+    n_bad = 0
+    e_id = 0
+    for s in range(n_vertices):
+        for e in range(ptr[s], ptr[s + 1]):
+            e_id += 1
+            for a in range(starts[s], stops[s]):
+                mark[items[a]] = e_id
+            ok = (stops[left[e]] - starts[left[e]] + stops[right[e]] - starts[right[e]]
+                  == stops[s] - starts[s])
+            for child in (left[e], right[e]):
+                for a in range(starts[child], stops[child]):
+                    if mark[items[a]] != e_id:
+                        ok = False
+                    mark[items[a]] = -2  # a repeated item is caught too
+            if not ok:
+                n_bad += 1
+    return n_bad
+
+
+# -- split log-potentials ---------------------------------------------------------------
+@njit(cache=True, parallel=True)
+def edge_potentials(kind, params, stats, full, ptr, left, right):
+    """``psi`` of every edge and the number of NaN / +inf values (set to -inf)."""
+    n_vertices = ptr.shape[0] - 1
+    psi = np.empty(left.shape[0])
+    invalid = np.zeros(n_vertices, np.int64)
+    for s in prange(n_vertices):
+        for e in range(ptr[s], ptr[s + 1]):
+            value = split_log_potential(kind, params, stats, full, s, left[e], right[e])
+            if not value < np.inf and value != -np.inf:
+                invalid[s] += 1
+                value = -np.inf
+            psi[e] = value
+    return psi, invalid.sum()
+
+
+# -- inside recursions -------------------------------------------------------------------
+@njit(cache=True)
+def inside_pass(ptr, left, right, psi, is_leaf, log_z, map_value, best_edge,
+                       with_log_z):
+    """``log Z`` (if ``with_log_z``), MAP value and MAP edge of every vertex.
+
+    Leaves (singletons) get 0; other vertices without an allowed split get ``-inf``.
+    """
+    n_vertices = ptr.shape[0] - 1
+    width = 1
+    for s in range(n_vertices):
+        width = max(width, ptr[s + 1] - ptr[s])
+    terms = np.empty(width)
+    scratch = np.empty(width, np.int64)
+    for s in range(n_vertices):
+        first = ptr[s]
+        last = ptr[s + 1]
+        if is_leaf[s]:
+            log_z[s] = 0.0
+            map_value[s] = 0.0
+            best_edge[s] = -1
+            continue
+        largest = -np.inf
+        best = -np.inf
+        chosen = -1
+        for e in range(first, last):
+            p = psi[e]
+            if with_log_z:
+                term = p + log_z[left[e]] + log_z[right[e]]
+                terms[e - first] = term
+                if term > largest:
+                    largest = term
+            candidate = p + map_value[left[e]] + map_value[right[e]]
+            if candidate > best:
+                best = candidate
+                chosen = e
+        if with_log_z:
+            log_z[s] = logsumexp_buffer(terms, scratch, last - first, largest)
+        map_value[s] = best
+        best_edge[s] = chosen
+
+
+@njit(cache=True)
+def tree_from_root(root, n_items, best_edge, left, right):
+    """Edges of the tree chosen by ``best_edge`` below ``root``, preorder (iterative)."""
+    out = np.empty(max(n_items - 1, 0), np.int64)
+    stack = np.empty(n_items + 1, np.int64)
+    stack[0] = root
+    top = 1
+    k = 0
+    while top:
+        top -= 1
+        s = stack[top]
+        e = best_edge[s]
+        if e < 0:
+            continue
+        out[k] = e
+        k += 1
+        stack[top] = right[e]
+        stack[top + 1] = left[e]
+        top += 2
+    return out[:k]
+
+
+# -- counting trees ------------------------------------------------------------------------
+@njit(cache=True)
+def count_trees_int64(ptr, left, right, psi, is_leaf):
+    """Allowed trees below every vertex as int64, and a flag where that overflows.
+
+    ``big[v]`` marks vertices whose count (or a child's) does not fit in int64:
+    the caller finishes those with Python integers.
+    """
+    n_vertices = ptr.shape[0] - 1
+    limit = np.int64(2 ** 62)
+    counts = np.zeros(n_vertices, np.int64)
+    big = np.zeros(n_vertices, np.bool_)
+    for s in range(n_vertices):
+        if is_leaf[s]:
+            counts[s] = 1
+            continue
+        acc = np.int64(0)
+        for e in range(ptr[s], ptr[s + 1]):
+            if psi[e] == -np.inf:
+                continue
+            a = left[e]
+            b = right[e]
+            if big[a] or big[b]:
+                big[s] = True
+                break
+            ca = counts[a]
+            cb = counts[b]
+            if ca == 0 or cb == 0:
+                continue
+            if ca > limit // cb or acc > limit - ca * cb:
+                big[s] = True
+                break
+            acc += ca * cb
+        counts[s] = acc
+    return counts, big
+
+
+@njit(cache=True)
+def log_count_trees(ptr, left, right, psi, is_leaf):
+    """Natural log of the number of allowed trees below every vertex (floating point)."""
+    n_vertices = ptr.shape[0] - 1
+    out = np.full(n_vertices, -np.inf)
+    for s in range(n_vertices):
+        if is_leaf[s]:
+            out[s] = 0.0
+            continue
+        acc = -np.inf
+        for e in range(ptr[s], ptr[s + 1]):
+            if psi[e] == -np.inf:
+                continue
+            acc = logaddexp(acc, out[left[e]] + out[right[e]])
+        out[s] = acc
+    return out
+
+
+# -- outside recursion and marginals ---------------------------------------------------------
+@njit(cache=True)
+def outside_pass(ptr, left, right, psi, log_z, root):
+    """``log out(v)``: log of the summed potential of every completion of a tree
+    around a node ``v`` (``out(root) = 1``), so ``P(v) = Z(v) out(v) / Z(root)``."""
+    n_vertices = ptr.shape[0] - 1
+    log_out = np.full(n_vertices, -np.inf)
+    log_out[root] = 0.0
+    for s in range(n_vertices - 1, -1, -1):
+        outer = log_out[s]
+        if outer == -np.inf:
+            continue
+        for e in range(ptr[s], ptr[s + 1]):
+            p = psi[e]
+            if p == -np.inf:
+                continue
+            a = left[e]
+            b = right[e]
+            log_out[a] = logaddexp(log_out[a], outer + p + log_z[b])
+            log_out[b] = logaddexp(log_out[b], outer + p + log_z[a])
+    return log_out
+
+
+@njit(cache=True)
+def vertex_frequencies(trees, left, right, root, n_vertices):
+    """Fraction of the trees (rows of edge ids) in which each vertex is a node."""
+    n_trees = trees.shape[0]
+    counts = np.zeros(n_vertices)
+    mark = np.full(n_vertices, -1, np.int64)
+    for t in range(n_trees):
+        for k in range(trees.shape[1]):
+            e = trees[t, k]
+            for v in (left[e], right[e]):
+                if mark[v] != t:
+                    mark[v] = t
+                    counts[v] += 1.0
+    out = counts / max(n_trees, 1)
+    out[root] = 1.0 if n_trees else 0.0
+    return out
+
+
+# -- sampling -----------------------------------------------------------------------------------
+@njit(cache=True)
+def split_cdfs(ptr, left, right, psi, log_z):
+    """Cumulative probability of each edge among the splits of its parent (Eq. 3)."""
+    n_vertices = ptr.shape[0] - 1
+    cdf = np.zeros(left.shape[0])
+    for s in range(n_vertices):
+        acc = 0.0
+        base = log_z[s]
+        for e in range(ptr[s], ptr[s + 1]):
+            value = psi[e] + log_z[left[e]] + log_z[right[e]] - base
+            if value > -745.0:
+                acc += math.exp(value)
+            cdf[e] = acc
+    return cdf
+
+
+@njit(cache=True, parallel=True)
+def sample_trees(ptr, left, right, cdf, root, n_items, uniforms):
+    """Exact top-down draws: edge ids of each sampled tree, preorder, one uniform per node."""
+    n_samples = uniforms.shape[0]
+    n_nodes = max(n_items - 1, 0)
+    out = np.empty((n_samples, n_nodes), np.int64)
+    for t in prange(n_samples):
+        stack = np.empty(n_items + 1, np.int64)
+        stack[0] = root
+        top = 1
+        k = 0
+        while top:
+            top -= 1
+            s = stack[top]
+            first = ptr[s]
+            last = ptr[s + 1]
+            if first == last:
+                continue
+            threshold = uniforms[t, k] * cdf[last - 1]
+            index = first + np.searchsorted(cdf[first:last], threshold, side="right")
+            if index >= last:
+                index = last - 1
+            while index > first and cdf[index] == cdf[index - 1]:
+                index -= 1  # step back onto an edge of positive weight
+            out[t, k] = index
+            k += 1
+            stack[top] = right[index]
+            stack[top + 1] = left[index]
+            top += 2
+    return out
+
+
+# -- trees given from outside --------------------------------------------------------------------
+@njit(cache=True)
+def edges_of_children(children, codes, n_items, table, hashes, sizes, lowest, ptr, left):
+    """Edge id of every merge of a ``children_`` tree: -1 when the split is not an
+    edge of the trellis, -2 when the merged cluster is not a vertex."""
+    n_nodes = 2 * n_items - 1
+    node_hash = np.empty((n_nodes, 2), np.uint64)
+    node_size = np.empty(n_nodes, np.int64)
+    node_vertex = np.empty(n_nodes, np.int64)
+    node_hash[:n_items] = codes
+    for i in range(n_items):
+        node_size[i] = 1
+        node_vertex[i] = i
+    out = np.empty(n_items - 1, np.int64)
+    for k in range(n_items - 1):
+        a = children[k, 0]
+        b = children[k, 1]
+        node = n_items + k
+        node_hash[node, 0] = node_hash[a, 0] + node_hash[b, 0]
+        node_hash[node, 1] = node_hash[a, 1] + node_hash[b, 1]
+        node_size[node] = node_size[a] + node_size[b]
+        va = node_vertex[a]
+        vb = node_vertex[b]
+        s = lookup(table, hashes, sizes, node_hash[node, 0], node_hash[node, 1],
+                   node_size[node])
+        node_vertex[node] = s
+        if s < 0 or va < 0 or vb < 0:
+            out[k] = -2
+            continue
+        want = va if lowest[va] < lowest[vb] else vb
+        out[k] = -1
+        for e in range(ptr[s], ptr[s + 1]):
+            if left[e] == want:
+                out[k] = e
+                break
+    return out
+
+
+@njit(cache=True)
+def node_heights(edges, parent, left, right, n_vertices):
+    """Height (levels above the leaves) of the parent of each edge of one tree."""
+    n_merges = edges.shape[0]
+    height_of = np.zeros(n_vertices, np.int64)
+    heights = np.empty(n_merges, np.int64)
+    for k in range(n_merges - 1, -1, -1):  # reverse preorder: children first
+        e = edges[k]
+        h = 1 + max(height_of[left[e]], height_of[right[e]])
+        height_of[parent[e]] = h
+        heights[k] = h
+    return heights

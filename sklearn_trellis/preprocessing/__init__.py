@@ -1,0 +1,1 @@
+"""Data preparation shared by models and estimators: affinities, distance normalisation."""

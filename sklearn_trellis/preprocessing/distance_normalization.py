@@ -1,0 +1,216 @@
+"""From squared Euclidean distances to one inner-product matrix ``S*`` (developer notes, fastTIWD (f)).
+
+A matrix ``D`` of squared Euclidean distances determines inner products only up
+to ``S + 1 v^T + v 1^T``. fastTIWD picks one member ``S* = -Q D Q^T / 2`` with
+the projection ``Q = I - 1 a^T / (1^T a)``, ``a = Psi 1``, where ``Psi`` is an
+estimate of the inverse block covariance (Adametz & Roth 2011, eq. 11-16):
+
+- ``'single'`` (default): ``Psi = S_tree^{-1}`` for the single-linkage tree of
+  ``D`` (the subdominant ultrametric);
+- ``'linf'``: the tree of the ``l_inf``-closest ultrametric (Farach, Kannan &
+  Warnow 1995): the single-linkage tree with every distance shifted by half the
+  largest excess ``max(D - U_single)``, i.e. a ridge on the leaf edges;
+- ``'center'``: ``Psi = I``, classical column centring ``S_c = -Q_I D Q_I / 2``
+  (the "WD C" baseline);
+- ``'none'``: no normalisation; only for feature rows, ``S = X X^T``.
+
+``S_tree = sum_j lam_j (1_j 1_j^T + (1 - 1_j)(1 - 1_j)^T)`` over the tree edges
+(eq. 13) with ``lam_j = (h(parent j) - h(j)) / 4``, so that the distances of
+``S_tree`` are the tree's cophenetic distances. ``a = S_tree^{-1} 1`` is found
+by conjugate gradients with the ``O(n)`` matrix-vector product of Lemma 1, and
+``S*`` in one ``O(n^2)`` pass. The whole step costs ``O(n^2)`` time and no
+``n x n`` memory besides ``S*`` itself (the single-linkage tree is built by
+Prim's algorithm on ``D`` directly, not via scipy's condensed copy).
+"""
+
+import numpy as np
+
+from . import _normalization_kernels as kernels
+
+NORMALIZATIONS = ("single", "linf", "center", "none")
+
+
+def single_linkage(dist):
+    """Single-linkage matrix (scipy format) of a dense distance matrix in ``O(n^2)``.
+
+    Parameters
+    ----------
+    dist : ndarray of shape (n, n)
+        Symmetric dissimilarities (float32 or float64; not copied).
+
+    Returns
+    -------
+    linkage : ndarray of shape (n - 1, 4)
+        Rows ``[child_a, child_b, height, size]`` as returned by
+        :func:`scipy.cluster.hierarchy.linkage`.
+    """
+    n = dist.shape[0]
+    if n < 2:
+        return np.empty((0, 4))
+    a, b, w = kernels.single_linkage_mst(dist)
+    return kernels.mst_to_linkage(a, b, w, n)
+
+
+class DistanceTree:
+    """A rooted binary tree over ``n`` leaves as the covariance ``S_tree`` of eq. 13.
+
+    Parameters
+    ----------
+    linkage : ndarray of shape (n - 1, 4)
+        scipy-format linkage matrix (merge heights must not decrease towards the root).
+    leaf_ridge : float, default=0.0
+        Added to every leaf edge length ``lam`` (a multiple of the identity
+        added to ``S_tree``).
+
+    Attributes
+    ----------
+    n_leaves : int
+    parent : ndarray of shape (2n - 1,)
+        Parent node id of each node (``-1`` for the root).
+    edge_lengths : ndarray of shape (2n - 1,)
+        ``lam_j = (h(parent j) - h(j)) / 4`` (+ ridge on leaves); 0 for the root.
+    """
+
+    def __init__(self, linkage, leaf_ridge=0.0):
+        linkage = np.asarray(linkage, dtype=np.float64)
+        n = linkage.shape[0] + 1
+        self.n_leaves = n
+        self.children = linkage[:, :2].astype(np.int64)
+        heights = np.concatenate([np.zeros(n), linkage[:, 2]])
+        parent = np.full(2 * n - 1, -1, dtype=np.int64)
+        for col in (0, 1):
+            parent[self.children[:, col]] = np.arange(n, 2 * n - 1)
+        self.parent = parent
+        lam = np.zeros(2 * n - 1)
+        lam[:-1] = (heights[parent[:-1]] - heights[:-1]) / 4.0
+        if np.any(lam < -1e-12 * max(1.0, float(np.max(np.abs(heights))))):
+            raise ValueError("linkage heights must not decrease towards the root.")
+        np.maximum(lam, 0.0, out=lam)
+        lam[:n] += leaf_ridge
+        self.heights = heights
+        self.edge_lengths = lam
+        self._path = kernels.path_sums(parent, lam, n)
+        self._work = (np.empty(2 * n - 1), np.empty(2 * n - 1))
+
+    def matvec(self, y):
+        """``S_tree @ y`` in ``O(n)``."""
+        y = np.asarray(y, dtype=np.float64)
+        return kernels.tree_matvec(self.parent, self.edge_lengths, self._path, y,
+                                   self.n_leaves, *self._work)
+
+    def dense(self):
+        """The dense ``S_tree`` (``O(n^2)`` memory; for checks and small ``n``)."""
+        n = self.n_leaves
+        out = np.zeros((n, n))
+        order, start, size = kernels.leaf_ranges(self.children, n)
+        for v in range(2 * n - 2):
+            inside = np.zeros(n, dtype=bool)
+            inside[order[start[v]:start[v] + size[v]]] = True
+            out += self.edge_lengths[v] * (np.outer(inside, inside) + np.outer(~inside, ~inside))
+        return out
+
+
+def tree_from_distances(dist, kind="single"):
+    """The tree of ``'single'`` linkage or of the ``'linf'``-closest ultrametric of ``D``.
+
+    Leaf edges of zero length (duplicate points) get a small ridge so that
+    ``S_tree`` stays positive definite.
+    """
+    linkage = single_linkage(dist)
+    n = dist.shape[0]
+    ridge = 0.0
+    if kind == "linf":
+        excess = kernels.max_excess_over_tree(dist, linkage[:, :2].astype(np.int64),
+                                              linkage[:, 2].copy(), n)
+        ridge = excess / 8.0  # every off-diagonal distance + excess / 2
+    elif kind != "single":
+        raise ValueError(f"kind must be 'single' or 'linf', got {kind!r}.")
+    tree = DistanceTree(linkage, leaf_ridge=ridge)
+    leaf = tree.edge_lengths[:n]
+    scale = float(np.max(tree.edge_lengths))
+    floor = 1e-8 * scale if scale > 0 else 1.0
+    if np.any(leaf < floor):
+        tree.edge_lengths[:n] = np.maximum(leaf, floor)
+        tree._path = kernels.path_sums(tree.parent, tree.edge_lengths, n)
+    return tree
+
+
+def conjugate_gradient(matvec, rhs, *, tol=1e-12, max_iter=None):
+    """Solve ``A x = rhs`` for symmetric positive definite ``A`` given as a matvec.
+
+    Returns ``(x, n_iter)``; stops when ``||r|| <= tol * ||rhs||``.
+    """
+    rhs = np.asarray(rhs, dtype=np.float64)
+    max_iter = 10 * rhs.size if max_iter is None else max_iter
+    x = np.zeros_like(rhs)
+    r = rhs.copy()
+    p = r.copy()
+    rr = float(r @ r)
+    target = (tol * np.sqrt(float(rhs @ rhs))) ** 2
+    n_iter = 0
+    while rr > target and n_iter < max_iter:
+        ap = matvec(p)
+        step = rr / float(p @ ap)
+        x += step * p
+        r -= step * ap
+        rr_new = float(r @ r)
+        p = r + (rr_new / rr) * p
+        rr = rr_new
+        n_iter += 1
+    return x, n_iter
+
+
+def project_distances(dist, weights, dtype=np.float64):
+    """``S* = -Q D Q^T / 2`` with ``Q = I - 1 a^T / (1^T a)`` for ``a = weights`` (eq. 16).
+
+    ``O(n^2)`` time; the only ``n x n`` allocation is the result, of ``dtype``.
+    """
+    a = np.asarray(weights, dtype=np.float64)
+    c = float(a.sum())
+    u = -0.5 * kernels.row_weighted_sums(dist, a)  # u = S a for S = -D/2
+    q = float(a @ u) / c ** 2
+    out = np.empty(dist.shape, dtype=dtype)
+    kernels.project_distances(dist, u, 1.0 / c, q, out)
+    return out
+
+
+def normalized_inner_products(dist, normalization="single", *, dtype=np.float64,
+                              cg_tol=1e-12):
+    """The inner-product matrix fastTIWD partitions, from squared distances.
+
+    Parameters
+    ----------
+    dist : ndarray of shape (n, n)
+        Squared Euclidean distances (symmetric, zero diagonal).
+    normalization : {'single', 'linf', 'center'}, default='single'
+        See the module docstring.
+    dtype : {np.float64, np.float32}, default=np.float64
+        Precision of the returned matrix.
+    cg_tol : float, default=1e-12
+        Relative residual at which conjugate gradients stop.
+
+    Returns
+    -------
+    S : ndarray of shape (n, n)
+        ``S* = -Q D Q^T / 2``.
+    info : dict
+        ``'weights'`` (the vector ``a``), ``'cg_iterations'`` and ``'tree'``
+        (``None`` for ``'center'``).
+    """
+    n = dist.shape[0]
+    info = {"tree": None, "cg_iterations": 0}
+    if normalization == "center" or n < 2:
+        weights = np.ones(n)
+    elif normalization in ("single", "linf"):
+        tree = tree_from_distances(dist, normalization)
+        weights, n_iter = conjugate_gradient(tree.matvec, np.ones(n), tol=cg_tol)
+        info.update(tree=tree, cg_iterations=n_iter)
+    else:
+        raise ValueError(f"normalization must be one of {NORMALIZATIONS[:3]} for "
+                         f"distances, got {normalization!r}.")
+    info["weights"] = weights
+    return project_distances(dist, weights, dtype), info
+
+
+__all__ = ["NORMALIZATIONS", "single_linkage", "DistanceTree", "tree_from_distances",
+           "conjugate_gradient", "project_distances", "normalized_inner_products"]

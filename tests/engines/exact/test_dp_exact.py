@@ -1,0 +1,137 @@
+"""Exact mode of the mixture posterior against enumeration of all set partitions."""
+
+import numpy as np
+import pytest
+
+from oracles import (cluster_probability, flat_summaries, random_subsets, set_partitions,
+                         together_probability)
+from sklearn_trellis import DPMixture
+from sklearn_trellis.models import (BetaBernoulli, DirichletMultinomial, NormalGamma,
+                                    NormalInverseWishart)
+from sklearn_trellis.models.dp_mixture import MixturePartitionModel
+from sklearn_trellis.models.priors import CRP, DirichletMultinomialPrior, PitmanYor
+from sklearn_trellis.engines.exact.flat_counts import CountWeightedFlatTrellis
+from sklearn_trellis._core.subsets import mask_of
+
+
+def enumerate_posterior(prior, lik, X):
+    """log p(C, X) of every partition, from the EPPF formula and closed-form marginals."""
+    parts = set_partitions(X.shape[0])
+    closed = getattr(lik, "log_marginal_closed_form", lik.log_marginal)
+    cache = {}
+
+    def log_m(members):
+        key = mask_of(members)
+        if key not in cache:
+            cache[key] = closed(X[members])
+        return cache[key]
+
+    log_joint = np.array([
+        prior.log_eppf(np.bincount(row))
+        + sum(log_m(np.flatnonzero(row == c)) for c in np.unique(row))
+        for row in parts])
+    return parts, log_joint
+
+
+def data_for(lik, rng, n):
+    if isinstance(lik, BetaBernoulli):
+        return (rng.random((n, 4)) < 0.5).astype(float)
+    if isinstance(lik, DirichletMultinomial):
+        return rng.integers(0, 4, size=(n, 3)).astype(float)
+    return np.vstack([rng.normal(0, 1, (n // 2, 2)), rng.normal(3, 1, (n - n // 2, 2))])
+
+
+CASES = [
+    (CRP(0.8), NormalInverseWishart(kappa=0.3)),
+    (PitmanYor(0.7, 0.4), NormalInverseWishart(kappa=0.3)),
+    (DirichletMultinomialPrior(1.5, 3), NormalGamma()),
+    (CRP(2.0), BetaBernoulli()),
+    (PitmanYor(1.2, 0.2), DirichletMultinomial()),
+]
+
+
+@pytest.mark.parametrize("n", [4, 7])
+@pytest.mark.parametrize("prior, lik", CASES, ids=lambda v: type(v).__name__)
+def test_exact_posterior_matches_enumeration(n, prior, lik):
+    rng = np.random.default_rng(n)
+    X = data_for(lik, rng, n)
+    lik = lik.fit(X)
+    parts, log_joint = enumerate_posterior(prior, lik, X)
+    ref = flat_summaries(parts, log_joint)
+    model = MixturePartitionModel(prior, lik).fit(X)
+    trellis = model.exact_trellis(12)
+    assert trellis.log_partition_function + model.log_potential_constant() == pytest.approx(
+        ref["log_z"], abs=1e-8)
+    assert tuple(trellis.map_labels) == tuple(parts[ref["map_index"]])
+    np.testing.assert_allclose(trellis.pairwise_marginals(), ref["pairwise"], atol=1e-9)
+    np.testing.assert_allclose(trellis.n_clusters_distribution(), ref["k_dist"], atol=1e-9)
+    for subset in random_subsets(rng, n, 4):
+        assert trellis.together_marginal(subset) == pytest.approx(
+            together_probability(parts, ref["probs"], subset), abs=1e-9)
+        assert trellis.cluster_marginal(subset) == pytest.approx(
+            cluster_probability(parts, ref["probs"], subset), abs=1e-9)
+    # log-potential of a labelling = log p(C, X) up to log Z
+    t = int(rng.integers(len(parts)))
+    assert model.log_potential(parts[t]) == pytest.approx(log_joint[t], abs=1e-8)
+
+
+@pytest.mark.parametrize("n", [3, 6, 8])
+def test_count_weighted_trellis_matches_enumeration(n):
+    rng = np.random.default_rng(10 + n)
+    table = 2.0 * rng.standard_normal(1 << n)
+    table[0] = 0.0
+    log_count = 3.0 * rng.standard_normal(n + 1)
+    log_count[n // 2] = -np.inf   # forbid one number of clusters
+    parts = set_partitions(n)
+    log_phi = np.array([log_count[row.max() + 1] + sum(
+        table[mask_of(np.flatnonzero(row == c))] for c in np.unique(row)) for row in parts])
+    ref = flat_summaries(parts, log_phi)
+    trellis = CountWeightedFlatTrellis(table, log_count).fit()
+    assert trellis.log_partition_function == pytest.approx(ref["log_z"], abs=1e-9)
+    assert trellis.map_log_potential == pytest.approx(ref["map_log_phi"], abs=1e-9)
+    assert tuple(trellis.map_labels) == tuple(parts[ref["map_index"]])
+    np.testing.assert_allclose(trellis.pairwise_marginals(), ref["pairwise"], atol=1e-9)
+    np.testing.assert_allclose(trellis.n_clusters_distribution(), ref["k_dist"], atol=1e-9)
+    # exact samples: frequencies of the partitions within 5 standard errors
+    draws = trellis.sample(20000, np.random.RandomState(0))
+    index = {tuple(row): t for t, row in enumerate(parts)}
+    freq = np.bincount([index[tuple(row)] for row in draws], minlength=len(parts)) / 20000
+    se = np.sqrt(ref["probs"] * (1 - ref["probs"]) / 20000) + 1e-4
+    assert np.all(np.abs(freq - ref["probs"]) < 5 * se)
+
+
+def test_count_weighted_trellis_validation():
+    with pytest.raises(ValueError, match="log_count"):
+        CountWeightedFlatTrellis(np.zeros(8), np.zeros(3))
+    with pytest.raises(ValueError, match="2\\*\\*N"):
+        CountWeightedFlatTrellis(np.zeros(6), np.zeros(3))
+
+
+def test_dp_mixture_exact_mode_reports_exact_quantities():
+    """Fixed hyperparameters (the grid hyperprior is tested in test_dp_hyperprior.py)."""
+    rng = np.random.default_rng(5)
+    X = np.vstack([rng.normal(0, 0.3, (3, 2)), rng.normal(4, 0.3, (4, 2))])
+    for discount in (0.0, 0.3):
+        model = DPMixture(alpha=1.3, discount=discount, inference="exact", n_sweeps=500,
+                          likelihood=NormalInverseWishart(hyperprior="fixed"),
+                          random_state=0).fit(X)
+        prior = model.prior_
+        parts, log_joint = enumerate_posterior(prior, model.likelihood_, X)
+        ref = flat_summaries(parts, log_joint)
+        assert model.log_marginal_likelihood_ == pytest.approx(ref["log_z"], abs=1e-8)
+        np.testing.assert_allclose(model.pairwise_marginals_, ref["pairwise"], atol=1e-9)
+        np.testing.assert_allclose(model.n_clusters_distribution_, ref["k_dist"], atol=1e-9)
+        assert tuple(model.labels_) == tuple(parts[ref["map_index"]])
+        assert model.samples_.shape == (500, 7)
+        assert model.inference_ == "exact"
+
+
+def test_log_joints_from_table_match_log_potential():
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(6, 2))
+    for prior in (CRP(0.9), PitmanYor(0.9, 0.5)):
+        model = MixturePartitionModel(prior, NormalInverseWishart().fit(X)).fit(X)
+        parts = set_partitions(6)[::17]
+        fast = model.log_joints(parts, model.log_potential_table())
+        slow = [model.log_potential(row) for row in parts]
+        np.testing.assert_allclose(fast, slow, atol=1e-9)

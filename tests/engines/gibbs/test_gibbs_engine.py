@@ -1,0 +1,229 @@
+"""The collapsed Gibbs engine against the exact posterior, and its driver."""
+
+import joblib
+import numpy as np
+import pytest
+
+from sklearn_trellis.models import NormalGamma, NormalInverseWishart
+from sklearn_trellis.models.dp_mixture import MixturePartitionModel
+from sklearn_trellis.engines.gibbs import sampler as gibbs
+from sklearn_trellis.engines.gibbs.coclustering import coclustering_matrix
+from sklearn_trellis.models.priors import CRP, DirichletMultinomialPrior, GammaHyperprior, PitmanYor
+
+
+def small_data(n, seed=0):
+    rng = np.random.default_rng(seed)
+    centres = np.array([[0.0, 0.0], [2.5, 0.0], [0.0, 2.5]])
+    return centres[np.arange(n) % 3] + rng.normal(0, 0.9, (n, 2))
+
+
+def exact_summaries(prior, lik, X):
+    model = MixturePartitionModel(prior, lik).fit(X)
+    trellis = model.exact_trellis(12)
+    return trellis.pairwise_marginals(), trellis.n_clusters_distribution()
+
+
+def chain_summaries(prior, lik, X, init, n_sweeps, seed, **kwargs):
+    data = lik.kernel_data(X)
+    result = gibbs.run_chain(lik, prior, data, n_sweeps=n_sweeps, burn_in=50,
+                             init_labels=init, random_state=seed, **kwargs)
+    k = result.samples.max(axis=1) + 1
+    return (coclustering_matrix(result.samples),
+            np.bincount(k - 1, minlength=X.shape[0]) / k.size, result)
+
+
+def check_against_exact(prior, X, init, n_sweeps, tol, seed=0, **kwargs):
+    lik = NormalInverseWishart(kappa=0.2, hyperprior="fixed").fit(X)
+    pair_exact, k_exact = exact_summaries(prior, lik, X)
+    pair, k_dist, _ = chain_summaries(prior, lik, X, init, n_sweeps, seed, **kwargs)
+    assert np.abs(pair - pair_exact).max() < tol
+    assert np.abs(k_dist - k_exact).max() < tol
+    # the exact values must not be trivial, or the test could not fail
+    assert 0.05 < np.median(pair_exact[np.triu_indices(X.shape[0], 1)]) < 0.95 or \
+        pair_exact.std() > 0.1
+
+
+PRIORS = [CRP(1.0), PitmanYor(0.8, 0.4)]
+STARTS = {"one": lambda n: np.zeros(n, np.int64), "singletons": lambda n: np.arange(n)}
+
+
+@pytest.mark.parametrize("prior", PRIORS, ids=repr)
+@pytest.mark.parametrize("start", sorted(STARTS))
+def test_gibbs_matches_exact_fast(prior, start):
+    X = small_data(7)
+    check_against_exact(prior, X, STARTS[start](7), n_sweeps=6000, tol=0.05)
+
+
+@pytest.mark.parametrize("prior", PRIORS, ids=repr)
+def test_split_merge_alone_matches_exact(prior):
+    """Split-merge moves with no Gibbs scan are a valid kernel on their own."""
+    X = small_data(6, seed=1)
+    lik = NormalInverseWishart(kappa=0.2, hyperprior="fixed").fit(X)
+    pair_exact, k_exact = exact_summaries(prior, lik, X)
+    data = lik.kernel_data(X)
+    state = gibbs.new_state(lik, data, np.zeros(6, np.int64), prior.alpha)
+    rng = np.random.RandomState(0)
+    samples = []
+    for t in range(8000):
+        gibbs.sweep(state, lik, prior.kernel_params(), data, rng, n_split_merge=3, scan=False)
+        samples.append(state.compact_labels())
+    samples = np.array(samples)
+    assert np.abs(coclustering_matrix(samples) - pair_exact).max() < 0.05
+
+
+def test_dirichlet_multinomial_prior_gibbs_matches_exact():
+    X = small_data(6, seed=2)
+    check_against_exact(DirichletMultinomialPrior(2.0, 3), X, np.zeros(6, np.int64),
+                        n_sweeps=6000, tol=0.05, n_split_merge=2)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("prior", PRIORS, ids=repr)
+@pytest.mark.parametrize("start", sorted(STARTS))
+def test_gibbs_matches_exact_long(prior, start):
+    X = small_data(10, seed=3)
+    check_against_exact(prior, X, STARTS[start](10), n_sweeps=60000, tol=0.015,
+                        n_split_merge=2)
+
+
+def test_state_stays_consistent_through_growth():
+    """Many clusters force the slot table to grow; statistics match a rebuild."""
+    rng = np.random.default_rng(4)
+    X = 100.0 * np.repeat(np.arange(40), 5)[:, None] + rng.normal(0, 0.1, (200, 2))
+    lik = NormalGamma(kappa=1e-8, variance_prior=[0.01, 0.01]).fit(X)
+    data = lik.kernel_data(X)
+    state = gibbs.new_state(lik, data, np.zeros(200, np.int64), 5.0)
+    assert state.capacity == 16
+    prng = np.random.RandomState(0)
+    for _ in range(3):
+        gibbs.sweep(state, lik, CRP(5.0).kernel_params(), data, prng, n_split_merge=5)
+    assert state.n_clusters > 16 and state.capacity > 16
+    labels = state.compact_labels()
+    rebuilt = gibbs.new_state(lik, data, labels, 5.0)
+    assert gibbs.log_joint(state, lik, CRP(5.0).kernel_params()) == pytest.approx(
+        gibbs.log_joint(rebuilt, lik, CRP(5.0).kernel_params()), abs=1e-6)
+    active = state.active[:state.n_clusters]
+    assert np.array_equal(np.sort(state.counts[active]), np.sort(np.bincount(labels)))
+
+
+def test_chains_are_reproducible_and_independent_of_n_jobs():
+    X = small_data(30)
+    lik = NormalInverseWishart().fit(X)
+    data = lik.kernel_data(X)
+    kwargs = dict(n_chains=2, random_state=7, n_sweeps=20, burn_in=5, n_split_merge=3)
+    a = gibbs.run_chains(lik, CRP(1.0), data, n_jobs=1, **kwargs)
+    # threads keep the test fast (process workers would each load the kernels)
+    with joblib.parallel_config(backend="threading"):
+        b = gibbs.run_chains(lik, CRP(1.0), data, n_jobs=2, **kwargs)
+    for ra, rb in zip(a, b):
+        np.testing.assert_array_equal(ra.samples, rb.samples)
+    assert not np.array_equal(a[0].samples, a[1].samples)
+
+
+def test_warm_start_continues_the_chain():
+    """10 sweeps then 5 more from the returned state = 15 sweeps in one go."""
+    X = small_data(20)
+    lik = NormalInverseWishart().fit(X)
+    data = lik.kernel_data(X)
+    rng = np.random.RandomState(0)
+    first = gibbs.run_chain(lik, CRP(1.0), data, n_sweeps=10, random_state=rng,
+                            n_split_merge=2)
+    second = gibbs.run_chain(lik, CRP(1.0), data, n_sweeps=5, state=first.state,
+                             random_state=rng, n_split_merge=2)
+    assert second.state.n_sweeps_done == 15
+    whole = gibbs.run_chain(lik, CRP(1.0), data, n_sweeps=15, random_state=0, n_split_merge=2)
+    np.testing.assert_array_equal(np.vstack([first.samples, second.samples]), whole.samples)
+    assert len(np.unique(whole.samples, axis=0)) > 1
+
+
+class InterruptingLikelihood(NormalInverseWishart):
+    """Raises KeyboardInterrupt (as Ctrl-C would) after a few sweeps."""
+
+    def resample_params(self, params, stats, shared, counts, active, random_state):
+        self.calls_ = getattr(self, "calls_", 0) + 1
+        if self.calls_ == 8:
+            raise KeyboardInterrupt
+        return None
+
+
+def test_keyboard_interrupt_keeps_samples():
+    X = small_data(20)
+    lik = InterruptingLikelihood().fit(X)
+    results = gibbs.run_chains(lik, CRP(1.0), lik.kernel_data(X), n_chains=3, n_sweeps=50,
+                               burn_in=2, random_state=0)
+    assert len(results) == 1 and results[0].interrupted
+    assert results[0].samples.shape[0] == 5   # sweeps 3..7 were kept
+
+
+def test_fixed_items_never_move():
+    X = small_data(30)
+    lik = NormalInverseWishart().fit(X)
+    fixed = np.zeros(30, bool)
+    fixed[:6] = True
+    init = np.r_[[0, 0, 0, 1, 1, 1], np.zeros(24, np.int64)]
+    result = gibbs.run_chain(lik, CRP(1.0), lik.kernel_data(X), n_sweeps=30, init_labels=init,
+                             fixed=fixed, n_split_merge=5, random_state=0)
+    s = result.samples
+    assert np.all(s[:, 0] == s[:, 1]) and np.all(s[:, 1] == s[:, 2])
+    assert np.all(s[:, 3] == s[:, 4]) and np.all(s[:, 4] == s[:, 5])
+    assert np.all(s[:, 0] != s[:, 3])
+
+
+def test_alpha_hyperprior_moves_alpha():
+    X = small_data(30)
+    lik = NormalInverseWishart().fit(X)
+    result = gibbs.run_chain(lik, CRP(1.0), lik.kernel_data(X), n_sweeps=30,
+                             hyperprior=GammaHyperprior(1.0, 1.0), random_state=0)
+    assert np.unique(result.alphas).size > 10 and np.all(result.alphas > 0)
+
+
+def test_verbose_reports_progress(capsys):
+    X = small_data(10)
+    lik = NormalInverseWishart().fit(X)
+    gibbs.run_chain(lik, CRP(1.0), lik.kernel_data(X), n_sweeps=20, verbose=1, random_state=0)
+    out = capsys.readouterr().out
+    assert "sweep 20/20" in out and "s/sweep" in out
+
+
+def test_coclustering_matrix_matches_numpy():
+    rng = np.random.default_rng(0)
+    samples = rng.integers(0, 4, size=(50, 40))
+    expected = (samples[:, :, None] == samples[:, None, :]).mean(axis=0)
+    np.testing.assert_allclose(coclustering_matrix(samples), expected)
+    with pytest.raises(ValueError, match="samples"):
+        coclustering_matrix(np.zeros((0, 3)))
+    with pytest.raises(TypeError, match="integer"):
+        coclustering_matrix(np.zeros((2, 3)))
+
+
+@pytest.mark.parametrize("n_labels", [1, 3, 40, 300])
+def test_coclustering_both_paths_match_numpy(n_labels, monkeypatch):
+    """Indicator products (few labels) and the comparison kernel (many) give exact counts."""
+    from sklearn_trellis.engines.gibbs import coclustering
+    rng = np.random.default_rng(n_labels)
+    samples = rng.integers(-5, n_labels - 5, size=(90, 35)).astype(np.int32)
+    samples[7] += 100_000     # a row outside int16 with a shifted label range
+    expected = (samples[:, :, None] == samples[:, None, :]).mean(axis=0)
+    np.testing.assert_allclose(coclustering_matrix(samples), expected, atol=1e-15)
+    # tiny indicator blocks: every row boundary case, including rows wider than a block
+    monkeypatch.setattr(coclustering, "INDICATOR_BLOCK", 7)
+    np.testing.assert_allclose(coclustering._counts_by_indicator_products(samples) / 90,
+                               expected, atol=1e-15)
+    monkeypatch.setattr(coclustering, "MAX_MEAN_LABELS_FOR_BLAS", -1)
+    np.testing.assert_allclose(coclustering_matrix(samples), expected, atol=1e-15)
+
+
+def test_dask_backend_runs_chains():
+    pytest.importorskip("distributed")
+    from distributed import Client
+
+    X = small_data(20)
+    lik = NormalInverseWishart().fit(X)
+    data = lik.kernel_data(X)
+    kwargs = dict(n_chains=2, random_state=3, n_sweeps=10, burn_in=2)
+    reference = gibbs.run_chains(lik, CRP(1.0), data, n_jobs=1, **kwargs)
+    with Client(processes=False, n_workers=1, threads_per_worker=2, dashboard_address=None):
+        with joblib.parallel_config(backend="dask"):
+            results = gibbs.run_chains(lik, CRP(1.0), data, n_jobs=2, **kwargs)
+    for a, b in zip(reference, results):
+        np.testing.assert_array_equal(a.samples, b.samples)

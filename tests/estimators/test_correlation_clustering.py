@@ -1,0 +1,207 @@
+"""ExactCorrelationClustering against brute-force enumeration, plus API behaviour."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+from sklearn.model_selection import GridSearchCV
+
+from oracles import (canonical, cluster_probability, correlation_log_potentials,
+                         flat_summaries, random_subsets, set_partitions,
+                         together_probability)
+from sklearn_trellis import ExactCorrelationClustering
+
+
+def random_affinity(rng, n, scale=1.0):
+    a = scale * rng.standard_normal((n, n))
+    a = (a + a.T) / 2
+    np.fill_diagonal(a, 0.0)
+    return a
+
+
+def assert_matches_enumeration(model, w, beta, rng, n_subsets=5):
+    n = w.shape[0]
+    parts = set_partitions(n)
+    log_phi = correlation_log_potentials(parts, w, beta)
+    ref = flat_summaries(parts, log_phi)
+    tol = 1e-9 * max(1.0, abs(ref["log_z"]))
+    assert model.log_partition_function_ == pytest.approx(ref["log_z"], abs=tol)
+    assert model.map_log_potential_ == pytest.approx(ref["map_log_phi"], abs=tol)
+    assert model.log_potential(model.labels_) == pytest.approx(ref["map_log_phi"], abs=tol)
+    np.testing.assert_allclose(model.pairwise_marginals_, ref["pairwise"], atol=1e-9)
+    np.testing.assert_allclose(model.n_clusters_distribution_, ref["k_dist"], atol=1e-9)
+    for subset in random_subsets(rng, n, n_subsets):
+        assert model.cluster_marginal(subset) == pytest.approx(
+            cluster_probability(parts, ref["probs"], subset), abs=1e-9)
+        assert model.together_marginal(subset) == pytest.approx(
+            together_probability(parts, ref["probs"], subset), abs=1e-9)
+    return ref
+
+
+@pytest.mark.parametrize("n", [1, 2, 4, 6, 9])
+@pytest.mark.parametrize("beta", [0.0, 0.5, 3.0, 800.0])
+def test_precomputed_matches_enumeration(n, beta):
+    rng = np.random.default_rng(n * 1000 + int(beta))
+    w = random_affinity(rng, n)
+    model = ExactCorrelationClustering(beta=beta, affinity="precomputed").fit(w)
+    assert_matches_enumeration(model, w, beta, rng)
+
+
+def test_large_beta_overflows_phi_but_not_log_z():
+    rng = np.random.default_rng(3)
+    w = random_affinity(rng, 8, scale=5.0)
+    model = ExactCorrelationClustering(beta=200.0, affinity="precomputed").fit(w)
+    assert model.map_log_potential_ > 800  # exp() of it overflows float64
+    assert model.partition_function_ == np.inf
+    assert_matches_enumeration(model, w, 200.0, rng)
+
+
+@pytest.mark.parametrize("affinity", ["exp_euclidean", "rbf"])
+def test_feature_affinities_match_enumeration(affinity):
+    rng = np.random.default_rng(11)
+    X = rng.standard_normal((7, 3))
+    model = ExactCorrelationClustering(beta=2.0, affinity=affinity).fit(X)
+    w = model.affinity_matrix_
+    assert np.allclose(w, w.T) and np.all(np.diag(w) == 0)
+    off = w[~np.eye(7, dtype=bool)]
+    assert off.mean() == pytest.approx(0.0, abs=1e-12)  # centred
+    assert_matches_enumeration(model, w, 2.0, rng)
+
+
+def test_exp_euclidean_is_the_papers_similarity():
+    X = np.array([[0.0, 0.0], [3.0, 4.0], [0.0, 1.0]])
+    model = ExactCorrelationClustering(center=False).fit(X)
+    assert model.affinity_matrix_[0, 1] == pytest.approx(np.exp(-5.0))
+    assert model.affinity_offset_ == 0.0
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(1, 7), beta=st.floats(0.0, 50.0),
+       seed=st.integers(0, 2 ** 31 - 1))
+def test_property_random_instances(n, beta, seed):
+    rng = np.random.default_rng(seed)
+    w = random_affinity(rng, n, scale=rng.uniform(0.1, 5.0))
+    model = ExactCorrelationClustering(beta=beta, affinity="precomputed").fit(w)
+    assert_matches_enumeration(model, w, beta, rng, n_subsets=2)
+    # invariants that hold for any instance
+    assert model.n_clusters_distribution_.sum() == pytest.approx(1.0)
+    assert model.map_log_potential_ <= model.log_partition_function_ + 1e-9
+
+
+def test_samples_follow_the_exact_distribution():
+    rng = np.random.default_rng(5)
+    n = 5
+    w = random_affinity(rng, n)
+    model = ExactCorrelationClustering(beta=1.0, affinity="precomputed",
+                                       random_state=0).fit(w)
+    parts = set_partitions(n)
+    ref = flat_summaries(parts, correlation_log_potentials(parts, w, 1.0))
+    draws = model.sample(30000)
+    index = {tuple(p): i for i, p in enumerate(parts)}
+    counts = np.bincount([index[canonical(d)] for d in draws], minlength=len(parts))
+    expected = ref["probs"] * len(draws)
+    keep = expected > 5
+    chi2 = np.sum((counts[keep] - expected[keep]) ** 2 / expected[keep])
+    assert stats.chi2.sf(chi2, keep.sum() - 1) > 1e-4
+    # empirical co-clustering is within Monte Carlo error of the exact marginals
+    same = (draws[:, :, None] == draws[:, None, :]).mean(axis=0)
+    se = np.sqrt(model.pairwise_marginals_ * (1 - model.pairwise_marginals_) / len(draws))
+    assert np.all(np.abs(same - model.pairwise_marginals_) <= 5 * se + 1e-12)
+
+
+def test_sample_random_state():
+    X = np.random.default_rng(0).standard_normal((6, 2))
+    model = ExactCorrelationClustering(random_state=3).fit(X)
+    np.testing.assert_array_equal(model.sample(20), model.sample(20))
+    np.testing.assert_array_equal(model.sample(20, random_state=1),
+                                  model.sample(20, random_state=1))
+    assert not np.array_equal(model.sample(20, random_state=1),
+                              model.sample(20, random_state=2))
+    assert model.sample(4).shape == (4, 6)
+
+
+def test_predict_assigns_to_best_cluster():
+    X = np.array([[0.0], [0.2], [0.1], [6.0], [6.2], [6.1]])
+    model = ExactCorrelationClustering(beta=5.0).fit(X)
+    assert model.n_clusters_ == 2
+    pred = model.predict(np.array([[0.05], [6.05]]))
+    assert pred[0] == model.labels_[0] and pred[1] == model.labels_[3]
+    gains = model.model_.assignment_gains(
+        np.exp(-np.abs(np.array([[0.05]]) - X.T)) - model.affinity_offset_, model.labels_)
+    assert np.argmax(gains[0, :-1]) == pred[0]
+    assert model.score(np.array([[0.05], [6.05]])) <= 0.0
+
+
+def test_score_higher_for_well_separated_points():
+    X = np.array([[0.0], [0.2], [0.1], [6.0], [6.2], [6.1]])
+    model = ExactCorrelationClustering(beta=5.0).fit(X)
+    assert model.score(np.array([[0.1]])) > model.score(np.array([[3.0]]))
+
+
+def test_precomputed_has_no_predict():
+    w = random_affinity(np.random.default_rng(0), 4)
+    model = ExactCorrelationClustering(affinity="precomputed").fit(w)
+    assert not hasattr(model, "predict")
+    assert not hasattr(model, "score")
+
+
+def test_fit_predict_equals_labels():
+    X = np.random.default_rng(2).standard_normal((8, 2))
+    model = ExactCorrelationClustering(beta=3.0)
+    np.testing.assert_array_equal(model.fit_predict(X), model.labels_)
+
+
+def test_grid_search_over_beta():
+    X = np.random.default_rng(2).standard_normal((12, 2))
+    search = GridSearchCV(ExactCorrelationClustering(), {"beta": [0.5, 2.0]}, cv=2)
+    search.fit(X)
+    assert search.best_params_["beta"] in (0.5, 2.0)
+
+
+@pytest.mark.parametrize("X, match", [
+    (np.array([[0.0, np.nan], [1.0, 2.0]]), "NaN"),
+    (np.array([[0.0, np.inf], [1.0, 2.0]]), "infinity"),
+    (np.zeros((0, 2)), "0 sample"),
+])
+def test_bad_feature_input(X, match):
+    with pytest.raises(ValueError, match=match):
+        ExactCorrelationClustering().fit(X)
+
+
+def test_bad_precomputed_input():
+    with pytest.raises(ValueError, match="square"):
+        ExactCorrelationClustering(affinity="precomputed").fit(np.zeros((3, 4)))
+    with pytest.raises(ValueError, match="symmetric"):
+        ExactCorrelationClustering(affinity="precomputed").fit(np.arange(9.0).reshape(3, 3))
+    with pytest.raises(ValueError, match="NaN"):
+        ExactCorrelationClustering(affinity="precomputed").fit(np.full((3, 3), np.nan))
+
+
+def test_too_many_items_refused_before_work():
+    X = np.zeros((40, 2))
+    with pytest.raises(ValueError, match=r"N=40 is above the exact limit.*memory.*CPU time"):
+        ExactCorrelationClustering(method="exact").fit(X)
+    with pytest.raises(ValueError, match="above the exact limit of 5"):
+        ExactCorrelationClustering(max_exact_size=5, method="exact").fit(np.zeros((6, 1)))
+
+
+@pytest.mark.parametrize("params, error", [
+    ({"beta": -1.0}, ValueError), ({"beta": "a"}, TypeError),
+    ({"affinity": "cosine"}, ValueError), ({"method": "fast"}, ValueError),
+    ({"center": "yes"}, TypeError), ({"gamma": 0.0}, ValueError),
+    ({"max_exact_size": 0}, ValueError), ({"linkage": "median"}, ValueError),
+    ({"linkage": []}, ValueError), ({"linkage": 3}, TypeError),
+    ({"time_limit": 0.0}, ValueError), ({"n_perturbations": 0}, ValueError),
+])
+def test_bad_parameters(params, error):
+    with pytest.raises(error):
+        ExactCorrelationClustering(**params).fit(np.zeros((3, 2)))
+
+
+def test_callable_affinity():
+    X = np.random.default_rng(0).standard_normal((5, 2))
+    model = ExactCorrelationClustering(affinity=lambda A, B: A @ B.T, center=False).fit(X)
+    expected = X @ X.T
+    np.fill_diagonal(expected, 0)
+    np.testing.assert_allclose(model.affinity_matrix_, expected)

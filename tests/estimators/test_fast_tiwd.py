@@ -1,0 +1,230 @@
+"""``FastTIWD``: exact mode vs enumeration, sampler vs exact, semi-supervised mode, benchmark."""
+
+import numpy as np
+import pytest
+from scipy.cluster.hierarchy import fcluster, linkage
+from scipy.spatial.distance import pdist, squareform
+from sklearn.metrics import adjusted_rand_score
+
+from oracles import flat_summaries, set_partitions
+from sklearn_trellis import FastTIWD
+from sklearn_trellis.datasets import make_wishart_blocks
+from sklearn_trellis.models.wishart import partition_log_prior
+
+
+def _small_distances(seed, n, dim=3):
+    rng = np.random.default_rng(seed)
+    centres = np.array([[0.0] * dim, [1.2] * dim])
+    X = rng.standard_normal((n, dim)) * 0.8 + centres[np.arange(n) % 2]
+    return squareform(pdist(X, "sqeuclidean"))
+
+
+def _brute_force(S, alpha, theta, dof, xi, k=None, known=None):
+    """Exact posterior summaries by enumerating every partition (dense linear algebra)."""
+    n = S.shape[0]
+    partitions = set_partitions(n)
+    if known is not None:  # clamped classes: each class whole, classes apart
+        keep = []
+        for p in partitions:
+            ok = all(np.unique(p[known == c]).size == 1 for c in np.unique(known[known >= 0]))
+            blocks = [p[known == c][0] for c in np.unique(known[known >= 0])]
+            keep.append(ok and len(set(blocks)) == len(blocks))
+        partitions = partitions[np.array(keep)]
+    values = []
+    for p in partitions:
+        sigma = alpha * (np.eye(n) + theta * (p[:, None] == p[None, :]))
+        psi = np.linalg.inv(sigma)
+        loglik = 0.5 * dof * (np.linalg.slogdet(psi)[1] - np.trace(psi @ S))
+        values.append(partition_log_prior(np.bincount(p), xi, k) + loglik)
+    values = np.array(values)
+    finite = np.isfinite(values)
+    return flat_summaries(partitions[finite], values[finite])
+
+
+@pytest.mark.parametrize("k,normalization", [(None, "single"), (3, "linf"), (None, "center")])
+def test_exact_mode_matches_enumeration(k, normalization):
+    D = _small_distances(0, 7)
+    model = FastTIWD(alpha=0.5, theta=2.0, dof=3.0, n_blocks=k, concentration=0.7,
+                     normalization=normalization, inference="exact", n_sweeps=50,
+                     random_state=0).fit(D)
+    assert model.inference_ == "exact"
+    exact = _brute_force(model.inner_products_, 0.5, 2.0, 3.0, 0.7, k)
+    np.testing.assert_allclose(model.pairwise_marginals_, exact["pairwise"], atol=1e-10)
+    assert np.isclose(model.log_marginal_likelihood_, exact["log_z"], rtol=1e-10)
+    assert model.samples_.shape == (50, 7)
+    if k is not None:
+        assert model.samples_.max() < k
+
+
+def test_exact_mode_semi_supervised_matches_enumeration():
+    D = _small_distances(1, 7)
+    y = np.array([0, -1, 0, 1, -1, -1, 1])
+    model = FastTIWD(alpha=0.5, theta=2.0, dof=3.0, inference="exact").fit(D, y)
+    exact = _brute_force(model.inner_products_, 0.5, 2.0, 3.0, 1.0, None, known=y)
+    np.testing.assert_allclose(model.pairwise_marginals_, exact["pairwise"], atol=1e-10)
+    assert model.labels_[0] == model.labels_[2] != model.labels_[3] == model.labels_[6]
+
+
+@pytest.mark.parametrize("semi_supervised", [False, True])
+def test_sampler_matches_exact_posterior(semi_supervised):
+    """alpha, theta fixed: sampled co-clustering frequencies within Monte Carlo error."""
+    D = _small_distances(2, 6)
+    y = np.array([0, -1, -1, 1, -1, -1]) if semi_supervised else None
+    params = dict(alpha=0.6, theta=1.5, dof=2.0, random_state=0)
+    exact = FastTIWD(inference="exact", **params).fit(D, y).pairwise_marginals_
+    n_sweeps, n_batches = 8000, 20
+    sampled = FastTIWD(inference="gibbs", n_sweeps=n_sweeps + 50, burn_in=50, **params).fit(D, y)
+    iu = np.triu_indices(6, 1)
+    assert np.sum((exact[iu] > 0.1) & (exact[iu] < 0.9)) >= 4  # a spread-out posterior
+    together = sampled.samples_[:, iu[0]] == sampled.samples_[:, iu[1]]
+    freq = together.mean(axis=0)
+    batches = together.reshape(n_batches, -1, together.shape[1]).mean(axis=1)
+    se = batches.std(axis=0, ddof=1) / np.sqrt(n_batches)
+    assert np.all(np.abs(freq - exact[iu]) < 5 * se + 5e-3), np.abs(freq - exact[iu]) / se
+    np.testing.assert_allclose(sampled.theta_samples_, 1.5)
+
+
+def _benchmark_scores(seed, n_sweeps=200):
+    data = make_wishart_blocks(random_state=seed)
+    D = data.distances
+    model = FastTIWD(n_sweeps=n_sweeps, random_state=seed).fit(D)
+    wd_c = FastTIWD(n_sweeps=n_sweeps, normalization="center", random_state=seed).fit(D)
+    scores = {"fastTIWD": adjusted_rand_score(data.target, model.labels_),
+              "WD C": adjusted_rand_score(data.target, wd_c.labels_)}
+    for method in ("single", "complete"):
+        cut = fcluster(linkage(squareform(D, checks=False), method), 3, "maxclust")
+        scores[method] = adjusted_rand_score(data.target, cut)
+    return scores, model
+
+
+def test_benchmark_fast():
+    scores, model = _benchmark_scores(1, n_sweeps=100)
+    assert scores["fastTIWD"] > 0.8
+    assert scores["fastTIWD"] > max(scores["single"], scores["complete"])
+    assert 0.02 < np.median(model.theta_samples_) < 0.12  # true theta = 0.05
+    assert 1.5 < model.alpha_posterior_["mean"] < 2.5  # true alpha = 2
+    big = np.bincount(model.labels_) >= 20
+    assert np.all(np.abs(model.block_alpha_means_[big] - 2.0) < 0.5)
+    assert model.pairwise_marginals_.shape == (200, 200)
+    assert model.samples_.shape == (50, 200)
+
+
+@pytest.mark.slow
+def test_benchmark_median_over_seeds():
+    table = [_benchmark_scores(seed)[0] for seed in range(10)]
+    median = {key: np.median([row[key] for row in table]) for key in table[0]}
+    assert median["fastTIWD"] >= 0.85
+    assert median["fastTIWD"] > max(median["WD C"], median["single"], median["complete"])
+
+
+def test_semi_supervised_keeps_clamped_labels_and_finds_new_class():
+    data = make_wishart_blocks(n_samples=150, proportions="uniform", random_state=3)
+    rng = np.random.default_rng(0)
+    y = np.full(150, -1)
+    for cls in (0, 1):
+        members = np.flatnonzero(data.target == cls)
+        chosen = rng.choice(members, size=max(2, members.size // 5), replace=False)
+        y[chosen] = cls
+    model = FastTIWD(n_sweeps=80, random_state=0).fit(data.distances, y)
+    for cls in (0, 1):
+        clamped = model.samples_[:, y == cls]
+        assert np.all(clamped == clamped[:, :1])  # one block per class in every sample
+    assert np.all(model.samples_[:, y == 0][:, 0] != model.samples_[:, y == 1][:, 0])
+    labels = model.labels_
+    class_blocks = {labels[y == 0][0], labels[y == 1][0]}
+    unlabelled_2 = (data.target == 2)
+    in_new = np.mean([label not in class_blocks for label in labels[unlabelled_2]])
+    assert in_new > 0.9
+    free = y < 0
+    assert adjusted_rand_score(data.target[free], labels[free]) > 0.7
+
+
+def test_reproducible_and_parallel_chains_agree():
+    D = make_wishart_blocks(n_samples=40, random_state=0).distances
+    a = FastTIWD(n_sweeps=20, n_chains=2, random_state=5).fit(D)
+    b = FastTIWD(n_sweeps=20, n_chains=2, n_jobs=2, random_state=5).fit(D)
+    np.testing.assert_array_equal(a.samples_, b.samples_)
+    np.testing.assert_array_equal(a.theta_samples_, b.theta_samples_)
+    assert a.samples_.shape == (20, 40)
+
+
+def test_warm_start_appends_samples_and_float32_matches():
+    D = make_wishart_blocks(n_samples=60, random_state=1).distances
+    model = FastTIWD(n_sweeps=20, warm_start=True, random_state=0).fit(D)
+    first = model.samples_.copy()
+    model.set_params(dof=400.0)
+    model.fit(D)
+    assert model.samples_.shape == (30, 60)  # 10 kept after the burn-in, then 20
+    np.testing.assert_array_equal(model.samples_[:10], first)
+    single = FastTIWD(n_sweeps=30, random_state=0).fit(D)
+    half = FastTIWD(n_sweeps=30, dtype="float32", random_state=0).fit(D.astype(np.float32))
+    assert half.inner_products_.dtype == np.float32
+    assert adjusted_rand_score(single.labels_, half.labels_) > 0.8
+
+
+def test_feature_rows_and_unnormalised_inner_products():
+    rng = np.random.default_rng(4)
+    X = np.vstack([rng.standard_normal((15, 20)), rng.standard_normal((15, 20)) + 1.5])
+    truth = np.repeat([0, 1], 15)
+    for normalization in ("single", "none"):
+        model = FastTIWD(metric="sqeuclidean", normalization=normalization, n_sweeps=40,
+                         random_state=0).fit(X)
+        assert adjusted_rand_score(truth, model.labels_) > 0.8, normalization
+
+
+def test_log_posterior_of_labels_matches_trace():
+    D = make_wishart_blocks(n_samples=30, random_state=2).distances
+    model = FastTIWD(n_sweeps=10, random_state=0).fit(D)
+    best = int(np.argmax(model.log_posterior_trace_))
+    assert np.isclose(model.log_posterior(model.labels_, model.theta_samples_[best]),
+                      model.log_posterior_trace_[best], rtol=1e-9)
+
+
+@pytest.mark.parametrize("params,X_kind,y,match", [
+    (dict(inference="exact"), "D", None, "alpha and theta fixed"),
+    (dict(inference="exact", alpha=1.0, theta=1.0), "big", None, "max_exact_size"),
+    (dict(normalization="none"), "D", None, "feature rows"),
+    (dict(normalization="tree"), "D", None, "normalization"),
+    (dict(dof=-1.0), "D", None, "dof"),
+    (dict(), "negative", None, "Negative values"),
+    (dict(), "diagonal", None, "zero diagonal"),
+    (dict(), "D", "short", "shape"),
+    (dict(n_blocks=1), "D", "two", "n_blocks"),
+    (dict(burn_in=5, n_sweeps=5), "D", None, "burn_in"),
+])
+def test_invalid_input(params, X_kind, y, match):
+    D = _small_distances(0, 8)
+    X = {"D": D, "big": _small_distances(0, 14), "negative": D - 1.0,
+         "diagonal": D + np.eye(8)}[X_kind]
+    y = {None: None, "short": np.zeros(3, int), "two": np.array([0, 1, -1, -1, -1, -1, -1, -1])}[y]
+    with pytest.raises(ValueError, match=match):
+        FastTIWD(**params).fit(X, y)
+
+
+def test_ctrl_c_keeps_samples_so_far_and_verbose_reports(monkeypatch, capsys):
+    from sklearn_trellis.models.wishart import WishartBlockLikelihood
+
+    D = make_wishart_blocks(n_samples=30, random_state=0).distances
+    calls = {"n": 0}
+    original = WishartBlockLikelihood.resample_params
+
+    def interrupt_after_15(self, *args):
+        calls["n"] += 1
+        if calls["n"] > 15:
+            raise KeyboardInterrupt
+        return original(self, *args)
+
+    monkeypatch.setattr(WishartBlockLikelihood, "resample_params", interrupt_after_15)
+    model = FastTIWD(n_sweeps=40, burn_in=10, n_chains=2, verbose=1, random_state=0).fit(D)
+    assert model.interrupted_
+    assert model.samples_.shape == (5, 30)  # sweeps 10..14 of the first chain; no second chain
+    assert "interrupted after 15 sweeps" in capsys.readouterr().out
+
+
+def test_finite_blocks_filled_by_known_classes():
+    D = make_wishart_blocks(n_samples=40, n_blocks=2, random_state=0).distances
+    y = np.full(40, -1)
+    y[:3], y[3:6] = 0, 1
+    model = FastTIWD(n_blocks=2, n_sweeps=10, random_state=0).fit(D, y)
+    assert model.samples_.max() <= 1
+    assert np.all(model.samples_[:, :3] == model.samples_[:, :1])

@@ -1,0 +1,384 @@
+"""Independent oracles of the test suite, in one module.
+
+Brute-force enumeration of every structure (partitions, binary trees), naive
+plain-Python summaries of sample sets, and the reference data the exact engines
+are checked against. Deliberately naive and separate from the library's
+engines, so the tests compare two unrelated computations.
+"""
+
+import itertools
+import math
+
+import numpy as np
+from scipy.special import logsumexp
+
+
+def set_partitions(n):
+    """All set partitions of ``n`` items as restricted growth strings, shape (Bell(n), n)."""
+    out = []
+
+    def grow(prefix, n_blocks):
+        if len(prefix) == n:
+            out.append(list(prefix))
+            return
+        for label in range(n_blocks + 1):
+            prefix.append(label)
+            grow(prefix, max(n_blocks, label + 1))
+            prefix.pop()
+
+    grow([], 0)
+    return np.array(out, dtype=np.int64)
+
+
+def correlation_log_potentials(partitions, affinity, beta):
+    """``beta * (sum_same w - sum_diff w)`` for each partition (rows)."""
+    n = affinity.shape[0]
+    iu, ju = np.triu_indices(n, 1)
+    w = affinity[iu, ju]
+    same = partitions[:, iu] == partitions[:, ju]
+    return beta * (same @ w - (~same) @ w)
+
+
+def flat_summaries(partitions, log_phi):
+    """Exact summaries of a distribution given all partitions and their log-potentials."""
+    log_z = logsumexp(log_phi)
+    probs = np.exp(log_phi - log_z)
+    n = partitions.shape[1]
+    same = partitions[:, :, None] == partitions[:, None, :]
+    pairwise = np.einsum("t,tij->ij", probs, same)
+    n_clusters = partitions.max(axis=1) + 1
+    k_dist = np.bincount(n_clusters - 1, weights=probs, minlength=n)
+    best = int(np.argmax(log_phi))
+    return dict(log_z=log_z, probs=probs, pairwise=pairwise, k_dist=k_dist,
+                map_index=best, map_log_phi=log_phi[best])
+
+
+def cluster_probability(partitions, probs, indices):
+    """P(exactly ``indices`` is a cluster) by enumeration."""
+    indices = np.asarray(indices)
+    mask = np.zeros(partitions.shape[1], bool)
+    mask[indices] = True
+    total = 0.0
+    for row, p in zip(partitions, probs):
+        label = row[indices[0]]
+        if np.array_equal(row == label, mask):
+            total += p
+    return total
+
+
+def together_probability(partitions, probs, indices):
+    """P(all ``indices`` share a cluster) by enumeration."""
+    sub = partitions[:, np.asarray(indices)]
+    return float(probs[(sub == sub[:, :1]).all(axis=1)].sum())
+
+
+def canonical(labels):
+    """Relabel in order of first appearance."""
+    mapping = {}
+    return tuple(mapping.setdefault(v, len(mapping)) for v in labels)
+
+
+def random_subsets(rng, n, count):
+    """A few random non-empty subsets of range(n)."""
+    subsets = []
+    for _ in range(count):
+        size = rng.integers(1, n + 1)
+        subsets.append(np.sort(rng.choice(n, size=size, replace=False)))
+    return subsets
+
+
+# -- binary hierarchies -----------------------------------------------------------
+
+def binary_trees(items):
+    """Every binary tree over ``items`` (a sorted tuple), as nested tuples.
+
+    A tree is ``(left, right)`` with the left subtree holding the lowest item;
+    a leaf is its item. There are ``(2n - 3)!!`` of them.
+    """
+    items = tuple(items)
+    if len(items) == 1:
+        return [items[0]]
+    first, rest = items[0], items[1:]
+    out = []
+    n_rest = len(rest)
+    for code in range(2 ** n_rest - 1):  # the right child is never empty
+        left = (first,) + tuple(rest[i] for i in range(n_rest) if code >> i & 1)
+        right = tuple(rest[i] for i in range(n_rest) if not code >> i & 1)
+        for tl in binary_trees(left):
+            for tr in binary_trees(right):
+                out.append((tl, tr))
+    return out
+
+
+def tree_leaves(tree):
+    """Sorted item tuple of a nested-tuple tree."""
+    if isinstance(tree, tuple):
+        return tuple(sorted(tree_leaves(tree[0]) + tree_leaves(tree[1])))
+    return (tree,)
+
+
+def tree_clusters(tree):
+    """Set of item tuples of every node of a tree (leaves and root included)."""
+    out = set()
+
+    def walk(node):
+        leaves = tree_leaves(node)
+        out.add(leaves)
+        if isinstance(node, tuple):
+            walk(node[0])
+            walk(node[1])
+
+    walk(tree)
+    return out
+
+
+def tree_sibling_pairs(tree):
+    """``(left, right)`` item tuples of every internal node (left holds the lowest item)."""
+    out = []
+
+    def walk(node):
+        if isinstance(node, tuple):
+            a, b = tree_leaves(node[0]), tree_leaves(node[1])
+            out.append((a, b) if a[0] < b[0] else (b, a))
+            walk(node[0])
+            walk(node[1])
+
+    walk(tree)
+    return out
+
+
+def canonical_tree(tree):
+    """The same tree with every node's children ordered by their lowest item."""
+    if not isinstance(tree, tuple):
+        return int(tree)
+    a, b = canonical_tree(tree[0]), canonical_tree(tree[1])
+    return (a, b) if tree_leaves(a)[0] < tree_leaves(b)[0] else (b, a)
+
+
+def tree_log_potential(tree, split_value):
+    """``sum of split_value(left, right)`` over the internal nodes of a tree."""
+    return float(sum(split_value(l, r) for l, r in tree_sibling_pairs(tree)))
+
+
+def hierarchy_summaries(trees, log_phi):
+    """log Z, MAP, number of allowed trees and tree probabilities by enumeration."""
+    log_phi = np.asarray(log_phi, dtype=float)
+    finite = np.isfinite(log_phi)
+    log_z = logsumexp(log_phi[finite]) if finite.any() else -np.inf
+    probs = np.where(finite, np.exp(log_phi - log_z), 0.0)
+    best = int(np.argmax(log_phi))
+    return dict(log_z=log_z, probs=probs, map_index=best, map_log_phi=log_phi[best],
+                map_tree=trees[best], n_allowed=int(finite.sum()))
+
+
+def cluster_node_probabilities(trees, probs):
+    """``{cluster: P(cluster is a node)}`` for every cluster of any tree, by enumeration."""
+    out = {}
+    for tree, p in zip(trees, probs):
+        for cluster in tree_clusters(tree):
+            out[cluster] = out.get(cluster, 0.0) + p
+    return out
+
+
+def cluster_node_probability(trees, probs, cluster):
+    """P(``cluster`` is a node of the tree) by enumeration."""
+    cluster = tuple(sorted(int(i) for i in cluster))
+    return float(sum(p for t, p in zip(trees, probs) if cluster in tree_clusters(t)))
+
+
+# -- sparse families ----------------------------------------------------------------
+
+def family_partitions(n, clusters, cluster_value):
+    """Partitions of ``n`` items whose every cluster is in ``clusters`` (frozensets).
+
+    Returns ``(partitions, log_phi)``: restricted growth strings of the allowed
+    partitions (all partitions enumerated, then filtered) and the sum of
+    ``cluster_value(frozenset)`` over each one's clusters.
+    """
+    allowed = set(clusters)
+    rows, values = [], []
+    for labels in set_partitions(n):
+        blocks = [frozenset(np.flatnonzero(labels == k).tolist())
+                  for k in range(labels.max() + 1)]
+        if all(b in allowed for b in blocks):
+            rows.append(labels)
+            values.append(sum(cluster_value(b) for b in blocks))
+    return np.array(rows, dtype=np.int64), np.array(values)
+
+
+def family_hierarchy_map(masks, split_value):
+    """MAP log-potential and number of trees of a sparse *hierarchical* trellis.
+
+    TEST ORACLE (pure Python over bitmasks, small N): the trees whose every
+    node is one of ``masks`` (each node split into two member masks), with
+    ``split_value(parent, left)`` the split log-potential (``left`` holds the
+    lowest item). Returns ``(map_value, n_trees)``, ``n_trees`` counting the
+    trees of finite potential.
+    """
+    family = set(int(m) for m in masks)
+    best, count = {}, {}
+    for mask in sorted(family, key=lambda m: bin(m).count("1")):
+        if mask & (mask - 1) == 0:
+            best[mask], count[mask] = 0.0, 1
+            continue
+        low = mask & -mask
+        rest = mask ^ low
+        value, total = -np.inf, 0
+        sub = rest
+        while True:
+            left, right = sub | low, rest ^ sub
+            if right and left in best and right in best:
+                split = split_value(mask, left)
+                if split > -np.inf:      # count the trees of finite potential only
+                    total += count[left] * count[right]
+                    value = max(value, split + best[left] + best[right])
+            if sub == 0:
+                break
+            sub = (sub - 1) & rest
+        best[mask], count[mask] = value, total
+    full = max(family)
+    return best[full], count[full]
+
+
+__all__ = ["set_partitions", "correlation_log_potentials", "flat_summaries",
+           "cluster_probability", "together_probability", "canonical",
+           "random_subsets", "binary_trees", "tree_leaves", "tree_clusters",
+           "tree_sibling_pairs", "canonical_tree", "tree_log_potential",
+           "hierarchy_summaries", "cluster_node_probability",
+           "cluster_node_probabilities", "family_partitions",
+           "family_hierarchy_map"]
+
+
+def all_splits(n):
+    """Every split (L, R) of every subset of range(n), L holding the lowest item."""
+    for size in range(2, n + 1):
+        for parent in itertools.combinations(range(n), size):
+            first, rest = parent[0], parent[1:]
+            for k in range(0, len(rest)):
+                for extra in itertools.combinations(rest, k):
+                    left = (first,) + extra
+                    right = tuple(i for i in rest if i not in extra)
+                    yield left, right
+
+
+def random_split_table(rng, n, scale=2.0, forbid=0.0):
+    """Random split log-potentials; the caterpillar splits (R = {max S}) stay allowed."""
+    table = {}
+    for left, right in all_splits(n):
+        value = scale * rng.standard_normal()
+        caterpillar = len(right) == 1 and right[0] > max(left)
+        if forbid and not caterpillar and rng.random() < forbid:
+            value = -np.inf
+        table[left, right] = value
+    return table
+
+
+# --- summaries of sample sets --------------------------------------------------------
+
+
+def blocks_from_labels(labels):
+    """A label vector as a list of sets."""
+    blocks = {}
+    for i, label in enumerate(labels):
+        blocks.setdefault(label, set()).add(i)
+    return list(blocks.values())
+
+
+def as_block_sets(samples):
+    """A label array (T, n) or list of lists of blocks as a list of lists of sets."""
+    if isinstance(samples, np.ndarray):
+        return [blocks_from_labels(row) for row in samples]
+    return [[set(block) for block in sample] for sample in samples]
+
+
+def proj(blocks, subset):
+    """Eq. 4: non-empty intersections."""
+    subset = set(subset)
+    return [block & subset for block in blocks if block & subset]
+
+
+def phi(blocks, length):
+    sizes = [len(block) for block in blocks]
+    return [sum(size >= k for size in sizes) for k in range(1, length + 1)]
+
+
+def entropy(blocks, m):
+    """Per-element-information entropy of blocks of a set of size m (Eq. 11)."""
+    return sum(len(b) / m * math.log(m / len(b)) for b in blocks)
+
+
+def expected_projection_entropy(block_sets, subset):
+    return float(np.mean([entropy(proj(blocks, subset), len(subset)) for blocks in block_sets]))
+
+
+def cod(block_sets, order):
+    m = len(order)
+    out = np.zeros((m, m))
+    for blocks in block_sets:
+        for i in range(1, m + 1):
+            out[i - 1] += phi(proj(blocks, order[:i]), m)
+    return out / len(block_sets)
+
+
+def entropy_agglomeration(block_sets, n, decimals=10):
+    """EA by evaluating every pair at every step; ties: smallest (entropy, slot a, slot b)."""
+    slots = [[i] for i in range(n)]
+    ids = list(range(n))
+    children, distances = [], []
+    for step in range(n - 1):
+        best = None
+        for a in range(n):
+            if slots[a] is None:
+                continue
+            for b in range(a + 1, n):
+                if slots[b] is None:
+                    continue
+                h = round(expected_projection_entropy(block_sets, slots[a] + slots[b]), decimals)
+                if best is None or h < best[0]:
+                    best = (h, a, b)
+        h, a, b = best
+        children.append(sorted((ids[a], ids[b])))
+        distances.append(h)
+        slots[a] = slots[a] + slots[b]
+        slots[b] = None
+        ids[a] = n + step
+    return np.array(children), np.array(distances)
+
+
+def random_partition_samples(rng, n_samples, n, noise=0.3, n_base=3):
+    """Noisy copies of a random base partition, as labels (T, n)."""
+    base = rng.integers(0, n_base, n)
+    noisy = rng.random((n_samples, n)) < noise
+    return np.where(noisy, rng.integers(0, n_base + 2, (n_samples, n)), base)
+
+
+def random_feature_allocations(rng, n_samples, n, max_blocks=4):
+    """Random feature allocations as lists of blocks (overlapping, omitting elements)."""
+    samples = []
+    for _ in range(n_samples):
+        blocks = []
+        for _ in range(rng.integers(1, max_blocks + 1)):
+            members = np.flatnonzero(rng.random(n) < 0.4)
+            if members.size:
+                blocks.append([int(e) for e in members])
+        if not blocks:
+            blocks.append([int(rng.integers(n))])
+        samples.append(blocks)
+    # make sure the last element appears so that n is inferred
+    samples[0].append([n - 1])
+    return samples
+
+
+# --- reference data --------------------------------------------------------------------
+
+
+def small_ginkgo_jets():
+    """The 9 reference jets (4 to 6 leaves) with the public ClusterTrellis values."""
+    from sklearn_trellis.datasets import load_ginkgo_jets
+    return load_ginkgo_jets("reference").jets
+
+
+def ginkgo_energy(jet):
+    """The (unfitted) Ginkgo energy with a jet's parameters."""
+    from sklearn_trellis.models import GinkgoEnergy
+    return GinkgoEnergy(lam=jet["lam"], lam_root=jet["lam_root"], t_cut=jet["t_cut"])
