@@ -98,6 +98,14 @@ def fresh_process():
     return float(imported), float(first), int(misses)
 
 
+@numba.njit(parallel=True)
+def _touch_threads(values):
+    total = 0.0
+    for i in numba.prange(values.size):
+        total += values[i]
+    return total
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[16, 18, 20, 22])
@@ -110,6 +118,9 @@ def main():
     fresh_process()  # make sure the cache is populated
     warm = ExactFlatTrellis(correlation_table(12)).fit()
     warm.n_clusters_distribution()
+    # At N=12 every pass runs serially, so no parallel region has started the
+    # threading layer yet (numba >= 0.68 then raises): start it explicitly.
+    _touch_threads(np.zeros(64))
     print(f"threading layer: {numba.threading_layer()}")
 
     print("\nN   fit+pairwise(s)  ns/3^N-step  cpu(s)  cpu-ns/3^N-step  n_clusters(s)  "
