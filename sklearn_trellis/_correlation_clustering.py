@@ -15,18 +15,11 @@ from ._core.pairwise import upper_triangle
 from .preprocessing.affinity import mean_off_diagonal, similarity
 from .models.correlation import CorrelationClusteringModel
 from ._core.budget import check_exact_budget
-from ._core.family import ClusterFamily
 from .engines.exact.flat import BYTES_PER_SUBSET, ExactFlatTrellis
 from .engines.map.milp import correlation_clustering_map_milp
-from .engines.sparse.seeds import check_linkages, linkage_seed_trees
+from .engines.sparse.family_search import linkage_trees, seed_family
+from .engines.sparse.seeds import check_linkages
 from .engines.sparse.sparse_flat import SparseFlatTrellis
-
-#: Cap on the remainder states of a sparse flat trellis over a union of seed
-#: trees (about 200 bytes each at N = 1,000; ~5 s to reach).
-MAX_SPARSE_STATES = 100_000
-
-#: Above this N seed trees are not combined (their unions need millions of states).
-MAX_UNION_ITEMS = 1_000
 
 
 class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
@@ -287,68 +280,19 @@ class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
         self.n_clusters_ = int(self.labels_.max()) + 1
         self.map_log_potential_ = float(log_potential) + self._constant
 
-    def _seed_trees(self, X, w):
-        """Linkage trees on ``max(w) - w`` (and Ward on the features)."""
-        names = self._linkages()
-        trees = []
-        others = [name for name in names if name != "ward"]
-        if others:
-            dissimilarity = upper_triangle(w)
-            top = float(dissimilarity.max()) if dissimilarity.size else 0.0
-            np.subtract(top, dissimilarity, out=dissimilarity)
-            trees += linkage_seed_trees(distances=dissimilarity, linkage=others)
-            del dissimilarity
-        if "ward" in names and self.affinity != "precomputed":
-            trees += linkage_seed_trees(X, linkage="ward")
-        return trees, [name for name in names if name != "ward" or
-                       self.affinity != "precomputed"]
-
     def _sparse_trellis(self, X, w):
-        """The sparse flat trellis over the seed trees' clusters, and its description.
-
-        Each seed tree alone gives its cuts in ``O(N)``; trees are then added,
-        largest ``Z`` first, to a union as long as its remainder-state
-        programme stays under ``MAX_SPARSE_STATES`` (and N is at most
-        ``MAX_UNION_ITEMS``: beyond, unions of linkage trees need millions of
-        states).
-        """
-        n = X.shape[0]
-        trees, names = self._seed_trees(X, w)
-        if n == 1:
-            single = ClusterFamily.from_trees([], 1)
-            return (SparseFlatTrellis.from_model(self.model_, single).fit(),
-                    "one item: the only clustering")
-        singles = [SparseFlatTrellis.from_model(self.model_,
-                                                ClusterFamily.from_trees([tree], n)).fit()
-                   for tree in trees]
-        ranking = np.argsort([-t.log_partition_function for t in singles], kind="stable")
-        chosen = [int(ranking[0])]
-        trellis = singles[chosen[0]]
-        skipped = []
-        for index in ranking[1:] if n <= MAX_UNION_ITEMS else []:
-            family = ClusterFamily.from_trees([trees[i] for i in chosen + [int(index)]], n)
-            try:
-                trellis = SparseFlatTrellis.from_model(
-                    self.model_, family, max_states=MAX_SPARSE_STATES).fit()
-            except ValueError as error:
-                if "states" not in str(error) and "transitions" not in str(error):
-                    raise
-                skipped.append(names[index])
-                continue
-            chosen.append(int(index))
-        used = [names[i] for i in chosen]
-        described = (f"the clusters of the {', '.join(used)} linkage tree"
-                     f"{'s' if len(used) > 1 else ''}")
-        if len(used) < len(names):
-            reason = (f"needed more than {MAX_SPARSE_STATES:,} states" if skipped
-                      else f"are not combined above {MAX_UNION_ITEMS:,} items")
-            left = [name for name in names if name not in used]
-            described += f" (unions with the {', '.join(left)} tree{'s' if len(left) > 1 else ''} {reason})"
-        note = (f"sparse trellis over {described} ({trellis.family.n_vertices:,} clusters): "
-                "log Z, MAP, marginals and samples are exact over the clusterings made "
-                "of these clusters; log Z is a lower bound and the MAP may not be the "
-                "global one")
-        return trellis, note
+        """The sparse flat trellis over the linkage trees of ``max(w) - w``, and its note."""
+        dissimilarity = upper_triangle(w)
+        top = float(dissimilarity.max()) if dissimilarity.size else 0.0
+        np.subtract(top, dissimilarity, out=dissimilarity)
+        features = X if self.affinity != "precomputed" else None
+        trees, names = linkage_trees(self._linkages(), dissimilarity, features)
+        del dissimilarity
+        found = seed_family(
+            lambda family, **budget: SparseFlatTrellis.from_model(self.model_, family,
+                                                                  **budget).fit(),
+            trees, X.shape[0], names=names)
+        return found.trellis, found.note("clusterings")
 
     def _fit_milp(self):
         """Replace the MAP by the MILP's (certified when it finishes in time)."""

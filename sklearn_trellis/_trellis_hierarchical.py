@@ -19,18 +19,12 @@ from ._core.budget import check_exact_budget
 from ._core.family import ClusterFamily
 from .engines.exact.hierarchical import BYTES_PER_SUBSET, ExactHierarchicalTrellis
 from .engines.map.search import beam_search_tree, greedy_tree
-from .engines.sparse.seeds import (beam_seed_trees, check_linkages, linkage_seed_trees,
-                            tree_windows, windows_within_budget)
+from .engines.sparse.family_search import (MAX_BEAM_SEED_ITEMS, beam_trees, linkage_trees,
+                                           seed_family)
+from .engines.sparse.seeds import check_linkages
 from .engines.sparse.sparse_hierarchical import SparseHierarchicalTrellis
 
 
-
-#: Beam-search seed trees need the model's ``2**N`` statistics: only up to this N.
-MAX_BEAM_SEED_ITEMS = 20
-
-#: Item entries the refinement windows may add (about 16 bytes each: the
-#: unions' members and discovery's per-item lists); larger windows are skipped.
-MAX_WINDOW_UNION_ITEMS = 120_000_000
 
 #: Up to this N, ``method='perturb_and_map'`` perturbs every split of the full
 #: trellis (the powerset family: ``3**N / 2`` splits); beyond, the seed family's.
@@ -423,7 +417,7 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
             else self._distances(X)
         # Linkage seeds before the model: the N x N distances can then be dropped
         # as soon as the model has its similarities (N = 10,000: 800 MB each).
-        trees = self._linkage_trees(model, X, distances) if engine == "sparse" else None
+        trees = self._linkage_trees(X, distances) if engine == "sparse" else None
         model.fit(X if model.input_kind == "features" else distances)
         del distances
         self.energy_ = model
@@ -458,51 +452,26 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
         self.approximation_ = None
         self.children_, self.distances_ = tree_to_children(trellis.map_tree, n)
 
-    def _linkage_trees(self, model, X, distances):
-        """Children arrays of the linkage trees."""
-        names = self._linkages()
-        condensed = upper_triangle(distances)
-        trees = []
-        distance_names = [name for name in names if name != "ward"]
-        if distance_names:
-            trees += linkage_seed_trees(distances=condensed, linkage=distance_names)
-        if "ward" in names and self.metric == "euclidean":
-            if model.input_kind == "features" or self.metric != "precomputed":
-                trees += linkage_seed_trees(X, linkage="ward")
-        return trees
-
-    def _beam_trees(self, model):
-        """Beam-search trees on the fitted model (up to 20 items)."""
-        if self.n_beam_trees and self.n_leaves_ <= MAX_BEAM_SEED_ITEMS \
-                and not isinstance(model, CallableEnergy):
-            return beam_seed_trees(model, int(self.n_beam_trees), beta=float(self.beta))[0]
-        return []
+    def _linkage_trees(self, X, distances):
+        """Children arrays of the linkage trees (Ward on the features, euclidean only)."""
+        features = X if self.metric == "euclidean" else None
+        return linkage_trees(self._linkages(), upper_triangle(distances), features)[0]
 
     def _fit_family(self, model, trees, engine):
         n = self.n_leaves_
         beta = float(self.beta)
+
+        def build(family):
+            return SparseHierarchicalTrellis.from_model(family, model, beta,
+                                                        verbose=self.verbose).fit()
+
         if engine == "powerset":
             family = ClusterFamily.powerset(n)
-            seeds = "every cluster (the full trellis)"
+            trellis = build(family)
         else:
-            trees = trees + self._beam_trees(model)
-            family = ClusterFamily.from_trees(trees, n)
-            seeds = f"the clusters of {len(trees)} seed trees"
-        trellis = SparseHierarchicalTrellis.from_model(family, model, beta,
-                                                       verbose=self.verbose).fit()
-        if engine != "powerset" and self.window_size >= 3:
-            # Re-optimise the MAP tree exactly, window_size clusters at a time.
-            best = trellis.map_children
-            every = tree_windows(best, n, int(self.window_size))
-            windows = windows_within_budget(every, MAX_WINDOW_UNION_ITEMS)
-            family = ClusterFamily.from_trees(trees + [best], n, windows=windows)
-            trellis = SparseHierarchicalTrellis.from_model(family, model, beta,
-                                                           verbose=self.verbose).fit()
-            seeds += (f" and all unions of {self.window_size} neighbouring clusters of "
-                      "their best tree")
-            if len(windows) < len(every):
-                seeds += (f" in {len(windows):,} of its {len(every):,} windows (the "
-                          "largest ones exceed the memory budget)")
+            found = seed_family(build, trees + beam_trees(model, self.n_beam_trees, beta), n,
+                                window_size=self.window_size)
+            trellis, family = found.trellis, found.family
         self._trellis = trellis
         self.map_log_potential_ = trellis.map_log_potential
         self.log_partition_function_ = trellis.log_partition_function
@@ -513,12 +482,7 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
         self.n_trellis_vertices_ = int(family.n_vertices)
         full = engine == "powerset"
         self.map_is_exact_ = full
-        notes = []
-        if not full:
-            notes.append(f"sparse trellis over {seeds} ({family.n_vertices:,} clusters, "
-                         f"10^{self.log10_sparsity_index_:.1f} of all trees): log Z, MAP, "
-                         "marginals and samples are exact over the trees it realises; "
-                         "log Z is a lower bound and the MAP may not be the global one")
+        notes = [] if full else [found.note("trees")]
         self._perturbed_marginals = None
         if self.method == "perturb_and_map":
             _, self._perturbed_marginals = trellis.perturb_and_map(
