@@ -1,16 +1,18 @@
 """``ExactCorrelationClustering``: the exact posterior over flat clusterings."""
 
 import numbers
+from numbers import Integral, Real
 
 import numpy as np
 from scipy.special import logsumexp
-from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.base import BaseEstimator, ClusterMixin, _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils import check_random_state
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._core.pairwise import check_square_symmetric
-from ._core.validation import check_option, check_scalar_param
+from ._core.validation import check_scalar_param
 from ._core.pairwise import upper_triangle
 from .preprocessing.affinity import mean_off_diagonal, similarity
 from .models.correlation import CorrelationClusteringModel
@@ -18,7 +20,7 @@ from ._core.budget import check_exact_budget
 from .engines.exact.flat import BYTES_PER_SUBSET, ExactFlatTrellis
 from .engines.map.milp import correlation_clustering_map_milp
 from .engines.sparse.family_search import linkage_trees, seed_family
-from .engines.sparse.seeds import check_linkages
+from .engines.sparse.seeds import LINKAGES, check_linkages
 from .engines.sparse.sparse_flat import SparseFlatTrellis
 
 
@@ -162,6 +164,21 @@ class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
     True
     """
 
+    _parameter_constraints = {
+        "beta": [Interval(Real, 0, None, closed="left")],
+        "affinity": [StrOptions({"exp_euclidean", "rbf", "precomputed"}), callable],
+        "center": ["boolean"],
+        "gamma": [Interval(Real, 0, None, closed="neither"), None],
+        "method": [StrOptions({"auto", "exact", "sparse", "milp", "perturb_and_map"})],
+        "max_exact_size": [Interval(Integral, 1, None, closed="left")],
+        # Names are checked in fit (check_linkages): 'all', one name or a list.
+        "linkage": [StrOptions({"all", *LINKAGES}), "array-like"],
+        "time_limit": [Interval(Real, 0, None, closed="neither")],
+        "n_perturbations": [Interval(Integral, 1, None, closed="left")],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
     def __init__(self, beta=1.0, affinity="exp_euclidean", center=True, gamma=None,
                  method="auto", max_exact_size=20, linkage="all", time_limit=60.0,
                  n_perturbations=100, random_state=None, verbose=0):
@@ -183,21 +200,6 @@ class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
         return tags
 
     # -- fitting ---------------------------------------------------------------
-    def _check_params(self):
-        check_scalar_param(self.beta, "beta", low=0.0)
-        if not callable(self.affinity):
-            check_option(self.affinity, "affinity", {"exp_euclidean", "rbf", "precomputed"})
-        if not isinstance(self.center, (bool, np.bool_)):
-            raise TypeError(f"center must be a bool, got {self.center!r}.")
-        check_scalar_param(self.gamma, "gamma", low=0.0, include_low=False, allow_none=True)
-        check_option(self.method, "method",
-                     {"auto", "exact", "sparse", "milp", "perturb_and_map"})
-        check_scalar_param(self.max_exact_size, "max_exact_size", kind=numbers.Integral, low=1)
-        self._linkages()
-        check_scalar_param(self.time_limit, "time_limit", low=0.0, include_low=False)
-        check_scalar_param(self.n_perturbations, "n_perturbations", kind=numbers.Integral,
-                           low=1)
-
     def _linkages(self):
         return check_linkages(self.linkage)
 
@@ -215,6 +217,7 @@ class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
         np.fill_diagonal(w, 0.0)
         return w
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Compute the exact distribution over clusterings of the rows of X.
 
@@ -228,7 +231,7 @@ class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
         -------
         self : ExactCorrelationClustering
         """
-        self._check_params()
+        self._linkages()
         X = validate_data(self, X, dtype=np.float64)
         n = X.shape[0]
         exact = n <= self.max_exact_size and self.method != "sparse"

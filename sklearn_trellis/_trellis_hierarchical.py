@@ -3,15 +3,17 @@ the partition function, cluster marginals and exact tree sampling."""
 
 import heapq
 import numbers
+from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClusterMixin, clone
+from sklearn.base import BaseEstimator, ClusterMixin, _fit_context, clone
 from sklearn.cluster import AgglomerativeClustering
 from sklearn.metrics import pairwise_distances
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._core.validation import check_option, check_scalar_param
+from ._core.validation import check_scalar_param
 from .models import ENERGIES, CallableEnergy, SplitModel
 from ._core.trees import check_tree
 from ._core.pairwise import upper_triangle
@@ -21,7 +23,7 @@ from .engines.exact.hierarchical import BYTES_PER_SUBSET, ExactHierarchicalTrell
 from .engines.map.search import beam_search_tree, greedy_tree
 from .engines.sparse.family_search import (MAX_BEAM_SEED_ITEMS, beam_trees, linkage_trees,
                                            seed_family)
-from .engines.sparse.seeds import check_linkages
+from .engines.sparse.seeds import LINKAGES, check_linkages
 from .engines.sparse.sparse_hierarchical import SparseHierarchicalTrellis
 
 
@@ -283,6 +285,27 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
     [30, 30]
     """
 
+    _parameter_constraints = {
+        "n_clusters": [Interval(Integral, 1, None, closed="left"), None],
+        "metric": [str, callable],
+        "memory": [str, HasMethods("cache"), None],
+        "connectivity": [None],     # connectivity constraints are not supported
+        "compute_full_tree": [StrOptions({"auto"}), "boolean"],
+        # Names are checked in fit (check_linkages): 'all', one name or a list.
+        "linkage": [StrOptions({"all", *LINKAGES}), "array-like"],
+        "distance_threshold": [Interval(Real, 0, None, closed="left"), None],
+        "compute_distances": ["boolean"],
+        "energy": [StrOptions(set(ENERGIES)), SplitModel, callable],
+        "beta": [Interval(Real, 0, None, closed="left")],
+        "method": [StrOptions({"auto", "exact", "sparse", "perturb_and_map"})],
+        "max_exact_size": [Interval(Integral, 1, None, closed="left")],
+        "n_beam_trees": [Interval(Integral, 0, None, closed="left")],
+        "window_size": [Interval(Integral, 0, 12, closed="both")],
+        "n_perturbations": [Interval(Integral, 1, None, closed="left")],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
     def __init__(self, n_clusters=2, *, metric="euclidean", memory=None, connectivity=None,
                  compute_full_tree="auto", linkage="all", distance_threshold=None,
                  compute_distances=False, energy="dasgupta", beta=1.0, method="auto",
@@ -313,34 +336,6 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
         return tags
 
     # -- fitting ---------------------------------------------------------------
-    def _check_params(self):
-        if (self.n_clusters is None) == (self.distance_threshold is None):
-            raise ValueError("Exactly one of n_clusters and distance_threshold has to be "
-                             "set, and the other needs to be None.")
-        check_scalar_param(self.n_clusters, "n_clusters", kind=numbers.Integral, low=1,
-                           allow_none=True)
-        check_scalar_param(self.distance_threshold, "distance_threshold", low=0.0,
-                           allow_none=True)
-        if self.connectivity is not None:
-            raise ValueError("connectivity constraints are not supported by "
-                             "TrellisHierarchical; use connectivity=None.")
-        if not (self.compute_full_tree == "auto"
-                or isinstance(self.compute_full_tree, (bool, np.bool_))):
-            raise ValueError(f"compute_full_tree must be 'auto' or a bool, got "
-                             f"{self.compute_full_tree!r}.")
-        self._linkages()
-        if not (isinstance(self.metric, str) or callable(self.metric)):
-            raise TypeError(f"metric must be a string or a callable, got {self.metric!r}.")
-        check_scalar_param(self.beta, "beta", low=0.0)
-        check_option(self.method, "method", {"auto", "exact", "sparse", "perturb_and_map"})
-        check_scalar_param(self.max_exact_size, "max_exact_size", kind=numbers.Integral, low=1)
-        check_scalar_param(self.n_beam_trees, "n_beam_trees", kind=numbers.Integral, low=0)
-        check_scalar_param(self.window_size, "window_size", kind=numbers.Integral, low=0,
-                           high=12)
-        check_scalar_param(self.n_perturbations, "n_perturbations", kind=numbers.Integral,
-                           low=1)
-        check_scalar_param(self.verbose, "verbose", kind=numbers.Integral, low=0)
-
     def _linkages(self):
         """The linkage names asked for (``'all'`` or one name or a list)."""
         linkage = self.linkage
@@ -351,16 +346,13 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
         return names
 
     def _make_energy(self):
+        """The split model ``energy`` names (its type is checked by the constraints)."""
         energy = self.energy
         if isinstance(energy, str):
-            check_option(energy, "energy", set(ENERGIES))
             return ENERGIES[energy]()
         if isinstance(energy, SplitModel):
             return clone(energy)
-        if callable(energy):
-            return CallableEnergy(energy)
-        raise TypeError("energy must be 'dasgupta', 'hcc', 'ginkgo', a SplitModel or a "
-                        f"callable energy(X, left, right), got {energy!r}.")
+        return CallableEnergy(energy)
 
     def _distances(self, X):
         if self.metric == "precomputed":
@@ -387,6 +379,7 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
             return "powerset" if n <= min(limit, MAX_POWERSET_PERTURB_ITEMS) else "sparse"
         return "exact" if n <= limit else "sparse"
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Compute the distribution over binary trees of the rows of X.
 
@@ -400,7 +393,10 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
         -------
         self : TrellisHierarchical
         """
-        self._check_params()
+        if (self.n_clusters is None) == (self.distance_threshold is None):
+            raise ValueError("Exactly one of n_clusters and distance_threshold has to be "
+                             "set, and the other needs to be None.")
+        self._linkages()
         X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
         n = X.shape[0]
         model = self._make_energy()
