@@ -243,7 +243,7 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
     approximation_ : str or None
         ``None`` when every fitted quantity is exact; otherwise what is
         approximate and how.
-    energy_ : SplitModel
+    model_ : SplitModel
         The fitted split model.
 
     Notes
@@ -416,7 +416,7 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
         trees = self._linkage_trees(X, distances) if engine == "sparse" else None
         model.fit(X if model.input_kind == "features" else distances)
         del distances
-        self.energy_ = model
+        self.model_ = model
         if engine == "exact":
             self._fit_exact(model)
         else:
@@ -505,7 +505,7 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
         """
         check_is_fitted(self)
         tree = check_tree(tree, self.n_leaves_)
-        return self.energy_.log_potential(tree, float(self.beta))
+        return self.model_.log_potential(tree, float(self.beta))
 
     def cluster_marginal(self, indices):
         """Probability that exactly these samples form a node (cluster) of the tree.
@@ -589,7 +589,7 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
             raise ValueError(f"Greedy and beam search tabulate the model over all 2**N "
                              f"subsets; N={n} is above their limit of "
                              f"{MAX_BEAM_SEED_ITEMS} items.")
-        return self.energy_.kernel_inputs(float(self.beta))
+        return self.model_.kernel_inputs(float(self.beta))
 
     def greedy_tree(self):
         """Greedy agglomeration under the same energy (paper Section 4.2).
