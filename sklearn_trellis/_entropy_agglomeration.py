@@ -7,29 +7,9 @@ from sklearn.base import BaseEstimator, ClusterMixin, _fit_context
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import validate_data
 
+from ._core.trees import cut_children
 from .summaries._input import as_sample_set, is_block_list_format
 from .summaries.agglomeration import entropy_agglomeration_tree
-
-
-def _flat_cut(children, n, n_merges):
-    """Labels after the first ``n_merges`` merges, in order of first appearance."""
-    parent = np.arange(2 * n - 1)
-
-    def find(x):
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for step in range(n_merges):
-        node = n + step
-        for child in children[step]:
-            parent[find(child)] = node
-    roots = np.array([find(i) for i in range(n)])
-    _, first, inverse = np.unique(roots, return_index=True, return_inverse=True)
-    rank = np.empty(first.size, np.int64)
-    rank[np.argsort(first)] = np.arange(first.size)
-    return rank[inverse]
 
 
 class EntropyAgglomeration(ClusterMixin, BaseEstimator):
@@ -204,7 +184,7 @@ class EntropyAgglomeration(ClusterMixin, BaseEstimator):
         else:
             above = np.flatnonzero(self.distances_ > self.distance_threshold)
             n_merges = int(above[0]) if above.size else n - 1
-        self.labels_ = _flat_cut(children, n, n_merges)
+        self.labels_ = cut_children(children, n, n - n_merges)
         self.n_clusters_ = int(self.labels_.max()) + 1
         return self
 

@@ -1,7 +1,6 @@
 """``TrellisHierarchical``: a drop-in ``AgglomerativeClustering`` with the exact MAP tree,
 the partition function, cluster marginals and exact tree sampling."""
 
-import heapq
 import numbers
 from numbers import Integral, Real
 
@@ -15,7 +14,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._core.validation import check_scalar_param
 from .models import ENERGIES, CallableEnergy, SplitModel
-from ._core.trees import check_tree
+from ._core.trees import check_tree, children_to_tree, cut_children, tree_to_children
 from ._core.pairwise import upper_triangle
 from ._core.budget import check_exact_budget
 from ._core.family import ClusterFamily
@@ -31,75 +30,6 @@ from .engines.sparse.sparse_hierarchical import SparseHierarchicalTrellis
 #: Up to this N, ``method='perturb_and_map'`` perturbs every split of the full
 #: trellis (the powerset family: ``3**N / 2`` splits); beyond, the seed family's.
 MAX_POWERSET_PERTURB_ITEMS = 12
-
-
-def tree_to_children(tree, n_leaves):
-    """scikit-learn's ``children_`` and ``distances_`` of a nested-tuple tree.
-
-    The height of a node is its number of levels: leaves are at 0 and a node
-    sits one above its higher child. Nodes are listed by increasing height
-    (ties: smaller clusters, then lower first item), so ``distances_`` is
-    non-decreasing and every child appears before its parent.
-    """
-    nodes = []  # (height, size, lowest item, left, right) with children as keys
-
-    def walk(node):
-        if not isinstance(node, tuple):
-            return ("leaf", int(node)), 0, 1, int(node)
-        left = walk(node[0])
-        right = walk(node[1])
-        height = 1 + max(left[1], right[1])
-        size = left[2] + right[2]
-        lowest = min(left[3], right[3])
-        key = ("node", len(nodes))
-        nodes.append((height, size, lowest, left[0], right[0], key))
-        return key, height, size, lowest
-
-    walk(tree)
-    order = sorted(nodes, key=lambda item: item[:3])
-    ids = {}
-    children = np.empty((len(order), 2), dtype=np.intp)
-    distances = np.empty(len(order), dtype=np.float64)
-    for row, (height, _, _, left, right, key) in enumerate(order):
-        ids[key] = n_leaves + row
-        children[row] = [left[1] if left[0] == "leaf" else ids[left],
-                         right[1] if right[0] == "leaf" else ids[right]]
-        distances[row] = float(height)
-    return children, distances
-
-
-def cut_children(children, n_leaves, n_clusters):
-    """Flat labels from the top ``n_clusters - 1`` merges (labels by first appearance)."""
-    if n_clusters > n_leaves:
-        raise ValueError(f"Cannot extract more clusters ({n_clusters}) than samples "
-                         f"({n_leaves}).")
-    # Undo the latest merges first: a max-heap of node ids (heapq is a min-heap).
-    heap = [-(n_leaves + len(children) - 1)] if len(children) else [0]
-    while len(heap) < n_clusters:
-        node = -heapq.heappop(heap)
-        for child in children[node - n_leaves]:
-            heapq.heappush(heap, -int(child))
-    roots = sorted(-node for node in heap)
-    labels = np.empty(n_leaves, dtype=np.intp)
-    for label, root in enumerate(roots):
-        stack = [root]
-        while stack:
-            node = stack.pop()
-            if node < n_leaves:
-                labels[node] = label
-            else:
-                stack.extend(int(c) for c in children[node - n_leaves])
-    mapping = {}
-    return np.array([mapping.setdefault(v, len(mapping)) for v in labels.tolist()],
-                    dtype=np.intp)
-
-
-def children_to_tree(children, n_leaves):
-    """Nested tuples of a scikit-learn ``children_`` array."""
-    nodes = list(range(n_leaves))
-    for a, b in children:
-        nodes.append((nodes[int(a)], nodes[int(b)]))
-    return nodes[-1]
 
 
 class TrellisHierarchical(ClusterMixin, BaseEstimator):
@@ -461,13 +391,16 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
             return SparseHierarchicalTrellis.from_model(family, model, beta,
                                                         verbose=self.verbose).fit()
 
-        if engine == "powerset":
+        full = engine == "powerset"
+        if full:
             family = ClusterFamily.powerset(n)
             trellis = build(family)
+            notes = []
         else:
             found = seed_family(build, trees + beam_trees(model, self.n_beam_trees, beta), n,
                                 window_size=self.window_size)
             trellis, family = found.trellis, found.family
+            notes = [found.note("trees")]
         self._trellis = trellis
         self.map_log_potential_ = trellis.map_log_potential
         self.log_partition_function_ = trellis.log_partition_function
@@ -476,9 +409,7 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
         self.n_trees_ = trellis.n_trees
         self.log10_sparsity_index_ = float(trellis.log10_sparsity_index)
         self.n_trellis_vertices_ = int(family.n_vertices)
-        full = engine == "powerset"
         self.map_is_exact_ = full
-        notes = [] if full else [found.note("trees")]
         self._perturbed_marginals = None
         if self.method == "perturb_and_map":
             _, self._perturbed_marginals = trellis.perturb_and_map(
