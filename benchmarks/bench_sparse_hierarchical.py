@@ -30,7 +30,7 @@ from sklearn.datasets import make_blobs
 
 from sklearn_trellis.models import DasguptaEnergy, HCCEnergy
 from sklearn_trellis._core.family import ClusterFamily
-from sklearn_trellis._trellis_hierarchical import MAX_WINDOW_UNION_ITEMS
+from sklearn_trellis.engines.sparse.family_search import MAX_WINDOW_UNION_ITEMS
 from sklearn_trellis.engines.sparse.seeds import tree_windows, windows_within_budget
 from sklearn_trellis.engines.sparse.sparse_hierarchical import SparseHierarchicalTrellis
 

@@ -24,7 +24,7 @@ import numpy as np
 from scipy.cluster.hierarchy import linkage
 from scipy.spatial.distance import squareform
 
-from sklearn_trellis._trellis_hierarchical import children_to_tree
+from sklearn_trellis._core.trees import children_to_tree
 from sklearn_trellis.models import DasguptaEnergy
 from sklearn_trellis.engines import ExactHierarchicalTrellis
 from sklearn_trellis.engines.map.search import beam_search_tree, greedy_tree

@@ -1,32 +1,27 @@
 """``ExactCorrelationClustering``: the exact posterior over flat clusterings."""
 
 import numbers
+from numbers import Integral, Real
 
 import numpy as np
 from scipy.special import logsumexp
-from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.base import BaseEstimator, ClusterMixin, _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils import check_random_state
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._core.pairwise import check_square_symmetric
-from ._core.validation import check_option, check_scalar_param
+from ._core.validation import check_scalar_param
 from ._core.pairwise import upper_triangle
 from .preprocessing.affinity import mean_off_diagonal, similarity
 from .models.correlation import CorrelationClusteringModel
 from ._core.budget import check_exact_budget
-from ._core.family import ClusterFamily
 from .engines.exact.flat import BYTES_PER_SUBSET, ExactFlatTrellis
 from .engines.map.milp import correlation_clustering_map_milp
-from .engines.sparse.seeds import check_linkages, linkage_seed_trees
+from .engines.sparse.family_search import linkage_trees, seed_family
+from .engines.sparse.seeds import LINKAGES, check_linkages
 from .engines.sparse.sparse_flat import SparseFlatTrellis
-
-#: Cap on the remainder states of a sparse flat trellis over a union of seed
-#: trees (about 200 bytes each at N = 1,000; ~5 s to reach).
-MAX_SPARSE_STATES = 100_000
-
-#: Above this N seed trees are not combined (their unions need millions of states).
-MAX_UNION_ITEMS = 1_000
 
 
 class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
@@ -169,6 +164,21 @@ class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
     True
     """
 
+    _parameter_constraints = {
+        "beta": [Interval(Real, 0, None, closed="left")],
+        "affinity": [StrOptions({"exp_euclidean", "rbf", "precomputed"}), callable],
+        "center": ["boolean"],
+        "gamma": [Interval(Real, 0, None, closed="neither"), None],
+        "method": [StrOptions({"auto", "exact", "sparse", "milp", "perturb_and_map"})],
+        "max_exact_size": [Interval(Integral, 1, None, closed="left")],
+        # Names are checked in fit (check_linkages): 'all', one name or a list.
+        "linkage": [StrOptions({"all", *LINKAGES}), "array-like"],
+        "time_limit": [Interval(Real, 0, None, closed="neither")],
+        "n_perturbations": [Interval(Integral, 1, None, closed="left")],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
     def __init__(self, beta=1.0, affinity="exp_euclidean", center=True, gamma=None,
                  method="auto", max_exact_size=20, linkage="all", time_limit=60.0,
                  n_perturbations=100, random_state=None, verbose=0):
@@ -190,21 +200,6 @@ class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
         return tags
 
     # -- fitting ---------------------------------------------------------------
-    def _check_params(self):
-        check_scalar_param(self.beta, "beta", low=0.0)
-        if not callable(self.affinity):
-            check_option(self.affinity, "affinity", {"exp_euclidean", "rbf", "precomputed"})
-        if not isinstance(self.center, (bool, np.bool_)):
-            raise TypeError(f"center must be a bool, got {self.center!r}.")
-        check_scalar_param(self.gamma, "gamma", low=0.0, include_low=False, allow_none=True)
-        check_option(self.method, "method",
-                     {"auto", "exact", "sparse", "milp", "perturb_and_map"})
-        check_scalar_param(self.max_exact_size, "max_exact_size", kind=numbers.Integral, low=1)
-        self._linkages()
-        check_scalar_param(self.time_limit, "time_limit", low=0.0, include_low=False)
-        check_scalar_param(self.n_perturbations, "n_perturbations", kind=numbers.Integral,
-                           low=1)
-
     def _linkages(self):
         return check_linkages(self.linkage)
 
@@ -222,6 +217,7 @@ class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
         np.fill_diagonal(w, 0.0)
         return w
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Compute the exact distribution over clusterings of the rows of X.
 
@@ -235,7 +231,7 @@ class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
         -------
         self : ExactCorrelationClustering
         """
-        self._check_params()
+        self._linkages()
         X = validate_data(self, X, dtype=np.float64)
         n = X.shape[0]
         exact = n <= self.max_exact_size and self.method != "sparse"
@@ -287,68 +283,19 @@ class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
         self.n_clusters_ = int(self.labels_.max()) + 1
         self.map_log_potential_ = float(log_potential) + self._constant
 
-    def _seed_trees(self, X, w):
-        """Linkage trees on ``max(w) - w`` (and Ward on the features)."""
-        names = self._linkages()
-        trees = []
-        others = [name for name in names if name != "ward"]
-        if others:
-            dissimilarity = upper_triangle(w)
-            top = float(dissimilarity.max()) if dissimilarity.size else 0.0
-            np.subtract(top, dissimilarity, out=dissimilarity)
-            trees += linkage_seed_trees(distances=dissimilarity, linkage=others)
-            del dissimilarity
-        if "ward" in names and self.affinity != "precomputed":
-            trees += linkage_seed_trees(X, linkage="ward")
-        return trees, [name for name in names if name != "ward" or
-                       self.affinity != "precomputed"]
-
     def _sparse_trellis(self, X, w):
-        """The sparse flat trellis over the seed trees' clusters, and its description.
-
-        Each seed tree alone gives its cuts in ``O(N)``; trees are then added,
-        largest ``Z`` first, to a union as long as its remainder-state
-        programme stays under ``MAX_SPARSE_STATES`` (and N is at most
-        ``MAX_UNION_ITEMS``: beyond, unions of linkage trees need millions of
-        states).
-        """
-        n = X.shape[0]
-        trees, names = self._seed_trees(X, w)
-        if n == 1:
-            single = ClusterFamily.from_trees([], 1)
-            return (SparseFlatTrellis.from_model(self.model_, single).fit(),
-                    "one item: the only clustering")
-        singles = [SparseFlatTrellis.from_model(self.model_,
-                                                ClusterFamily.from_trees([tree], n)).fit()
-                   for tree in trees]
-        ranking = np.argsort([-t.log_partition_function for t in singles], kind="stable")
-        chosen = [int(ranking[0])]
-        trellis = singles[chosen[0]]
-        skipped = []
-        for index in ranking[1:] if n <= MAX_UNION_ITEMS else []:
-            family = ClusterFamily.from_trees([trees[i] for i in chosen + [int(index)]], n)
-            try:
-                trellis = SparseFlatTrellis.from_model(
-                    self.model_, family, max_states=MAX_SPARSE_STATES).fit()
-            except ValueError as error:
-                if "states" not in str(error) and "transitions" not in str(error):
-                    raise
-                skipped.append(names[index])
-                continue
-            chosen.append(int(index))
-        used = [names[i] for i in chosen]
-        described = (f"the clusters of the {', '.join(used)} linkage tree"
-                     f"{'s' if len(used) > 1 else ''}")
-        if len(used) < len(names):
-            reason = (f"needed more than {MAX_SPARSE_STATES:,} states" if skipped
-                      else f"are not combined above {MAX_UNION_ITEMS:,} items")
-            left = [name for name in names if name not in used]
-            described += f" (unions with the {', '.join(left)} tree{'s' if len(left) > 1 else ''} {reason})"
-        note = (f"sparse trellis over {described} ({trellis.family.n_vertices:,} clusters): "
-                "log Z, MAP, marginals and samples are exact over the clusterings made "
-                "of these clusters; log Z is a lower bound and the MAP may not be the "
-                "global one")
-        return trellis, note
+        """The sparse flat trellis over the linkage trees of ``max(w) - w``, and its note."""
+        dissimilarity = upper_triangle(w)
+        top = float(dissimilarity.max()) if dissimilarity.size else 0.0
+        np.subtract(top, dissimilarity, out=dissimilarity)
+        features = X if self.affinity != "precomputed" else None
+        trees, names = linkage_trees(self._linkages(), dissimilarity, features)
+        del dissimilarity
+        found = seed_family(
+            lambda family, **budget: SparseFlatTrellis.from_model(self.model_, family,
+                                                                  **budget).fit(),
+            trees, X.shape[0], names=names)
+        return found.trellis, found.note("clusterings")
 
     def _fit_milp(self):
         """Replace the MAP by the MILP's (certified when it finishes in time)."""

@@ -1,35 +1,15 @@
 """``EntropyAgglomeration``: a dendrogram summarising a sample set of partitions."""
 
-import numbers
+from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.base import BaseEstimator, ClusterMixin, _fit_context
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import validate_data
 
-from ._core.validation import check_scalar_param
+from ._core.trees import cut_children
 from .summaries._input import as_sample_set, is_block_list_format
 from .summaries.agglomeration import entropy_agglomeration_tree
-
-
-def _flat_cut(children, n, n_merges):
-    """Labels after the first ``n_merges`` merges, in order of first appearance."""
-    parent = np.arange(2 * n - 1)
-
-    def find(x):
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for step in range(n_merges):
-        node = n + step
-        for child in children[step]:
-            parent[find(child)] = node
-    roots = np.array([find(i) for i in range(n)])
-    _, first, inverse = np.unique(roots, return_index=True, return_inverse=True)
-    rank = np.empty(first.size, np.int64)
-    rank[np.argsort(first)] = np.arange(first.size)
-    return rank[inverse]
 
 
 class EntropyAgglomeration(ClusterMixin, BaseEstimator):
@@ -138,19 +118,14 @@ class EntropyAgglomeration(ClusterMixin, BaseEstimator):
     array([0, 0, 0, 1, 1, 0, 0])
     """
 
+    _parameter_constraints = {
+        "n_clusters": [Interval(Integral, 1, None, closed="left"), None],
+        "distance_threshold": [Interval(Real, 0, None, closed="left"), None],
+    }
+
     def __init__(self, n_clusters=2, distance_threshold=None):
         self.n_clusters = n_clusters
         self.distance_threshold = distance_threshold
-
-    def _check_params(self):
-        check_scalar_param(self.n_clusters, "n_clusters", kind=numbers.Integral, low=1,
-                           allow_none=True)
-        check_scalar_param(self.distance_threshold, "distance_threshold", low=0.0,
-                           allow_none=True)
-        if (self.n_clusters is None) == (self.distance_threshold is None):
-            raise ValueError("Exactly one of n_clusters and distance_threshold must be None, "
-                             f"got n_clusters={self.n_clusters!r} and "
-                             f"distance_threshold={self.distance_threshold!r}.")
 
     def _read_samples(self, samples):
         """Label arrays (and DataFrames) go through ``validate_data``; block lists and
@@ -166,6 +141,7 @@ class EntropyAgglomeration(ClusterMixin, BaseEstimator):
             del self.feature_names_in_
         return sample_set
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Build the EA tree of a sample set.
 
@@ -181,7 +157,10 @@ class EntropyAgglomeration(ClusterMixin, BaseEstimator):
         -------
         self : EntropyAgglomeration
         """
-        self._check_params()
+        if (self.n_clusters is None) == (self.distance_threshold is None):
+            raise ValueError("Exactly one of n_clusters and distance_threshold must be None, "
+                             f"got n_clusters={self.n_clusters!r} and "
+                             f"distance_threshold={self.distance_threshold!r}.")
         sample_set = self._read_samples(X)
         n = sample_set.n_elements
         if self.n_clusters is not None and self.n_clusters > n:
@@ -205,7 +184,7 @@ class EntropyAgglomeration(ClusterMixin, BaseEstimator):
         else:
             above = np.flatnonzero(self.distances_ > self.distance_threshold)
             n_merges = int(above[0]) if above.size else n - 1
-        self.labels_ = _flat_cut(children, n, n_merges)
+        self.labels_ = cut_children(children, n, n - n_merges)
         self.n_clusters_ = int(self.labels_.max()) + 1
         return self
 

@@ -1,109 +1,35 @@
 """``TrellisHierarchical``: a drop-in ``AgglomerativeClustering`` with the exact MAP tree,
 the partition function, cluster marginals and exact tree sampling."""
 
-import heapq
 import numbers
+from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClusterMixin, clone
+from sklearn.base import BaseEstimator, ClusterMixin, _fit_context, clone
 from sklearn.cluster import AgglomerativeClustering
 from sklearn.metrics import pairwise_distances
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._core.validation import check_option, check_scalar_param
+from ._core.validation import check_scalar_param
 from .models import ENERGIES, CallableEnergy, SplitModel
-from ._core.trees import check_tree
+from ._core.trees import check_tree, children_to_tree, cut_children, tree_to_children
 from ._core.pairwise import upper_triangle
 from ._core.budget import check_exact_budget
 from ._core.family import ClusterFamily
 from .engines.exact.hierarchical import BYTES_PER_SUBSET, ExactHierarchicalTrellis
 from .engines.map.search import beam_search_tree, greedy_tree
-from .engines.sparse.seeds import (beam_seed_trees, check_linkages, linkage_seed_trees,
-                            tree_windows, windows_within_budget)
+from .engines.sparse.family_search import (MAX_BEAM_SEED_ITEMS, beam_trees, linkage_trees,
+                                           seed_family)
+from .engines.sparse.seeds import LINKAGES, check_linkages
 from .engines.sparse.sparse_hierarchical import SparseHierarchicalTrellis
 
 
 
-#: Beam-search seed trees need the model's ``2**N`` statistics: only up to this N.
-MAX_BEAM_SEED_ITEMS = 20
-
-#: Item entries the refinement windows may add (about 16 bytes each: the
-#: unions' members and discovery's per-item lists); larger windows are skipped.
-MAX_WINDOW_UNION_ITEMS = 120_000_000
-
 #: Up to this N, ``method='perturb_and_map'`` perturbs every split of the full
 #: trellis (the powerset family: ``3**N / 2`` splits); beyond, the seed family's.
 MAX_POWERSET_PERTURB_ITEMS = 12
-
-
-def tree_to_children(tree, n_leaves):
-    """scikit-learn's ``children_`` and ``distances_`` of a nested-tuple tree.
-
-    The height of a node is its number of levels: leaves are at 0 and a node
-    sits one above its higher child. Nodes are listed by increasing height
-    (ties: smaller clusters, then lower first item), so ``distances_`` is
-    non-decreasing and every child appears before its parent.
-    """
-    nodes = []  # (height, size, lowest item, left, right) with children as keys
-
-    def walk(node):
-        if not isinstance(node, tuple):
-            return ("leaf", int(node)), 0, 1, int(node)
-        left = walk(node[0])
-        right = walk(node[1])
-        height = 1 + max(left[1], right[1])
-        size = left[2] + right[2]
-        lowest = min(left[3], right[3])
-        key = ("node", len(nodes))
-        nodes.append((height, size, lowest, left[0], right[0], key))
-        return key, height, size, lowest
-
-    walk(tree)
-    order = sorted(nodes, key=lambda item: item[:3])
-    ids = {}
-    children = np.empty((len(order), 2), dtype=np.intp)
-    distances = np.empty(len(order), dtype=np.float64)
-    for row, (height, _, _, left, right, key) in enumerate(order):
-        ids[key] = n_leaves + row
-        children[row] = [left[1] if left[0] == "leaf" else ids[left],
-                         right[1] if right[0] == "leaf" else ids[right]]
-        distances[row] = float(height)
-    return children, distances
-
-
-def cut_children(children, n_leaves, n_clusters):
-    """Flat labels from the top ``n_clusters - 1`` merges (labels by first appearance)."""
-    if n_clusters > n_leaves:
-        raise ValueError(f"Cannot extract more clusters ({n_clusters}) than samples "
-                         f"({n_leaves}).")
-    # Undo the latest merges first: a max-heap of node ids (heapq is a min-heap).
-    heap = [-(n_leaves + len(children) - 1)] if len(children) else [0]
-    while len(heap) < n_clusters:
-        node = -heapq.heappop(heap)
-        for child in children[node - n_leaves]:
-            heapq.heappush(heap, -int(child))
-    roots = sorted(-node for node in heap)
-    labels = np.empty(n_leaves, dtype=np.intp)
-    for label, root in enumerate(roots):
-        stack = [root]
-        while stack:
-            node = stack.pop()
-            if node < n_leaves:
-                labels[node] = label
-            else:
-                stack.extend(int(c) for c in children[node - n_leaves])
-    mapping = {}
-    return np.array([mapping.setdefault(v, len(mapping)) for v in labels.tolist()],
-                    dtype=np.intp)
-
-
-def children_to_tree(children, n_leaves):
-    """Nested tuples of a scikit-learn ``children_`` array."""
-    nodes = list(range(n_leaves))
-    for a, b in children:
-        nodes.append((nodes[int(a)], nodes[int(b)]))
-    return nodes[-1]
 
 
 class TrellisHierarchical(ClusterMixin, BaseEstimator):
@@ -247,7 +173,7 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
     approximation_ : str or None
         ``None`` when every fitted quantity is exact; otherwise what is
         approximate and how.
-    energy_ : SplitModel
+    model_ : SplitModel
         The fitted split model.
 
     Notes
@@ -289,6 +215,27 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
     [30, 30]
     """
 
+    _parameter_constraints = {
+        "n_clusters": [Interval(Integral, 1, None, closed="left"), None],
+        "metric": [str, callable],
+        "memory": [str, HasMethods("cache"), None],
+        "connectivity": [None],     # connectivity constraints are not supported
+        "compute_full_tree": [StrOptions({"auto"}), "boolean"],
+        # Names are checked in fit (check_linkages): 'all', one name or a list.
+        "linkage": [StrOptions({"all", *LINKAGES}), "array-like"],
+        "distance_threshold": [Interval(Real, 0, None, closed="left"), None],
+        "compute_distances": ["boolean"],
+        "energy": [StrOptions(set(ENERGIES)), SplitModel, callable],
+        "beta": [Interval(Real, 0, None, closed="left")],
+        "method": [StrOptions({"auto", "exact", "sparse", "perturb_and_map"})],
+        "max_exact_size": [Interval(Integral, 1, None, closed="left")],
+        "n_beam_trees": [Interval(Integral, 0, None, closed="left")],
+        "window_size": [Interval(Integral, 0, 12, closed="both")],
+        "n_perturbations": [Interval(Integral, 1, None, closed="left")],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
     def __init__(self, n_clusters=2, *, metric="euclidean", memory=None, connectivity=None,
                  compute_full_tree="auto", linkage="all", distance_threshold=None,
                  compute_distances=False, energy="dasgupta", beta=1.0, method="auto",
@@ -319,34 +266,6 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
         return tags
 
     # -- fitting ---------------------------------------------------------------
-    def _check_params(self):
-        if (self.n_clusters is None) == (self.distance_threshold is None):
-            raise ValueError("Exactly one of n_clusters and distance_threshold has to be "
-                             "set, and the other needs to be None.")
-        check_scalar_param(self.n_clusters, "n_clusters", kind=numbers.Integral, low=1,
-                           allow_none=True)
-        check_scalar_param(self.distance_threshold, "distance_threshold", low=0.0,
-                           allow_none=True)
-        if self.connectivity is not None:
-            raise ValueError("connectivity constraints are not supported by "
-                             "TrellisHierarchical; use connectivity=None.")
-        if not (self.compute_full_tree == "auto"
-                or isinstance(self.compute_full_tree, (bool, np.bool_))):
-            raise ValueError(f"compute_full_tree must be 'auto' or a bool, got "
-                             f"{self.compute_full_tree!r}.")
-        self._linkages()
-        if not (isinstance(self.metric, str) or callable(self.metric)):
-            raise TypeError(f"metric must be a string or a callable, got {self.metric!r}.")
-        check_scalar_param(self.beta, "beta", low=0.0)
-        check_option(self.method, "method", {"auto", "exact", "sparse", "perturb_and_map"})
-        check_scalar_param(self.max_exact_size, "max_exact_size", kind=numbers.Integral, low=1)
-        check_scalar_param(self.n_beam_trees, "n_beam_trees", kind=numbers.Integral, low=0)
-        check_scalar_param(self.window_size, "window_size", kind=numbers.Integral, low=0,
-                           high=12)
-        check_scalar_param(self.n_perturbations, "n_perturbations", kind=numbers.Integral,
-                           low=1)
-        check_scalar_param(self.verbose, "verbose", kind=numbers.Integral, low=0)
-
     def _linkages(self):
         """The linkage names asked for (``'all'`` or one name or a list)."""
         linkage = self.linkage
@@ -357,16 +276,13 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
         return names
 
     def _make_energy(self):
+        """The split model ``energy`` names (its type is checked by the constraints)."""
         energy = self.energy
         if isinstance(energy, str):
-            check_option(energy, "energy", set(ENERGIES))
             return ENERGIES[energy]()
         if isinstance(energy, SplitModel):
             return clone(energy)
-        if callable(energy):
-            return CallableEnergy(energy)
-        raise TypeError("energy must be 'dasgupta', 'hcc', 'ginkgo', a SplitModel or a "
-                        f"callable energy(X, left, right), got {energy!r}.")
+        return CallableEnergy(energy)
 
     def _distances(self, X):
         if self.metric == "precomputed":
@@ -393,6 +309,7 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
             return "powerset" if n <= min(limit, MAX_POWERSET_PERTURB_ITEMS) else "sparse"
         return "exact" if n <= limit else "sparse"
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Compute the distribution over binary trees of the rows of X.
 
@@ -406,7 +323,10 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
         -------
         self : TrellisHierarchical
         """
-        self._check_params()
+        if (self.n_clusters is None) == (self.distance_threshold is None):
+            raise ValueError("Exactly one of n_clusters and distance_threshold has to be "
+                             "set, and the other needs to be None.")
+        self._linkages()
         X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
         n = X.shape[0]
         model = self._make_energy()
@@ -423,10 +343,10 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
             else self._distances(X)
         # Linkage seeds before the model: the N x N distances can then be dropped
         # as soon as the model has its similarities (N = 10,000: 800 MB each).
-        trees = self._linkage_trees(model, X, distances) if engine == "sparse" else None
+        trees = self._linkage_trees(X, distances) if engine == "sparse" else None
         model.fit(X if model.input_kind == "features" else distances)
         del distances
-        self.energy_ = model
+        self.model_ = model
         if engine == "exact":
             self._fit_exact(model)
         else:
@@ -458,51 +378,29 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
         self.approximation_ = None
         self.children_, self.distances_ = tree_to_children(trellis.map_tree, n)
 
-    def _linkage_trees(self, model, X, distances):
-        """Children arrays of the linkage trees."""
-        names = self._linkages()
-        condensed = upper_triangle(distances)
-        trees = []
-        distance_names = [name for name in names if name != "ward"]
-        if distance_names:
-            trees += linkage_seed_trees(distances=condensed, linkage=distance_names)
-        if "ward" in names and self.metric == "euclidean":
-            if model.input_kind == "features" or self.metric != "precomputed":
-                trees += linkage_seed_trees(X, linkage="ward")
-        return trees
-
-    def _beam_trees(self, model):
-        """Beam-search trees on the fitted model (up to 20 items)."""
-        if self.n_beam_trees and self.n_leaves_ <= MAX_BEAM_SEED_ITEMS \
-                and not isinstance(model, CallableEnergy):
-            return beam_seed_trees(model, int(self.n_beam_trees), beta=float(self.beta))[0]
-        return []
+    def _linkage_trees(self, X, distances):
+        """Children arrays of the linkage trees (Ward on the features, euclidean only)."""
+        features = X if self.metric == "euclidean" else None
+        return linkage_trees(self._linkages(), upper_triangle(distances), features)[0]
 
     def _fit_family(self, model, trees, engine):
         n = self.n_leaves_
         beta = float(self.beta)
-        if engine == "powerset":
+
+        def build(family):
+            return SparseHierarchicalTrellis.from_model(family, model, beta,
+                                                        verbose=self.verbose).fit()
+
+        full = engine == "powerset"
+        if full:
             family = ClusterFamily.powerset(n)
-            seeds = "every cluster (the full trellis)"
+            trellis = build(family)
+            notes = []
         else:
-            trees = trees + self._beam_trees(model)
-            family = ClusterFamily.from_trees(trees, n)
-            seeds = f"the clusters of {len(trees)} seed trees"
-        trellis = SparseHierarchicalTrellis.from_model(family, model, beta,
-                                                       verbose=self.verbose).fit()
-        if engine != "powerset" and self.window_size >= 3:
-            # Re-optimise the MAP tree exactly, window_size clusters at a time.
-            best = trellis.map_children
-            every = tree_windows(best, n, int(self.window_size))
-            windows = windows_within_budget(every, MAX_WINDOW_UNION_ITEMS)
-            family = ClusterFamily.from_trees(trees + [best], n, windows=windows)
-            trellis = SparseHierarchicalTrellis.from_model(family, model, beta,
-                                                           verbose=self.verbose).fit()
-            seeds += (f" and all unions of {self.window_size} neighbouring clusters of "
-                      "their best tree")
-            if len(windows) < len(every):
-                seeds += (f" in {len(windows):,} of its {len(every):,} windows (the "
-                          "largest ones exceed the memory budget)")
+            found = seed_family(build, trees + beam_trees(model, self.n_beam_trees, beta), n,
+                                window_size=self.window_size)
+            trellis, family = found.trellis, found.family
+            notes = [found.note("trees")]
         self._trellis = trellis
         self.map_log_potential_ = trellis.map_log_potential
         self.log_partition_function_ = trellis.log_partition_function
@@ -511,14 +409,7 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
         self.n_trees_ = trellis.n_trees
         self.log10_sparsity_index_ = float(trellis.log10_sparsity_index)
         self.n_trellis_vertices_ = int(family.n_vertices)
-        full = engine == "powerset"
         self.map_is_exact_ = full
-        notes = []
-        if not full:
-            notes.append(f"sparse trellis over {seeds} ({family.n_vertices:,} clusters, "
-                         f"10^{self.log10_sparsity_index_:.1f} of all trees): log Z, MAP, "
-                         "marginals and samples are exact over the trees it realises; "
-                         "log Z is a lower bound and the MAP may not be the global one")
         self._perturbed_marginals = None
         if self.method == "perturb_and_map":
             _, self._perturbed_marginals = trellis.perturb_and_map(
@@ -545,7 +436,7 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
         """
         check_is_fitted(self)
         tree = check_tree(tree, self.n_leaves_)
-        return self.energy_.log_potential(tree, float(self.beta))
+        return self.model_.log_potential(tree, float(self.beta))
 
     def cluster_marginal(self, indices):
         """Probability that exactly these samples form a node (cluster) of the tree.
@@ -629,7 +520,7 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
             raise ValueError(f"Greedy and beam search tabulate the model over all 2**N "
                              f"subsets; N={n} is above their limit of "
                              f"{MAX_BEAM_SEED_ITEMS} items.")
-        return self.energy_.kernel_inputs(float(self.beta))
+        return self.model_.kernel_inputs(float(self.beta))
 
     def greedy_tree(self):
         """Greedy agglomeration under the same energy (paper Section 4.2).

@@ -18,6 +18,32 @@ HARD_MAX_ITEMS = 28
 NS_PER_STEP = 0.4
 
 
+class BudgetExceeded(ValueError):
+    """A sparse engine stopped because a problem outgrew its budget.
+
+    Raised (instead of a bare ``ValueError``) when a sparse trellis needs more
+    remainder states or transitions than allowed, so that a search over seed
+    families can drop the offending union and go on, without reading messages.
+
+    Parameters
+    ----------
+    message : str
+        What was exceeded and how to avoid it.
+    resource : str
+        What ran out, e.g. ``'states'`` or ``'transitions'``.
+    limit : int
+        The cap that was reached.
+    reached : int, optional
+        How many had been produced when the engine stopped.
+    """
+
+    def __init__(self, message, *, resource, limit, reached=None):
+        super().__init__(message)
+        self.resource = resource
+        self.limit = limit
+        self.reached = reached
+
+
 def available_memory_bytes():
     """Memory the OS reports as available, or ``None`` if it cannot tell."""
     try:

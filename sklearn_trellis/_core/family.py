@@ -23,6 +23,8 @@ import bisect
 
 import numpy as np
 
+from .trees import check_children, leaf_order, tree_to_postorder_children
+
 #: Seed of the random item codes (fixed: families built separately agree on hashes).
 _CODE_SEED = 0x7E11_15C0_DE5
 
@@ -32,82 +34,6 @@ def item_codes(n_items):
     rng = np.random.default_rng(_CODE_SEED)
     return rng.integers(0, np.iinfo(np.uint64).max, size=(n_items, 2), dtype=np.uint64,
                         endpoint=True)
-
-
-def _check_children(children, n_items):
-    children = np.asarray(children)
-    if children.ndim != 2 or children.shape != (n_items - 1, 2):
-        raise ValueError("A seed tree must be a scikit-learn `children_` array of shape "
-                         f"({n_items - 1}, 2) for {n_items} items, got shape {children.shape}.")
-    if not np.issubdtype(children.dtype, np.integer):
-        if not np.all(np.equal(np.mod(children, 1), 0)):
-            raise TypeError("A seed tree's `children_` must hold integer node ids.")
-    children = children.astype(np.int64)
-    n_nodes = 2 * n_items - 1
-    seen = np.zeros(n_nodes, dtype=bool)
-    for row, (a, b) in enumerate(children):
-        for child in (a, b):
-            # Nodes are numbered like scikit-learn: leaves 0..N-1, merge k is N + k.
-            if not 0 <= child < n_items + row or seen[child]:
-                raise ValueError(
-                    f"Invalid seed tree: merge {row} uses node {child}, which is not a "
-                    "leaf or an earlier merge, or was already merged.")
-            seen[child] = True
-    return children
-
-
-def _tree_from_nested(tree, n_items):
-    """``children_`` array of a nested-tuple tree (iterative: deep trees are fine)."""
-    from .trees import check_tree
-    tree = check_tree(tree, n_items)
-    children = []
-    ids = {}
-    stack = [(tree, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if not isinstance(node, tuple):
-            continue
-        if expanded:
-            left, right = node
-            ids[id(node)] = n_items + len(children)
-            children.append([left if not isinstance(left, tuple) else ids[id(left)],
-                             right if not isinstance(right, tuple) else ids[id(right)]])
-        else:
-            stack.append((node, True))
-            stack.append((node[1], False))
-            stack.append((node[0], False))
-    return np.array(children, dtype=np.int64).reshape(-1, 2)
-
-
-def leaf_order(children, n_items):
-    """Leaf order of a ``children_`` tree (depth-first, left child first).
-
-    Returns ``(order, start, stop)``: every node ``k`` (scikit-learn
-    numbering) is the range ``order[start[k]:stop[k]]``.
-    """
-    n = n_items
-    n_nodes = 2 * n - 1
-    order = np.empty(n, dtype=np.int64)
-    start = np.empty(n_nodes, dtype=np.int64)
-    stop = np.empty(n_nodes, dtype=np.int64)
-    position = 0
-    stack = [n_nodes - 1] if n > 1 else [0]
-    while stack:
-        node = stack.pop()
-        if node < n:
-            order[position] = node
-            start[node] = position
-            stop[node] = position + 1
-            position += 1
-        else:
-            a, b = children[node - n]
-            stack.append(b)
-            stack.append(a)
-    for node in range(n, n_nodes):
-        a, b = children[node - n]
-        start[node] = min(start[a], start[b])
-        stop[node] = max(stop[a], stop[b])
-    return order, start, stop
 
 
 class ClusterFamily:
@@ -220,8 +146,8 @@ class ClusterFamily:
         builder = _FamilyBuilder(n_items)
         for tree in trees:
             if isinstance(tree, tuple) or (isinstance(tree, (int, np.integer)) and n_items == 1):
-                tree = _tree_from_nested(tree, n_items)
-            builder.add_tree(_check_children(tree, n_items))
+                tree = tree_to_postorder_children(tree, n_items)
+            builder.add_tree(check_children(tree, n_items))
         for cluster in extra_clusters:
             builder.add_cluster(cluster)
         for window in windows:
@@ -496,4 +422,4 @@ class _FamilyBuilder:
                              vertex_window, vertex_window_mask, window_table)
 
 
-__all__ = ["ClusterFamily", "item_codes", "leaf_order"]
+__all__ = ["ClusterFamily", "item_codes"]

@@ -1,13 +1,17 @@
 """Tree formats shared by every engine and estimator.
 
-A binary hierarchy appears in three encodings:
+A binary hierarchy appears in four encodings:
 
 - nested pairs ``((0, 1), (2, (3, 4)))`` of item indices (``map_tree_``);
 - scikit-learn's ``children_`` (``(N - 1, 2)``, node ``N + k`` made at row ``k``);
-- scipy's linkage matrix ``Z`` (``(N - 1, 4)``).
+- scipy's linkage matrix ``Z`` (``(N - 1, 4)``);
+- bit masks: an internal node is ``(parent, left)`` masks (exact engines, N <= 62).
 
-This module holds the one checker per format and the converters between them.
+This module holds the one checker per format (:func:`check_tree`,
+:func:`check_children`) and the converters between them.
 """
+
+import heapq
 
 import numpy as np
 
@@ -75,3 +79,234 @@ def check_tree(tree, n_items):
         raise ValueError(f"The tree must contain every item 0..{n_items - 1} exactly once; "
                          f"its leaves are {sorted(items)}.")
     return tuples
+
+
+# -- scikit-learn children_ -------------------------------------------------
+def check_children(children, n_items):
+    """Validate a scikit-learn ``children_`` tree over ``n_items`` leaves; int64 copy.
+
+    Row ``k`` merges two nodes into node ``n_items + k``; each node (a leaf
+    ``0..n_items-1`` or an earlier merge) is merged exactly once.
+    """
+    children = np.asarray(children)
+    if children.ndim != 2 or children.shape != (n_items - 1, 2):
+        raise ValueError("A seed tree must be a scikit-learn `children_` array of shape "
+                         f"({n_items - 1}, 2) for {n_items} items, got shape {children.shape}.")
+    if not np.issubdtype(children.dtype, np.integer):
+        if not np.all(np.equal(np.mod(children, 1), 0)):
+            raise TypeError("A seed tree's `children_` must hold integer node ids.")
+    children = children.astype(np.int64)
+    n_nodes = 2 * n_items - 1
+    seen = np.zeros(n_nodes, dtype=bool)
+    for row, (a, b) in enumerate(children):
+        for child in (a, b):
+            # Nodes are numbered like scikit-learn: leaves 0..N-1, merge k is N + k.
+            if not 0 <= child < n_items + row or seen[child]:
+                raise ValueError(
+                    f"Invalid seed tree: merge {row} uses node {child}, which is not a "
+                    "leaf or an earlier merge, or was already merged.")
+            seen[child] = True
+    return children
+
+
+def tree_to_postorder_children(tree, n_items):
+    """``children_`` of a nested-tuple tree, merges in post-order (iterative: any depth).
+
+    The order in which a depth-first walk (left child first) completes the
+    internal nodes; :func:`tree_to_children` orders them by height instead.
+    """
+    tree = check_tree(tree, n_items)
+    children = []
+    ids = {}
+    stack = [(tree, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if not isinstance(node, tuple):
+            continue
+        if expanded:
+            left, right = node
+            ids[id(node)] = n_items + len(children)
+            children.append([left if not isinstance(left, tuple) else ids[id(left)],
+                             right if not isinstance(right, tuple) else ids[id(right)]])
+        else:
+            stack.append((node, True))
+            stack.append((node[1], False))
+            stack.append((node[0], False))
+    return np.array(children, dtype=np.int64).reshape(-1, 2)
+
+
+def tree_to_children(tree, n_leaves):
+    """scikit-learn's ``children_`` and ``distances_`` of a nested-tuple tree.
+
+    The height of a node is its number of levels: leaves are at 0 and a node
+    sits one above its higher child. Nodes are listed by increasing height
+    (ties: smaller clusters, then lower first item; no two nodes tie on all
+    three), so ``distances_`` is non-decreasing and every child appears before
+    its parent.
+    """
+    merges = tree_to_postorder_children(tree, n_leaves)
+    n, m = int(n_leaves), len(merges)
+    height = np.zeros(n + m, dtype=np.int64)
+    size = np.ones(n + m, dtype=np.int64)
+    lowest = np.arange(n + m, dtype=np.int64)
+    for row, (a, b) in enumerate(merges.tolist()):   # children precede parents
+        node = n + row
+        height[node] = 1 + max(height[a], height[b])
+        size[node] = size[a] + size[b]
+        lowest[node] = min(lowest[a], lowest[b])
+    order = np.lexsort((lowest[n:], size[n:], height[n:]))
+    new_id = np.arange(n + m, dtype=np.int64)
+    new_id[n + order] = n + np.arange(m)
+    children = new_id[merges[order]].astype(np.intp).reshape(-1, 2)
+    return children, height[n:][order].astype(np.float64)
+
+
+def children_to_tree(children, n_leaves):
+    """Nested tuples of a scikit-learn ``children_`` array."""
+    nodes = list(range(n_leaves))
+    for a, b in children:
+        nodes.append((nodes[int(a)], nodes[int(b)]))
+    return nodes[-1]
+
+
+def cut_children(children, n_leaves, n_clusters):
+    """Flat labels from the top ``n_clusters - 1`` merges (labels by first appearance)."""
+    if n_clusters > n_leaves:
+        raise ValueError(f"Cannot extract more clusters ({n_clusters}) than samples "
+                         f"({n_leaves}).")
+    # Undo the latest merges first: a max-heap of node ids (heapq is a min-heap).
+    heap = [-(n_leaves + len(children) - 1)] if len(children) else [0]
+    while len(heap) < n_clusters:
+        node = -heapq.heappop(heap)
+        for child in children[node - n_leaves]:
+            heapq.heappush(heap, -int(child))
+    roots = sorted(-node for node in heap)
+    labels = np.empty(n_leaves, dtype=np.intp)
+    for label, root in enumerate(roots):
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            if node < n_leaves:
+                labels[node] = label
+            else:
+                stack.extend(int(c) for c in children[node - n_leaves])
+    mapping = {}
+    return np.array([mapping.setdefault(v, len(mapping)) for v in labels.tolist()],
+                    dtype=np.intp)
+
+
+def leaf_order(children, n_items):
+    """Leaf order of a ``children_`` tree (depth-first, left child first).
+
+    Returns ``(order, start, stop)``: every node ``k`` (scikit-learn
+    numbering) is the range ``order[start[k]:stop[k]]``.
+    """
+    n = n_items
+    n_nodes = 2 * n - 1
+    order = np.empty(n, dtype=np.int64)
+    start = np.empty(n_nodes, dtype=np.int64)
+    stop = np.empty(n_nodes, dtype=np.int64)
+    position = 0
+    stack = [n_nodes - 1] if n > 1 else [0]
+    while stack:
+        node = stack.pop()
+        if node < n:
+            order[position] = node
+            start[node] = position
+            stop[node] = position + 1
+            position += 1
+        else:
+            a, b = children[node - n]
+            stack.append(b)
+            stack.append(a)
+    for node in range(n, n_nodes):
+        a, b = children[node - n]
+        start[node] = min(start[a], start[b])
+        stop[node] = max(stop[a], stop[b])
+    return order, start, stop
+
+
+def permute_leaves(children, leaf_of):
+    """A ``children_`` tree with leaf ``i`` renamed ``leaf_of[i]`` (merges unchanged).
+
+    Moves seed trees between datasets of the same size: e.g. trees built on
+    other jets, with leaves ranked by momentum, mapped onto a new jet's leaves
+    of the same ranks (Greenberg et al. 2021, Section 3.1 and Figure 7).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_trellis._core.trees import permute_leaves
+    >>> permute_leaves(np.array([[0, 1], [2, 3]]), [2, 0, 1]).tolist()
+    [[2, 0], [1, 3]]
+    """
+    children = np.asarray(children, dtype=np.int64)
+    leaf_of = np.asarray(leaf_of, dtype=np.int64)
+    n = children.shape[0] + 1
+    if leaf_of.shape != (n,) or not np.array_equal(np.sort(leaf_of), np.arange(n)):
+        raise ValueError(f"leaf_of must be a permutation of 0..{n - 1}.")
+    return np.where(children < n, leaf_of[np.minimum(children, n - 1)], children)
+
+
+# -- scipy linkage matrices and bit masks -----------------------------------
+def scipy_to_children(linkage_matrix):
+    """scikit-learn ``children_`` (int64, ``(N - 1, 2)``) of a scipy linkage matrix.
+
+    scipy numbers nodes as scikit-learn does (leaves ``0..N-1``, row ``k``
+    creates node ``N + k``), so the first two columns are the ``children_``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy.cluster.hierarchy import linkage
+    >>> from sklearn_trellis._core.trees import scipy_to_children
+    >>> Z = linkage(np.array([[0.0], [0.1], [5.0]]), method="single")
+    >>> scipy_to_children(Z).tolist()
+    [[0, 1], [2, 3]]
+    """
+    Z = np.asarray(linkage_matrix)
+    if Z.ndim != 2 or Z.shape[1] != 4:
+        raise ValueError(f"A scipy linkage matrix has shape (N - 1, 4), got {Z.shape}.")
+    children = Z[:, :2]
+    if not np.all(children == np.round(children)):
+        raise ValueError("The first two columns of a linkage matrix must hold node ids.")
+    return np.ascontiguousarray(children, dtype=np.int64)
+
+
+def tree_from_splits(parents, lefts, full):
+    """Nested tuples of item indices from the internal nodes' ``(parent, left)`` masks.
+
+    Each internal node is ``(left_subtree, right_subtree)``, the left child
+    holding the node's lowest item; a leaf is its item index.
+    """
+    left_of = dict(zip((int(p) for p in parents), (int(x) for x in lefts)))
+
+    def build(mask):
+        if mask & (mask - 1) == 0:
+            return mask.bit_length() - 1
+        left = left_of[mask]
+        return (build(left), build(mask ^ left))
+
+    return build(int(full))
+
+
+def tree_masks(tree):
+    """``(mask, [(parent, left), ...])`` of a nested-tuple tree (left = lowest-item child)."""
+    splits = []
+
+    def walk(node):
+        if isinstance(node, tuple):
+            a = walk(node[0])
+            b = walk(node[1])
+            parent = a | b
+            left = a if (a & -a) < (b & -b) else b
+            splits.append((parent, left))
+            return parent
+        return 1 << int(node)
+
+    return walk(tree), splits
+
+
+__all__ = ["check_children", "check_tree", "children_to_tree", "cut_children", "leaf_order",
+           "permute_leaves", "scipy_to_children", "tree_from_splits", "tree_masks",
+           "tree_splits", "tree_to_children", "tree_to_postorder_children"]

@@ -87,7 +87,7 @@ def test_perturb_and_map_estimates_pairwise_marginals():
 
 
 def test_union_too_large_falls_back_to_the_best_single_tree(monkeypatch):
-    import sklearn_trellis._correlation_clustering as module
+    import sklearn_trellis.engines.sparse.family_search as module
     monkeypatch.setattr(module, "MAX_SPARSE_STATES", 5)
     X = blobs(40, seed=3)
     est = ExactCorrelationClustering().fit(X)

@@ -112,7 +112,7 @@ def test_dataframe_element_names():
 @pytest.mark.parametrize("params, match", [
     (dict(n_clusters=None), "Exactly one"),
     (dict(n_clusters=2, distance_threshold=0.1), "Exactly one"),
-    (dict(n_clusters=0), ">= 1"),
+    (dict(n_clusters=0), r"n_clusters.*range \[1, inf\)"),
     (dict(n_clusters=9), "exceeds"),
 ])
 def test_bad_parameters(params, match):

@@ -91,7 +91,7 @@ def test_energies_by_name_instance_and_callable():
     by_name = TrellisHierarchical(energy="dasgupta").fit(X)
     by_instance = TrellisHierarchical(energy=DasguptaEnergy()).fit(X)
     assert by_name.log_partition_function_ == pytest.approx(by_instance.log_partition_function_)
-    w = by_name.energy_.similarity_
+    w = by_name.model_.similarity_
 
     def dasgupta(X_, left, right):
         return -(len(left) + len(right)) * w[np.ix_(left, right)].sum()
@@ -105,7 +105,7 @@ def test_energies_by_name_instance_and_callable():
     est.set_params(energy__scale=0.5)
     assert est.get_params()["energy__scale"] == 0.5
     est.fit(X)
-    assert est.energy_.scale == 0.5 and est.energy.scale == 0.5
+    assert est.model_.scale == 0.5 and est.energy.scale == 0.5
     assert not hasattr(est.energy, "similarity_")  # the given instance is not fitted
     # precomputed distances give the same result as the metric
     d = np.sqrt(((X[:, None] - X[None]) ** 2).sum(-1))
@@ -142,7 +142,7 @@ def test_greedy_matches_a_python_reimplementation():
     jet = small_ginkgo_jets()[-1]
     est = TrellisHierarchical(energy=ginkgo_energy(jet))
     est.fit(np.array(jet["leaves"]))
-    energy = est.energy_
+    energy = est.model_
     clusters = [(i,) for i in range(len(jet["leaves"]))]
     total = 0.0
     while len(clusters) > 1:

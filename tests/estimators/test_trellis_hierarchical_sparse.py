@@ -8,7 +8,7 @@ from sklearn.datasets import load_iris, make_blobs
 
 from sklearn_examples import plot_dendrogram
 from sklearn_trellis import TrellisHierarchical
-from sklearn_trellis._trellis_hierarchical import children_to_tree
+from sklearn_trellis._core.trees import children_to_tree
 from sklearn_trellis.engines.exact.hierarchical import double_factorial_trees
 
 

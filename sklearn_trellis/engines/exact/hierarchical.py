@@ -23,6 +23,7 @@ from . import _hier_kernels as kernels
 from ..._core.budget import check_exact_budget
 from ..._core.specialise import call_specialised
 from ..._core.subsets import checked_mask, masks_by_popcount
+from ..._core.trees import tree_from_splits, tree_masks
 
 #: Bytes kept per subset besides the model's statistics: log Z, MAP values,
 #: the size-ordered subset list and (on demand) the outside table.
@@ -63,40 +64,6 @@ def _crt(residues, primes):
         value += modulus * k
         modulus *= p
     return value
-
-
-def tree_from_splits(parents, lefts, full):
-    """Nested tuples of item indices from the internal nodes' ``(parent, left)`` masks.
-
-    Each internal node is ``(left_subtree, right_subtree)``, the left child
-    holding the node's lowest item; a leaf is its item index.
-    """
-    left_of = dict(zip((int(p) for p in parents), (int(x) for x in lefts)))
-
-    def build(mask):
-        if mask & (mask - 1) == 0:
-            return mask.bit_length() - 1
-        left = left_of[mask]
-        return (build(left), build(mask ^ left))
-
-    return build(int(full))
-
-
-def tree_masks(tree):
-    """``(mask, [(parent, left), ...])`` of a nested-tuple tree (left = lowest-item child)."""
-    splits = []
-
-    def walk(node):
-        if isinstance(node, tuple):
-            a = walk(node[0])
-            b = walk(node[1])
-            parent = a | b
-            left = a if (a & -a) < (b & -b) else b
-            splits.append((parent, left))
-            return parent
-        return 1 << int(node)
-
-    return walk(tree), splits
 
 
 class ExactHierarchicalTrellis:
@@ -332,5 +299,4 @@ class ExactHierarchicalTrellis:
         return [tree_from_splits(p, l, self.full) for p, l in zip(parents, lefts)]
 
 
-__all__ = ["ExactHierarchicalTrellis", "double_factorial_trees", "tree_from_splits",
-           "tree_masks"]
+__all__ = ["ExactHierarchicalTrellis", "double_factorial_trees"]

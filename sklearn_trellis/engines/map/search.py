@@ -8,7 +8,7 @@ they share the exact engine's size limit.
 
 from . import _search_kernels as kernels
 from ..._core.specialise import call_specialised
-from ..exact.hierarchical import tree_from_splits
+from ..._core.trees import tree_from_splits
 
 
 def _search(kernel, kind, params, stats, *extra):

@@ -21,33 +21,11 @@ import numbers
 import numpy as np
 
 from ..._core.budget import check_memory
+from ..._core.trees import (check_children, leaf_order, scipy_to_children,
+                            tree_to_postorder_children)
 
 #: The linkages ``linkage='all'`` uses, in this order.
 LINKAGES = ("single", "average", "complete", "ward")
-
-
-def scipy_to_children(linkage_matrix):
-    """scikit-learn ``children_`` (int64, ``(N - 1, 2)``) of a scipy linkage matrix.
-
-    scipy numbers nodes as scikit-learn does (leaves ``0..N-1``, row ``k``
-    creates node ``N + k``), so the first two columns are the ``children_``.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from scipy.cluster.hierarchy import linkage
-    >>> from sklearn_trellis.engines.sparse.seeds import scipy_to_children
-    >>> Z = linkage(np.array([[0.0], [0.1], [5.0]]), method="single")
-    >>> scipy_to_children(Z).tolist()
-    [[0, 1], [2, 3]]
-    """
-    Z = np.asarray(linkage_matrix)
-    if Z.ndim != 2 or Z.shape[1] != 4:
-        raise ValueError(f"A scipy linkage matrix has shape (N - 1, 4), got {Z.shape}.")
-    children = Z[:, :2]
-    if not np.all(children == np.round(children)):
-        raise ValueError("The first two columns of a linkage matrix must hold node ids.")
-    return np.ascontiguousarray(children, dtype=np.int64)
 
 
 def check_linkages(linkage):
@@ -176,28 +154,6 @@ default='all'
     return trees
 
 
-def permute_leaves(children, leaf_of):
-    """A ``children_`` tree with leaf ``i`` renamed ``leaf_of[i]`` (merges unchanged).
-
-    Moves seed trees between datasets of the same size: e.g. trees built on
-    other jets, with leaves ranked by momentum, mapped onto a new jet's leaves
-    of the same ranks (Greenberg et al. 2021, Section 3.1 and Figure 7).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from sklearn_trellis.engines.sparse.seeds import permute_leaves
-    >>> permute_leaves(np.array([[0, 1], [2, 3]]), [2, 0, 1]).tolist()
-    [[2, 0], [1, 3]]
-    """
-    children = np.asarray(children, dtype=np.int64)
-    leaf_of = np.asarray(leaf_of, dtype=np.int64)
-    n = children.shape[0] + 1
-    if leaf_of.shape != (n,) or not np.array_equal(np.sort(leaf_of), np.arange(n)):
-        raise ValueError(f"leaf_of must be a permutation of 0..{n - 1}.")
-    return np.where(children < n, leaf_of[np.minimum(children, n - 1)], children)
-
-
 def beam_seed_trees(model, n_trees, *, beam_width=None, beta=1.0):
     """The ``n_trees`` best distinct trees of a beam search on a split model's energy.
 
@@ -239,7 +195,6 @@ def beam_seed_trees(model, n_trees, *, beam_width=None, beta=1.0):
     >>> len(trees), trees[0].shape, bool(values[0] >= values[-1])
     (3, (4, 2), True)
     """
-    from ..._core.family import _tree_from_nested
     from ..map.search import beam_search_trees
 
     if isinstance(n_trees, (bool, np.bool_)) or not isinstance(n_trees, numbers.Integral):
@@ -251,7 +206,7 @@ def beam_seed_trees(model, n_trees, *, beam_width=None, beta=1.0):
         beam_width = max(n * (n - 1) // 2, int(n_trees), 1)
     found = beam_search_trees(*model.kernel_inputs(float(beta)), beam_width=beam_width,
                               n_trees=int(n_trees))
-    trees = [_tree_from_nested(tree, n) if n > 1 else np.zeros((0, 2), dtype=np.int64)
+    trees = [tree_to_postorder_children(tree, n) if n > 1 else np.zeros((0, 2), dtype=np.int64)
              for tree, _ in found]
     return trees, np.array([value for _, value in found])
 
@@ -299,8 +254,6 @@ def tree_windows(children, n_items, size=8, max_union_items=None):
     """
     import heapq
 
-    from ..._core.family import _check_children, leaf_order
-
     if isinstance(size, (bool, np.bool_)) or not isinstance(size, numbers.Integral):
         raise TypeError(f"size must be an int, got {size!r}.")
     if not 2 <= size <= 16:
@@ -308,7 +261,7 @@ def tree_windows(children, n_items, size=8, max_union_items=None):
     n = int(n_items)
     if n < 2:
         return []
-    children = _check_children(children, n)
+    children = check_children(children, n)
     order, start, stop = leaf_order(children, n)
     windows = []
     stack = [2 * n - 2]
@@ -346,5 +299,5 @@ def windows_within_budget(windows, max_union_items):
     return [windows[i] for i in sorted(order_by_cost[keep].tolist())]
 
 
-__all__ = ["LINKAGES", "tree_windows", "windows_within_budget", "check_linkages", "linkage_seed_trees", "beam_seed_trees",
-           "permute_leaves", "scipy_to_children"]
+__all__ = ["LINKAGES", "tree_windows", "windows_within_budget", "check_linkages",
+           "linkage_seed_trees", "beam_seed_trees"]

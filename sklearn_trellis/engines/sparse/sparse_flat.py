@@ -29,8 +29,10 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from . import _sparse_flat_kernels as kernels
-from ..._core.budget import available_memory_bytes, check_memory, format_bytes
-from ..._core.family import ClusterFamily, item_codes, leaf_order
+from ..._core.budget import (BudgetExceeded, available_memory_bytes, check_memory,
+                             format_bytes)
+from ..._core.family import ClusterFamily, item_codes
+from ..._core.trees import leaf_order
 
 #: Default cap of the number of remainder states of the state engine.
 DEFAULT_MAX_STATES = 2_000_000
@@ -248,16 +250,18 @@ class SparseFlatTrellis:
         if status == kernels.STATES_CAP:
             limit = ("max_states" if max_states == self.max_states else
                      f"the memory available ({format_bytes(available)})")
-            raise ValueError(
+            raise BudgetExceeded(
                 f"The family needs more than {max_states:,} remainder states "
                 f"({format_bytes(state_bytes)} each at N={n}; {n_trans:,} transitions "
                 f"so far), the limit set by {limit}. Use fewer or more similar seed "
-                "trees, or raise max_states.")
+                "trees, or raise max_states.", resource="states", limit=max_states,
+                reached=int(n_states))
         if status == kernels.TRANSITIONS_CAP:
-            raise ValueError(
+            raise BudgetExceeded(
                 f"The family needs more than {n_trans:,} transitions "
                 f"({format_bytes(n_trans * _TRANSITION_BYTES)}) after {n_states:,} states: "
-                "not enough memory. Use fewer or more similar seed trees.")
+                "not enough memory. Use fewer or more similar seed trees.",
+                resource="transitions", limit=max_transitions, reached=int(n_trans))
         self.n_states_ = int(n_states)
         self.n_transitions_ = int(n_trans)
         self._states = (sizes, ptr, t_vertex, c_ptr, children)

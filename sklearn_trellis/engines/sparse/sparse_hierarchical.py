@@ -36,6 +36,7 @@ from . import _sparse_hier_kernels as kernels
 from ..._core.budget import check_memory, format_bytes
 from ..._core.specialise import call_specialised
 from ..._core.family import ClusterFamily, item_codes
+from ..._core.trees import check_children, tree_to_postorder_children
 
 #: Bytes kept per edge at the peak: discovery rows (24, up to twice while the
 #: buffer grows), CSR parent/left/right (24), log-potential and sampling CDF (16).
@@ -365,10 +366,8 @@ class SparseHierarchicalTrellis:
         """Edge ids of a tree (``children_`` array or nested tuples); ValueError if the
         trellis does not realise it."""
         if isinstance(tree, tuple) or (isinstance(tree, (int, np.integer)) and self.n_items == 1):
-            from ..._core.family import _tree_from_nested
-            tree = _tree_from_nested(tree, self.n_items)
-        from ..._core.family import _check_children
-        children = _check_children(tree, self.n_items)
+            tree = tree_to_postorder_children(tree, self.n_items)
+        children = check_children(tree, self.n_items)
         if self._table is None:
             self._table = kernels.build_hash_table(self.family.hashes, self.family.sizes)
         edges = kernels.edges_of_children(

@@ -15,7 +15,8 @@ from sklearn_trellis.engines import ExactHierarchicalTrellis, SparseHierarchical
 from sklearn_trellis._core.family import ClusterFamily
 from sklearn_trellis.engines.exact.hierarchical import double_factorial_trees
 from sklearn_trellis.engines.map.search import beam_search_tree, greedy_tree
-from sklearn_trellis.engines.sparse.seeds import beam_seed_trees, permute_leaves
+from sklearn_trellis._core.trees import permute_leaves
+from sklearn_trellis.engines.sparse.seeds import beam_seed_trees
 
 
 def nested(children):

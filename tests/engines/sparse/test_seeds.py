@@ -9,12 +9,8 @@ from oracles import canonical_tree
 from sklearn_trellis.models import DasguptaEnergy, HCCEnergy
 from sklearn_trellis._core.family import ClusterFamily
 from sklearn_trellis.engines.map.search import beam_search_tree, greedy_tree
-from sklearn_trellis.engines.sparse.seeds import (
-    LINKAGES,
-    beam_seed_trees,
-    linkage_seed_trees,
-    scipy_to_children,
-)
+from sklearn_trellis._core.trees import scipy_to_children
+from sklearn_trellis.engines.sparse.seeds import LINKAGES, beam_seed_trees, linkage_seed_trees
 
 
 def node_sets(children, n):

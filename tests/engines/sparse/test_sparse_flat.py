@@ -14,6 +14,7 @@ from oracles import (
 from sklearn_trellis.models import CorrelationClusteringModel
 from sklearn_trellis.models._flat import FlatModel
 from sklearn_trellis.engines import ExactFlatTrellis
+from sklearn_trellis._core.budget import BudgetExceeded
 from sklearn_trellis._core.family import ClusterFamily
 from sklearn_trellis.engines.sparse.seeds import linkage_seed_trees
 from sklearn_trellis.engines.sparse.sparse_flat import SparseFlatTrellis
@@ -257,6 +258,11 @@ def test_state_cap_and_input_errors():
     family = ClusterFamily.from_trees([random_tree(n, rng) for _ in range(4)], n)
     with pytest.raises(ValueError, match="remainder states"):
         SparseFlatTrellis.from_model(model, family, max_states=3).fit()
+    # A dedicated class carries the figures, so callers need not read the message.
+    with pytest.raises(BudgetExceeded) as refused:
+        SparseFlatTrellis.from_model(model, family, max_states=3).fit()
+    assert refused.value.resource == "states" and refused.value.limit == 3
+    assert refused.value.reached == 3
     with pytest.raises(ValueError, match="method='tree'"):
         SparseFlatTrellis.from_model(model, family, method="tree")
     with pytest.raises(ValueError, match="shape"):

@@ -315,7 +315,7 @@ def test_map_children_are_a_valid_sklearn_tree():
     assert trellis.log_potential(children) == pytest.approx(trellis.map_log_potential)
     assert trellis.tree_nested(trellis.map_edges) == trellis.map_tree
     # the same encoding as the estimator's
-    from sklearn_trellis._trellis_hierarchical import tree_to_children
+    from sklearn_trellis._core.trees import tree_to_children
     ref_children, ref_distances = tree_to_children(trellis.map_tree, n)
     np.testing.assert_array_equal(children, ref_children)
     np.testing.assert_array_equal(distances, ref_distances)

@@ -1,0 +1,205 @@
+"""Which clusters a sparse trellis runs over: the seed-family search of both trellis estimators.
+
+A sparse trellis is exact over the clusterings (flat) or trees (hierarchical)
+made of the clusters of its family; the family is the union of the nodes of
+*seed trees* (:mod:`~sklearn_trellis.engines.sparse.seeds`). This module holds
+the strategy that picks the family, shared by
+:class:`~sklearn_trellis.ExactCorrelationClustering` and
+:class:`~sklearn_trellis.TrellisHierarchical`:
+
+- :func:`linkage_trees` / :func:`beam_trees`: the seed trees;
+- :func:`seed_family`: the union of all seeds, or a union grown tree by tree
+  (best ``Z`` first) while the engine stays within its budget (the engine
+  raises :class:`~sklearn_trellis._core.budget.BudgetExceeded`), then
+  optionally refined around the best tree found (windows);
+- :meth:`SeedFamily.note`: the ``approximation_`` text describing the result.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..._core.budget import BudgetExceeded
+from ..._core.family import ClusterFamily
+from ...models import CallableEnergy
+from .seeds import beam_seed_trees, linkage_seed_trees, tree_windows, windows_within_budget
+
+#: Cap on the remainder states of a sparse flat trellis over a union of seed
+#: trees (about 200 bytes each at N = 1,000; ~5 s to reach).
+MAX_SPARSE_STATES = 100_000
+
+#: Above this N seed trees are not combined (their unions need millions of states).
+MAX_UNION_ITEMS = 1_000
+
+#: Beam-search seed trees need the model's ``2**N`` statistics: only up to this N.
+MAX_BEAM_SEED_ITEMS = 20
+
+#: Item entries the refinement windows may add (about 16 bytes each: the
+#: unions' members and discovery's per-item lists); larger windows are skipped.
+MAX_WINDOW_UNION_ITEMS = 120_000_000
+
+
+def linkage_trees(names, dissimilarities, X=None):
+    """Seed trees of the linkages ``names``, and the names of the trees built.
+
+    Parameters
+    ----------
+    names : list of str
+        Linkage names (``check_linkages``).
+    dissimilarities : ndarray
+        Condensed dissimilarities of the items (every linkage but Ward).
+    X : ndarray of shape (N, n_features), optional
+        Feature rows for Ward's linkage (euclidean); without them Ward is skipped.
+
+    Returns
+    -------
+    trees : list of ndarray of shape (N - 1, 2)
+        ``children_`` arrays, Ward last.
+    built : list of str
+        The linkage of each tree, in the same order.
+    """
+    others = [name for name in names if name != "ward"]
+    trees = linkage_seed_trees(distances=dissimilarities, linkage=others) if others else []
+    if "ward" in names and X is not None:
+        trees += linkage_seed_trees(X, linkage="ward")
+        others.append("ward")
+    return trees, others
+
+
+def beam_trees(model, n_trees, beta=1.0):
+    """Up to ``n_trees`` beam-search seed trees on a fitted split model's own energy.
+
+    Empty beyond ``MAX_BEAM_SEED_ITEMS`` items (the search tabulates the
+    model over all ``2**N`` subsets) and for callable energies (one Python
+    call per split).
+    """
+    if not n_trees or isinstance(model, CallableEnergy) or model.n_items_ > MAX_BEAM_SEED_ITEMS:
+        return []
+    return beam_seed_trees(model, int(n_trees), beta=float(beta))[0]
+
+
+@dataclass
+class SeedFamily:
+    """A fitted sparse trellis and how its family was chosen.
+
+    Attributes
+    ----------
+    trellis : fitted SparseFlatTrellis or SparseHierarchicalTrellis
+    family : ClusterFamily
+        The trellis's family.
+    description : str
+        Which clusters the family holds, e.g. ``'the clusters of 4 seed trees'``.
+    """
+
+    trellis: object
+    family: ClusterFamily
+    description: str
+
+    def note(self, realised="clusterings"):
+        """The ``approximation_`` text: what the trellis is exact over.
+
+        ``realised`` is ``'clusterings'`` (flat trellises) or ``'trees'``
+        (hierarchical ones, whose share of all trees is quoted).
+        """
+        if self.family.n_items == 1:
+            return f"one item: the only {realised[:-1]}"
+        size = f"{self.family.n_vertices:,} clusters"
+        if realised == "trees":
+            size += f", 10^{float(self.trellis.log10_sparsity_index):.1f} of all trees"
+            over = "the trees it realises"
+        else:
+            over = "the clusterings made of these clusters"
+        return (f"sparse trellis over {self.description} ({size}): log Z, MAP, marginals "
+                f"and samples are exact over {over}; log Z is a lower bound and the MAP "
+                "may not be the global one")
+
+
+def seed_family(build, trees, n_items, *, names=None, window_size=0):
+    """Fit a sparse trellis over the clusters of seed trees.
+
+    Parameters
+    ----------
+    build : callable
+        ``build(family, **budget) -> fitted sparse trellis``; ``budget`` is
+        ``max_states`` when unions are grown, and the trellis raises
+        :class:`~sklearn_trellis._core.budget.BudgetExceeded` above it.
+    trees : list of ndarray of shape (N - 1, 2)
+        The seed trees (``children_`` arrays).
+    n_items : int
+    names : list of str, optional
+        One name per tree. Given, the union is *grown*: each tree alone gives
+        a trellis (a tree's family costs ``O(N)``); starting from the one of
+        largest ``Z``, the others join, in order of their ``Z``, as long as
+        the trellis over the union needs at most ``MAX_SPARSE_STATES``
+        remainder states (not at all above ``MAX_UNION_ITEMS`` items: unions
+        of linkage trees then need millions of states). Not given, the family
+        is the union of all the trees.
+    window_size : int, default=0
+        From 3 on (hierarchical trellises only), the family then gains every
+        union of ``window_size`` neighbouring clusters of the best tree found
+        (:func:`~sklearn_trellis.engines.sparse.seeds.tree_windows`, within
+        ``MAX_WINDOW_UNION_ITEMS``), and the trellis is fitted again: its MAP
+        is optimal over all re-arrangements of each window.
+
+    Returns
+    -------
+    SeedFamily
+    """
+    n = int(n_items)
+    if n == 1:
+        family = ClusterFamily.from_trees([], 1)
+        return SeedFamily(build(family), family, "the only cluster")
+    if names is None:
+        family = ClusterFamily.from_trees(trees, n)
+        found = SeedFamily(build(family), family, f"the clusters of {len(trees)} seed trees")
+    else:
+        found = _grown_union(build, trees, n, names)
+    if window_size >= 3:
+        found = _refined(build, trees, n, found, int(window_size))
+    return found
+
+
+def _grown_union(build, trees, n, names):
+    """Seed trees joined best ``Z`` first while the union stays within the state budget."""
+    singles = [build(ClusterFamily.from_trees([tree], n)) for tree in trees]
+    ranking = np.argsort([-t.log_partition_function for t in singles], kind="stable")
+    chosen = [int(ranking[0])]
+    trellis = singles[chosen[0]]
+    skipped = []
+    for index in ranking[1:] if n <= MAX_UNION_ITEMS else []:
+        family = ClusterFamily.from_trees([trees[i] for i in chosen + [int(index)]], n)
+        try:
+            trellis = build(family, max_states=MAX_SPARSE_STATES)
+        except BudgetExceeded:
+            skipped.append(names[index])
+            continue
+        chosen.append(int(index))
+    used = [names[i] for i in chosen]
+    described = (f"the clusters of the {', '.join(used)} linkage tree"
+                 f"{'s' if len(used) > 1 else ''}")
+    if len(used) < len(names):
+        reason = (f"needed more than {MAX_SPARSE_STATES:,} states" if skipped
+                  else f"are not combined above {MAX_UNION_ITEMS:,} items")
+        left = [name for name in names if name not in used]
+        described += (f" (unions with the {', '.join(left)} tree"
+                      f"{'s' if len(left) > 1 else ''} {reason})")
+    return SeedFamily(trellis, trellis.family, described)
+
+
+def _refined(build, trees, n, found, window_size):
+    """Re-optimise the best tree exactly, ``window_size`` clusters at a time."""
+    best = found.trellis.map_children
+    every = tree_windows(best, n, window_size)
+    windows = windows_within_budget(every, MAX_WINDOW_UNION_ITEMS)
+    family = ClusterFamily.from_trees(trees + [best], n, windows=windows)
+    described = (f"{found.description} and all unions of {window_size} neighbouring "
+                 "clusters of their best tree")
+    if len(windows) < len(every):
+        described += (f" in {len(windows):,} of its {len(every):,} windows (the largest "
+                      "ones exceed the memory budget)")
+    return SeedFamily(build(family), family, described)
+
+
+__all__ = ["MAX_SPARSE_STATES", "MAX_UNION_ITEMS", "MAX_BEAM_SEED_ITEMS",
+           "MAX_WINDOW_UNION_ITEMS", "SeedFamily", "beam_trees", "linkage_trees",
+           "seed_family"]
