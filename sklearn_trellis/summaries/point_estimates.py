@@ -291,8 +291,11 @@ def point_estimate(samples_or_pairwise, loss="binder", *, a=1.0, b=1.0, method="
     >>> samples = np.array([[0, 0, 1, 1], [0, 0, 1, 1], [0, 0, 0, 1]])
     >>> point_estimate(samples, loss="binder", random_state=0)
     array([0, 0, 1, 1])
-    >>> point_estimate(samples, loss="vi", random_state=0, return_loss=True)
-    (array([0, 0, 1, 1]), 0.2746530721670275)
+    >>> labels, loss = point_estimate(samples, loss="vi", random_state=0, return_loss=True)
+    >>> labels, round(loss, 6)
+    (array([0, 0, 1, 1]), 0.274653)
+    >>> point_estimate(samples, loss="VI.lb", random_state=0)  # salso's spelling
+    array([0, 0, 1, 1])
     """
     loss = loss_name(loss)
     check_loss_parameters(loss, a, b)
