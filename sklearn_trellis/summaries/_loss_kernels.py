@@ -485,5 +485,6 @@ def canonical_rows(labels, n_values):
     return out
 
 
-__all__ = ["canonical_rows", "cm_loss", "cm_losses", "psm_losses", "greedy_search", "BINDER", "VI", "OMARI",
+__all__ = ["canonical_rows", "cm_loss", "cm_losses", "psm_losses", "greedy_search", "BINDER",
+           "VI", "OMARI",
            "NVI", "NID", "BINDER_PSM", "OMARI_APPROX", "VI_LB", "N_CONTINGENCY_KINDS"]

@@ -1,18 +1,19 @@
 """Point estimates minimising a posterior expected loss (SALSO-style search, or over the draws).
 
-Losses (names as salso's, case-insensitive, ``.`` read as ``_``):
+Losses (names as salso's, case-insensitive, ``.`` read as ``_``), with what
+their posterior expected value needs:
 
-============== ============================================ ===================
-``loss``        posterior expected loss of the estimate ``c`` needs
-============== ============================================ ===================
-``'binder'``    Binder(a, b), :func:`binder_loss`            samples or ``P``
-``'vi'``        generalised VI(a), :func:`variation_of_...`  samples
-``'omari'``     ``1 - ARI``, :func:`adjusted_rand_loss`      samples
-``'nvi'``       normalised VI                                samples
-``'nid'``       normalised information distance              samples
-``'omari_approx'`` ``1 - PEAR`` (Fritsch & Ickstadt 2009)    samples or ``P``
-``'vi_lb'``     lower bound of E[VI] (Wade & Ghahramani)     samples or ``P``
-============== ============================================ ===================
+- ``'binder'``: Binder's loss with costs ``a`` (split) and ``b`` (join),
+  :func:`~sklearn_trellis.summaries.binder_loss`; samples or ``P``;
+- ``'vi'``: generalised variation of information (split weight ``a``),
+  :func:`~sklearn_trellis.summaries.variation_of_information`; samples;
+- ``'omari'``: one minus the adjusted Rand index; samples;
+- ``'nvi'``: normalised VI; samples;
+- ``'nid'``: normalised information distance; samples;
+- ``'omari_approx'``: ``1 - PEAR`` (Fritsch & Ickstadt 2009), salso's
+  ``omARI.approx``; samples or ``P``;
+- ``'vi_lb'``: Wade & Ghahramani's (2018) lower bound of the expected VI,
+  salso's ``VI.lb``; samples or ``P``.
 
 ``P`` is the (n, n) matrix of pairwise co-clustering probabilities, e.g. the
 exact ``pairwise_marginals_`` of an exact engine. Conventions: all sums over
