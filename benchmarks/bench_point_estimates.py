@@ -4,8 +4,9 @@ Target (issue #19): the Binder and the VI estimate each in at most 10 s on 2
 cores, and the credible ball in at most 10 s. The samples are noisy copies of
 an 8-cluster partition (each label redrawn among 10 with probability 0.05).
 Numba compilation is excluded (a warm-up run on a small set first).
-R's salso is not used as an anchor: it is not installable here (no CRAN
-access, and Debian ships no r-cran-salso / r-cran-mcclust package).
+R's salso is not used as an anchor: R itself (r-base-core) is available, but
+salso and mcclust(.ext) are not (no CRAN access, and Debian ships no
+r-cran-salso / r-cran-mcclust package).
 
     python benchmarks/bench_point_estimates.py [--n 5000] [--samples 1000] [--n-jobs 2]
 """
