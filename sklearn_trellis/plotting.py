@@ -7,7 +7,8 @@ constructors ``from_estimator`` and ``from_samples``, as in
 :mod:`sklearn.metrics`. The panels are those of Fidaner & Cemgil (2013,
 Figures 4 and 9): number of blocks, pairwise occurrences ordered by the
 entropy agglomeration (EA) dendrogram, the dendrogram, and the COD matrix
-with its entropy sequence.
+with its entropy sequence; and a point estimate with its credible ball's
+bounds (Wade & Ghahramani 2018).
 """
 
 import numpy as np
@@ -15,7 +16,8 @@ from scipy.cluster.hierarchy import dendrogram
 from sklearn.utils.validation import check_is_fitted
 
 from ._entropy_agglomeration import EntropyAgglomeration
-from .summaries import cumulative_occurrence_distribution, entropy_sequence, n_clusters_histogram
+from .summaries import (credible_ball, cumulative_occurrence_distribution, entropy_sequence,
+                        n_clusters_histogram)
 
 
 def _pyplot():
@@ -293,5 +295,87 @@ class EntropySequenceDisplay:
                                 axes=axes, **kwargs)
 
 
+class CredibleBallDisplay:
+    """A point estimate and its credible ball's bounds as co-clustering heatmaps.
+
+    Four panels (Wade & Ghahramani 2018, Figure 5 style): the estimate, the
+    upper vertical bound (fewest clusters), the lower vertical bound (most
+    clusters) and the horizontal bound (farthest), each as the matrix
+    ``[c_i == c_j]``; rows ordered so that the estimate's clusters are blocks.
+    When a bound has ties the first partition is drawn.
+
+    Parameters
+    ----------
+    ball : sklearn_trellis.summaries.CredibleBall
+    order : array-like of int, default=None
+        Row/column order; ``None`` sorts by the estimate's labels.
+    element_labels : list of str, default=None
+
+    Attributes
+    ----------
+    axes_ : array of four matplotlib Axes
+    figure_ : matplotlib Figure
+    """
+
+    def __init__(self, ball, order=None, element_labels=None):
+        self.ball = ball
+        self.order = order
+        self.element_labels = element_labels
+
+    def plot(self, axes=None, *, cmap="Greys"):
+        """Draw the four heatmaps."""
+        plt = _pyplot()
+        if axes is None:
+            self.figure_, axes = plt.subplots(1, 4, figsize=(14, 3.8))
+        else:
+            self.figure_ = np.asarray(axes).ravel()[0].figure
+        self.axes_ = np.asarray(axes).ravel()
+        ball = self.ball
+        estimate = np.asarray(ball.estimate)
+        n = estimate.size
+        order = (np.argsort(estimate, kind="stable") if self.order is None
+                 else np.asarray(self.order))
+        names = np.array(_names(self.element_labels, n))[order]
+        panels = [("estimate", estimate, None),
+                  ("upper vertical bound", ball.upper_vertical[0], ball.upper_vertical_distance),
+                  ("lower vertical bound", ball.lower_vertical[0], ball.lower_vertical_distance),
+                  ("horizontal bound", ball.horizontal[0], ball.horizontal_distance)]
+        for ax, (title, labels, distance) in zip(self.axes_, panels):
+            labels = np.asarray(labels)[order]
+            ax.imshow(labels[:, None] == labels[None, :], cmap=cmap, vmin=0, vmax=1,
+                      interpolation="nearest")
+            k = np.unique(labels).size
+            suffix = "" if distance is None else f", {ball.loss} {distance:.3g}"
+            ax.set_title(f"{title}\n{k} clusters{suffix}", fontsize=10)
+            if n <= 40:
+                ax.set_xticks(range(n), names, rotation=90)
+                ax.set_yticks(range(n), names)
+            else:
+                ax.set_xticks([])
+                ax.set_yticks([])
+        self.figure_.suptitle(f"{ball.level:.0%} credible ball ({ball.loss}, radius "
+                              f"{ball.radius:.3g})")
+        return self
+
+    @classmethod
+    def from_samples(cls, samples, estimate, *, loss="vi", level=0.95, element_labels=None,
+                     axes=None, **kwargs):
+        """Compute :func:`~sklearn_trellis.summaries.credible_ball` and draw it."""
+        ball = credible_ball(samples, estimate, loss=loss, level=level)
+        return cls(ball, element_labels=element_labels).plot(axes=axes, **kwargs)
+
+    @classmethod
+    def from_estimator(cls, estimator, *, loss="vi", level=0.95, element_labels=None,
+                       axes=None, **kwargs):
+        """Around a fitted estimator's ``labels_``, from its ``samples_``."""
+        check_is_fitted(estimator, "labels_")
+        samples = getattr(estimator, "samples_", None)
+        if samples is None:
+            raise TypeError(f"{type(estimator).__name__} has no samples_: a credible ball "
+                            "needs sampled partitions.")
+        return cls.from_samples(samples, estimator.labels_, loss=loss, level=level,
+                                element_labels=element_labels, axes=axes, **kwargs)
+
+
 __all__ = ["DendrogramDisplay", "CoClusteringDisplay", "NClustersHistogramDisplay",
-           "EntropySequenceDisplay"]
+           "EntropySequenceDisplay", "CredibleBallDisplay"]

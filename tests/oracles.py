@@ -382,3 +382,77 @@ def ginkgo_energy(jet):
     """The (unfitted) Ginkgo energy with a jet's parameters."""
     from sklearn_trellis.models import GinkgoEnergy
     return GinkgoEnergy(lam=jet["lam"], lam_root=jet["lam_root"], t_cut=jet["t_cut"])
+
+
+def partition_losses(estimates, references, loss, a=1.0, b=1.0):
+    """(E, R) matrix of ``loss(reference, estimate)`` from the joint counts, by definition.
+
+    Binder(a, b): ``a`` per pair together in the reference and split by the
+    estimate, ``b`` per pair apart in the reference and joined; VI_a =
+    ``2 H(J) - a H(ref) - (2 - a) H(est)``; NVI = ``VI / H(J)``; NID =
+    ``1 - I / max(H)``; omARI = ``1 - ARI`` (Hubert & Arabie). Natural logs.
+    """
+    estimates = np.asarray(estimates)
+    references = np.asarray(references)
+    n = estimates.shape[1]
+    iu, ju = np.triu_indices(n, 1)
+    same_e = (estimates[:, iu] == estimates[:, ju]).astype(float)
+    same_r = (references[:, iu] == references[:, ju]).astype(float)
+    if loss == "binder":
+        return a * (1 - same_e) @ same_r.T + b * same_e @ (1 - same_r).T
+    if loss == "omari":
+        both = same_e @ same_r.T
+        in_e = same_e.sum(axis=1)[:, None]
+        in_r = same_r.sum(axis=1)[None, :]
+        expected = in_e * in_r / len(iu)
+        maximum = (in_e + in_r) / 2
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ari = np.where(maximum == expected, 1.0, (both - expected) / (maximum - expected))
+        return 1 - ari
+
+    def entropy(codes):
+        counts = np.stack([np.bincount(row, minlength=n * n) for row in codes])
+        p = counts / n
+        return -(p * np.log(np.where(p > 0, p, 1))).sum(axis=1)
+
+    base = np.max(references) + 1
+    h_e = entropy(estimates)[:, None]
+    h_r = entropy(references)[None, :]
+    joint = np.array([[entropy((e * base + r)[None])[0] for r in references]
+                      for e in estimates])
+    if loss == "vi":
+        return 2 * joint - a * h_r - (2 - a) * h_e
+    info = h_e + h_r - joint
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if loss == "nvi":
+            return np.where(joint > 1e-15, 1 - info / joint, 0.0)
+        top = np.maximum(h_e, h_r)
+        return np.where(top > 1e-15, 1 - info / top, 0.0)
+
+
+def pairwise_losses(estimates, pairwise, loss, a=1.0, b=1.0):
+    """Pairwise losses of each estimate from ``P`` by their formulas.
+
+    Binder(a, b) ``= sum_{i<j} [a P_ij (1 - c_ij) + b (1 - P_ij) c_ij]``;
+    omARI.approx ``= 1 - PEAR`` (Fritsch & Ickstadt 2009); VI.lb (Wade &
+    Ghahramani 2018, natural log) ``= (1/n) sum_i [log sum_j c_ij + log sum_j
+    P_ij - 2 log sum_j c_ij P_ij]`` (``c_ii = 1``, ``P_ii = 1``).
+    """
+    estimates = np.asarray(estimates)
+    n = estimates.shape[1]
+    out = []
+    for c in estimates:
+        same = (c[:, None] == c[None, :]).astype(float)
+        upper = np.triu(np.ones((n, n)), 1) > 0
+        if loss == "binder":
+            out.append(np.sum(upper * (a * pairwise * (1 - same) + b * (1 - pairwise) * same)))
+        elif loss == "omari_approx":
+            together, prob, both = same[upper].sum(), pairwise[upper].sum(), (
+                same * pairwise)[upper].sum()
+            expected = together * prob / upper.sum()
+            maximum = (together + prob) / 2
+            out.append(1 - (both - expected) / (maximum - expected))
+        else:
+            out.append(np.mean(np.log(same.sum(axis=1)) + np.log(pairwise.sum(axis=1))
+                               - 2 * np.log((same * pairwise).sum(axis=1))))
+    return np.array(out)

@@ -81,3 +81,29 @@ def test_displays_refuse_wrong_estimators():
     with pytest.raises(NotFittedError):
         DendrogramDisplay.from_estimator(EntropyAgglomeration())
 
+
+
+def test_credible_ball_display():
+    from sklearn_trellis.plotting import CredibleBallDisplay
+    from sklearn_trellis.summaries import credible_ball, point_estimate
+    rng = np.random.default_rng(0)
+    base = np.repeat([0, 1, 2], 4)
+    samples = np.where(rng.random((30, 12)) < 0.2, rng.integers(0, 4, (30, 12)), base)
+    estimate = point_estimate(samples, "vi", random_state=0)
+    display = CredibleBallDisplay.from_samples(samples, estimate, level=0.9)
+    ball = credible_ball(samples, estimate, level=0.9)
+    assert len(display.axes_) == 4
+    titles = [ax.get_title() for ax in display.axes_]
+    assert titles[0].startswith("estimate") and titles[3].startswith("horizontal bound")
+    k_upper = ball.upper_vertical[0].max() + 1
+    assert f"{k_upper} clusters" in titles[1]
+    # the drawn matrices are the co-clustering matrices of the estimate and the bounds
+    order = np.argsort(estimate, kind="stable")
+    for ax, labels in zip(display.axes_, [estimate, ball.upper_vertical[0],
+                                          ball.lower_vertical[0], ball.horizontal[0]]):
+        drawn = np.asarray(ax.get_images()[0].get_array())
+        ordered = np.asarray(labels)[order]
+        np.testing.assert_array_equal(drawn, ordered[:, None] == ordered[None, :])
+    fitted = ExactCorrelationClustering(random_state=0).fit(rng.normal(size=(5, 2)))
+    with pytest.raises(TypeError, match="samples_"):
+        CredibleBallDisplay.from_estimator(fitted)

@@ -3,7 +3,9 @@
 Cumulative statistics, cumulative occurrence distribution (COD) matrices,
 projection entropy and entropy sequences (Fidaner & Cemgil 2013), pairwise
 co-occurrence, the number-of-blocks histogram, point estimates minimising a
-posterior expected loss, and losses/scores between two clusterings.
+posterior expected loss (Binder, generalised VI, omARI, NVI, NID and the
+pairwise approximations of salso), credible balls (Wade & Ghahramani 2018),
+and losses/scores between two clusterings.
 
 A *sample set* is an int array (T, n) of label vectors (one sampled
 partition per row: the elements are the columns), a list of partitions or
@@ -13,9 +15,12 @@ feature allocations given as lists of blocks (iterables of element indices
 
 from .cumulative import cumulative_occurrence_distribution, cumulative_statistic, projection
 from .entropy import entropy_sequence, projection_entropy
-from .metrics import binder_loss, purity_score, variation_of_information
+from .credible_ball import CredibleBall, credible_ball
+from .metrics import (adjusted_rand_loss, binder_loss, normalized_information_distance,
+                      normalized_variation_of_information, purity_score,
+                      variation_of_information)
 from .occurrence import n_clusters_histogram, pairwise_cooccurrence
-from .point_estimates import point_estimate
+from .point_estimates import expected_loss, point_estimate
 
 __all__ = [
     "cumulative_statistic",
@@ -26,7 +31,13 @@ __all__ = [
     "pairwise_cooccurrence",
     "n_clusters_histogram",
     "point_estimate",
+    "expected_loss",
+    "credible_ball",
+    "CredibleBall",
     "binder_loss",
     "variation_of_information",
+    "normalized_variation_of_information",
+    "normalized_information_distance",
+    "adjusted_rand_loss",
     "purity_score",
 ]

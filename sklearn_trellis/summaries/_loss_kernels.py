@@ -1,15 +1,34 @@
-"""Numba kernels of the point-estimate search: posterior expected Binder and VI losses.
+"""Numba kernels of the point-estimate search and of posterior expected losses.
 
-Notation: ``labels`` is the candidate clustering (slots ``0..n-1``, ``-1`` for
-an element not yet allocated), ``samples`` the (T, n) sampled partitions with
-block ids ``0..L-1``, ``Q = 1 - 2 P`` with ``P`` the pairwise co-clustering
-probabilities.
+Two families of losses share one search (SALSO-style sequential allocation
+and sweetening, Dahl, Johnson & Müller 2022):
 
-Binder (unit costs): ``E L(c) = sum_{i<j} P_ij + sum_{i<j, c_i = c_j} Q_ij``.
-VI: ``n E VI(c) = sum_k x(n_k) + mean_t sum_l x(m_tl) - 2 mean_t sum_kl x(N_tkl)``
-with ``x(u) = u log u``, ``n_k`` the cluster sizes, ``m_tl`` the block sizes
-of sample ``t`` and ``N_tkl`` the contingency counts.
+*Contingency losses*, read from the sampled partitions (``samples``: (T, n)
+block ids ``0..L_t-1``). Every one is a function, per sample ``t``, of six
+sums over the contingency table of the candidate ``c`` (the estimate) and
+the sample (the reference), on the ``m`` elements allocated so far::
+
+    SEx = sum_k x(n_k)     STx = sum_l x(m_tl)     SJx = sum_kl x(N_tkl)
+    SEp = sum_k C(n_k, 2)  STp = sum_l C(m_tl, 2)  SJp = sum_kl C(N_tkl, 2)
+
+with ``x(u) = u log u``. Binder(a, b) ``= a (STp - SJp) + b (SEp - SJp)``;
+``m VI_a = a STx + (2 - a) SEx - 2 SJx``; NVI, NID and omARI follow from the
+entropies ``H = log m - S.x / m`` and the pair counts (see :func:`cm_loss`).
+The search keeps ``N_tkl`` for every cluster, so moving an element costs
+``O(T)`` per cluster whatever the loss.
+
+*Pairwise losses*, read from ``P`` (pairwise co-clustering probabilities):
+Binder(a, b) ``= a sum_{i<j} P_ij + sum_{i<j, c_i = c_j} (b - (a + b) P_ij)``,
+the approximate omARI of Fritsch & Ickstadt (2009) (``1 - PEAR``, salso's
+``omARI.approx``) and Wade & Ghahramani's (2018) lower bound of the expected
+VI (``VI.lb``, natural log)::
+
+    VI.lb(c) = (1/n) sum_i [log |c(i)| + log sum_j P_ij - 2 log sum_{j in c(i)} P_ij].
+
+A candidate's slot ``k`` is a cluster of ``labels`` (``-1``: not allocated).
 """
+
+import math
 
 import numpy as np
 from numba import njit
@@ -18,156 +37,454 @@ from ._kernels import xlogx_table
 
 BINDER = 0
 VI = 1
+OMARI = 2
+NVI = 3
+NID = 4
+BINDER_PSM = 5
+OMARI_APPROX = 6
+VI_LB = 7
+#: Kinds read from the sampled partitions (the others from ``P``).
+N_CONTINGENCY_KINDS = 5
 
 
-@njit(cache=True)
-def binder_objectives(candidates, q):
-    """``sum_{i<j, c_i = c_j} Q_ij`` for each row of ``candidates``."""
-    n_candidates, n = candidates.shape
-    out = np.zeros(n_candidates)
-    for r in range(n_candidates):
-        row = candidates[r]
-        order = np.argsort(row, kind="mergesort")
-        start = 0
-        total = 0.0
-        while start < n:
-            stop = start
-            while stop < n and row[order[stop]] == row[order[start]]:
-                stop += 1
-            for u in range(start, stop):
-                i = order[u]
-                for v in range(u + 1, stop):
-                    total += q[i, order[v]]
-            start = stop
-        out[r] = total
-    return out
+@njit(cache=True, nogil=True)
+def _omari(both, in_a, in_b, n_pairs):
+    expected = in_a * in_b / n_pairs if n_pairs > 0 else 0.0
+    maximum = 0.5 * (in_a + in_b)
+    if abs(maximum - expected) <= 1e-12 * max(1.0, maximum):
+        return 0.0 if (abs(in_a - both) <= 1e-9 and abs(in_b - both) <= 1e-9) else 1.0
+    return 1.0 - (both - expected) / (maximum - expected)
 
 
-@njit(cache=True)
-def vi_objectives(candidates, samples, n_sample_blocks):
-    """``sum_k x(n_k) - 2 mean_t sum_kl x(N_tkl)`` for each row of ``candidates``.
+@njit(cache=True, nogil=True)
+def cm_loss(kind, m, sex, sep, stx, stp, sjx, sjp, a, b):
+    """Loss of the estimate against one sample from the six contingency sums."""
+    if kind == BINDER:
+        return a * (stp - sjp) + b * (sep - sjp)
+    if m <= 0:
+        return 0.0
+    if kind == VI:
+        return (a * stx + (2.0 - a) * sex - 2.0 * sjx) / m
+    if kind == OMARI:
+        return _omari(sjp, stp, sep, 0.5 * m * (m - 1.0))
+    log_m = math.log(m)
+    h_e = max(log_m - sex / m, 0.0)
+    h_t = max(log_m - stx / m, 0.0)
+    h_j = max(log_m - sjx / m, 0.0)
+    if kind == NVI:
+        if h_j <= 1e-15:
+            return 0.0
+        return min(max((2.0 * h_j - h_e - h_t) / h_j, 0.0), 1.0)
+    top = max(h_e, h_t)  # NID
+    if top <= 1e-15:
+        return 0.0
+    return min(max((h_j - min(h_e, h_t)) / top, 0.0), 1.0)
 
-    Candidate labels must be ``0..K-1``.
-    """
+
+@njit(cache=True, nogil=True)
+def cm_losses(candidates, samples, kind, a, b):
+    """(C, T) losses of each candidate (labels ``0..K-1``) against each sample."""
     n_candidates, n = candidates.shape
     n_samples = samples.shape[0]
     xl = xlogx_table(n + 2)
-    out = np.zeros(n_candidates)
+    out = np.zeros((n_candidates, n_samples))
+    n_blocks = samples.max() + 1
     for r in range(n_candidates):
         row = candidates[r]
         n_clusters = row.max() + 1
         sizes = np.zeros(n_clusters, np.int64)
         for i in range(n):
             sizes[row[i]] += 1
-        own = 0.0
+        sex = 0.0
+        sep = 0.0
         for k in range(n_clusters):
-            own += xl[sizes[k]]
-        table = np.zeros((n_clusters, n_sample_blocks), np.int64)
-        cross = 0.0
+            sex += xl[sizes[k]]
+            sep += 0.5 * sizes[k] * (sizes[k] - 1.0)
+        table = np.zeros((n_clusters, n_blocks), np.int64)
+        block_sizes = np.zeros(n_blocks, np.int64)
         for t in range(n_samples):
             for i in range(n):
                 table[row[i], samples[t, i]] += 1
+                block_sizes[samples[t, i]] += 1
+            sjx = 0.0
+            sjp = 0.0
+            stx = 0.0
+            stp = 0.0
             for i in range(n):
                 k, blk = row[i], samples[t, i]
                 u = table[k, blk]
                 if u > 0:
-                    cross += xl[u]
+                    sjx += xl[u]
+                    sjp += 0.5 * u * (u - 1.0)
                     table[k, blk] = 0
-        out[r] = own - 2.0 * cross / n_samples
+                v = block_sizes[blk]
+                if v > 0:
+                    stx += xl[v]
+                    stp += 0.5 * v * (v - 1.0)
+                    block_sizes[blk] = 0
+            out[r, t] = cm_loss(kind, n, sex, sep, stx, stp, sjx, sjp, a, b)
     return out
 
 
-@njit(cache=True)
-def _add(kind, i, k, labels, sizes, counts, samples, delta):
-    labels[i] = k
-    sizes[k] += delta
-    if kind == VI:
-        for t in range(samples.shape[0]):
-            counts[k, t, samples[t, i]] += delta
-
-
-@njit(cache=True)
-def _costs(kind, i, labels, sizes, counts, q, samples, xl, out):
-    """Increase of the objective if ``i`` joins each slot (empty slots: 0)."""
-    n = labels.shape[0]
-    out[:] = 0.0
-    if kind == BINDER:
+@njit(cache=True, nogil=True)
+def psm_losses(candidates, pairwise, kind, a, b):
+    """Pairwise-loss value of each candidate (labels ``0..K-1``) given ``P``."""
+    n_candidates, n = candidates.shape
+    out = np.zeros(n_candidates)
+    total = 0.0
+    row_sums = np.zeros(n)
+    for i in range(n):
         for j in range(n):
-            k = labels[j]
-            if k >= 0 and j != i:
-                out[k] += q[i, j]
+            row_sums[i] += pairwise[i, j]
+            if j > i:
+                total += pairwise[i, j]
+    for r in range(n_candidates):
+        row = candidates[r]
+        together = 0.0
+        weighted = 0.0
+        value = 0.0
+        for i in range(n):
+            size = 0
+            mass = 0.0
+            for j in range(n):
+                if row[j] == row[i]:
+                    size += 1
+                    mass += pairwise[i, j]
+                    if j > i:
+                        together += 1.0
+                        weighted += pairwise[i, j]
+            if kind == VI_LB:
+                value += math.log(size) + math.log(row_sums[i]) - 2.0 * math.log(mass)
+        if kind == BINDER_PSM:
+            out[r] = a * total + b * together - (a + b) * weighted
+        elif kind == OMARI_APPROX:
+            out[r] = _omari(weighted, total, together, 0.5 * n * (n - 1.0))
+        else:
+            out[r] = value / n
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _update(kind, i, k, delta, labels, sizes, counts, samples_t, block_counts, stats,
+            pairwise, mass, xl):
+    """Add (``delta = 1``) or remove (``-1``) element ``i`` to/from slot ``k``.
+
+    ``stats`` = [m, SEx, SEp, (contingency: per sample STx, STp, SJx, SJp
+    follow in the 2-D arrays) | pairwise: SP, SCP]; ``mass[j]`` is
+    ``sum_{l in c(j)} P_jl`` (VI.lb).
+    """
+    n = labels.shape[0]
+    if delta < 0:
+        labels[i] = -1
+        sizes[k] -= 1
+    size = sizes[k]  # size without i
+    stats[0, 0] += delta
+    sign = 1.0 if delta > 0 else -1.0
+    stats[0, 1] += sign * (xl[size + 1] - xl[size])
+    stats[0, 2] += sign * size
+    if kind < N_CONTINGENCY_KINDS:
+        for t in range(samples_t.shape[1]):
+            blk = samples_t[i, t]
+            if delta < 0:
+                counts[k, t, blk] -= 1
+                block_counts[t, blk] -= 1
+            u = counts[k, t, blk]
+            v = block_counts[t, blk]
+            stats[1 + t, 0] += sign * (xl[v + 1] - xl[v])
+            stats[1 + t, 1] += sign * v
+            stats[1 + t, 2] += sign * (xl[u + 1] - xl[u])
+            stats[1 + t, 3] += sign * u
+            if delta > 0:
+                counts[k, t, blk] += 1
+                block_counts[t, blk] += 1
     else:
-        n_samples = samples.shape[0]
-        for k in range(n):
-            if sizes[k] == 0:
+        together = 0.0
+        for j in range(n):
+            if j == i or labels[j] < 0:
                 continue
+            stats[1, 0] += sign * pairwise[i, j]
+            if labels[j] == k:
+                together += pairwise[i, j]
+                mass[j] += sign * pairwise[i, j]
+        stats[1, 1] += sign * together
+        mass[i] = 1.0 + together if delta > 0 else 0.0
+    if delta > 0:
+        labels[i] = k
+        sizes[k] += 1
+
+
+@njit(cache=True, nogil=True)
+def _costs(kind, i, labels, sizes, n_slots, counts, samples_t, block_counts, stats,
+           pairwise, mass, xl, a, b, out, scratch):
+    """Loss (up to a constant common to all slots) if ``i`` joins each slot.
+
+    Fills ``out[:n_slots]`` (empty slots: any value) and returns the cost of a
+    new cluster.
+    """
+    n = labels.shape[0]
+    m = stats[0, 0] + 1.0
+    if kind == BINDER or kind == VI:
+        # linear in the sums: only the estimate's terms differ between slots
+        n_samples = samples_t.shape[1]
+        row = samples_t[i]
+        for k in range(n_slots):
+            size = sizes[k]
+            if size == 0:
+                continue
+            counts_k = counts[k]
             cross = 0.0
+            if kind == BINDER:
+                for t in range(n_samples):
+                    cross += counts_k[t, row[t]]
+                out[k] = b * size - (a + b) * cross / n_samples
+            else:
+                for t in range(n_samples):
+                    u = counts_k[t, row[t]]
+                    cross += xl[u + 1] - xl[u]
+                out[k] = (2.0 - a) * (xl[size + 1] - xl[size]) - 2.0 * cross / n_samples
+        return 0.0
+    if kind < N_CONTINGENCY_KINDS:
+        n_samples = samples_t.shape[1]
+        # the reference side gains i whatever slot it joins
+        for t in range(n_samples):
+            v = block_counts[t, samples_t[i, t]]
+            scratch[t, 0] = stats[1 + t, 0] + xl[v + 1] - xl[v]
+            scratch[t, 1] = stats[1 + t, 1] + v
+        new = 0.0
+        for t in range(n_samples):
+            new += cm_loss(kind, m, stats[0, 1], stats[0, 2], scratch[t, 0], scratch[t, 1],
+                           stats[1 + t, 2], stats[1 + t, 3], a, b)
+        for k in range(n_slots):
+            size = sizes[k]
+            if size == 0:
+                continue
+            sex = stats[0, 1] + xl[size + 1] - xl[size]
+            sep = stats[0, 2] + size
+            total = 0.0
             for t in range(n_samples):
-                u = counts[k, t, samples[t, i]]
-                cross += xl[u + 1] - xl[u]
-            out[k] = xl[sizes[k] + 1] - xl[sizes[k]] - 2.0 * cross / n_samples
+                u = counts[k, t, samples_t[i, t]]
+                total += cm_loss(kind, m, sex, sep, scratch[t, 0], scratch[t, 1],
+                                 stats[1 + t, 2] + xl[u + 1] - xl[u], stats[1 + t, 3] + u,
+                                 a, b)
+            out[k] = total / n_samples
+        return new / n_samples
+    # pairwise kinds: r_k = sum_{j in k} P_ij (and the VI.lb mass changes) in one pass
+    for k in range(n_slots):
+        out[k] = 0.0
+        scratch[k, 0] = 0.0
+    row_mass = 0.0
+    for j in range(n):
+        k = labels[j]
+        if k < 0 or j == i:
+            continue
+        p = pairwise[i, j]
+        row_mass += p
+        scratch[k, 0] += p
+        if kind == VI_LB:
+            out[k] -= 2.0 * (math.log(mass[j] + p) - math.log(mass[j]))
+    if kind == BINDER_PSM:
+        for k in range(n_slots):
+            out[k] = b * sizes[k] - (a + b) * scratch[k, 0]
+        return 0.0
+    if kind == VI_LB:
+        for k in range(n_slots):
+            size = sizes[k]
+            if size > 0:
+                out[k] += (size * (math.log(size + 1.0) - math.log(size)) + math.log(size + 1.0)
+                           - 2.0 * math.log(1.0 + scratch[k, 0]))
+        return 0.0
+    sp = stats[1, 0] + row_mass  # OMARI_APPROX
+    n_pairs = 0.5 * m * (m - 1.0)
+    for k in range(n_slots):
+        if sizes[k] > 0:
+            out[k] = _omari(stats[1, 1] + scratch[k, 0], sp, stats[0, 2] + sizes[k], n_pairs)
+    return _omari(stats[1, 1], sp, stats[0, 2], n_pairs)
 
 
-@njit(cache=True)
-def _best_slot(sizes, costs, current):
-    """Cheapest non-empty slot or the first empty one; ``current`` kept on ties."""
+@njit(cache=True, nogil=True)
+def _choose(sizes, n_slots, costs, new_cost, current, n_clusters, max_clusters):
+    """Cheapest slot: ``current`` kept on ties, a new cluster only if strictly better.
+
+    Returns the slot, ``n_slots`` meaning "a new cluster".
+    """
+    if current >= 0 and sizes[current] == 0:
+        costs[current] = new_cost  # leaving a singleton: staying is a new cluster
     best_slot = current
     best = costs[current] if current >= 0 else np.inf
-    empty = -1
-    for k in range(sizes.shape[0]):
+    for k in range(n_slots):
         if sizes[k] == 0:
-            if empty < 0:
-                empty = k
             continue
-        if costs[k] < best - 1e-12:
+        if best_slot < 0 or costs[k] < best - 1e-12 * max(1.0, abs(best)):
             best = costs[k]
             best_slot = k
-    if empty >= 0 and 0.0 < best - 1e-12:
-        best_slot = empty
+    if current >= 0 and sizes[current] == 0:
+        return best_slot
+    if n_clusters < max_clusters and (best_slot < 0 or
+                                      new_cost < best - 1e-12 * max(1.0, abs(best))):
+        return n_slots
     return best_slot
 
 
-@njit(cache=True)
-def greedy_search(kind, labels, order, q, samples, n_sample_blocks, max_sweeps):
+@njit(cache=True, nogil=True)
+def _loss_value(kind, labels, sizes, stats, pairwise, mass, a, b):
+    """Loss of the allocated elements from the search state (``O(T)`` or ``O(n^2)``)."""
+    m = stats[0, 0]
+    if kind < N_CONTINGENCY_KINDS:
+        n_samples = stats.shape[0] - 1
+        total = 0.0
+        for t in range(n_samples):
+            total += cm_loss(kind, m, stats[0, 1], stats[0, 2], stats[1 + t, 0],
+                             stats[1 + t, 1], stats[1 + t, 2], stats[1 + t, 3], a, b)
+        return total / n_samples
+    if kind == BINDER_PSM:
+        return a * stats[1, 0] + b * stats[0, 2] - (a + b) * stats[1, 1]
+    if kind == OMARI_APPROX:
+        return _omari(stats[1, 1], stats[1, 0], stats[0, 2], 0.5 * m * (m - 1.0))
+    n = labels.shape[0]  # VI_LB
+    value = 0.0
+    for i in range(n):
+        if labels[i] < 0:
+            continue
+        row = 0.0
+        for j in range(n):
+            if labels[j] >= 0:
+                row += pairwise[i, j]
+        value += math.log(sizes[labels[i]]) + math.log(row) - 2.0 * math.log(mass[i])
+    return value / m if m > 0 else 0.0
+
+
+@njit(cache=True, nogil=True)
+def greedy_search(kind, labels, order, pairwise, samples_t, n_sample_blocks, max_sweeps,
+                  max_clusters, a, b):
     """SALSO-style search, in place on ``labels`` (``-1`` = not yet allocated).
 
     1. Sequential allocation: elements still at ``-1`` join, in ``order``, the
-       cluster (or a new one) that least increases the expected loss of the
-       elements allocated so far.
+       cluster (or a new one, while fewer than ``max_clusters``) that least
+       increases the loss of the elements allocated so far.
     2. Sweetening: sweep over ``order`` moving each element to its best
        cluster (strict improvements only) until a sweep changes nothing or
        ``max_sweeps`` sweeps are done. Every move lowers the expected loss.
+
+    ``samples_t`` is element-major (n, T) for the contingency kinds; labels
+    already set must lie in ``0..n-1`` and number at most ``max_clusters``.
+    Returns ``(labels, loss)``: the loss of the result, as :func:`cm_losses` /
+    :func:`psm_losses` compute it.
     """
     n = labels.shape[0]
     xl = xlogx_table(n + 2)
+    n_samples = samples_t.shape[1] if kind < N_CONTINGENCY_KINDS else 0
+    capacity = min(n, max(8, 2 * n_sample_blocks))
+    for i in range(n):
+        if labels[i] + 1 > capacity:
+            capacity = labels[i] + 1
     sizes = np.zeros(n, np.int64)
-    if kind == VI:
-        counts = np.zeros((n, samples.shape[0], n_sample_blocks), np.int32)
+    if kind < N_CONTINGENCY_KINDS:
+        counts = np.zeros((capacity, n_samples, n_sample_blocks), np.int32)
+        block_counts = np.zeros((n_samples, n_sample_blocks), np.int32)
+        stats = np.zeros((1 + n_samples, 4))
+        scratch = np.zeros((n_samples, 2))
     else:
         counts = np.zeros((1, 1, 1), np.int32)
+        block_counts = np.zeros((1, 1), np.int32)
+        stats = np.zeros((2, 4))
+        scratch = np.zeros((n, 1))
+    mass = np.zeros(n)
     costs = np.zeros(n)
-    for i in range(n):
-        if labels[i] >= 0:
-            _add(kind, i, labels[i], labels, sizes, counts, samples, 1)
-    for i in order:
-        if labels[i] < 0:
-            _costs(kind, i, labels, sizes, counts, q, samples, xl, costs)
-            _add(kind, i, _best_slot(sizes, costs, -1), labels, sizes, counts, samples, 1)
-    for _ in range(max_sweeps):
+    preset = labels.copy()
+    labels[:] = -1
+    n_slots = 0
+    n_clusters = 0
+    if kind < N_CONTINGENCY_KINDS:
+        # bulk start: count, then the sums from the tables (O(n T) increments)
+        for i in range(n):
+            k = preset[i]
+            if k < 0:
+                continue
+            labels[i] = k
+            sizes[k] += 1
+            n_slots = max(n_slots, k + 1)
+            row = samples_t[i]
+            counts_k = counts[k]
+            for t in range(n_samples):
+                counts_k[t, row[t]] += 1
+                block_counts[t, row[t]] += 1
+        for k in range(n_slots):
+            if sizes[k] > 0:
+                n_clusters += 1
+                stats[0, 0] += sizes[k]
+                stats[0, 1] += xl[sizes[k]]
+                stats[0, 2] += 0.5 * sizes[k] * (sizes[k] - 1.0)
+        for t in range(n_samples):
+            for blk in range(n_sample_blocks):
+                v = block_counts[t, blk]
+                stats[1 + t, 0] += xl[v]
+                stats[1 + t, 1] += 0.5 * v * (v - 1.0)
+                for k in range(n_slots):
+                    u = counts[k, t, blk]
+                    stats[1 + t, 2] += xl[u]
+                    stats[1 + t, 3] += 0.5 * u * (u - 1.0)
+    else:
+        for i in range(n):
+            if preset[i] >= 0:
+                if sizes[preset[i]] == 0:
+                    n_clusters += 1
+                _update(kind, i, preset[i], 1, labels, sizes, counts, samples_t,
+                        block_counts, stats, pairwise, mass, xl)
+                n_slots = max(n_slots, preset[i] + 1)
+    for step in range(max_sweeps + 1):
         changed = False
         for i in order:
             current = labels[i]
-            _add(kind, i, current, labels, sizes, counts, samples, -1)
-            labels[i] = -1
-            _costs(kind, i, labels, sizes, counts, q, samples, xl, costs)
-            if sizes[current] == 0:  # leaving a singleton: staying costs 0 as well
-                costs[current] = 0.0
-            best = _best_slot(sizes, costs, current)
-            _add(kind, i, best, labels, sizes, counts, samples, 1)
-            changed |= best != current
-        if not changed:
+            if step == 0 and current >= 0:
+                continue  # allocation pass: only the unallocated elements
+            if current >= 0:
+                _update(kind, i, current, -1, labels, sizes, counts, samples_t, block_counts,
+                        stats, pairwise, mass, xl)
+                if sizes[current] == 0:
+                    n_clusters -= 1
+            new_cost = _costs(kind, i, labels, sizes, n_slots, counts, samples_t,
+                              block_counts, stats, pairwise, mass, xl, a, b, costs, scratch)
+            slot = _choose(sizes, n_slots, costs, new_cost, current, n_clusters, max_clusters)
+            if slot == n_slots:  # a new cluster: the first empty slot
+                slot = 0
+                while slot < n_slots and sizes[slot] > 0:
+                    slot += 1
+                if slot == n_slots:
+                    n_slots += 1
+                if kind < N_CONTINGENCY_KINDS and slot >= counts.shape[0]:
+                    grown = np.zeros((min(n, 2 * counts.shape[0]), n_samples,
+                                      n_sample_blocks), np.int32)
+                    grown[:counts.shape[0]] = counts
+                    counts = grown
+            if sizes[slot] == 0:
+                n_clusters += 1
+            _update(kind, i, slot, 1, labels, sizes, counts, samples_t, block_counts,
+                    stats, pairwise, mass, xl)
+            changed |= slot != current
+        if step > 0 and not changed:
             break
-    return labels
+    return labels, _loss_value(kind, labels, sizes, stats, pairwise, mass, a, b)
 
 
-__all__ = ["binder_objectives", "vi_objectives", "greedy_search", "BINDER", "VI"]
+@njit(cache=True, nogil=True)
+def canonical_rows(labels, n_values):
+    """Each row relabelled ``0..K-1`` in order of first appearance (labels in ``0..n_values-1``)."""
+    n_rows, n = labels.shape
+    out = np.empty((n_rows, n), np.int32)
+    seen = np.full(n_values, -1, np.int64)
+    for r in range(n_rows):
+        n_seen = 0
+        for i in range(n):
+            value = labels[r, i]
+            if seen[value] < 0:
+                seen[value] = n_seen
+                n_seen += 1
+            out[r, i] = seen[value]
+        for i in range(n):
+            seen[labels[r, i]] = -1
+    return out
+
+
+__all__ = ["canonical_rows", "cm_loss", "cm_losses", "psm_losses", "greedy_search", "BINDER",
+           "VI", "OMARI",
+           "NVI", "NID", "BINDER_PSM", "OMARI_APPROX", "VI_LB", "N_CONTINGENCY_KINDS"]

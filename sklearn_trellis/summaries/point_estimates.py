@@ -1,20 +1,50 @@
-"""Point estimates minimising the posterior expected Binder loss or variation of information."""
+"""Point estimates minimising a posterior expected loss (SALSO-style search, or over the draws).
+
+Losses (names as salso's, case-insensitive, ``.`` read as ``_``), with what
+their posterior expected value needs:
+
+- ``'binder'``: Binder's loss with costs ``a`` (split) and ``b`` (join),
+  :func:`~sklearn_trellis.summaries.binder_loss`; samples or ``P``;
+- ``'vi'``: generalised variation of information (split weight ``a``),
+  :func:`~sklearn_trellis.summaries.variation_of_information`; samples;
+- ``'omari'``: one minus the adjusted Rand index; samples;
+- ``'nvi'``: normalised VI; samples;
+- ``'nid'``: normalised information distance; samples;
+- ``'omari_approx'``: ``1 - PEAR`` (Fritsch & Ickstadt 2009), salso's
+  ``omARI.approx``; samples or ``P``;
+- ``'vi_lb'``: Wade & Ghahramani's (2018) lower bound of the expected VI,
+  salso's ``VI.lb``; samples or ``P``.
+
+``P`` is the (n, n) matrix of pairwise co-clustering probabilities, e.g. the
+exact ``pairwise_marginals_`` of an exact engine. Conventions: all sums over
+unordered pairs, natural logarithms, no normalisation by ``n**2`` (salso
+divides Binder by ``n**2 / 2`` and uses ``log2``; see :func:`binder_loss` and
+:func:`variation_of_information` for the exact correspondence).
+"""
 
 import numbers
 
 import numpy as np
+from joblib import Parallel, delayed
 from sklearn.utils import check_random_state
 
 from .._core.validation import check_option, check_scalar_param
 from ._input import as_sample_set, relabel_rows, sample_major
 from ._kernels import cooccurrence_counts
-from ._loss_kernels import BINDER, VI, binder_objectives, greedy_search, vi_objectives
+from ._loss_kernels import (BINDER, BINDER_PSM, N_CONTINGENCY_KINDS, NID, NVI, OMARI,
+                            OMARI_APPROX, VI, VI_LB, canonical_rows, cm_losses, greedy_search,
+                            psm_losses)
+from .metrics import _check_costs
 
-# Distinct sampled partitions scored as starting points for VI: at most this
-# many contingency entries (candidates * T * n) are counted.
-_VI_CANDIDATE_WORK = 2 * 10 ** 8
-# Largest contingency table (n * T * max blocks int32 entries) the VI search allocates.
-_VI_MAX_BYTES = 2 * 1024 ** 3
+#: Loss names and their kernel kind; Binder switches to its pairwise form on ``P``.
+LOSSES = {"binder": BINDER, "vi": VI, "omari": OMARI, "nvi": NVI, "nid": NID,
+          "omari_approx": OMARI_APPROX, "vi_lb": VI_LB}
+#: Losses that are functions of ``P`` alone (computable from a pairwise matrix).
+PAIRWISE_LOSSES = {"binder", "omari_approx", "vi_lb"}
+
+# Distinct sampled partitions scored as candidates: at most this many
+# contingency (candidates * T * n) or pairwise (candidates * n * n) entries.
+_CANDIDATE_WORK = 5 * 10 ** 7
 
 
 def _canonical(labels):
@@ -25,107 +55,226 @@ def _canonical(labels):
     return rank[inverse.reshape(-1)]
 
 
-def _read_input(samples_or_pairwise):
-    """``(pairwise, samples)``: a float (n, n) array is a pairwise matrix, anything else samples."""
-    if isinstance(samples_or_pairwise, np.ndarray) and samples_or_pairwise.dtype.kind == "f" \
-            and samples_or_pairwise.ndim == 2 \
-            and samples_or_pairwise.shape[0] == samples_or_pairwise.shape[1]:
-        pairwise = np.asarray(samples_or_pairwise, dtype=np.float64)
-        if not np.all(np.isfinite(pairwise)):
-            raise ValueError("The pairwise matrix contains NaN or infinite values.")
-        if np.any(pairwise < -1e-12) or np.any(pairwise > 1 + 1e-12):
-            raise ValueError("Pairwise co-clustering probabilities must lie in [0, 1].")
-        if not np.allclose(pairwise, pairwise.T, atol=1e-10):
-            raise ValueError("The pairwise co-clustering matrix must be symmetric.")
-        return np.clip(pairwise, 0.0, 1.0), None
-    sample_set = as_sample_set(samples_or_pairwise)
-    labels = sample_set.labels  # raises for feature allocations
-    pairwise = cooccurrence_counts(sample_major(sample_set)) / sample_set.n_samples
-    return pairwise, labels
+def loss_name(loss):
+    """Canonical loss name: lower case, ``.`` read as ``_`` (salso's ``'VI.lb'`` is ``'vi_lb'``)."""
+    if not isinstance(loss, str):
+        raise TypeError(f"loss must be a string, got {type(loss).__name__}.")
+    name = loss.lower().replace(".", "_")
+    check_option(name, "loss", set(LOSSES))
+    return name
 
 
-def expected_loss(samples_or_pairwise, labels, loss="binder"):
+def check_loss_parameters(loss, a, b):
+    """Validate ``a`` (and ``b`` for Binder)."""
+    _check_costs(a, b)
+    if loss == "vi" and a > 2:
+        raise ValueError(f"a must lie in [0, 2] for the generalised VI, got {a!r}.")
+
+
+def _check_pairwise(pairwise):
+    pairwise = np.asarray(pairwise, dtype=np.float64)
+    if not np.all(np.isfinite(pairwise)):
+        raise ValueError("The pairwise matrix contains NaN or infinite values.")
+    if np.any(pairwise < -1e-12) or np.any(pairwise > 1 + 1e-12):
+        raise ValueError("Pairwise co-clustering probabilities must lie in [0, 1].")
+    if not np.allclose(pairwise, pairwise.T, atol=1e-10):
+        raise ValueError("The pairwise co-clustering matrix must be symmetric.")
+    pairwise = np.clip(pairwise, 0.0, 1.0)
+    np.fill_diagonal(pairwise, 1.0)  # an element is always with itself
+    return np.ascontiguousarray(pairwise)
+
+
+class Target:
+    """What the expected loss is taken over: sampled partitions and/or ``P``.
+
+    A float (n, n) array is read as a pairwise matrix, anything else as a
+    sample set of partitions. ``P`` is computed from the samples when a
+    pairwise loss needs it.
+    """
+
+    def __init__(self, samples_or_pairwise):
+        value = samples_or_pairwise
+        if isinstance(value, np.ndarray) and value.dtype.kind == "f" and value.ndim == 2 \
+                and value.shape[0] == value.shape[1]:
+            self.samples = None
+            self._pairwise = _check_pairwise(value)
+            self.n = value.shape[0]
+        else:
+            if isinstance(value, np.ndarray) and value.ndim == 2 and value.dtype.kind in "iu" \
+                    and value.size and value.min() >= 0 and value.max() < 4 * value.shape[1] + 64:
+                # the common case, fast: non-negative int labels (T, n)
+                self.samples = canonical_rows(np.ascontiguousarray(value, dtype=np.int64),
+                                              int(value.max()) + 1)
+                self._sample_set = None
+            else:
+                sample_set = as_sample_set(value)
+                labels = sample_set.labels  # raises for feature allocations
+                self.samples = canonical_rows(relabel_rows(labels)[0], labels.shape[1])
+                self._sample_set = sample_set
+            self.n_sample_blocks = int(self.samples.max()) + 1
+            self._pairwise = None
+            self.n = self.samples.shape[1]
+
+    @property
+    def pairwise(self):
+        if self._pairwise is None:
+            if self._sample_set is None:
+                self._sample_set = as_sample_set(self.samples)
+            counts = cooccurrence_counts(sample_major(self._sample_set))
+            self._pairwise = _check_pairwise(counts / self.samples.shape[0])
+        return self._pairwise
+
+    @property
+    def samples_t(self):
+        """Element-major (n, T) samples, the search's layout."""
+        if getattr(self, "_samples_t", None) is None:
+            self._samples_t = np.ascontiguousarray(self.samples.T)
+        return self._samples_t
+
+    def kind(self, loss):
+        if loss == "binder" and self.samples is None:
+            return BINDER_PSM
+        if self.samples is None and loss not in PAIRWISE_LOSSES:
+            raise ValueError(f"loss={loss!r} needs the samples, not a pairwise matrix: its "
+                             "expected value is not a function of P(i, j together).")
+        return LOSSES[loss]
+
+    def losses(self, candidates, loss, a=1.0, b=1.0):
+        """Expected loss of each row of ``candidates`` (canonical labels ``0..K-1``)."""
+        kind = self.kind(loss)
+        candidates = np.ascontiguousarray(candidates, dtype=np.int64)
+        if kind < N_CONTINGENCY_KINDS:
+            return cm_losses(candidates, self.samples, kind, float(a), float(b)).mean(axis=1)
+        return psm_losses(candidates, self.pairwise, kind, float(a), float(b))
+
+    def distinct_samples(self):
+        """Distinct sampled partitions (canonical), most frequent first."""
+        rows = {}
+        for t, row in enumerate(self.samples):  # rows are canonical: equal bytes, equal partitions
+            key = row.tobytes()
+            first, count = rows.get(key, (t, 0))
+            rows[key] = (first, count + 1)
+        firsts = sorted(rows.values(), key=lambda item: (-item[1], item[0]))
+        return self.samples[[first for first, _ in firsts]].astype(np.int64)
+
+
+def expected_loss(samples_or_pairwise, labels, loss="binder", *, a=1.0, b=1.0):
     """Posterior expected loss of the clustering ``labels``.
 
-    Binder: ``sum_{i<j} [c_ij (1 - P_ij) + (1 - c_ij) P_ij]`` (``c_ij`` = 1 when
-    ``i`` and ``j`` share a cluster), the mean of :func:`binder_loss` over the
-    samples. VI: the mean of :func:`variation_of_information` over the samples.
+    The mean over the samples of the loss between each sample (the reference)
+    and ``labels`` (the estimate); for the pairwise losses (``'binder'``,
+    ``'omari_approx'``, ``'vi_lb'``) its value from ``P``. Binder:
+    ``sum_{i<j} [a P_ij (1 - c_ij) + b (1 - P_ij) c_ij]`` with ``c_ij = 1`` when
+    ``labels`` puts ``i`` and ``j`` together.
 
     Parameters
     ----------
     samples_or_pairwise : sample set or ndarray of shape (n, n)
         As in :func:`point_estimate`.
     labels : array-like of shape (n,)
-    loss : {'binder', 'vi'}, default='binder'
+    loss : str, default='binder'
+        One of :data:`LOSSES` (see the module docstring).
+    a, b : float, default=1.0
+        Binder's costs (``a`` split, ``b`` join); ``a`` of the generalised VI.
 
     Returns
     -------
     expected_loss : float
     """
-    check_option(loss, "loss", {"binder", "vi"})
-    pairwise, samples = _read_input(samples_or_pairwise)
+    loss = loss_name(loss)
+    check_loss_parameters(loss, a, b)
+    target = Target(samples_or_pairwise)
     labels = _canonical(np.asarray(labels).reshape(-1))
-    n = pairwise.shape[0]
-    if labels.size != n:
-        raise ValueError(f"labels has {labels.size} entries for {n} elements.")
-    return _expected_losses(labels[None], pairwise, samples, loss)[0]
+    if labels.size != target.n:
+        raise ValueError(f"labels has {labels.size} entries for {target.n} elements.")
+    return float(target.losses(labels[None], loss, a, b)[0])
 
 
-def _expected_losses(candidates, pairwise, samples, loss):
-    n = pairwise.shape[0]
-    if loss == "binder":
-        base = np.triu(pairwise, 1).sum()
-        return base + binder_objectives(candidates, 1.0 - 2.0 * pairwise)
-    if samples is None:
-        raise ValueError("loss='vi' needs the samples, not a pairwise matrix.")
-    blocks, n_blocks = relabel_rows(samples)
-    constant = np.mean([np.sum(_xlogx(np.bincount(row))) for row in blocks])
-    return (vi_objectives(candidates, blocks, int(n_blocks.max())) + constant) / n
+def _one_run(kind, target, start, seed, loss, a, b, max_sweeps, max_clusters,
+             max_zealous_updates):
+    """Sequential allocation + sweetening from ``start``, then zealous updates."""
+    rng = np.random.default_rng(seed)
+    n = target.n
+    samples_t = target.samples_t if kind < N_CONTINGENCY_KINDS else np.zeros((1, 1), np.int32)
+    pairwise = target.pairwise if kind >= N_CONTINGENCY_KINDS else np.zeros((1, 1))
+    n_blocks = target.n_sample_blocks if kind < N_CONTINGENCY_KINDS else 1
+
+    def search(labels, sweeps):
+        order = rng.permutation(n).astype(np.int64)
+        labels, value = greedy_search(kind, labels, order, pairwise, samples_t, n_blocks,
+                                      sweeps, max_clusters, float(a), float(b))
+        return _canonical(labels), value
+
+    labels, value = search(np.asarray(start, np.int64).copy(), max_sweeps)
+    # Zealous updates (Dahl et al. 2022): dissolve a whole cluster, reallocate
+    # its elements one by one, and keep the result if it is better.
+    for _ in range(max_zealous_updates):
+        n_clusters = labels.max() + 1
+        if n_clusters < 2:
+            break
+        trial = labels.copy()
+        trial[trial == rng.integers(n_clusters)] = -1
+        trial, trial_value = search(trial, 0)
+        if trial_value < value - 1e-12 * max(1.0, abs(value)):
+            labels, value = trial, trial_value
+    return labels, value
 
 
-def _xlogx(counts):
-    counts = counts[counts > 0].astype(np.float64)
-    return counts * np.log(counts)
+def point_estimate(samples_or_pairwise, loss="binder", *, a=1.0, b=1.0, method="salso",
+                   n_runs=10, max_sweeps=100, max_zealous_updates=10, max_n_clusters=None,
+                   n_jobs=None, random_state=None, return_loss=False):
+    """Clustering minimising a posterior expected loss (SALSO-style search or over the draws).
 
+    The expected loss is estimated from the sample set (or, for the pairwise
+    losses, read from a pairwise co-clustering matrix, e.g. exact
+    ``pairwise_marginals_``). Losses: ``'binder'`` (costs ``a`` for splitting
+    a pair that belongs together, ``b`` for joining one that does not),
+    ``'vi'`` (generalised VI, split weight ``a``), ``'omari'``, ``'nvi'``,
+    ``'nid'``, ``'omari_approx'``, ``'vi_lb'``; see the module docstring.
+    salso's spellings (``'VI.lb'``, ``'omARI.approx'``, ``'NID'``) are accepted.
 
-def point_estimate(samples_or_pairwise, loss="binder", *, n_runs=10, max_sweeps=100,
-                   random_state=None, return_loss=False):
-    """Clustering minimising the posterior expected Binder loss or VI (SALSO-style search).
+    ``method='salso'`` (Dahl, Johnson & Müller 2022): ``n_runs`` sequential
+    allocations in random orders, plus one run started from the sampled
+    partition of smallest expected loss; each is followed by sweetening sweeps
+    (single-element moves while the expected loss strictly decreases) and
+    ``max_zealous_updates`` zealous updates (dissolve a random cluster,
+    reallocate its elements sequentially, keep the result if better). Runs are independent
+    (``n_jobs`` threads); the best result is returned. ``method='draws'``:
+    the sampled partition of smallest expected loss (``mcclust``'s ``draws``).
 
-    The expected loss is estimated from the sample set (or, for Binder, read
-    from a pairwise co-clustering matrix, e.g. exact ``pairwise_marginals_``):
-
-    - ``'binder'``: ``E[#pairs the clusterings disagree on]`` (unit costs), which
-      depends only on ``P(i, j together)``;
-    - ``'vi'``: ``E[variation of information]`` (Meila 2007; Wade & Ghahramani 2018).
-
-    Search, in the spirit of SALSO (Dahl, Johnson & Müller 2022): ``n_runs``
-    sequential allocations in random orders, each followed by sweetening
-    sweeps that move single elements while the expected loss strictly
-    decreases, plus one run started from the sampled partition of smallest
-    expected loss; the best result is returned.
-
-    Guarantee: the estimate's expected loss is never above that of any
-    sampled partition (for ``'vi'``, of any of the most frequent distinct
-    samples scored, all of them unless ``distinct * T * n > 2e8``), and no
-    single-element move improves it. It is a local optimum: a greedy search
-    can miss the global minimum on adversarial inputs (the tests compare it
-    with exhaustive minimisation over all partitions for n <= 8).
+    Guarantee: with samples, the estimate's expected loss is never above that
+    of any sampled partition scored (all distinct samples unless
+    ``distinct * T * n > 5e7``), and no single-element move improves it. It is
+    a local optimum: the tests compare it with exhaustive minimisation over all
+    partitions for n <= 8. For an *exact* Binder estimate from exact pairwise
+    marginals see :func:`sklearn_trellis.engines.exact.binder_point_estimate`.
 
     Parameters
     ----------
     samples_or_pairwise : sample set or ndarray of shape (n, n)
         An int array (T, n) of label vectors (elements are the columns) or a
         list of partitions as lists of blocks; or a float (n, n) matrix of
-        pairwise co-clustering probabilities (``'binder'`` only). A float
+        pairwise co-clustering probabilities (pairwise losses only). A float
         array is always read as a pairwise matrix.
-    loss : {'binder', 'vi'}, default='binder'
+    loss : str, default='binder'
+    a : float, default=1.0
+        Binder: cost of splitting a pair that belongs together. VI: weight of
+        splits in the generalised VI, in [0, 2].
+    b : float, default=1.0
+        Binder: cost of joining a pair that belongs apart.
+    method : {'salso', 'draws'}, default='salso'
     n_runs : int, default=10
         Random sequential-allocation runs.
     max_sweeps : int, default=100
-        Sweetening sweeps per run at most.
+        Sweetening sweeps per search at most.
+    max_zealous_updates : int, default=10
+        Zealous updates per run.
+    max_n_clusters : int or None, default=None
+        Largest number of clusters of the estimate (sampled partitions with
+        more clusters are not used as starting points or candidates).
+    n_jobs : int or None, default=None
+        Threads for the runs (joblib); the result does not depend on it.
     random_state : int, RandomState instance or None, default=None
-        Orders of the runs.
     return_loss : bool, default=False
         Also return the estimate's posterior expected loss.
 
@@ -143,54 +292,62 @@ def point_estimate(samples_or_pairwise, loss="binder", *, n_runs=10, max_sweeps=
     >>> samples = np.array([[0, 0, 1, 1], [0, 0, 1, 1], [0, 0, 0, 1]])
     >>> point_estimate(samples, loss="binder", random_state=0)
     array([0, 0, 1, 1])
-    >>> point_estimate(samples, loss="vi", random_state=0, return_loss=True)
-    (array([0, 0, 1, 1]), 0.2746530721670275)
+    >>> labels, loss = point_estimate(samples, loss="vi", random_state=0, return_loss=True)
+    >>> labels, round(loss, 6)
+    (array([0, 0, 1, 1]), 0.274653)
+    >>> point_estimate(samples, loss="VI.lb", random_state=0)  # salso's spelling
+    array([0, 0, 1, 1])
     """
-    check_option(loss, "loss", {"binder", "vi"})
+    loss = loss_name(loss)
+    check_loss_parameters(loss, a, b)
+    check_option(method, "method", {"salso", "draws"})
     check_scalar_param(n_runs, "n_runs", kind=numbers.Integral, low=0)
     check_scalar_param(max_sweeps, "max_sweeps", kind=numbers.Integral, low=0)
+    check_scalar_param(max_zealous_updates, "max_zealous_updates", kind=numbers.Integral, low=0)
+    if max_n_clusters is not None:
+        check_scalar_param(max_n_clusters, "max_n_clusters", kind=numbers.Integral, low=1)
     if not isinstance(return_loss, (bool, np.bool_)):
         raise TypeError(f"return_loss must be a bool, got {return_loss!r}.")
     rng = check_random_state(random_state)
-    pairwise, samples = _read_input(samples_or_pairwise)
-    if loss == "vi" and samples is None:
-        raise ValueError("loss='vi' needs the samples, not a pairwise matrix: the expected "
-                         "variation of information is not a function of P(i, j together).")
-    n = pairwise.shape[0]
-    q = 1.0 - 2.0 * pairwise
-    if samples is None:
-        blocks, n_blocks, starts = np.zeros((1, n), np.int32), 1, []
-    else:
-        blocks, counts = relabel_rows(samples)
-        n_blocks = int(counts.max())
-        if loss == "vi" and 4 * n * blocks.shape[0] * n_blocks > _VI_MAX_BYTES:
-            size = 4 * n * blocks.shape[0] * n_blocks / 1e9
-            raise ValueError(f"loss='vi' would need a {size:.1f} GB contingency table "
-                             "(n * T * max blocks); thin the samples.")
-        canonical = np.array([_canonical(row) for row in blocks])
-        distinct, frequency = np.unique(canonical, axis=0, return_counts=True)
-        candidates = distinct[np.argsort(-frequency, kind="stable")]
-        if loss == "vi":
-            limit = max(1, _VI_CANDIDATE_WORK // (blocks.shape[0] * n))
-            candidates = candidates[:limit]
-        scores = _expected_losses(candidates, pairwise, samples, loss)
-        starts = [candidates[int(np.argmin(scores))]]
-        blocks = np.ascontiguousarray(blocks, dtype=np.int32)
-    kind = BINDER if loss == "binder" else VI
-    runs = [np.asarray(start, np.int64).copy() for start in starts]
-    runs += [np.full(n, -1, np.int64) for _ in range(n_runs)]
-    if not runs:
+    target = Target(samples_or_pairwise)
+    kind = target.kind(loss)
+    n = target.n
+    max_clusters = n if max_n_clusters is None else min(int(max_n_clusters), n)
+    starts = []
+    if target.samples is not None:
+        candidates = target.distinct_samples()
+        candidates = candidates[candidates.max(axis=1) < max_clusters]
+        work = target.samples.shape[0] * n if kind < N_CONTINGENCY_KINDS else n * n
+        candidates = candidates[:max(1, _CANDIDATE_WORK // max(work, 1))]
+        if candidates.shape[0]:
+            scores = target.losses(candidates, loss, a, b)
+            best = int(np.argmin(scores))
+            starts.append(candidates[best])
+            draws_best = (candidates[best], float(scores[best]))
+    if method == "draws":
+        if target.samples is None:
+            raise ValueError("method='draws' needs the samples, not a pairwise matrix.")
+        if not starts:
+            raise ValueError(f"No sampled partition has at most max_n_clusters={max_clusters} "
+                             "clusters.")
+        labels, value = draws_best
+        return (labels, value) if return_loss else labels
+    starts += [np.full(n, -1, np.int64)] * n_runs
+    if not starts:
         raise ValueError("n_runs=0 needs samples (to start from the best sampled partition).")
-    results = []
-    for labels in runs:
-        order = rng.permutation(n).astype(np.int64)
-        results.append(_canonical(greedy_search(kind, labels, order, q, blocks, n_blocks,
-                                                max_sweeps)))
-    results = np.unique(np.array(results), axis=0)
-    losses = _expected_losses(results, pairwise, samples, loss)
-    best = int(np.argmin(losses))
-    labels = _canonical(results[best])
-    return (labels, float(losses[best])) if return_loss else labels
+    seeds = rng.randint(2 ** 31 - 1, size=len(starts))
+    if kind < N_CONTINGENCY_KINDS:  # shared by the threads: build once
+        target.samples_t
+    else:
+        target.pairwise
+    runs = Parallel(n_jobs=n_jobs, prefer="threads")(
+        delayed(_one_run)(kind, target, start, seed, loss, a, b, max_sweeps, max_clusters,
+                          max_zealous_updates) for start, seed in zip(starts, seeds))
+    values = np.array([value for _, value in runs])
+    labels = runs[int(np.argmin(values))][0]
+    value = float(values.min())
+    return (labels, value) if return_loss else labels
 
 
-__all__ = ["point_estimate", "expected_loss"]
+__all__ = ["point_estimate", "expected_loss", "LOSSES", "PAIRWISE_LOSSES", "Target",
+           "loss_name"]
