@@ -331,7 +331,7 @@ class BannerDisplay:
     >>> from sklearn_trellis.plotting import BannerDisplay
     >>> model = DivisiveClustering().fit(np.array([[0.0], [1.0], [5.0], [6.0]]))
     >>> display = BannerDisplay.from_estimator(model)
-    >>> [round(bar.get_x(), 1) for bar in display.bars_]
+    >>> [float(bar.get_x()) for bar in display.bars_]
     [1.0, 6.0, 1.0]
     """
 

@@ -95,4 +95,4 @@ def divisive_coefficient(banner):
         early = k if k > 0 else 1
         after = k + 1 if k + 1 < n else n - 1
         total += 1.0 - min(ban[early], ban[after]) / sup
-    return total / n
+    return float(total / n)
