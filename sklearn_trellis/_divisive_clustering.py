@@ -123,8 +123,9 @@ class DivisiveClustering(ClusterMixin, BaseEstimator):
     Missing values: with the Euclidean, squared Euclidean and Manhattan
     metrics, features missing (NaN) in either of two rows are skipped and the
     sum is rescaled by ``n_features / n_present``, as R's ``daisy`` and
-    ``diana`` do; a pair with no feature in common is refused. The other
-    metrics, ``'precomputed'`` and ``method='kmeans'`` refuse NaN.
+    ``diana`` do; a pair with no feature in common is refused. scikit-learn's
+    ``'nan_euclidean'`` handles NaN its own way; the other metrics,
+    ``'precomputed'`` and ``method='kmeans'`` refuse NaN with a clear error.
 
     Memory and time: every method but ``'kmeans'`` keeps the (n, n) float64
     dissimilarity matrix (200 MB at n = 5,000; refused up front if it does not
@@ -181,7 +182,8 @@ class DivisiveClustering(ClusterMixin, BaseEstimator):
         self.random_state = random_state
 
     def _allows_nan(self):
-        return (isinstance(self.metric, str) and self.metric in _R_METRICS
+        return (isinstance(self.metric, str)
+                and (self.metric in _R_METRICS or self.metric == "nan_euclidean")
                 and self.method != "kmeans")
 
     def _dissimilarities(self, X):

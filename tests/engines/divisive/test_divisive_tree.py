@@ -129,3 +129,24 @@ def test_seed_trees():
         divisive_seed_trees(X, method="ward")
     with pytest.raises(ValueError, match="NaN"):
         divisive_seed_trees(np.array([[0.0], [np.nan]]))
+
+
+def test_divisive_seeds_feed_a_sparse_trellis_next_to_the_linkages():
+    from sklearn_trellis.engines.sparse import SparseHierarchicalTrellis
+    from sklearn_trellis.engines.sparse.seeds import linkage_seed_trees
+    from sklearn_trellis.models import DasguptaEnergy
+
+    rng = np.random.default_rng(6)
+    X = blobs(rng, 5)
+    n = X.shape[0]
+    D = squareform(pdist(X))
+    model = DasguptaEnergy().fit(D)
+    linkage_only = ClusterFamily.from_trees(linkage_seed_trees(X), n)
+    divisive = divisive_seed_trees(X)
+    both = ClusterFamily.from_trees(linkage_seed_trees(X) + divisive, n)
+    small = SparseHierarchicalTrellis.from_model(linkage_only, model).fit()
+    large = SparseHierarchicalTrellis.from_model(both, model).fit()
+    # Every divisive seed is realised, and more seeds never lower the MAP tree.
+    for tree in divisive:
+        assert large.log_potential(tree) <= large.log_potential(large.map_tree) + 1e-9
+    assert large.log_potential(large.map_tree) >= small.log_potential(small.map_tree) - 1e-9
