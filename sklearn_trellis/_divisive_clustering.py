@@ -311,10 +311,6 @@ class DivisiveClustering(ClusterMixin, BaseEstimator):
         self.labels_ = cut_children(self.children_, n, n_clusters)
         self.n_clusters_ = int(self.labels_.max()) + 1
 
-    def fit_predict(self, X, y=None):
-        """Fit and return ``labels_``."""
-        return super().fit_predict(X, y)
-
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.pairwise = self.metric == "precomputed"
