@@ -2,6 +2,7 @@
 
 from . import summaries
 from ._correlation_clustering import ExactCorrelationClustering
+from ._divisive_clustering import DivisiveClustering
 from ._dp_mixture import DPMixture
 from ._entropy_agglomeration import EntropyAgglomeration
 from ._fast_tiwd import FastTIWD
@@ -10,4 +11,4 @@ from ._trellis_hierarchical import TrellisHierarchical
 __version__ = "0.1.0.dev0"
 
 __all__ = ["ExactCorrelationClustering", "TrellisHierarchical", "DPMixture", "FastTIWD",
-           "EntropyAgglomeration", "summaries", "__version__"]
+           "EntropyAgglomeration", "DivisiveClustering", "summaries", "__version__"]

@@ -377,5 +377,86 @@ class CredibleBallDisplay:
                                 element_labels=element_labels, axes=axes, **kwargs)
 
 
+class BannerDisplay:
+    """Banner of a divisive tree, as R's ``bannerplot`` draws ``cluster::diana``.
+
+    One horizontal bar per gap between consecutive objects of the banner order:
+    it starts at the height at which the two were separated (the diameter of
+    the cluster then split) and runs to the largest height, so long bars mark
+    objects that stay together until late (Rousseeuw 1986; Kaufman & Rousseeuw
+    1990, ch. 6). The first object is on top.
+
+    Parameters
+    ----------
+    order : array-like of int, shape (n,)
+        Objects in banner order (``DivisiveClustering.order_``).
+    heights : array-like of float, shape (n - 1,)
+        ``heights[k]`` separates ``order[k]`` and ``order[k + 1]``
+        (``DivisiveClustering.heights_``).
+    divisive_coefficient : float, default=None
+        Shown under the plot when given.
+    element_labels : list of str, default=None
+
+    Attributes
+    ----------
+    bars_ : matplotlib BarContainer
+    ax_, figure_ : matplotlib Axes and Figure
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import numpy as np
+    >>> from sklearn_trellis import DivisiveClustering
+    >>> from sklearn_trellis.plotting import BannerDisplay
+    >>> model = DivisiveClustering().fit(np.array([[0.0], [1.0], [5.0], [6.0]]))
+    >>> display = BannerDisplay.from_estimator(model)
+    >>> [float(bar.get_x()) for bar in display.bars_]
+    [1.0, 6.0, 1.0]
+    """
+
+    def __init__(self, order, heights, divisive_coefficient=None, element_labels=None):
+        self.order = order
+        self.heights = heights
+        self.divisive_coefficient = divisive_coefficient
+        self.element_labels = element_labels
+
+    def plot(self, ax=None, *, color="tab:red", max_labels=35):
+        """Draw the banner; objects are labelled when there are at most ``max_labels``."""
+        self.figure_, self.ax_ = _axes(ax)
+        order = np.asarray(self.order, dtype=np.int64)
+        heights = np.asarray(self.heights, dtype=np.float64)
+        n = order.size
+        if heights.size != n - 1:
+            raise ValueError(f"heights has {heights.size} entries for {n} objects "
+                             f"(expected {n - 1}).")
+        top = float(heights.max()) if heights.size else 0.0
+        # Gap k lies between the objects drawn at rows n-1-k and n-2-k.
+        rows = n - 1.5 - np.arange(n - 1)
+        self.bars_ = self.ax_.barh(rows, top - heights, left=heights, height=1.0,
+                                   color=color, edgecolor="none")
+        self.ax_.set_xlim(0.0, top if top > 0 else 1.0)
+        self.ax_.set_ylim(-0.5, n - 0.5)
+        self.ax_.set_xlabel("height")
+        if n <= max_labels:
+            names = np.array(_names(self.element_labels, n))[order]
+            self.ax_.yaxis.tick_right()
+            self.ax_.set_yticks(n - 1 - np.arange(n), names)
+        else:
+            self.ax_.set_yticks([])
+        if self.divisive_coefficient is not None:
+            self.ax_.set_title(f"divisive coefficient = {self.divisive_coefficient:.2f}",
+                               loc="left", fontsize="medium")
+        return self
+
+    @classmethod
+    def from_estimator(cls, estimator, *, element_labels=None, ax=None, **kwargs):
+        """From a fitted :class:`~sklearn_trellis.DivisiveClustering`."""
+        check_is_fitted(estimator, ["order_", "heights_"])
+        return cls(estimator.order_, estimator.heights_,
+                   getattr(estimator, "divisive_coefficient_", None),
+                   element_labels).plot(ax=ax, **kwargs)
+
+
 __all__ = ["DendrogramDisplay", "CoClusteringDisplay", "NClustersHistogramDisplay",
-           "EntropySequenceDisplay", "CredibleBallDisplay"]
+           "EntropySequenceDisplay", "CredibleBallDisplay", "BannerDisplay"]

@@ -107,3 +107,29 @@ def test_credible_ball_display():
     fitted = ExactCorrelationClustering(random_state=0).fit(rng.normal(size=(5, 2)))
     with pytest.raises(TypeError, match="samples_"):
         CredibleBallDisplay.from_estimator(fitted)
+
+
+def test_banner_display_draws_r_banner():
+    from sklearn_trellis import DivisiveClustering
+    from sklearn_trellis.plotting import BannerDisplay
+
+    X = np.array([[0.0], [1.0], [5.0], [6.0], [20.0]])
+    model = DivisiveClustering().fit(X)
+    display = BannerDisplay.from_estimator(model, element_labels=list("abcde"))
+    # One bar per gap, from its height to the top; first gap on top.
+    starts = [bar.get_x() for bar in display.bars_]
+    widths = [bar.get_width() for bar in display.bars_]
+    np.testing.assert_allclose(starts, model.heights_)
+    np.testing.assert_allclose(np.add(starts, widths), 20.0)
+    rows = [bar.get_y() + bar.get_height() / 2 for bar in display.bars_]
+    assert rows == sorted(rows, reverse=True)
+    labels = [t.get_text() for t in display.ax_.get_yticklabels()]
+    assert labels == ["a", "b", "c", "d", "e"]
+    assert "0.76" in display.ax_.get_title(loc="left")
+    plt.close("all")
+    with pytest.raises(ValueError, match="expected 4"):
+        BannerDisplay([0, 1, 2, 3, 4], [1.0, 2.0]).plot()
+    plt.close("all")
+    from sklearn.exceptions import NotFittedError
+    with pytest.raises(NotFittedError):
+        BannerDisplay.from_estimator(DivisiveClustering())

@@ -123,7 +123,7 @@ def similarity_from_distances(distances, kind, scale):
     check_scalar_param(scale, "scale", low=0.0, include_low=False, allow_none=True)
     if kind == "precomputed":
         s = check_pairwise_matrix(distances, "The precomputed similarity matrix")
-        if s is distances:
+        if np.may_share_memory(s, distances):  # a view (e.g. of a numba result) is no copy
             s = s.copy()
     elif kind == "exp":
         d = check_pairwise_matrix(distances, "The distance matrix")
@@ -131,7 +131,7 @@ def similarity_from_distances(distances, kind, scale):
             raise ValueError("Distances must be non-negative.")
         width = median_off_diagonal(d) if scale is None else float(scale)
         # Work in place when the check already made a private copy.
-        s = d if d is not distances else np.empty_like(d)
+        s = np.empty_like(d) if np.may_share_memory(d, distances) else d
         np.divide(d, -width, out=s)
         np.exp(s, out=s)
     else:

@@ -1,0 +1,234 @@
+"""Top-down trees: split every cluster in two until all objects stand alone.
+
+Every method splits each cluster independently, so the tree is grown by
+visiting the clusters in any order; the banner (``order`` and the diameters)
+records it and R's banner reading (:mod:`.banner`) turns it into merges. The
+splitters:
+
+- ``'diana'``: Kaufman & Rousseeuw's dissimilarity analysis, exactly as R's
+  ``cluster::diana`` (:mod:`._diana_kernels`);
+- ``'kmeans'`` / ``'kmedoids'``: K-means on the feature rows / PAM on the
+  dissimilarities with ``K = 2`` (:mod:`.bisection`);
+- ``'exact'``: the optimal bipartition of every cluster of at most
+  ``max_exact_size`` items (:mod:`.exact_split`), DIANA's split above.
+
+Heights are cluster diameters (as in R), so cutting the tree into ``k``
+clusters undoes the splits of the ``k - 1`` clusters of largest diameter: the
+notes' rule "split the cluster with the largest diameter next".
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from sklearn.utils import check_random_state
+
+from ._diana_kernels import cluster_diameter, diana_banner, diana_split
+from .banner import banner_to_merge, divisive_coefficient, linkage_from_children, \
+    merge_to_children
+from .bisection import feature_diameter, two_means, two_medoids
+from .exact_split import CRITERIA, MAX_EXACT_ITEMS, best_bipartition
+
+METHODS = ("diana", "kmeans", "kmedoids", "exact")
+
+#: Lloyd / SWAP iterations per bisection.
+MAX_ITER = 100
+
+
+@dataclass
+class DivisiveTree:
+    """A divisive tree in all the encodings the estimators need.
+
+    Attributes
+    ----------
+    order : ndarray of int64, shape (n,)
+        Objects in banner order (R's ``order - 1``).
+    banner : ndarray of float64, shape (n,)
+        ``banner[k]``: height separating positions ``k - 1`` and ``k``; ``banner[0] = 0``.
+    merge : ndarray of int64, shape (n - 1, 2)
+        R's ``merge`` matrix.
+    children : ndarray of int64, shape (n - 1, 2)
+        scikit-learn's bottom-up ``children_``.
+    distances : ndarray of float64, shape (n - 1,)
+        Height (diameter) of each merge, non-decreasing.
+    linkage_matrix : ndarray of float64, shape (n - 1, 4)
+        scipy's linkage matrix of the same tree.
+    divisive_coefficient : float
+        R's ``dc``.
+    fallback_sizes : list of int
+        Sizes of the clusters that ``'exact'`` split with DIANA (too large).
+    """
+
+    order: np.ndarray
+    banner: np.ndarray
+    merge: np.ndarray
+    children: np.ndarray
+    distances: np.ndarray
+    linkage_matrix: np.ndarray
+    divisive_coefficient: float
+    fallback_sizes: list = field(default_factory=list)
+
+    @property
+    def heights(self):
+        """R's ``height``: the banner without its first entry."""
+        return self.banner[1:]
+
+    @classmethod
+    def from_banner(cls, order, banner, fallback_sizes=()):
+        order = np.asarray(order, dtype=np.int64)
+        banner = np.asarray(banner, dtype=np.float64)
+        merge, distances = banner_to_merge(order, banner)
+        children = merge_to_children(merge)
+        return cls(order=order, banner=banner, merge=merge, children=children,
+                   distances=distances,
+                   linkage_matrix=linkage_from_children(children, distances),
+                   divisive_coefficient=divisive_coefficient(banner),
+                   fallback_sizes=list(fallback_sizes))
+
+
+def diana(distances):
+    """R's ``cluster::diana`` on a full (n, n) dissimilarity matrix.
+
+    Parameters
+    ----------
+    distances : ndarray of shape (n, n)
+        Symmetric non-negative dissimilarities with a zero diagonal (not checked
+        here: the estimator validates its input).
+
+    Returns
+    -------
+    DivisiveTree
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_trellis.engines.divisive import diana
+    >>> x = np.array([0.0, 1.0, 5.0, 6.0, 20.0])
+    >>> tree = diana(np.abs(x[:, None] - x[None, :]))
+    >>> tree.order.tolist(), tree.heights.tolist()
+    ([0, 1, 2, 3, 4], [1.0, 6.0, 1.0, 20.0])
+    >>> round(tree.divisive_coefficient, 4)
+    0.76
+    """
+    D = np.ascontiguousarray(distances, dtype=np.float64)
+    order, banner = diana_banner(D)
+    return DivisiveTree.from_banner(order, banner)
+
+
+def _stable_split(ner, ja, jb, labels):
+    """Reorder ``ner[ja..jb]``: the part of ``ner[ja]`` first, both parts in order."""
+    run = ner[ja:jb + 1].copy()
+    first = labels == labels[0]
+    ner[ja:jb + 1] = np.concatenate([run[first], run[~first]])
+    return ja + int(first.sum())
+
+
+class _Splitter:
+    """One cluster's split and diameter, from the dissimilarities or the features."""
+
+    def __init__(self, method, *, distances=None, X=None, manhattan=False,
+                 squared=False, similarities=None, criterion="average",
+                 max_exact_size=20, random_state=None):
+        self.method = method
+        self.D = distances
+        self.X = X
+        self.manhattan = manhattan
+        self.squared = squared
+        self.similarities = similarities
+        self.criterion = criterion
+        self.max_exact_size = max_exact_size
+        self.rng = check_random_state(random_state)
+        n = distances.shape[0] if distances is not None else X.shape[0]
+        self.sum_a = np.zeros(n)
+        self.sum_b = np.zeros(n)
+        self.fallback_sizes = []
+
+    def diameter(self, ner, ja, jb):
+        if self.D is not None:
+            return cluster_diameter(self.D, ner, ja, jb)
+        value = feature_diameter(self.X, ner[ja:jb + 1], self.manhattan)
+        return value * value if self.squared else value
+
+    def split(self, ner, ja, jb):
+        m = jb - ja + 1
+        if self.method == "diana" or (self.method == "exact" and m > self.max_exact_size):
+            if self.method == "exact":
+                self.fallback_sizes.append(m)
+            return diana_split(self.D, ner, ja, jb, self.sum_a, self.sum_b)
+        members = ner[ja:jb + 1].copy()
+        if self.method == "kmeans":
+            labels = two_means(self.X, members, int(self.rng.randint(2 ** 31 - 1)), MAX_ITER)
+        elif self.method == "kmedoids":
+            labels = two_medoids(self.D, members, MAX_ITER)
+        else:
+            source = self.similarities if CRITERIA[self.criterion] == "similarity" else self.D
+            left, _ = best_bipartition(source[np.ix_(members, members)], self.criterion)
+            labels = (~left).astype(np.int64)
+        return _stable_split(ner, ja, jb, labels)
+
+
+def divisive_tree(method="diana", *, distances=None, X=None, manhattan=False,
+                  squared=False, similarities=None, criterion="average",
+                  max_exact_size=20, random_state=None):
+    """Grow a divisive tree with one of :data:`METHODS`.
+
+    Parameters
+    ----------
+    method : {'diana', 'kmeans', 'kmedoids', 'exact'}
+    distances : ndarray of shape (n, n), optional
+        Dissimilarities; needed by every method but ``'kmeans'``, whose heights
+        then come from the features.
+    X : ndarray of shape (n, n_features), optional
+        Feature rows, for ``'kmeans'`` (finite values).
+    manhattan, squared : bool
+        The metric of the features' diameters when ``distances`` is None
+        (Euclidean by default, its square with ``squared``).
+    similarities : ndarray of shape (n, n), optional
+        Similarities of the cut criteria of ``'exact'``.
+    criterion : {'average', 'dasgupta', 'sparsest'}
+        The criterion ``'exact'`` optimises (see :mod:`.exact_split`).
+    max_exact_size : int
+        Largest cluster ``'exact'`` enumerates (at most 24).
+    random_state : int, RandomState or None
+        Seeds of the k-means++ initialisations.
+
+    Returns
+    -------
+    DivisiveTree
+    """
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {list(METHODS)}, got {method!r}.")
+    if method == "exact" and not 2 <= max_exact_size <= MAX_EXACT_ITEMS:
+        raise ValueError(f"max_exact_size must lie in [2, {MAX_EXACT_ITEMS}], "
+                         f"got {max_exact_size!r}.")
+    if method != "kmeans" and distances is None:
+        raise ValueError(f"method={method!r} needs the dissimilarity matrix.")
+    if method == "kmeans" and X is None:
+        raise ValueError("method='kmeans' needs the feature rows X.")
+    if distances is not None:
+        distances = np.ascontiguousarray(distances, dtype=np.float64)
+    if X is not None:
+        X = np.ascontiguousarray(X, dtype=np.float64)
+    if method == "diana":
+        return diana(distances)
+    if method == "exact" and CRITERIA[criterion] == "similarity" and similarities is None:
+        raise ValueError(f"criterion={criterion!r} needs the similarity matrix.")
+    splitter = _Splitter(method, distances=distances, X=X, manhattan=manhattan,
+                         squared=squared, similarities=similarities, criterion=criterion,
+                         max_exact_size=max_exact_size, random_state=random_state)
+    n = distances.shape[0] if distances is not None else X.shape[0]
+    ner = np.arange(n, dtype=np.int64)
+    banner = np.zeros(n)
+    stack = [(0, n - 1)] if n >= 2 else []
+    while stack:
+        ja, jb = stack.pop()
+        if jb - ja == 1:
+            banner[jb] = splitter.diameter(ner, ja, jb)
+            continue
+        diameter = splitter.diameter(ner, ja, jb)
+        jmb = splitter.split(ner, ja, jb)
+        banner[jmb] = diameter
+        if jmb - 1 > ja:
+            stack.append((ja, jmb - 1))
+        if jb > jmb:
+            stack.append((jmb, jb))
+    return DivisiveTree.from_banner(ner, banner, splitter.fallback_sizes)
