@@ -11,7 +11,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._core.validation import check_option, check_scalar_param
 from .models.conjugate import make_likelihood
-from .models.dp_mixture import GridMarginalPosterior
+from .engines.exact.grid_marginal import GridMarginalPosterior
 from .engines.gibbs import sampler as gibbs
 from .models.priors import GammaHyperprior, make_prior
 from .engines.gibbs.coclustering import coclustering_matrix

@@ -15,6 +15,7 @@ from ._core.validation import check_option, check_scalar_param
 from .preprocessing.distance_normalization import NORMALIZATIONS, normalized_inner_products
 from .models.wishart import (WishartBlockLikelihood, WishartBlockModel, block_statistics,
                              estimate_dof)
+from .engines.exact.trellis_for_model import trellis_for_model
 from .engines.gibbs import sampler as gibbs
 from .engines.gibbs.coclustering import coclustering_matrix
 from .models.priors import make_prior
@@ -414,7 +415,7 @@ default='singletons'
         table = model.log_potential_table()
         if np.any(known >= 0):
             table = _class_constraint(table, known)
-        trellis = model.exact_trellis(table, max_items=self.max_exact_size)
+        trellis = trellis_for_model(model, table, max_items=self.max_exact_size)
         self.inference_ = "exact"
         self.interrupted_ = False
         self._states = None

@@ -24,8 +24,6 @@ from scipy.special import logsumexp
 from .likelihood import ClusterLikelihood, GibbsKernels
 from .priors import make_prior
 
-from ..engines.exact.flat import ExactFlatTrellis
-from ..engines.exact.flat_counts import CountWeightedFlatTrellis
 from ._flat import FlatModel
 from .correlation import _pair_sum_table
 from .._core.validation import check_scalar_param
@@ -258,13 +256,6 @@ class WishartBlockModel(FlatModel):
         table = np.zeros(1 << n)
         table[1:] = self._block_log_potential(sizes[1:], sbars[1:])
         return table
-
-    def exact_trellis(self, log_potentials=None, max_items=12):
-        """The fitted exact engine (plain, or count-resolved for finite ``n_blocks``)."""
-        table = self.log_potential_table() if log_potentials is None else log_potentials
-        if self.folds_count:
-            return ExactFlatTrellis(table, max_items=max_items).fit()
-        return CountWeightedFlatTrellis(table, self.log_count_table(), max_items=max_items).fit()
 
 
 DEFAULT_THETA_GRID = np.geomspace(1e-3, 10.0, 81)

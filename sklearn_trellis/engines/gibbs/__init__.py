@@ -107,13 +107,13 @@ New params go through :func:`.sampler.set_params`, which resets the free slots
 (they score new clusters) and calls ``refresh``. A likelihood whose
 hyperprior is a finite grid also returns it from ``hyperparameter_grid()``
 (``(params, log_prior)``); exact inference then marginalises it
-(:class:`sklearn_trellis.models.dp_mixture.GridMarginalPosterior`), and
+(:class:`sklearn_trellis.engines.exact.grid_marginal.GridMarginalPosterior`), and
 ``describe_params(params)`` names the values (progress lines print them).
 
 A likelihood whose ``log_global`` is identically zero factorises over
 clusters (``factorizes = True``): exact mode then builds the cluster
 log-potential table ``log m(X_B)`` for all subsets from the same kernels
-(:func:`.sampler.subset_log_marginals`).
+(:meth:`sklearn_trellis.models.likelihood.ClusterLikelihood.subset_log_marginals`).
 
 3. Driver (:mod:`.sampler`)
 -------------------------

@@ -11,6 +11,7 @@ from sklearn_trellis.models import (BetaBernoulli, DirichletMultinomial, NormalG
 from sklearn_trellis.models.dp_mixture import MixturePartitionModel
 from sklearn_trellis.models.priors import CRP, DirichletMultinomialPrior, PitmanYor
 from sklearn_trellis.engines.exact.flat_counts import CountWeightedFlatTrellis
+from sklearn_trellis.engines.exact.trellis_for_model import trellis_for_model
 from sklearn_trellis._core.subsets import mask_of
 
 
@@ -59,7 +60,7 @@ def test_exact_posterior_matches_enumeration(n, prior, lik):
     parts, log_joint = enumerate_posterior(prior, lik, X)
     ref = flat_summaries(parts, log_joint)
     model = MixturePartitionModel(prior, lik).fit(X)
-    trellis = model.exact_trellis(12)
+    trellis = trellis_for_model(model, max_items=12)
     assert trellis.log_partition_function + model.log_potential_constant() == pytest.approx(
         ref["log_z"], abs=1e-8)
     assert tuple(trellis.map_labels) == tuple(parts[ref["map_index"]])

@@ -7,7 +7,7 @@ from scipy.special import gammaln, logsumexp, multigammaln
 from oracles import flat_summaries, set_partitions
 from sklearn_trellis import DPMixture
 from sklearn_trellis.models import NormalGamma, NormalInverseWishart
-from sklearn_trellis.models.dp_mixture import GridMarginalPosterior
+from sklearn_trellis.engines.exact.grid_marginal import GridMarginalPosterior
 from sklearn_trellis.engines.gibbs import sampler as gibbs
 from sklearn_trellis.models.priors import CRP, PitmanYor
 

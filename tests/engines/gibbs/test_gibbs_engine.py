@@ -6,6 +6,7 @@ import pytest
 
 from sklearn_trellis.models import NormalGamma, NormalInverseWishart
 from sklearn_trellis.models.dp_mixture import MixturePartitionModel
+from sklearn_trellis.engines.exact.trellis_for_model import trellis_for_model
 from sklearn_trellis.engines.gibbs import sampler as gibbs
 from sklearn_trellis.engines.gibbs.coclustering import coclustering_matrix
 from sklearn_trellis.models.priors import CRP, DirichletMultinomialPrior, GammaHyperprior, PitmanYor
@@ -19,7 +20,7 @@ def small_data(n, seed=0):
 
 def exact_summaries(prior, lik, X):
     model = MixturePartitionModel(prior, lik).fit(X)
-    trellis = model.exact_trellis(12)
+    trellis = trellis_for_model(model, max_items=12)
     return trellis.pairwise_marginals(), trellis.n_clusters_distribution()
 
 
