@@ -113,18 +113,18 @@ def test_dp_mixture_exact_mode_reports_exact_quantities():
     rng = np.random.default_rng(5)
     X = np.vstack([rng.normal(0, 0.3, (3, 2)), rng.normal(4, 0.3, (4, 2))])
     for discount in (0.0, 0.3):
-        model = DPMixture(alpha=1.3, discount=discount, inference="exact", n_sweeps=500,
+        model = DPMixture(alpha=1.3, discount=discount, method="exact", n_sweeps=500,
                           likelihood=NormalInverseWishart(hyperprior="fixed"),
                           random_state=0).fit(X)
         prior = model.prior_
-        parts, log_joint = enumerate_posterior(prior, model.likelihood_, X)
+        parts, log_joint = enumerate_posterior(prior, model.model_, X)
         ref = flat_summaries(parts, log_joint)
         assert model.log_marginal_likelihood_ == pytest.approx(ref["log_z"], abs=1e-8)
         np.testing.assert_allclose(model.pairwise_marginals_, ref["pairwise"], atol=1e-9)
         np.testing.assert_allclose(model.n_clusters_distribution_, ref["k_dist"], atol=1e-9)
         assert tuple(model.labels_) == tuple(parts[ref["map_index"]])
         assert model.samples_.shape == (500, 7)
-        assert model.inference_ == "exact"
+        assert model.method_ == "exact"
 
 
 def test_log_joints_from_table_match_log_potential():
