@@ -191,6 +191,8 @@ def test_log_posterior_of_labels_matches_trace():
     (dict(), "D", "short", "shape"),
     (dict(n_blocks=1), "D", "two", "n_blocks"),
     (dict(burn_in=5, n_sweeps=5), "D", None, "burn_in"),
+    (dict(method="vb"), "D", None, "method"),
+    (dict(warm_start="yes"), "D", None, "warm_start"),
 ])
 def test_invalid_input(params, X_kind, y, match):
     D = _small_distances(0, 8)

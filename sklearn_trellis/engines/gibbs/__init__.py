@@ -126,8 +126,10 @@ final :class:`.sampler.GibbsState`, which ``run_chain(..., state=...)``
 continues (``warm_start``). ``record(state)``, if given, is evaluated at
 every kept sample (``ChainResult.records``): ``DPMixture`` keeps the
 hyperparameters with :func:`.sampler.record_params`, ``FastTIWD`` its ``theta``
-and ``E[alpha]``. ``verbose`` prints progress; Ctrl-C ends the
-current chain early and keeps the samples drawn so far (``interrupted=True``).
+and ``E[alpha]``. :func:`.chains.collect_chains` pools the results of all
+chains (appended to those of an earlier fit on a warm start) into one sample
+set. ``verbose`` prints progress; Ctrl-C ends the current chain early and
+keeps the samples drawn so far (``interrupted=True``).
 Each sweep is a sequential Gibbs scan (Neal's Algorithm 3) over the non-fixed
 items in random order, followed by ``n_split_merge`` sequentially-allocated
 split-merge proposals (Dahl 2003, in the family of Jain & Neal 2004), which

@@ -136,3 +136,19 @@ def test_log_joints_from_table_match_log_potential():
         fast = model.log_joints(parts, model.log_potential_table())
         slow = [model.log_potential(row) for row in parts]
         np.testing.assert_allclose(fast, slow, atol=1e-9)
+
+
+def test_trellis_for_model_picks_the_count_weighted_trellis_when_counts_do_not_fold():
+    from sklearn_trellis.engines.exact.flat import ExactFlatTrellis
+    X = np.random.default_rng(1).normal(size=(6, 2))
+    lik = NormalGamma(hyperprior="fixed").fit(X)
+    crp = MixturePartitionModel(CRP(1.5), lik).fit(X)
+    py = MixturePartitionModel(PitmanYor(1.5, 0.3), lik).fit(X)
+    assert type(trellis_for_model(crp)) is ExactFlatTrellis
+    assert type(trellis_for_model(py)) is CountWeightedFlatTrellis
+    # a given table is used as is
+    table = crp.log_potential_table()
+    table[3] = -np.inf  # forbid the cluster {0, 1}
+    constrained = trellis_for_model(crp, table).log_partition_function
+    assert constrained < trellis_for_model(crp).log_partition_function
+    assert constrained == ExactFlatTrellis(table, max_items=12).fit().log_partition_function
