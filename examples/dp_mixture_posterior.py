@@ -25,8 +25,8 @@ print("points with the least certain cluster membership:", uncertain)
 
 # Exact posterior for 9 points versus the sampler
 small = X[:9]
-exact = DPMixture(inference="exact").fit(small)
-sampled = DPMixture(inference="gibbs", n_sweeps=4000, random_state=0).fit(small)
+exact = DPMixture(method="exact").fit(small)
+sampled = DPMixture(method="gibbs", n_sweeps=4000, random_state=0).fit(small)
 print("log p(X) of the 9 points, exactly:", round(exact.log_marginal_likelihood_, 4))
 print("largest |exact - sampled| co-clustering probability:",
       round(float(np.abs(exact.pairwise_marginals_ - sampled.pairwise_marginals_).max()), 3))

@@ -1,24 +1,23 @@
 """``DPMixture``: Dirichlet-process / Pitman-Yor mixtures with conjugate likelihoods."""
 
-import numbers
+from numbers import Integral, Real
 
 import numpy as np
 from scipy.special import logsumexp
-from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.base import _fit_context
 from sklearn.cluster import KMeans
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._core.validation import check_option, check_scalar_param
-from .models.conjugate import make_likelihood
-from .models.dp_mixture import GridMarginalPosterior
+from ._gibbs_base import _BaseGibbs
+from .engines.exact.grid_marginal import GridMarginalPosterior
 from .engines.gibbs import sampler as gibbs
+from .models.conjugate import LIKELIHOODS, make_likelihood
+from .models.likelihood import ClusterLikelihood
 from .models.priors import GammaHyperprior, make_prior
-from .engines.gibbs.coclustering import coclustering_matrix
 from .summaries.point_estimates import point_estimate as _loss_point_estimate
 
-#: Largest n for which ``pairwise_marginals_`` (an n x n matrix) is stored.
-MAX_PAIRWISE_ITEMS = 3000
 #: Posterior samples (evenly spaced) used by predict / predict_proba / score.
 MAX_PREDICTIVE_SAMPLES = 25
 #: Largest n for the loss-based ``labels_`` (the search holds an n x n float matrix).
@@ -27,7 +26,7 @@ MAX_LOSS_ESTIMATE_ITEMS = 10_000
 KMEANS_INIT_CLUSTERS = 10
 
 
-class DPMixture(ClusterMixin, BaseEstimator):
+class DPMixture(_BaseGibbs):
     """Dirichlet-process (or Pitman-Yor) mixture with a conjugate likelihood.
 
     The model is ``z ~ CRP(alpha, discount)`` (two-parameter Chinese
@@ -76,7 +75,7 @@ default='gaussian'
     n_jobs : int, default=None
         Chains run in parallel through joblib (``sklearn.utils.parallel``), so
         ``joblib.parallel_config(backend="dask")`` runs them on a Dask cluster.
-    inference : {'auto', 'gibbs', 'exact'}, default='auto'
+    method : {'auto', 'gibbs', 'exact'}, default='auto'
         ``'exact'`` enumerates all partitions with the exact trellis
         (``n <= max_exact_size``); ``'auto'`` uses it when ``n`` is that small.
     init : {'kmeans', 'one', 'singletons', 'random'} or array-like of shape (n_samples,), \
@@ -137,11 +136,12 @@ default='kmeans'
         Exact mode: ``log p(X)`` exactly (natural log). Gibbs mode: None.
     n_clusters_distribution_ : ndarray of shape (n_samples,)
         ``P(K = k)`` for ``k = 1..n_samples`` (exact, or sample frequencies).
-    inference_ : str
+    method_ : str
         ``'exact'`` or ``'gibbs'``.
-    likelihood_ : ClusterLikelihood
-        The fitted likelihood (resolved hyperparameters; for learned ones,
-        the values the sampler starts from and the grid).
+    model_ : ClusterLikelihood
+        The fitted cluster model: the likelihood of ``likelihood`` fitted to
+        ``X`` (resolved hyperparameters; for learned ones, the values the
+        sampler starts from and the grid).
     hyperparameters_ : dict of ndarray or None
         Learned likelihood hyperparameters at each kept sample, e.g.
         ``{'scale': ..., 'dof': ...}`` for the default
@@ -187,57 +187,45 @@ default='kmeans'
     >>> model = DPMixture(random_state=0).fit(X)
     >>> model.labels_
     array([0, 0, 0, 1, 1, 1])
-    >>> model.inference_
+    >>> model.method_
     'exact'
     >>> bool(model.pairwise_marginals_[0, 1] > 0.9)
     True
     """
 
+    _parameter_constraints: dict = {
+        **_BaseGibbs._parameter_constraints,
+        "alpha": [Interval(Real, 0, np.inf, closed="neither")],
+        "discount": [Interval(Real, 0, 1, closed="left")],
+        "likelihood": [StrOptions(set(LIKELIHOODS)), ClusterLikelihood],
+        "init": [StrOptions({"kmeans", "one", "singletons", "random"}), "array-like"],
+        "n_prior_components": [Interval(Integral, 1, None, closed="left"), None],
+        "alpha_prior": ["array-like", None],
+        "n_split_merge": [Interval(Integral, 0, None, closed="left")],
+        "point_estimate": [StrOptions({"vi", "binder", "map"})],
+    }
+
     def __init__(self, alpha=1.0, discount=0.0, likelihood="gaussian", n_sweeps=400,
-                 burn_in=None, thin=1, n_chains=1, n_jobs=None, inference="auto",
+                 burn_in=None, thin=1, n_chains=1, n_jobs=None, method="auto",
                  init="kmeans", random_state=None, verbose=0, warm_start=False,
                  n_prior_components=None, alpha_prior=None, n_split_merge=10, max_exact_size=12,
                  point_estimate="vi"):
+        super().__init__(n_sweeps=n_sweeps, burn_in=burn_in, thin=thin, n_chains=n_chains,
+                         n_jobs=n_jobs, method=method, init=init, random_state=random_state,
+                         verbose=verbose, warm_start=warm_start, max_exact_size=max_exact_size)
         self.alpha = alpha
         self.discount = discount
         self.likelihood = likelihood
-        self.n_sweeps = n_sweeps
-        self.burn_in = burn_in
-        self.thin = thin
-        self.n_chains = n_chains
-        self.n_jobs = n_jobs
-        self.inference = inference
-        self.init = init
-        self.random_state = random_state
-        self.verbose = verbose
-        self.warm_start = warm_start
         self.n_prior_components = n_prior_components
         self.alpha_prior = alpha_prior
         self.n_split_merge = n_split_merge
-        self.max_exact_size = max_exact_size
         self.point_estimate = point_estimate
 
     # -- validation ----------------------------------------------------------------
-    def _check_params(self):
-        check_scalar_param(self.alpha, "alpha", low=0.0, include_low=False)
-        check_scalar_param(self.discount, "discount", low=0.0)
-        if self.discount >= 1:
-            raise ValueError(f"discount must be < 1, got {self.discount!r}.")
-        for name in ("n_sweeps", "thin", "n_chains"):
-            check_scalar_param(getattr(self, name), name, kind=numbers.Integral, low=1)
-        check_scalar_param(self.burn_in, "burn_in", kind=numbers.Integral, low=0,
-                           allow_none=True)
-        if self.burn_in is not None and self.burn_in >= self.n_sweeps:
-            raise ValueError(f"burn_in must be < n_sweeps={self.n_sweeps}, got {self.burn_in}.")
-        check_option(self.inference, "inference", {"auto", "gibbs", "exact"})
-        check_option(self.point_estimate, "point_estimate", {"vi", "binder", "map"})
-        check_scalar_param(self.n_prior_components, "n_prior_components",
-                           kind=numbers.Integral, low=1, allow_none=True)
-        check_scalar_param(self.n_split_merge, "n_split_merge", kind=numbers.Integral, low=0)
-        check_scalar_param(self.max_exact_size, "max_exact_size", kind=numbers.Integral, low=1)
-        check_scalar_param(self.verbose, "verbose", kind=numbers.Integral, low=0)
-        if isinstance(self.init, str):
-            check_option(self.init, "init", {"kmeans", "one", "singletons", "random"})
+    def _make_prior(self):
+        """The partition prior, after the checks across parameters (each parameter alone:
+        ``_parameter_constraints``)."""
+        self._check_burn_in()
         if self.alpha_prior is not None:
             if len(self.alpha_prior) != 2:
                 raise ValueError("alpha_prior must be a (shape, rate) pair.")
@@ -262,6 +250,7 @@ default='kmeans'
             X).labels_.astype(np.int64)
 
     # -- fitting ---------------------------------------------------------------
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Sample (or compute exactly) the posterior over partitions of the rows of X.
 
@@ -274,39 +263,34 @@ default='kmeans'
         -------
         self : DPMixture
         """
-        prior = self._check_params()
-        warm = (self.warm_start and hasattr(self, "_states") and self._states is not None)
+        prior = self._make_prior()
+        warm = self._continues()
         X = validate_data(self, X, dtype=np.float64, reset=not warm)
         if warm and X.shape[0] != self.samples_.shape[1]:
             raise ValueError("warm_start needs the same number of samples as the previous fit.")
         rng = check_random_state(self.random_state)
         n = X.shape[0]
         if not warm:
-            self.likelihood_ = make_likelihood(self.likelihood).fit(X)
+            self.model_ = make_likelihood(self.likelihood).fit(X)
         self.prior_ = prior
-        data = self.likelihood_.check_data(X)
-        exact = self.inference == "exact" or (
-            self.inference == "auto" and n <= self.max_exact_size and self.likelihood_.factorizes
-            and not warm and self.alpha_prior is None)
-        if exact:
+        data = self.model_.check_data(X)
+        if self._use_exact(n, self.model_.factorizes and not warm and self.alpha_prior is None):
             self._fit_exact(data, rng)
         else:
             self._fit_gibbs(X, data, rng, warm)
         self._data = data
         self.n_clusters_ = int(self.labels_.max()) + 1
         self.hyperparameters_ = (None if self._sample_params is None
-                                 else self.likelihood_.describe_params(self._sample_params))
+                                 else self.model_.describe_params(self._sample_params))
         return self
 
     def _fit_exact(self, data, rng):
         if self.alpha_prior is not None:
-            raise ValueError("inference='exact' needs a fixed alpha (alpha_prior=None).")
-        if data.shape[0] > self.max_exact_size:
-            raise ValueError(f"inference='exact' needs n_samples <= max_exact_size="
-                             f"{self.max_exact_size}, got {data.shape[0]}.")
-        posterior = GridMarginalPosterior(self.prior_, self.likelihood_,
+            raise ValueError("method='exact' needs a fixed alpha (alpha_prior=None).")
+        self._check_exact_size(data.shape[0])
+        posterior = GridMarginalPosterior(self.prior_, self.model_,
                                           self.max_exact_size).fit(data)
-        self.inference_ = "exact"
+        self.method_ = "exact"
         self.log_marginal_likelihood_ = posterior.log_marginal_likelihood
         self.labels_ = posterior.map_labels
         self.samples_, points = posterior.sample(self.n_sweeps, rng)
@@ -317,73 +301,44 @@ default='kmeans'
         self.n_clusters_distribution_ = posterior.n_clusters_distribution()
         self._sample_params = (posterior.grid_params[points]
                                if posterior.grid_params.shape[0] > 1 else None)
-        self._states = None
+        self._chains = None
 
     def _fit_gibbs(self, X, data, rng, warm):
         n = X.shape[0]
         hyper = None if self.alpha_prior is None else GammaHyperprior(*self.alpha_prior)
-        burn_in = 0 if warm else (self.n_sweeps // 2 if self.burn_in is None else self.burn_in)
-        learned = self.likelihood_.resamples_hyperparameters
-        kwargs = dict(n_sweeps=self.n_sweeps, burn_in=burn_in, thin=self.thin,
+        record = gibbs.record_params if self.model_.resamples_hyperparameters else None
+        kwargs = dict(n_sweeps=self.n_sweeps, burn_in=self._burn_in(warm), thin=self.thin,
                       n_split_merge=self.n_split_merge, hyperprior=hyper,
-                      verbose=self.verbose, record=gibbs.record_params if learned else None)
+                      verbose=self.verbose, record=record)
         if warm:
-            states = list(self._states)
-            results = gibbs.run_chains(self.likelihood_, self.prior_, data,
+            states = list(self._chains.states)
+            results = gibbs.run_chains(self.model_, self.prior_, data,
                                        n_chains=len(states), n_jobs=self.n_jobs,
                                        random_state=rng, states=states, **kwargs)
         else:
             init = self._init_labels(X, rng)
-            results = gibbs.run_chains(self.likelihood_, self.prior_, data,
+            results = gibbs.run_chains(self.model_, self.prior_, data,
                                        n_chains=self.n_chains, n_jobs=self.n_jobs,
                                        random_state=rng, init_labels=init, **kwargs)
-        new_samples = np.concatenate([r.samples for r in results])
-        new_joints = np.concatenate([r.log_joints for r in results])
-        new_alphas = np.concatenate([r.alphas for r in results])
-        n_params = self.likelihood_.kernel_params().size
-        new_params = (np.array([p for r in results for p in r.records],
-                               dtype=np.float64).reshape(-1, n_params) if learned else None)
-        if warm:
-            new_samples = np.concatenate([self.samples_, new_samples])
-            new_joints = np.concatenate([self.log_joints_, new_joints])
-            new_alphas = np.concatenate([self.alphas_, new_alphas])
-            if new_params is not None:
-                new_params = np.concatenate([self._sample_params, new_params])
-        if new_samples.shape[0] == 0:  # interrupted before the burn-in ended: keep the state
-            new_samples = np.array([r.state.compact_labels() for r in results], dtype=np.int32)
-            new_joints = np.array([gibbs.log_joint(r.state, self.likelihood_,
-                                                   self.prior_.with_alpha(r.state.alpha)
-                                                   .kernel_params()) for r in results])
-            new_alphas = np.array([r.state.alpha for r in results])
-            if new_params is not None:
-                new_params = np.array([r.state.params for r in results])
-        self._sample_params = new_params
-        self._states = [r.state for r in results]
-        self.interrupted_ = any(r.interrupted for r in results)
-        self.inference_ = "gibbs"
-        self.samples_ = new_samples
-        self.log_joints_ = new_joints
-        self.alphas_ = new_alphas
-        self.log_marginal_likelihood_ = None
+        chains = self._store_chains(results, self.model_, self.prior_, record=record, warm=warm)
+        n_params = self.model_.kernel_params().size
+        self._sample_params = (None if record is None else
+                               np.array(chains.records, dtype=np.float64).reshape(-1, n_params))
+        self.alphas_ = chains.alphas
         if (self.point_estimate == "map" or self.samples_.shape[0] == 1
                 or n > MAX_LOSS_ESTIMATE_ITEMS):
-            best = int(np.argmax(self.log_joints_))
-            self.labels_ = self.samples_[best].astype(np.int64)
+            self.labels_ = self.samples_[self._best_sample()].astype(np.int64)
         else:
             self.labels_ = _loss_point_estimate(
                 self.samples_, loss=self.point_estimate, n_runs=0,
                 random_state=rng.randint(2**31 - 1)).astype(np.int64)
-        self.pairwise_marginals_ = (coclustering_matrix(self.samples_)
-                                    if n <= MAX_PAIRWISE_ITEMS else None)
-        k = self.samples_.max(axis=1) + 1
-        self.n_clusters_distribution_ = np.bincount(k - 1, minlength=n)[:n] / k.size
 
     # -- new points ------------------------------------------------------------
     def _predictive(self, X):
         """Per kept sample (at most MAX_PREDICTIVE_SAMPLES): log weights (m, K_s + 1)."""
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
-        data_new = self.likelihood_.check_data(X)
+        data_new = self.model_.check_data(X)
         count = self.samples_.shape[0]
         picks = np.unique(np.linspace(0, count - 1, min(count, MAX_PREDICTIVE_SAMPLES))
                           .round().astype(int))
@@ -391,7 +346,7 @@ default='kmeans'
             pp = self.prior_.with_alpha(self.alphas_[s]).kernel_params()
             labels = self.samples_[s].astype(np.int64)
             params = None if self._sample_params is None else self._sample_params[s]
-            yield labels, gibbs.predictive_log_weights(self.likelihood_, pp, self._data,
+            yield labels, gibbs.predictive_log_weights(self.model_, pp, self._data,
                                                        labels, data_new, params)
 
     def predict_proba(self, X):

@@ -1,41 +1,31 @@
 """``FastTIWD``: Bayesian partitioning of distance matrices (Adametz & Roth 2011)."""
 
 import functools
-import numbers
+from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.base import _fit_context
 from sklearn.metrics import pairwise_distances
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._core.pairwise import check_square_symmetric
-from ._core.validation import check_option, check_scalar_param
-from .preprocessing.distance_normalization import NORMALIZATIONS, normalized_inner_products
-from .models.wishart import (WishartBlockLikelihood, WishartBlockModel, block_statistics,
-                             estimate_dof)
+from ._gibbs_base import _BaseGibbs
+from .engines.exact.trellis_for_model import trellis_for_model
 from .engines.gibbs import sampler as gibbs
-from .engines.gibbs.coclustering import coclustering_matrix
 from .models.priors import make_prior
-
-#: Largest n for which ``pairwise_marginals_`` (an n x n matrix) is stored.
-MAX_PAIRWISE_ITEMS = 3000
-
-
-def _alpha_mean(likelihood, state):
-    """``E[alpha | B, theta, S]`` of a Gibbs state (``alpha`` itself if fixed), ``O(K)``."""
-    if likelihood.alpha is not None:
-        return float(likelihood.alpha)
-    active = state.active[:state.meta[0]]
-    shape, scale = likelihood.alpha_posterior(state.stats[active, 0], state.stats[active, 1],
-                                              float(state.params[0]))
-    return scale / (shape - 1.0)
+from .models.wishart import (WishartBlockLikelihood, WishartBlockModel, alpha_summary,
+                             block_alpha_means, block_statistics, estimate_dof)
+from .preprocessing.distance_normalization import NORMALIZATIONS, normalized_inner_products
 
 
 def _theta_and_alpha_mean(likelihood, state):
-    """``record`` of the chains: ``theta`` and ``E[alpha]`` at each kept sample."""
-    return float(state.params[0]), _alpha_mean(likelihood, state)
+    """``record`` of the chains: ``theta`` and ``E[alpha]`` at each kept sample (``O(K)``)."""
+    theta = float(state.params[0])
+    active = state.active[:state.meta[0]]
+    return theta, likelihood.alpha_mean(state.stats[active, 0], state.stats[active, 1], theta)
 
 
 def _class_constraint(table, y):
@@ -51,7 +41,7 @@ def _class_constraint(table, y):
     return table
 
 
-class FastTIWD(ClusterMixin, BaseEstimator):
+class FastTIWD(_BaseGibbs):
     """Bayesian partitioning of a squared-distance matrix (fastTIWD), ``O(n^2)`` per Gibbs sweep.
 
     The n objects are assumed to have inner products ``S ~ W_d(Sigma)``
@@ -67,7 +57,7 @@ class FastTIWD(ClusterMixin, BaseEstimator):
     block from its exact conditional in ``O(n + K)`` (Adametz & Roth 2011).
 
     With ``alpha`` and ``theta`` both fixed the posterior factorises over
-    blocks; for ``n <= max_exact_size`` ``inference='exact'`` then computes it
+    blocks; for ``n <= max_exact_size`` ``method='exact'`` then computes it
     exactly with the cluster trellis (all ``Bell(n)`` partitions).
 
     Parameters
@@ -118,7 +108,7 @@ default='singletons'
         the smallest grid value and the chain never leaves a random partition
         (the "theta-collapse trap" of the developer notes). With finite ``n_blocks``,
         ``'singletons'`` starts from uniform random labels among the ``n_blocks``.
-    inference : {'auto', 'gibbs', 'exact'}, default='auto'
+    method : {'auto', 'gibbs', 'exact'}, default='auto'
         ``'exact'`` needs ``alpha`` and ``theta`` fixed and ``n <= max_exact_size``;
         ``'auto'`` uses it when those hold.
     max_exact_size : int, default=12
@@ -147,7 +137,7 @@ default='singletons'
     n_clusters_ : int
     samples_ : ndarray of shape (n_kept, n_samples), dtype int32
         Kept partitions of all chains (chain after chain).
-    log_posterior_trace_ : ndarray of shape (n_kept,)
+    log_joints_ : ndarray of shape (n_kept,)
         ``log p(B, theta | S*)`` of each kept sample, up to one additive
         constant (``alpha`` integrated out; with ``alpha`` fixed, ``log p(B, S* | alpha, theta)``).
     theta_samples_ : ndarray of shape (n_kept,)
@@ -181,7 +171,8 @@ default='singletons'
         The degrees of freedom used.
     cg_iterations_ : int
         Conjugate-gradient iterations of the tree normalisation.
-    inference_ : str
+    method_ : str
+        ``'exact'`` or ``'gibbs'``.
     interrupted_ : bool
         True when a Ctrl-C ended sampling early (the samples so far are kept).
     n_features_in_ : int
@@ -213,15 +204,31 @@ default='singletons'
     True
     """
 
+    _parameter_constraints: dict = {
+        **_BaseGibbs._parameter_constraints,
+        "metric": [StrOptions({"precomputed", "sqeuclidean"})],
+        "dof": [StrOptions({"auto"}), Interval(Real, 0, np.inf, closed="neither")],
+        "concentration": [Interval(Real, 0, np.inf, closed="neither")],
+        "n_blocks": [Interval(Integral, 1, None, closed="left"), None],
+        "r0": [Interval(Real, 0, np.inf, closed="left")],
+        "s0": [Interval(Real, 0, np.inf, closed="left")],
+        "alpha": [Interval(Real, 0, np.inf, closed="neither"), None],
+        "theta": [Interval(Real, 0, np.inf, closed="neither"), None],
+        "theta_grid": ["array-like", None],
+        "normalization": [StrOptions(set(NORMALIZATIONS))],
+        "init": [StrOptions({"singletons", "one", "random"}), "array-like"],
+        "dtype": [StrOptions({"float64", "float32"}), type, np.dtype],
+    }
+
     def __init__(self, metric="precomputed", n_sweeps=200, burn_in=None, thin=1, dof="auto",
                  concentration=1.0, n_blocks=None, r0=0.01, s0=0.01, alpha=None, theta=None,
-                 theta_grid=None, normalization="single", init="singletons", inference="auto",
+                 theta_grid=None, normalization="single", init="singletons", method="auto",
                  max_exact_size=12, dtype="float64", n_chains=1, n_jobs=None,
                  random_state=None, verbose=0, warm_start=False):
+        super().__init__(n_sweeps=n_sweeps, burn_in=burn_in, thin=thin, n_chains=n_chains,
+                         n_jobs=n_jobs, method=method, init=init, random_state=random_state,
+                         verbose=verbose, warm_start=warm_start, max_exact_size=max_exact_size)
         self.metric = metric
-        self.n_sweeps = n_sweeps
-        self.burn_in = burn_in
-        self.thin = thin
         self.dof = dof
         self.concentration = concentration
         self.n_blocks = n_blocks
@@ -231,15 +238,7 @@ default='singletons'
         self.theta = theta
         self.theta_grid = theta_grid
         self.normalization = normalization
-        self.init = init
-        self.inference = inference
-        self.max_exact_size = max_exact_size
         self.dtype = dtype
-        self.n_chains = n_chains
-        self.n_jobs = n_jobs
-        self.random_state = random_state
-        self.verbose = verbose
-        self.warm_start = warm_start
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -248,33 +247,14 @@ default='singletons'
         return tags
 
     # -- validation ----------------------------------------------------------------
-    def _check_params(self):
-        check_option(self.metric, "metric", {"precomputed", "sqeuclidean"})
-        for name in ("n_sweeps", "thin", "n_chains", "max_exact_size"):
-            check_scalar_param(getattr(self, name), name, kind=numbers.Integral, low=1)
-        check_scalar_param(self.burn_in, "burn_in", kind=numbers.Integral, low=0,
-                           allow_none=True)
-        if self.burn_in is not None and self.burn_in >= self.n_sweeps:
-            raise ValueError(f"burn_in must be < n_sweeps={self.n_sweeps}, got {self.burn_in}.")
-        if not (isinstance(self.dof, str) and self.dof == "auto"):
-            check_scalar_param(self.dof, "dof", low=0.0, include_low=False)
-        check_scalar_param(self.concentration, "concentration", low=0.0, include_low=False)
-        check_scalar_param(self.n_blocks, "n_blocks", kind=numbers.Integral, low=1,
-                           allow_none=True)
-        check_scalar_param(self.r0, "r0", low=0.0)
-        check_scalar_param(self.s0, "s0", low=0.0)
-        check_scalar_param(self.alpha, "alpha", low=0.0, include_low=False, allow_none=True)
-        check_scalar_param(self.theta, "theta", low=0.0, include_low=False, allow_none=True)
-        check_option(self.normalization, "normalization", set(NORMALIZATIONS))
+    def _check_combinations(self):
+        """Checks across parameters (each parameter alone: ``_parameter_constraints``)."""
+        self._check_burn_in()
         if self.normalization == "none" and self.metric == "precomputed":
             raise ValueError("normalization='none' needs feature rows (metric='sqeuclidean'): "
                              "distances do not determine inner products without a normalisation.")
-        if isinstance(self.init, str):
-            check_option(self.init, "init", {"singletons", "one", "random"})
-        check_option(self.inference, "inference", {"auto", "gibbs", "exact"})
         if str(np.dtype(self.dtype)) not in ("float64", "float32"):
             raise ValueError(f"dtype must be 'float64' or 'float32', got {self.dtype!r}.")
-        check_scalar_param(self.verbose, "verbose", kind=numbers.Integral, low=0)
 
     def _known_labels(self, y, n):
         """``(clamped mask, compact class labels with -1 for unlabelled)`` from ``y``."""
@@ -350,6 +330,7 @@ default='singletons'
         return S
 
     # -- fitting ---------------------------------------------------------------
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Sample (or compute exactly) the posterior over partitions of the n objects.
 
@@ -364,8 +345,8 @@ default='singletons'
         -------
         self : FastTIWD
         """
-        self._check_params()
-        warm = self.warm_start and getattr(self, "_states", None) is not None
+        self._check_combinations()
+        warm = self._continues()
         X = validate_data(self, X, dtype=[np.float64, np.float32], reset=not warm)
         n = X.shape[0]
         if n < 2:
@@ -388,60 +369,52 @@ default='singletons'
             self.dof_ = estimate_dof(S)  # S* is unchanged by a warm start: estimate once
         self._dof_is_estimate = isinstance(self.dof, str)
         fixed = self.alpha is not None and self.theta is not None
-        exact = self.inference == "exact" or (
-            self.inference == "auto" and fixed and n <= self.max_exact_size and not warm)
-        if exact:
+        if self._use_exact(n, fixed and not warm):
             self._fit_exact(S, known, rng)
         else:
             self._fit_gibbs(S, clamped, known, rng, warm)
         self.n_clusters_ = int(self.labels_.max()) + 1
-        k = self.samples_.max(axis=1) + 1
-        if self.inference_ == "gibbs":
-            self.n_clusters_distribution_ = np.bincount(k - 1, minlength=n)[:n] / k.size
         return self
 
     def _fit_exact(self, S, known, rng):
         n = S.shape[0]
         if self.alpha is None or self.theta is None:
-            raise ValueError("inference='exact' needs alpha and theta fixed (numbers): only "
+            raise ValueError("method='exact' needs alpha and theta fixed (numbers): only "
                              "then does the posterior factorise over blocks.")
-        if n > self.max_exact_size:
-            raise ValueError(f"inference='exact' needs n_samples <= max_exact_size="
-                             f"{self.max_exact_size}, got {n}.")
+        self._check_exact_size(n)
         model = WishartBlockModel(dof=self.dof_, alpha=self.alpha, theta=self.theta,
                                   concentration=self.concentration,
                                   n_blocks=self.n_blocks).fit(S)
         table = model.log_potential_table()
         if np.any(known >= 0):
             table = _class_constraint(table, known)
-        trellis = model.exact_trellis(table, max_items=self.max_exact_size)
-        self.inference_ = "exact"
+        trellis = trellis_for_model(model, table, max_items=self.max_exact_size)
+        self.method_ = "exact"
         self.interrupted_ = False
-        self._states = None
+        self._chains = None
         self.log_marginal_likelihood_ = (trellis.log_partition_function
                                          + model.log_potential_constant())
         self.labels_ = trellis.map_labels
         self.samples_ = trellis.sample(self.n_sweeps, rng).astype(np.int32)
-        self.log_posterior_trace_ = np.array([model.log_potential(s) for s in self.samples_])
+        self.log_joints_ = np.array([model.log_potential(s) for s in self.samples_])
         self.theta_samples_ = np.full(self.n_sweeps, float(self.theta))
         self.alpha_means_ = np.full(self.n_sweeps, float(self.alpha))
         self.pairwise_marginals_ = trellis.pairwise_marginals()
         self.n_clusters_distribution_ = trellis.n_clusters_distribution()
-        self.alpha_posterior_ = dict(shape=np.inf, scale=np.inf, mean=float(self.alpha),
-                                     std=0.0, beta_mean=float(self.alpha * self.theta))
+        self.alpha_posterior_ = alpha_summary(float(self.theta), alpha=self.alpha)
         sizes, sbars = block_statistics(S, self.labels_)
-        self.block_alpha_means_ = self._block_alpha_means(S, sizes, sbars, float(self.theta))
+        self.block_alpha_means_ = block_alpha_means(S, self.labels_, sizes, sbars,
+                                                    float(self.theta), dof=self.dof_,
+                                                    r0=self.r0, s0=self.s0)
 
     def _fit_gibbs(self, S, clamped, known, rng, warm):
-        n = S.shape[0]
         likelihood = WishartBlockLikelihood(dof=self.dof_, r0=self.r0, s0=self.s0,
                                             alpha=self.alpha, theta=self.theta,
                                             theta_grid=self.theta_grid).fit(S)
         prior = make_prior(self.concentration, n_components=self.n_blocks)
         data = likelihood.kernel_data(S)
-        burn_in = 0 if warm else (self.n_sweeps // 2 if self.burn_in is None else self.burn_in)
         if warm:
-            states = list(self._states)
+            states = list(self._chains.states)
             for state in states:  # dof or other hyperparameters may have changed
                 gibbs.set_params(state, likelihood, data,
                                  likelihood.kernel_params(theta=state.params[0]))
@@ -453,64 +426,21 @@ default='singletons'
         results = gibbs.run_chains(
             likelihood, prior, data, n_chains=len(states) if warm else self.n_chains,
             n_jobs=self.n_jobs, random_state=rng, init_labels=inits, states=states,
-            n_sweeps=self.n_sweeps, burn_in=burn_in, thin=self.thin,
+            n_sweeps=self.n_sweeps, burn_in=self._burn_in(warm), thin=self.thin,
             fixed=clamped if clamped.any() else None, verbose=self.verbose, record=record)
-        parts = {"samples": [r.samples for r in results],
-                 "log_joints": [r.log_joints for r in results],
-                 "thetas": [np.array([t for t, _ in r.records], dtype=np.float64)
-                            for r in results],
-                 "alpha_means": [np.array([a for _, a in r.records], dtype=np.float64)
-                                 for r in results]}
-        if sum(p.shape[0] for p in parts["samples"]) == 0 and not warm:
-            # interrupted before the burn-in ended: keep the current states
-            for r in results:
-                theta, alpha_mean = record(r.state)
-                parts["samples"].append(r.state.compact_labels().astype(np.int32)[None])
-                parts["log_joints"].append(np.array([gibbs.log_joint(
-                    r.state, likelihood, prior.kernel_params())]))
-                parts["thetas"].append(np.array([theta]))
-                parts["alpha_means"].append(np.array([alpha_mean]))
-        new = {key: np.concatenate(value) for key, value in parts.items()}
-        if warm:
-            new["samples"] = np.concatenate([self.samples_, new["samples"]])
-            new["log_joints"] = np.concatenate([self.log_posterior_trace_, new["log_joints"]])
-            new["thetas"] = np.concatenate([self.theta_samples_, new["thetas"]])
-            new["alpha_means"] = np.concatenate([self.alpha_means_, new["alpha_means"]])
-        self._states = [r.state for r in results]
-        self.interrupted_ = any(r.interrupted for r in results)
-        self.inference_ = "gibbs"
-        self.samples_ = new["samples"].astype(np.int32)
-        self.log_posterior_trace_ = new["log_joints"]
-        self.theta_samples_ = new["thetas"]
-        self.alpha_means_ = new["alpha_means"]
-        self.log_marginal_likelihood_ = None
-        best = int(np.argmax(self.log_posterior_trace_))
+        chains = self._store_chains(results, likelihood, prior, record=record, warm=warm)
+        self.theta_samples_ = np.array([t for t, _ in chains.records], dtype=np.float64)
+        self.alpha_means_ = np.array([a for _, a in chains.records], dtype=np.float64)
+        best = self._best_sample()
         self.labels_ = self.samples_[best].astype(np.int64)
         theta = float(self.theta_samples_[best])
         sizes, sbars = block_statistics(data, self.labels_)
-        self.block_alpha_means_ = self._block_alpha_means(data, sizes, sbars, theta)
-        if self.alpha is None:
-            shape, scale = likelihood.alpha_posterior(sizes, sbars, theta)
-            mean = scale / (shape - 1.0)
-            std = mean / np.sqrt(shape - 2.0) if shape > 2 else np.inf
-        else:
-            shape = scale = np.inf
-            mean, std = float(self.alpha), 0.0
-        self.alpha_posterior_ = dict(shape=shape, scale=scale, mean=mean, std=std,
-                                     beta_mean=theta * mean)
-        self.pairwise_marginals_ = (coclustering_matrix(self.samples_)
-                                    if n <= MAX_PAIRWISE_ITEMS else None)
-
-    def _block_alpha_means(self, S, sizes, sbars, theta):
-        """Per block of ``labels_``: posterior mean of a block-own ``alpha_b`` (a diagnostic)."""
-        traces = np.bincount(self.labels_, weights=np.diag(S).astype(np.float64),
-                             minlength=sizes.size)
-        t_blocks = traces - theta * sbars / (1.0 + sizes * theta)
-        d = self.dof_
-        return 0.5 * d * (t_blocks + self.s0) / (0.5 * (sizes + self.r0) * d - 1.0)
+        self.block_alpha_means_ = block_alpha_means(data, self.labels_, sizes, sbars, theta,
+                                                    dof=self.dof_, r0=self.r0, s0=self.s0)
+        self.alpha_posterior_ = likelihood.alpha_summary(sizes, sbars, theta)
 
     def log_posterior(self, labels, theta=None):
-        """``log p(B, theta | S*)`` (up to the constant of ``log_posterior_trace_``) of any partition.
+        """``log p(B, theta | S*)`` (up to the constant of ``log_joints_``) of any partition.
 
         Parameters
         ----------
@@ -530,7 +460,7 @@ default='singletons'
         compact = np.unique(labels, return_inverse=True)[1]
         if theta is None:
             theta = self.theta if self.theta is not None else self.theta_samples_[
-                int(np.argmax(self.log_posterior_trace_))]
+                self._best_sample()]
         likelihood = WishartBlockLikelihood(dof=self.dof_, r0=self.r0, s0=self.s0,
                                             alpha=self.alpha, theta=theta).fit(
             self.inner_products_)

@@ -21,6 +21,8 @@ import math
 import numpy as np
 from numba import njit
 
+from .._core.specialise import specialise, template
+
 _LOG_PI = math.log(math.pi)
 _LOG_2PI = math.log(2.0 * math.pi)
 
@@ -147,16 +149,6 @@ def niw_log_cluster(params, stats, shared, c):
             + 0.5 * d * (math.log(kappa0) - math.log(kappa)))
 
 
-@njit(cache=True)
-def niw_refresh(params, data, labels, stats, shared, active, n_active):
-    for a in range(n_active):
-        niw_reset(params, stats, active[a])
-    work = np.empty(int(params[0]))
-    for i in range(labels.size):
-        if labels[i] >= 0:
-            niw_add(params, data, stats, shared, work, labels[i], i)
-
-
 # ---------------------------------------------------------------- Normal-Gamma (diagonal)
 @njit(cache=True)
 def _ng_c_pred(params, stats, c):
@@ -248,14 +240,25 @@ def ng_log_cluster(params, stats, shared, c):
     return total
 
 
-@njit(cache=True)
-def ng_refresh(params, data, labels, stats, shared, active, n_active):
-    work = np.empty(1)
+@template
+def refresh_by_adding(params, data, labels, stats, shared, active, n_active):
+    """``refresh`` that rebuilds every occupied slot from its items (``lik_reset``, ``lik_add``).
+
+    For the likelihoods whose running statistics drift under repeated
+    add / remove (NIW's Cholesky factor, Normal-Gamma's sums of squares).
+    ``work`` has ``d = params[0]`` entries, what ``niw_add`` needs.
+    """
     for a in range(n_active):
-        ng_reset(params, stats, active[a])
+        lik_reset(params, stats, active[a])
+    work = np.empty(int(params[0]))
     for i in range(labels.size):
         if labels[i] >= 0:
-            ng_add(params, data, stats, shared, work, labels[i], i)
+            lik_add(params, data, stats, shared, work, labels[i], i)
+
+
+niw_refresh = specialise(globals(), {"lik_reset": niw_reset,
+                                     "lik_add": niw_add}).refresh_by_adding
+ng_refresh = specialise(globals(), {"lik_reset": ng_reset, "lik_add": ng_add}).refresh_by_adding
 
 
 # ---------------------------------------------------------------- Beta-Bernoulli

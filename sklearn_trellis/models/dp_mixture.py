@@ -7,17 +7,14 @@ With the mixture parameters integrated out, the posterior over partitions is
 (see :mod:`sklearn_trellis.models.priors`). For the CRP ``log_count(K) = K log alpha``
 folds into the clusters (``e(B) = log alpha + log Gamma(|B|) + log m(X_B)``) and the
 plain exact flat trellis applies; for Pitman-Yor and the Dirichlet-multinomial
-prior the count-resolved trellis handles ``log_count``.
+prior the count-resolved trellis handles ``log_count``
+(:func:`sklearn_trellis.engines.exact.trellis_for_model.trellis_for_model` chooses).
 """
 
 import numpy as np
-from scipy.special import logsumexp
 
-from ..engines.gibbs.sampler import subset_log_marginals
-from .priors import CRP
-from ..engines.exact.flat import ExactFlatTrellis
-from ..engines.exact.flat_counts import CountWeightedFlatTrellis
 from ._flat import FlatModel
+from .priors import CRP
 
 
 def _subset_sizes(n_items):
@@ -37,8 +34,9 @@ class MixturePartitionModel(FlatModel):
         Fitted, factorising (``log_global = 0``).
 
     ``fit(X)`` binds the data; :meth:`log_potential_table` is
-    ``log_block(|B|) + log m(X_B)`` (plus ``log alpha`` for the CRP) and
-    :meth:`exact_trellis` returns the fitted exact engine.
+    ``log_block(|B|) + log m(X_B)`` (plus ``log alpha`` for the CRP);
+    :func:`sklearn_trellis.engines.exact.trellis_for_model.trellis_for_model`
+    builds the exact engine of this posterior.
     """
 
     def __init__(self, prior=None, likelihood=None):
@@ -58,7 +56,7 @@ class MixturePartitionModel(FlatModel):
     def log_potential_table(self, params=None):
         """Cluster log-potentials of all subsets; ``params``: the likelihood's kernel parameters."""
         n = self.n_items_
-        table = subset_log_marginals(self.likelihood, self._data, params)
+        table = self.likelihood.subset_log_marginals(self._data, params)
         table[1:] += self.prior.log_block(_subset_sizes(n)[1:])
         if self.folds_count:
             table[1:] += np.log(self.prior.alpha)
@@ -97,104 +95,5 @@ class MixturePartitionModel(FlatModel):
             values += self.log_count_table()[samples.max(axis=1) + 1]
         return values + self.log_potential_constant()
 
-    def exact_trellis(self, max_items, table=None):
-        """The fitted exact engine of this posterior."""
-        if table is None:
-            table = self.log_potential_table()
-        if self.folds_count:
-            return ExactFlatTrellis(table, max_items=max_items).fit()
-        return CountWeightedFlatTrellis(table, self.log_count_table(), max_items=max_items).fit()
 
-
-class GridMarginalPosterior:
-    """Exact partition posterior of a mixture, marginalised over a finite hyperprior grid.
-
-    ``p(z | X) = sum_g w_g p(z | X, g)`` with ``w_g`` proportional to
-    ``p(g) p(X | g)``: one exact trellis per grid point of
-    ``likelihood.hyperparameter_grid()`` (a single point for fixed
-    hyperparameters). Every quantity is exact; the reported MAP is the
-    partition of the most probable (partition, grid point) pair.
-
-    Parameters
-    ----------
-    prior : PartitionPrior
-    likelihood : ClusterLikelihood
-        Fitted and factorising.
-    max_items : int
-        Size limit handed to the exact trellis.
-
-    Attributes (after ``fit``)
-    --------------------------
-    log_marginal_likelihood : float
-        ``log p(X) = logsumexp_g (log p(g) + log p(X | g))``.
-    grid_weights : ndarray of shape (G,)
-        Posterior probabilities of the grid points.
-    grid_params : ndarray of shape (G, n_params)
-    map_labels : ndarray of shape (n,)
-    map_grid_index : int
-    """
-
-    def __init__(self, prior, likelihood, max_items):
-        self.prior = prior
-        self.likelihood = likelihood
-        self.max_items = max_items
-
-    def fit(self, data):
-        grid = self.likelihood.hyperparameter_grid()
-        if grid is None:
-            params = self.likelihood.kernel_params()[None, :]
-            log_prior = np.zeros(1)
-        else:
-            params, log_prior = grid
-        self.model_ = MixturePartitionModel(self.prior, self.likelihood).fit(data)
-        constant = self.model_.log_potential_constant()
-        self.tables_, self.trellises_ = [], []
-        log_evidence = np.empty(len(params))
-        log_map = np.empty(len(params))
-        for g, row in enumerate(params):
-            table = self.model_.log_potential_table(row)
-            trellis = self.model_.exact_trellis(self.max_items, table)
-            self.tables_.append(table)
-            self.trellises_.append(trellis)
-            log_evidence[g] = trellis.log_partition_function + constant
-            log_map[g] = trellis.map_log_potential
-        log_joint = log_prior + log_evidence
-        self.log_marginal_likelihood = float(logsumexp(log_joint))
-        self.grid_weights = np.exp(log_joint - self.log_marginal_likelihood)
-        self.grid_params = np.asarray(params)
-        self._log_prior = np.asarray(log_prior)
-        self.map_grid_index = int(np.argmax(log_prior + log_map))
-        self.map_labels = self.trellises_[self.map_grid_index].map_labels
-        return self
-
-    def _mixture(self, per_point):
-        return sum(w * per_point(t) for w, t in zip(self.grid_weights, self.trellises_) if w > 0)
-
-    def pairwise_marginals(self):
-        """Exact ``P(i and j share a cluster | X)``."""
-        return self._mixture(lambda t: t.pairwise_marginals())
-
-    def n_clusters_distribution(self):
-        """Exact ``P(K = k | X)`` for ``k = 1..n``."""
-        return self._mixture(lambda t: t.n_clusters_distribution())
-
-    def sample(self, n_samples, random_state):
-        """Exact draws: a grid point from its posterior, then a partition from its trellis.
-
-        Returns the labels ``(n_samples, n)`` and the grid index of each draw.
-        """
-        points = random_state.choice(self.grid_weights.size, size=n_samples,
-                                     p=self.grid_weights)
-        out = np.empty((n_samples, self.model_.n_items_), dtype=np.int64)
-        for g in np.unique(points):
-            rows = np.flatnonzero(points == g)
-            out[rows] = self.trellises_[g].sample(rows.size, random_state)
-        return out, points
-
-    def log_joints(self, samples):
-        """``log p(z, X)`` of each sample, marginalised over the grid."""
-        per_point = np.array([self.model_.log_joints(samples, table) for table in self.tables_])
-        return logsumexp(per_point + self._log_prior[:, None], axis=0)
-
-
-__all__ = ["MixturePartitionModel", "GridMarginalPosterior"]
+__all__ = ["MixturePartitionModel"]

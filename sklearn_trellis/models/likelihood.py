@@ -1,4 +1,10 @@
-"""The cluster likelihood protocol of the collapsed Gibbs engine (see the package docstring)."""
+"""The cluster likelihood protocol of the collapsed Gibbs engine.
+
+See :mod:`sklearn_trellis.engines.gibbs` for the contract of the eight kernels.
+The whole-data quantities of a likelihood (``log m(X)`` of one cluster, the
+table of ``log m(X_B)`` over all subsets for the exact engines) are computed
+here from the same kernels, so models need no engine to compute them.
+"""
 
 from collections import namedtuple
 
@@ -6,11 +12,18 @@ import numpy as np
 from numba import njit
 from sklearn.base import BaseEstimator
 
+from . import _likelihood_kernels
+
 #: The eight numba functions a cluster likelihood hands to the engine (see
 #: :mod:`sklearn_trellis.engines.gibbs` for their signatures and contracts).
 GibbsKernels = namedtuple("GibbsKernels", [
     "reset", "prepare", "add", "remove", "log_predictive", "log_cluster",
     "log_global", "refresh"])
+
+
+def protocol_bindings(kernels):
+    """A likelihood's :class:`GibbsKernels` under the names kernel templates call (``lik_reset``, ...)."""
+    return {"lik_" + name: function for name, function in zip(GibbsKernels._fields, kernels)}
 
 
 @njit(cache=True)
@@ -104,8 +117,44 @@ class ClusterLikelihood(BaseEstimator):
 
         Computed by the same kernels the sampler uses (reset, add, log_cluster).
         """
-        from ..engines.gibbs.sampler import cluster_log_marginal
-        return cluster_log_marginal(self, X)
+        data = self.kernel_data(X)
+        fns = self.kernels
+        stats = np.zeros((1, self.n_stats))
+        shared = np.zeros(max(1, self.n_shared))
+        work = np.zeros(max(1, self.work_size(1)))
+        params = np.ascontiguousarray(self.kernel_params(), dtype=np.float64)
+        fns.reset(params, stats, 0)
+        for i in range(data.shape[0]):
+            fns.add(params, data, stats, shared, work, 0, i)
+        return float(fns.log_cluster(params, stats, shared, 0))
+
+    def subset_log_marginals(self, data, params=None):
+        """``log m(X_B)`` for all ``2**n`` bitmasks ``B`` (entry 0 is 0); factorising likelihoods only.
+
+        Parameters
+        ----------
+        data : ndarray of shape (n, ...)
+            ``kernel_data(X)`` of the ``n`` items.
+        params : ndarray, default=None
+            Kernel parameters; ``None`` means :meth:`kernel_params`.
+
+        Returns
+        -------
+        table : ndarray of shape (2**n,)
+        """
+        if not self.factorizes:
+            raise ValueError(f"{type(self).__name__} does not factorise over clusters; "
+                             "exact mode needs a likelihood with log_global = 0.")
+        n = data.shape[0]
+        out = np.zeros(1 << n)
+        if params is None:
+            params = self.kernel_params()
+        params = np.ascontiguousarray(params, dtype=np.float64)
+        work = np.zeros(max(1, self.work_size(n + 1)))
+        _likelihood_kernels.specialise(protocol_bindings(self.kernels)).subset_log_marginals(
+            params, data, n, self.n_stats, work, out)
+        return out
 
 
-__all__ = ["GibbsKernels", "ClusterLikelihood", "no_prepare", "zero_global", "no_refresh"]
+__all__ = ["GibbsKernels", "ClusterLikelihood", "protocol_bindings", "no_prepare", "zero_global",
+           "no_refresh"]

@@ -24,8 +24,6 @@ from scipy.special import logsumexp
 from .likelihood import ClusterLikelihood, GibbsKernels
 from .priors import make_prior
 
-from ..engines.exact.flat import ExactFlatTrellis
-from ..engines.exact.flat_counts import CountWeightedFlatTrellis
 from ._flat import FlatModel
 from .correlation import _pair_sum_table
 from .._core.validation import check_scalar_param
@@ -137,6 +135,48 @@ def theta_log_weights(sizes, sbars, trace, n_items, theta_grid, *, dof, r0, s0, 
 def alpha_posterior(t_value, n_items, *, dof, r0, s0):
     """``(shape, scale)`` of ``alpha | B, theta, S ~ Inv-Gamma`` (developer notes, fastTIWD (b))."""
     return log_likelihood_exponent(n_items, dof, r0), 0.5 * dof * (t_value + s0)
+
+
+def alpha_summary(theta, *, shape=None, scale=None, alpha=None):
+    """Summary of ``alpha | B, theta, S ~ Inv-Gamma(shape, scale)``, or of a fixed ``alpha``.
+
+    Returns a dict with ``'shape'``, ``'scale'``, ``'mean'``, ``'std'`` and
+    ``'beta_mean'`` = ``theta * mean`` (the between-block variance ``beta``).
+    A fixed ``alpha`` (a number) has infinite shape and scale and zero spread.
+    """
+    if alpha is None:
+        mean = scale / (shape - 1.0)
+        std = mean / np.sqrt(shape - 2.0) if shape > 2 else np.inf
+    else:
+        shape = scale = np.inf
+        mean, std = float(alpha), 0.0
+    return dict(shape=shape, scale=scale, mean=mean, std=std, beta_mean=theta * mean)
+
+
+def block_alpha_means(S, labels, sizes, sbars, theta, *, dof, r0, s0):
+    """Per block, the posterior mean of a block-own within-block variance ``alpha_b`` (a diagnostic).
+
+    Only the block's entries of ``S`` inform ``alpha_b`` (same inverse-gamma
+    prior): ``(d/2)(T_b + s0) / ((n_b + r0) d / 2 - 1)`` with
+    ``T_b = tr S_bb - theta Sbar_b / (1 + n_b theta)``.
+
+    Parameters
+    ----------
+    S : ndarray of shape (n, n)
+    labels : ndarray of shape (n,)
+        Labels ``0..K-1``.
+    sizes, sbars : ndarrays of shape (K,)
+        :func:`block_statistics` of ``labels``.
+    theta : float
+    dof, r0, s0 : float
+
+    Returns
+    -------
+    means : ndarray of shape (K,)
+    """
+    traces = np.bincount(labels, weights=np.diag(S).astype(np.float64), minlength=sizes.size)
+    t_blocks = traces - theta * sbars / (1.0 + sizes * theta)
+    return 0.5 * dof * (t_blocks + s0) / (0.5 * (sizes + r0) * dof - 1.0)
 
 
 class WishartBlockModel(FlatModel):
@@ -258,13 +298,6 @@ class WishartBlockModel(FlatModel):
         table = np.zeros(1 << n)
         table[1:] = self._block_log_potential(sizes[1:], sbars[1:])
         return table
-
-    def exact_trellis(self, log_potentials=None, max_items=12):
-        """The fitted exact engine (plain, or count-resolved for finite ``n_blocks``)."""
-        table = self.log_potential_table() if log_potentials is None else log_potentials
-        if self.folds_count:
-            return ExactFlatTrellis(table, max_items=max_items).fit()
-        return CountWeightedFlatTrellis(table, self.log_count_table(), max_items=max_items).fit()
 
 
 DEFAULT_THETA_GRID = np.geomspace(1e-3, 10.0, 81)
@@ -399,7 +432,22 @@ class WishartBlockLikelihood(ClusterLikelihood):
         return alpha_posterior(float(t_value), self.n_items_, dof=float(self.dof),
                                r0=float(self.r0), s0=float(self.s0))
 
+    def alpha_mean(self, sizes, sbars, theta):
+        """``E[alpha | B, theta, S]`` given the blocks' sizes and sums (``alpha`` itself if fixed)."""
+        if self.alpha is not None:
+            return float(self.alpha)
+        shape, scale = self.alpha_posterior(sizes, sbars, theta)
+        return scale / (shape - 1.0)
 
-__all__ = ["WishartBlockLikelihood", "DEFAULT_THETA_GRID", "block_statistics", "estimate_dof", "wishart_terms", "partition_log_prior",
-           "collapsed_log_likelihood", "theta_log_weights", "alpha_posterior",
+    def alpha_summary(self, sizes, sbars, theta):
+        """:func:`alpha_summary` of the posterior of ``alpha`` given the blocks and ``theta``."""
+        if self.alpha is not None:
+            return alpha_summary(theta, alpha=self.alpha)
+        shape, scale = self.alpha_posterior(sizes, sbars, theta)
+        return alpha_summary(theta, shape=shape, scale=scale)
+
+
+__all__ = ["WishartBlockLikelihood", "DEFAULT_THETA_GRID", "block_statistics", "estimate_dof",
+           "wishart_terms", "partition_log_prior", "collapsed_log_likelihood",
+           "theta_log_weights", "alpha_posterior", "alpha_summary", "block_alpha_means",
            "log_likelihood_exponent", "WishartBlockModel"]

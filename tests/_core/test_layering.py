@@ -27,17 +27,6 @@ LAYERS = {
 }
 ESTIMATOR_LAYER = 4
 
-#: Upward imports still being removed (models that choose engines); must end empty.
-KNOWN_UPWARD = {
-    ("sklearn_trellis.models.dp_mixture", "sklearn_trellis.engines.exact.flat"),
-    ("sklearn_trellis.models.dp_mixture", "sklearn_trellis.engines.exact.flat_counts"),
-    ("sklearn_trellis.models.dp_mixture", "sklearn_trellis.engines.gibbs.sampler"),
-    ("sklearn_trellis.models.likelihood", "sklearn_trellis.engines.gibbs.sampler"),
-    ("sklearn_trellis.models.wishart", "sklearn_trellis.engines.exact.flat"),
-    ("sklearn_trellis.models.wishart", "sklearn_trellis.engines.exact.flat_counts"),
-}
-
-
 def module_name(path):
     parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
     if parts[-1] == "__init__":
@@ -99,8 +88,7 @@ def test_every_layer_is_known():
 def test_no_upward_import():
     upward = sorted(f"{importer} (layer {layer(importer)}) imports {target} (layer {layer(target)})"
                     for importer, targets in import_graph().items()
-                    for target in targets if layer(target) > layer(importer)
-                    and (importer, target) not in KNOWN_UPWARD)
+                    for target in targets if layer(target) > layer(importer))
     assert not upward, "upward imports:\n" + "\n".join(upward)
 
 

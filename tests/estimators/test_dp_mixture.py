@@ -22,7 +22,7 @@ def blobs():
 def test_recovers_blobs_and_reports_posterior(blobs):
     X, y = blobs
     model = DPMixture(n_sweeps=40, random_state=0).fit(X)
-    assert model.inference_ == "gibbs"
+    assert model.method_ == "gibbs"
     assert adjusted_rand_score(y, model.labels_) > 0.95
     assert model.samples_.shape == (20, 120) and model.samples_.dtype == np.int32
     assert model.log_marginal_likelihood_ is None
@@ -109,7 +109,7 @@ def test_warm_start_appends_samples(blobs):
     assert model.samples_.shape[0] == 6
     model.fit(X)
     assert model.samples_.shape[0] == 16
-    assert model._states[0].n_sweeps_done == 20
+    assert model._chains.states[0].n_sweeps_done == 20
     cold = DPMixture(n_sweeps=10, burn_in=4, random_state=0).fit(X).fit(X)
     assert cold.samples_.shape[0] == 6
 
@@ -140,17 +140,17 @@ def test_other_likelihoods_cluster():
 def test_exact_and_gibbs_agree_on_small_data():
     rng = np.random.default_rng(2)
     X = np.r_[rng.normal(0, 0.4, (4, 2)), rng.normal(3, 0.4, (4, 2))]
-    exact = DPMixture(inference="exact", random_state=0).fit(X)
-    sampled = DPMixture(inference="gibbs", n_sweeps=3000, random_state=0).fit(X)
+    exact = DPMixture(method="exact", random_state=0).fit(X)
+    sampled = DPMixture(method="gibbs", n_sweeps=3000, random_state=0).fit(X)
     assert np.abs(exact.pairwise_marginals_ - sampled.pairwise_marginals_).max() < 0.06
     auto = DPMixture(random_state=0).fit(X)
-    assert auto.inference_ == "exact"
+    assert auto.method_ == "exact"
     assert auto.log_marginal_likelihood_ == pytest.approx(exact.log_marginal_likelihood_)
 
 
 @pytest.mark.parametrize("params, match", [
     (dict(alpha=0), "alpha"), (dict(discount=1.0), "discount"), (dict(n_sweeps=0), "n_sweeps"),
-    (dict(burn_in=30, n_sweeps=30), "burn_in"), (dict(inference="vb"), "inference"),
+    (dict(burn_in=30, n_sweeps=30), "burn_in"), (dict(method="vb"), "method"),
     (dict(init="ward"), "init"), (dict(likelihood="poisson"), "likelihood"),
     (dict(n_prior_components=2, discount=0.5), "discount"), (dict(alpha_prior=(1.0,)), "alpha_prior"),
     (dict(point_estimate="mode"), "point_estimate"),
@@ -164,6 +164,6 @@ def test_invalid_parameters(params, match):
 def test_exact_refuses_large_n():
     X = np.random.default_rng(0).normal(size=(20, 2))
     with pytest.raises(ValueError, match="max_exact_size"):
-        DPMixture(inference="exact").fit(X)
+        DPMixture(method="exact").fit(X)
     with pytest.raises(ValueError, match="init"):
         DPMixture(init=np.zeros(5, int)).fit(X)

@@ -45,9 +45,9 @@ def _brute_force(S, alpha, theta, dof, xi, k=None, known=None):
 def test_exact_mode_matches_enumeration(k, normalization):
     D = _small_distances(0, 7)
     model = FastTIWD(alpha=0.5, theta=2.0, dof=3.0, n_blocks=k, concentration=0.7,
-                     normalization=normalization, inference="exact", n_sweeps=50,
+                     normalization=normalization, method="exact", n_sweeps=50,
                      random_state=0).fit(D)
-    assert model.inference_ == "exact"
+    assert model.method_ == "exact"
     exact = _brute_force(model.inner_products_, 0.5, 2.0, 3.0, 0.7, k)
     np.testing.assert_allclose(model.pairwise_marginals_, exact["pairwise"], atol=1e-10)
     assert np.isclose(model.log_marginal_likelihood_, exact["log_z"], rtol=1e-10)
@@ -59,7 +59,7 @@ def test_exact_mode_matches_enumeration(k, normalization):
 def test_exact_mode_semi_supervised_matches_enumeration():
     D = _small_distances(1, 7)
     y = np.array([0, -1, 0, 1, -1, -1, 1])
-    model = FastTIWD(alpha=0.5, theta=2.0, dof=3.0, inference="exact").fit(D, y)
+    model = FastTIWD(alpha=0.5, theta=2.0, dof=3.0, method="exact").fit(D, y)
     exact = _brute_force(model.inner_products_, 0.5, 2.0, 3.0, 1.0, None, known=y)
     np.testing.assert_allclose(model.pairwise_marginals_, exact["pairwise"], atol=1e-10)
     assert model.labels_[0] == model.labels_[2] != model.labels_[3] == model.labels_[6]
@@ -71,9 +71,9 @@ def test_sampler_matches_exact_posterior(semi_supervised):
     D = _small_distances(2, 6)
     y = np.array([0, -1, -1, 1, -1, -1]) if semi_supervised else None
     params = dict(alpha=0.6, theta=1.5, dof=2.0, random_state=0)
-    exact = FastTIWD(inference="exact", **params).fit(D, y).pairwise_marginals_
+    exact = FastTIWD(method="exact", **params).fit(D, y).pairwise_marginals_
     n_sweeps, n_batches = 8000, 20
-    sampled = FastTIWD(inference="gibbs", n_sweeps=n_sweeps + 50, burn_in=50, **params).fit(D, y)
+    sampled = FastTIWD(method="gibbs", n_sweeps=n_sweeps + 50, burn_in=50, **params).fit(D, y)
     iu = np.triu_indices(6, 1)
     assert np.sum((exact[iu] > 0.1) & (exact[iu] < 0.9)) >= 4  # a spread-out posterior
     together = sampled.samples_[:, iu[0]] == sampled.samples_[:, iu[1]]
@@ -175,14 +175,14 @@ def test_feature_rows_and_unnormalised_inner_products():
 def test_log_posterior_of_labels_matches_trace():
     D = make_wishart_blocks(n_samples=30, random_state=2).distances
     model = FastTIWD(n_sweeps=10, random_state=0).fit(D)
-    best = int(np.argmax(model.log_posterior_trace_))
+    best = int(np.argmax(model.log_joints_))
     assert np.isclose(model.log_posterior(model.labels_, model.theta_samples_[best]),
-                      model.log_posterior_trace_[best], rtol=1e-9)
+                      model.log_joints_[best], rtol=1e-9)
 
 
 @pytest.mark.parametrize("params,X_kind,y,match", [
-    (dict(inference="exact"), "D", None, "alpha and theta fixed"),
-    (dict(inference="exact", alpha=1.0, theta=1.0), "big", None, "max_exact_size"),
+    (dict(method="exact"), "D", None, "alpha and theta fixed"),
+    (dict(method="exact", alpha=1.0, theta=1.0), "big", None, "max_exact_size"),
     (dict(normalization="none"), "D", None, "feature rows"),
     (dict(normalization="tree"), "D", None, "normalization"),
     (dict(dof=-1.0), "D", None, "dof"),
@@ -191,6 +191,8 @@ def test_log_posterior_of_labels_matches_trace():
     (dict(), "D", "short", "shape"),
     (dict(n_blocks=1), "D", "two", "n_blocks"),
     (dict(burn_in=5, n_sweeps=5), "D", None, "burn_in"),
+    (dict(method="vb"), "D", None, "method"),
+    (dict(warm_start="yes"), "D", None, "warm_start"),
 ])
 def test_invalid_input(params, X_kind, y, match):
     D = _small_distances(0, 8)

@@ -181,3 +181,31 @@ def test_bad_orders():
         cumulative_occurrence_distribution(samples, [0, 4])
     with pytest.raises(ValueError, match="at least one"):
         projection_entropy(samples, [])
+
+
+def test_pairwise_cooccurrence_of_labels_matches_numpy():
+    rng = np.random.default_rng(0)
+    samples = rng.integers(0, 4, size=(50, 40))
+    expected = (samples[:, :, None] == samples[:, None, :]).mean(axis=0)
+    np.testing.assert_allclose(pairwise_cooccurrence(samples), expected)
+    with pytest.raises(ValueError, match="samples"):
+        pairwise_cooccurrence(np.zeros((0, 3)))
+    with pytest.raises(TypeError, match="integer"):  # integral floats are labels too
+        pairwise_cooccurrence(np.zeros((2, 3), dtype=complex))
+
+
+@pytest.mark.parametrize("n_labels", [1, 3, 40, 300])
+def test_pairwise_cooccurrence_both_label_paths_match_numpy(n_labels, monkeypatch):
+    """Indicator products (few labels) and the comparison kernel (many) give exact counts."""
+    from sklearn_trellis.summaries import occurrence
+    rng = np.random.default_rng(n_labels)
+    samples = rng.integers(-5, n_labels - 5, size=(90, 35)).astype(np.int32)
+    samples[7] += 100_000     # a row outside int16 with a shifted label range
+    expected = (samples[:, :, None] == samples[:, None, :]).mean(axis=0)
+    np.testing.assert_allclose(pairwise_cooccurrence(samples), expected, atol=1e-15)
+    # tiny indicator blocks: every row boundary case, including rows wider than a block
+    monkeypatch.setattr(occurrence, "INDICATOR_BLOCK", 7)
+    np.testing.assert_allclose(occurrence._counts_by_indicator_products(samples) / 90,
+                               expected, atol=1e-15)
+    monkeypatch.setattr(occurrence, "MAX_MEAN_LABELS_FOR_BLAS", -1)
+    np.testing.assert_allclose(pairwise_cooccurrence(samples), expected, atol=1e-15)

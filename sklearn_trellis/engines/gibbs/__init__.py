@@ -107,13 +107,13 @@ New params go through :func:`.sampler.set_params`, which resets the free slots
 (they score new clusters) and calls ``refresh``. A likelihood whose
 hyperprior is a finite grid also returns it from ``hyperparameter_grid()``
 (``(params, log_prior)``); exact inference then marginalises it
-(:class:`sklearn_trellis.models.dp_mixture.GridMarginalPosterior`), and
+(:class:`sklearn_trellis.engines.exact.grid_marginal.GridMarginalPosterior`), and
 ``describe_params(params)`` names the values (progress lines print them).
 
 A likelihood whose ``log_global`` is identically zero factorises over
 clusters (``factorizes = True``): exact mode then builds the cluster
 log-potential table ``log m(X_B)`` for all subsets from the same kernels
-(:func:`.sampler.subset_log_marginals`).
+(:meth:`sklearn_trellis.models.likelihood.ClusterLikelihood.subset_log_marginals`).
 
 3. Driver (:mod:`.sampler`)
 -------------------------
@@ -126,8 +126,10 @@ final :class:`.sampler.GibbsState`, which ``run_chain(..., state=...)``
 continues (``warm_start``). ``record(state)``, if given, is evaluated at
 every kept sample (``ChainResult.records``): ``DPMixture`` keeps the
 hyperparameters with :func:`.sampler.record_params`, ``FastTIWD`` its ``theta``
-and ``E[alpha]``. ``verbose`` prints progress; Ctrl-C ends the
-current chain early and keeps the samples drawn so far (``interrupted=True``).
+and ``E[alpha]``. :func:`.chains.collect_chains` pools the results of all
+chains (appended to those of an earlier fit on a warm start) into one sample
+set. ``verbose`` prints progress; Ctrl-C ends the current chain early and
+keeps the samples drawn so far (``interrupted=True``).
 Each sweep is a sequential Gibbs scan (Neal's Algorithm 3) over the non-fixed
 items in random order, followed by ``n_split_merge`` sequentially-allocated
 split-merge proposals (Dahl 2003, in the family of Jain & Neal 2004), which

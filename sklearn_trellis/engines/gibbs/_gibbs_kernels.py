@@ -1,9 +1,10 @@
 """Numba kernels of the collapsed Gibbs engine.
 
 The kernels that call the likelihood are templates (:mod:`sklearn_trellis._core.specialise`)
-that call ``lik_reset``, ``lik_add``, ... (the eight protocol functions), which
-are not defined here; :func:`specialise` compiles them for one likelihood, with
-direct, inlinable calls and an on-disk cache.
+that call ``lik_reset``, ``lik_add``, ... (the eight protocol functions, named by
+:func:`sklearn_trellis.models.likelihood.protocol_bindings`), which are not
+defined here; :func:`specialise` compiles them for one likelihood, with direct,
+inlinable calls and an on-disk cache.
 
 State arrays (see ``sampler.GibbsState``):
 
@@ -26,6 +27,7 @@ from numba import njit
 
 from ..._core.specialise import specialise as _specialise, template
 from ...models._prior_kernels import log_block, log_count, log_weight_existing, log_weight_new
+from ...models.likelihood import protocol_bindings
 
 
 @njit(cache=True)
@@ -349,33 +351,6 @@ def compact_labels(labels, out):
 
 
 @template
-def subset_log_marginals(params, data, n_items, n_stats, work, out):
-    """``out[B] = log m(X_B)`` for every non-empty bitmask ``B`` (depth-first, O(n) rows)."""
-    rows = np.empty((n_items + 1, n_stats))
-    shared = np.zeros(1)
-    lik_reset(params, rows, 0)
-    out[0] = 0.0
-    # explicit DFS stack: mask, next item to try, depth
-    masks = np.zeros(n_items + 1, np.int64)
-    nexts = np.zeros(n_items + 1, np.int64)
-    depth = 0
-    while depth >= 0:
-        item = nexts[depth]
-        if item >= n_items:
-            depth -= 1
-            continue
-        nexts[depth] = item + 1
-        rows[depth + 1, :] = rows[depth, :]
-        lik_add(params, data, rows, shared, work, depth + 1, item)
-        mask = masks[depth] | (1 << item)
-        out[mask] = lik_log_cluster(params, rows, shared, depth + 1)
-        masks[depth + 1] = mask
-        nexts[depth + 1] = item + 1
-        depth += 1
-    return out
-
-
-@template
 def predictive_log_weights(params, pp, data_new, stats, shared, work, counts, active,
                            n_active, spare, n_items, out):
     """``out[m, a]`` = log(prior weight x predictive) of new row ``m`` joining ``active[a]``; last column: new cluster.
@@ -395,13 +370,6 @@ def predictive_log_weights(params, pp, data_new, stats, shared, work, counts, ac
     return out
 
 
-#: The likelihood protocol: template name of each of the eight functions, in
-#: the order of :class:`sklearn_trellis.models.likelihood.GibbsKernels`.
-_PROTOCOL = ("reset", "prepare", "add", "remove", "log_predictive", "log_cluster",
-             "log_global", "refresh")
-
-
 def specialise(likelihood_kernels):
     """A namespace of the engine kernels compiled for one likelihood's ``GibbsKernels``."""
-    return _specialise(globals(), {"lik_" + name: function
-                                   for name, function in zip(_PROTOCOL, likelihood_kernels)})
+    return _specialise(globals(), protocol_bindings(likelihood_kernels))

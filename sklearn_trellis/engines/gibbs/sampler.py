@@ -336,40 +336,7 @@ def run_chains(likelihood, prior, data, *, n_chains=1, n_jobs=None, random_state
         for c in range(n_chains))
 
 
-# -- whole-data quantities from the same kernels ----------------------------------------
-def cluster_log_marginal(likelihood, X):
-    """``log m(X)`` of all rows of ``X`` as one cluster, via reset/add/log_cluster."""
-    data = likelihood.kernel_data(X)
-    fns = likelihood.kernels
-    stats = np.zeros((1, likelihood.n_stats))
-    shared = np.zeros(max(1, likelihood.n_shared))
-    work = np.zeros(max(1, likelihood.work_size(1)))
-    params = np.ascontiguousarray(likelihood.kernel_params(), dtype=np.float64)
-    fns.reset(params, stats, 0)
-    for i in range(data.shape[0]):
-        fns.add(params, data, stats, shared, work, 0, i)
-    return float(fns.log_cluster(params, stats, shared, 0))
-
-
-def subset_log_marginals(likelihood, data, params=None):
-    """``log m(X_B)`` for all ``2**n`` bitmasks ``B`` (entry 0 is 0); factorising likelihoods only.
-
-    ``params`` (default ``likelihood.kernel_params()``) are the kernel parameters.
-    """
-    if not likelihood.factorizes:
-        raise ValueError(f"{type(likelihood).__name__} does not factorise over clusters; "
-                         "exact mode needs a likelihood with log_global = 0.")
-    n = data.shape[0]
-    out = np.zeros(1 << n)
-    if params is None:
-        params = likelihood.kernel_params()
-    params = np.ascontiguousarray(params, dtype=np.float64)
-    work = np.zeros(max(1, likelihood.work_size(n + 1)))
-    _engine(likelihood).subset_log_marginals(params, data, n, likelihood.n_stats,
-                                 work, out)
-    return out
-
-
+# -- posterior predictive from the same kernels -------------------------------------
 def predictive_log_weights(likelihood, prior_params, data_train, labels, data_new, params=None):
     """``(m, K+1)`` log weights of new rows joining each cluster of ``labels`` / a new one.
 
@@ -397,5 +364,4 @@ def predictive_log_weights(likelihood, prior_params, data_train, labels, data_ne
 
 
 __all__ = ["GibbsState", "ChainResult", "new_state", "sweep", "log_joint", "run_chain",
-           "run_chains", "set_params", "record_params", "cluster_log_marginal", "subset_log_marginals",
-           "predictive_log_weights"]
+           "run_chains", "set_params", "record_params", "predictive_log_weights"]

@@ -11,6 +11,7 @@ from sklearn_trellis.models import (BetaBernoulli, DirichletMultinomial, NormalG
 from sklearn_trellis.models.dp_mixture import MixturePartitionModel
 from sklearn_trellis.models.priors import CRP, DirichletMultinomialPrior, PitmanYor
 from sklearn_trellis.engines.exact.flat_counts import CountWeightedFlatTrellis
+from sklearn_trellis.engines.exact.trellis_for_model import trellis_for_model
 from sklearn_trellis._core.subsets import mask_of
 
 
@@ -59,7 +60,7 @@ def test_exact_posterior_matches_enumeration(n, prior, lik):
     parts, log_joint = enumerate_posterior(prior, lik, X)
     ref = flat_summaries(parts, log_joint)
     model = MixturePartitionModel(prior, lik).fit(X)
-    trellis = model.exact_trellis(12)
+    trellis = trellis_for_model(model, max_items=12)
     assert trellis.log_partition_function + model.log_potential_constant() == pytest.approx(
         ref["log_z"], abs=1e-8)
     assert tuple(trellis.map_labels) == tuple(parts[ref["map_index"]])
@@ -112,18 +113,18 @@ def test_dp_mixture_exact_mode_reports_exact_quantities():
     rng = np.random.default_rng(5)
     X = np.vstack([rng.normal(0, 0.3, (3, 2)), rng.normal(4, 0.3, (4, 2))])
     for discount in (0.0, 0.3):
-        model = DPMixture(alpha=1.3, discount=discount, inference="exact", n_sweeps=500,
+        model = DPMixture(alpha=1.3, discount=discount, method="exact", n_sweeps=500,
                           likelihood=NormalInverseWishart(hyperprior="fixed"),
                           random_state=0).fit(X)
         prior = model.prior_
-        parts, log_joint = enumerate_posterior(prior, model.likelihood_, X)
+        parts, log_joint = enumerate_posterior(prior, model.model_, X)
         ref = flat_summaries(parts, log_joint)
         assert model.log_marginal_likelihood_ == pytest.approx(ref["log_z"], abs=1e-8)
         np.testing.assert_allclose(model.pairwise_marginals_, ref["pairwise"], atol=1e-9)
         np.testing.assert_allclose(model.n_clusters_distribution_, ref["k_dist"], atol=1e-9)
         assert tuple(model.labels_) == tuple(parts[ref["map_index"]])
         assert model.samples_.shape == (500, 7)
-        assert model.inference_ == "exact"
+        assert model.method_ == "exact"
 
 
 def test_log_joints_from_table_match_log_potential():
@@ -135,3 +136,19 @@ def test_log_joints_from_table_match_log_potential():
         fast = model.log_joints(parts, model.log_potential_table())
         slow = [model.log_potential(row) for row in parts]
         np.testing.assert_allclose(fast, slow, atol=1e-9)
+
+
+def test_trellis_for_model_picks_the_count_weighted_trellis_when_counts_do_not_fold():
+    from sklearn_trellis.engines.exact.flat import ExactFlatTrellis
+    X = np.random.default_rng(1).normal(size=(6, 2))
+    lik = NormalGamma(hyperprior="fixed").fit(X)
+    crp = MixturePartitionModel(CRP(1.5), lik).fit(X)
+    py = MixturePartitionModel(PitmanYor(1.5, 0.3), lik).fit(X)
+    assert type(trellis_for_model(crp)) is ExactFlatTrellis
+    assert type(trellis_for_model(py)) is CountWeightedFlatTrellis
+    # a given table is used as is
+    table = crp.log_potential_table()
+    table[3] = -np.inf  # forbid the cluster {0, 1}
+    constrained = trellis_for_model(crp, table).log_partition_function
+    assert constrained < trellis_for_model(crp).log_partition_function
+    assert constrained == ExactFlatTrellis(table, max_items=12).fit().log_partition_function

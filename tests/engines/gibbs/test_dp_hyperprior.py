@@ -7,7 +7,7 @@ from scipy.special import gammaln, logsumexp, multigammaln
 from oracles import flat_summaries, set_partitions
 from sklearn_trellis import DPMixture
 from sklearn_trellis.models import NormalGamma, NormalInverseWishart
-from sklearn_trellis.models.dp_mixture import GridMarginalPosterior
+from sklearn_trellis.engines.exact.grid_marginal import GridMarginalPosterior
 from sklearn_trellis.engines.gibbs import sampler as gibbs
 from sklearn_trellis.models.priors import CRP, PitmanYor
 
@@ -86,7 +86,7 @@ def test_which_hyperparameters_are_learned():
     assert only_scale.grid_scale_.size == 31 and np.all(only_scale.grid_dof_ == 7.0)
     with pytest.raises(ValueError, match="hyperprior"):
         NormalInverseWishart(hyperprior="sample").fit(X)
-    model = DPMixture(likelihood=NormalInverseWishart(hyperprior="fixed"), inference="gibbs",
+    model = DPMixture(likelihood=NormalInverseWishart(hyperprior="fixed"), method="gibbs",
                       n_sweeps=4, random_state=0).fit(X)
     assert model.hyperparameters_ is None
 
@@ -153,13 +153,13 @@ def test_exact_grid_posterior_matches_enumeration(prior):
 def test_dp_mixture_exact_mode_marginalises_the_grid():
     rng = np.random.default_rng(4)
     X = two_groups(rng, 7)
-    model = DPMixture(alpha=1.3, inference="exact", n_sweeps=300, random_state=0).fit(X)
-    parts, table = enumerate_grid_posterior(model.prior_, model.likelihood_, X)
+    model = DPMixture(alpha=1.3, method="exact", n_sweeps=300, random_state=0).fit(X)
+    parts, table = enumerate_grid_posterior(model.prior_, model.model_, X)
     ref = flat_summaries(parts, logsumexp(table, axis=1))
     assert model.log_marginal_likelihood_ == pytest.approx(ref["log_z"], abs=1e-8)
     np.testing.assert_allclose(model.pairwise_marginals_, ref["pairwise"], atol=1e-9)
     assert model.hyperparameters_["scale"].shape == (300,)
-    assert set(model.hyperparameters_["dof"]) <= set(model.likelihood_.grid_dof_)
+    assert set(model.hyperparameters_["dof"]) <= set(model.model_.grid_dof_)
 
 
 @pytest.mark.parametrize("prior_kwargs", [{}, {"discount": 0.4}], ids=["CRP", "PY"])
@@ -168,12 +168,12 @@ def test_gibbs_with_grid_matches_exact(prior_kwargs, init):
     """Co-clustering and the hyperparameter posterior of the sampler match exact mode."""
     rng = np.random.default_rng(2)
     X = np.r_[rng.normal(0, 0.4, (4, 2)), rng.normal(3, 0.4, (4, 2))]
-    exact = DPMixture(inference="exact", random_state=0, **prior_kwargs).fit(X)
-    sampled = DPMixture(inference="gibbs", n_sweeps=6000, init=init, random_state=1,
+    exact = DPMixture(method="exact", random_state=0, **prior_kwargs).fit(X)
+    sampled = DPMixture(method="gibbs", n_sweeps=6000, init=init, random_state=1,
                         **prior_kwargs).fit(X)
     assert np.abs(exact.pairwise_marginals_ - sampled.pairwise_marginals_).max() < 0.04
-    post = GridMarginalPosterior(exact.prior_, exact.likelihood_, 12).fit(exact._data)
-    lik = exact.likelihood_
+    post = GridMarginalPosterior(exact.prior_, exact.model_, 12).fit(exact._data)
+    lik = exact.model_
     exact_mean = np.sum(post.grid_weights * np.log(lik.grid_scale_))
     exact_sd = np.sqrt(np.sum(post.grid_weights * np.log(lik.grid_scale_) ** 2) - exact_mean ** 2)
     sampled_mean = np.mean(np.log(sampled.hyperparameters_["scale"]))
@@ -208,14 +208,14 @@ def test_predictive_uses_each_samples_hyperparameters():
     for labels, logw in model._predictive(new):
         per_sample.append(logsumexp(logw, axis=1))
     s = 0
-    logw0 = gibbs.predictive_log_weights(model.likelihood_, model.prior_.kernel_params(),
+    logw0 = gibbs.predictive_log_weights(model.model_, model.prior_.kernel_params(),
                                          model._data, model.samples_[s].astype(np.int64), new,
                                          model._sample_params[s])
     np.testing.assert_allclose(per_sample[0], logsumexp(logw0, axis=1))
     # the fitted likelihood's starting values give a different density
-    start = gibbs.predictive_log_weights(model.likelihood_, model.prior_.kernel_params(),
+    start = gibbs.predictive_log_weights(model.model_, model.prior_.kernel_params(),
                                          model._data, model.samples_[s].astype(np.int64), new)
-    if not np.array_equal(model._sample_params[s], model.likelihood_.kernel_params()):
+    if not np.array_equal(model._sample_params[s], model.model_.kernel_params()):
         assert not np.allclose(logsumexp(start, axis=1), per_sample[0])
 
 
@@ -281,9 +281,9 @@ def test_normal_gamma_grid_conditional_and_exact_posterior():
 def test_normal_gamma_gibbs_with_grid_matches_exact():
     rng = np.random.default_rng(2)
     X = np.r_[rng.normal(0, 0.4, (4, 2)), rng.normal(3, 0.4, (4, 2))]
-    exact = DPMixture(likelihood=NormalGamma(hyperprior="grid"), inference="exact",
+    exact = DPMixture(likelihood=NormalGamma(hyperprior="grid"), method="exact",
                       random_state=0).fit(X)
-    sampled = DPMixture(likelihood=NormalGamma(hyperprior="grid"), inference="gibbs",
+    sampled = DPMixture(likelihood=NormalGamma(hyperprior="grid"), method="gibbs",
                         n_sweeps=6000, random_state=1).fit(X)
     assert np.abs(exact.pairwise_marginals_ - sampled.pairwise_marginals_).max() < 0.04
     assert set(sampled.hyperparameters_) == {"scale", "shape"}

@@ -6,8 +6,9 @@ import pytest
 
 from sklearn_trellis.models import NormalGamma, NormalInverseWishart
 from sklearn_trellis.models.dp_mixture import MixturePartitionModel
+from sklearn_trellis.engines.exact.trellis_for_model import trellis_for_model
 from sklearn_trellis.engines.gibbs import sampler as gibbs
-from sklearn_trellis.engines.gibbs.coclustering import coclustering_matrix
+from sklearn_trellis.summaries import pairwise_cooccurrence
 from sklearn_trellis.models.priors import CRP, DirichletMultinomialPrior, GammaHyperprior, PitmanYor
 
 
@@ -19,7 +20,7 @@ def small_data(n, seed=0):
 
 def exact_summaries(prior, lik, X):
     model = MixturePartitionModel(prior, lik).fit(X)
-    trellis = model.exact_trellis(12)
+    trellis = trellis_for_model(model, max_items=12)
     return trellis.pairwise_marginals(), trellis.n_clusters_distribution()
 
 
@@ -28,7 +29,7 @@ def chain_summaries(prior, lik, X, init, n_sweeps, seed, **kwargs):
     result = gibbs.run_chain(lik, prior, data, n_sweeps=n_sweeps, burn_in=50,
                              init_labels=init, random_state=seed, **kwargs)
     k = result.samples.max(axis=1) + 1
-    return (coclustering_matrix(result.samples),
+    return (pairwise_cooccurrence(result.samples),
             np.bincount(k - 1, minlength=X.shape[0]) / k.size, result)
 
 
@@ -68,7 +69,7 @@ def test_split_merge_alone_matches_exact(prior):
         gibbs.sweep(state, lik, prior.kernel_params(), data, rng, n_split_merge=3, scan=False)
         samples.append(state.compact_labels())
     samples = np.array(samples)
-    assert np.abs(coclustering_matrix(samples) - pair_exact).max() < 0.05
+    assert np.abs(pairwise_cooccurrence(samples) - pair_exact).max() < 0.05
 
 
 def test_dirichlet_multinomial_prior_gibbs_matches_exact():
@@ -183,34 +184,6 @@ def test_verbose_reports_progress(capsys):
     gibbs.run_chain(lik, CRP(1.0), lik.kernel_data(X), n_sweeps=20, verbose=1, random_state=0)
     out = capsys.readouterr().out
     assert "sweep 20/20" in out and "s/sweep" in out
-
-
-def test_coclustering_matrix_matches_numpy():
-    rng = np.random.default_rng(0)
-    samples = rng.integers(0, 4, size=(50, 40))
-    expected = (samples[:, :, None] == samples[:, None, :]).mean(axis=0)
-    np.testing.assert_allclose(coclustering_matrix(samples), expected)
-    with pytest.raises(ValueError, match="samples"):
-        coclustering_matrix(np.zeros((0, 3)))
-    with pytest.raises(TypeError, match="integer"):
-        coclustering_matrix(np.zeros((2, 3)))
-
-
-@pytest.mark.parametrize("n_labels", [1, 3, 40, 300])
-def test_coclustering_both_paths_match_numpy(n_labels, monkeypatch):
-    """Indicator products (few labels) and the comparison kernel (many) give exact counts."""
-    from sklearn_trellis.engines.gibbs import coclustering
-    rng = np.random.default_rng(n_labels)
-    samples = rng.integers(-5, n_labels - 5, size=(90, 35)).astype(np.int32)
-    samples[7] += 100_000     # a row outside int16 with a shifted label range
-    expected = (samples[:, :, None] == samples[:, None, :]).mean(axis=0)
-    np.testing.assert_allclose(coclustering_matrix(samples), expected, atol=1e-15)
-    # tiny indicator blocks: every row boundary case, including rows wider than a block
-    monkeypatch.setattr(coclustering, "INDICATOR_BLOCK", 7)
-    np.testing.assert_allclose(coclustering._counts_by_indicator_products(samples) / 90,
-                               expected, atol=1e-15)
-    monkeypatch.setattr(coclustering, "MAX_MEAN_LABELS_FOR_BLAS", -1)
-    np.testing.assert_allclose(coclustering_matrix(samples), expected, atol=1e-15)
 
 
 def test_dask_backend_runs_chains():

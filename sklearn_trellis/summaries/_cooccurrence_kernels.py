@@ -1,4 +1,4 @@
-"""Numba kernel of the co-clustering (pairwise) frequency matrix of partition samples."""
+"""Numba kernel of the co-clustering counts of partition samples (label vectors)."""
 
 import numpy as np
 from numba import njit, prange

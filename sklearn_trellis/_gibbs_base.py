@@ -1,0 +1,105 @@
+"""The shared base of the Gibbs estimators (``DPMixture``, ``FastTIWD``).
+
+Modelled on scikit-learn's ``_BaseKMeans``: the parameters both estimators
+have, their constraints, and the steps every fit shares (warm-start
+bookkeeping, choosing exact or Gibbs inference, pooling the chains, the
+sample summaries). The subclasses build their model and call the engines.
+"""
+
+from numbers import Integral
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from .engines.gibbs.chains import collect_chains, n_clusters_frequencies
+from .summaries.occurrence import pairwise_cooccurrence
+
+#: Largest n for which ``pairwise_marginals_`` (an n x n matrix) is stored.
+MAX_PAIRWISE_ITEMS = 3000
+
+
+class _BaseGibbs(ClusterMixin, BaseEstimator):
+    """Base class of the estimators that sample partitions with the collapsed Gibbs engine.
+
+    Subclasses add their parameters to ``_parameter_constraints`` (including
+    ``init``, whose options differ) and implement ``fit``.
+    """
+
+    _parameter_constraints: dict = {
+        "n_sweeps": [Interval(Integral, 1, None, closed="left")],
+        "burn_in": [Interval(Integral, 0, None, closed="left"), None],
+        "thin": [Interval(Integral, 1, None, closed="left")],
+        "n_chains": [Interval(Integral, 1, None, closed="left")],
+        "n_jobs": [Integral, None],
+        "method": [StrOptions({"auto", "gibbs", "exact"})],
+        "random_state": ["random_state"],
+        "verbose": [Interval(Integral, 0, None, closed="left")],
+        "warm_start": ["boolean"],
+        "max_exact_size": [Interval(Integral, 1, None, closed="left")],
+    }
+
+    def __init__(self, *, n_sweeps, burn_in, thin, n_chains, n_jobs, method, init,
+                 random_state, verbose, warm_start, max_exact_size):
+        self.n_sweeps = n_sweeps
+        self.burn_in = burn_in
+        self.thin = thin
+        self.n_chains = n_chains
+        self.n_jobs = n_jobs
+        self.method = method
+        self.init = init
+        self.random_state = random_state
+        self.verbose = verbose
+        self.warm_start = warm_start
+        self.max_exact_size = max_exact_size
+
+    # -- steps of fit ------------------------------------------------------------
+    def _check_burn_in(self):
+        """The cross-parameter check of ``burn_in`` (the constraints check each alone)."""
+        if self.burn_in is not None and self.burn_in >= self.n_sweeps:
+            raise ValueError(f"burn_in must be < n_sweeps={self.n_sweeps}, got {self.burn_in}.")
+
+    def _continues(self):
+        """True when this fit continues the stored chains (``warm_start`` after a Gibbs fit)."""
+        return bool(self.warm_start) and getattr(self, "_chains", None) is not None
+
+    def _burn_in(self, warm):
+        """Sweeps to discard: none when continuing chains, else ``burn_in`` (default half)."""
+        if warm:
+            return 0
+        return self.n_sweeps // 2 if self.burn_in is None else self.burn_in
+
+    def _use_exact(self, n_samples, exact_possible):
+        """``method='exact'``, or ``'auto'`` when exact inference applies to ``n_samples``."""
+        return self.method == "exact" or (
+            self.method == "auto" and exact_possible and n_samples <= self.max_exact_size)
+
+    def _check_exact_size(self, n_samples):
+        if n_samples > self.max_exact_size:
+            raise ValueError(f"method='exact' needs n_samples <= max_exact_size="
+                             f"{self.max_exact_size}, got {n_samples}.")
+
+    def _store_chains(self, results, likelihood, prior, *, record=None, warm=False):
+        """Pool the chains (appended to the stored ones when ``warm``) into the fitted attributes.
+
+        Sets ``samples_``, ``log_joints_``, ``interrupted_``, ``method_``,
+        ``log_marginal_likelihood_`` (None), ``pairwise_marginals_`` and
+        ``n_clusters_distribution_``; returns the :class:`ChainSamples`.
+        """
+        chains = collect_chains(results, likelihood, prior, record=record,
+                                previous=self._chains if warm else None)
+        self._chains = chains
+        self.interrupted_ = chains.interrupted
+        self.method_ = "gibbs"
+        self.samples_ = chains.samples
+        self.log_joints_ = chains.log_joints
+        self.log_marginal_likelihood_ = None
+        n = self.samples_.shape[1]
+        self.pairwise_marginals_ = (pairwise_cooccurrence(self.samples_)
+                                    if n <= MAX_PAIRWISE_ITEMS else None)
+        self.n_clusters_distribution_ = n_clusters_frequencies(self.samples_, n)
+        return chains
+
+    def _best_sample(self):
+        """Index of the kept sample of highest ``log_joints_`` (the sampled MAP)."""
+        return int(np.argmax(self.log_joints_))
