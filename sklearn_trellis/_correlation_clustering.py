@@ -19,7 +19,9 @@ from .models.correlation import CorrelationClusteringModel
 from ._core.budget import check_exact_budget
 from .engines.exact.flat import BYTES_PER_SUBSET, ExactFlatTrellis
 from .engines.map.milp import correlation_clustering_map_milp
+from .engines.exact.binder import bayes_estimate
 from .engines.sparse.family_search import linkage_trees, seed_family
+from .summaries.point_estimates import PAIRWISE_LOSSES, loss_name
 from .engines.sparse.seeds import LINKAGES, check_linkages
 from .engines.sparse.sparse_flat import SparseFlatTrellis
 
@@ -408,6 +410,49 @@ class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
         check_scalar_param(n_samples, "n_samples", kind=numbers.Integral, low=1)
         rng = check_random_state(self.random_state if random_state is None else random_state)
         return self._trellis.sample(int(n_samples), rng)
+
+    def bayes_estimate(self, loss="binder", *, n_samples=1000, random_state=None):
+        """The clustering of smallest posterior expected ``loss`` (a Bayes estimate).
+
+        ``labels_`` is the most probable clustering (MAP); a Bayes estimate
+        minimises the expected loss under the whole distribution instead. For
+        Binder's loss it depends only on the pairwise marginals, so when the
+        trellis is exact the estimate is *exact*: minimised over every
+        clustering (:func:`~sklearn_trellis.engines.exact.binder.binder_point_estimate`).
+        Losses of the pairwise marginals alone (``'omari_approx'``,
+        ``'vi_lb'``, and Binder on a sparse trellis) are searched on
+        ``pairwise_marginals_``; the others on ``n_samples`` exact draws
+        (:func:`~sklearn_trellis.summaries.point_estimate`).
+
+        Parameters
+        ----------
+        loss : {'binder', 'vi', 'omari', 'nvi', 'nid', 'omari_approx', 'vi_lb'}, default='binder'
+        n_samples : int, default=1000
+            Draws for the losses that need samples.
+        random_state : int, RandomState instance or None, default=None
+            ``None`` uses the estimator's ``random_state``.
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples_fit,)
+            Labels in order of first appearance.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn_trellis import ExactCorrelationClustering
+        >>> X = np.r_[np.zeros((3, 2)), np.full((3, 2), 3.0)]
+        >>> ExactCorrelationClustering(beta=2.0).fit(X).bayes_estimate("binder")
+        array([0, 0, 0, 1, 1, 1])
+        """
+        check_is_fitted(self)
+        loss = loss_name(loss)
+        check_scalar_param(n_samples, "n_samples", kind=numbers.Integral, low=1)
+        rng = check_random_state(self.random_state if random_state is None else random_state)
+        exact = self.n_trellis_vertices_ == (1 << self.labels_.shape[0]) - 1
+        samples = None if loss in PAIRWISE_LOSSES else self.sample(n_samples, rng)
+        return bayes_estimate(loss, pairwise=self.pairwise_marginals_, samples=samples,
+                              exact=exact, random_state=rng)
 
     # -- new items (feature affinities only) ------------------------------------
     def _has_features(self):

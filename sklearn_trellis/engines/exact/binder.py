@@ -16,7 +16,7 @@ import numpy as np
 
 from ...models.correlation import _pair_sum_table_serial
 from ...summaries.metrics import _check_costs
-from ...summaries.point_estimates import _check_pairwise
+from ...summaries.point_estimates import PAIRWISE_LOSSES, _check_pairwise, loss_name, point_estimate
 from .flat import DEFAULT_MAX_EXACT_FLAT, exact_flat_map
 
 
@@ -78,4 +78,42 @@ def binder_point_estimate(pairwise, *, a=1.0, b=1.0, max_items=DEFAULT_MAX_EXACT
     return labels, float(max(loss, 0.0))
 
 
-__all__ = ["binder_point_estimate"]
+def bayes_estimate(loss, *, pairwise=None, samples=None, exact=False, random_state=None):
+    """The clustering of smallest posterior expected ``loss``, from what an estimator has.
+
+    The strategy both exact estimators share: Binder's loss from *exact*
+    pairwise marginals is minimised exactly (:func:`binder_point_estimate`);
+    the other losses that depend on the pairwise marginals alone
+    (``'omari_approx'``, ``'vi_lb'``, and Binder without exact marginals) are
+    searched on them; the rest (VI, omARI, NVI, NID) are searched on the
+    samples (:func:`sklearn_trellis.summaries.point_estimate`).
+
+    Parameters
+    ----------
+    loss : str
+        A loss of :data:`sklearn_trellis.summaries.point_estimates.LOSSES`.
+    pairwise : ndarray of shape (n, n), optional
+        Pairwise co-clustering probabilities.
+    samples : ndarray of shape (T, n), optional
+        Sampled partitions.
+    exact : bool, default=False
+        Whether ``pairwise`` are exact marginals (then Binder is solved exactly
+        when ``n <= DEFAULT_MAX_EXACT_FLAT``).
+    random_state : int, RandomState instance or None, default=None
+
+    Returns
+    -------
+    labels : ndarray of shape (n,)
+    """
+    loss = loss_name(loss)
+    if loss == "binder" and exact and pairwise is not None \
+            and pairwise.shape[0] <= DEFAULT_MAX_EXACT_FLAT:
+        return binder_point_estimate(pairwise)
+    if loss in PAIRWISE_LOSSES and pairwise is not None:
+        return point_estimate(pairwise, loss=loss, random_state=random_state)
+    if samples is None:
+        raise ValueError(f"The {loss!r} estimate needs sampled partitions.")
+    return point_estimate(samples, loss=loss, random_state=random_state)
+
+
+__all__ = ["binder_point_estimate", "bayes_estimate"]

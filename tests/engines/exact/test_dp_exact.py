@@ -114,6 +114,7 @@ def test_dp_mixture_exact_mode_reports_exact_quantities():
     X = np.vstack([rng.normal(0, 0.3, (3, 2)), rng.normal(4, 0.3, (4, 2))])
     for discount in (0.0, 0.3):
         model = DPMixture(alpha=1.3, discount=discount, method="exact", n_sweeps=500,
+                          point_estimate="map",
                           likelihood=NormalInverseWishart(hyperprior="fixed"),
                           random_state=0).fit(X)
         prior = model.prior_
