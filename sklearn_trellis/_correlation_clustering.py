@@ -22,7 +22,7 @@ from .engines.map.milp import correlation_clustering_map_milp
 from .engines.exact.binder import bayes_estimate
 from .engines.sparse.family_search import linkage_trees, seed_family
 from .summaries.point_estimates import PAIRWISE_LOSSES, loss_name
-from .engines.sparse.seeds import LINKAGES, check_linkages
+from .engines.sparse.seeds import LINKAGES, OTHER_SEEDS, check_linkages
 from .engines.sparse.sparse_flat import SparseFlatTrellis
 
 
@@ -84,8 +84,10 @@ class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
           MILP; the rest as ``'milp'``.
     max_exact_size : int, default=20
         Largest N for which ``'auto'`` runs the exact trellis.
-    linkage : {'all', 'single', 'average', 'complete', 'ward'} or list, default='all'
-        Seed trees of the sparse trellis (Ward only with feature affinities).
+    linkage : {'all', 'single', 'average', 'complete', 'ward', 'diana'} or list, default='all'
+        Seed trees of the sparse trellis (Ward only with feature affinities):
+        ``'all'`` is the four linkages; ``'diana'`` adds the divisive tree of
+        the same dissimilarities (Kaufman & Rousseeuw's DIANA).
     time_limit : float, default=60.0
         Seconds allowed to the MILP (``'milp'``). With ``'perturb_and_map'``
         beyond the exact size, the budget of the unperturbed MILP and, again,
@@ -174,7 +176,7 @@ class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
         "method": [StrOptions({"auto", "exact", "sparse", "milp", "perturb_and_map"})],
         "max_exact_size": [Interval(Integral, 1, None, closed="left")],
         # Names are checked in fit (check_linkages): 'all', one name or a list.
-        "linkage": [StrOptions({"all", *LINKAGES}), "array-like"],
+        "linkage": [StrOptions({"all", *LINKAGES, *OTHER_SEEDS}), "array-like"],
         "time_limit": [Interval(Real, 0, None, closed="neither")],
         "n_perturbations": [Interval(Integral, 1, None, closed="left")],
         "random_state": ["random_state"],

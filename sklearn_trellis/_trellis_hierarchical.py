@@ -22,7 +22,7 @@ from .engines.exact.hierarchical import BYTES_PER_SUBSET, ExactHierarchicalTrell
 from .engines.map.search import beam_search_tree, greedy_tree
 from .engines.sparse.family_search import (MAX_BEAM_SEED_ITEMS, beam_trees, linkage_trees,
                                            seed_family)
-from .engines.sparse.seeds import LINKAGES, check_linkages
+from .engines.sparse.seeds import LINKAGES, OTHER_SEEDS, check_linkages
 from .engines.sparse.sparse_hierarchical import SparseHierarchicalTrellis
 
 
@@ -75,10 +75,11 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
         raises ``ValueError``.
     compute_full_tree : 'auto' or bool, default='auto'
         Accepted for compatibility; the MAP tree is always complete.
-    linkage : {'all', 'ward', 'complete', 'average', 'single'} or list, default='all'
+    linkage : {'all', 'ward', 'complete', 'average', 'single', 'diana'} or list, default='all'
         The agglomerative trees that seed the sparse trellis, and the
         baseline of :meth:`linkage_tree`. ``'all'`` uses the four (Ward only
-        with the Euclidean metric on features).
+        with the Euclidean metric on features); ``'diana'`` adds the divisive
+        tree of the same distances (Kaufman & Rousseeuw's DIANA).
     distance_threshold : float, default=None
         If set (with ``n_clusters=None``), ``labels_`` undoes every merge whose
         height (see ``distances_``) is at least this.
@@ -222,7 +223,7 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
         "connectivity": [None],     # connectivity constraints are not supported
         "compute_full_tree": [StrOptions({"auto"}), "boolean"],
         # Names are checked in fit (check_linkages): 'all', one name or a list.
-        "linkage": [StrOptions({"all", *LINKAGES}), "array-like"],
+        "linkage": [StrOptions({"all", *LINKAGES, *OTHER_SEEDS}), "array-like"],
         "distance_threshold": [Interval(Real, 0, None, closed="left"), None],
         "compute_distances": ["boolean"],
         "energy": [StrOptions(set(ENERGIES)), SplitModel, callable],
@@ -569,8 +570,8 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
         check_is_fitted(self)
         best = None
         for name in self._linkages():
-            if name == "ward" and self.metric != "euclidean":
-                continue
+            if name == "diana" or (name == "ward" and self.metric != "euclidean"):
+                continue  # divisive seeds are no agglomerative baseline
             agglomerative = AgglomerativeClustering(
                 n_clusters=None, distance_threshold=0.0, compute_full_tree=True,
                 linkage=name, metric=self.metric, memory=self.memory)

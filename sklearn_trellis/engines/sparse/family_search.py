@@ -18,10 +18,12 @@ the strategy that picks the family, shared by
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.spatial.distance import squareform
 
 from ..._core.budget import BudgetExceeded
 from ..._core.family import ClusterFamily
 from ...models import CallableEnergy
+from ..divisive import divisive_seed_trees
 from .seeds import beam_seed_trees, linkage_seed_trees, tree_windows, windows_within_budget
 
 #: Cap on the remainder states of a sparse flat trellis over a union of seed
@@ -45,9 +47,9 @@ def linkage_trees(names, dissimilarities, X=None):
     Parameters
     ----------
     names : list of str
-        Linkage names (``check_linkages``).
+        Linkage names (``check_linkages``); ``'diana'`` is the divisive tree.
     dissimilarities : ndarray
-        Condensed dissimilarities of the items (every linkage but Ward).
+        Condensed dissimilarities of the items (every tree but Ward's).
     X : ndarray of shape (N, n_features), optional
         Feature rows for Ward's linkage (euclidean); without them Ward is skipped.
 
@@ -58,8 +60,11 @@ def linkage_trees(names, dissimilarities, X=None):
     built : list of str
         The linkage of each tree, in the same order.
     """
-    others = [name for name in names if name != "ward"]
+    others = [name for name in names if name not in ("ward", "diana")]
     trees = linkage_seed_trees(distances=dissimilarities, linkage=others) if others else []
+    if "diana" in names:  # the divisive tree of the same dissimilarities
+        trees += divisive_seed_trees(distances=squareform(dissimilarities), method="diana")
+        others.append("diana")
     if "ward" in names and X is not None:
         trees += linkage_seed_trees(X, linkage="ward")
         others.append("ward")

@@ -26,6 +26,9 @@ from ..._core.trees import (check_children, leaf_order, scipy_to_children,
 
 #: The linkages ``linkage='all'`` uses, in this order.
 LINKAGES = ("single", "average", "complete", "ward")
+#: Seed trees that are not linkages, available by name but not part of ``'all'``:
+#: ``'diana'``, Kaufman & Rousseeuw's divisive tree (:mod:`sklearn_trellis.engines.divisive`).
+OTHER_SEEDS = ("diana",)
 
 
 def check_linkages(linkage):
@@ -41,9 +44,9 @@ def check_linkages(linkage):
     if not names:
         raise ValueError("linkage names no linkage (empty list).")
     for name in names:
-        if name not in LINKAGES:
+        if name not in LINKAGES + OTHER_SEEDS:
             raise ValueError(f"Unknown linkage {name!r}: expected 'all' or one of "
-                             f"{list(LINKAGES)}.")
+                             f"{list(LINKAGES + OTHER_SEEDS)}.")
     return names
 
 

@@ -73,3 +73,34 @@ def test_one_item_is_its_only_clustering():
     found = seed_family(build, [np.zeros((0, 2), np.int64)], 1, names=["single"])
     assert found.note("clusterings") == "one item: the only clustering"
     assert found.trellis.log_partition_function == pytest.approx(0.0)
+
+
+def test_diana_seed_tree_joins_the_linkage_seeds():
+    """'diana' adds the divisive tree of the same dissimilarities to the seed trees."""
+    from scipy.spatial.distance import pdist, squareform
+
+    from sklearn_trellis.engines.divisive import divisive_seed_trees
+    from sklearn_trellis.engines.sparse.family_search import linkage_trees
+
+    X = np.random.default_rng(0).normal(size=(30, 3))
+    d = pdist(X)
+    trees, names = linkage_trees(["average", "diana", "ward"], d.copy(), X)
+    assert names == ["average", "diana", "ward"]
+    expected = divisive_seed_trees(distances=squareform(d), method="diana")[0]
+    np.testing.assert_array_equal(trees[1], expected)
+
+
+def test_estimators_accept_the_diana_seed():
+    from sklearn_trellis import ExactCorrelationClustering, TrellisHierarchical
+
+    X = np.random.default_rng(1).normal(size=(40, 2))
+    flat = ExactCorrelationClustering(linkage=["average", "diana"], max_exact_size=8).fit(X)
+    assert "diana" in flat.approximation_
+    tree = TrellisHierarchical(linkage=["diana"], max_exact_size=8, window_size=0,
+                               n_beam_trees=0).fit(X)
+    from sklearn_trellis._core.trees import children_to_tree
+    from sklearn_trellis.engines.divisive import divisive_seed_trees
+    diana = children_to_tree(divisive_seed_trees(X, method="diana")[0], 40)
+    assert "1 seed trees" in tree.approximation_
+    assert tree.map_log_potential_ >= tree.log_potential(diana) - 1e-9  # never worse than its seed
+    assert tree.linkage_tree() is None  # no agglomerative baseline among the seeds
