@@ -83,8 +83,8 @@ def jets_with(n, jets, count):
 def ginkgo_engine(jet):
     model = GinkgoEnergy(lam=jet["lam"], lam_root=jet["lam_root"], t_cut=jet["t_cut"])
     model.fit(np.array(jet["leaves"]))
-    kind, params, stats = model.kernel_inputs()
-    return ExactHierarchicalTrellis(kind, params, stats).fit()
+    split, params, stats = model.kernel_inputs()
+    return ExactHierarchicalTrellis(split, params, stats).fit()
 
 
 def bench_ginkgo(sizes, n_jets):

@@ -48,8 +48,8 @@ rng = np.random.default_rng(0)
 for attempt in range(1000):
     w = random_graph(rng)
     energy = DasguptaEnergy(similarity="precomputed").fit(w)
-    kind, params, stats = energy.kernel_inputs()
-    trellis = ExactHierarchicalTrellis(kind, params, stats).fit()
+    split, params, stats = energy.kernel_inputs()
+    trellis = ExactHierarchicalTrellis(split, params, stats).fit()
     average = average_linkage_tree(w)
     if -energy.log_potential(average) > -trellis.map_log_potential + 1e-9:
         break
@@ -60,8 +60,8 @@ n_splits = (3 ** 10 - 2 ** 11 + 1) // 2
 print(f"{trellis.n_trees:,} binary trees; the trellis visits {n_splits:,} splits\n")
 print("tree                          Dasgupta cost")
 results = [("average linkage", average, -energy.log_potential(average))]
-for name, (tree, value) in [("greedy (energy)", greedy_tree(kind, params, stats)),
-                            ("beam search (energy)", beam_search_tree(kind, params, stats))]:
+for name, (tree, value) in [("greedy (energy)", greedy_tree(split, params, stats)),
+                            ("beam search (energy)", beam_search_tree(split, params, stats))]:
     results.append((name, tree, -value))
 results.append(("exact MAP (trellis)", trellis.map_tree, -trellis.map_log_potential))
 for name, tree, cost in results:
@@ -71,8 +71,8 @@ print(f"exact MAP tree:       {trellis.map_tree}")
 
 # With an inverse temperature, the same trellis gives the probability of each tree.
 sharp = DasguptaEnergy(similarity="precomputed").fit(w)
-kind, params, stats = sharp.kernel_inputs(beta=2.0)
-posterior = ExactHierarchicalTrellis(kind, params, stats).fit()
+split, params, stats = sharp.kernel_inputs(beta=2.0)
+posterior = ExactHierarchicalTrellis(split, params, stats).fit()
 p_map = np.exp(posterior.map_log_potential - posterior.log_partition_function)
 p_avg = np.exp(posterior.log_potential(average) - posterior.log_partition_function)
 print(f"\nbeta = 2: P(MAP tree) = {p_map:.3g}, P(average-linkage tree) = {p_avg:.3g}")

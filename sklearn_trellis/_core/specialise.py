@@ -2,20 +2,28 @@
 
 Engines are written as *templates*: plain Python functions, marked with
 :func:`template`, that call a model's functions by global names their module
-does not define (``lik_add``, ``split_fn``, ...). :func:`specialise` compiles a
-copy of every template of a module with those names bound to one model's
-``numba.njit`` functions in the copy's globals, the way pynndescent passes a
-distance into its kernels, except that the calls are direct: numba inlines
-them and no dispatch runs in the loops. The copies are cached on disk
-(``cache=True``) under a name derived from the bound functions and the size
-and modification time of their source files, so editing a model's module
-recompiles its engine kernels, and a new process (a joblib worker) loads them
-from the cache instead of compiling again. (Passing the functions as
-first-class numba dispatcher *arguments* is as fast, but numba cannot cache
-such kernels: ~15 s of compilation per model in every new process.)
+does not define: the Gibbs kernels call a likelihood's ``lik_add``,
+``lik_log_predictive``, ...; the hierarchical kernels (exact, sparse, greedy
+and beam search) call an energy's split function ``split_fn``.
+:func:`specialise` compiles a copy of every template of a module with those
+names bound to one model's ``numba.njit`` functions in the copy's globals, the
+way pynndescent passes a distance into its kernels, except that the calls are
+direct: numba inlines them and no dispatch runs in the loops. So a new model
+is its own module and touches no engine file.
+
+The copies are cached on disk (``cache=True``) under a name derived from the
+bound functions and the size and modification time of their source files, so
+editing a model's module recompiles its engine kernels, and a new process (a
+joblib worker) loads them from the cache instead of compiling again. (Passing
+the functions as first-class numba dispatcher *arguments* is as fast, but
+numba cannot cache such kernels: ~15 s of compilation per model in every new
+process.)
 
 A template calls other templates of its module by name: inside a copy those
-names are the copies compiled for the same model.
+names are the copies compiled for the same model. A template may also be
+imported from another module (a helper shared by several kernel modules); it
+is then compiled with the importing module's templates, and the templates it
+calls must be imported as well.
 """
 
 import hashlib
@@ -40,7 +48,7 @@ def template(function=None, **options):
 
 
 def templates_of(namespace):
-    """Names of the templates defined in a module's ``namespace`` (its ``globals()``)."""
+    """Names of the templates defined in (or imported into) a module's ``namespace``."""
     return tuple(name for name, value in namespace.items()
                  if isinstance(value, types.FunctionType) and hasattr(value, "_template_options"))
 
@@ -62,7 +70,7 @@ def specialise(namespace, bindings):
     Parameters
     ----------
     namespace : dict
-        The ``globals()`` of the module that defines the templates.
+        The ``globals()`` of the module that defines (or imports) the templates.
     bindings : dict of str to numba dispatcher
         The model's functions, under the names the templates call.
 
@@ -72,40 +80,40 @@ def specialise(namespace, bindings):
         One compiled function per template, by the template's name; memoised
         per ``(module, bindings)``.
     """
-    key = (namespace["__name__"],) + tuple(sorted(bindings.items(), key=lambda kv: kv[0]))
+    module = namespace["__name__"]
+    key = (module,) + tuple(sorted(bindings.items(), key=lambda kv: kv[0]))
     found = _SPECIALISED.get(key)
     if found is not None:
         return found
-    stamps = "|".join(f"{name}={_source_stamp(f)}" for name, f in key[1:])
+    names = templates_of(namespace)
+    # Numba's cache of a kernel does not see edits of the functions it inlines:
+    # the stamps of the bound functions and of templates imported from another
+    # module go into the kernels' names instead.
+    imported = sorted(_source_stamp(namespace[name]) for name in names
+                      if namespace[name].__module__ != module)
+    stamps = "|".join([module] + [f"{name}={_source_stamp(f)}" for name, f in key[1:]]
+                      + imported)
     digest = hashlib.sha1(stamps.encode()).hexdigest()[:12]
-    copy_globals = dict(namespace)
-    copy_globals.update(bindings)
+    # One globals dict per module the templates come from, so that an imported
+    # template resolves its own module's names.
+    scopes = {}
     compiled = {}
-    for name in templates_of(namespace):
+    for name in names:
         original = namespace[name]
-        copy = types.FunctionType(original.__code__, copy_globals, name, original.__defaults__)
+        scope = scopes.get(id(original.__globals__))
+        if scope is None:
+            scope = scopes[id(original.__globals__)] = dict(original.__globals__)
+        copy = types.FunctionType(original.__code__, scope, name, original.__defaults__)
         copy.__qualname__ = f"{name}_{digest}"
         copy.__doc__ = original.__doc__
         compiled[name] = njit(cache=True, **original._template_options)(copy)
-        copy_globals[name] = compiled[name]
+    # Numba resolves globals when it compiles (on first call): bind them now,
+    # each template also under its own name in its module's scope.
+    for scope in scopes.values():
+        scope.update(bindings)
+        scope.update(compiled)
+    for name in names:
+        scopes[id(namespace[name].__globals__)][namespace[name].__name__] = compiled[name]
     result = types.SimpleNamespace(**compiled)
     _SPECIALISED[key] = result
     return result
-
-
-# Transitional: the hierarchical kernels still dispatch on a literal ``kind``.
-from numba import typeof
-from numba.core import types as numba_types
-
-_ENTRY_POINTS = {}
-
-
-def call_specialised(kernel, kind, *args):
-    """``kernel(kind, *args)`` with ``kind`` compiled in as a literal int."""
-    arg_types = tuple(typeof(a) for a in args)
-    key = (kernel, int(kind), arg_types)
-    entry = _ENTRY_POINTS.get(key)
-    if entry is None:
-        entry = kernel.compile((numba_types.literal(int(kind)),) + arg_types)
-        _ENTRY_POINTS[key] = entry
-    return entry(int(kind), *args)

@@ -7,7 +7,7 @@ model is one module here plus one line in its registry.
 """
 
 from ._flat import FlatModel
-from ._split import SplitModel
+from ._split import SplitKernelInputs, SplitModel
 from .callable_energy import CallableEnergy
 from .conjugate import (LIKELIHOODS, BetaBernoulli, DirichletMultinomial, NormalGamma,
                         NormalInverseWishart)
@@ -24,7 +24,8 @@ ENERGIES = {
     "ginkgo": GinkgoEnergy,
 }
 
-__all__ = ["FlatModel", "CorrelationClusteringModel", "SplitModel", "DasguptaEnergy",
+__all__ = ["FlatModel", "CorrelationClusteringModel", "SplitModel", "SplitKernelInputs",
+           "DasguptaEnergy",
            "HCCEnergy", "GinkgoEnergy", "CallableEnergy", "NormalInverseWishart", "NormalGamma",
            "BetaBernoulli", "DirichletMultinomial",
            "WishartBlockModel", "WishartBlockLikelihood", "ENERGIES", "LIKELIHOODS"]

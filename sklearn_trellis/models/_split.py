@@ -9,13 +9,21 @@ log-potential* ``psi(L, R)`` (``-inf`` forbids the split) and::
 Convention: a split is counted once, with ``L`` the child that holds the lowest
 item of ``S``.
 
-Engines never see a model; they see :class:`SplitKernelInputs`: an integer
-``kind`` naming a numba split function (see ``_split_kernels``), a float
-``params`` vector (``params[0]`` is always the inverse temperature ``beta``)
-and ``stats``, per-subset sufficient statistics of shape ``(k, 2**N)``
-computed once in ``O(k 2**N)``, so that every one of the ``3**N / 2`` splits
-costs a few arithmetic operations on ``stats[:, S]``, ``stats[:, L]`` and
-``stats[:, R]``.
+Engines never see a model; they see :class:`SplitKernelInputs`: the model's
+*split function*, a ``numba.njit`` function::
+
+    split(params, stats, full, parent, left, right) -> psi(left, right)
+
+(without ``beta``; ``parent``, ``left``, ``right`` and ``full``, the set of all
+items, are bitmasks, or vertex ids in a sparse trellis), a float ``params``
+vector (``params[0]`` is always the inverse temperature ``beta``) and
+``stats``, per-subset sufficient statistics of shape ``(k, 2**N)`` computed
+once in ``O(k 2**N)``, so that every one of the ``3**N / 2`` splits costs a few
+arithmetic operations on ``stats[:, S]``, ``stats[:, L]`` and ``stats[:, R]``.
+The engines compile their kernels with the split function bound in
+(``sklearn_trellis._core.specialise``), so a new energy is one module with its
+split function and its :class:`SplitModel`, plus one line in the ``ENERGIES``
+registry; it touches no engine file.
 """
 
 from collections import namedtuple
@@ -25,17 +33,13 @@ from sklearn.base import BaseEstimator
 
 from .._core.trees import check_tree, tree_splits
 
-#: Numba split functions known to the engines (dispatch in ``_split_kernels``).
-KIND_TABLE = 0
-KIND_DASGUPTA = 1
-KIND_HCC = 2
-KIND_GINKGO = 3
-
-SplitKernelInputs = namedtuple("SplitKernelInputs", ["kind", "params", "stats"])
+SplitKernelInputs = namedtuple("SplitKernelInputs", ["split", "params", "stats"])
 SplitKernelInputs.__doc__ = """What an engine needs to evaluate every split of one fitted model.
 
-kind : int
-    Which numba split function to use.
+split : numba dispatcher
+    The model's ``numba.njit`` split function ``(params, stats, full, parent,
+    left, right) -> float`` (``-inf`` forbids the split); compile it with
+    ``cache=True`` (and ``inline="always"``, as the built-in energies do).
 params : ndarray of float64
     ``params[0]`` is the inverse temperature; the rest is model-specific.
 stats : ndarray of shape (k, 2**N)
@@ -77,7 +81,7 @@ class SplitModel(BaseEstimator):
     def family_kernel_inputs(self, family, beta=1.0):
         """:class:`SplitKernelInputs` over the vertices of a cluster family.
 
-        The same ``kind`` and ``params`` as :meth:`kernel_inputs`, with
+        The same ``split`` and ``params`` as :meth:`kernel_inputs`, with
         ``stats`` of shape ``(k, family.n_vertices)`` (column ``v`` for vertex
         ``v``), for the sparse trellis (which passes vertex ids, and the root
         vertex as ``full``, to the split function). Models without vectorised
@@ -120,5 +124,4 @@ class SplitModel(BaseEstimator):
         return float(beta) * total
 
 
-__all__ = ["SplitModel", "SplitKernelInputs",
-           "KIND_TABLE", "KIND_DASGUPTA", "KIND_HCC", "KIND_GINKGO"]
+__all__ = ["SplitModel", "SplitKernelInputs"]

@@ -16,7 +16,7 @@ from numba import njit
 
 from .._core.validation import check_scalar_param
 from .._core.subsets import members
-from ._split import KIND_TABLE, SplitKernelInputs, SplitModel
+from ._split import SplitKernelInputs, SplitModel
 
 #: Largest N a callable energy accepts by default.
 DEFAULT_MAX_CALLABLE_ITEMS = 12
@@ -131,7 +131,7 @@ class CallableEnergy(SplitModel):
         table = split_table_from_function(
             n, lambda left, right: self.split_log_potential(left, right))
         params = np.concatenate([[float(beta)], table])
-        return SplitKernelInputs(KIND_TABLE, params, base3_codes(n)[None, :])
+        return SplitKernelInputs(table_split, params, base3_codes(n)[None, :])
 
 
 __all__ = ["CallableEnergy", "table_split", "split_table_from_function", "base3_codes"]

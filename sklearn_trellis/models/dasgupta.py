@@ -15,7 +15,7 @@ from numba import njit
 
 from .._core.pairwise import similarity_from_distances
 from ._family_stats import family_pair_sums
-from ._split import KIND_DASGUPTA, SplitKernelInputs, SplitModel
+from ._split import SplitKernelInputs, SplitModel
 from .correlation import _pair_sum_table
 
 
@@ -79,14 +79,14 @@ class DasguptaEnergy(SplitModel):
         stats = np.empty((2, 1 << n))
         stats[0] = _pair_sum_table(self.similarity_, n, 1.0)
         stats[1] = _sizes(n)
-        return SplitKernelInputs(KIND_DASGUPTA, np.array([float(beta)]), stats)
+        return SplitKernelInputs(dasgupta_split, np.array([float(beta)]), stats)
 
     def family_kernel_inputs(self, family, beta=1.0):
         self._check_family(family)
         stats = np.empty((2, family.n_vertices))
         stats[0] = family_pair_sums(self.similarity_, family)
         stats[1] = family.sizes
-        return SplitKernelInputs(KIND_DASGUPTA, np.array([float(beta)]), stats)
+        return SplitKernelInputs(dasgupta_split, np.array([float(beta)]), stats)
 
     def separable_form(self, beta=1.0):
         # psi = -|S| W(S) + |S| (W(L) + W(R))

@@ -26,7 +26,7 @@ from numba import njit
 from .._core.validation import check_scalar_param
 from .._core.subsets import subset_sums
 from ._family_stats import family_item_sums
-from ._split import KIND_GINKGO, SplitKernelInputs, SplitModel
+from ._split import SplitKernelInputs, SplitModel
 
 _LOG_HALF = math.log(0.5)
 _LOG_INV_4PI = math.log(1.0 / (4.0 * math.pi))
@@ -196,7 +196,7 @@ class GinkgoEnergy(SplitModel):
         leaf_root = _leaf_term(stats[0, full], float(self.lam_root), c_root, t_cut)
         params = np.array([float(beta), t_cut, float(self.lam), c, log_lam,
                            float(self.lam_root), c_root, log_lam_root, leaf_root])
-        return SplitKernelInputs(KIND_GINKGO, params, stats)
+        return SplitKernelInputs(ginkgo_split, params, stats)
 
     def split_log_potential(self, left, right):
         p_l = self.momenta_[np.asarray(left)].sum(axis=0)

@@ -24,7 +24,7 @@ from numba import njit
 
 from .._core.pairwise import similarity_from_distances
 from ._family_stats import family_pair_sums
-from ._split import KIND_HCC, SplitKernelInputs, SplitModel
+from ._split import SplitKernelInputs, SplitModel
 from ..preprocessing.affinity import mean_off_diagonal
 from .correlation import _pair_sum_table
 
@@ -105,14 +105,14 @@ class HCCEnergy(SplitModel):
         stats = np.empty((2, 1 << n))
         stats[0] = _pair_sum_table(np.clip(self.affinity_, 0, None), n, 1.0)
         stats[1] = _pair_sum_table(np.clip(-self.affinity_, 0, None), n, 1.0)
-        return SplitKernelInputs(KIND_HCC, np.array([float(beta)]), stats)
+        return SplitKernelInputs(hcc_split, np.array([float(beta)]), stats)
 
     def family_kernel_inputs(self, family, beta=1.0):
         self._check_family(family)
         stats = np.empty((2, family.n_vertices))
         stats[0] = family_pair_sums(self.affinity_, family, part="positive")
         stats[1] = family_pair_sums(self.affinity_, family, part="negative")
-        return SplitKernelInputs(KIND_HCC, np.array([float(beta)]), stats)
+        return SplitKernelInputs(hcc_split, np.array([float(beta)]), stats)
 
     def separable_form(self, beta=1.0):
         # psi = -P(S) + (P(L) - M(L)) + (P(R) - M(R))

@@ -9,15 +9,15 @@ Tables are indexed by bitmask subsets (see ``_subsets``). A split of a subset
 
 with ``Z`` and ``MAP`` of a singleton equal to 1 (log 0). Both children are
 smaller than ``S``, so all subsets of one size form an independent parallel
-layer (``masks_by_popcount``). ``psi`` comes from
-``models._split_kernels.split_log_potential(kind, params, stats, ...)``:
-the kernels know nothing of the model. Counting allowed trees uses the same
-recursion on integers modulo a few primes (exact after Chinese remaindering).
+layer (``masks_by_popcount``). Counting allowed trees uses the same recursion
+on integers modulo a few primes (exact after Chinese remaindering).
 
-Call the kernels through ``_specialise.call_specialised``: it compiles (and
-caches) one specialisation per split function, with ``kind`` a compile-time
-literal, so the dispatch branch folds away and the split arithmetic is inlined
-into the loops (about 6x faster than a run-time branch).
+``psi`` is ``split_log_potential(params, stats, full, parent, left, right)``
+(``engines._split_potential``), which calls the energy's split function
+``split_fn``: the kernels that evaluate splits are templates, compiled per
+energy by :func:`specialise` (``sklearn_trellis._core.specialise``) with the
+energy's numba function bound in, so the split arithmetic is inlined into the
+loops and the kernels know nothing of the model.
 """
 
 import math
@@ -25,7 +25,8 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from ...models._split_kernels import split_log_potential
+from ..._core.specialise import specialise as _specialise, template
+from .._split_potential import split_bindings, split_log_potential
 from ..._core.subsets import (
     chunk_bounds,
     logsumexp_buffer,
@@ -34,8 +35,8 @@ from ..._core.subsets import (
 )
 
 
-@njit(cache=True, inline="always")
-def _fill_subset(kind, params, stats, full, subset, log_z, map_value, terms, scratch,
+@template(inline="always")
+def _fill_subset(params, stats, full, subset, log_z, map_value, terms, scratch,
                  counts, with_counts):
     """``log Z`` and MAP value of one subset; returns (#forbidden, #invalid) splits.
 
@@ -54,7 +55,7 @@ def _fill_subset(kind, params, stats, full, subset, log_z, map_value, terms, scr
     while True:
         left = sub | low
         right = rest ^ sub
-        psi = split_log_potential(kind, params, stats, full, subset, left, right)
+        psi = split_log_potential(params, stats, full, subset, left, right)
         if psi == -np.inf:
             n_forbidden += 1
         elif not psi < np.inf:
@@ -80,8 +81,8 @@ def _fill_subset(kind, params, stats, full, subset, log_z, map_value, terms, scr
     return n_forbidden, n_invalid
 
 
-@njit(cache=True, parallel=True)
-def partition_layer(kind, params, stats, full, masks, start, stop, log_z, map_value, flags):
+@template(parallel=True)
+def partition_layer(params, stats, full, masks, start, stop, log_z, map_value, flags):
     """Fill ``log_z`` and ``map_value`` of ``masks[start:stop]`` (all of one size >= 2).
 
     ``flags[chunk] = (#forbidden, #invalid)`` splits met by each parallel chunk.
@@ -96,7 +97,7 @@ def partition_layer(kind, params, stats, full, masks, start, stop, log_z, map_va
         n_forbidden = 0
         n_invalid = 0
         for j in range(start + first, start + last):
-            f, b = _fill_subset(kind, params, stats, full, masks[j], log_z, map_value,
+            f, b = _fill_subset(params, stats, full, masks[j], log_z, map_value,
                                 terms, scratch, flags[0], False)
             n_forbidden += f
             n_invalid += b
@@ -104,8 +105,8 @@ def partition_layer(kind, params, stats, full, masks, start, stop, log_z, map_va
         flags[chunk, 1] = n_invalid
 
 
-@njit(cache=True)
-def partition_serial(kind, params, stats, full, log_z, map_value, counts):
+@template
+def partition_serial(params, stats, full, log_z, map_value, counts):
     """The whole pass on one thread, subsets in increasing order (small N).
 
     Also counts the allowed trees of every subset in ``counts`` (int64, exact
@@ -124,15 +125,15 @@ def partition_serial(kind, params, stats, full, log_z, map_value, counts):
             map_value[subset] = 0.0
             counts[subset] = 1
             continue
-        f, b = _fill_subset(kind, params, stats, full, subset, log_z, map_value,
+        f, b = _fill_subset(params, stats, full, subset, log_z, map_value,
                             terms, scratch, counts, True)
         n_forbidden += f
         n_invalid += b
     return n_forbidden, n_invalid
 
 
-@njit(cache=True)
-def best_split(kind, params, stats, full, subset, map_value):
+@template
+def best_split(params, stats, full, subset, map_value):
     """Left child of the MAP split of ``subset`` (first maximiser, as in the pass)."""
     low = subset & -subset
     rest = subset ^ low
@@ -142,7 +143,7 @@ def best_split(kind, params, stats, full, subset, map_value):
     while True:
         left = sub | low
         right = rest ^ sub
-        psi = split_log_potential(kind, params, stats, full, subset, left, right)
+        psi = split_log_potential(params, stats, full, subset, left, right)
         if not psi < np.inf:
             psi = -np.inf
         candidate = psi + map_value[left] + map_value[right]
@@ -155,8 +156,8 @@ def best_split(kind, params, stats, full, subset, map_value):
     return best_left
 
 
-@njit(cache=True)
-def map_splits(kind, params, stats, full, n_items, map_value):
+@template
+def map_splits(params, stats, full, n_items, map_value):
     """Back-track the MAP tree: ``(parents, lefts)`` of its internal nodes, preorder."""
     parents = np.empty(max(n_items - 1, 0), np.int64)
     lefts = np.empty(max(n_items - 1, 0), np.int64)
@@ -169,7 +170,7 @@ def map_splits(kind, params, stats, full, n_items, map_value):
         subset = stack[top]
         if subset & (subset - 1) == 0:
             continue
-        left = best_split(kind, params, stats, full, subset, map_value)
+        left = best_split(params, stats, full, subset, map_value)
         parents[k] = subset
         lefts[k] = left
         k += 1
@@ -179,8 +180,8 @@ def map_splits(kind, params, stats, full, n_items, map_value):
     return parents, lefts
 
 
-@njit(cache=True, parallel=True)
-def count_layer(kind, params, stats, full, masks, start, stop, counts, primes):
+@template(parallel=True)
+def count_layer(params, stats, full, masks, start, stop, counts, primes):
     """Allowed trees of ``masks[start:stop]`` modulo each prime (``counts[p, S]``).
 
     A split is allowed when its log-potential is finite; counts of singletons
@@ -202,7 +203,7 @@ def count_layer(kind, params, stats, full, masks, start, stop, counts, primes):
             while True:
                 left = sub | low
                 right = rest ^ sub
-                psi = split_log_potential(kind, params, stats, full, subset, left, right)
+                psi = split_log_potential(params, stats, full, subset, left, right)
                 if psi > -np.inf:
                     for p in range(n_primes):
                         q = primes[p]
@@ -216,8 +217,8 @@ def count_layer(kind, params, stats, full, masks, start, stop, counts, primes):
                 counts[p, subset] = acc[p]
 
 
-@njit(cache=True, parallel=True)
-def outside_layer(kind, params, stats, full, masks, start, stop, log_z, log_out):
+@template(parallel=True)
+def outside_layer(params, stats, full, masks, start, stop, log_z, log_out):
     """``log_out[X]`` for ``masks[start:stop]`` (one size below N), larger sizes done.
 
     ``out(X)`` sums, over every way of completing a tree of all items around a
@@ -247,9 +248,9 @@ def outside_layer(kind, params, stats, full, masks, start, stop, log_z, log_out)
             while other:
                 parent = node | other
                 if node_low < (other & -other):
-                    psi = split_log_potential(kind, params, stats, full, parent, node, other)
+                    psi = split_log_potential(params, stats, full, parent, node, other)
                 else:
-                    psi = split_log_potential(kind, params, stats, full, parent, other, node)
+                    psi = split_log_potential(params, stats, full, parent, other, node)
                 if not psi < np.inf:
                     psi = -np.inf
                 term = log_out[parent] + psi + log_z[other]
@@ -261,8 +262,8 @@ def outside_layer(kind, params, stats, full, masks, start, stop, log_z, log_out)
             log_out[node] = logsumexp_buffer(terms, scratch, n_terms, largest)
 
 
-@njit(cache=True)
-def _split_cdf(kind, params, stats, full, subset, log_z):
+@template
+def _split_cdf(params, stats, full, subset, log_z):
     """Left children of every split of ``subset`` and their cumulative probabilities."""
     low = subset & -subset
     rest = subset ^ low
@@ -274,7 +275,7 @@ def _split_cdf(kind, params, stats, full, subset, log_z):
     sub = (rest - 1) & rest
     while True:
         left = sub | low
-        value = (split_log_potential(kind, params, stats, full, subset, left, rest ^ sub)
+        value = (split_log_potential(params, stats, full, subset, left, rest ^ sub)
                  + log_z[left] + log_z[rest ^ sub] - log_z[subset])
         if value > -745.0:
             acc += math.exp(value)
@@ -287,8 +288,8 @@ def _split_cdf(kind, params, stats, full, subset, log_z):
     return lefts, cdf
 
 
-@njit(cache=True, parallel=True)
-def sample_splits(kind, params, stats, full, n_items, log_z, uniforms):
+@template(parallel=True)
+def sample_splits(params, stats, full, n_items, log_z, uniforms):
     """Exact top-down draws (Algorithm 3): ``(parents, lefts)`` per sample, preorder.
 
     The split ``(L, R)`` of ``S`` is drawn with probability
@@ -303,7 +304,7 @@ def sample_splits(kind, params, stats, full, n_items, log_z, uniforms):
     lefts = np.empty((n_samples, n_nodes), np.int64)
     if n_items < 2:
         return parents, lefts
-    root_lefts, root_cdf = _split_cdf(kind, params, stats, full, full, log_z)
+    root_lefts, root_cdf = _split_cdf(params, stats, full, full, log_z)
     n_root = root_cdf.shape[0]
     for s in prange(n_samples):
         stack = np.empty(n_items + 1, np.int64)
@@ -334,7 +335,7 @@ def sample_splits(kind, params, stats, full, n_items, log_z, uniforms):
                 while True:
                     left = sub | low
                     right = rest ^ sub
-                    psi = split_log_potential(kind, params, stats, full, subset, left, right)
+                    psi = split_log_potential(params, stats, full, subset, left, right)
                     value = psi + log_z[left] + log_z[right] - log_z_subset
                     if value > -745.0:
                         fallback = left
@@ -405,3 +406,14 @@ def separable_layer(masks, start, stop, gh, offset, log_z, map_value):
                 sub = (sub - 1) & rest
             log_z[subset] = logsumexp_buffer(terms, scratch, n_terms, largest) + offset[subset]
             map_value[subset] = best + offset[subset]
+
+
+@template
+def evaluate_split(params, stats, full, parent, left):
+    """``beta * psi`` of one split, callable from Python (the right child is ``parent ^ left``)."""
+    return split_log_potential(params, stats, full, parent, left, parent ^ left)
+
+
+def specialise(split):
+    """The kernels of this module compiled for one energy's numba split function."""
+    return _specialise(globals(), split_bindings(split))

@@ -1,12 +1,14 @@
 """Exact hierarchical cluster trellis: every quantity of a split model over all subsets.
 
 The engine takes what a fitted split model exposes for its kernels
-(``kind``, ``params``, ``stats``; see ``models._split``) and knows nothing else
-about it. One ``O(3^N)`` pass computes the log partition function and the MAP
-value of every subset (Greenberg et al. 2021, Propositions 1 and 2); the MAP
-tree is back-tracked in ``O(2^N)``; a second ``O(3^N)`` pass (on demand) gives
-every cluster marginal (Appendix A.4); exact samples cost ``O(2^N)`` each
-(Algorithm 3); the number of allowed trees is counted exactly.
+(``split``, ``params``, ``stats``; see ``models._split``) and knows nothing else
+about it: its kernels are compiled for the model's numba split function
+(``_hier_kernels.specialise``). One ``O(3^N)`` pass computes the log
+partition function and the MAP value of every subset (Greenberg et al. 2021,
+Propositions 1 and 2); the MAP tree is back-tracked in ``O(2^N)``; a second
+``O(3^N)`` pass (on demand) gives every cluster marginal (Appendix A.4); exact
+samples cost ``O(2^N)`` each (Algorithm 3); the number of allowed trees is
+counted exactly.
 
 Precision: all recursions are in log space (terms shifted by their maximum),
 so no potential overflows; ``log Z`` carries a relative error of about
@@ -18,10 +20,8 @@ import time
 
 import numpy as np
 
-from ...models._split_kernels import evaluate_split
 from . import _hier_kernels as kernels
 from ..._core.budget import check_exact_budget
-from ..._core.specialise import call_specialised
 from ..._core.subsets import checked_mask, masks_by_popcount
 from ..._core.trees import tree_from_splits, tree_masks
 
@@ -71,8 +71,9 @@ class ExactHierarchicalTrellis:
 
     Parameters
     ----------
-    kind : int
-        Split function of the model (``SplitKernelInputs.kind``).
+    split : numba dispatcher
+        The model's numba split function (``SplitKernelInputs.split``),
+        ``(params, stats, full, parent, left, right) -> psi``.
     params : ndarray of float64
         Its parameters; ``params[0]`` is the inverse temperature.
     stats : ndarray of shape (k, 2**N)
@@ -112,13 +113,13 @@ class ExactHierarchicalTrellis:
     >>> from sklearn_trellis.models import DasguptaEnergy
     >>> from sklearn_trellis.engines import ExactHierarchicalTrellis
     >>> w = np.array([[0., 1., 0.], [1., 0., 0.], [0., 0., 0.]])
-    >>> kind, params, stats = DasguptaEnergy(similarity="precomputed").fit(w).kernel_inputs()
-    >>> trellis = ExactHierarchicalTrellis(kind, params, stats).fit()
+    >>> split, params, stats = DasguptaEnergy(similarity="precomputed").fit(w).kernel_inputs()
+    >>> trellis = ExactHierarchicalTrellis(split, params, stats).fit()
     >>> trellis.map_tree, trellis.map_log_potential, trellis.n_trees
     (((0, 1), 2), -2.0, 3)
     """
 
-    def __init__(self, kind, params, stats, *, separable=None,
+    def __init__(self, split, params, stats, *, separable=None,
                  max_items=DEFAULT_MAX_EXACT_HIERARCHICAL, layered=None, verbose=0):
         stats = np.ascontiguousarray(stats, dtype=np.float64)
         size = stats.shape[1] if stats.ndim == 2 else 0
@@ -128,7 +129,8 @@ class ExactHierarchicalTrellis:
         self.n_items = size.bit_length() - 1
         check_exact_budget(self.n_items, BYTES_PER_SUBSET + 8 * stats.shape[0],
                            max_items=max_items, what="exact hierarchical trellis")
-        self.kind = int(kind)
+        self.split = split
+        self._kernels = kernels.specialise(split)
         self.params = np.ascontiguousarray(params, dtype=np.float64)
         self.stats = stats
         self.verbose = verbose
@@ -150,7 +152,7 @@ class ExactHierarchicalTrellis:
         return (1 << self.n_items) - 1
 
     def _args(self):
-        return self.kind, self.params, self.stats, self.full
+        return self.params, self.stats, self.full
 
     # -- the O(3^N) pass -----------------------------------------------------
     def fit(self):
@@ -164,8 +166,8 @@ class ExactHierarchicalTrellis:
         counts = None
         if not layered:
             counts = np.zeros(size, np.int64)
-            n_forbidden, n_invalid = call_specialised(
-                kernels.partition_serial, *self._args(), self.log_z, self._map_value, counts)
+            n_forbidden, n_invalid = self._kernels.partition_serial(
+                *self._args(), self.log_z, self._map_value, counts)
         else:
             self._masks, self._offsets = masks_by_popcount(n)
             n_forbidden, n_invalid = self._layered_pass(start)
@@ -177,7 +179,7 @@ class ExactHierarchicalTrellis:
             raise ValueError("Every binary tree has zero potential (log Z = -inf): "
                              "the model forbids all hierarchies of these items.")
         self.map_log_potential = float(self._map_value[self.full])
-        parents, lefts = call_specialised(kernels.map_splits, *self._args(), n, self._map_value)
+        parents, lefts = self._kernels.map_splits(*self._args(), n, self._map_value)
         self.map_splits = list(zip(parents.tolist(), lefts.tolist()))
         self.map_tree = tree_from_splits(parents, lefts, self.full)
         self.n_forbidden_splits = int(n_forbidden)
@@ -204,8 +206,8 @@ class ExactHierarchicalTrellis:
                                         self._map_value)
             else:
                 flags = np.zeros((256, 2), np.int64)
-                call_specialised(kernels.partition_layer, *self._args(), self._masks, lo, hi,
-                                 self.log_z, self._map_value, flags)
+                self._kernels.partition_layer(*self._args(), self._masks, lo, hi,
+                                              self.log_z, self._map_value, flags)
                 n_forbidden += int(flags[:, 0].sum())
                 n_invalid += int(flags[:, 1].sum())
             if self.verbose:
@@ -232,14 +234,14 @@ class ExactHierarchicalTrellis:
             self._masks, self._offsets = masks_by_popcount(n)
         prime_array = np.array(primes, np.int64)
         for k in range(2, n + 1):
-            call_specialised(kernels.count_layer, *self._args(), self._masks, self._offsets[k],
-                                self._offsets[k + 1], counts, prime_array)
+            self._kernels.count_layer(*self._args(), self._masks, self._offsets[k],
+                                      self._offsets[k + 1], counts, prime_array)
         return _crt(counts[:, self.full], primes)
 
     # -- single trees ----------------------------------------------------------
     def split_log_potential(self, parent, left):
         """``beta * psi`` of one split given as bitmasks (``left`` holds the lowest item)."""
-        return float(evaluate_split(*self._args(), int(parent), int(left)))
+        return float(self._kernels.evaluate_split(*self._args(), int(parent), int(left)))
 
     def log_potential(self, tree):
         """``log phi`` of a tree given as nested tuples over all items."""
@@ -261,8 +263,8 @@ class ExactHierarchicalTrellis:
             log_out = np.full(1 << n, -np.inf)
             log_out[self.full] = 0.0
             for k in range(n - 1, 0, -1):
-                call_specialised(kernels.outside_layer, *self._args(), self._masks,
-                                 self._offsets[k], self._offsets[k + 1], self.log_z, log_out)
+                self._kernels.outside_layer(*self._args(), self._masks, self._offsets[k],
+                                            self._offsets[k + 1], self.log_z, log_out)
             self._log_out = log_out
         return self._log_out
 
@@ -290,8 +292,8 @@ class ExactHierarchicalTrellis:
     def sample_splits(self, n_samples, random_state):
         """Exact draws as ``(parents, lefts)`` mask arrays of shape (n_samples, N - 1)."""
         uniforms = random_state.random_sample((n_samples, max(self.n_items - 1, 0)))
-        return call_specialised(kernels.sample_splits, *self._args(), self.n_items,
-                                self.log_z, uniforms)
+        return self._kernels.sample_splits(*self._args(), self.n_items, self.log_z,
+                                           uniforms)
 
     def sample(self, n_samples, random_state):
         """Exact posterior draws as a list of nested-tuple trees."""

@@ -3,30 +3,32 @@
 Both build a tree bottom-up by merging two current clusters ``A`` and ``B``;
 the merge adds ``psi(A, B)`` (the split of ``A | B``, the child holding the
 lowest item first) to the tree's log-potential. Like the trellis kernels they
-take the split function ``kind`` first and are called through
-``_specialise.call_specialised``.
+are templates that call the energy's split function (through
+``engines._split_potential.split_log_potential``), compiled per energy by
+:func:`specialise`.
 """
 
 import numpy as np
 from numba import njit
 
-from ...models._split_kernels import split_log_potential
+from .._split_potential import split_bindings, split_log_potential
+from ..._core.specialise import specialise as _specialise, template
 
 
-@njit(cache=True, inline="always")
-def _merge_value(kind, params, stats, full, a, b):
+@template(inline="always")
+def _merge_value(params, stats, full, a, b):
     parent = a | b
     if (a & -a) < (b & -b):
-        value = split_log_potential(kind, params, stats, full, parent, a, b)
+        value = split_log_potential(params, stats, full, parent, a, b)
     else:
-        value = split_log_potential(kind, params, stats, full, parent, b, a)
+        value = split_log_potential(params, stats, full, parent, b, a)
     if not value < np.inf:
         value = -np.inf
     return value
 
 
-@njit(cache=True)
-def greedy_merges(kind, params, stats, full, n_items):
+@template
+def greedy_merges(params, stats, full, n_items):
     """Merge, at each step, the pair with the largest ``psi`` (first one on ties).
 
     Returns ``(parents, lefts, log_potential)``; the log-potential is ``-inf``
@@ -45,7 +47,7 @@ def greedy_merges(kind, params, stats, full, n_items):
         bj = 1
         for i in range(k):
             for j in range(i + 1, k):
-                value = _merge_value(kind, params, stats, full, clusters[i], clusters[j])
+                value = _merge_value(params, stats, full, clusters[i], clusters[j])
                 if value > best:
                     best = value
                     bi = i
@@ -70,8 +72,8 @@ def _mix(mask):
     return z ^ (z >> np.uint64(31))
 
 
-@njit(cache=True)
-def beam_merges(kind, params, stats, full, n_items, beam_width):
+@template
+def beam_merges(params, stats, full, n_items, beam_width):
     """Beam search over merge sequences, keeping ``beam_width`` distinct forests.
 
     A candidate is a forest (set of current clusters) with the summed
@@ -111,7 +113,7 @@ def beam_merges(kind, params, stats, full, n_items, beam_width):
                 for j in range(i + 1, k):
                     a = clusters[s, i]
                     b = clusters[s, j]
-                    cand_score[c] = scores[s] + _merge_value(kind, params, stats, full, a, b)
+                    cand_score[c] = scores[s] + _merge_value(params, stats, full, a, b)
                     cand_state[c] = s
                     cand_i[c] = i
                     cand_j[c] = j
@@ -158,3 +160,8 @@ def beam_merges(kind, params, stats, full, n_items, beam_width):
         k -= 1
     return (history[:n_states, :, 0].copy(), history[:n_states, :, 1].copy(),
             scores[:n_states].copy())
+
+
+def specialise(split):
+    """The kernels of this module compiled for one energy's numba split function."""
+    return _specialise(globals(), split_bindings(split))

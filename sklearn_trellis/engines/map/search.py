@@ -7,14 +7,13 @@ they share the exact engine's size limit.
 """
 
 from . import _search_kernels as kernels
-from ..._core.specialise import call_specialised
 from ..._core.trees import tree_from_splits
 
 
-def _search(kernel, kind, params, stats, *extra):
+def _search(name, split, params, stats, *extra):
     full = stats.shape[1] - 1
-    parents, lefts, total = call_specialised(kernel, kind, params, stats, full,
-                                             full.bit_length(), *extra)
+    kernel = getattr(kernels.specialise(split), name)
+    parents, lefts, total = kernel(params, stats, full, full.bit_length(), *extra)
     if parents.ndim == 2:      # the beam's trees, best first: keep the best
         parents, lefts, total = parents[0], lefts[0], total[0]
     return tree_from_splits(parents, lefts, full), float(total)
@@ -28,29 +27,41 @@ def _beam_width(stats, beam_width):
     return width
 
 
-def greedy_tree(kind, params, stats):
+def greedy_tree(split, params, stats):
     """Greedy agglomeration: merge the pair with the largest split log-potential.
 
+    Parameters
+    ----------
+    split, params, stats
+        The model's :class:`~sklearn_trellis.models.SplitKernelInputs`.
+
     Returns
     -------
     tree : nested tuples
     log_potential : float
     """
-    return _search(kernels.greedy_merges, kind, params, stats)
+    return _search("greedy_merges", split, params, stats)
 
 
-def beam_search_tree(kind, params, stats, beam_width=None):
+def beam_search_tree(split, params, stats, beam_width=None):
     """Beam search over merge sequences (default beam ``N (N - 1) / 2``, as the paper).
 
+    Parameters
+    ----------
+    split, params, stats
+        The model's :class:`~sklearn_trellis.models.SplitKernelInputs`.
+    beam_width : int, optional
+        Default ``N (N - 1) / 2``, as the paper.
+
     Returns
     -------
     tree : nested tuples
     log_potential : float
     """
-    return _search(kernels.beam_merges, kind, params, stats, _beam_width(stats, beam_width))
+    return _search("beam_merges", split, params, stats, _beam_width(stats, beam_width))
 
 
-def beam_search_trees(kind, params, stats, beam_width=None, n_trees=None):
+def beam_search_trees(split, params, stats, beam_width=None, n_trees=None):
     """The distinct complete trees of the beam search's final beam, best first.
 
     The beam keeps one merge history per distinct forest, and the last merge
@@ -60,8 +71,8 @@ def beam_search_trees(kind, params, stats, beam_width=None, n_trees=None):
 
     Parameters
     ----------
-    kind, params, stats
-        The model's :class:`SplitKernelInputs`.
+    split, params, stats
+        The model's :class:`~sklearn_trellis.models.SplitKernelInputs`.
     beam_width : int, optional
         Default ``N (N - 1) / 2``, as the paper.
     n_trees : int, optional
@@ -73,9 +84,8 @@ def beam_search_trees(kind, params, stats, beam_width=None, n_trees=None):
         Nested-tuple trees and their log-potentials, best first.
     """
     full = stats.shape[1] - 1
-    parents, lefts, totals = call_specialised(
-        kernels.beam_merges, kind, params, stats, full, full.bit_length(),
-        _beam_width(stats, beam_width))
+    parents, lefts, totals = kernels.specialise(split).beam_merges(
+        params, stats, full, full.bit_length(), _beam_width(stats, beam_width))
     count = len(totals) if n_trees is None else min(int(n_trees), len(totals))
     return [(tree_from_splits(parents[t], lefts[t], full), float(totals[t]))
             for t in range(count) if totals[t] > -float("inf") or t == 0]

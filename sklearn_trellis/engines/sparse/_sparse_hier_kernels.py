@@ -17,6 +17,12 @@ When ``S`` is a range of some seed tree's leaf order, an ancestor of ``m``
 that is not a subset of ``S`` ends the walk up that tree (its ancestors are
 not subsets either); the subset test is O(1) from the minimum and maximum
 position of each node's items in that order.
+
+Split log-potentials (:func:`edge_potentials`, once per edge) come from the
+energy's numba split function, called with vertex ids (the root vertex as
+``full``): that kernel is a template, compiled per energy by
+:func:`specialise` (see ``sklearn_trellis._core.specialise``); the others
+never see the energy.
 """
 
 import math
@@ -24,7 +30,8 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from ...models._split_kernels import split_log_potential
+from .._split_potential import split_bindings, split_log_potential
+from ..._core.specialise import specialise as _specialise, template
 from ..._core.subsets import logaddexp, logsumexp_buffer
 
 _EMPTY = -1
@@ -289,15 +296,15 @@ def verify_edges(ptr, left, right, items, starts, stops, n_items):
 
 
 # -- split log-potentials ---------------------------------------------------------------
-@njit(cache=True, parallel=True)
-def edge_potentials(kind, params, stats, full, ptr, left, right):
+@template(parallel=True)
+def edge_potentials(params, stats, full, ptr, left, right):
     """``psi`` of every edge and the number of NaN / +inf values (set to -inf)."""
     n_vertices = ptr.shape[0] - 1
     psi = np.empty(left.shape[0])
     invalid = np.zeros(n_vertices, np.int64)
     for s in prange(n_vertices):
         for e in range(ptr[s], ptr[s + 1]):
-            value = split_log_potential(kind, params, stats, full, s, left[e], right[e])
+            value = split_log_potential(params, stats, full, s, left[e], right[e])
             if not value < np.inf and value != -np.inf:
                 invalid[s] += 1
                 value = -np.inf
@@ -564,3 +571,8 @@ def node_heights(edges, parent, left, right, n_vertices):
         height_of[parent[e]] = h
         heights[k] = h
     return heights
+
+
+def specialise(split):
+    """The kernels of this module compiled for one energy's numba split function."""
+    return _specialise(globals(), split_bindings(split))

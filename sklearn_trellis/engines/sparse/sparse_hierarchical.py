@@ -34,7 +34,6 @@ from sklearn.utils import check_random_state
 
 from . import _sparse_hier_kernels as kernels
 from ..._core.budget import check_memory, format_bytes
-from ..._core.specialise import call_specialised
 from ..._core.family import ClusterFamily, item_codes
 from ..._core.trees import check_children, tree_to_postorder_children
 
@@ -71,12 +70,13 @@ class SparseHierarchicalTrellis:
     ----------
     family : ClusterFamily
         The vertices: seed-tree nodes, extra clusters, singletons and the full set.
-    kind, params, stats : int, ndarray, ndarray of shape (k, n_vertices)
+    split, params, stats : numba dispatcher, ndarray, ndarray of shape (k, n_vertices)
         A split model's :class:`~sklearn_trellis.models.SplitKernelInputs` over the
-        family's vertices (``SplitModel.family_kernel_inputs``). ``params[0]`` is
-        the inverse temperature.
+        family's vertices (``SplitModel.family_kernel_inputs``): its numba split
+        function, called with vertex ids, its parameters (``params[0]`` is the
+        inverse temperature) and its per-vertex statistics.
     split_function : callable, optional
-        Instead of ``kind, params, stats``: ``split_function(left, right) ->
+        Instead of ``split, params, stats``: ``split_function(left, right) ->
         float``, the (already ``beta``-scaled) split log-potential of two sorted
         item arrays, ``left`` holding the lowest item; ``-inf`` forbids the split.
         Called once per edge (slow path, see ``max_python_edges``).
@@ -132,7 +132,7 @@ class SparseHierarchicalTrellis:
     3
     """
 
-    def __init__(self, family, kind=None, params=None, stats=None, *, split_function=None,
+    def __init__(self, family, split=None, params=None, stats=None, *, split_function=None,
                  max_edges=DEFAULT_MAX_EDGES, max_python_edges=DEFAULT_MAX_PYTHON_EDGES,
                  verify_edges=False, verbose=0):
         if not isinstance(family, ClusterFamily):
@@ -141,20 +141,21 @@ class SparseHierarchicalTrellis:
         self.n_items = family.n_items
         self.n_vertices = family.n_vertices
         if split_function is None:
-            if kind is None or params is None or stats is None:
-                raise TypeError("Give either kind, params and stats (a model's "
+            if split is None or params is None or stats is None:
+                raise TypeError("Give either split, params and stats (a model's "
                                 "family_kernel_inputs) or split_function.")
             stats = np.ascontiguousarray(stats, dtype=np.float64)
             if stats.ndim != 2 or stats.shape[1] != family.n_vertices:
                 raise ValueError(f"stats must have shape (k, {family.n_vertices}) "
                                  f"(one column per vertex), got {stats.shape}.")
-            self.kind = int(kind)
+            self.split = split
+            self._kernels = kernels.specialise(split)
             self.params = np.ascontiguousarray(params, dtype=np.float64)
             self.stats = stats
         elif not callable(split_function):
             raise TypeError(f"split_function must be callable, got {split_function!r}.")
-        elif kind is not None or stats is not None:
-            raise TypeError("Give split_function or kind/params/stats, not both.")
+        elif split is not None or stats is not None:
+            raise TypeError("Give split_function or split/params/stats, not both.")
         self.split_function = split_function
         for name, value in (("max_edges", max_edges), ("max_python_edges", max_python_edges)):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
@@ -257,9 +258,9 @@ class SparseHierarchicalTrellis:
 
     def _potentials(self):
         if self.split_function is None:
-            psi, n_invalid = call_specialised(
-                kernels.edge_potentials, self.kind, self.params, self.stats,
-                self.family.root, self.edge_ptr, self.edge_left, self.edge_right)
+            psi, n_invalid = self._kernels.edge_potentials(
+                self.params, self.stats, self.family.root, self.edge_ptr, self.edge_left,
+                self.edge_right)
             if n_invalid:
                 raise ValueError(f"The split log-potential is NaN or +inf for {n_invalid} "
                                  "splits; it must be finite or -inf (forbidden).")

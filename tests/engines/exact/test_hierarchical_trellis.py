@@ -20,8 +20,8 @@ def table_energy(table):
 
 
 def engine(model, beta=1.0, **kwargs):
-    kind, params, stats = model.kernel_inputs(beta)
-    return ExactHierarchicalTrellis(kind, params, stats, **kwargs).fit()
+    split, params, stats = model.kernel_inputs(beta)
+    return ExactHierarchicalTrellis(split, params, stats, **kwargs).fit()
 
 
 def enumerate_model(n, split_value):
@@ -138,8 +138,8 @@ def test_pairwise_energies_match_their_definition(energy, layered):
     trees = binary_trees(tuple(range(n)))
     log_phi = [beta * cost(t) for t in trees]
     ref = hierarchy_summaries(trees, log_phi)
-    kind, params, stats = model.kernel_inputs(beta)
-    trellis = ExactHierarchicalTrellis(kind, params, stats, separable=model.separable_form(beta),
+    split, params, stats = model.kernel_inputs(beta)
+    trellis = ExactHierarchicalTrellis(split, params, stats, separable=model.separable_form(beta),
                                        layered=layered).fit()
     assert trellis.log_partition_function == pytest.approx(ref["log_z"], abs=1e-9)
     assert trellis.map_log_potential == pytest.approx(ref["map_log_phi"], abs=1e-9)

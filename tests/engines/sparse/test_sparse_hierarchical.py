@@ -11,7 +11,7 @@ from oracles import (binary_trees, canonical_tree, random_split_table, tree_clus
                          tree_log_potential)
 from oracles import ginkgo_energy, small_ginkgo_jets
 from sklearn_trellis.models import CallableEnergy, DasguptaEnergy, GinkgoEnergy, HCCEnergy
-from sklearn_trellis.models._split import KIND_TABLE
+from sklearn_trellis.models.callable_energy import table_split
 from sklearn_trellis.engines import ExactHierarchicalTrellis
 from sklearn_trellis._core.family import ClusterFamily
 from sklearn_trellis.engines.exact.hierarchical import double_factorial_trees
@@ -51,8 +51,8 @@ def table_energy(table, n):
 
 def sparse_from_exact_inputs(family, model, beta=1.0):
     """The exact engine's kernel inputs with their columns gathered at the vertices."""
-    kind, params, stats = model.kernel_inputs(beta)
-    return SparseHierarchicalTrellis(family, kind, params, stats[:, family.masks()],
+    split, params, stats = model.kernel_inputs(beta)
+    return SparseHierarchicalTrellis(family, split, params, stats[:, family.masks()],
                                      verify_edges=True).fit()
 
 
@@ -87,11 +87,11 @@ def test_powerset_family_equals_exact_engine(n, energy):
     exact = ExactHierarchicalTrellis(*model.kernel_inputs(beta)).fit()
     if energy.startswith("table"):
         sparse = sparse_from_exact_inputs(family, model, beta)
-        assert sparse.kind == KIND_TABLE
+        assert sparse.split is table_split
     else:
-        kind, params, stats = model.family_kernel_inputs(family, beta)
+        split, params, stats = model.family_kernel_inputs(family, beta)
         assert np.allclose(stats, model.kernel_inputs(beta).stats[:, masks], atol=1e-12)
-        sparse = SparseHierarchicalTrellis(family, kind, params, stats,
+        sparse = SparseHierarchicalTrellis(family, split, params, stats,
                                            verify_edges=True).fit()
     assert sparse.n_edges == (3 ** n - 2 ** (n + 1) + 1) // 2
     assert sparse.log_partition_function == pytest.approx(exact.log_partition_function,
@@ -150,10 +150,10 @@ def test_ginkgo_powerset_reproduces_reference_values():
     for jet in small_ginkgo_jets():
         model = ginkgo_energy(jet).fit(np.array(jet["leaves"]))
         family = ClusterFamily.powerset(model.n_items_)
-        kind, params, stats = model.family_kernel_inputs(family)
+        split, params, stats = model.family_kernel_inputs(family)
         assert np.allclose(stats, model.kernel_inputs().stats[:, family.masks()],
                            equal_nan=True)
-        trellis = SparseHierarchicalTrellis(family, kind, params, stats).fit()
+        trellis = SparseHierarchicalTrellis(family, split, params, stats).fit()
         assert trellis.log_partition_function == pytest.approx(jet["ref_logZ"], abs=1e-9)
         assert trellis.map_log_potential == pytest.approx(jet["ref_map_loglik"], abs=1e-9)
         assert trellis.n_trees == jet["ref_n_trees_allowed"]
@@ -416,15 +416,15 @@ def test_perturb_and_map():
 def test_errors():
     family = ClusterFamily.powerset(4)
     model = DasguptaEnergy(similarity="precomputed").fit(np.ones((4, 4)) - np.eye(4))
-    kind, params, stats = model.family_kernel_inputs(family)
+    split, params, stats = model.family_kernel_inputs(family)
     with pytest.raises(ValueError, match="shape"):
-        SparseHierarchicalTrellis(family, kind, params, stats[:, :3])
+        SparseHierarchicalTrellis(family, split, params, stats[:, :3])
     with pytest.raises(TypeError, match="split_function"):
         SparseHierarchicalTrellis(family)
     with pytest.raises(TypeError, match="ClusterFamily"):
-        SparseHierarchicalTrellis(None, kind, params, stats)
+        SparseHierarchicalTrellis(None, split, params, stats)
     with pytest.raises(ValueError, match="max_edges"):
-        SparseHierarchicalTrellis(family, kind, params, stats, max_edges=5).fit()
+        SparseHierarchicalTrellis(family, split, params, stats, max_edges=5).fit()
     with pytest.raises(ValueError, match="items"):
         model.family_kernel_inputs(ClusterFamily.powerset(3))
     with pytest.raises(NotImplementedError):
@@ -437,7 +437,7 @@ def test_errors():
     with pytest.raises(ValueError, match="log Z = -inf"):
         forbid_all.fit()
     trellis = SparseHierarchicalTrellis(ClusterFamily.from_trees([((0, 1), (2, 3))], 4),
-                                        kind, params,
+                                        split, params,
                                         model.family_kernel_inputs(
                                             ClusterFamily.from_trees([((0, 1), (2, 3))], 4)
                                         ).stats).fit()
