@@ -12,7 +12,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._core.validation import check_scalar_param
+from ._core.validation import check_option, check_scalar_param
 from .models import ENERGIES, CallableEnergy, SplitModel
 from ._core.trees import check_tree, children_to_tree, cut_children, tree_to_children
 from ._core.pairwise import upper_triangle
@@ -226,7 +226,8 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
         "linkage": [StrOptions({"all", *LINKAGES, *OTHER_SEEDS}), "array-like"],
         "distance_threshold": [Interval(Real, 0, None, closed="left"), None],
         "compute_distances": ["boolean"],
-        "energy": [StrOptions(set(ENERGIES)), SplitModel, callable],
+        # A name is looked up in the ENERGIES registry at fit time (it may grow).
+        "energy": [str, SplitModel, callable],
         "beta": [Interval(Real, 0, None, closed="left")],
         "method": [StrOptions({"auto", "exact", "sparse", "perturb_and_map"})],
         "max_exact_size": [Interval(Integral, 1, None, closed="left")],
@@ -280,6 +281,7 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
         """The split model ``energy`` names (its type is checked by the constraints)."""
         energy = self.energy
         if isinstance(energy, str):
+            check_option(energy, "energy", set(ENERGIES))
             return ENERGIES[energy]()
         if isinstance(energy, SplitModel):
             return clone(energy)

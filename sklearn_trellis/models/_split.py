@@ -63,6 +63,9 @@ class SplitModel(BaseEstimator):
     """
 
     input_kind = "distances"
+    #: True when every split is a Python call (no numba split function): the
+    #: engines then skip what needs the model over all 2**N subsets (beam seeds).
+    python_splits = False
 
     def split_log_potential(self, left, right):
         """``psi(left, right)`` of one split (without ``beta``); ``-inf`` if forbidden.

@@ -94,6 +94,8 @@ class CallableEnergy(SplitModel):
     0.0
     """
 
+    python_splits = True
+
     input_kind = "features"
 
     def __init__(self, function, max_items=DEFAULT_MAX_CALLABLE_ITEMS):

@@ -22,7 +22,6 @@ from scipy.spatial.distance import squareform
 
 from ..._core.budget import BudgetExceeded
 from ..._core.family import ClusterFamily
-from ...models import CallableEnergy
 from ..divisive import divisive_seed_trees
 from .seeds import beam_seed_trees, linkage_seed_trees, tree_windows, windows_within_budget
 
@@ -78,7 +77,7 @@ def beam_trees(model, n_trees, beta=1.0):
     model over all ``2**N`` subsets) and for callable energies (one Python
     call per split).
     """
-    if not n_trees or isinstance(model, CallableEnergy) or model.n_items_ > MAX_BEAM_SEED_ITEMS:
+    if not n_trees or model.python_splits or model.n_items_ > MAX_BEAM_SEED_ITEMS:
         return []
     return beam_seed_trees(model, int(n_trees), beta=float(beta))[0]
 
