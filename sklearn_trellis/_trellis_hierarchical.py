@@ -364,8 +364,8 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
 
     def _fit_exact(self, model):
         beta = float(self.beta)
-        kind, params, stats = model.kernel_inputs(beta)
-        trellis = ExactHierarchicalTrellis(kind, params, stats,
+        split, params, stats = model.kernel_inputs(beta)
+        trellis = ExactHierarchicalTrellis(split, params, stats,
                                            separable=model.separable_form(beta),
                                            max_items=self.max_exact_size).fit()
         n = self.n_leaves_
