@@ -153,6 +153,9 @@ def seed_family(build, trees, n_items, *, names=None, window_size=0):
     if n == 1:
         family = ClusterFamily.from_trees([], 1)
         return SeedFamily(build(family), family, "the only cluster")
+    if not trees:
+        raise ValueError("No seed tree to build a sparse trellis from: Ward's linkage needs "
+                         "feature rows (not a precomputed matrix); choose another linkage.")
     if names is None:
         family = ClusterFamily.from_trees(trees, n)
         found = SeedFamily(build(family), family, f"the clusters of {len(trees)} seed trees")

@@ -104,3 +104,17 @@ def test_estimators_accept_the_diana_seed():
     assert "1 seed trees" in tree.approximation_
     assert tree.map_log_potential_ >= tree.log_potential(diana) - 1e-9  # never worse than its seed
     assert tree.linkage_tree() is None  # no agglomerative baseline among the seeds
+
+
+def test_no_seed_tree_is_a_clear_error():
+    """Ward alone on a precomputed affinity gives no seed tree: say so, not an IndexError."""
+    from sklearn_trellis import ExactCorrelationClustering
+
+    X = np.random.default_rng(0).normal(size=(25, 3))
+    W = np.corrcoef(X) - 0.3
+    np.fill_diagonal(W, 0.0)
+    with pytest.raises(ValueError, match="No seed tree"):
+        ExactCorrelationClustering(linkage="ward", affinity="precomputed",
+                                   max_exact_size=10).fit(W)
+    with pytest.raises(ValueError, match="No seed tree"):
+        seed_family(lambda family, **budget: None, [], 5)
