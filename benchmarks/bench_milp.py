@@ -39,7 +39,7 @@ def blob_gains(n, cluster_std, beta=1.0, seed=0):
     X, _ = make_blobs(n_samples=n, n_features=10, centers=5, cluster_std=cluster_std,
                       random_state=seed)
     estimator = ExactCorrelationClustering(beta=beta)  # affinity='exp_euclidean', center=True
-    estimator._check_params()
+    estimator._validate_params()
     affinity = estimator._affinity_from_input(X)
     return 2.0 * beta * affinity, affinity
 
