@@ -6,24 +6,23 @@ from numbers import Integral, Real
 import numpy as np
 from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClusterMixin, _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._core.pairwise import check_square_symmetric
-from ._core.validation import check_scalar_param
-from ._core.pairwise import upper_triangle
-from .preprocessing.affinity import mean_off_diagonal, similarity
-from .models.correlation import CorrelationClusteringModel
 from ._core.budget import check_exact_budget
+from ._core.pairwise import check_square_symmetric, upper_triangle
+from ._core.validation import check_scalar_param
+from .engines.exact.binder import bayes_estimate
 from .engines.exact.flat import BYTES_PER_SUBSET, ExactFlatTrellis
 from .engines.map.milp import correlation_clustering_map_milp
-from .engines.exact.binder import bayes_estimate
 from .engines.sparse.family_search import linkage_trees, seed_family
-from .summaries.point_estimates import PAIRWISE_LOSSES, loss_name
 from .engines.sparse.seeds import LINKAGES, OTHER_SEEDS, check_linkages
 from .engines.sparse.sparse_flat import SparseFlatTrellis
+from .models.correlation import CorrelationClusteringModel
+from .preprocessing.affinity import mean_off_diagonal, similarity
+from .summaries.point_estimates import PAIRWISE_LOSSES, loss_name
 
 
 class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
@@ -320,6 +319,7 @@ class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
     def _fit_perturb_and_map(self, exact):
         """Pairwise marginals from the MAPs of Gumbel-perturbed affinities."""
         from .engines.map.perturb_and_map import MilpMapSolver, perturb_and_map
+
         # time_limit is the budget of all perturbations together (each is a MILP).
         per_map = max(1.0, float(self.time_limit) / int(self.n_perturbations))
         solver = "trellis" if exact else MilpMapSolver(time_limit=per_map)

@@ -17,8 +17,7 @@ from .engines.gibbs import sampler as gibbs
 from .models.conjugate import LIKELIHOODS, make_likelihood
 from .models.likelihood import ClusterLikelihood
 from .models.priors import GammaHyperprior, make_prior
-from .summaries.point_estimates import LOSSES
-from .summaries.point_estimates import point_estimate as _loss_point_estimate
+from .summaries.point_estimates import LOSSES, point_estimate as _loss_point_estimate
 
 #: Posterior samples (evenly spaced) used by predict / predict_proba / score.
 MAX_PREDICTIVE_SAMPLES = 25

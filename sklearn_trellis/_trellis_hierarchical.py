@@ -12,20 +12,18 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._core.validation import check_option, check_scalar_param
-from .models import ENERGIES, CallableEnergy, SplitModel
-from ._core.trees import check_tree, children_to_tree, cut_children, tree_to_children
-from ._core.pairwise import upper_triangle
 from ._core.budget import check_exact_budget
 from ._core.family import ClusterFamily
+from ._core.pairwise import upper_triangle
+from ._core.trees import check_tree, children_to_tree, cut_children, tree_to_children
+from ._core.validation import check_option, check_scalar_param
 from .engines.exact.hierarchical import BYTES_PER_SUBSET, ExactHierarchicalTrellis
 from .engines.map.search import beam_search_tree, greedy_tree
 from .engines.sparse.family_search import (MAX_BEAM_SEED_ITEMS, beam_trees, linkage_trees,
                                            seed_family)
 from .engines.sparse.seeds import LINKAGES, OTHER_SEEDS, check_linkages
 from .engines.sparse.sparse_hierarchical import SparseHierarchicalTrellis
-
-
+from .models import ENERGIES, CallableEnergy, SplitModel
 
 #: Up to this N, ``method='perturb_and_map'`` perturbs every split of the full
 #: trellis (the powerset family: ``3**N / 2`` splits); beyond, the seed family's.

@@ -14,8 +14,8 @@ import numbers
 import numpy as np
 from numba import njit
 
-from .._core.validation import check_scalar_param
 from .._core.subsets import members
+from .._core.validation import check_scalar_param
 from ._split import SplitKernelInputs, SplitModel
 
 #: Largest N a callable energy accepts by default.

@@ -13,8 +13,8 @@ import numpy as np
 from scipy.special import gammaln, multigammaln
 
 from .._core.validation import check_option, check_scalar_param
-from .likelihood import ClusterLikelihood, GibbsKernels, no_prepare, no_refresh, zero_global
 from . import _conjugate_kernels as k
+from .likelihood import ClusterLikelihood, GibbsKernels, no_prepare, no_refresh, zero_global
 
 
 def _check_features(X, name):

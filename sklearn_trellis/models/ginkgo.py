@@ -23,8 +23,8 @@ import math
 import numpy as np
 from numba import njit
 
-from .._core.validation import check_scalar_param
 from .._core.subsets import subset_sums
+from .._core.validation import check_scalar_param
 from ._family_stats import family_item_sums
 from ._split import SplitKernelInputs, SplitModel
 

@@ -23,9 +23,9 @@ import numpy as np
 from numba import njit
 
 from .._core.pairwise import similarity_from_distances
+from ..preprocessing.affinity import mean_off_diagonal
 from ._family_stats import family_pair_sums
 from ._split import SplitKernelInputs, SplitModel
-from ..preprocessing.affinity import mean_off_diagonal
 from .correlation import _pair_sum_table
 
 

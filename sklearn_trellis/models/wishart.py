@@ -21,13 +21,12 @@ the exact trellis).
 import numpy as np
 from scipy.special import logsumexp
 
-from .likelihood import ClusterLikelihood, GibbsKernels
-from .priors import make_prior
-
-from ._flat import FlatModel
-from .correlation import _pair_sum_table
 from .._core.validation import check_scalar_param
 from . import _tiwd_kernels as _tk
+from ._flat import FlatModel
+from .correlation import _pair_sum_table
+from .likelihood import ClusterLikelihood, GibbsKernels
+from .priors import make_prior
 
 
 def block_statistics(S, labels, n_clusters=None):

@@ -13,12 +13,11 @@ feature allocations given as lists of blocks (iterables of element indices
 ``0..n-1``), or a binary array (T, n_blocks, n).
 """
 
+from .credible_ball import CredibleBall, credible_ball
 from .cumulative import cumulative_occurrence_distribution, cumulative_statistic, projection
 from .entropy import entropy_sequence, projection_entropy
-from .credible_ball import CredibleBall, credible_ball
 from .metrics import (adjusted_rand_loss, binder_loss, normalized_information_distance,
-                      normalized_variation_of_information, purity_score,
-                      variation_of_information)
+                      normalized_variation_of_information, purity_score, variation_of_information)
 from .occurrence import n_clusters_histogram, pairwise_cooccurrence
 from .point_estimates import expected_loss, point_estimate
 

@@ -19,7 +19,6 @@ import math
 import numpy as np
 from numba import njit, prange
 
-
 # Entropies computed by agglomeration are rounded to this many decimals so that
 # exact ties (common with few samples: many subsets have entropy exactly 0) are
 # recognised despite rounding errors (below 1e-11 at n = T = 1000).

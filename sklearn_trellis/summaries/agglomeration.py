@@ -5,7 +5,6 @@ import numpy as np
 from ._input import as_sample_set, sample_major
 from ._kernels import cooccurrence_counts, entropy_agglomeration_kernel
 
-
 # Above this, live subsets keep only sparse block histograms (slower, O(n T) memory).
 DENSE_HISTOGRAM_BYTES = 1 << 30
 # Refuse runs whose tables (two n x n matrices, the histogram pool) exceed this.

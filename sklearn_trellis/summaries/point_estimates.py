@@ -31,9 +31,8 @@ from sklearn.utils import check_random_state
 from .._core.validation import check_option, check_scalar_param
 from ._input import as_sample_set, relabel_rows, sample_major
 from ._kernels import cooccurrence_counts
-from ._loss_kernels import (BINDER, BINDER_PSM, N_CONTINGENCY_KINDS, NID, NVI, OMARI,
-                            OMARI_APPROX, VI, VI_LB, canonical_rows, cm_losses, greedy_search,
-                            psm_losses)
+from ._loss_kernels import (BINDER, BINDER_PSM, N_CONTINGENCY_KINDS, NID, NVI, OMARI, OMARI_APPROX,
+                            VI, VI_LB, canonical_rows, cm_losses, greedy_search, psm_losses)
 from .metrics import _check_costs
 
 #: Loss names and their kernel kind; Binder switches to its pairwise form on ``P``.

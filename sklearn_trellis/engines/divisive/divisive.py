@@ -23,8 +23,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from ._diana_kernels import cluster_diameter, diana_banner, diana_split
-from .banner import banner_to_merge, divisive_coefficient, linkage_from_children, \
-    merge_to_children
+from .banner import banner_to_merge, divisive_coefficient, linkage_from_children, merge_to_children
 from .bisection import feature_diameter, two_means, two_medoids
 from .exact_split import CRITERIA, MAX_EXACT_ITEMS, best_bipartition
 

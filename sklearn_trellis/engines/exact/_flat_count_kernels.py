@@ -18,8 +18,8 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from ._flat_kernels import best_cluster, draw_cluster, write_label
 from ..._core.subsets import chunk_bounds, n_parallel_chunks, popcount
+from ._flat_kernels import best_cluster, draw_cluster, write_label
 
 
 @njit(cache=True, parallel=True)

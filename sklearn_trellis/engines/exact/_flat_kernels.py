@@ -23,13 +23,8 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from ..._core.subsets import (
-    chunk_bounds,
-    logsumexp_buffer,
-    lowest_bit_index,
-    n_parallel_chunks,
-    popcount,
-)
+from ..._core.subsets import (chunk_bounds, logsumexp_buffer, lowest_bit_index, n_parallel_chunks,
+                              popcount)
 
 #: Log-space sums skip terms this far (plus ``n log 2``) below their largest.
 LOG_CUT = 50.0

@@ -26,11 +26,10 @@ import math
 
 import numpy as np
 
+from ..._core.subsets import superset_sums_inplace
 from . import _flat_kernels as kernels
 from ._block_codegen import BLOCK_BITS
-from ._flat_block_kernels import (conv_max_blocks, conv_max_range, conv_sum_blocks,
-                                  conv_sum_range)
-from ..._core.subsets import superset_sums_inplace
+from ._flat_block_kernels import conv_max_blocks, conv_max_range, conv_sum_blocks, conv_sum_range
 
 #: In the linear-space kernel every non-zero product of two scaled weights is
 #: at least ``exp(-LINEAR_FLOOR)`` (far above the smallest normal double,

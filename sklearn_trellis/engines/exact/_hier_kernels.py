@@ -26,13 +26,8 @@ import numpy as np
 from numba import njit, prange
 
 from ..._core.specialise import specialise as _specialise, template
+from ..._core.subsets import chunk_bounds, logsumexp_buffer, n_parallel_chunks, popcount
 from .._split_potential import split_bindings, split_log_potential
-from ..._core.subsets import (
-    chunk_bounds,
-    logsumexp_buffer,
-    n_parallel_chunks,
-    popcount,
-)
 
 
 @template(inline="always")

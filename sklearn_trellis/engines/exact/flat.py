@@ -19,10 +19,10 @@ import time
 
 import numpy as np
 
-from . import _flat_kernels as kernels
 from ..._core.budget import HARD_MAX_ITEMS, NS_PER_STEP, check_exact_budget
-from ._flat_passes import map_pass, n_clusters_pass, partition_pass, together_marginals
 from ..._core.subsets import mask_of, members
+from . import _flat_kernels as kernels
+from ._flat_passes import map_pass, n_clusters_pass, partition_pass, together_marginals
 
 #: Bytes kept per subset at the peak of ``fit``: cluster log-potentials, log Z,
 #: one working table (MAP values, then "together" marginals) and a scratch

@@ -12,9 +12,9 @@ cluster / together / pairwise marginals, ``P(K)``, exact samples).
 
 import numpy as np
 
-from . import _flat_count_kernels as kernels
 from ..._core.budget import check_exact_budget
 from ..._core.subsets import superset_sums_inplace
+from . import _flat_count_kernels as kernels
 from .flat import ExactFlatTrellis, masks_to_labels
 
 #: Default largest N (the tables hold ``2 (N + 1)`` doubles per subset).

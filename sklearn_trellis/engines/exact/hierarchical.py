@@ -20,10 +20,10 @@ import time
 
 import numpy as np
 
-from . import _hier_kernels as kernels
 from ..._core.budget import check_exact_budget
 from ..._core.subsets import checked_mask, masks_by_popcount
 from ..._core.trees import tree_from_splits, tree_masks
+from . import _hier_kernels as kernels
 
 #: Bytes kept per subset besides the model's statistics: log Z, MAP values,
 #: the size-ordered subset list and (on demand) the outside table.

@@ -11,8 +11,8 @@ are templates that call the energy's split function (through
 import numpy as np
 from numba import njit
 
-from .._split_potential import split_bindings, split_log_potential
 from ..._core.specialise import specialise as _specialise, template
+from .._split_potential import split_bindings, split_log_potential
 
 
 @template(inline="always")

@@ -51,9 +51,9 @@ from scipy.optimize import LinearConstraint, milp
 from scipy.sparse import csr_array
 from scipy.sparse.csgraph import connected_components
 
-from . import _milp_kernels as kernels
-from ..._core.validation import check_scalar_param
 from ..._core.budget import available_memory_bytes, format_bytes
+from ..._core.validation import check_scalar_param
+from . import _milp_kernels as kernels
 
 #: Default largest N accepted (``N(N-1)/2`` binary variables).
 DEFAULT_MAX_MILP_ITEMS = 1000

@@ -6,8 +6,8 @@ trellis. They need the model's per-subset statistics (``2**N`` entries), so
 they share the exact engine's size limit.
 """
 
-from . import _search_kernels as kernels
 from ..._core.trees import tree_from_splits
+from . import _search_kernels as kernels
 
 
 def _search(name, split, params, stats, *extra):

@@ -30,9 +30,9 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from .._split_potential import split_bindings, split_log_potential
 from ..._core.specialise import specialise as _specialise, template
 from ..._core.subsets import logaddexp, logsumexp_buffer
+from .._split_potential import split_bindings, split_log_potential
 
 _EMPTY = -1
 

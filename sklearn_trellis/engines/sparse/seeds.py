@@ -21,8 +21,7 @@ import numbers
 import numpy as np
 
 from ..._core.budget import check_memory
-from ..._core.trees import (check_children, leaf_order, scipy_to_children,
-                            tree_to_postorder_children)
+from ..._core.trees import check_children, leaf_order, scipy_to_children, tree_to_postorder_children
 
 #: The linkages ``linkage='all'`` uses, in this order.
 LINKAGES = ("single", "average", "complete", "ward")

@@ -28,11 +28,10 @@ import numbers
 import numpy as np
 from sklearn.utils import check_random_state
 
-from . import _sparse_flat_kernels as kernels
-from ..._core.budget import (BudgetExceeded, available_memory_bytes, check_memory,
-                             format_bytes)
+from ..._core.budget import BudgetExceeded, available_memory_bytes, check_memory, format_bytes
 from ..._core.family import ClusterFamily, item_codes
 from ..._core.trees import leaf_order
+from . import _sparse_flat_kernels as kernels
 
 #: Default cap of the number of remainder states of the state engine.
 DEFAULT_MAX_STATES = 2_000_000

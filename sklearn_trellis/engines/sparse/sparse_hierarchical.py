@@ -32,10 +32,10 @@ import time
 import numpy as np
 from sklearn.utils import check_random_state
 
-from . import _sparse_hier_kernels as kernels
 from ..._core.budget import check_memory, format_bytes
 from ..._core.family import ClusterFamily, item_codes
-from ..._core.trees import check_children, tree_to_postorder_children
+from ..._core.trees import check_children, children_to_tree, tree_splits, tree_to_postorder_children
+from . import _sparse_hier_kernels as kernels
 
 #: Bytes kept per edge at the peak: discovery rows (24, up to twice while the
 #: buffer grows), CSR parent/left/right (24), log-potential and sampling CDF (16).
@@ -358,10 +358,7 @@ class SparseHierarchicalTrellis:
     def tree_nested(self, edges):
         """Nested tuples of a tree given by its edge ids (iterative)."""
         children, _ = self.tree_children(edges)
-        nodes = list(range(self.n_items))
-        for a, b in children.tolist():
-            nodes.append((nodes[a], nodes[b]))
-        return nodes[-1]
+        return children_to_tree(children.tolist(), self.n_items)
 
     def tree_edges(self, tree):
         """Edge ids of a tree (``children_`` array or nested tuples); ValueError if the
@@ -460,7 +457,6 @@ class SparseHierarchicalTrellis:
     def subtree_marginal(self, subtree):
         """Probability that the tree contains this sub-hierarchy (nested tuples of items;
         0 if the family does not realise it)."""
-        from ..._core.trees import tree_splits
         family = self.family
         splits = tree_splits(subtree)  # postorder: the subtree's root split is last
         items = splits[-1][0] + splits[-1][1] if splits else [int(subtree)]
