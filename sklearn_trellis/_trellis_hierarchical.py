@@ -16,7 +16,7 @@ from ._core.budget import check_exact_budget
 from ._core.family import ClusterFamily
 from ._core.pairwise import upper_triangle
 from ._core.trees import check_tree, children_to_tree, cut_children, tree_to_children
-from ._core.validation import check_option, check_scalar_param
+from ._core.validation import check_indices, check_option, check_scalar_param
 from .engines.exact.hierarchical import BYTES_PER_SUBSET, ExactHierarchicalTrellis
 from .engines.map.search import beam_search_tree, greedy_tree
 from .engines.sparse.family_search import (MAX_BEAM_SEED_ITEMS, beam_trees, linkage_trees,
@@ -457,6 +457,7 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
         probability : float
         """
         check_is_fitted(self)
+        indices = check_indices(indices, self.n_leaves_)
         if self._perturbed_marginals is not None:
             vertex = self._trellis.family.vertex_of(indices)
             return 0.0 if vertex < 0 else float(self._perturbed_marginals[vertex])

@@ -17,6 +17,8 @@ import math
 import numpy as np
 from numba import njit
 
+from .validation import check_indices
+
 # Splitting ln 2 in a high and a low part keeps the range reduction exact.
 _LOG2E = 1.4426950408889634
 _LN2_HI = 6.93147180369123816490e-01
@@ -143,15 +145,8 @@ def mask_of(indices):
 
 
 def checked_mask(indices, n_items):
-    """Bitmask of distinct item indices in ``[0, n_items)``, or a ValueError."""
-    idx = np.asarray(indices, dtype=np.int64).ravel()
-    if idx.size == 0:
-        raise ValueError("indices must name at least one item.")
-    if idx.min() < 0 or idx.max() >= n_items:
-        raise ValueError(f"indices must lie in [0, {n_items - 1}], got {idx.tolist()}.")
-    if np.unique(idx).size != idx.size:
-        raise ValueError(f"indices must be distinct, got {idx.tolist()}.")
-    return mask_of(idx)
+    """Bitmask of distinct item indices in ``[0, n_items)`` (:func:`.validation.check_indices`)."""
+    return mask_of(check_indices(indices, n_items))
 
 
 def members(mask):

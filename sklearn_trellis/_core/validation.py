@@ -28,3 +28,29 @@ def check_option(value, name, options):
     if not (isinstance(value, str) and value in options):
         raise ValueError(f"{name} must be one of {sorted(options)}, got {value!r}.")
     return value
+
+
+def check_indices(indices, n_items, name="indices"):
+    """Distinct integer item indices in ``[0, n_items)``, as an int64 array (order kept).
+
+    The one validator of every method that takes item indices: floats (even
+    whole ones such as ``1.0``), booleans, duplicates, out-of-range and empty
+    selections raise ``TypeError`` / ``ValueError`` naming the problem.
+    """
+    values = np.asarray(indices)
+    if values.size == 0:
+        raise ValueError(f"{name} must name at least one item.")
+    if values.dtype == bool or not (values.dtype.kind in "iu" or values.dtype == object):
+        raise TypeError(f"{name} must be integers, got dtype {values.dtype}: "
+                        f"{values.ravel().tolist()}.")
+    if values.dtype == object and not all(
+            isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))
+            for v in values.ravel()):
+        raise TypeError(f"{name} must be integers, got {values.ravel().tolist()}.")
+    idx = values.astype(np.int64).ravel()
+    if idx.min() < 0 or idx.max() >= n_items:
+        raise ValueError(f"{name} must lie in [0, {n_items - 1}], got {idx.tolist()}.")
+    if np.unique(idx).size != idx.size:
+        raise ValueError(f"{name} must be distinct, got {idx.tolist()}.")
+    return idx
+

@@ -17,7 +17,23 @@ AFFINITIES = ("exp_euclidean", "rbf", "precomputed")
 def similarity(X, Y, kind, gamma=None):
     """Unshifted similarity matrix between the rows of ``X`` and ``Y``."""
     if callable(kind):
-        return np.asarray(kind(X, Y), dtype=np.float64)
+        # A user's function: check what it returns before anything reads it.
+        result = kind(X, Y)
+        try:
+            out = np.asarray(result, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise TypeError("The affinity callable must return a numeric array, got "
+                            f"{type(result).__name__}.") from None
+        expected = (X.shape[0], Y.shape[0])
+        if out.shape != expected:
+            raise ValueError(f"The affinity callable returned shape {out.shape}; expected "
+                             f"{expected} (one row per row of X, one column per row of Y).")
+        if not np.all(np.isfinite(out)):
+            raise ValueError("The affinity callable returned NaN or infinite values.")
+        if X is Y and not np.allclose(out, out.T, rtol=1e-10, atol=1e-12):
+            raise ValueError("The affinity callable must be symmetric: affinity(X, X) "
+                             f"differs from its transpose by up to {np.abs(out - out.T).max():.3g}.")
+        return out
     if kind == "exp_euclidean":
         return np.exp(-pairwise_distances(X, Y, metric="euclidean"))
     if kind == "rbf":

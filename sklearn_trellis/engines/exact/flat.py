@@ -20,7 +20,7 @@ import time
 import numpy as np
 
 from ..._core.budget import HARD_MAX_ITEMS, NS_PER_STEP, check_exact_budget
-from ..._core.subsets import mask_of, members
+from ..._core.subsets import checked_mask, mask_of, members
 from . import _flat_kernels as kernels
 from ._flat_passes import map_pass, n_clusters_pass, partition_pass, together_marginals
 
@@ -194,12 +194,7 @@ class ExactFlatTrellis:
 
     # -- marginals ---------------------------------------------------------
     def _mask(self, indices):
-        idx = np.asarray(indices, dtype=np.int64).ravel()
-        if idx.size == 0:
-            raise ValueError("indices must name at least one item.")
-        if idx.min() < 0 or idx.max() >= self.n_items:
-            raise ValueError(f"indices must lie in [0, {self.n_items - 1}], got {idx.tolist()}.")
-        return mask_of(idx)
+        return checked_mask(indices, self.n_items)
 
     def cluster_marginal(self, indices):
         """Probability that exactly these items form one cluster."""

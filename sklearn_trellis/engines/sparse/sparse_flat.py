@@ -31,6 +31,7 @@ from sklearn.utils import check_random_state
 from ..._core.budget import BudgetExceeded, available_memory_bytes, check_memory, format_bytes
 from ..._core.family import ClusterFamily, item_codes
 from ..._core.trees import leaf_order
+from ..._core.validation import check_indices
 from . import _sparse_flat_kernels as kernels
 
 #: Default cap of the number of remainder states of the state engine.
@@ -279,13 +280,7 @@ class SparseFlatTrellis:
             raise RuntimeError("Call fit() first.")
 
     def _items(self, indices, what="indices"):
-        idx = np.unique(np.asarray(indices, dtype=np.int64).ravel())
-        if idx.size == 0:
-            raise ValueError(f"{what} must name at least one item.")
-        if idx[0] < 0 or idx[-1] >= self.n_items:
-            raise ValueError(f"{what} must lie in [0, {self.n_items - 1}], got "
-                             f"{idx.tolist()}.")
-        return idx
+        return np.sort(check_indices(indices, self.n_items, what))
 
     def log_potential(self, labels):
         """``sum e(B)`` of a partition; ``-inf`` if one of its clusters is not a vertex."""

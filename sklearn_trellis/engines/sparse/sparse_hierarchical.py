@@ -35,6 +35,7 @@ from sklearn.utils import check_random_state
 from ..._core.budget import check_memory, format_bytes
 from ..._core.family import ClusterFamily, item_codes
 from ..._core.trees import check_children, children_to_tree, tree_splits, tree_to_postorder_children
+from ..._core.validation import check_indices
 from . import _sparse_hier_kernels as kernels
 
 #: Bytes kept per edge at the peak: discovery rows (24, up to twice while the
@@ -449,7 +450,7 @@ class SparseHierarchicalTrellis:
 
     def cluster_marginal(self, indices):
         """Probability that exactly these items form a node (0 if not in the family)."""
-        vertex = self.family.vertex_of(indices)
+        vertex = self.family.vertex_of(check_indices(indices, self.n_items))
         if vertex < 0:
             return 0.0
         return float(self.cluster_marginals()[vertex])
