@@ -21,7 +21,8 @@ from .summaries.point_estimates import LOSSES, point_estimate as _loss_point_est
 
 #: Posterior samples (evenly spaced) used by predict / predict_proba / score.
 MAX_PREDICTIVE_SAMPLES = 25
-#: Largest n for the loss-based ``labels_`` (the search holds an n x n float matrix).
+#: Largest n for the loss-based ``labels_``: the losses of P (Binder from P, omARI.approx,
+#: VI.lb) hold an n x n float matrix, and the others' search work grows as n x samples.
 MAX_LOSS_ESTIMATE_ITEMS = 10_000
 #: Number of k-means clusters of ``init='kmeans'``.
 KMEANS_INIT_CLUSTERS = 10
