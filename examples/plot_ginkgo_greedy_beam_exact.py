@@ -7,6 +7,10 @@ the 1,000 jets of ``load_ginkgo_jets()`` (5 to 10 leaves each): for every jet,
 the log-likelihood of the tree found by greedy agglomeration, by beam search
 (beam ``N (N - 1) / 2``) and the exact MAP of the hierarchical trellis. The
 paper reports exact - beam = 0.4 +- 0.5 and exact - greedy = 1.5 +- 1.1.
+Here greedy's gap is close to the paper's (about 1.1 +- 1.4), but our beam
+search is nearly exact (gap about 0.02): it keeps the ``N (N - 1) / 2`` best
+partial trees through every merge, while the paper's implementation looks
+only one step ahead. All 1,000 jets run (about 20 s).
 
 The exact trellis also gives what the approximate searches cannot: the
 partition function of every jet, so the posterior probability of each tree.
