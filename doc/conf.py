@@ -1,6 +1,6 @@
 """Sphinx configuration: the pydata theme, numpydoc API pages and a sphinx-gallery over examples/.
 
-Offline: no intersphinx; references to numpy, scipy, scikit-learn and matplotlib
+Offline: MathJax is copied into the site (sphinx-mathjax-offline); no intersphinx; references to numpy, scipy, scikit-learn and matplotlib
 objects are plain text (see ``nitpick_ignore_regex``). ``doc/check.sh`` builds
 with ``-n -W`` (nitpicky, warnings are errors).
 """
@@ -18,6 +18,7 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "sphinx.ext.mathjax",
+    "sphinx-mathjax-offline",  # MathJax served from _static: equations render offline
     "numpydoc",
     "sphinx_gallery.gen_gallery",
 ]
@@ -47,7 +48,6 @@ sphinx_gallery_conf = {
     # Backreferences: each API page lists the examples that use it.
     "doc_module": ("sklearn_trellis",),
     "backreferences_dir": "generated/backreferences",
-    "reference_url": {"sklearn_trellis": None},
 }
 
 html_theme = "pydata_sphinx_theme"

@@ -41,9 +41,10 @@ print(f"ARI of the 3-cluster cut against the species: {adjusted_rand_score(y, di
 # The banner (as R's ``bannerplot``) and the same tree as a dendrogram.
 fig, axes = plt.subplots(1, 2, figsize=(11, 7))
 BannerDisplay.from_estimator(diana, element_labels=names, ax=axes[0], max_labels=45)
-axes[0].set_title(f"DIANA banner, divisive coefficient {diana.divisive_coefficient_:.2f}")
+axes[0].set_title("DIANA banner", loc="right")
 DendrogramDisplay.from_estimator(diana, element_labels=names, ax=axes[1])
-axes[1].set_title("the same tree (heights = diameters)")
+axes[1].set_title("the same tree")
+axes[1].set_xlabel("height (diameter of the cluster split)")
 fig.tight_layout()
 
 # %%
