@@ -62,6 +62,8 @@ html_theme_options = {
 }
 html_sidebars = {"index": [], "changelog": []}
 html_show_sourcelink = False
+# "fit()" rather than "TrellisHierarchical.fit()" in the page tables of contents.
+toc_object_entries_show_parents = "hide"
 
 # Names outside this package: documented elsewhere, not linked (offline build).
 nitpicky = True
