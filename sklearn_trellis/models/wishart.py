@@ -19,7 +19,7 @@ the exact trellis).
 """
 
 import numpy as np
-from scipy.special import logsumexp
+from scipy.special import gammaln, logsumexp
 
 from .._core.validation import check_scalar_param
 from . import _tiwd_kernels as _tk
@@ -446,7 +446,79 @@ class WishartBlockLikelihood(ClusterLikelihood):
         return alpha_summary(theta, shape=shape, scale=scale)
 
 
+def new_item_log_likelihoods(sizes, sbars, row_sums, self_products, trace, n_items, theta,
+                             *, dof, r0, s0, alpha=None):
+    """Change of the collapsed log-likelihood when a new item joins each block or a new one.
+
+    The partition of the ``n`` fitted items is held fixed; the new item ``x``
+    enlarges ``S*`` by its row ``S_x.`` and corner ``S_xx``
+    (:func:`~sklearn_trellis.preprocessing.distance_normalization.new_item_inner_products`).
+    Joining block ``b`` adds ``2 r_b + S_xx`` to ``Sbar_b`` (``r_b = sum_{j in
+    b} S_xj``) and one to ``n_b``; ``tr S`` grows by ``S_xx`` and ``n`` by one
+    (the exponent ``a = (n + r0) d / 2``). The value is the log-likelihood of
+    the enlarged matrix (alpha integrated out, or fixed) minus that of the
+    fitted one. Included are the factors of ``alpha``'s prior integral
+    (``log Gamma(a) - a log(d / 2)``; with ``alpha`` fixed, ``-(d / 2) log
+    alpha`` per item), so the value is ``log p(S_x | S*, B, theta)`` up to the
+    Wishart terms of ``S`` alone (``log det S``, ``Gamma_n(d / 2)``), which
+    depend on ``d`` and the data but on nothing else.
+
+    Parameters
+    ----------
+    sizes, sbars : ndarrays of shape (K,)
+        :func:`block_statistics` of the fitted partition.
+    row_sums : ndarray of shape (m, K)
+        ``r_b`` of each new item.
+    self_products : ndarray of shape (m,)
+        ``S_xx`` of each new item.
+    trace : float
+        ``tr S*``.
+    n_items : int
+        ``n``.
+    theta : float
+    dof, r0, s0 : float
+    alpha : float or None, default=None
+
+    Returns
+    -------
+    ndarray of shape (m, K + 1)
+        Last column: a new block.
+    """
+    sizes = np.asarray(sizes, dtype=np.float64)
+    sbars = np.asarray(sbars, dtype=np.float64)
+    sxx = np.asarray(self_products, dtype=np.float64)[:, None]
+    theta = float(theta)
+
+    def f(m, s):
+        return theta * s / (1.0 + m * theta)
+
+    t_sum = float(np.sum(f(sizes, sbars)))
+    l_sum = float(np.sum(np.log1p(sizes * theta)))
+    joined = np.concatenate([sbars + 2.0 * np.asarray(row_sums, dtype=np.float64) + sxx, sxx],
+                            axis=1)
+    old_sizes = np.append(sizes, 0.0)
+    old_sbars = np.append(sbars, 0.0)
+    t_new = t_sum + f(old_sizes + 1.0, joined) - f(old_sizes, old_sbars)
+    l_new = l_sum + np.log1p((old_sizes + 1.0) * theta) - np.log1p(old_sizes * theta)
+    old_trace = trace - t_sum
+    new_trace = trace + sxx - t_new
+    if alpha is None:
+        before = -0.5 * dof * l_sum - log_likelihood_exponent(n_items, dof, r0) * np.log(
+            old_trace + s0)
+        after = -0.5 * dof * l_new - log_likelihood_exponent(n_items + 1, dof, r0) * np.log(
+            new_trace + s0)
+        # alpha's integral: Gamma(a) ((d/2)(T + s0))^-a, a grows by d/2
+        constant = (gammaln(log_likelihood_exponent(n_items + 1, dof, r0))
+                    - gammaln(log_likelihood_exponent(n_items, dof, r0))
+                    - 0.5 * dof * np.log(0.5 * dof))
+    else:
+        before = -0.5 * dof * l_sum - 0.5 * dof * old_trace / alpha
+        after = -0.5 * dof * l_new - 0.5 * dof * new_trace / alpha
+        constant = -0.5 * dof * np.log(alpha)
+    return after - before + constant
+
+
 __all__ = ["WishartBlockLikelihood", "DEFAULT_THETA_GRID", "block_statistics", "estimate_dof",
            "wishart_terms", "partition_log_prior", "collapsed_log_likelihood",
            "theta_log_weights", "alpha_posterior", "alpha_summary", "block_alpha_means",
-           "log_likelihood_exponent", "WishartBlockModel"]
+           "log_likelihood_exponent", "WishartBlockModel", "new_item_log_likelihoods"]
