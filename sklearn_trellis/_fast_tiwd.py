@@ -10,7 +10,7 @@ from sklearn.metrics import pairwise_distances
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import type_of_target
-from sklearn.utils.validation import check_array, check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._core.pairwise import check_square_symmetric
 from ._gibbs_base import _BaseGibbs, predictive_picks, to_fitted_columns
@@ -484,13 +484,9 @@ default='singletons'
         """``(S_x. (m, n), S_xx (m,))`` of new items under the fitted normalisation."""
         check_is_fitted(self)
         S = self.inner_products_
-        n = S.shape[0]
         if self.metric == "precomputed":
-            D_new = check_array(X, dtype=np.float64)
-            if D_new.shape[1] != n:
-                raise ValueError(f"With metric='precomputed', X must hold the squared distances "
-                                 f"of the new items to the {n} fitted items: shape (n_new, {n}), "
-                                 f"got {D_new.shape}.")
+            # n_features_in_ is n: the check is that of the squared distances' width
+            D_new = validate_data(self, X, dtype=np.float64, reset=False)
             if np.any(D_new < 0):
                 raise ValueError("Negative values in data passed to FastTIWD: X must hold "
                                  "squared distances when metric='precomputed'.")

@@ -29,7 +29,7 @@ def predictive_picks(n_kept):
 
 
 def to_fitted_columns(probs, sample_labels, fitted_labels, n_fitted):
-    """Probabilities over one sample's clusters (+ new) mapped onto the clusters of ``labels_`` (+ new).
+    """One sample's cluster probabilities (+ new) mapped onto the clusters of ``labels_`` (+ new).
 
     A sample's cluster ``c`` passes its probability to the clusters of
     ``labels_`` in proportion to how many of its items each holds.

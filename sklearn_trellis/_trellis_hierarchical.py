@@ -10,7 +10,7 @@ from sklearn.cluster import AgglomerativeClustering
 from sklearn.metrics import pairwise_distances
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
-from sklearn.utils.validation import check_array, check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._core.budget import check_exact_budget
 from ._core.family import ClusterFamily
@@ -596,18 +596,14 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
                              "which a new item's distances cannot enlarge unambiguously.")
         if model.input_kind == "features":
             return validate_data(self, X, dtype=np.float64, reset=False)
-        X = check_array(X, dtype=np.float64)
+        # with 'precomputed', n_features_in_ is N: the check is that of the distances' width
+        X = validate_data(self, X, dtype=np.float64, reset=False)
         if pairwise:
-            if X.shape[1] != self.n_leaves_:
-                raise ValueError(f"With metric='precomputed', X must hold the distances of "
-                                 f"the new items to the {self.n_leaves_} fitted items: shape "
-                                 f"(n_new, {self.n_leaves_}), got {X.shape}.")
             if np.any(X < 0):
                 raise ValueError("Negative values in data passed to TrellisHierarchical: "
                                  "with metric='precomputed', X must hold non-negative "
                                  "distances.")
             return X
-        X = validate_data(self, X, dtype=np.float64, reset=False)
         return pairwise_distances(X, self._X_fit, metric=self.metric)
 
     def attachment_log_proba(self, X):

@@ -126,7 +126,7 @@ def test_feature_rows_match_precomputed():
                                rtol=1e-7, atol=1e-10)
     plain = FastTIWD(metric="sqeuclidean", normalization="none", **kwargs).fit(X)
     np.testing.assert_allclose(plain.predict_proba(new).sum(axis=1), 1.0)
-    with pytest.raises(ValueError, match="squared distances"):
+    with pytest.raises(ValueError, match="features"):
         pre.predict(np.zeros((2, 7)))
     with pytest.raises(ValueError, match="Negative"):
         pre.predict(-np.ones((2, 30)))

@@ -21,6 +21,13 @@ run one numba kernel, specialised per energy like the other hierarchical
 engines, in ``O(N)`` per new item after an ``O(N)`` statistics pass; others
 (a callable energy) evaluate :meth:`SplitModel.split_log_potential` of the
 model enlarged by :meth:`SplitModel.with_new_item`, split by split.
+
+``DivisiveClustering`` does not use it: its tree is grown greedily top-down
+(DIANA, bisection, or the best split of each cluster given its parent), not
+as the mode of a distribution over trees, and its split criteria carry no
+inverse temperature, so a softmax of criterion changes would depend on the
+units of the distances; with ``criterion='dasgupta'`` the fitted tree can be
+given to :class:`AttachmentTree` with a ``DasguptaEnergy`` at a chosen ``beta``.
 """
 
 import numpy as np

@@ -177,5 +177,5 @@ def test_estimator_predict_sparse_and_errors():
     with pytest.raises(ValueError):
         model.predict(np.zeros((2, 3)))
     pre = TrellisHierarchical(n_clusters=2, metric="precomputed").fit(pairwise_distances(X[:6]))
-    with pytest.raises(ValueError, match="distances of the new items"):
+    with pytest.raises(ValueError, match="features"):
         pre.predict(np.zeros((2, 5)))
