@@ -47,14 +47,13 @@ def describe(node):
     return "{" + " ".join(names[i] for i in members[node]) + "}"
 
 
-for j, k in enumerate(range(3)):
+for c in range(model.n_clusters_):
+    print(f"cluster {c}: " + " ".join(names[i] for i in np.flatnonzero(model.labels_ == c)))
+for j in range(3):
     best = np.argsort(log_proba[j])[::-1][:3]
     places = ", ".join(f"above {describe(v)} ({np.exp(log_proba[j, v]):.2f})" for v in best)
-    cluster_species = ["ABC"[np.bincount(species[model.labels_ == c]).argmax()]
-                       for c in range(model.n_clusters_)]
-    print(f"new {'ABC'[k]} flower: P(cluster) = "
-          + ", ".join(f"{c}: {p:.3f}" for c, p in zip(cluster_species, proba[j]))
-          + f"\n    most probable positions: {places}")
+    print(f"new {'ABC'[j]} flower: P(cluster 0, 1, 2) = {np.round(proba[j], 3)}; "
+          f"most probable positions: {places}")
 
 # %%
 # The position posterior of the new versicolor flower over the 29 nodes

@@ -17,7 +17,7 @@ from ._core.family import ClusterFamily
 from ._core.pairwise import upper_triangle
 from ._core.trees import check_tree, children_to_tree, cut_children, tree_to_children
 from ._core.validation import check_indices, check_option, check_scalar_param
-from .engines.attachment import AttachmentTree, cluster_attachment_proba, log_normalize
+from .engines.attachment import attachment_tree, cluster_attachment_proba, log_normalize
 from .engines.exact.hierarchical import BYTES_PER_SUBSET, ExactHierarchicalTrellis
 from .engines.map.search import beam_search_tree, greedy_tree
 from .engines.sparse.family_search import (MAX_BEAM_SEED_ITEMS, beam_trees, linkage_trees,
@@ -634,10 +634,13 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
             ``0..N-1``, merge ``k`` is node ``N + k``; the last is the root
             (inserting above it makes the new item the root's sibling).
         """
+        return log_normalize(self._attachment_log_weights(X))
+
+    def _attachment_log_weights(self, X):
+        """Unnormalised position log weights: the change of ``log phi`` per insertion."""
         data = self._new_item_data(X)
-        tree = AttachmentTree(self.children_, self.n_leaves_)
-        deltas = tree.insertion_log_potentials(self.model_, data, float(self.beta))
-        return log_normalize(deltas)
+        tree = attachment_tree(self.model_, self.children_, self.n_leaves_)
+        return tree.insertion_log_potentials(self.model_, data, float(self.beta))
 
     def predict_proba(self, X):
         """Posterior probability that each new item belongs to each cluster of ``labels_``.
@@ -671,8 +674,8 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
         array([[1.  , 0.  ],
                [0.67, 0.33]])
         """
-        proba = np.exp(self.attachment_log_proba(X))
-        return cluster_attachment_proba(self.children_, self.labels_, proba)
+        return cluster_attachment_proba(self.children_, self.labels_,
+                                        self._attachment_log_weights(X))
 
     def predict(self, X):
         """The cluster of ``labels_`` each new item most probably belongs to.

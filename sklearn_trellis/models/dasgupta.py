@@ -14,7 +14,7 @@ import numpy as np
 from numba import njit
 
 from .._core.pairwise import new_item_similarities, similarity_from_distances
-from ._family_stats import family_item_sums, family_pair_sums
+from ._family_stats import family_item_sums_per_row, family_pair_sums
 from ._split import InsertionInputs, SplitKernelInputs, SplitModel
 from .correlation import _pair_sum_table
 
@@ -103,7 +103,7 @@ class DasguptaEnergy(SplitModel):
         w = self._new_similarities(new_data)
         m = w.shape[0]
         joined = np.empty((m, 2, family.n_vertices))
-        joined[:, 0] = fitted.stats[0] + family_item_sums(w.T, family)
+        joined[:, 0] = fitted.stats[0] + family_item_sums_per_row(w, family)
         joined[:, 1] = fitted.stats[1] + 1.0
         alone = np.tile([0.0, 1.0], (m, 1))
         return InsertionInputs(np.tile(fitted.params, (m, 1)), joined, alone)

@@ -24,7 +24,7 @@ from numba import njit
 
 from .._core.pairwise import new_item_similarities, similarity_from_distances
 from ..preprocessing.affinity import mean_off_diagonal
-from ._family_stats import family_item_sums, family_pair_sums
+from ._family_stats import family_item_sums_per_row, family_pair_sums
 from ._split import InsertionInputs, SplitKernelInputs, SplitModel
 from .correlation import _pair_sum_table
 
@@ -131,8 +131,10 @@ class HCCEnergy(SplitModel):
         w = self._new_affinities(new_data)
         m = w.shape[0]
         joined = np.empty((m, 2, family.n_vertices))
-        joined[:, 0] = fitted.stats[0] + family_item_sums(np.clip(w, 0, None).T, family)
-        joined[:, 1] = fitted.stats[1] + family_item_sums(np.clip(-w, 0, None).T, family)
+        joined[:, 0] = fitted.stats[0] + family_item_sums_per_row(
+            np.clip(w, 0, None), family)
+        joined[:, 1] = fitted.stats[1] + family_item_sums_per_row(
+            np.clip(-w, 0, None), family)
         alone = np.zeros((m, 2))
         return InsertionInputs(np.tile(fitted.params, (m, 1)), joined, alone)
 

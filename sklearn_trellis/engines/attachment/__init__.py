@@ -30,15 +30,17 @@ units of the distances; with ``criterion='dasgupta'`` the fitted tree can be
 given to :class:`AttachmentTree` with a ``DasguptaEnergy`` at a chosen ``beta``.
 """
 
+import hashlib
+import weakref
+
 import numpy as np
-from scipy.special import logsumexp
 
 from ..._core.family import ClusterFamily
 from ..._core.trees import check_children
 from . import _kernels
 
 #: Largest stats block (floats) of new items handled at once by the kernel path.
-CHUNK_FLOATS = 1 << 23
+CHUNK_FLOATS = 1 << 20
 
 
 class AttachmentTree:
@@ -72,6 +74,8 @@ class AttachmentTree:
         self.children = children
         self.family = ClusterFamily.from_trees([children], n)
         self.node_vertex = np.asarray(self.family.seed_tree_vertices[0], dtype=np.int64)
+        self.vertex_node = np.empty_like(self.node_vertex)
+        self.vertex_node[self.node_vertex] = np.arange(self.node_vertex.size)
         n_nodes = 2 * n - 1
         lowest = np.empty(n_nodes, dtype=np.int64)
         lowest[:n] = np.arange(n)
@@ -88,6 +92,7 @@ class AttachmentTree:
             self.right_of[v] = self.node_vertex[b]
         self.root_vertex = int(self.family.root)
         self._members = None
+        self._fitted = {}    # (id(model), beta) -> the fitted tree's statistics and splits
 
     @property
     def members(self):
@@ -124,20 +129,29 @@ class AttachmentTree:
         if new_data.ndim != 2:
             raise ValueError(f"new_data must be 2-d (one row per new item), got shape "
                              f"{new_data.shape}.")
-        try:
-            fitted = model.family_kernel_inputs(self.family, float(beta))
-            model.insertion_inputs(self.family, fitted, new_data[:0])
-        except NotImplementedError:
+        key = (id(model), float(beta))
+        if key not in self._fitted:
+            try:
+                fitted = model.family_kernel_inputs(self.family, float(beta))
+                model.insertion_inputs(self.family, fitted, new_data[:0])
+            except NotImplementedError:
+                fitted = None
+            self._fitted = {key: None if fitted is None else (fitted, self._split_values(fitted))}
+        if self._fitted[key] is None:
             return self._split_by_split(model, new_data, float(beta))
-        return self._kernel(model, fitted, new_data)
+        return self._kernel(model, *self._fitted[key], new_data)
 
-    def _kernel(self, model, fitted, new_data):
-        kernels = _kernels.specialise(fitted.split)
-        values = kernels.fitted_split_values(fitted.params, fitted.stats, self.left_of,
-                                             self.right_of, self.root_vertex)
+    def _split_values(self, fitted):
+        """``beta psi`` of the fitted tree's splits per vertex (one ``O(N)`` pass)."""
+        values = _kernels.specialise(fitted.split).fitted_split_values(
+            fitted.params, fitted.stats, self.left_of, self.right_of, self.root_vertex)
         if not np.all(np.isfinite(values)):
             raise ValueError("The fitted tree has a forbidden split (-inf log-potential): "
                              "no insertion posterior.")
+        return values
+
+    def _kernel(self, model, fitted, values, new_data):
+        kernels = _kernels.specialise(fitted.split)
         m = new_data.shape[0]
         n_vertices = self.family.n_vertices
         out = np.empty((m, n_vertices))
@@ -146,8 +160,8 @@ class AttachmentTree:
             block = model.insertion_inputs(self.family, fitted, new_data[start:start + chunk])
             kernels.insertion_deltas(fitted.stats, values, block.params, block.joined,
                                      block.alone, self.left_of, self.right_of,
-                                     self.root_vertex, out[start:start + chunk])
-        return out[:, self.node_vertex]
+                                     self.root_vertex, self.vertex_node, out[start:start + chunk])
+        return out
 
     def _split_by_split(self, model, new_data, beta):
         """Slow path: ``split_log_potential`` of the model enlarged by each new item."""
@@ -185,20 +199,47 @@ class AttachmentTree:
         return beta * out
 
 
-def log_normalize(deltas):
-    """Rows of log weights normalised to log probabilities; all ``-inf`` rows raise."""
-    norm = logsumexp(deltas, axis=1, keepdims=True)
-    bad = np.flatnonzero(~np.isfinite(norm[:, 0]))
+#: Prepared trees, per fitted model (dropped with it) and tree.
+_TREES = weakref.WeakKeyDictionary()
+
+
+def attachment_tree(model, children, n_items):
+    """The :class:`AttachmentTree` of ``children``, memoised per fitted ``model``.
+
+    Building the tree's family and the fitted model's statistics over it costs
+    ``O(N)`` Python steps and an ``O(N^2)`` pass for pairwise energies; an
+    estimator's successive ``predict`` calls share them. The memo is keyed on
+    the model object (weakly: it goes with the model) and the tree's bytes.
+    """
+    children = np.ascontiguousarray(children, dtype=np.int64)
+    digest = hashlib.sha1(children.tobytes()).hexdigest()
+    trees = _TREES.setdefault(model, {})
+    tree = trees.get((digest, int(n_items)))
+    if tree is None:
+        trees.clear()   # one tree per model: the estimator's MAP tree
+        tree = trees[(digest, int(n_items))] = AttachmentTree(children, n_items)
+    return tree
+
+
+def _raise_if_empty(empty):
+    bad = np.flatnonzero(empty)
     if bad.size:
         raise ValueError(f"New item(s) {bad[:10].tolist()} cannot be inserted anywhere in the "
                          "tree: every position has a forbidden split (-inf).")
-    return deltas - norm
 
 
-def cluster_attachment_proba(children, labels, proba):
-    """Posterior of the cluster of the cut a new item joins, from its position posterior.
+def log_normalize(log_weights):
+    """Rows of log weights normalised to log probabilities (in place); all ``-inf`` rows raise."""
+    log_weights = np.ascontiguousarray(log_weights, dtype=np.float64)
+    _raise_if_empty(_kernels.log_normalize_rows(log_weights))
+    return log_weights
 
-    A position inside a cluster's subtree (above any of its nodes, its root
+
+def cluster_attachment_proba(children, labels, log_weights):
+    """Posterior of the cluster of the cut a new item joins, from its position log weights.
+
+    The positions' weights are normalised (``softmax`` of each row). A
+    position inside a cluster's subtree (above any of its nodes, its root
     included) belongs to that cluster. A position above the cut (above a
     node that joins several clusters, or above the root) places the item
     outside every cluster; its mass is shared among the clusters below that
@@ -211,8 +252,8 @@ def cluster_attachment_proba(children, labels, proba):
     children : ndarray of shape (N - 1, 2)
     labels : ndarray of shape (N,)
         Labels ``0..K-1`` of a cut of the tree (every cluster a subtree).
-    proba : ndarray of shape (m, 2N - 1)
-        Position posterior in scikit-learn node numbering.
+    log_weights : ndarray of shape (m, 2N - 1)
+        Position log weights (normalised or not) in scikit-learn node numbering.
 
     Returns
     -------
@@ -228,12 +269,16 @@ def cluster_attachment_proba(children, labels, proba):
         node_label[n + k] = node_label[a] if node_label[a] == node_label[b] else -1
         parent[a] = parent[b] = n + k
     inside = node_label >= 0
-    masses = np.zeros((proba.shape[0], n_clusters))
-    np.add.at(masses.T, node_label[inside], proba[:, inside].T)
     above = np.flatnonzero(~inside)            # the nodes above the cut (increasing id)
-    roots = np.flatnonzero(inside & ((parent < 0) | ~inside[np.maximum(parent, 0)]))
+    above_index = np.full(2 * n - 1, -1, dtype=np.int64)
+    above_index[above] = np.arange(above.size)
+    masses, above_mass, empty = _kernels.position_masses(
+        np.ascontiguousarray(log_weights, dtype=np.float64), node_label, above_index,
+        n_clusters, above.size)
+    _raise_if_empty(empty)
     if above.size == 0:
         return masses
+    roots = np.flatnonzero(inside & ((parent < 0) | ~inside[np.maximum(parent, 0)]))
     # mass of the cluster positions below each node above the cut, bottom-up
     below = {}
     for node in above:
@@ -241,17 +286,17 @@ def cluster_attachment_proba(children, labels, proba):
         below[node] = sum(masses[:, node_label[c]] if inside[c] else below[c] for c in (a, b))
     share = {}                                 # sum over above-cut ancestors of p_u / below_u
     for node in above[::-1]:                   # top-down
-        own = np.divide(proba[:, node], below[node], out=np.zeros(proba.shape[0]),
-                        where=below[node] > 0)
+        own = np.divide(above_mass[:, above_index[node]], below[node],
+                        out=np.zeros(masses.shape[0]), where=below[node] > 0)
         share[node] = own + (share[parent[node]] if parent[node] >= 0 else 0.0)
     out = masses.copy()
     for r in roots:
         out[:, node_label[r]] *= 1.0 + share[parent[r]]
-    # rows whose below-cut mass underflowed to 0 under some node: share that node equally
+    # rows whose below-cut mass underflowed to 0 under some node: that mass is spread evenly
     lost = 1.0 - out.sum(axis=1)
     if np.any(lost > 1e-12):
         out += np.clip(lost, 0, None)[:, None] / n_clusters
     return out
 
 
-__all__ = ["AttachmentTree", "log_normalize", "cluster_attachment_proba"]
+__all__ = ["AttachmentTree", "attachment_tree", "log_normalize", "cluster_attachment_proba"]

@@ -8,6 +8,7 @@ for each of them, then ``{x}`` (see :class:`~sklearn_trellis.models._split.Inser
 """
 
 import numpy as np
+from numba import njit
 
 from ..._core.specialise import specialise as _specialise, template
 from .._split_potential import split_bindings, split_log_potential
@@ -26,8 +27,8 @@ def fitted_split_values(params, stats, left_of, right_of, root):
 
 @template
 def insertion_deltas(fit_stats, fitted, new_params, joined, alone, left_of, right_of, root,
-                     out):
-    """``out[j, v]``: change of ``log phi`` when new item ``j`` is inserted above vertex ``v``.
+                     node_of, out):
+    """``out[j, node_of[v]]``: change of ``log phi`` when new item ``j`` goes above vertex ``v``.
 
     Vertices are numbered so that a parent comes after its children
     (:class:`~sklearn_trellis._core.family.ClusterFamily` numbers them by
@@ -63,11 +64,74 @@ def insertion_deltas(fit_stats, fitted, new_params, joined, alone, left_of, righ
                     p, stats, full, n_vertices + v, n_vertices + left, right)
                 path[right] = path[v] - fitted[v] + split_log_potential(
                     p, stats, full, n_vertices + v, left, n_vertices + right)
-            out[j, v] = path[v] + split_log_potential(p, stats, full, n_vertices + v, v, x)
-        out[j, root] += above_root
+            out[j, node_of[v]] = path[v] + split_log_potential(p, stats, full, n_vertices + v,
+                                                               v, x)
+        out[j, node_of[root]] += above_root
     return out
 
 
 def specialise(split):
     """The kernels of this module compiled for one energy's numba split function."""
     return _specialise(globals(), split_bindings(split))
+
+
+#: Below this log weight relative to the row's largest, ``exp`` is under 1e-307: it cannot
+#: change a sum that holds 1, so it is skipped (most positions of a large tree).
+_NEGLIGIBLE = -707.0
+
+
+@njit(cache=True)
+def log_normalize_rows(log_weights):
+    """Each row minus its log-sum-exp, in place; returns the rows whose weights are all 0."""
+    m, n = log_weights.shape
+    empty = np.zeros(m, dtype=np.bool_)
+    for j in range(m):
+        row = log_weights[j]
+        top = -np.inf
+        for v in range(n):
+            top = max(top, row[v])
+        if top == -np.inf:
+            empty[j] = True
+            continue
+        total = 0.0
+        for v in range(n):
+            if row[v] - top > _NEGLIGIBLE:
+                total += np.exp(row[v] - top)
+        shift = top + np.log(total)
+        for v in range(n):
+            row[v] -= shift
+    return empty
+
+
+@njit(cache=True)
+def position_masses(log_weights, node_label, above_index, n_clusters, n_above):
+    """Normalised position probabilities summed per cluster (``node_label >= 0``) and kept
+    per above-cut node (``above_index``); returns ``(masses, above, empty rows)``."""
+    m, n = log_weights.shape
+    masses = np.zeros((m, n_clusters))
+    above = np.zeros((m, n_above))
+    empty = np.zeros(m, dtype=np.bool_)
+    for j in range(m):
+        row = log_weights[j]
+        top = -np.inf
+        for v in range(n):
+            top = max(top, row[v])
+        if top == -np.inf:
+            empty[j] = True
+            continue
+        total = 0.0
+        for v in range(n):
+            if not row[v] - top > _NEGLIGIBLE:
+                continue
+            weight = np.exp(row[v] - top)
+            total += weight
+            label = node_label[v]
+            if label >= 0:
+                masses[j, label] += weight
+            else:
+                above[j, above_index[v]] += weight
+        for c in range(n_clusters):
+            masses[j, c] /= total
+        for a in range(n_above):
+            above[j, a] /= total
+    return masses, above, empty

@@ -133,7 +133,7 @@ def test_cluster_proba_rule():
     labels = np.array([0, 0, 1, 2, 2])
     rng = np.random.default_rng(0)
     proba = rng.dirichlet(np.ones(9), size=4)
-    out = cluster_attachment_proba(children, labels, proba)
+    out = cluster_attachment_proba(children, labels, np.log(proba) + 3.0)
     np.testing.assert_allclose(out.sum(axis=1), 1.0)
     own = np.column_stack([proba[:, [0, 1, 5]].sum(1), proba[:, 2], proba[:, [3, 4, 6]].sum(1)])
     # node 7 = {2, 3, 4} is above the cut: shared between clusters 1 and 2 by their mass;
@@ -179,3 +179,20 @@ def test_estimator_predict_sparse_and_errors():
     pre = TrellisHierarchical(n_clusters=2, metric="precomputed").fit(pairwise_distances(X[:6]))
     with pytest.raises(ValueError, match="features"):
         pre.predict(np.zeros((2, 5)))
+
+
+def test_estimator_predict_callable_energy():
+    rng = np.random.default_rng(2)
+    X = np.concatenate([rng.normal(0, 0.3, (3, 1)), rng.normal(5, 0.3, (3, 1))])
+
+    def tight(X, left, right):
+        return -float(np.var(X[left]) * len(left) + np.var(X[right]) * len(right))
+
+    model = TrellisHierarchical(n_clusters=2, energy=tight).fit(X)
+    new = np.array([[0.1], [5.2]])
+    proba = model.predict_proba(new)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    np.testing.assert_array_equal(model.predict(new), model.labels_[[0, 3]])
+    with pytest.raises(ValueError, match="callable"):
+        TrellisHierarchical(energy=tight, metric="precomputed").fit(
+            pairwise_distances(X)).predict(np.zeros((1, 6)))
