@@ -17,8 +17,8 @@ from ._gibbs_base import _BaseGibbs, predictive_picks, to_fitted_columns
 from .engines.exact.trellis_for_model import trellis_for_model
 from .engines.gibbs import sampler as gibbs
 from .models.priors import make_prior
-from .models.wishart import (WishartBlockLikelihood, WishartBlockModel, alpha_summary,
-                             block_alpha_means, block_statistics, estimate_dof,
+from .models.wishart import (ClusterSums, WishartBlockLikelihood, WishartBlockModel,
+                             alpha_summary, block_alpha_means, block_statistics, estimate_dof,
                              new_item_log_likelihoods)
 from .preprocessing.distance_normalization import (NORMALIZATIONS, new_item_inner_products,
                                                    normalized_inner_products)
@@ -508,25 +508,16 @@ default='singletons'
         rows, self_products = self._new_inner_products(X)
         S = self.inner_products_
         n = S.shape[0]
-        picks = predictive_picks(self.samples_.shape[0])
-        labels = [self.samples_[s].astype(np.int64) for s in picks]
-        offsets = np.cumsum([0] + [int(z.max()) + 1 for z in labels])
-        # block sums of every picked sample at once: one pass over S (BLAS)
-        onehot = np.zeros((n, offsets[-1]), dtype=S.dtype)
-        for z, start in zip(labels, offsets):
-            onehot[np.arange(n), start + z] = 1.0
-        column_sums = np.asarray(S @ onehot, dtype=np.float64)
-        sbars_all = np.einsum("ij,ij->j", onehot, column_sums)
-        sizes_all = onehot.sum(axis=0, dtype=np.float64)
-        row_sums_all = rows @ onehot.astype(np.float64)
         trace = float(np.trace(S, dtype=np.float64))
         prior = make_prior(self.concentration, n_components=self.n_blocks)
-        for index, z, start, stop in zip(picks, labels, offsets[:-1], offsets[1:]):
-            sizes = sizes_all[start:stop]
+        clusters = ClusterSums(S, rows)   # clusters shared by samples are summed once
+        for index in predictive_picks(self.samples_.shape[0]):
+            z = np.unique(self.samples_[index], return_inverse=True)[1]
+            sizes, sbars, row_sums = clusters.of_labels(z)
             theta = float(self.theta_samples_[index])
             log_lik = new_item_log_likelihoods(
-                sizes, sbars_all[start:stop], row_sums_all[:, start:stop], self_products,
-                trace, n, theta, dof=self.dof_, r0=self.r0, s0=self.s0, alpha=self.alpha)
+                sizes, sbars, row_sums, self_products, trace, n, theta, dof=self.dof_,
+                r0=self.r0, s0=self.s0, alpha=self.alpha)
             log_prior = prior.log_predictive_weights(sizes) - np.log(n + prior.alpha)
             yield z, log_prior[None, :] + log_lik
 

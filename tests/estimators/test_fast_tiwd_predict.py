@@ -146,3 +146,27 @@ def test_held_out_items_of_the_benchmark():
     assert held_ari > fitted_ari - 0.1
     # a held-out item is no worse explained than by a random fitted item's row
     assert np.isfinite(model.score(D[np.ix_(held_out, fitted)]))
+
+
+def test_cluster_sums_follow_a_chain_of_partitions():
+    from sklearn_trellis.models.wishart import ClusterSums
+
+    rng = np.random.default_rng(4)
+    n, m = 60, 4
+    A = rng.normal(size=(n, 5))
+    S = A @ A.T
+    rows = rng.normal(size=(m, n))
+    sums = ClusterSums(S, rows)
+    labels = rng.integers(0, 4, n)
+    for step in range(30):
+        moved = rng.choice(n, rng.integers(0, 12), replace=False)
+        labels = labels.copy()
+        labels[moved] = rng.integers(0, 6, moved.size)
+        compact = np.unique(rng.permutation(7)[labels], return_inverse=True)[1]  # relabelled
+        sizes, sbars, row_sums = sums.of_labels(compact)
+        ref_sizes, ref_sbars = block_statistics(S, compact)
+        np.testing.assert_allclose(sizes, ref_sizes)
+        np.testing.assert_allclose(sbars, ref_sbars, rtol=1e-10, atol=1e-9)
+        ref_rows = np.column_stack([rows[:, compact == b].sum(axis=1)
+                                    for b in range(compact.max() + 1)])
+        np.testing.assert_allclose(row_sums, ref_rows, rtol=1e-10, atol=1e-9)
