@@ -129,14 +129,18 @@ class AttachmentTree:
         if new_data.ndim != 2:
             raise ValueError(f"new_data must be 2-d (one row per new item), got shape "
                              f"{new_data.shape}.")
+        # the fitted statistics of one (model, beta) at a time; the weak reference
+        # tells a new model from a dead one that had the same id
         key = (id(model), float(beta))
-        if key not in self._fitted:
+        owner = self._fitted.get("model")
+        if key not in self._fitted or owner is None or owner() is not model:
             try:
                 fitted = model.family_kernel_inputs(self.family, float(beta))
                 model.insertion_inputs(self.family, fitted, new_data[:0])
             except NotImplementedError:
                 fitted = None
-            self._fitted = {key: None if fitted is None else (fitted, self._split_values(fitted))}
+            self._fitted = {key: None if fitted is None else (fitted, self._split_values(fitted)),
+                            "model": weakref.ref(model)}
         if self._fitted[key] is None:
             return self._split_by_split(model, new_data, float(beta))
         return self._kernel(model, *self._fitted[key], new_data)
