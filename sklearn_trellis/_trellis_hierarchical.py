@@ -674,8 +674,8 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
         array([[1.  , 0.  ],
                [0.67, 0.33]])
         """
-        return cluster_attachment_proba(self.children_, self.labels_,
-                                        self._attachment_log_weights(X))
+        log_weights = self._attachment_log_weights(X)   # checks that the model is fitted
+        return cluster_attachment_proba(self.children_, self.labels_, log_weights)
 
     def predict(self, X):
         """The cluster of ``labels_`` each new item most probably belongs to.
