@@ -10,7 +10,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._gibbs_base import _BaseGibbs
+from ._gibbs_base import _BaseGibbs, predictive_picks, to_fitted_columns
 from .engines.exact.binder import bayes_estimate
 from .engines.exact.grid_marginal import GridMarginalPosterior
 from .engines.gibbs import sampler as gibbs
@@ -19,8 +19,6 @@ from .models.likelihood import ClusterLikelihood
 from .models.priors import GammaHyperprior, make_prior
 from .summaries.point_estimates import LOSSES, point_estimate as _loss_point_estimate
 
-#: Posterior samples (evenly spaced) used by predict / predict_proba / score.
-MAX_PREDICTIVE_SAMPLES = 25
 #: Largest n for the loss-based ``labels_``: the losses of P (Binder from P, omARI.approx,
 #: VI.lb) hold an n x n float matrix, and the others' search work grows as n x samples.
 MAX_LOSS_ESTIMATE_ITEMS = 10_000
@@ -347,13 +345,12 @@ default='kmeans'
 
     # -- new points ------------------------------------------------------------
     def _predictive(self, X):
-        """Per kept sample (at most MAX_PREDICTIVE_SAMPLES): log weights (m, K_s + 1)."""
+        """Per kept sample (MAX_PREDICTIVE_SAMPLES at most): log weights (m, K_s + 1)."""
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
         data_new = self.model_.check_data(X)
         count = self.samples_.shape[0]
-        picks = np.unique(np.linspace(0, count - 1, min(count, MAX_PREDICTIVE_SAMPLES))
-                          .round().astype(int))
+        picks = predictive_picks(count)
         for s in picks:
             pp = self.prior_.with_alpha(self.alphas_[s]).kernel_params()
             labels = self.samples_[s].astype(np.int64)
@@ -379,11 +376,7 @@ default='kmeans'
         n_used = 0
         for labels, logw in self._predictive(X):
             probs = np.exp(logw - logsumexp(logw, axis=1, keepdims=True))
-            k_s = logw.shape[1] - 1
-            overlap = np.zeros((k_s, K))
-            np.add.at(overlap, (labels, self.labels_), 1.0)
-            overlap /= overlap.sum(axis=1, keepdims=True)
-            mapped = np.hstack([probs[:, :k_s] @ overlap, probs[:, k_s:]])
+            mapped = to_fitted_columns(probs, labels, self.labels_, K)
             total = mapped if total is None else total + mapped
             n_used += 1
         return total / n_used

@@ -4,6 +4,7 @@ import functools
 from numbers import Integral, Real
 
 import numpy as np
+from scipy.special import logsumexp
 from sklearn.base import _fit_context
 from sklearn.metrics import pairwise_distances
 from sklearn.utils import check_random_state
@@ -12,13 +13,15 @@ from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._core.pairwise import check_square_symmetric
-from ._gibbs_base import _BaseGibbs
+from ._gibbs_base import _BaseGibbs, predictive_picks, to_fitted_columns
 from .engines.exact.trellis_for_model import trellis_for_model
 from .engines.gibbs import sampler as gibbs
 from .models.priors import make_prior
-from .models.wishart import (WishartBlockLikelihood, WishartBlockModel, alpha_summary,
-                             block_alpha_means, block_statistics, estimate_dof)
-from .preprocessing.distance_normalization import NORMALIZATIONS, normalized_inner_products
+from .models.wishart import (ClusterSums, WishartBlockLikelihood, WishartBlockModel,
+                             alpha_summary, block_alpha_means, block_statistics, estimate_dof,
+                             new_item_log_likelihoods)
+from .preprocessing.distance_normalization import (NORMALIZATIONS, new_item_inner_products,
+                                                   normalized_inner_products)
 
 
 def _theta_and_alpha_mean(likelihood, state):
@@ -183,8 +186,11 @@ default='singletons'
     class of object ``i`` and ``-1`` for unlabelled objects. Labelled objects
     are clamped (never resampled), each known class is one block that never
     empties, and unlabelled objects may join a known class or form new
-    clusters. ``predict`` is not offered: the model has no principled
-    out-of-sample rule without the new objects' distances to all others.
+    clusters.
+
+    New objects (:meth:`predict`, :meth:`predict_proba`, :meth:`score`) are
+    given by their squared distances to the fitted objects; each is placed by
+    its exact Gibbs conditional with the sampled partitions held fixed.
 
     References
     ----------
@@ -308,6 +314,9 @@ default='singletons'
 
     def _inner_products(self, X):
         dtype = np.dtype(self.dtype)
+        # what predict needs to place new items: the feature rows and the projection
+        self._X_fit = None if self.metric == "precomputed" else X
+        self._projection_weights = None
         if self.metric == "precomputed":
             check_square_symmetric(X)
             if np.any(X < 0):
@@ -327,6 +336,7 @@ default='singletons'
             np.fill_diagonal(dist, 0.0)
         S, info = normalized_inner_products(dist, self.normalization, dtype=dtype)
         self.cg_iterations_ = int(info["cg_iterations"])
+        self._projection_weights = info["weights"]
         return S
 
     # -- fitting ---------------------------------------------------------------
@@ -468,6 +478,154 @@ default='singletons'
         data = likelihood.kernel_data(self.inner_products_)
         state = gibbs.new_state(likelihood, data, compact, prior.alpha)
         return gibbs.log_joint(state, likelihood, prior.kernel_params())
+
+    # -- new items: the Gibbs conditional with the fitted partition held fixed -------------
+    def _new_inner_products(self, X):
+        """``(S_x. (m, n), S_xx (m,))`` of new items under the fitted normalisation."""
+        check_is_fitted(self)
+        S = self.inner_products_
+        if self.metric == "precomputed":
+            # n_features_in_ is n: the check is that of the squared distances' width
+            D_new = validate_data(self, X, dtype=np.float64, reset=False)
+            if np.any(D_new < 0):
+                raise ValueError("Negative values in data passed to FastTIWD: X must hold "
+                                 "squared distances when metric='precomputed'.")
+        else:
+            X = validate_data(self, X, dtype=np.float64, reset=False)
+            if self.normalization == "none":
+                return X @ self._X_fit.T, np.einsum("ij,ij->i", X, X)
+            D_new = pairwise_distances(X, self._X_fit, metric="sqeuclidean")
+        return new_item_inner_products(S, self._projection_weights, D_new)
+
+    def _predictive(self, X):
+        """Per kept sample (MAX_PREDICTIVE_SAMPLES at most): ``(labels, log weights (m, K_s + 1))``.
+
+        The weights are the prior's predictive weight (normalised by ``n + xi``)
+        times the likelihood ratio of :func:`~sklearn_trellis.models.wishart.
+        new_item_log_likelihoods` at the sample's ``theta``: the exact Gibbs
+        conditional of a new item, the sample's partition held fixed.
+        """
+        rows, self_products = self._new_inner_products(X)
+        S = self.inner_products_
+        n = S.shape[0]
+        trace = float(np.trace(S, dtype=np.float64))
+        prior = make_prior(self.concentration, n_components=self.n_blocks)
+        clusters = ClusterSums(S, rows)   # clusters shared by samples are summed once
+        for index in predictive_picks(self.samples_.shape[0]):
+            z = np.unique(self.samples_[index], return_inverse=True)[1]
+            sizes, sbars, row_sums = clusters.of_labels(z)
+            theta = float(self.theta_samples_[index])
+            log_lik = new_item_log_likelihoods(
+                sizes, sbars, row_sums, self_products, trace, n, theta, dof=self.dof_,
+                r0=self.r0, s0=self.s0, alpha=self.alpha)
+            log_prior = prior.log_predictive_weights(sizes) - np.log(n + prior.alpha)
+            yield z, log_prior[None, :] + log_lik
+
+    def predict_proba(self, X):
+        """Posterior probability that each new item joins each cluster of ``labels_`` or a new one.
+
+        For each kept sample (at most 25, evenly spaced), the exact Gibbs
+        conditional of the new item with the sample's partition and ``theta``
+        held fixed: the new item's inner products come from its squared
+        distances to the fitted items under the fitted normalisation (the
+        origin stays where ``S*`` put it), and its block is weighted by the
+        partition prior's predictive weight times the Wishart likelihood
+        ratio (``alpha`` integrated out or fixed). A sample's cluster passes
+        its probability to the clusters of ``labels_`` in proportion to
+        their shared items; the samples are averaged. New items are scored
+        one at a time (each against the fitted items only).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_new, n_samples) or (n_new, n_features)
+            With ``metric='precomputed'``, the squared Euclidean distances of
+            the new items to the fitted ones; otherwise feature rows.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_new, n_clusters_ + 1)
+            Columns: clusters ``0..n_clusters_-1`` of ``labels_``, then "new cluster".
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.metrics import adjusted_rand_score
+        >>> from sklearn_trellis import FastTIWD
+        >>> from sklearn_trellis.datasets import make_wishart_blocks
+        >>> data = make_wishart_blocks(n_samples=240, random_state=1)
+        >>> D, target = data.distances, data.target
+        >>> fitted, held_out = np.arange(200), np.arange(200, 240)
+        >>> model = FastTIWD(n_sweeps=100, random_state=1).fit(D[np.ix_(fitted, fitted)])
+        >>> proba = model.predict_proba(D[np.ix_(held_out, fitted)])
+        >>> proba.shape == (40, model.n_clusters_ + 1)
+        True
+        >>> predicted = model.predict(D[np.ix_(held_out, fitted)])
+        >>> bool(adjusted_rand_score(target[held_out], predicted) > 0.8)
+        True
+        """
+        check_is_fitted(self)
+        K = self.n_clusters_
+        total = None
+        n_used = 0
+        for labels, logw in self._predictive(X):
+            probs = np.exp(logw - logsumexp(logw, axis=1, keepdims=True))
+            mapped = to_fitted_columns(probs, labels, self.labels_, K)
+            total = mapped if total is None else total + mapped
+            n_used += 1
+        return total / n_used
+
+    def predict(self, X):
+        """Most probable column of :meth:`predict_proba`; ``n_clusters_`` means a new cluster.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_new, n_samples) or (n_new, n_features)
+            As in :meth:`predict_proba`.
+
+        Returns
+        -------
+        labels : ndarray of shape (n_new,)
+        """
+        return np.argmax(self.predict_proba(X), axis=1)
+
+    def score_samples(self, X):
+        """Log posterior predictive density of each new item (averaged over kept samples).
+
+        ``log p(S_x | S*)`` of the new item's row of inner products, up to the
+        Wishart terms of the data alone (``log det S``, ``Gamma_n(d/2)``): they
+        depend on ``dof`` and the data only, so scores compare ``concentration``,
+        ``n_blocks``, ``theta``, ``alpha``, ``r0``/``s0`` and normalisations at a
+        fixed ``dof``, not different ``dof`` values.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_new, n_samples) or (n_new, n_features)
+            As in :meth:`predict_proba`.
+
+        Returns
+        -------
+        log_density : ndarray of shape (n_new,)
+        """
+        check_is_fitted(self)
+        per_sample = [logsumexp(logw, axis=1) for _, logw in self._predictive(X)]
+        return logsumexp(np.array(per_sample), axis=0) - np.log(len(per_sample))
+
+    def score(self, X, y=None):
+        """Mean log posterior predictive density of held-out items (higher is better).
+
+        See :meth:`score_samples` for what it compares.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_new, n_samples) or (n_new, n_features)
+            As in :meth:`predict_proba`.
+        y : Ignored
+
+        Returns
+        -------
+        score : float
+        """
+        return float(np.mean(self.score_samples(X)))
 
 
 __all__ = ["FastTIWD"]

@@ -18,6 +18,40 @@ from .summaries.occurrence import pairwise_cooccurrence
 #: Largest n for which ``pairwise_marginals_`` (an n x n matrix) is stored.
 MAX_PAIRWISE_ITEMS = 3000
 
+#: Kept samples (evenly spaced) that the predictive distributions average over.
+MAX_PREDICTIVE_SAMPLES = 25
+
+
+def predictive_picks(n_kept):
+    """Indices of the kept samples a predictive averages over (at most MAX_PREDICTIVE_SAMPLES)."""
+    return np.unique(np.linspace(0, n_kept - 1, min(n_kept, MAX_PREDICTIVE_SAMPLES))
+                     .round().astype(int))
+
+
+def to_fitted_columns(probs, sample_labels, fitted_labels, n_fitted):
+    """One sample's cluster probabilities (+ new) mapped onto the clusters of ``labels_`` (+ new).
+
+    A sample's cluster ``c`` passes its probability to the clusters of
+    ``labels_`` in proportion to how many of its items each holds.
+
+    Parameters
+    ----------
+    probs : ndarray of shape (m, K_s + 1)
+    sample_labels : ndarray of shape (n,)
+        Labels ``0..K_s-1`` of the sample.
+    fitted_labels : ndarray of shape (n,)
+    n_fitted : int
+
+    Returns
+    -------
+    ndarray of shape (m, n_fitted + 1)
+    """
+    k_s = probs.shape[1] - 1
+    overlap = np.zeros((k_s, n_fitted))
+    np.add.at(overlap, (sample_labels, fitted_labels), 1.0)
+    overlap /= overlap.sum(axis=1, keepdims=True)
+    return np.hstack([probs[:, :k_s] @ overlap, probs[:, k_s:]])
+
 
 class _BaseGibbs(ClusterMixin, BaseEstimator):
     """Base class of the estimators that sample partitions with the collapsed Gibbs engine.

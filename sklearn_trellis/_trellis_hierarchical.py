@@ -17,6 +17,7 @@ from ._core.family import ClusterFamily
 from ._core.pairwise import upper_triangle
 from ._core.trees import check_tree, children_to_tree, cut_children, tree_to_children
 from ._core.validation import check_indices, check_option, check_scalar_param
+from .engines.attachment import attachment_tree, cluster_attachment_proba, log_normalize
 from .engines.exact.hierarchical import BYTES_PER_SUBSET, ExactHierarchicalTrellis
 from .engines.map.search import beam_search_tree, greedy_tree
 from .engines.sparse.family_search import (MAX_BEAM_SEED_ITEMS, beam_trees, linkage_trees,
@@ -582,6 +583,113 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
             if best is None or value > best[1]:
                 best = (tree, value)
         return best
+
+    # -- new items: the attachment posterior on the MAP tree ------------------------
+    def _new_item_data(self, X):
+        """What the energy needs of new items: distances to the fitted items, or rows."""
+        check_is_fitted(self)
+        model = self.model_
+        pairwise = self.metric == "precomputed"
+        if isinstance(model, CallableEnergy) and pairwise:
+            raise ValueError("predict with a callable energy needs feature rows: with "
+                             "metric='precomputed' the callable sees the N x N matrix, "
+                             "which a new item's distances cannot enlarge unambiguously.")
+        if model.input_kind == "features":
+            return validate_data(self, X, dtype=np.float64, reset=False)
+        # with 'precomputed', n_features_in_ is N: the check is that of the distances' width
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        if pairwise:
+            if np.any(X < 0):
+                raise ValueError("Negative values in data passed to TrellisHierarchical: "
+                                 "with metric='precomputed', X must hold non-negative "
+                                 "distances.")
+            return X
+        return pairwise_distances(X, self._X_fit, metric=self.metric)
+
+    def attachment_log_proba(self, X):
+        """Log posterior of each new item's position in the MAP tree.
+
+        A new item ``x`` is inserted above one of the ``2N - 1`` nodes of the
+        MAP tree (``children_``): the new node has the children ``v`` and
+        ``{x}``, and ``x`` joins every ancestor of ``v``. Each position is
+        weighted by ``exp`` of the change of ``log phi`` (``beta`` included)
+        under the fitted energy, whose data-derived constants (length scale,
+        centring) keep their fitted values; the posterior is the normalised
+        weights, the fitted tree held fixed. ``O(N)`` per new item
+        (:class:`~sklearn_trellis.engines.attachment.AttachmentTree`).
+
+        ``connectivity`` is not applied: it constrains the fit on the training
+        graph, in which new items have no edges.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_new, n_features) or (n_new, n_samples)
+            Feature rows, or with ``metric='precomputed'`` the distances of the
+            new items to the fitted samples.
+
+        Returns
+        -------
+        log_proba : ndarray of shape (n_new, 2 * n_samples - 1)
+            Column ``v`` is the node numbering of ``children_``: samples
+            ``0..N-1``, merge ``k`` is node ``N + k``; the last is the root
+            (inserting above it makes the new item the root's sibling).
+        """
+        return log_normalize(self._attachment_log_weights(X))
+
+    def _attachment_log_weights(self, X):
+        """Unnormalised position log weights: the change of ``log phi`` per insertion."""
+        data = self._new_item_data(X)
+        tree = attachment_tree(self.model_, self.children_, self.n_leaves_)
+        return tree.insertion_log_potentials(self.model_, data, float(self.beta))
+
+    def predict_proba(self, X):
+        """Posterior probability that each new item belongs to each cluster of ``labels_``.
+
+        The position posterior of :meth:`attachment_log_proba` summed over the
+        positions inside each cluster's subtree of the MAP tree (above any of
+        its nodes, the cluster's own root included). A position above the cut
+        (above a node that joins several clusters, or above the root) keeps
+        the item apart from all of them: its mass is shared among the clusters
+        below that node in proportion to the mass of their own positions.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_new, n_features) or (n_new, n_samples)
+            As in :meth:`attachment_log_proba`.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_new, n_clusters_)
+            Columns are the labels ``0..n_clusters_-1`` of ``labels_``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn_trellis import TrellisHierarchical
+        >>> X = np.array([[0.0], [0.1], [1.0], [1.2], [5.0]])
+        >>> model = TrellisHierarchical(n_clusters=2).fit(X)
+        >>> model.predict([[0.05], [4.8]])
+        array([0, 1])
+        >>> model.predict_proba([[0.05], [3.0]]).round(2)
+        array([[1.  , 0.  ],
+               [0.67, 0.33]])
+        """
+        log_weights = self._attachment_log_weights(X)   # checks that the model is fitted
+        return cluster_attachment_proba(self.children_, self.labels_, log_weights)
+
+    def predict(self, X):
+        """The cluster of ``labels_`` each new item most probably belongs to.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_new, n_features) or (n_new, n_samples)
+            As in :meth:`attachment_log_proba`.
+
+        Returns
+        -------
+        labels : ndarray of shape (n_new,)
+        """
+        return np.argmax(self.predict_proba(X), axis=1)
 
 
 __all__ = ["TrellisHierarchical"]

@@ -114,12 +114,15 @@ def median_off_diagonal(matrix):
     return value if value > 0 else 1.0
 
 
-def similarity_from_distances(distances, kind, scale):
+def similarity_from_distances(distances, kind, scale, return_scale=False):
     """Similarity matrix (zero diagonal) from a distance matrix, or the matrix itself.
 
     Validates the models' ``similarity`` and ``scale`` hyperparameters. Makes
-    one (N, N) copy; the input is never modified.
+    one (N, N) copy; the input is never modified. With ``return_scale``, also
+    returns the length scale used (``None`` for ``'precomputed'``), which
+    :func:`new_item_similarities` needs to place new items on the same scale.
     """
+    width = None
     check_scalar_param(scale, "scale", low=0.0, include_low=False, allow_none=True)
     if kind == "precomputed":
         s = check_pairwise_matrix(distances, "The precomputed similarity matrix")
@@ -137,7 +140,38 @@ def similarity_from_distances(distances, kind, scale):
     else:
         raise ValueError(f"similarity must be one of {SIMILARITIES}, got {kind!r}.")
     np.fill_diagonal(s, 0.0)
-    return s
+    return (s, width) if return_scale else s
+
+
+def new_item_similarities(distances, kind, width, n_items):
+    """Similarities of new items to ``n_items`` fitted ones, on the fitted scale.
+
+    Parameters
+    ----------
+    distances : array-like of shape (m, n_items)
+        Distances of the new items to the fitted items (``kind='exp'``), or
+        the similarities themselves (``kind='precomputed'``).
+    kind : {'exp', 'precomputed'}
+    width : float or None
+        The length scale returned by :func:`similarity_from_distances` at fit
+        time (held fixed: a new item does not move the fitted similarities).
+    n_items : int
+
+    Returns
+    -------
+    ndarray of shape (m, n_items)
+    """
+    d = np.asarray(distances, dtype=np.float64)
+    if d.ndim != 2 or d.shape[1] != n_items:
+        raise ValueError(f"New items need one value per fitted item: expected shape "
+                         f"(m, {n_items}), got {d.shape}.")
+    if not np.all(np.isfinite(d)):
+        raise ValueError("The new items' distances contain NaN or infinite values.")
+    if kind == "precomputed":
+        return d.copy()
+    if np.any(d < 0):
+        raise ValueError("Distances must be non-negative.")
+    return np.exp(d / -float(width))
 
 
 def check_square_symmetric(matrix, name="X", *, atol=1e-10):

@@ -129,4 +129,47 @@ def family_item_sums(values, family):
                       family.stops, family.build_left, family.build_right)
 
 
-__all__ = ["family_pair_sums", "family_item_sums"]
+@njit(cache=True)
+def _item_sums_per_row(values, items, starts, stops, build_left, build_right):
+    m = values.shape[0]
+    n_vertices = starts.size
+    out = np.zeros((m, n_vertices))
+    for j in range(m):
+        row = values[j]
+        sums = out[j]
+        for v in range(n_vertices):
+            left = build_left[v]
+            if left >= 0:
+                sums[v] = sums[left] + sums[build_right[v]]
+            else:
+                acc = 0.0
+                for a in range(starts[v], stops[v]):
+                    acc += row[items[a]]
+                sums[v] = acc
+    return out
+
+
+def family_item_sums_per_row(values, family):
+    """``sum_{i in S} values[j, i]`` for every row ``j`` and vertex ``S``: shape ``(m, n_vertices)``.
+
+    :func:`family_item_sums` for many value vectors given row by row (the
+    similarities of many new items to the fitted ones): each row is summed
+    over the family in one cache-resident pass.
+
+    Parameters
+    ----------
+    values : ndarray of shape (m, N)
+    family : ClusterFamily
+
+    Returns
+    -------
+    ndarray of shape (m, n_vertices)
+    """
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    if values.ndim != 2 or values.shape[1] != family.n_items:
+        raise ValueError(f"Expected values of shape (m, {family.n_items}), got {values.shape}.")
+    return _item_sums_per_row(values, family.items, family.starts, family.stops,
+                              family.build_left, family.build_right)
+
+
+__all__ = ["family_pair_sums", "family_item_sums", "family_item_sums_per_row"]

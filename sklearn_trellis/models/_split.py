@@ -47,6 +47,24 @@ stats : ndarray of shape (k, 2**N)
 """
 
 
+InsertionInputs = namedtuple("InsertionInputs", ["params", "joined", "alone"])
+InsertionInputs.__doc__ = """What the attachment engine needs to insert ``m`` new items into a tree.
+
+Returned by :meth:`SplitModel.insertion_inputs` for the vertices ``S`` of a
+family (the nodes of a fitted tree) and new items ``x``; the split function
+is the model's own, evaluated on a stats table with columns ``[S..., S + {x}...,
+{x}]``, so the enlarged tree's splits cost what the fitted tree's do.
+
+params : ndarray of shape (m, P)
+    The kernel parameters of the model enlarged by each new item (the whole
+    set, e.g. Ginkgo's root terms, grows by the item); ``params[:, 0]`` is ``beta``.
+joined : ndarray of shape (m, k, n_vertices)
+    Statistics of ``S + {x}`` for every vertex ``S``.
+alone : ndarray of shape (m, k)
+    Statistics of the singleton ``{x}``.
+"""
+
+
 class SplitModel(BaseEstimator):
     """Base class of hierarchical (split) models.
 
@@ -100,6 +118,38 @@ class SplitModel(BaseEstimator):
             f"{type(self).__name__} has no per-vertex statistics; the sparse trellis "
             "evaluates its split_log_potential once per split instead.")
 
+    def insertion_inputs(self, family, fitted, new_data):
+        """:class:`InsertionInputs` of new items against the vertices of ``family``.
+
+        The new items are scored with the fitted model's constants held fixed
+        (length scale, centring, hyperparameters): a new item does not move
+        the fitted similarities. Models without this fast path raise
+        ``NotImplementedError``; the attachment engine then calls
+        :meth:`with_new_item` and :meth:`split_log_potential` per split.
+
+        Parameters
+        ----------
+        family : ClusterFamily
+        fitted : SplitKernelInputs
+            ``family_kernel_inputs(family, beta)`` of the fitted model.
+        new_data : ndarray of shape (m, N) or (m, n_features)
+            For ``input_kind='distances'``: distances of each new item to the
+            ``N`` fitted items (similarities with ``similarity='precomputed'``);
+            for ``'features'``: the new items' rows.
+        """
+        raise NotImplementedError(
+            f"{type(self).__name__} has no vectorised insertion statistics.")
+
+    def with_new_item(self, new_row):
+        """The model fitted on the ``N`` fitted items plus one new item (index ``N``).
+
+        Data-derived constants (length scale, centring) keep their fitted
+        values. ``new_row`` is as one row of ``new_data`` in :meth:`insertion_inputs`.
+        """
+        raise NotImplementedError(
+            f"{type(self).__name__} cannot be enlarged by a new item; implement "
+            "with_new_item (or insertion_inputs) to predict with it.")
+
     def _check_family(self, family):
         if family.n_items != self.n_items_:
             raise ValueError(f"The family has {family.n_items} items but the model was "
@@ -127,4 +177,4 @@ class SplitModel(BaseEstimator):
         return float(beta) * total
 
 
-__all__ = ["SplitModel", "SplitKernelInputs"]
+__all__ = ["SplitModel", "SplitKernelInputs", "InsertionInputs"]

@@ -9,6 +9,7 @@ block, so a sweep costs ``O(n^2 + n K)``.
 
 import math
 
+import numpy as np
 from numba import njit
 
 
@@ -159,3 +160,50 @@ def block_sums(S, labels, n_clusters, sizes, sbars):
             if labels[j] == own:
                 acc += row[j]
         sbars[own] += acc
+
+
+@njit(cache=True)
+def index_block_sum(S, idx):
+    """``sum_{i, j in idx} S_ij`` without copying the block (``O(|idx|^2)``)."""
+    total = 0.0
+    for a in range(idx.shape[0]):
+        row = S[idx[a]]
+        acc = 0.0
+        for b in range(idx.shape[0]):
+            acc += row[idx[b]]
+        total += acc
+    return total
+
+
+@njit(cache=True)
+def label_column_sums(S, labels, n_slots):
+    """``C[b, i] = sum_{j: labels[j] = b} S_ij`` (``O(n^2)``, one pass over ``S``)."""
+    n = labels.shape[0]
+    out = np.zeros((n_slots, n))
+    for i in range(n):
+        row = S[i]
+        for j in range(n):
+            out[labels[j], i] += row[j]
+    return out
+
+
+@njit(cache=True)
+def move_rows(sums, values, moved, old, new):
+    """``sums[new[a]] += values[i]`` and ``sums[old[a]] -= values[i]`` for each moved ``i``."""
+    for a in range(moved.shape[0]):
+        row = values[moved[a]]
+        to = sums[new[a]]
+        back = sums[old[a]]
+        for j in range(row.shape[0]):
+            to[j] += row[j]
+            back[j] -= row[j]
+
+
+@njit(cache=True)
+def add_rows(sums, values, labels):
+    """``sums[labels[i]] += values[i]`` for every ``i``."""
+    for i in range(labels.shape[0]):
+        row = values[i]
+        to = sums[labels[i]]
+        for j in range(row.shape[0]):
+            to[j] += row[j]

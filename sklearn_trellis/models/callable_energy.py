@@ -121,6 +121,14 @@ class CallableEnergy(SplitModel):
                              f"{list(right)}; it must be finite or -inf.")
         return value
 
+    def with_new_item(self, new_row):
+        """The energy on the fitted rows plus ``new_row`` (the function sees ``N + 1`` rows)."""
+        row = np.asarray(new_row).reshape(1, -1)
+        if self.data_.ndim != 2 or row.shape[1] != self.data_.shape[1]:
+            raise ValueError(f"A new item must be one row like the fitted data's "
+                             f"({self.data_.shape[1:]}), got shape {np.shape(new_row)}.")
+        return CallableEnergy(self.function, self.max_items).fit(np.vstack([self.data_, row]))
+
     def kernel_inputs(self, beta=1.0):
         n = self.n_items_
         if n > self.max_items:

@@ -13,9 +13,9 @@ is the tree of minimum cost and ``beta`` is the inverse temperature.
 import numpy as np
 from numba import njit
 
-from .._core.pairwise import similarity_from_distances
-from ._family_stats import family_pair_sums
-from ._split import SplitKernelInputs, SplitModel
+from .._core.pairwise import new_item_similarities, similarity_from_distances
+from ._family_stats import family_item_sums_per_row, family_pair_sums
+from ._split import InsertionInputs, SplitKernelInputs, SplitModel
 from .correlation import _pair_sum_table
 
 
@@ -41,6 +41,9 @@ class DasguptaEnergy(SplitModel):
     ----------
     similarity_ : ndarray of shape (N, N)
         The similarities ``w`` (zero diagonal).
+    scale_ : float or None
+        The length scale of ``'exp'`` (``None`` for ``'precomputed'``); new
+        items are placed on it (:meth:`insertion_inputs`).
     n_items_ : int
 
     Examples
@@ -61,7 +64,8 @@ class DasguptaEnergy(SplitModel):
 
     def fit(self, data, y=None):
         """Bind the model to an (N, N) distance (or similarity) matrix."""
-        w = similarity_from_distances(data, self.similarity, self.scale)
+        w, self.scale_ = similarity_from_distances(data, self.similarity, self.scale,
+                                                   return_scale=True)
         if np.any(w < 0):
             raise ValueError("Dasgupta's cost needs non-negative similarities.")
         self.similarity_ = w
@@ -88,6 +92,26 @@ class DasguptaEnergy(SplitModel):
         stats[1] = family.sizes
         return SplitKernelInputs(dasgupta_split, np.array([float(beta)]), stats)
 
+    def _new_similarities(self, new_data):
+        w = new_item_similarities(new_data, self.similarity, self.scale_, self.n_items_)
+        if np.any(w < 0):
+            raise ValueError("Dasgupta's cost needs non-negative similarities.")
+        return w
+
+    def insertion_inputs(self, family, fitted, new_data):
+        # W(S + x) = W(S) + sum_{i in S} w_ix; |S + x| = |S| + 1
+        w = self._new_similarities(new_data)
+        m = w.shape[0]
+        joined = np.empty((m, 2, family.n_vertices))
+        joined[:, 0] = fitted.stats[0] + family_item_sums_per_row(w, family)
+        joined[:, 1] = fitted.stats[1] + 1.0
+        alone = np.tile([0.0, 1.0], (m, 1))
+        return InsertionInputs(np.tile(fitted.params, (m, 1)), joined, alone)
+
+    def with_new_item(self, new_row):
+        w = self._new_similarities(np.asarray(new_row, dtype=np.float64).reshape(1, -1))[0]
+        return DasguptaEnergy(similarity="precomputed").fit(_bordered(self.similarity_, w))
+
     def separable_form(self, beta=1.0):
         # psi = -|S| W(S) + |S| (W(L) + W(R))
         n = self.n_items_
@@ -95,6 +119,16 @@ class DasguptaEnergy(SplitModel):
         sizes = _sizes(n)
         scale = float(beta) * np.arange(n + 1, dtype=np.float64)
         return pair_sums, scale, -float(beta) * sizes * pair_sums
+
+
+def _bordered(matrix, row):
+    """``matrix`` with ``row`` appended as a last row and column (zero corner)."""
+    n = matrix.shape[0]
+    out = np.zeros((n + 1, n + 1))
+    out[:n, :n] = matrix
+    out[n, :n] = row
+    out[:n, n] = row
+    return out
 
 
 def _sizes(n_items):

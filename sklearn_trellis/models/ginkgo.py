@@ -26,7 +26,7 @@ from numba import njit
 from .._core.subsets import subset_sums
 from .._core.validation import check_scalar_param
 from ._family_stats import family_item_sums
-from ._split import SplitKernelInputs, SplitModel
+from ._split import InsertionInputs, SplitKernelInputs, SplitModel
 
 _LOG_HALF = math.log(0.5)
 _LOG_INV_4PI = math.log(1.0 / (4.0 * math.pi))
@@ -212,6 +212,34 @@ class GinkgoEnergy(SplitModel):
 
     def kernel_inputs(self, beta=1.0):
         return self._inputs(subset_sums(self.momenta_), (1 << self.n_items_) - 1, beta)
+
+    def _check_momenta(self, rows):
+        rows = np.asarray(rows, dtype=np.float64)
+        if rows.ndim != 2 or rows.shape[1] != 4 or not np.all(np.isfinite(rows)):
+            raise ValueError("New leaves must be finite 4-momenta (E, px, py, pz): shape "
+                             f"(m, 4), got {rows.shape}.")
+        return rows
+
+    def insertion_inputs(self, family, fitted, new_data):
+        # A cluster's statistics are functions of its summed momentum: S + x sums p_S + p_x.
+        rows = self._check_momenta(new_data)
+        m, n_vertices = rows.shape[0], family.n_vertices
+        sums = family_item_sums(self.momenta_, family)
+        joined = np.empty((m, fitted.stats.shape[0], n_vertices))
+        alone = np.empty((m, fitted.stats.shape[0]))
+        params = np.empty((m, fitted.params.size))
+        beta = float(fitted.params[0])
+        for j in range(m):
+            enlarged = np.concatenate([sums + rows[j][:, None], rows[j][:, None]], axis=1)
+            # the enlarged jet's root is S_root + x (its own lam_root terms)
+            _, params[j], stats = self._inputs(enlarged, family.root, beta)
+            joined[j] = stats[:, :n_vertices]
+            alone[j] = stats[:, n_vertices]
+        return InsertionInputs(params, joined, alone)
+
+    def with_new_item(self, new_row):
+        row = self._check_momenta(np.reshape(new_row, (1, -1)))
+        return GinkgoEnergy(**self.get_params()).fit(np.vstack([self.momenta_, row]))
 
 
 __all__ = ["GinkgoEnergy", "ginkgo_split"]

@@ -22,10 +22,10 @@ that separates it (separating dissimilar items early is rewarded).
 import numpy as np
 from numba import njit
 
-from .._core.pairwise import similarity_from_distances
+from .._core.pairwise import new_item_similarities, similarity_from_distances
 from ..preprocessing.affinity import mean_off_diagonal
-from ._family_stats import family_pair_sums
-from ._split import SplitKernelInputs, SplitModel
+from ._family_stats import family_item_sums_per_row, family_pair_sums
+from ._split import InsertionInputs, SplitKernelInputs, SplitModel
 from .correlation import _pair_sum_table
 
 
@@ -56,6 +56,11 @@ class HCCEnergy(SplitModel):
     ----------
     affinity_ : ndarray of shape (N, N)
         The signed affinities ``w`` (zero diagonal).
+    scale_ : float or None
+        The length scale of ``'exp'`` (``None`` for ``'precomputed'``).
+    offset_ : float
+        The mean similarity subtracted by ``center`` (0 if none); new items
+        are placed with the fitted ``scale_`` and ``offset_``.
     n_items_ : int
 
     Examples
@@ -81,9 +86,12 @@ class HCCEnergy(SplitModel):
         """Bind the model to an (N, N) distance (or signed affinity) matrix."""
         if not isinstance(self.center, (bool, np.bool_)):
             raise TypeError(f"center must be a bool, got {self.center!r}.")
-        w = similarity_from_distances(data, self.similarity, self.scale)
+        w, self.scale_ = similarity_from_distances(data, self.similarity, self.scale,
+                                                   return_scale=True)
+        self.offset_ = 0.0
         if self.similarity == "exp" and self.center and w.shape[0] > 1:
-            w -= mean_off_diagonal(w)  # w is a fresh array: no N x N copy
+            self.offset_ = mean_off_diagonal(w)
+            w -= self.offset_  # w is a fresh array: no N x N copy
             np.fill_diagonal(w, 0.0)
         self.affinity_ = w
         self.n_items_ = w.shape[0]
@@ -113,6 +121,30 @@ class HCCEnergy(SplitModel):
         stats[0] = family_pair_sums(self.affinity_, family, part="positive")
         stats[1] = family_pair_sums(self.affinity_, family, part="negative")
         return SplitKernelInputs(hcc_split, np.array([float(beta)]), stats)
+
+    def _new_affinities(self, new_data):
+        return new_item_similarities(new_data, self.similarity, self.scale_,
+                                     self.n_items_) - self.offset_
+
+    def insertion_inputs(self, family, fitted, new_data):
+        # P and M of S + x add the positive / negative parts of w_ix over S
+        w = self._new_affinities(new_data)
+        m = w.shape[0]
+        joined = np.empty((m, 2, family.n_vertices))
+        joined[:, 0] = fitted.stats[0] + family_item_sums_per_row(
+            np.clip(w, 0, None), family)
+        joined[:, 1] = fitted.stats[1] + family_item_sums_per_row(
+            np.clip(-w, 0, None), family)
+        alone = np.zeros((m, 2))
+        return InsertionInputs(np.tile(fitted.params, (m, 1)), joined, alone)
+
+    def with_new_item(self, new_row):
+        w = self._new_affinities(np.asarray(new_row, dtype=np.float64).reshape(1, -1))[0]
+        n = self.n_items_
+        enlarged = np.zeros((n + 1, n + 1))
+        enlarged[:n, :n] = self.affinity_
+        enlarged[n, :n] = enlarged[:n, n] = w
+        return HCCEnergy(similarity="precomputed").fit(enlarged)
 
     def separable_form(self, beta=1.0):
         # psi = -P(S) + (P(L) - M(L)) + (P(R) - M(R))

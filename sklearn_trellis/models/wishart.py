@@ -19,7 +19,7 @@ the exact trellis).
 """
 
 import numpy as np
-from scipy.special import logsumexp
+from scipy.special import gammaln, logsumexp
 
 from .._core.validation import check_scalar_param
 from . import _tiwd_kernels as _tk
@@ -446,7 +446,164 @@ class WishartBlockLikelihood(ClusterLikelihood):
         return alpha_summary(theta, shape=shape, scale=scale)
 
 
+class ClusterSums:
+    """Sizes, block sums ``Sbar`` and new items' row sums of a sequence of partitions.
+
+    The predictive of :class:`~sklearn_trellis.FastTIWD` needs, for every
+    kept sample, ``n_b``, ``Sbar_b`` and ``r_b = sum_{j in b} S_xj`` of each
+    new item. Successive samples of a chain differ by a few moved items, so
+    the column sums ``C[b, i] = sum_{j in b} S_ij`` and the row sums are
+    carried from one sample to the next: clusters are matched to the
+    previous sample's by their largest overlap and only the moved items
+    update them (``O((n + m)`` per moved item); a sample that moves more than
+    ``n / 8`` items is summed afresh (``O(n^2)``).
+
+    Parameters
+    ----------
+    S : ndarray of shape (n, n)
+    rows : ndarray of shape (m, n)
+        The new items' inner products with the fitted ones.
+    """
+
+    def __init__(self, S, rows):
+        self.S = S
+        self.rows_by_item = np.ascontiguousarray(np.asarray(rows, dtype=np.float64).T)
+        self._slots = None      # slot of each item in the current partition
+
+    def _rebuild(self, labels):
+        self._slots = labels.copy()
+        n_slots = int(labels.max()) + 1
+        self._columns = _tk.label_column_sums(self.S, labels, n_slots)
+        # per slot, the new items' row sums (slot-major: a moved item updates two rows)
+        self._row_sums = np.zeros((n_slots, self.rows_by_item.shape[1]))
+        _tk.add_rows(self._row_sums, self.rows_by_item, labels)
+
+    def _match(self, labels):
+        """Slots of ``labels``' clusters: the previous slot each overlaps most, else new ones."""
+        k = int(labels.max()) + 1
+        n_slots = self._columns.shape[0]
+        overlap = np.bincount(labels * n_slots + self._slots,
+                              minlength=k * n_slots).reshape(k, n_slots)
+        slot_of = np.full(k, -1, dtype=np.int64)
+        taken = np.zeros(n_slots, dtype=bool)
+        for c in np.argsort(-overlap.max(axis=1), kind="stable"):
+            for s in np.argsort(-overlap[c], kind="stable"):
+                if overlap[c, s] == 0:
+                    break
+                if not taken[s]:
+                    slot_of[c], taken[s] = s, True
+                    break
+        spare = np.flatnonzero(slot_of < 0)
+        slot_of[spare] = n_slots + np.arange(spare.size)
+        return slot_of
+
+    def of_labels(self, labels):
+        """``(sizes (K,), sbars (K,), row_sums (m, K))`` of a labelling ``0..K-1``."""
+        labels = np.asarray(labels, dtype=np.int64)
+        n = labels.size
+        if self._slots is None:
+            self._rebuild(labels)
+            slot_of = np.arange(int(labels.max()) + 1)
+        else:
+            slot_of = self._match(labels)
+            target = slot_of[labels]
+            moved = np.flatnonzero(target != self._slots)
+            if moved.size > n // 8:
+                self._rebuild(labels)
+                slot_of = np.arange(int(labels.max()) + 1)
+            elif moved.size:
+                n_slots = max(self._columns.shape[0], int(slot_of.max()) + 1)
+                if n_slots > self._columns.shape[0]:
+                    grow = n_slots - self._columns.shape[0]
+                    self._columns = np.vstack([self._columns, np.zeros((grow, n))])
+                    self._row_sums = np.vstack([self._row_sums,
+                                                np.zeros((grow, self._row_sums.shape[1]))])
+                old, new = self._slots[moved], target[moved]
+                # S is symmetric: row i of S is column i
+                _tk.move_rows(self._columns, self.S, moved, old, new)
+                _tk.move_rows(self._row_sums, self.rows_by_item, moved, old, new)
+                self._slots = target
+        slots = slot_of
+        sizes = np.bincount(labels).astype(np.float64)
+        own = self._columns[self._slots, np.arange(n)]      # C[slot of i, i]
+        sbars = np.bincount(labels, weights=own, minlength=sizes.size)
+        return sizes, sbars, self._row_sums[slots].T
+
+
+def new_item_log_likelihoods(sizes, sbars, row_sums, self_products, trace, n_items, theta,
+                             *, dof, r0, s0, alpha=None):
+    """Change of the collapsed log-likelihood when a new item joins each block or a new one.
+
+    The partition of the ``n`` fitted items is held fixed; the new item ``x``
+    enlarges ``S*`` by its row ``S_x.`` and corner ``S_xx``
+    (:func:`~sklearn_trellis.preprocessing.distance_normalization.new_item_inner_products`).
+    Joining block ``b`` adds ``2 r_b + S_xx`` to ``Sbar_b`` (``r_b = sum_{j in
+    b} S_xj``) and one to ``n_b``; ``tr S`` grows by ``S_xx`` and ``n`` by one
+    (the exponent ``a = (n + r0) d / 2``). The value is the log-likelihood of
+    the enlarged matrix (alpha integrated out, or fixed) minus that of the
+    fitted one. Included are the factors of ``alpha``'s prior integral
+    (``log Gamma(a) - a log(d / 2)``; with ``alpha`` fixed, ``-(d / 2) log
+    alpha`` per item), so the value is ``log p(S_x | S*, B, theta)`` up to the
+    Wishart terms of ``S`` alone (``log det S``, ``Gamma_n(d / 2)``), which
+    depend on ``d`` and the data but on nothing else.
+
+    Parameters
+    ----------
+    sizes, sbars : ndarrays of shape (K,)
+        :func:`block_statistics` of the fitted partition.
+    row_sums : ndarray of shape (m, K)
+        ``r_b`` of each new item.
+    self_products : ndarray of shape (m,)
+        ``S_xx`` of each new item.
+    trace : float
+        ``tr S*``.
+    n_items : int
+        ``n``.
+    theta : float
+    dof, r0, s0 : float
+    alpha : float or None, default=None
+
+    Returns
+    -------
+    ndarray of shape (m, K + 1)
+        Last column: a new block.
+    """
+    sizes = np.asarray(sizes, dtype=np.float64)
+    sbars = np.asarray(sbars, dtype=np.float64)
+    sxx = np.asarray(self_products, dtype=np.float64)[:, None]
+    theta = float(theta)
+
+    def f(m, s):
+        return theta * s / (1.0 + m * theta)
+
+    t_sum = float(np.sum(f(sizes, sbars)))
+    l_sum = float(np.sum(np.log1p(sizes * theta)))
+    joined = np.concatenate([sbars + 2.0 * np.asarray(row_sums, dtype=np.float64) + sxx, sxx],
+                            axis=1)
+    old_sizes = np.append(sizes, 0.0)
+    old_sbars = np.append(sbars, 0.0)
+    t_new = t_sum + f(old_sizes + 1.0, joined) - f(old_sizes, old_sbars)
+    l_new = l_sum + np.log1p((old_sizes + 1.0) * theta) - np.log1p(old_sizes * theta)
+    old_trace = trace - t_sum
+    new_trace = trace + sxx - t_new
+    if alpha is None:
+        before = -0.5 * dof * l_sum - log_likelihood_exponent(n_items, dof, r0) * np.log(
+            old_trace + s0)
+        after = -0.5 * dof * l_new - log_likelihood_exponent(n_items + 1, dof, r0) * np.log(
+            new_trace + s0)
+        # alpha's integral: Gamma(a) ((d/2)(T + s0))^-a, a grows by d/2
+        constant = (gammaln(log_likelihood_exponent(n_items + 1, dof, r0))
+                    - gammaln(log_likelihood_exponent(n_items, dof, r0))
+                    - 0.5 * dof * np.log(0.5 * dof))
+    else:
+        before = -0.5 * dof * l_sum - 0.5 * dof * old_trace / alpha
+        after = -0.5 * dof * l_new - 0.5 * dof * new_trace / alpha
+        constant = -0.5 * dof * np.log(alpha)
+    return after - before + constant
+
+
 __all__ = ["WishartBlockLikelihood", "DEFAULT_THETA_GRID", "block_statistics", "estimate_dof",
            "wishart_terms", "partition_log_prior", "collapsed_log_likelihood",
            "theta_log_weights", "alpha_posterior", "alpha_summary", "block_alpha_means",
-           "log_likelihood_exponent", "WishartBlockModel"]
+           "log_likelihood_exponent", "WishartBlockModel", "new_item_log_likelihoods",
+           "ClusterSums"]

@@ -214,3 +214,42 @@ def normalized_inner_products(dist, normalization="single", *, dtype=np.float64,
 
 __all__ = ["NORMALIZATIONS", "single_linkage", "DistanceTree", "tree_from_distances",
            "conjugate_gradient", "project_distances", "normalized_inner_products"]
+
+
+def new_item_inner_products(inner_products, weights, sq_distances):
+    """Inner products of new items with the fitted ones under the fitted projection.
+
+    ``S* = -Q D Q^T / 2`` places the origin at the weighted mean
+    ``mu = sum_j w_j x_j`` (``w = a / 1^T a``); a new item ``x`` keeps that
+    origin (it gets weight 0), so from its squared distances ``d_x`` to the
+    fitted items::
+
+        S_xx = w . d_x - w . diag(S*),    S_xj = (S_xx + S*_jj - d_xj) / 2,
+
+    which are the new row and corner of ``-Q' D' Q'^T / 2`` for the enlarged
+    matrix ``D'`` with ``Q' = I - 1 (w, 0)^T``, whose top-left block is ``S*``.
+
+    Parameters
+    ----------
+    inner_products : ndarray of shape (n, n)
+        The fitted ``S*``.
+    weights : ndarray of shape (n,)
+        The projection's vector ``a`` (``info['weights']`` of
+        :func:`normalized_inner_products`; any positive multiple).
+    sq_distances : ndarray of shape (m, n)
+        Squared distances of the new items to the fitted ones.
+
+    Returns
+    -------
+    rows : ndarray of shape (m, n)
+        ``S_xj``.
+    self_products : ndarray of shape (m,)
+        ``S_xx``.
+    """
+    d = np.asarray(sq_distances, dtype=np.float64)
+    w = np.asarray(weights, dtype=np.float64)
+    w = w / w.sum()
+    diag = np.diag(inner_products).astype(np.float64)
+    self_products = d @ w - float(w @ diag)
+    rows = 0.5 * (self_products[:, None] + diag[None, :] - d)
+    return rows, self_products

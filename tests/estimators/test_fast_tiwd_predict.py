@@ -1,0 +1,172 @@
+"""FastTIWD.predict / predict_proba / score against the conditional of an enlarged matrix."""
+
+import numpy as np
+import pytest
+from scipy.special import gammaln, logsumexp
+from sklearn.metrics import adjusted_rand_score, pairwise_distances
+
+from sklearn_trellis import FastTIWD
+from sklearn_trellis.datasets import make_wishart_blocks
+from sklearn_trellis.models.wishart import (WishartBlockModel, block_statistics,
+                                            collapsed_log_likelihood, log_likelihood_exponent)
+from sklearn_trellis.models.priors import make_prior
+from sklearn_trellis.preprocessing.distance_normalization import (normalized_inner_products,
+                                                                  project_distances)
+
+
+def _points(rng, n):
+    centers = np.array([[0.0, 0.0, 0.0], [4.0, 0.0, 0.0], [0.0, 4.0, 0.0]])
+    return centers[rng.integers(0, 3, n)] + rng.normal(0, 1.0, (n, 3))
+
+
+def _enlarged_inner_products(D, d_new, normalization):
+    """``S`` of the enlarged matrix with the new item at weight 0 (the fitted origin)."""
+    _, info = normalized_inner_products(D, normalization)
+    n = D.shape[0]
+    big = np.zeros((n + 1, n + 1))
+    big[:n, :n] = D
+    big[n, :n] = big[:n, n] = d_new
+    return project_distances(big, np.append(info["weights"], 0.0))
+
+
+def _reference(model, D, D_new, log_joint):
+    """Average over kept samples of the brute-force conditional, mapped to labels_ (+ new)."""
+    K = model.n_clusters_
+    probas, densities = [], []
+    for z in model.samples_:
+        z = np.unique(z, return_inverse=True)[1]
+        k_s = z.max() + 1
+        rows_p, rows_d = [], []
+        for d_new in D_new:
+            S_big = _enlarged_inner_products(D, d_new, model.normalization)
+            values = np.array([log_joint(S_big, np.append(z, c)) for c in range(k_s + 1)])
+            values -= log_joint(S_big[:-1, :-1], z)
+            rows_d.append(logsumexp(values))
+            p = np.exp(values - logsumexp(values))
+            mapped = np.zeros(K + 1)
+            for c in range(k_s):
+                share = np.bincount(model.labels_[z == c], minlength=K) / np.sum(z == c)
+                mapped[:K] += p[c] * share
+            mapped[K] = p[k_s]
+            rows_p.append(mapped)
+        probas.append(rows_p)
+        densities.append(rows_d)
+    return (np.mean(probas, axis=0),
+            logsumexp(densities, axis=0) - np.log(len(densities)))
+
+
+@pytest.mark.parametrize("normalization", ["single", "center"])
+def test_exact_mode_matches_enlarged_matrix(normalization):
+    rng = np.random.default_rng(0)
+    X = _points(rng, 9)
+    new = _points(rng, 3)
+    D = pairwise_distances(X, metric="sqeuclidean")
+    D_new = pairwise_distances(new, X, metric="sqeuclidean")
+    model = FastTIWD(alpha=0.5, theta=2.0, dof=3.0, concentration=0.7, n_sweeps=20,
+                     normalization=normalization, random_state=0).fit(D)
+    assert model.method_ == "exact"
+
+    def log_joint(S, labels):
+        # log p(B, S | alpha, theta) (log_potential includes log_potential_constant)
+        flat = WishartBlockModel(dof=3.0, alpha=0.5, theta=2.0, concentration=0.7).fit(S)
+        return flat.log_potential(labels)
+
+    proba, density = _reference(model, D, D_new, log_joint)
+    np.testing.assert_allclose(model.predict_proba(D_new), proba, rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(model.score_samples(D_new), density, rtol=1e-8)
+    assert model.score(D_new) == pytest.approx(density.mean(), rel=1e-8)
+    np.testing.assert_array_equal(model.predict(D_new), np.argmax(proba, axis=1))
+
+
+@pytest.mark.parametrize("n_blocks", [None, 4])
+def test_gibbs_mode_matches_enlarged_matrix(n_blocks):
+    rng = np.random.default_rng(1)
+    X = _points(rng, 10)
+    new = _points(rng, 3)
+    D = pairwise_distances(X, metric="sqeuclidean")
+    D_new = pairwise_distances(new, X, metric="sqeuclidean")
+    model = FastTIWD(n_sweeps=24, dof=4.0, n_blocks=n_blocks, random_state=0).fit(D)
+    assert model.method_ == "gibbs" and len(model.samples_) <= 25
+    prior = make_prior(1.0, n_components=n_blocks)
+    theta = None
+
+    def log_joint(S, labels):
+        n = S.shape[0]
+        sizes, sbars = block_statistics(S, labels)
+        lik = collapsed_log_likelihood(sizes, sbars, np.trace(S), n, theta, dof=4.0)
+        # alpha's integral Gamma(a) ((d/2)(T + s0))^-a: the factors that depend on n
+        a = log_likelihood_exponent(n, 4.0, 0.01)
+        return prior.log_eppf(sizes) + lik + gammaln(a) - a * np.log(2.0)
+
+    probas, densities = [], []
+    for index in range(len(model.samples_)):
+        theta = model.theta_samples_[index]
+        single = FastTIWD(n_sweeps=24, dof=4.0, n_blocks=n_blocks)
+        single.__dict__.update(model.__dict__)
+        single.samples_ = model.samples_[[index]]
+        single.theta_samples_ = model.theta_samples_[[index]]
+        p, d = _reference(single, D, D_new, log_joint)
+        probas.append(p)
+        densities.append(d)
+    np.testing.assert_allclose(model.predict_proba(D_new), np.mean(probas, axis=0),
+                               rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(model.score_samples(D_new),
+                               logsumexp(densities, axis=0) - np.log(len(densities)), rtol=1e-8)
+
+
+def test_feature_rows_match_precomputed():
+    rng = np.random.default_rng(2)
+    X = _points(rng, 30)
+    new = _points(rng, 5)
+    kwargs = dict(n_sweeps=20, dof=4.0, random_state=0)
+    rows = FastTIWD(metric="sqeuclidean", **kwargs).fit(X)
+    pre = FastTIWD(**kwargs).fit(pairwise_distances(X, metric="sqeuclidean"))
+    np.testing.assert_allclose(rows.predict_proba(new),
+                               pre.predict_proba(pairwise_distances(new, X, metric="sqeuclidean")),
+                               rtol=1e-7, atol=1e-10)
+    plain = FastTIWD(metric="sqeuclidean", normalization="none", **kwargs).fit(X)
+    np.testing.assert_allclose(plain.predict_proba(new).sum(axis=1), 1.0)
+    with pytest.raises(ValueError, match="features"):
+        pre.predict(np.zeros((2, 7)))
+    with pytest.raises(ValueError, match="Negative"):
+        pre.predict(-np.ones((2, 30)))
+
+
+def test_held_out_items_of_the_benchmark():
+    data = make_wishart_blocks(n_samples=400, random_state=3)
+    D, target = data.distances, data.target
+    rng = np.random.default_rng(0)
+    order = rng.permutation(400)
+    fitted, held_out = np.sort(order[:300]), np.sort(order[300:])
+    model = FastTIWD(n_sweeps=60, random_state=0).fit(D[np.ix_(fitted, fitted)])
+    fitted_ari = adjusted_rand_score(target[fitted], model.labels_)
+    predicted = model.predict(D[np.ix_(held_out, fitted)])
+    held_ari = adjusted_rand_score(target[held_out], predicted)
+    assert fitted_ari > 0.8
+    assert held_ari > fitted_ari - 0.1
+    # a held-out item is no worse explained than by a random fitted item's row
+    assert np.isfinite(model.score(D[np.ix_(held_out, fitted)]))
+
+
+def test_cluster_sums_follow_a_chain_of_partitions():
+    from sklearn_trellis.models.wishart import ClusterSums
+
+    rng = np.random.default_rng(4)
+    n, m = 60, 4
+    A = rng.normal(size=(n, 5))
+    S = A @ A.T
+    rows = rng.normal(size=(m, n))
+    sums = ClusterSums(S, rows)
+    labels = rng.integers(0, 4, n)
+    for step in range(30):
+        moved = rng.choice(n, rng.integers(0, 12), replace=False)
+        labels = labels.copy()
+        labels[moved] = rng.integers(0, 6, moved.size)
+        compact = np.unique(rng.permutation(7)[labels], return_inverse=True)[1]  # relabelled
+        sizes, sbars, row_sums = sums.of_labels(compact)
+        ref_sizes, ref_sbars = block_statistics(S, compact)
+        np.testing.assert_allclose(sizes, ref_sizes)
+        np.testing.assert_allclose(sbars, ref_sbars, rtol=1e-10, atol=1e-9)
+        ref_rows = np.column_stack([rows[:, compact == b].sum(axis=1)
+                                    for b in range(compact.max() + 1)])
+        np.testing.assert_allclose(row_sums, ref_rows, rtol=1e-10, atol=1e-9)
