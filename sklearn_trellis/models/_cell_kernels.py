@@ -216,3 +216,13 @@ def grid_sum_log_marginals(code, grid_params, rows, out):
                 total += cell_log_marginal(code, grid_params[g], rows[r])
         out[g] = total
     return out
+
+
+@njit(cache=True)
+def grid_log_marginals(code, grid_params, rows, out):
+    """``out[g, r] = log_marginal(grid_params[g], rows[r])`` (0 for an empty row)."""
+    for g in range(grid_params.shape[0]):
+        for r in range(rows.shape[0]):
+            out[g, r] = (cell_log_marginal(code, grid_params[g], rows[r]) if rows[r, 0] > 0
+                         else 0.0)
+    return out

@@ -137,6 +137,28 @@ class CellBlocks(ClusterLikelihood):
         self._param_width = 1 + max(model.kernel_params().size for model in cells)
         return self
 
+    def with_groups(self, column_groups):
+        """A fitted copy whose columns fall into the groups ``column_groups`` (labels ``0..G-1``).
+
+        The cells are not validated again (they were in ``fit``); every group
+        uses ``cells_[0]`` (biclustering: the half-sweeps regroup the columns by
+        the current clusters of the other side).
+        """
+        self._check_fitted()
+        if len(self.cells_) != 1:
+            raise ValueError("with_groups needs a single cell model.")
+        groups = np.ascontiguousarray(column_groups, dtype=np.int64)
+        if groups.shape != (self.n_features_in_,):
+            raise ValueError(f"column_groups must have {self.n_features_in_} entries.")
+        copy = CellBlocks(self.cells, groups, None)
+        copy.__dict__.update({key: value for key, value in self.__dict__.items()
+                              if key.endswith("_") or key.startswith("_")})
+        copy.column_groups = groups
+        copy.column_groups_ = groups
+        copy.n_groups_ = int(groups.max()) + 1 if groups.size else 0
+        copy.group_cells_ = np.zeros(copy.n_groups_, np.int64)
+        return copy
+
     def _check_fitted(self):
         if not hasattr(self, "cells_"):
             raise ValueError("CellBlocks is not fitted: call fit(X) first.")
@@ -239,10 +261,13 @@ class CellBlocks(ClusterLikelihood):
     def log_marginal(self, X, params=None):
         """``log m`` of the rows of ``X`` as one cluster (sum over groups of the block marginals)."""
         data = self.kernel_data(X)
-        labels = np.zeros(data.shape[0], np.int64)
-        params = self.kernel_params() if params is None else params
+        return self.partition_log_likelihood(data, np.zeros(data.shape[0], np.int64), params)
+
+    def partition_log_likelihood(self, data, labels, params=None):
+        """``sum_c log m(X_c)`` of the partition ``labels`` of the rows of ``data`` (all blocks)."""
+        params = self.kernel_params() if params is None else np.asarray(params, np.float64)
         return float(kb.sum_block_log_marginals(params, self.block_statistics(data, labels,
-                                                                                 params)))
+                                                                              params)))
 
     def block_statistics(self, data, labels, params=None):
         """Cell statistics ``(K, G, W)`` of every (cluster, group) block of the partition ``labels``."""
