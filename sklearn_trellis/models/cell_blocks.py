@@ -39,8 +39,10 @@ theirs); ``cell_params(params)`` unpacks it; ``resample_params`` draws each
 cell model's grid hyperparameters from their exact conditional posterior given
 all the blocks that use that model (the mechanism of the conjugate
 likelihoods); ``hyperparameter_grid()`` is the product of the cell models'
-grids; ``block_statistics(data, labels)`` returns the ``(K, G, s)`` cell
-statistics of every block of a partition.
+grids; ``block_statistics(data, labels)`` returns the ``(K, G, W)`` cell
+statistics of every block of a partition (the last entry of each is the
+block's ``log_marginal``), ``partition_log_likelihood(data, labels)`` the sum
+of the block marginals.
 
 ``log_predictive`` reads the item's statistics that ``prepare`` put in
 ``work`` (the engine always prepares an item before scoring it), so the
@@ -169,7 +171,7 @@ class CellBlocks(ClusterLikelihood):
         return self.n_groups_ * self._width
 
     def work_size(self, capacity):
-        return (self.n_groups_ + 1) * self._width
+        return (self.n_groups_ + 1) * self._width + 1
 
     # -- parameters --------------------------------------------------------------
     def kernel_params(self, cell_params=None):
@@ -266,16 +268,17 @@ class CellBlocks(ClusterLikelihood):
     def partition_log_likelihood(self, data, labels, params=None):
         """``sum_c log m(X_c)`` of the partition ``labels`` of the rows of ``data`` (all blocks)."""
         params = self.kernel_params() if params is None else np.asarray(params, np.float64)
-        return float(kb.sum_block_log_marginals(params, self.block_statistics(data, labels,
-                                                                              params)))
+        table = self.block_statistics(data, labels, params)
+        return float(kb.sum_block_log_marginals(params, table.reshape(table.shape[0], -1)))
 
     def block_statistics(self, data, labels, params=None):
         """Cell statistics ``(K, G, W)`` of every (cluster, group) block of the partition ``labels``."""
         params = self.kernel_params() if params is None else np.asarray(params, np.float64)
         labels = np.asarray(labels, dtype=np.int64)
         n_clusters = int(labels.max()) + 1 if labels.size else 0
-        out = np.zeros((n_clusters, self.n_groups_, self._width))
-        return kb.block_table(params, data, labels, n_clusters, out)
+        out = np.zeros((n_clusters, self.n_groups_ * self._width))
+        kb.block_table(params, data, labels, n_clusters, out)
+        return out.reshape(n_clusters, self.n_groups_, self._width)
 
 
 __all__ = ["CellBlocks", "MAX_PRODUCT_GRID"]
