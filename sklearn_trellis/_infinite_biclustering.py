@@ -7,7 +7,7 @@ from sklearn.base import BaseEstimator, BiclusterMixin, _fit_context
 from sklearn.cluster import KMeans
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import validate_data
+from sklearn.utils.validation import check_array, validate_data
 
 from .engines.exact.bicluster import ExactBiclusterPosterior, bell
 from .engines.exact.binder import bayes_estimate
@@ -219,7 +219,7 @@ default='vi'
             return rng.randint(max(1, int(np.sqrt(n))), size=n).astype(np.int64)
         filled = np.where(np.isnan(X), np.nanmean(X, axis=0), X)
         filled = np.where(np.isnan(filled), 0.0, filled)
-        k = min(n, KMEANS_INIT_CLUSTERS)
+        k = min(KMEANS_INIT_CLUSTERS, np.unique(filled, axis=0).shape[0])
         return KMeans(n_clusters=k, n_init=1, random_state=rng.randint(2**31 - 1)).fit(
             filled).labels_.astype(np.int64)
 
@@ -369,6 +369,22 @@ default='vi'
                     samples, loss=self.point_estimate, n_runs=0,
                     random_state=rng.randint(2**31 - 1)).astype(np.int64))
         self.row_labels_, self.column_labels_ = labels
+
+    def get_submatrix(self, i, data):
+        """The submatrix of ``data`` (NaN entries allowed) of bicluster ``i``.
+
+        Parameters
+        ----------
+        i : int
+        data : array-like of shape (n_rows, n_columns)
+
+        Returns
+        -------
+        submatrix : ndarray of shape (n_rows_i, n_columns_i)
+        """
+        data = check_array(data, ensure_all_finite="allow-nan")
+        row_ind, col_ind = self.get_indices(i)
+        return data[row_ind[:, np.newaxis], col_ind]
 
     def _set_biclusters(self):
         """``rows_`` / ``columns_``: every (row cluster, column cluster) block is a bicluster."""
