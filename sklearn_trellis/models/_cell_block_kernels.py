@@ -4,11 +4,15 @@
 g: [type code, cell params (Q - 1, zero-padded)]]``. ``stats`` rows: ``G`` blocks of
 ``W`` entries, the cell statistics (``W - 1``, zero-padded) then the cached
 ``log_marginal`` of the block. ``work``: the prepared item's statistics per group
-(``G * W``), ``W`` entries of scratch, then ``1 + index`` of the prepared item
-(0: none).
+(``G * W``), ``W`` entries of scratch, ``1 + index`` of the prepared item (0: none),
+then, when it is longer, a cache of the first ``m`` items' group statistics: ``m``
+flags (1: cached) and ``m`` rows of ``G * W`` (``m`` follows from the length). An
+item's statistics depend on its cells and the grouping only (the gridded
+hyperparameters do not enter them), so a state's cache stays valid while it lives
+and ``prepare`` is a copy of ``G * W`` numbers after the first.
 
 The cell loops use the offset forms of :mod:`._cell_kernels` (no array views per
-cell): one pass over the ``D`` cells of the item in ``prepare``; ``add``,
+cell): one pass over the ``D`` cells of the item in its first ``prepare``; ``add``,
 ``remove`` and ``log_predictive`` then cost ``O(G)`` cell marginals.
 """
 
@@ -53,9 +57,20 @@ def blocks_reset(params, stats, c):
 @njit(cache=True)
 def _prepare(params, data, work, i):
     n_groups, width = int(params[0]), int(params[2])
-    work[:n_groups * width] = 0.0
-    _accumulate_item(params, data, i, work, 1.0)
-    work[(n_groups + 1) * width] = i + 1.0
+    size = n_groups * width
+    head = size + width + 1
+    n_cached = (work.size - head) // (size + 1)
+    if i < n_cached and work[head + i] != 0.0:
+        start = head + n_cached + i * size
+        work[:size] = work[start:start + size]
+    else:
+        work[:size] = 0.0
+        _accumulate_item(params, data, i, work, 1.0)
+        if i < n_cached:
+            start = head + n_cached + i * size
+            work[start:start + size] = work[:size]
+            work[head + i] = 1.0
+    work[size + width] = i + 1.0
 
 
 @njit(cache=True)

@@ -47,6 +47,10 @@ of the block marginals.
 ``log_predictive`` reads the item's statistics that ``prepare`` put in
 ``work`` (the engine always prepares an item before scoring it), so the
 engine's ``predictive_log_weights`` (new rows, no ``prepare``) does not apply.
+``work`` also caches the group statistics of the first ``n_cached_items_``
+items (the rows of the ``X`` given to ``fit``), so that a Gibbs scan or a
+split-merge proposal reads ``G * W`` numbers per item instead of its ``D``
+cells; the items' statistics do not depend on the gridded hyperparameters.
 """
 
 import itertools
@@ -59,6 +63,8 @@ from .likelihood import ClusterLikelihood, GibbsKernels, zero_global
 
 #: Largest product grid :meth:`CellBlocks.hyperparameter_grid` enumerates.
 MAX_PRODUCT_GRID = 10_000
+#: Largest cache of the items' group statistics in a state's ``work`` (floats; 128 MB).
+MAX_CACHE_ENTRIES = 1 << 24
 
 
 class CellBlocks(ClusterLikelihood):
@@ -135,6 +141,7 @@ class CellBlocks(ClusterLikelihood):
         self.group_cells_ = group_cells
         self.n_groups_ = n_groups
         self.n_features_in_ = d
+        self.n_cached_items_ = X.shape[0]
         self._width = 1 + max(model.n_stats for model in cells)
         self._param_width = 1 + max(model.kernel_params().size for model in cells)
         return self
@@ -171,7 +178,10 @@ class CellBlocks(ClusterLikelihood):
         return self.n_groups_ * self._width
 
     def work_size(self, capacity):
-        return (self.n_groups_ + 1) * self._width + 1
+        """Item scratch, plus the cache of the items' group statistics (``n_cached_items``)."""
+        size = self.n_groups_ * self._width
+        cached = min(self.n_cached_items_, MAX_CACHE_ENTRIES // max(size + 1, 1))
+        return size + self._width + 1 + cached * (size + 1)
 
     # -- parameters --------------------------------------------------------------
     def kernel_params(self, cell_params=None):
@@ -281,4 +291,4 @@ class CellBlocks(ClusterLikelihood):
         return out.reshape(n_clusters, self.n_groups_, self._width)
 
 
-__all__ = ["CellBlocks", "MAX_PRODUCT_GRID"]
+__all__ = ["CellBlocks", "MAX_PRODUCT_GRID", "MAX_CACHE_ENTRIES"]
