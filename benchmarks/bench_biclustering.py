@@ -3,8 +3,9 @@
 Datasets (shuffled rows and columns, seed 0):
 
 - ``make_biclusters`` 300 x 300, 5 biclusters (block values in [10, 100], background 0),
-  Gaussian noise sd 5, 20, 40;
-- ``make_checkerboard`` 300 x 300, 4 x 3 blocks, noise sd 5, 20, 40;
+  Gaussian noise sd 5, 30, 60, 100;
+- ``make_checkerboard`` 300 x 300, 4 x 3 blocks (values in [10, 100]), noise sd 5, 30,
+  60, 100;
 - binary 200 x 120 with 4 x 3 planted blocks, block probabilities drawn from
   [0.05, 0.95], and the same with 20% of the entries missing (NaN; the spectral
   methods get them filled with the column means).
@@ -57,7 +58,7 @@ def binary_blocks(shape, n_clusters, rng, missing=0.0):
 
 
 def datasets(quick):
-    noises = [5, 40] if quick else [5, 20, 40]
+    noises = [5, 60] if quick else [5, 30, 60, 100]
     for noise in noises:
         X, rows, columns = make_biclusters((300, 300), 5, noise=noise, shuffle=True,
                                            random_state=0)

@@ -209,3 +209,13 @@ def test_count_and_category_cells_run():
 def test_bad_input_raises(params, X, error, match):
     with pytest.raises(error, match=match):
         InfiniteBiclustering(**params).fit(X)
+
+
+def test_verbose_progress_and_fixed_hyperparameters(capsys):
+    X, _, _ = planted(seed=2)
+    cells = NormalCells(hyperprior="fixed")
+    model = InfiniteBiclustering(cells=cells, n_sweeps=10, verbose=1, random_state=0).fit(X)
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 10 and "[Bicluster chain 0] sweep 10/10" in lines[-1]
+    assert model.hyperparameters_ is None
+    assert model.alphas_rows_.tolist() == [1.0] * 5
