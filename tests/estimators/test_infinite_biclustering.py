@@ -21,24 +21,24 @@ def crp_log_eppf(labels, alpha):
 
 
 def block_log_marginal(kind, values, p):
-    """Textbook closed forms on the observed values of one block."""
+    """Textbook closed forms on the observed values of one block, at every grid row of ``p``."""
     x = values[~np.isnan(values)]
     n = x.size
     if n == 0:
-        return 0.0
+        return np.zeros(len(p))
     if kind == "normal":
-        m0, kappa0, a0, b0 = p
+        m0, kappa0, a0, b0 = p.T
         mean = x.mean()
         kappa_n, a_n = kappa0 + n, a0 + n / 2
         b_n = b0 + 0.5 * np.sum((x - mean) ** 2) + kappa0 * n * (mean - m0) ** 2 / (2 * kappa_n)
-        return (gammaln(a_n) - gammaln(a0) + a0 * math.log(b0) - a_n * math.log(b_n)
-                + 0.5 * math.log(kappa0 / kappa_n) - 0.5 * n * math.log(2 * math.pi))
+        return (gammaln(a_n) - gammaln(a0) + a0 * np.log(b0) - a_n * np.log(b_n)
+                + 0.5 * np.log(kappa0 / kappa_n) - 0.5 * n * math.log(2 * math.pi))
     if kind == "bernoulli":
-        a, b = p
+        a, b = p.T
         return betaln(a + x.sum(), b + n - x.sum()) - betaln(a, b)
-    a0, b0 = p   # poisson, Gamma(shape a0, rate b0)
-    return (a0 * math.log(b0) - gammaln(a0) + gammaln(a0 + x.sum())
-            - (a0 + x.sum()) * math.log(b0 + n) - np.sum(gammaln(x + 1)))
+    a0, b0 = p.T   # poisson, Gamma(shape a0, rate b0)
+    return (a0 * np.log(b0) - gammaln(a0) + gammaln(a0 + x.sum())
+            - (a0 + x.sum()) * np.log(b0 + n) - np.sum(gammaln(x + 1)))
 
 
 def brute_force(kind, X, cells, alpha_rows, alpha_columns):
@@ -48,9 +48,9 @@ def brute_force(kind, X, cells, alpha_rows, alpha_columns):
     joint = np.empty((len(rows), len(columns)))
     for a, r in enumerate(rows):
         for b, c in enumerate(columns):
-            per_grid = [lp + sum(block_log_marginal(kind, X[np.ix_(r == u, c == v)].ravel(), p)
-                                 for u in range(r.max() + 1) for v in range(c.max() + 1))
-                        for p, lp in zip(params, log_prior)]
+            per_grid = log_prior + sum(
+                block_log_marginal(kind, X[np.ix_(r == u, c == v)].ravel(), params)
+                for u in range(r.max() + 1) for v in range(c.max() + 1))
             joint[a, b] = (logsumexp(per_grid) + crp_log_eppf(r, alpha_rows)
                            + crp_log_eppf(c, alpha_columns))
     log_z = logsumexp(joint)
