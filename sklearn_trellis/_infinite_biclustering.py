@@ -217,8 +217,10 @@ default='vi'
             return np.arange(n, dtype=np.int64)
         if option == "random":
             return rng.randint(max(1, int(np.sqrt(n))), size=n).astype(np.int64)
-        filled = np.where(np.isnan(X), np.nanmean(X, axis=0), X)
-        filled = np.where(np.isnan(filled), 0.0, filled)
+        observed = ~np.isnan(X)
+        # column means of the observed entries (0 for an all-missing column), for k-means only
+        means = np.where(observed, X, 0.0).sum(axis=0) / np.maximum(observed.sum(axis=0), 1)
+        filled = np.where(observed, X, means)
         k = min(KMEANS_INIT_CLUSTERS, np.unique(filled, axis=0).shape[0])
         return KMeans(n_clusters=k, n_init=1, random_state=rng.randint(2**31 - 1)).fit(
             filled).labels_.astype(np.int64)
