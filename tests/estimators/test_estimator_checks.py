@@ -3,7 +3,8 @@
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_trellis import (DivisiveClustering, DPMixture, EntropyAgglomeration,
-                             ExactCorrelationClustering, FastTIWD, TrellisHierarchical)
+                             ExactCorrelationClustering, FastTIWD, InfiniteBiclustering,
+                             TrellisHierarchical)
 
 # EntropyAgglomeration.fit takes a sample set: rows are sampled clusterings, the
 # columns are the n elements (n_features_in_ = n), values are integer labels.
@@ -30,6 +31,7 @@ ESTIMATORS = [
     DivisiveClustering(method="kmeans", random_state=0),
     DivisiveClustering(method="exact", criterion="dasgupta", max_exact_size=8),
     DivisiveClustering(metric="precomputed", method="kmedoids"),
+    InfiniteBiclustering(n_sweeps=6),
 ]
 
 _DISTANCES_ONLY = ("check_clustering passes feature rows, not the squared-distance matrix "

@@ -134,4 +134,15 @@ Each sweep is a sequential Gibbs scan (Neal's Algorithm 3) over the non-fixed
 items in random order, followed by ``n_split_merge`` sequentially-allocated
 split-merge proposals (Dahl 2003, in the family of Jain & Neal 2004), which
 let chains leave one-cluster and k-means starts.
+:func:`.sampler.map_chains` is the one chain dispatcher (seeds, joblib,
+Ctrl-C), used by ``run_chains`` and by the biclustering driver.
+
+4. Block models of matrices (:mod:`.bicluster`)
+-----------------------------------------------
+:class:`sklearn_trellis.models.cell_blocks.CellBlocks` is a likelihood of this
+protocol whose items are the rows of a matrix and whose columns fall into
+groups of i.i.d. cells (:mod:`sklearn_trellis.models.cells`). Biclustering
+(``InfiniteBiclustering``) alternates two half-sweeps of this engine: the rows
+with the columns grouped by their clusters, then the columns (rows of ``X.T``)
+with the rows grouped by theirs (:func:`.bicluster.bicluster_sweep`).
 """

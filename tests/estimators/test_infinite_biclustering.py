@@ -1,0 +1,221 @@
+"""InfiniteBiclustering: exact mode against an independent brute force, Gibbs co-clustering
+frequencies against exact mode, the bicluster API, missing entries, warm starts, errors."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy.special import betaln, gammaln, logsumexp
+from sklearn.metrics import adjusted_rand_score, consensus_score
+
+from oracles import set_partitions
+from sklearn_trellis import InfiniteBiclustering
+from sklearn_trellis.models.cells import BernoulliCells, NormalCells, PoissonCells
+
+
+# ---------------------------------------------------------------- independent brute force
+def crp_log_eppf(labels, alpha):
+    sizes = np.bincount(labels)
+    return (len(sizes) * math.log(alpha) + gammaln(alpha) - gammaln(alpha + labels.size)
+            + np.sum(gammaln(sizes)))
+
+
+def block_log_marginal(kind, values, p):
+    """Textbook closed forms on the observed values of one block, at every grid row of ``p``."""
+    x = values[~np.isnan(values)]
+    n = x.size
+    if n == 0:
+        return np.zeros(len(p))
+    if kind == "normal":
+        m0, kappa0, a0, b0 = p.T
+        mean = x.mean()
+        kappa_n, a_n = kappa0 + n, a0 + n / 2
+        b_n = b0 + 0.5 * np.sum((x - mean) ** 2) + kappa0 * n * (mean - m0) ** 2 / (2 * kappa_n)
+        return (gammaln(a_n) - gammaln(a0) + a0 * np.log(b0) - a_n * np.log(b_n)
+                + 0.5 * np.log(kappa0 / kappa_n) - 0.5 * n * math.log(2 * math.pi))
+    if kind == "bernoulli":
+        a, b = p.T
+        return betaln(a + x.sum(), b + n - x.sum()) - betaln(a, b)
+    a0, b0 = p.T   # poisson, Gamma(shape a0, rate b0)
+    return (a0 * np.log(b0) - gammaln(a0) + gammaln(a0 + x.sum())
+            - (a0 + x.sum()) * np.log(b0 + n) - np.sum(gammaln(x + 1)))
+
+
+def brute_force(kind, X, cells, alpha_rows, alpha_columns):
+    grid = cells.hyperparameter_grid()
+    params, log_prior = (cells.kernel_params()[None], np.zeros(1)) if grid is None else grid
+    rows, columns = set_partitions(X.shape[0]), set_partitions(X.shape[1])
+    joint = np.empty((len(rows), len(columns)))
+    for a, r in enumerate(rows):
+        for b, c in enumerate(columns):
+            per_grid = log_prior + sum(
+                block_log_marginal(kind, X[np.ix_(r == u, c == v)].ravel(), params)
+                for u in range(r.max() + 1) for v in range(c.max() + 1))
+            joint[a, b] = (logsumexp(per_grid) + crp_log_eppf(r, alpha_rows)
+                           + crp_log_eppf(c, alpha_columns))
+    log_z = logsumexp(joint)
+    prob = np.exp(joint - log_z)
+    row_pairwise = np.einsum("p,pij->ij", prob.sum(1), rows[:, :, None] == rows[:, None, :])
+    column_pairwise = np.einsum("p,pij->ij", prob.sum(0),
+                                columns[:, :, None] == columns[:, None, :])
+    a, b = np.unravel_index(np.argmax(joint), joint.shape)
+    return log_z, row_pairwise, column_pairwise, rows[a], columns[b]
+
+
+def small_matrix(kind, seed=0, shape=(5, 4)):
+    rng = np.random.RandomState(seed)
+    n, d = shape
+    if kind == "normal":
+        X = rng.normal(size=shape)
+        X[:2, :2] += 2.0
+    elif kind == "bernoulli":
+        X = (rng.random_sample(shape) < 0.3).astype(float)
+        X[:2, :2] = 1.0
+    else:
+        X = rng.poisson(1.0, size=shape).astype(float)
+        X[:2, :2] += 3
+    X[n - 2, 1] = np.nan   # a missing entry
+    return X
+
+
+@pytest.mark.parametrize("kind", ["normal", "bernoulli", "poisson"])
+def test_exact_equals_brute_force(kind):
+    X = small_matrix(kind)
+    model = InfiniteBiclustering(cells=kind, alpha_rows=0.8, alpha_columns=1.3,
+                                 point_estimate="map", n_sweeps=50, random_state=0).fit(X)
+    assert model.method_ == "exact"
+    log_z, row_pairwise, column_pairwise, map_rows, map_columns = brute_force(
+        kind, X, model.cells_, 0.8, 1.3)
+    assert model.log_marginal_likelihood_ == pytest.approx(log_z, abs=1e-8)
+    assert np.allclose(model.row_pairwise_marginals_, row_pairwise, atol=1e-10)
+    assert np.allclose(model.column_pairwise_marginals_, column_pairwise, atol=1e-10)
+    assert adjusted_rand_score(model.row_labels_, map_rows) == 1.0
+    assert adjusted_rand_score(model.column_labels_, map_columns) == 1.0
+    assert model.row_samples_.shape == (50, 5) and model.column_samples_.shape == (50, 4)
+
+
+def test_missing_entries_are_marginalised_not_zero():
+    X = small_matrix("normal")
+    cells = NormalCells(hyperprior="fixed", mean_prior=0.0, variance_prior=1.0, kappa=0.1)
+    with_nan = InfiniteBiclustering(cells=cells, random_state=0).fit(X)
+    filled = X.copy()
+    filled[np.isnan(filled)] = 0.0
+    with_zero = InfiniteBiclustering(cells=cells, random_state=0).fit(filled)
+    assert not np.isclose(with_nan.log_marginal_likelihood_, with_zero.log_marginal_likelihood_)
+    assert with_nan.log_marginal_likelihood_ == pytest.approx(
+        brute_force("normal", X, with_nan.cells_, 1.0, 1.0)[0])
+
+
+@pytest.mark.parametrize("init", ["one", "singletons"])
+def test_gibbs_coclustering_frequencies_match_exact(init):
+    X = small_matrix("normal", seed=1)
+    exact = InfiniteBiclustering(method="exact", random_state=0).fit(X)
+    gibbs = InfiniteBiclustering(method="gibbs", init=init, n_sweeps=2500, burn_in=50,
+                                 n_split_merge=2, random_state=1).fit(X)
+    assert gibbs.method_ == "gibbs"
+    assert np.abs(gibbs.row_pairwise_marginals_ - exact.row_pairwise_marginals_).max() < 0.05
+    assert np.abs(gibbs.column_pairwise_marginals_
+                  - exact.column_pairwise_marginals_).max() < 0.05
+    assert gibbs.hyperparameters_["rate"].shape == (2450,)
+
+
+def test_concentration_hyperprior_moves_both_alphas():
+    X = small_matrix("bernoulli", seed=2)
+    model = InfiniteBiclustering(cells="bernoulli", alpha_prior=(2.0, 1.0), n_sweeps=200,
+                                 random_state=0).fit(X)
+    assert model.method_ == "gibbs"
+    assert np.unique(model.alphas_rows_).size > 10
+    assert np.unique(model.alphas_columns_).size > 10
+    with pytest.raises(ValueError, match="alpha_prior"):
+        InfiniteBiclustering(alpha_prior=(2.0, 1.0), method="exact").fit(X)
+
+
+def planted(seed=0, noise=0.5):
+    rng = np.random.RandomState(seed)
+    rows = np.repeat([0, 1, 2], [20, 15, 10])
+    columns = np.repeat([0, 1], [12, 18])
+    means = rng.normal(scale=3.0, size=(3, 2))
+    X = means[rows][:, columns] + rng.normal(scale=noise, size=(45, 30))
+    order_rows, order_columns = rng.permutation(45), rng.permutation(30)
+    return X[order_rows][:, order_columns], rows[order_rows], columns[order_columns]
+
+
+def test_planted_blocks_are_recovered_and_the_bicluster_api_works():
+    X, rows, columns = planted()
+    X[3, 4] = np.nan
+    model = InfiniteBiclustering(n_sweeps=60, random_state=0).fit(X)
+    assert adjusted_rand_score(rows, model.row_labels_) == 1.0
+    assert adjusted_rand_score(columns, model.column_labels_) == 1.0
+    assert model.rows_.shape == (6, 45) and model.columns_.shape == (6, 30)
+    truth_rows = np.repeat(rows[None, :] == np.arange(3)[:, None], 2, axis=0)
+    truth_columns = np.tile(columns[None, :] == np.arange(2)[:, None], (3, 1))
+    assert consensus_score((model.rows_, model.columns_),
+                           (truth_rows, truth_columns)) == pytest.approx(1.0)
+    row_idx, column_idx = model.get_indices(0)
+    assert model.get_shape(0) == (row_idx.size, column_idx.size)
+    assert np.array_equal(model.get_submatrix(0, X), X[np.ix_(row_idx, column_idx)])
+    assert model.row_pairwise_marginals_.shape == (45, 45)
+    assert model.log_joints_.shape == (30,)
+
+
+def test_warm_start_appends_samples_and_chains_run_in_parallel():
+    X, _, _ = planted(seed=1)
+    model = InfiniteBiclustering(n_sweeps=10, n_chains=2, warm_start=True,
+                                 random_state=0).fit(X)
+    first = model.row_samples_.copy()
+    assert first.shape == (10, 45)
+    model.set_params(n_sweeps=4).fit(X)
+    assert model.row_samples_.shape == (18, 45)   # 2 chains x 4 more sweeps, no burn-in
+    assert np.array_equal(model.row_samples_[:10], first)
+    with pytest.raises(ValueError, match="shape"):
+        model.fit(X[:30])
+    with pytest.raises(ValueError, match="features"):
+        model.fit(X[:, :20])
+    sequential = InfiniteBiclustering(n_sweeps=6, n_chains=2, init="random",
+                                      random_state=3).fit(X)
+    parallel = InfiniteBiclustering(n_sweeps=6, n_chains=2, init="random", n_jobs=2,
+                                    random_state=3).fit(X)
+    assert np.array_equal(sequential.row_samples_, parallel.row_samples_)
+    assert np.array_equal(sequential.column_samples_, parallel.column_samples_)
+
+
+def test_count_and_category_cells_run():
+    rng = np.random.RandomState(0)
+    rates = np.array([[0.5, 6.0], [6.0, 0.5]])
+    rows, columns = np.repeat([0, 1], 15), np.repeat([0, 1], 10)
+    X = rng.poisson(rates[rows][:, columns]).astype(float)
+    model = InfiniteBiclustering(cells=PoissonCells(), n_sweeps=30, random_state=0).fit(X)
+    assert adjusted_rand_score(rows, model.row_labels_) == 1.0
+    codes = np.where(rng.random_sample(X.shape) < 0.9, (rows[:, None] + columns[None, :]) % 3,
+                     rng.randint(3, size=X.shape))
+    model = InfiniteBiclustering(cells="categorical", n_sweeps=30, random_state=0).fit(codes)
+    assert adjusted_rand_score(rows, model.row_labels_) == 1.0
+    assert adjusted_rand_score(columns, model.column_labels_) == 1.0
+
+
+@pytest.mark.parametrize("params, X, error, match", [
+    (dict(cells="gaussian"), np.zeros((3, 3)), ValueError, "cells"),
+    (dict(cells="bernoulli"), np.full((3, 3), 2.0), ValueError, "binary"),
+    (dict(method="exact"), np.zeros((9, 9)), ValueError, "partition pairs"),
+    (dict(init=(np.zeros(3, int),), method="gibbs"), np.zeros((3, 3)), ValueError, "pair"),
+    (dict(init=(np.zeros(2, int), np.zeros(3, int)), method="gibbs"), np.zeros((3, 3)),
+     ValueError, "row labels"),
+    (dict(burn_in=5, n_sweeps=5), np.zeros((3, 3)), ValueError, "burn_in"),
+    (dict(alpha_prior=(1.0, 2.0, 3.0)), np.zeros((3, 3)), ValueError, "alpha_prior"),
+    (dict(alpha_rows=0.0), np.zeros((3, 3)), ValueError, "alpha_rows"),
+    (dict(), np.array([[0.0, np.inf]]), ValueError, "infinity"),
+    (dict(cells=BernoulliCells(strength=-1.0)), np.zeros((3, 3)), ValueError, "strength"),
+])
+def test_bad_input_raises(params, X, error, match):
+    with pytest.raises(error, match=match):
+        InfiniteBiclustering(**params).fit(X)
+
+
+def test_verbose_progress_and_fixed_hyperparameters(capsys):
+    X, _, _ = planted(seed=2)
+    cells = NormalCells(hyperprior="fixed")
+    model = InfiniteBiclustering(cells=cells, n_sweeps=10, verbose=1, random_state=0).fit(X)
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 10 and "[Bicluster chain 0] sweep 10/10" in lines[-1]
+    assert model.hyperparameters_ is None
+    assert model.alphas_rows_.tolist() == [1.0] * 5
