@@ -1,0 +1,184 @@
+"""Tree construction of Bayesian hierarchical clustering: greedy (binary or rose) and randomized.
+
+Every builder returns a binary ``children_`` array (children before parents,
+node ``n + t`` made by row ``t``) and a boolean ``is_cluster`` per row. A
+rose-tree node with ``m`` children is written as a chain of ``m - 1`` binary
+merges whose first ``m - 2`` are *virtual*: ``is_cluster`` is False, they are
+not clusters of the model (zero potential in the trellis recursion), so
+the tree-consistent partitions of the binary tree are those of the rose tree.
+"""
+
+import numbers
+
+import numpy as np
+
+from ...models.likelihood import protocol_bindings
+from . import _bhc_kernels
+
+#: Default sample size of randomized BHC (Heller & Ghahramani 2005b's ``m``).
+DEFAULT_SUBSAMPLE_SIZE = 100
+
+
+def bhc_kernels(likelihood):
+    """The BHC kernel templates compiled for a fitted likelihood."""
+    return _bhc_kernels.specialise(protocol_bindings(likelihood.kernels))
+
+
+def _sizes(likelihood):
+    return likelihood.n_stats, likelihood.work_size(1)
+
+
+def greedy_tree(likelihood, data, alpha, *, rose=False):
+    """Greedy BHC over the rows of ``data`` (``kernel_data``), binary or rose tree.
+
+    Parameters
+    ----------
+    likelihood : ClusterLikelihood
+        Fitted, factorising.
+    data : ndarray of shape (n, ...)
+    alpha : float
+        DP concentration.
+    rose : bool, default=False
+        Bayesian rose trees (join / absorb / collapse, Blundell, Teh & Heller
+        2010) instead of binary trees.
+
+    Returns
+    -------
+    children : ndarray of int64, shape (n - 1, 2)
+    is_cluster : ndarray of bool, shape (n - 1,)
+    """
+    n = data.shape[0]
+    kernels = bhc_kernels(likelihood)
+    n_stats, work = _sizes(likelihood)
+    merges, kinds = kernels.greedy_bhc(np.ascontiguousarray(likelihood.kernel_params()), data,
+                                       n_stats, work, float(np.log(alpha)), bool(rose))
+    if not rose:
+        return merges, np.ones(n - 1, dtype=bool)
+    return binarize_rose(rose_children(merges, kinds, n), n)
+
+
+def rose_children(merges, kinds, n):
+    """Children lists of the surviving rose-tree nodes from a greedy merge log.
+
+    Returns a dict ``node -> list of children`` (leaves have none), nodes
+    numbered by creation (``n + t`` for merge ``t``).
+    """
+    children = {}
+    for t, ((a, b), kind) in enumerate(zip(merges.tolist(), kinds.tolist())):
+        if kind == _bhc_kernels.JOIN:
+            members = [a, b]
+        elif kind == _bhc_kernels.ABSORB:
+            members = children.pop(a)
+            members.append(b)
+        elif kind == _bhc_kernels.ABSORBED:
+            members = children.pop(b)
+            members.append(a)
+        else:
+            members = children.pop(a)
+            members.extend(children.pop(b))
+        children[n + t] = members
+    return children
+
+
+def binarize_rose(children, n):
+    """``(children_, is_cluster)`` of a rose tree: each node a chain of binary merges."""
+    rows, flags = [], []
+    binary_id = {}
+    for node in sorted(children):
+        members = [binary_id.get(c, c) for c in children[node]]
+        current = members[0]
+        for position, other in enumerate(members[1:]):
+            rows.append([current, other])
+            flags.append(position == len(members) - 2)
+            current = n + len(rows) - 1
+        binary_id[node] = current
+    return np.array(rows, dtype=np.int64).reshape(-1, 2), np.array(flags, dtype=bool)
+
+
+def randomized_tree(likelihood, data, alpha, *, subsample_size=DEFAULT_SUBSAMPLE_SIZE,
+                    random_state):
+    """Randomized BHC (Heller & Ghahramani 2005b, Algorithm 2): ``O(n log n)`` expected.
+
+    A set larger than ``subsample_size`` is split by running greedy BHC on
+    ``subsample_size`` of its items drawn at random, taking the two subtrees
+    of that tree's root, and sending every item to the side under which its
+    predictive density is higher (sampled items stay on their side); each
+    side is split the same way, down to sets of at most ``subsample_size``
+    items, which greedy BHC builds exactly.
+
+    Returns
+    -------
+    children : ndarray of int64, shape (n - 1, 2)
+        Children before parents.
+    is_cluster : ndarray of bool, all True.
+    """
+    if (isinstance(subsample_size, (bool, np.bool_))
+            or not isinstance(subsample_size, numbers.Integral) or subsample_size < 2):
+        raise ValueError(f"subsample_size must be an int >= 2, got {subsample_size!r}.")
+    n = data.shape[0]
+    kernels = bhc_kernels(likelihood)
+    n_stats, work = _sizes(likelihood)
+    params = np.ascontiguousarray(likelihood.kernel_params())
+    log_alpha = float(np.log(alpha))
+    rows = []
+    # Explicit stack (the recursion can be deep on unbalanced data): a task is
+    # ('build', items) or ('join', None); built subtrees wait on `done`.
+    stack = [("build", np.arange(n, dtype=np.int64))]
+    done = []
+    while stack:
+        task, items = stack.pop()
+        if task == "join":
+            right, left = done.pop(), done.pop()
+            rows.append([left, right])
+            done.append(n + len(rows) - 1)
+            continue
+        if items.size == 1:
+            done.append(int(items[0]))
+            continue
+        if items.size <= subsample_size:
+            merges, _ = kernels.greedy_bhc(params, np.ascontiguousarray(data[items]), n_stats,
+                                           work, log_alpha, False)
+            done.append(_append_local(rows, merges, items, n))
+            continue
+        sample = np.sort(random_state.choice(items, size=subsample_size, replace=False))
+        merges, _ = kernels.greedy_bhc(params, np.ascontiguousarray(data[sample]), n_stats,
+                                       work, log_alpha, False)
+        left_local, right_local = _root_sides(merges, subsample_size)
+        left, right = sample[left_local], sample[right_local]
+        side = kernels.filter_items(params, data, items, left, right, n_stats, work)
+        side[np.searchsorted(items, left)] = True
+        side[np.searchsorted(items, right)] = False
+        stack.append(("join", None))
+        stack.append(("build", items[~side]))
+        stack.append(("build", items[side]))
+    return np.array(rows, dtype=np.int64).reshape(-1, 2), np.ones(n - 1, dtype=bool)
+
+
+def _append_local(rows, merges, items, n):
+    """Append a subset's merges (local ids) to ``rows`` in global ids; return its root id."""
+    m = items.size
+    ids = np.empty(2 * m - 1, dtype=np.int64)
+    ids[:m] = items
+    for t, (a, b) in enumerate(merges.tolist()):
+        rows.append([int(ids[a]), int(ids[b])])
+        ids[m + t] = n + len(rows) - 1
+    return int(ids[-1])
+
+
+def _root_sides(merges, m):
+    """Local leaves under each child of the root of a greedy tree over ``m`` leaves."""
+    sides = []
+    for child in merges[-1]:
+        stack, leaves = [int(child)], []
+        while stack:
+            node = stack.pop()
+            if node < m:
+                leaves.append(node)
+            else:
+                stack.extend(int(c) for c in merges[node - m])
+        sides.append(np.array(leaves, dtype=np.int64))
+    return sides
+
+
+__all__ = ["greedy_tree", "randomized_tree", "rose_children", "binarize_rose", "bhc_kernels",
+           "DEFAULT_SUBSAMPLE_SIZE"]
