@@ -255,8 +255,11 @@ ClusterLikelihood, default='gaussian'
     def score_samples(self, X):
         """Log predictive density of each row: ``log sum_k w_k p(x | D_k)`` (paper Section 4).
 
-        ``w_k = r_k prod_{ancestors a} (1 - r_a)`` over all nodes ``k`` of the
-        tree (leaves included, ``r = 1``); the weights sum to one.
+        ``w_k = r_k prod_{ancestors a} (1 - r_a) n_c / n_a`` over all nodes ``k``
+        of the tree (leaves included, ``r = 1``; ``c`` is the child of ``a`` on
+        the path to ``k``): the new point stops at a node with probability
+        ``r`` and otherwise moves to a child in proportion to its size, so the
+        weights sum to one.
 
         Parameters
         ----------

@@ -315,29 +315,33 @@ def tree_node_log_marginals(params, data, children, n_stats, work_size):
 
 
 @template
-def filter_items(params, data, items, left, right, n_stats, work_size):
-    """Side of every item of ``items`` (True: left) for randomized BHC's filter step.
+def filter_items(params, data, items, part_items, part_starts, n_stats, work_size):
+    """Part of every item of ``items`` for randomized BHC's filter step.
 
-    ``left`` and ``right`` are the two subtrees of the sample's root; each
-    item goes to the side under which its predictive density is higher,
-    ``log p(x | X_left)`` against ``log p(x | X_right)`` (Heller &
-    Ghahramani 2005b, Algorithm 2).
+    Part ``p`` holds the sampled items ``part_items[part_starts[p]:part_starts[p + 1]]``;
+    each item goes to the part under which its predictive density
+    ``log p(x | X_part)`` is highest (Heller & Ghahramani 2005b, Algorithm 2,
+    with two or more parts).
     """
-    stats = np.zeros((2, n_stats))
+    n_parts = part_starts.size - 1
+    stats = np.zeros((n_parts, n_stats))
     shared = np.zeros(1)
     work = np.zeros(max(1, work_size))
-    lik_reset(params, stats, 0)
-    lik_reset(params, stats, 1)
-    for t in range(left.size):
-        lik_add(params, data, stats, shared, work, 0, left[t])
-    for t in range(right.size):
-        lik_add(params, data, stats, shared, work, 1, right[t])
-    side = np.empty(items.size, np.bool_)
+    for p in range(n_parts):
+        lik_reset(params, stats, p)
+        for t in range(part_starts[p], part_starts[p + 1]):
+            lik_add(params, data, stats, shared, work, p, part_items[t])
+    part = np.empty(items.size, np.int64)
     for t in range(items.size):
         i = items[t]
-        side[t] = (lik_log_predictive(params, data, stats, shared, work, 0, i)
-                   >= lik_log_predictive(params, data, stats, shared, work, 1, i))
-    return side
+        best = -np.inf
+        part[t] = 0
+        for p in range(n_parts):
+            value = lik_log_predictive(params, data, stats, shared, work, p, i)
+            if value > best:
+                best = value
+                part[t] = p
+    return part
 
 
 @template

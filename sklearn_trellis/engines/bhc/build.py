@@ -18,6 +18,9 @@ from . import _bhc_kernels
 #: Default sample size of randomized BHC (Heller & Ghahramani 2005b's ``m``).
 DEFAULT_SUBSAMPLE_SIZE = 100
 
+#: Smallest share of the sample on the smaller side of randomized BHC's split.
+MIN_SPLIT_FRACTION = 0.1
+
 
 def bhc_kernels(likelihood):
     """The BHC kernel templates compiled for a fitted likelihood."""
@@ -96,15 +99,23 @@ def binarize_rose(children, n):
 
 
 def randomized_tree(likelihood, data, alpha, *, subsample_size=DEFAULT_SUBSAMPLE_SIZE,
-                    random_state):
+                    random_state, min_fraction=MIN_SPLIT_FRACTION):
     """Randomized BHC (Heller & Ghahramani 2005b, Algorithm 2): ``O(n log n)`` expected.
 
     A set larger than ``subsample_size`` is split by running greedy BHC on
-    ``subsample_size`` of its items drawn at random, taking the two subtrees
-    of that tree's root, and sending every item to the side under which its
-    predictive density is higher (sampled items stay on their side); each
-    side is split the same way, down to sets of at most ``subsample_size``
-    items, which greedy BHC builds exactly.
+    ``subsample_size`` of its items drawn at random and sending every item to
+    the top-level subtree of that tree under which its predictive density is
+    highest (sampled items stay in theirs); each part is split the same way,
+    down to sets of at most ``subsample_size`` items, which greedy BHC builds
+    exactly.
+
+    The top-level subtrees are not always the root's two children: greedy
+    BHC merges its least certain points last, so the root of a sample tree
+    mostly splits off one outlier, and the recursion would then peel the data
+    one item at a time (``O(n^2)``). The split used is the highest node of
+    the sample tree whose smaller child holds at least ``min_fraction`` of the
+    sample; the subtrees peeled off above it are parts of their own, nested
+    as in the sample tree.
 
     Returns
     -------
@@ -121,16 +132,20 @@ def randomized_tree(likelihood, data, alpha, *, subsample_size=DEFAULT_SUBSAMPLE
     params = np.ascontiguousarray(likelihood.kernel_params())
     log_alpha = float(np.log(alpha))
     rows = []
-    # Explicit stack (the recursion can be deep on unbalanced data): a task is
-    # ('build', items) or ('join', None); built subtrees wait on `done`.
+    # Explicit stack (the recursion can be deep): a task is ('build', items) or
+    # ('chain', k): join the last k built subtrees, first two first, then the others.
     stack = [("build", np.arange(n, dtype=np.int64))]
     done = []
     while stack:
         task, items = stack.pop()
-        if task == "join":
-            right, left = done.pop(), done.pop()
-            rows.append([left, right])
-            done.append(n + len(rows) - 1)
+        if task == "chain":
+            parts = done[len(done) - items:]
+            del done[len(done) - items:]
+            current = parts[0]
+            for other in parts[1:]:
+                rows.append([current, other])
+                current = n + len(rows) - 1
+            done.append(current)
             continue
         if items.size == 1:
             done.append(int(items[0]))
@@ -143,15 +158,53 @@ def randomized_tree(likelihood, data, alpha, *, subsample_size=DEFAULT_SUBSAMPLE
         sample = np.sort(random_state.choice(items, size=subsample_size, replace=False))
         merges, _ = kernels.greedy_bhc(params, np.ascontiguousarray(data[sample]), n_stats,
                                        work, log_alpha, False)
-        left_local, right_local = _root_sides(merges, subsample_size)
-        left, right = sample[left_local], sample[right_local]
-        side = kernels.filter_items(params, data, items, left, right, n_stats, work)
-        side[np.searchsorted(items, left)] = True
-        side[np.searchsorted(items, right)] = False
-        stack.append(("join", None))
-        stack.append(("build", items[~side]))
-        stack.append(("build", items[side]))
+        parts = [sample[local] for local in _top_parts(merges, subsample_size, min_fraction)]
+        starts = np.cumsum([0] + [p.size for p in parts]).astype(np.int64)
+        part_items = np.concatenate(parts)
+        part = kernels.filter_items(params, data, items, part_items, starts, n_stats, work)
+        for p, members in enumerate(parts):
+            part[np.searchsorted(items, members)] = p
+        stack.append(("chain", len(parts)))
+        for p in range(len(parts) - 1, -1, -1):
+            stack.append(("build", items[part == p]))
     return np.array(rows, dtype=np.int64).reshape(-1, 2), np.ones(n - 1, dtype=bool)
+
+
+def _top_parts(merges, m, min_fraction):
+    """Local leaves of the parts of a sample tree: the split's two sides, then the peeled subtrees.
+
+    Descends from the root into the larger child while the smaller child
+    holds fewer than ``min_fraction * m`` leaves; returns the two children of
+    the node reached, then the peeled subtrees from the deepest to the root's.
+    """
+    sizes = np.ones(2 * m - 1, dtype=np.int64)
+    for t, (a, b) in enumerate(merges.tolist()):
+        sizes[m + t] = sizes[a] + sizes[b]
+    node = 2 * m - 2
+    peeled = []
+    while node >= m:
+        a, b = (int(c) for c in merges[node - m])
+        if sizes[a] < sizes[b]:
+            a, b = b, a
+        if sizes[b] >= min_fraction * m or a < m:
+            break
+        peeled.append(b)
+        node = a
+    if node < m:   # pragma: no cover - the loop stops at a merge
+        raise AssertionError("descent reached a leaf")
+    tops = [int(c) for c in merges[node - m]] + peeled[::-1]
+    return [_leaves(merges, m, top) for top in tops]
+
+
+def _leaves(merges, m, node):
+    stack, leaves = [node], []
+    while stack:
+        v = stack.pop()
+        if v < m:
+            leaves.append(v)
+        else:
+            stack.extend(int(c) for c in merges[v - m])
+    return np.array(leaves, dtype=np.int64)
 
 
 def _append_local(rows, merges, items, n):
@@ -163,21 +216,6 @@ def _append_local(rows, merges, items, n):
         rows.append([int(ids[a]), int(ids[b])])
         ids[m + t] = n + len(rows) - 1
     return int(ids[-1])
-
-
-def _root_sides(merges, m):
-    """Local leaves under each child of the root of a greedy tree over ``m`` leaves."""
-    sides = []
-    for child in merges[-1]:
-        stack, leaves = [int(child)], []
-        while stack:
-            node = stack.pop()
-            if node < m:
-                leaves.append(node)
-            else:
-                stack.extend(int(c) for c in merges[node - m])
-        sides.append(np.array(leaves, dtype=np.int64))
-    return sides
 
 
 __all__ = ["greedy_tree", "randomized_tree", "rose_children", "binarize_rose", "bhc_kernels",

@@ -139,10 +139,17 @@ class TreePosterior:
         return canonical(labels)
 
     def predictive_log_weights(self):
-        """``log w_k = log r_k + sum over ancestors a of log(1 - r_a)`` (paper Section 4)."""
+        """``log w_k`` of the predictive ``p(x | D) = sum_k w_k p(x | D_k)`` (paper Section 4).
+
+        ``w_k = r_k prod_{ancestors a} (1 - r_a) n_c / n_a``, ``c`` the child of
+        ``a`` on the path to ``k``: at each node the new point stops with
+        probability ``r``, otherwise goes down to a child in proportion to its
+        size (as a CRP seat), so the weights sum to one.
+        """
         n = self.n_items
         log_w = np.full(2 * n - 1, -np.inf)
-        above = np.zeros(2 * n - 1)       # sum of log(1 - r_a) over the ancestors
+        above = np.zeros(2 * n - 1)       # log of the probability of reaching the node
+        log_sizes = np.log(self.sizes)
         for k in range(2 * n - 2, -1, -1):
             if self.is_cluster[k]:
                 log_w[k] = self.log_r[k] + above[k]
@@ -152,7 +159,7 @@ class TreePosterior:
                 below = above[k]
             if k >= n:
                 for c in self.children[k - n]:
-                    above[c] = below
+                    above[c] = below + log_sizes[c] - log_sizes[k]
         return log_w
 
 
