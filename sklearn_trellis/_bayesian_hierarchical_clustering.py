@@ -12,7 +12,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._core.trees import cut_children
 from .engines.bhc import posterior as bhc_posterior
-from .engines.bhc.build import DEFAULT_SUBSAMPLE_SIZE, greedy_tree, randomized_tree
+from .engines.bhc.build import DEFAULT_SUBSAMPLE_SIZE, greedy_tree, kernel_params, randomized_tree
+from .engines.bhc.hyperparameters import select_hyperparameters
 from .engines.sparse.seeds import LINKAGES
 from .models.conjugate import LIKELIHOODS, make_likelihood
 from .models.likelihood import ClusterLikelihood
@@ -39,9 +40,15 @@ ClusterLikelihood, default='gaussian'
         Cluster likelihood: Normal-inverse-Wishart (full covariance),
         Normal-Gamma (diagonal), Beta-Bernoulli (0/1 data), Dirichlet-multinomial
         (counts), or an instance (its hyperparameters are reachable as
-        ``likelihood__<name>``). BHC uses the likelihood's resolved
-        hyperparameters (``kernel_params()``); a grid hyperprior is not
-        summed over.
+        ``likelihood__<name>``).
+    hyperparameters : {'evidence', 'fixed'}, default='evidence'
+        ``'evidence'``: when the likelihood has a grid hyperprior (the
+        default ``'gaussian'``; ``'diagonal'`` with ``hyperprior='grid'``),
+        use the grid point that maximises the tree's evidence (Heller &
+        Ghahramani, Section 4), alternating tree building and the choice
+        until it repeats, on at most 1,000 random rows. ``'fixed'``: the
+        likelihood's resolved values (``kernel_params()``). Either way one
+        point is used, the grid is not summed over.
     method : {'greedy', 'randomized'}, default='greedy'
         ``'greedy'``: Heller & Ghahramani's agglomeration, ``O(n^2)`` pair
         scores and ``O(n)`` memory. ``'randomized'``: their randomized BHC
@@ -98,6 +105,9 @@ ClusterLikelihood, default='gaussian'
     log_marginal_likelihood_dp_ : float or None
         The exact DP-mixture ``log p(X)`` (flat trellis, same likelihood
         parameters) when ``n_samples <= 12``; ``None`` otherwise.
+    hyperparameters_ : dict
+        The likelihood hyperparameters used, by name (``describe_params``;
+        empty for likelihoods without a grid).
     log_evidence_family_bound_ : float or None
         The bound over the family (``family=``), between the two above.
     n_features_in_ : int
@@ -143,6 +153,7 @@ ClusterLikelihood, default='gaussian'
     _parameter_constraints: dict = {
         "alpha": [Interval(Real, 0, None, closed="neither")],
         "likelihood": [StrOptions(set(LIKELIHOODS)), ClusterLikelihood],
+        "hyperparameters": [StrOptions({"evidence", "fixed"})],
         "method": [StrOptions({"greedy", "randomized"})],
         "tree": [StrOptions({"binary", "rose"})],
         "n_clusters": [Interval(Integral, 1, None, closed="left"), None],
@@ -152,11 +163,12 @@ ClusterLikelihood, default='gaussian'
         "verbose": [Interval(Integral, 0, None, closed="left")],
     }
 
-    def __init__(self, alpha=1.0, likelihood="gaussian", method="greedy", tree="binary",
-                 n_clusters=None, family=None, subsample_size=DEFAULT_SUBSAMPLE_SIZE,
-                 random_state=None, verbose=0):
+    def __init__(self, alpha=1.0, likelihood="gaussian", hyperparameters="evidence",
+                 method="greedy", tree="binary", n_clusters=None, family=None,
+                 subsample_size=DEFAULT_SUBSAMPLE_SIZE, random_state=None, verbose=0):
         self.alpha = alpha
         self.likelihood = likelihood
+        self.hyperparameters = hyperparameters
         self.method = method
         self.tree = tree
         self.n_clusters = n_clusters
@@ -193,28 +205,40 @@ ClusterLikelihood, default='gaussian'
             raise ValueError(f"{type(self.model_).__name__} does not factorise over clusters; "
                              "BHC needs a conjugate cluster likelihood.")
         data = self.model_.check_data(X)
+        rng = check_random_state(self.random_state)
+        rose = self.tree == "rose"
         start = time.perf_counter()
-        if self.method == "greedy":
-            children, is_cluster = greedy_tree(self.model_, data, self.alpha,
-                                               rose=self.tree == "rose")
+        tree = None
+        if self.hyperparameters == "evidence":
+            params, tree = select_hyperparameters(self.model_, data, self.alpha, rose=rose,
+                                                  random_state=rng)
+            self._log(start, "hyperparameters")
         else:
-            children, is_cluster = randomized_tree(
-                self.model_, data, self.alpha, subsample_size=self.subsample_size,
-                random_state=check_random_state(self.random_state))
+            params = kernel_params(self.model_)
+        self._params = params
+        self.hyperparameters_ = self.model_.describe_params(params)
+        start = time.perf_counter()
+        if self.method == "randomized":
+            tree = randomized_tree(self.model_, data, self.alpha,
+                                   subsample_size=self.subsample_size, random_state=rng,
+                                   params=params)
+        elif tree is None:
+            tree = greedy_tree(self.model_, data, self.alpha, rose=rose, params=params)
+        children, is_cluster = tree
         self._log(start, f"{self.method} {self.tree} tree")
-        log_m = bhc_posterior.node_log_marginals(self.model_, data, children)
+        log_m = bhc_posterior.node_log_marginals(self.model_, data, children, params)
         post = bhc_posterior.TreePosterior(children, is_cluster, log_m, self.alpha)
         self._set_tree(post, n)
         self.log_marginal_likelihood_ = post.log_marginal_likelihood
         self.log_evidence_lower_bound_ = post.log_evidence_lower_bound
         self.log_marginal_likelihood_dp_ = (
-            bhc_posterior.exact_dp_log_marginal(self.model_, data, self.alpha)
+            bhc_posterior.exact_dp_log_marginal(self.model_, data, self.alpha, params)
             if n <= bhc_posterior.MAX_EXACT_DP_ITEMS else None)
         self.log_evidence_family_bound_ = None
         if self.family is not None:
             start = time.perf_counter()
             self.log_evidence_family_bound_ = bhc_posterior.family_lower_bound(
-                self.model_, data, X, self.alpha, [self.children_], self.family)[0]
+                self.model_, data, X, self.alpha, [self.children_], self.family, params)[0]
             self._log(start, "family bound")
         self._data = data
         return self
@@ -249,7 +273,7 @@ ClusterLikelihood, default='gaussian'
                                                      self.n_clusters_)
         grouped = bhc_posterior.grouped_log_predictive(
             self.model_, self._data, new_data, self.children_, self._predictive_log_weights,
-            group, self.n_clusters_ + fractions.shape[0])
+            group, self.n_clusters_ + fractions.shape[0], self._params)
         return grouped, fractions
 
     def score_samples(self, X):

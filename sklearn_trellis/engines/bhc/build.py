@@ -27,11 +27,17 @@ def bhc_kernels(likelihood):
     return _bhc_kernels.specialise(protocol_bindings(likelihood.kernels))
 
 
+def kernel_params(likelihood, params=None):
+    """The kernel parameter vector: ``params``, or the likelihood's own."""
+    return np.ascontiguousarray(likelihood.kernel_params() if params is None else params,
+                                dtype=np.float64)
+
+
 def _sizes(likelihood):
     return likelihood.n_stats, likelihood.work_size(1)
 
 
-def greedy_tree(likelihood, data, alpha, *, rose=False):
+def greedy_tree(likelihood, data, alpha, *, rose=False, params=None):
     """Greedy BHC over the rows of ``data`` (``kernel_data``), binary or rose tree.
 
     Parameters
@@ -44,6 +50,8 @@ def greedy_tree(likelihood, data, alpha, *, rose=False):
     rose : bool, default=False
         Bayesian rose trees (join / absorb / collapse, Blundell, Teh & Heller
         2010) instead of binary trees.
+    params : ndarray, default=None
+        Kernel parameters of the likelihood; ``None``: ``kernel_params()``.
 
     Returns
     -------
@@ -53,8 +61,8 @@ def greedy_tree(likelihood, data, alpha, *, rose=False):
     n = data.shape[0]
     kernels = bhc_kernels(likelihood)
     n_stats, work = _sizes(likelihood)
-    merges, kinds = kernels.greedy_bhc(np.ascontiguousarray(likelihood.kernel_params()), data,
-                                       n_stats, work, float(np.log(alpha)), bool(rose))
+    merges, kinds = kernels.greedy_bhc(kernel_params(likelihood, params), data, n_stats, work,
+                                       float(np.log(alpha)), bool(rose))
     if not rose:
         return merges, np.ones(n - 1, dtype=bool)
     return binarize_rose(rose_children(merges, kinds, n), n)
@@ -99,7 +107,7 @@ def binarize_rose(children, n):
 
 
 def randomized_tree(likelihood, data, alpha, *, subsample_size=DEFAULT_SUBSAMPLE_SIZE,
-                    random_state, min_fraction=MIN_SPLIT_FRACTION):
+                    random_state, min_fraction=MIN_SPLIT_FRACTION, params=None):
     """Randomized BHC (Heller & Ghahramani 2005b, Algorithm 2): ``O(n log n)`` expected.
 
     A set larger than ``subsample_size`` is split by running greedy BHC on
@@ -129,7 +137,7 @@ def randomized_tree(likelihood, data, alpha, *, subsample_size=DEFAULT_SUBSAMPLE
     n = data.shape[0]
     kernels = bhc_kernels(likelihood)
     n_stats, work = _sizes(likelihood)
-    params = np.ascontiguousarray(likelihood.kernel_params())
+    params = kernel_params(likelihood, params)
     log_alpha = float(np.log(alpha))
     rows = []
     # Explicit stack (the recursion can be deep): a task is ('build', items) or
@@ -218,5 +226,5 @@ def _append_local(rows, merges, items, n):
     return int(ids[-1])
 
 
-__all__ = ["greedy_tree", "randomized_tree", "rose_children", "binarize_rose", "bhc_kernels",
+__all__ = ["kernel_params", "greedy_tree", "randomized_tree", "rose_children", "binarize_rose", "bhc_kernels",
            "DEFAULT_SUBSAMPLE_SIZE"]

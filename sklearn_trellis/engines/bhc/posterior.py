@@ -27,7 +27,7 @@ from ..exact.trellis_for_model import trellis_for_model
 from ..sparse._sparse_flat_kernels import tree_inside
 from ..sparse.seeds import linkage_seed_trees
 from ..sparse.sparse_flat import SparseFlatTrellis
-from .build import bhc_kernels
+from .build import bhc_kernels, kernel_params
 
 #: Largest ``n`` for which the exact DP-mixture marginal is computed (flat trellis).
 MAX_EXACT_DP_ITEMS = 12
@@ -47,10 +47,10 @@ def _node_arrays(children, n):
     return left, right, sizes
 
 
-def node_log_marginals(likelihood, data, children):
+def node_log_marginals(likelihood, data, children, params=None):
     """``log m(X_k)`` of every node (leaves ``0..n-1``, then the merges)."""
     kernels = bhc_kernels(likelihood)
-    params = np.ascontiguousarray(likelihood.kernel_params())
+    params = kernel_params(likelihood, params)
     n_stats, work = likelihood.n_stats, likelihood.work_size(1)
     leaves = kernels.item_log_marginals(params, data, n_stats, work)
     if children.shape[0] == 0:
@@ -202,25 +202,26 @@ def node_groups(children, labels, n_clusters):
     return group, fractions
 
 
-def grouped_log_predictive(likelihood, data, new_data, children, log_weight, group, n_groups):
+def grouped_log_predictive(likelihood, data, new_data, children, log_weight, group, n_groups,
+                           params=None):
     """``log sum_{k in g} w_k p(x | X_k)``, shape ``(n_new, n_groups)``."""
     check_memory(8 * new_data.shape[0] * n_groups, "the BHC predictive")
     kernels = bhc_kernels(likelihood)
     return kernels.grouped_log_predictives(
-        np.ascontiguousarray(likelihood.kernel_params()), data, new_data,
+        kernel_params(likelihood, params), data, new_data,
         np.ascontiguousarray(children), log_weight, group.astype(np.int64), int(n_groups),
         likelihood.n_stats, likelihood.work_size(1))
 
 
-def exact_dp_log_marginal(likelihood, data, alpha):
-    """``log p(X)`` of the DP mixture, exactly (flat trellis), at the likelihood's parameters."""
+def exact_dp_log_marginal(likelihood, data, alpha, params=None):
+    """``log p(X)`` of the DP mixture, exactly (flat trellis), at the kernel parameters ``params``."""
     model = MixturePartitionModel(CRP(alpha), likelihood).fit(data)
-    table = model.log_potential_table(likelihood.kernel_params())
+    table = model.log_potential_table(kernel_params(likelihood, params))
     trellis = trellis_for_model(model, table, max_items=MAX_EXACT_DP_ITEMS)
     return float(trellis.log_partition_function + model.log_potential_constant())
 
 
-def family_lower_bound(likelihood, data, X, alpha, trees, linkage="all"):
+def family_lower_bound(likelihood, data, X, alpha, trees, linkage="all", params=None):
     """The DP evidence bound over the union of the BHC tree and linkage seed trees.
 
     Every cluster of the family gets its DP potential; the sparse flat
@@ -240,7 +241,7 @@ def family_lower_bound(likelihood, data, X, alpha, trees, linkage="all"):
     log_alpha = math.log(alpha)
     e = np.full(family.n_vertices, np.nan)
     for t, tree in enumerate(trees):
-        e[family.seed_tree_vertices[t]] = node_log_marginals(likelihood, data, tree)
+        e[family.seed_tree_vertices[t]] = node_log_marginals(likelihood, data, tree, params)
     e = e + log_alpha + gammaln(family.sizes)
     trellis = SparseFlatTrellis(family, e).fit()
     bound = trellis.log_partition_function + gammaln(alpha) - gammaln(n + alpha)
