@@ -164,3 +164,19 @@ def test_clear_errors():
     model = BayesianHierarchicalClustering(likelihood="bernoulli").fit([[0, 1], [1, 1]])
     with pytest.raises(ValueError, match="binary"):
         model.predict([[0.5, 1]])
+
+
+def test_evidence_hyperparameters_maximise_the_tree_evidence(blobs):
+    """hyperparameters='evidence': no grid point gives the final tree a higher evidence."""
+    from sklearn_trellis.engines.bhc.posterior import TreePosterior, node_log_marginals
+    X, _ = blobs
+    model = BayesianHierarchicalClustering().fit(X)
+    lik, data = model.model_, model.model_.kernel_data(X)
+    grid, _ = lik.hyperparameter_grid()
+    bounds = [TreePosterior(model.children_, model.merge_is_cluster_,
+                            node_log_marginals(lik, data, model.children_, row),
+                            1.0).log_evidence_lower_bound for row in grid]
+    assert max(bounds) == pytest.approx(model.log_evidence_lower_bound_, abs=1e-9)
+    assert set(model.hyperparameters_) == {"scale", "dof"}
+    fixed = BayesianHierarchicalClustering(hyperparameters="fixed").fit(X)
+    assert fixed.log_evidence_lower_bound_ <= model.log_evidence_lower_bound_ + 1e-9
