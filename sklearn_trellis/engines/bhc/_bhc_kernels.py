@@ -23,6 +23,7 @@ one by one with ``lik_add`` (no likelihood needs a "merge statistics" kernel).
 import math
 
 import numpy as np
+from numba import njit
 
 from ..._core.specialise import specialise as _specialise, template
 from ..._core.subsets import logaddexp
@@ -103,40 +104,109 @@ def pair_score(params, data, stats, shared, work, scratch, a, b, log_alpha, rose
     return best
 
 
-@template
-def best_partner(params, data, stats, shared, work, scratch, c, active_list, n_active,
-                 log_alpha, rose, size, slot, head, next_item, log_s, log_d, log_p, log_q,
-                 out, best_score, best_node, best_kind):
-    """Recompute the best merge of active cluster ``c`` over all other active clusters."""
-    best_score[c] = -np.inf
+#: Partners kept per cluster by the greedy search (see :func:`greedy_bhc`).
+N_CANDIDATES = 16
+
+
+@njit(cache=True)
+def flip_kind(kind):
+    """The same merge seen from the other cluster (absorb and absorbed swap)."""
+    if kind == ABSORB:
+        return ABSORBED
+    if kind == ABSORBED:
+        return ABSORB
+    return kind
+
+
+@njit(cache=True)
+def insert_candidate(c, x, score, kind, cand_node, cand_score, cand_kind, cand_count,
+                     threshold):
+    """Offer partner ``x`` to the candidate list of ``c``; a full list drops its lowest entry.
+
+    Invariant: every active partner of ``c`` that is not listed scores at most
+    ``threshold[c]``, and every listed one at least that much, so the best
+    listed active partner is the best partner while the list is not empty.
+    """
+    if score <= threshold[c]:
+        return
+    count = cand_count[c]
+    if count < cand_node.shape[1]:
+        cand_node[c, count] = x
+        cand_score[c, count] = score
+        cand_kind[c, count] = kind
+        cand_count[c] = count + 1
+        return
+    low = 0
+    for t in range(1, count):
+        if cand_score[c, t] < cand_score[c, low]:
+            low = t
+    if score <= cand_score[c, low]:
+        threshold[c] = max(threshold[c], score)
+        return
+    threshold[c] = max(threshold[c], cand_score[c, low])
+    cand_node[c, low] = x
+    cand_score[c, low] = score
+    cand_kind[c, low] = kind
+
+
+@njit(cache=True)
+def best_from_list(c, active, cand_node, cand_score, cand_kind, cand_count, best_score,
+                   best_node, best_kind):
+    """Drop the merged partners of ``c``'s list and take its best; False if it is empty."""
+    kept = 0
     best_node[c] = -1
+    best_score[c] = -np.inf
+    for t in range(cand_count[c]):
+        x = cand_node[c, t]
+        if not active[x]:
+            continue
+        cand_node[c, kept] = x
+        cand_score[c, kept] = cand_score[c, t]
+        cand_kind[c, kept] = cand_kind[c, t]
+        if best_node[c] < 0 or cand_score[c, kept] > best_score[c]:
+            best_score[c] = cand_score[c, kept]
+            best_node[c] = x
+            best_kind[c] = cand_kind[c, kept]
+        kept += 1
+    cand_count[c] = kept
+    return kept > 0
+
+
+@template
+def rescan(params, data, stats, shared, work, scratch, c, active_list, n_active, log_alpha,
+           rose, size, slot, head, next_item, log_s, log_d, log_p, log_q, out, cand_node,
+           cand_score, cand_kind, cand_count, threshold):
+    """Score active cluster ``c`` against all other active clusters and refill its list."""
+    cand_count[c] = 0
+    threshold[c] = -np.inf
     for t in range(n_active):
         x = active_list[t]
         if x == c:
             continue
         score = pair_score(params, data, stats, shared, work, scratch, c, x, log_alpha, rose,
                            size, slot, head, next_item, log_s, log_d, log_p, log_q, out)
-        if score > best_score[c] or best_node[c] < 0:
-            best_score[c] = score
-            best_node[c] = x
-            best_kind[c] = int(out[0])
+        insert_candidate(c, x, score, int(out[0]), cand_node, cand_score, cand_kind,
+                         cand_count, threshold)
 
 
 @template
 def greedy_bhc(params, data, n_stats, work_size, log_alpha, rose):
     """Greedy agglomeration of all rows of ``data`` (Heller & Ghahramani 2005, Algorithm 1).
 
-    Returns ``(merges, kinds)``: row ``t`` of ``merges`` joins nodes ``a`` and
-    ``b`` into node ``n + t`` (leaves are ``0..n-1``); ``kinds[t]`` is
-    :data:`JOIN` for binary trees, or the rose-tree merge kind.
+    Returns ``(merges, kinds, n_rescans)``: row ``t`` of ``merges`` joins
+    nodes ``a`` and ``b`` into node ``n + t`` (leaves are ``0..n-1``);
+    ``kinds[t]`` is :data:`JOIN` for binary trees, or the rose-tree merge
+    kind; ``n_rescans`` counts the clusters rescored against all others.
 
-    Each active cluster keeps its best partner and score. After a merge only
-    the new cluster is scored against the others; a cluster whose partner
-    was merged keeps its old score as an upper bound (no other pair's score
-    changed) and is rescored only when it reaches the top: the result is the
-    exact greedy sequence without rescoring every orphan at every merge.
-    Memory is ``O(n)`` (statistics of the active clusters), time ``O(n^2)``
-    pair scores plus the rescoring of orphans that reach the top.
+    A pair's score never changes while both clusters exist, so each active
+    cluster keeps its :data:`N_CANDIDATES` best partners
+    (:func:`insert_candidate`) and an upper bound of its best score. A new
+    cluster is scored against every other one (and offered to their lists);
+    a cluster whose best partner was merged keeps its old score as an upper
+    bound and, when it reaches the top, takes the best partner still in its
+    list, and is rescored against all clusters only once its list is empty.
+    The merges are exactly those of the greedy algorithm. Memory ``O(n)``
+    (statistics of the active clusters), time ``O(n^2)`` pair scores.
     """
     n = data.shape[0]
     n_nodes = 2 * n - 1
@@ -157,6 +227,11 @@ def greedy_bhc(params, data, n_stats, work_size, log_alpha, rose):
     best_score = np.full(n_nodes, -np.inf)
     best_node = np.full(n_nodes, -1, np.int64)
     best_kind = np.zeros(n_nodes, np.int64)
+    cand_node = np.full((n_nodes, N_CANDIDATES), -1, np.int64)
+    cand_score = np.full((n_nodes, N_CANDIDATES), -np.inf)
+    cand_kind = np.zeros((n_nodes, N_CANDIDATES), np.int64)
+    cand_count = np.zeros(n_nodes, np.int64)
+    threshold = np.full(n_nodes, -np.inf)
     active = np.zeros(n_nodes, np.bool_)
     active_list = np.empty(n, np.int64)
     position = np.full(n_nodes, -1, np.int64)
@@ -173,24 +248,23 @@ def greedy_bhc(params, data, n_stats, work_size, log_alpha, rose):
         active_list[i] = i
         position[i] = i
     n_active = n
-    # every pair once, both ends updated
+    # every pair once, offered to both ends
     for i in range(n):
         for j in range(i + 1, n):
             score = pair_score(params, data, stats, shared, work, scratch, i, j, log_alpha,
                                rose, size, slot, head, next_item, log_s, log_d, log_p, log_q,
                                out)
             kind = int(out[0])
-            if score > best_score[i] or best_node[i] < 0:
-                best_score[i] = score
-                best_node[i] = j
-                best_kind[i] = kind
-            if score > best_score[j] or best_node[j] < 0:
-                best_score[j] = score
-                best_node[j] = i
-                best_kind[j] = ABSORBED if kind == ABSORB else (
-                    ABSORB if kind == ABSORBED else kind)
+            insert_candidate(i, j, score, kind, cand_node, cand_score, cand_kind, cand_count,
+                             threshold)
+            insert_candidate(j, i, score, flip_kind(kind), cand_node, cand_score, cand_kind,
+                             cand_count, threshold)
+    for i in range(n):
+        best_from_list(i, active, cand_node, cand_score, cand_kind, cand_count, best_score,
+                       best_node, best_kind)
     merges = np.empty((n - 1, 2), np.int64)
     kinds = np.zeros(n - 1, np.int64)
+    n_rescans = 0
     new = n
     while n_active > 1:
         c = active_list[0]
@@ -199,10 +273,15 @@ def greedy_bhc(params, data, n_stats, work_size, log_alpha, rose):
             if best_score[x] > best_score[c]:
                 c = x
         partner = best_node[c]
-        if not active[partner]:
-            best_partner(params, data, stats, shared, work, scratch, c, active_list, n_active,
-                         log_alpha, rose, size, slot, head, next_item, log_s, log_d, log_p,
-                         log_q, out, best_score, best_node, best_kind)
+        if partner < 0 or not active[partner]:
+            if not best_from_list(c, active, cand_node, cand_score, cand_kind, cand_count,
+                                  best_score, best_node, best_kind):
+                n_rescans += 1
+                rescan(params, data, stats, shared, work, scratch, c, active_list, n_active,
+                       log_alpha, rose, size, slot, head, next_item, log_s, log_d, log_p,
+                       log_q, out, cand_node, cand_score, cand_kind, cand_count, threshold)
+                best_from_list(c, active, cand_node, cand_score, cand_kind, cand_count,
+                               best_score, best_node, best_kind)
             continue
         # merge c and partner into node `new`, in c's slot
         pair_score(params, data, stats, shared, work, scratch, c, partner, log_alpha, rose,
@@ -251,17 +330,18 @@ def greedy_bhc(params, data, n_stats, work_size, log_alpha, rose):
                                rose, size, slot, head, next_item, log_s, log_d, log_p, log_q,
                                out)
             kind = int(out[0])
-            if score > best_score[new] or best_node[new] < 0:
-                best_score[new] = score
-                best_node[new] = x
-                best_kind[new] = kind
+            insert_candidate(new, x, score, kind, cand_node, cand_score, cand_kind, cand_count,
+                             threshold)
+            insert_candidate(x, new, score, flip_kind(kind), cand_node, cand_score, cand_kind,
+                             cand_count, threshold)
             if score > best_score[x]:
                 best_score[x] = score
                 best_node[x] = new
-                best_kind[x] = ABSORBED if kind == ABSORB else (
-                    ABSORB if kind == ABSORBED else kind)
+                best_kind[x] = flip_kind(kind)
+        best_from_list(new, active, cand_node, cand_score, cand_kind, cand_count, best_score,
+                       best_node, best_kind)
         new += 1
-    return merges, kinds
+    return merges, kinds, n_rescans
 
 
 @template

@@ -61,7 +61,7 @@ def greedy_tree(likelihood, data, alpha, *, rose=False, params=None):
     n = data.shape[0]
     kernels = bhc_kernels(likelihood)
     n_stats, work = _sizes(likelihood)
-    merges, kinds = kernels.greedy_bhc(kernel_params(likelihood, params), data, n_stats, work,
+    merges, kinds, _ = kernels.greedy_bhc(kernel_params(likelihood, params), data, n_stats, work,
                                        float(np.log(alpha)), bool(rose))
     if not rose:
         return merges, np.ones(n - 1, dtype=bool)
@@ -159,12 +159,12 @@ def randomized_tree(likelihood, data, alpha, *, subsample_size=DEFAULT_SUBSAMPLE
             done.append(int(items[0]))
             continue
         if items.size <= subsample_size:
-            merges, _ = kernels.greedy_bhc(params, np.ascontiguousarray(data[items]), n_stats,
+            merges, _, _ = kernels.greedy_bhc(params, np.ascontiguousarray(data[items]), n_stats,
                                            work, log_alpha, False)
             done.append(_append_local(rows, merges, items, n))
             continue
         sample = np.sort(random_state.choice(items, size=subsample_size, replace=False))
-        merges, _ = kernels.greedy_bhc(params, np.ascontiguousarray(data[sample]), n_stats,
+        merges, _, _ = kernels.greedy_bhc(params, np.ascontiguousarray(data[sample]), n_stats,
                                        work, log_alpha, False)
         parts = [sample[local] for local in _top_parts(merges, subsample_size, min_fraction)]
         starts = np.cumsum([0] + [p.size for p in parts]).astype(np.int64)

@@ -4,30 +4,14 @@ import math
 
 import numpy as np
 import pytest
-from oracles import set_partitions
-from scipy.special import betaln, gammaln, logsumexp
+from oracles import conjugate_log_marginal, family_partitions, set_partitions
+from scipy.special import gammaln, logsumexp
 
 from sklearn_trellis.engines.bhc import posterior
 from sklearn_trellis.engines.bhc.build import (binarize_rose, greedy_tree, randomized_tree,
                                                rose_children)
 from sklearn_trellis.models.conjugate import (BetaBernoulli, DirichletMultinomial,
                                               NormalGamma, NormalInverseWishart)
-
-
-# ----------------------------------------------------------------- independent marginals
-def closed_form_log_marginal(lik, X):
-    """``log m(X)`` of each likelihood from its textbook formula (no kernel involved)."""
-    if isinstance(lik, (NormalInverseWishart, NormalGamma)):
-        return lik.log_marginal_closed_form(X)
-    if isinstance(lik, BetaBernoulli):
-        ones = X.sum(axis=0)
-        zeros = X.shape[0] - ones
-        return float(np.sum(betaln(lik.a_ + ones, lik.b_ + zeros) - betaln(lik.a_, lik.b_)))
-    beta = lik.concentration_
-    counts = X.sum(axis=0)
-    coefficients = np.sum(gammaln(X.sum(axis=1) + 1) - gammaln(X + 1).sum(axis=1))
-    return float(coefficients + gammaln(beta.sum()) - gammaln(beta.sum() + counts.sum())
-                 + np.sum(gammaln(beta + counts) - gammaln(beta)))
 
 
 def dataset(kind, n, seed):
@@ -58,13 +42,10 @@ def tree_clusters(children, is_cluster, n):
 def brute_sum(items, allowed, value):
     """``log sum`` over the partitions of ``items`` into allowed clusters of ``sum value(B)``."""
     items = sorted(items)
-    terms = []
-    for labels in set_partitions(len(items)):
-        blocks = [frozenset(items[i] for i in np.flatnonzero(labels == k))
-                  for k in range(labels.max() + 1)]
-        if all(b in allowed for b in blocks):
-            terms.append(sum(value(b) for b in blocks))
-    return logsumexp(terms)
+    local = {frozenset(items.index(i) for i in b) for b in allowed if b <= set(items)}
+    _, log_phi = family_partitions(len(items), local,
+                                   lambda b: value(frozenset(items[i] for i in b)))
+    return logsumexp(log_phi)
 
 
 LIKELIHOODS = ["gaussian", "diagonal", "bernoulli", "multinomial"]
@@ -82,7 +63,7 @@ def test_tree_quantities_match_brute_force(kind, rose):
                                    posterior.node_log_marginals(lik, data, children), alpha)
 
     def e(block):
-        return math.log(alpha) + gammaln(len(block)) + closed_form_log_marginal(
+        return math.log(alpha) + gammaln(len(block)) + conjugate_log_marginal(
             lik, X[sorted(block)])
 
     def e_prior(block):
@@ -102,7 +83,7 @@ def test_tree_quantities_match_brute_force(kind, rose):
         sub = {b for b in allowed if b <= members[k]}
         log_pi = e_prior(members[k]) - brute_sum(members[k], sub, e_prior)
         log_p = brute_sum(members[k], sub, e) - brute_sum(members[k], sub, e_prior)
-        expected = log_pi + closed_form_log_marginal(lik, X[sorted(members[k])]) - log_p
+        expected = log_pi + conjugate_log_marginal(lik, X[sorted(members[k])]) - log_p
         assert post.log_r[k] == pytest.approx(expected, abs=1e-8)
     # the bound lies below the exact DP marginal (enumeration of all partitions)
     all_sets = {frozenset(c) for labels in set_partitions(n)
