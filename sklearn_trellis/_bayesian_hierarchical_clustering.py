@@ -105,9 +105,9 @@ ClusterLikelihood, default='gaussian'
     log_marginal_likelihood_dp_ : float or None
         The exact DP-mixture ``log p(X)`` (flat trellis, same likelihood
         parameters) when ``n_samples <= 12``; ``None`` otherwise.
-    hyperparameters_ : dict
+    hyperparameters_ : dict of str to float
         The likelihood hyperparameters used, by name (``describe_params``;
-        empty for likelihoods without a grid).
+        empty for likelihoods that describe none).
     log_evidence_family_bound_ : float or None
         The bound over the family (``family=``), between the two above.
     n_features_in_ : int
@@ -216,7 +216,8 @@ ClusterLikelihood, default='gaussian'
         else:
             params = kernel_params(self.model_)
         self._params = params
-        self.hyperparameters_ = self.model_.describe_params(params)
+        self.hyperparameters_ = {name: float(np.ravel(value)[0]) for name, value in
+                                 self.model_.describe_params(params).items()}
         start = time.perf_counter()
         if self.method == "randomized":
             tree = randomized_tree(self.model_, data, self.alpha,

@@ -44,6 +44,8 @@ def test_fitted_tree_attributes(blobs, tree):
     assert np.isfinite(model.log_evidence_lower_bound_)
     if tree == "binary":
         assert model.merge_is_cluster_.all()
+    else:   # some nodes have more than two children (absorb / collapse merges)
+        assert not model.merge_is_cluster_.all()
     # the cut at r < 0.5: the merges joining different clusters are the unsure ones
     n_split = np.sum(np.exp(log_r[model.merge_is_cluster_]) < 0.5)
     assert n_split >= model.n_clusters_ - 1

@@ -73,7 +73,7 @@ def pair_score(params, data, stats, shared, work, scratch, a, b, log_alpha, rose
         out[2] = s_k
         out[3] = logaddexp(e_prior, log_d[a] + log_d[b])
         return e - s_k
-    n_leaves = slot.size
+    n_leaves = next_item.size   # one per item: nodes below it are leaves
     base = (log_s[a] - log_d[a]) + (log_s[b] - log_d[b])
     best = -np.inf
     for kind in range(4):
