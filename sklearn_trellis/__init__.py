@@ -1,6 +1,7 @@
 """sklearn-trellis: exact and sampled distributions over clusterings and hierarchies."""
 
 from . import summaries
+from ._bayesian_hierarchical_clustering import BayesianHierarchicalClustering
 from ._correlation_clustering import ExactCorrelationClustering
 from ._divisive_clustering import DivisiveClustering
 from ._dp_mixture import DPMixture
@@ -12,5 +13,5 @@ from ._trellis_hierarchical import TrellisHierarchical
 __version__ = "0.1.0.dev0"
 
 __all__ = ["ExactCorrelationClustering", "TrellisHierarchical", "DPMixture", "FastTIWD",
-           "EntropyAgglomeration", "DivisiveClustering", "summaries", "__version__",
-           "InfiniteBiclustering"]
+           "EntropyAgglomeration", "DivisiveClustering", "InfiniteBiclustering",
+           "BayesianHierarchicalClustering", "summaries", "__version__"]

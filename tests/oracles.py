@@ -456,3 +456,21 @@ def pairwise_losses(estimates, pairwise, loss, a=1.0, b=1.0):
             out.append(np.mean(np.log(same.sum(axis=1)) + np.log(pairwise.sum(axis=1))
                                - 2 * np.log((same * pairwise).sum(axis=1))))
     return np.array(out)
+
+
+def conjugate_log_marginal(lik, X):
+    """``log m(X)`` of a fitted conjugate likelihood from its textbook formula (no kernel)."""
+    from scipy.special import betaln, gammaln
+
+    from sklearn_trellis.models.conjugate import BetaBernoulli, DirichletMultinomial
+    if isinstance(lik, BetaBernoulli):
+        ones = X.sum(axis=0)
+        zeros = X.shape[0] - ones
+        return float(np.sum(betaln(lik.a_ + ones, lik.b_ + zeros) - betaln(lik.a_, lik.b_)))
+    if isinstance(lik, DirichletMultinomial):
+        beta = lik.concentration_
+        counts = X.sum(axis=0)
+        coefficients = np.sum(gammaln(X.sum(axis=1) + 1) - gammaln(X + 1).sum(axis=1))
+        return float(coefficients + gammaln(beta.sum()) - gammaln(beta.sum() + counts.sum())
+                     + np.sum(gammaln(beta + counts) - gammaln(beta)))
+    return lik.log_marginal_closed_form(X)   # NormalInverseWishart, NormalGamma

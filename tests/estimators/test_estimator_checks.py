@@ -2,9 +2,9 @@
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from sklearn_trellis import (DivisiveClustering, DPMixture, EntropyAgglomeration,
-                             ExactCorrelationClustering, FastTIWD, InfiniteBiclustering,
-                             TrellisHierarchical)
+from sklearn_trellis import (BayesianHierarchicalClustering, DivisiveClustering, DPMixture,
+                             EntropyAgglomeration, ExactCorrelationClustering, FastTIWD,
+                             InfiniteBiclustering, TrellisHierarchical)
 
 # EntropyAgglomeration.fit takes a sample set: rows are sampled clusterings, the
 # columns are the n elements (n_features_in_ = n), values are integer labels.
@@ -32,6 +32,9 @@ ESTIMATORS = [
     DivisiveClustering(method="exact", criterion="dasgupta", max_exact_size=8),
     DivisiveClustering(metric="precomputed", method="kmedoids"),
     InfiniteBiclustering(n_sweeps=6),
+    BayesianHierarchicalClustering(),
+    BayesianHierarchicalClustering(likelihood="diagonal", tree="rose"),
+    BayesianHierarchicalClustering(method="randomized", subsample_size=10, random_state=0),
 ]
 
 _DISTANCES_ONLY = ("check_clustering passes feature rows, not the squared-distance matrix "
