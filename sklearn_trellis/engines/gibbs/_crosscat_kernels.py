@@ -1,0 +1,76 @@
+"""Numba kernels of CrossCat's column moves: one column's statistics and score under a row partition.
+
+A column ``x`` (NaN = missing) of cell type ``t`` with cell params ``p`` is
+scored under a view's row partition (slot ``labels``) by
+``sum_c log m(x_c)`` (Murphy Eq. 41, one column's factor); the statistics
+table ``stats`` (one row per slot) is what the view keeps for that column.
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+
+from ...models.cell_blocks import cell_add, cell_log_marginal
+
+
+@njit(cache=True)
+def column_stats(t, p, x, labels, stats):
+    """Fill ``stats`` (zeroed here) with the column's cell statistics per slot of ``labels``."""
+    stats[:, :] = 0.0
+    for i in range(x.size):
+        c = labels[i]
+        if c >= 0:
+            cell_add(t, p, stats[c], x[i], 1.0)
+
+
+@njit(cache=True)
+def column_log_score(t, p, stats):
+    """``sum_c log m(x_c)`` over the slots of ``stats`` (empty slots contribute 0)."""
+    total = 0.0
+    for c in range(stats.shape[0]):
+        total += cell_log_marginal(t, p, stats[c])
+    return total
+
+
+@njit(cache=True)
+def grid_log_scores(t, grid, log_prior, stats, out):
+    """``log prior(g) + sum_c log m(x_c | g)`` for each grid row ``g`` of cell params."""
+    for g in range(grid.shape[0]):
+        out[g] = log_prior[g] + column_log_score(t, grid[g], stats)
+
+
+@njit(cache=True)
+def crp_labels(n, alpha, seed, labels):
+    """A partition of ``n`` items drawn from CRP(alpha) (sequential seating), labels ``0..K-1``."""
+    np.random.seed(seed)
+    counts = np.zeros(n + 1)
+    k = 0
+    for i in range(n):
+        u = np.random.random() * (i + alpha)
+        chosen = k
+        acc = 0.0
+        for c in range(k):
+            acc += counts[c]
+            if u < acc:
+                chosen = c
+                break
+        if chosen == k:
+            k += 1
+        counts[chosen] += 1.0
+        labels[i] = chosen
+    return k
+
+
+@njit(cache=True)
+def log_sum_exp(values):
+    largest = -np.inf
+    for v in values:
+        if v > largest:
+            largest = v
+    if largest == -np.inf:
+        return largest
+    total = 0.0
+    for v in values:
+        total += math.exp(v - largest)
+    return largest + math.log(total)

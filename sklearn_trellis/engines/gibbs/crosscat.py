@@ -1,0 +1,345 @@
+"""CrossCat on the collapsed Gibbs engine: views of columns, a DP mixture of rows in each view.
+
+The model (Murphy Eqs. 38-41; Mansinghka et al. 2016): columns are partitioned
+into views by CRP(alpha_views); the rows of each view ``v`` by their own
+CRP(alpha_v); every column has a conjugate cell model per row cluster of its
+view (:mod:`sklearn_trellis.models.cells`, NaN cells missing), with cell
+hyperparameters on a finite grid per column.
+
+One sweep (Mansinghka et al. 2016, Sec. 3):
+
+1. rows: in each view, the engine's DP-mixture scan (Neal's Algorithm 3 plus
+   split-merge, :func:`.sampler.sweep`) with the cell-block likelihood over the
+   view's columns (:class:`~sklearn_trellis.models.cell_blocks.CellBlockLikelihood`);
+2. columns: each column in turn is reassigned among the existing views and
+   ``n_aux`` auxiliary views whose row partitions are drawn from the prior
+   (Neal's Algorithm 8 over views; a column alone in its view offers that view
+   as the first auxiliary one). Scores come from the kernels of
+   :mod:`._crosscat_kernels`;
+3. column hyperparameters: exact draws from their conditional over each
+   column's grid;
+4. concentrations: ``alpha_views`` and each view's ``alpha`` from their Gamma
+   hyperpriors (Escobar & West), when they are learned.
+
+Every view is a :class:`.sampler.GibbsState` of the one cell-block likelihood;
+its kernel parameters carry the view's active columns, so moving a column is
+rewriting one segment of the view's statistics.
+"""
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from sklearn.utils import check_random_state
+from sklearn.utils.parallel import Parallel, delayed
+
+from ...models.priors import CRP
+from . import _crosscat_kernels as ck
+from . import sampler
+
+_MAX_SEED = np.iinfo(np.int32).max
+
+#: Split-merge proposals per view and sweep (row moves).
+ROW_SPLIT_MERGE = 5
+
+
+@dataclass
+class ConcentrationPrior:
+    """A fixed concentration (``hyperprior=None``) or a GammaHyperprior with its start value."""
+
+    value: float
+    hyperprior: object = None
+
+    def draw(self, rng):
+        if self.hyperprior is None:
+            return self.value
+        return float(rng.gamma(self.hyperprior.shape, 1.0 / self.hyperprior.rate))
+
+    def resample(self, alpha, sizes, rng):
+        if self.hyperprior is None:
+            return self.value
+        return self.hyperprior.resample(CRP(alpha), sizes, rng)
+
+
+@dataclass
+class CrossCatModel:
+    """What a chain needs besides its state: likelihood, data, grids, priors."""
+
+    likelihood: object          # fitted CellBlockLikelihood
+    data: np.ndarray            # (n, d) float64, NaN missing
+    grids: list                 # per column: (params (G, p), log_prior (G,))
+    alpha_views: ConcentrationPrior
+    alpha_rows: ConcentrationPrior
+    n_aux: int = 1
+
+    @property
+    def n_columns(self):
+        return self.data.shape[1]
+
+    def column_view_params(self, column_params, columns):
+        active = np.zeros(self.n_columns)
+        active[list(columns)] = 1.0
+        return self.likelihood.layout(column_params, active)
+
+
+@dataclass
+class CrossCatState:
+    """Views (GibbsStates), their columns and concentrations, per-column cell params."""
+
+    views: list                 # GibbsState per view
+    columns: list               # set of column indices per view
+    column_params: list         # per column: cell params (1-d)
+    alpha_views: float
+    n_sweeps_done: int = 0
+
+    def view_of(self):
+        out = np.empty(sum(len(c) for c in self.columns), np.int64)
+        for v, cols in enumerate(self.columns):
+            for j in cols:
+                out[j] = v
+        return out
+
+
+def _segment(model, j):
+    lik = model.likelihood
+    s0 = int(lik.stat_offsets_[j])
+    return s0, s0 + int(lik.stat_lengths_[j])
+
+
+def _type(model, j):
+    return int(model.likelihood.types_[j])
+
+
+def new_crosscat_state(model, rng, view_labels=None, row_labels=None):
+    """A state from given column -> view labels and row labels per view, or drawn from the prior."""
+    n, d = model.data.shape
+    alpha_views = model.alpha_views.draw(rng) if model.alpha_views.hyperprior else \
+        model.alpha_views.value
+    if view_labels is None:
+        view_labels = np.empty(d, np.int64)
+        ck.crp_labels(d, alpha_views, rng.randint(_MAX_SEED), view_labels)
+    _, view_labels = np.unique(view_labels, return_inverse=True)
+    column_params = [np.asarray(g[0][len(g[0]) // 2], dtype=np.float64) for g in model.grids]
+    state = CrossCatState(views=[], columns=[], column_params=column_params,
+                          alpha_views=float(alpha_views))
+    for v in range(view_labels.max() + 1):
+        columns = set(np.flatnonzero(view_labels == v).tolist())
+        alpha = model.alpha_rows.draw(rng)
+        if row_labels is None:
+            labels = np.empty(n, np.int64)
+            ck.crp_labels(n, alpha, rng.randint(_MAX_SEED), labels)
+        else:
+            labels = np.asarray(row_labels[v])
+        params = model.column_view_params(column_params, columns)
+        state.views.append(sampler.new_state(model.likelihood, model.data, labels, alpha,
+                                             params=params))
+        state.columns.append(columns)
+    return state
+
+
+def _refresh_view_params(model, state, v):
+    view = state.views[v]
+    view.params = model.column_view_params(state.column_params, state.columns[v])
+    for c in view.free[:view.meta[1]]:
+        model.likelihood.kernels.reset(view.params, view.stats, c)
+
+
+def _column_scratch(model, state, j, view, params=None):
+    s0, s1 = _segment(model, j)
+    stats = np.zeros((view.capacity, s1 - s0))
+    p = state.column_params[j] if params is None else params
+    ck.column_stats(_type(model, j), p, model.data[:, j], view.labels, stats)
+    return stats
+
+
+def _write_segment(model, j, view, stats):
+    s0, s1 = _segment(model, j)
+    view.stats[:, s0:s1] = stats
+
+
+def move_column(model, state, j, rng):
+    """Reassign column ``j`` among the views and ``n_aux`` fresh ones (Neal's Algorithm 8)."""
+    n = model.data.shape[0]
+    origin = next(v for v, cols in enumerate(state.columns) if j in cols)
+    state.columns[origin].discard(j)
+    singleton = len(state.columns[origin]) == 0
+    t = _type(model, j)
+    p = state.column_params[j]
+    candidates, scores, scratches = [], [], []
+    for v, view in enumerate(state.views):
+        if v == origin and singleton:
+            continue
+        stats = _column_scratch(model, state, j, view)
+        candidates.append(("view", v))
+        scores.append(np.log(len(state.columns[v])) + ck.column_log_score(t, p, stats))
+        scratches.append(stats)
+    log_aux = np.log(state.alpha_views / model.n_aux)
+    for a in range(model.n_aux):
+        if a == 0 and singleton:
+            view = state.views[origin]
+            stats = _column_scratch(model, state, j, view)
+            candidates.append(("view", origin))
+        else:
+            alpha = model.alpha_rows.draw(rng)
+            labels = np.empty(n, np.int64)
+            ck.crp_labels(n, alpha, rng.randint(_MAX_SEED), labels)
+            stats = np.zeros((int(labels.max()) + 1, _segment(model, j)[1] - _segment(model, j)[0]))
+            ck.column_stats(t, p, model.data[:, j], labels, stats)
+            candidates.append(("fresh", (labels, alpha)))
+        scores.append(log_aux + ck.column_log_score(t, p, stats))
+        scratches.append(stats)
+    scores = np.asarray(scores)
+    weights = np.exp(scores - scores.max())
+    choice = int(rng.choice(len(candidates), p=weights / weights.sum()))
+    kind, what = candidates[choice]
+    if kind == "view":
+        state.columns[what].add(j)
+        _write_segment(model, j, state.views[what], scratches[choice])
+        _refresh_view_params(model, state, what)
+        if what != origin:
+            _refresh_view_params(model, state, origin)
+    else:
+        labels, alpha = what
+        columns = {j}
+        params = model.column_view_params(state.column_params, columns)
+        state.views.append(sampler.new_state(model.likelihood, model.data, labels, alpha,
+                                             params=params))
+        state.columns.append(columns)
+        _refresh_view_params(model, state, origin)
+    if len(state.columns[origin]) == 0:
+        del state.views[origin]
+        del state.columns[origin]
+
+
+def resample_column_params(model, state, rng):
+    """Exact draw of each column's cell hyperparameters from its conditional on the grid."""
+    for v, view in enumerate(state.views):
+        for j in state.columns[v]:
+            grid, log_prior = model.grids[j]
+            if grid.shape[0] < 2:
+                continue
+            t = _type(model, j)
+            stats = _column_scratch(model, state, j, view)
+            scores = np.empty(grid.shape[0])
+            ck.grid_log_scores(t, grid, log_prior, stats, scores)
+            weights = np.exp(scores - scores.max())
+            g = int(rng.choice(grid.shape[0], p=weights / weights.sum()))
+            state.column_params[j] = grid[g]
+            # statistics may depend on the params: recompute the segment under them
+            _write_segment(model, j, view, _column_scratch(model, state, j, view))
+        _refresh_view_params(model, state, v)
+
+
+def sweep(model, state, rng, *, n_split_merge=ROW_SPLIT_MERGE):
+    """One CrossCat sweep: rows of every view, columns, column hyperparameters, concentrations."""
+    for view in state.views:
+        sampler.sweep(view, model.likelihood, CRP(view.alpha).kernel_params(), model.data, rng,
+                      n_split_merge=n_split_merge)
+    for j in rng.permutation(model.n_columns):
+        move_column(model, state, int(j), rng)
+    resample_column_params(model, state, rng)
+    for view in state.views:
+        view.alpha = model.alpha_rows.resample(view.alpha, view.cluster_sizes(), rng)
+    state.alpha_views = model.alpha_views.resample(
+        state.alpha_views, [len(c) for c in state.columns], rng)
+    state.n_sweeps_done += 1
+
+
+def log_joint(model, state):
+    """``log p(views, row partitions, X)`` at the state's concentrations and cell params."""
+    total = CRP(state.alpha_views).log_eppf(np.array([len(c) for c in state.columns]))
+    for view in state.views:
+        total += sampler.log_joint(view, model.likelihood, CRP(view.alpha).kernel_params())
+    return float(total)
+
+
+@dataclass
+class CrossCatSample:
+    """One kept sample: column -> view labels (views in order of first column), row labels per view."""
+
+    views: np.ndarray           # (d,) int32
+    rows: np.ndarray            # (V, n) int32, row v = view v
+    alphas: np.ndarray          # (V,) row concentrations
+    alpha_views: float
+    column_params: list
+    log_joint: float
+
+
+def snapshot(model, state):
+    view_of = state.view_of()
+    order = []
+    for v in view_of:
+        if v not in order:
+            order.append(int(v))
+    relabel = {v: k for k, v in enumerate(order)}
+    views = np.array([relabel[int(v)] for v in view_of], dtype=np.int32)
+    rows = np.array([state.views[v].compact_labels() for v in order], dtype=np.int32)
+    alphas = np.array([state.views[v].alpha for v in order])
+    return CrossCatSample(views=views, rows=rows, alphas=alphas,
+                          alpha_views=state.alpha_views,
+                          column_params=[p.copy() for p in state.column_params],
+                          log_joint=log_joint(model, state))
+
+
+@dataclass
+class CrossCatChain:
+    samples: list
+    state: CrossCatState
+    seconds: float = 0.0
+    n_sweeps: int = 0
+    interrupted: bool = False
+    extra: dict = field(default_factory=dict)
+
+
+def run_chain(model, *, n_sweeps, burn_in=0, thin=1, state=None, random_state=None, verbose=0,
+              chain_id=0):
+    """Run one CrossCat chain (a prior draw as start unless ``state`` is given)."""
+    rng = check_random_state(random_state)
+    if state is None:
+        state = new_crosscat_state(model, rng)
+    samples = []
+    start = time.perf_counter()
+    done = 0
+    interrupted = False
+    report_every = max(1, n_sweeps // 10)
+    try:
+        for t in range(n_sweeps):
+            sweep(model, state, rng)
+            done += 1
+            if t >= burn_in and (t - burn_in) % thin == 0:
+                samples.append(snapshot(model, state))
+            if verbose and ((t + 1) % report_every == 0 or t + 1 == n_sweeps):
+                elapsed = time.perf_counter() - start
+                sizes = sorted((len(c) for c in state.columns), reverse=True)
+                print(f"[CrossCat chain {chain_id}] sweep {t + 1}/{n_sweeps}: "
+                      f"{len(state.views)} views (columns {sizes}), "
+                      f"{elapsed / (t + 1):.3g} s/sweep", flush=True)
+    except KeyboardInterrupt:
+        interrupted = True
+    return CrossCatChain(samples=samples, state=state, seconds=time.perf_counter() - start,
+                         n_sweeps=done, interrupted=interrupted)
+
+
+def run_chains(model, *, n_chains=1, n_jobs=None, random_state=None, states=None,
+               **chain_kwargs):
+    """Independent CrossCat chains through joblib (seeds drawn from ``random_state``)."""
+    rng = check_random_state(random_state)
+    seeds = rng.randint(_MAX_SEED, size=n_chains)
+    if states is None:
+        states = [None] * n_chains
+    if n_jobs in (None, 1):
+        results = []
+        for c in range(n_chains):
+            results.append(run_chain(model, state=states[c], random_state=seeds[c],
+                                     chain_id=c, **chain_kwargs))
+            if results[-1].interrupted:
+                break
+        return results
+    return Parallel(n_jobs=n_jobs)(
+        delayed(run_chain)(model, state=states[c], random_state=seeds[c], chain_id=c,
+                           **chain_kwargs) for c in range(n_chains))
+
+
+__all__ = ["ConcentrationPrior", "CrossCatModel", "CrossCatState", "CrossCatSample",
+           "new_crosscat_state", "move_column", "resample_column_params", "sweep", "log_joint",
+           "snapshot", "run_chain", "run_chains", "ROW_SPLIT_MERGE"]
