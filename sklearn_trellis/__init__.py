@@ -2,6 +2,7 @@
 
 from . import summaries
 from ._correlation_clustering import ExactCorrelationClustering
+from ._crosscat import CrossCat
 from ._divisive_clustering import DivisiveClustering
 from ._dp_mixture import DPMixture
 from ._entropy_agglomeration import EntropyAgglomeration
@@ -11,4 +12,4 @@ from ._trellis_hierarchical import TrellisHierarchical
 __version__ = "0.1.0.dev0"
 
 __all__ = ["ExactCorrelationClustering", "TrellisHierarchical", "DPMixture", "FastTIWD",
-           "EntropyAgglomeration", "DivisiveClustering", "summaries", "__version__"]
+           "EntropyAgglomeration", "DivisiveClustering", "CrossCat", "summaries", "__version__"]

@@ -187,23 +187,27 @@ class TableEncoder:
         n = columns[0].shape[0] if columns else 0
         out = np.empty((n, len(columns)))
         for j, values in enumerate(columns):
-            name = _column_name(self.names_, j)
-            missing = _missing(values)
-            if self.types_[j] == "categorical":
-                index = {_key(c): k for k, c in enumerate(self.categories_[j])}
-                column = np.full(n, np.nan)
-                for i in np.flatnonzero(~missing):
-                    key = _key(values[i])
-                    if key not in index:
-                        raise ValueError(f"Column {name}: value {values[i]!r} is not one of "
-                                         f"the categories seen in fit ({self.categories_[j]}).")
-                    column[i] = index[key]
-                out[:, j] = column
-            else:
-                numbers_ = _as_numbers(values, name)
-                _check_values(numbers_, self.types_[j], name)
-                out[:, j] = numbers_
+            out[:, j] = self.transform_column(j, values)
         return out
+
+    def transform_column(self, j, values):
+        """Codes (categorical) or float values of column ``j`` (1-d array-like), NaN = missing."""
+        values = np.asarray(values)
+        name = _column_name(self.names_, j)
+        missing = _missing(values)
+        if self.types_[j] != "categorical":
+            numbers_ = _as_numbers(values, name)
+            _check_values(numbers_, self.types_[j], name)
+            return numbers_
+        index = {_key(c): k for k, c in enumerate(self.categories_[j])}
+        column = np.full(values.shape[0], np.nan)
+        for i in np.flatnonzero(~missing):
+            key = _key(values[i])
+            if key not in index:
+                raise ValueError(f"Column {name}: value {values[i]!r} is not one of "
+                                 f"the categories seen in fit ({self.categories_[j]}).")
+            column[i] = index[key]
+        return column
 
     def inverse_column(self, j, codes):
         """Category labels of codes of column ``j`` (object array); other columns unchanged."""

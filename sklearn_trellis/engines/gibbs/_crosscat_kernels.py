@@ -11,7 +11,8 @@ import math
 import numpy as np
 from numba import njit
 
-from ...models.cell_blocks import cell_add, cell_log_marginal
+from ...models.cell_blocks import (cell_add, cell_log_marginal, cell_log_predictive,
+                                   cell_predictive_mean, cell_predictive_sample)
 
 
 @njit(cache=True)
@@ -74,3 +75,26 @@ def log_sum_exp(values):
     for v in values:
         total += math.exp(v - largest)
     return largest + math.log(total)
+
+
+@njit(cache=True)
+def predictive_means(t, p, stats, out):
+    """Posterior-predictive mean (categorical: mode) of a new cell in each slot of ``stats``."""
+    for c in range(stats.shape[0]):
+        out[c] = cell_predictive_mean(t, p, stats[c])
+
+
+@njit(cache=True)
+def value_log_predictive(t, p, stats, values, out):
+    """``out[c, a] = log p(x = values[a] | slot c)``."""
+    for c in range(stats.shape[0]):
+        for a in range(values.size):
+            out[c, a] = cell_log_predictive(t, p, stats[c], values[a])
+
+
+@njit(cache=True)
+def predictive_draws(t, p, stats, slots, seed, out):
+    """``out[i]`` drawn from the posterior predictive of slot ``slots[i]``."""
+    np.random.seed(seed)
+    for i in range(slots.size):
+        out[i] = cell_predictive_sample(t, p, stats[slots[i]])

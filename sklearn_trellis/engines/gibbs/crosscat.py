@@ -340,6 +340,46 @@ def run_chains(model, *, n_chains=1, n_jobs=None, random_state=None, states=None
                            **chain_kwargs) for c in range(n_chains))
 
 
-__all__ = ["ConcentrationPrior", "CrossCatModel", "CrossCatState", "CrossCatSample",
+# -- posterior predictive of new rows under one sample -----------------------------------
+@dataclass
+class ViewPredictive:
+    """One view of one sample against new rows.
+
+    ``log_weights[i, k]``: log of (CRP weight of cluster ``k``, the last one new,
+    normalised) x (predictive density of row ``i``'s observed cells of the
+    view); its ``logsumexp`` over ``k`` is the row's log predictive density in
+    the view. ``stats[j]``: column ``j``'s cell statistics per cluster (last row
+    empty); ``params[j]`` its cell params.
+    """
+
+    columns: np.ndarray
+    log_weights: np.ndarray
+    stats: dict
+    params: dict
+
+
+def view_predictives(model, sample, data_new):
+    """:class:`ViewPredictive` of every view of ``sample`` (a :class:`CrossCatSample`)."""
+    out = []
+    for v in range(sample.rows.shape[0]):
+        columns = np.flatnonzero(sample.views == v)
+        labels = sample.rows[v].astype(np.int64)
+        params = model.column_view_params(sample.column_params, columns)
+        log_weights = sampler.predictive_log_weights(
+            model.likelihood, CRP(sample.alphas[v]).kernel_params(), model.data, labels,
+            data_new, params=params)
+        n_clusters = int(labels.max()) + 1
+        stats, cell_params = {}, {}
+        for j in columns:
+            s0, s1 = _segment(model, j)
+            table = np.zeros((n_clusters + 1, s1 - s0))
+            p = np.asarray(sample.column_params[j], dtype=np.float64)
+            ck.column_stats(_type(model, j), p, model.data[:, j], labels, table)
+            stats[int(j)], cell_params[int(j)] = table, p
+        out.append(ViewPredictive(columns, log_weights, stats, cell_params))
+    return out
+
+
+__all__ = ["ConcentrationPrior", "ViewPredictive", "view_predictives", "CrossCatModel", "CrossCatState", "CrossCatSample",
            "new_crosscat_state", "move_column", "resample_column_params", "sweep", "log_joint",
            "snapshot", "run_chain", "run_chains", "ROW_SPLIT_MERGE"]
