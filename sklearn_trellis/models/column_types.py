@@ -21,6 +21,7 @@ column is categorical only by a pandas ``category`` dtype or an explicit
 import numbers
 
 import numpy as np
+import scipy.sparse as sp
 
 from .cells import CELL_MODELS
 
@@ -50,6 +51,9 @@ def _raw_columns(X):
         return columns, names, is_category, [
             list(X[c].cat.categories) if str(X[c].dtype) == "category" else None
             for c in X.columns]
+    if sp.issparse(X):
+        raise TypeError("Sparse input is not supported by CrossCat (missing cells are NaN, not "
+                        "implicit zeros); pass a dense array or a DataFrame.")
     if hasattr(X, "__array__") or isinstance(X, (list, tuple)):
         array = np.asarray(X)
     else:
@@ -82,6 +86,9 @@ def _as_numbers(values, name):
                 out[i] = np.nan
             elif isinstance(v, (numbers.Real, np.bool_)):
                 out[i] = float(v)
+            elif not isinstance(v, str):
+                raise TypeError(f"Column {name} holds {v!r} of type {type(v).__name__}: the "
+                                "argument must be a string (categorical column) or a number.")
             else:
                 raise TypeError(
                     f"Column {name} holds non-numeric values (e.g. {v!r}); declare it "
@@ -123,11 +130,13 @@ class TableEncoder:
 
     def fit(self, X):
         columns, names, is_category, declared = _raw_columns(X)
+        n = columns[0].shape[0] if columns else np.asarray(X).shape[0]
         if len(columns) == 0:
-            raise ValueError("The table has no columns (0 features); CrossCat needs at least one.")
-        n = columns[0].shape[0]
+            raise ValueError(f"0 feature(s) (shape=({n}, 0)) while a minimum of 1 is required "
+                             "by CrossCat.")
         if n == 0:
-            raise ValueError("The table has no rows (0 samples); CrossCat needs at least one.")
+            raise ValueError(f"0 sample(s) (shape=(0, {len(columns)})) while a minimum of 1 is "
+                             "required by CrossCat.")
         d = len(columns)
         if isinstance(self.column_types, str):
             if self.column_types != "auto":
@@ -182,8 +191,8 @@ class TableEncoder:
         """Float64 matrix (NaN = missing), categorical cells as codes ``0..k-1``."""
         columns, names, _, _ = _raw_columns(X)
         if len(columns) != len(self.types_):
-            raise ValueError(f"X has {len(columns)} features, but the model was fitted with "
-                             f"{len(self.types_)} features.")
+            raise ValueError(f"X has {len(columns)} features, but CrossCat is expecting "
+                             f"{len(self.types_)} features as input.")
         n = columns[0].shape[0] if columns else 0
         out = np.empty((n, len(columns)))
         for j, values in enumerate(columns):

@@ -2,7 +2,7 @@
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from sklearn_trellis import (DivisiveClustering, DPMixture, EntropyAgglomeration,
+from sklearn_trellis import (CrossCat, DivisiveClustering, DPMixture, EntropyAgglomeration,
                              ExactCorrelationClustering, FastTIWD, TrellisHierarchical)
 
 # EntropyAgglomeration.fit takes a sample set: rows are sampled clusterings, the
@@ -30,6 +30,7 @@ ESTIMATORS = [
     DivisiveClustering(method="kmeans", random_state=0),
     DivisiveClustering(method="exact", criterion="dasgupta", max_exact_size=8),
     DivisiveClustering(metric="precomputed", method="kmedoids"),
+    CrossCat(n_sweeps=10),
 ]
 
 _DISTANCES_ONLY = ("check_clustering passes feature rows, not the squared-distance matrix "
