@@ -12,7 +12,6 @@ from sklearn.utils.validation import _check_feature_names, check_is_fitted
 from .engines.exact.crosscat import MAX_EXACT_COLUMNS, MAX_EXACT_ROWS, exact_crosscat
 from .engines.gibbs import _crosscat_kernels as ck
 from .engines.gibbs import crosscat as engine
-from .models.cell_blocks import CellBlockLikelihood
 from .models.cells import CELL_MODELS
 from .models.column_types import TableEncoder
 from .models.priors import GammaHyperprior
@@ -180,27 +179,18 @@ class CrossCat(ClusterMixin, BaseEstimator):
     def _build_model(self, X):
         encoder = TableEncoder(self.column_types).fit(X)
         data = np.ascontiguousarray(encoder.transform(X))
-        models = []
+        cells = []
         for j, kind in enumerate(encoder.types_):
             given = encoder.models_[j]
             cell = clone(given) if given is not None else CELL_MODELS[kind]()
-            if kind == "categorical" and hasattr(cell, "n_categories"):
+            if kind == "categorical":
                 cell.set_params(n_categories=max(len(encoder.categories_[j]),
                                                  cell.n_categories or 0))
-            models.append(cell.fit(data[:, j]))
-        grids = []
-        for cell in models:
-            grid = cell.hyperparameter_grid()
-            if grid is None:
-                grid = (np.asarray(cell.kernel_params(), dtype=np.float64)[None, :],
-                        np.zeros(1))
-            grids.append((np.ascontiguousarray(grid[0], dtype=np.float64),
-                          np.asarray(grid[1], dtype=np.float64)))
-        likelihood = CellBlockLikelihood(models).fit(data)
-        model = engine.CrossCatModel(likelihood, data, grids,
+            cells.append(cell.fit(data[:, j]))
+        model = engine.CrossCatModel(cells, data,
                                      _concentration(self.alpha_views, "alpha_views"),
                                      _concentration(self.alpha_rows, "alpha_rows"))
-        return encoder, models, model
+        return encoder, cells, model
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
@@ -401,7 +391,7 @@ class CrossCat(ClusterMixin, BaseEstimator):
                 resp = np.exp(view.log_weights - logsumexp(view.log_weights, axis=1,
                                                            keepdims=True))
                 for j in view.columns:
-                    t = int(self._model.likelihood.types_[j])
+                    t = self._model.code(j)
                     stats, p = view.stats[int(j)], view.params[int(j)]
                     if j in proba:
                         values = self._discrete_values(j)
@@ -477,7 +467,7 @@ class CrossCat(ClusterMixin, BaseEstimator):
                     if not np.isnan(condition[0, j]):
                         continue
                     draws = np.empty(rows_here.size)
-                    ck.predictive_draws(int(self._model.likelihood.types_[j]),
+                    ck.predictive_draws(self._model.code(j),
                                         view.params[int(j)], view.stats[int(j)], slots,
                                         rng.randint(np.iinfo(np.int32).max), draws)
                     out[rows_here, j] = draws

@@ -151,6 +151,18 @@ def niw_log_cluster(params, stats, shared, c):
 
 # ---------------------------------------------------------------- Normal-Gamma (diagonal)
 @njit(cache=True)
+def normal_gamma_log_marginal(kappa0, a0, b0, n, b_n):
+    """``log m`` of ``n`` scalars under ``tau ~ Gamma(a0, b0)``, ``mu ~ N(m0, 1/(kappa0 tau))``.
+
+    ``b_n`` is the posterior rate ``b0 + SS/2 + kappa0 n (mean - m0)^2 / (2 (kappa0 + n))``
+    (shared with the cell models of :mod:`sklearn_trellis.models._cell_kernels`).
+    """
+    kappa, a = kappa0 + n, a0 + 0.5 * n
+    return (math.lgamma(a) - math.lgamma(a0) + a0 * math.log(b0) - a * math.log(b_n)
+            + 0.5 * (math.log(kappa0) - math.log(kappa)) - 0.5 * n * _LOG_2PI)
+
+
+@njit(cache=True)
 def _ng_c_pred(params, stats, c):
     d = int(params[0])
     n = stats[c, 0]
@@ -229,14 +241,10 @@ def ng_log_cluster(params, stats, shared, c):
     n = stats[c, 0]
     if n == 0:
         return 0.0
-    kappa0, a0 = params[1], params[2]
-    kappa, a = kappa0 + n, a0 + 0.5 * n
     total = 0.0
     for k in range(d):
-        b0 = params[3 + d + k]
-        total += (math.lgamma(a) - math.lgamma(a0) + a0 * math.log(b0)
-                  - a * math.log(stats[c, 1 + d + k])
-                  + 0.5 * (math.log(kappa0) - math.log(kappa)) - 0.5 * n * _LOG_2PI)
+        total += normal_gamma_log_marginal(params[1], params[2], params[3 + d + k], n,
+                                           stats[c, 1 + d + k])
     return total
 
 
@@ -262,6 +270,13 @@ ng_refresh = specialise(globals(), {"lik_reset": ng_reset, "lik_add": ng_add}).r
 
 
 # ---------------------------------------------------------------- Beta-Bernoulli
+@njit(cache=True)
+def beta_bernoulli_log_marginal(a, b, n, n1):
+    """``log m`` of ``n`` binary values with ``n1`` ones under a Beta(a, b) prior."""
+    return (math.lgamma(a + n1) + math.lgamma(b + n - n1) - math.lgamma(a + b + n)
+            - math.lgamma(a) - math.lgamma(b) + math.lgamma(a + b))
+
+
 @njit(cache=True)
 def _bb_cache(params, stats, c):
     d = int(params[0])
@@ -320,14 +335,28 @@ def bb_log_cluster(params, stats, shared, c):
     n = stats[c, 0]
     total = 0.0
     for k in range(d):
-        a, b = params[1 + k], params[1 + d + k]
-        n1 = stats[c, 1 + k]
-        total += (math.lgamma(a + n1) + math.lgamma(b + n - n1) - math.lgamma(a + b + n)
-                  - math.lgamma(a) - math.lgamma(b) + math.lgamma(a + b))
+        total += beta_bernoulli_log_marginal(params[1 + k], params[1 + d + k], n, stats[c, 1 + k])
     return total
 
 
 # ---------------------------------------------------------------- Dirichlet-multinomial
+@njit(cache=True)
+def dirichlet_counts_log_marginal(beta, beta_start, total_beta, counts, counts_start, total,
+                                  d):
+    """``log m`` of a sequence with category counts ``counts[counts_start:+d]`` (sum ``total``)
+    under a Dirichlet(``beta[beta_start:+d]``) prior, ``total_beta = sum(beta)``.
+
+    (The probability of one ordered sequence: no multinomial coefficient.)
+    """
+    value = math.lgamma(total_beta) - math.lgamma(total_beta + total)
+    for k in range(d):
+        count = counts[counts_start + k]
+        if count > 0:
+            b = beta[beta_start + k]
+            value += math.lgamma(b + count) - math.lgamma(b)
+    return value
+
+
 @njit(cache=True)
 def _log_multinomial_coefficient(data, i, d):
     total_count = 0.0
@@ -388,11 +417,5 @@ def dm_log_cluster(params, stats, shared, c):
     d = int(params[0])
     if stats[c, 0] == 0:
         return 0.0
-    total_beta = params[1 + d]
-    total = stats[c, 2 + d] + math.lgamma(total_beta) - math.lgamma(total_beta + stats[c, 1])
-    for k in range(d):
-        count = stats[c, 2 + k]
-        if count > 0:
-            beta = params[1 + k]
-            total += math.lgamma(beta + count) - math.lgamma(beta)
-    return total
+    return stats[c, 2 + d] + dirichlet_counts_log_marginal(params, 1, params[1 + d],
+                                                            stats[c], 2, stats[c, 1], d)

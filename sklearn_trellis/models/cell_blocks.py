@@ -1,176 +1,256 @@
-"""PROVISIONAL (crosscat branch, replaced by the bicluster branch's module on merge).
+"""``CellBlocks``: the cluster likelihood of matrix rows whose columns fall into groups of i.i.d. cells.
 
-Cell-block likelihood: items are rows of a table with mixed cell types; each
-active column keeps its own cell statistics per cluster slot.
+An *item* is a row of a matrix ``X`` (``n`` items, ``D`` columns). Each column
+``j`` belongs to a group ``column_groups[j]`` in ``0..G-1`` and each group ``g``
+has a cell model (:mod:`.cells`) ``cells[group_cells[g]]``. Given a partition of
+the items, the cells of cluster ``c`` in the columns of group ``g`` form one
+*block* of i.i.d. cells, and
 
-Kernel params: ``[d, type (d), poff (d), plen (d), soff (d), slen (d), active (d),
-cell params...]``; stats rows hold every column's segment (``soff``, ``slen``).
+    log_cluster(c) = sum_g log_marginal(params_g, stats of block (c, g)),
+
+NaN cells missing (they contribute nothing). This plugs into the collapsed
+Gibbs engine's protocol (:mod:`sklearn_trellis.engines.gibbs`), so its Gibbs
+scan, split-merge moves and log joint work unchanged:
+
+- **biclustering** (:class:`~sklearn_trellis.InfiniteBiclustering`): one cell
+  model; the row half-sweep samples the row partition with the groups = the
+  current column clusters, the column half-sweep samples the column partition
+  on ``X.T`` with the groups = the current row clusters;
+- **CrossCat** (one view): ``column_groups = arange(D)`` (the default: each
+  column its own group) and one cell model per column (``cells`` a list of
+  ``D`` fitted cell models, ``group_cells`` defaulting to ``arange(D)``), so
+  columns of different types (normal, bernoulli, poisson, categorical) mix in
+  one view: each group carries its type code and the kernels switch on it.
+
+Interface
+---------
+``CellBlocks(cells, column_groups=None, group_cells=None)``
+
+- ``cells``: one fitted cell model or a list of them (:class:`~.cells.NormalCells`, ...).
+- ``column_groups``: int array ``(D,)`` with values ``0..G-1``; ``None`` means
+  ``arange(D)`` (``D`` is taken from ``X`` in ``fit``).
+- ``group_cells``: int array ``(G,)`` indexing ``cells``; ``None`` means all
+  groups share ``cells[0]`` when there is one cell model, else ``arange(G)``.
+
+``fit(X)`` checks the shapes and every cell against its group's model and
+returns ``self``; ``kernel_params(cell_params=None)`` packs the kernel vector
+(``cell_params``: the current parameter vector of each cell model, default
+theirs); ``cell_params(params)`` unpacks it; ``resample_params`` draws each
+cell model's grid hyperparameters from their exact conditional posterior given
+all the blocks that use that model (the mechanism of the conjugate
+likelihoods); ``hyperparameter_grid()`` is the product of the cell models'
+grids; ``block_statistics(data, labels)`` returns the ``(K, G, s)`` cell
+statistics of every block of a partition.
+
+``log_predictive`` reads the item's statistics that ``prepare`` put in
+``work`` (the engine always prepares an item before scoring it), so the
+engine's ``predictive_log_weights`` (new rows, no ``prepare``) does not apply.
 """
 
+import itertools
+
 import numpy as np
-from numba import njit
 
-from . import cells
-from .likelihood import ClusterLikelihood, GibbsKernels, no_prepare, no_refresh, zero_global
+from . import _cell_block_kernels as kb
+from .cells import _CellModel
+from .likelihood import ClusterLikelihood, GibbsKernels, zero_global
 
-CELL_TYPES = ("normal", "bernoulli", "poisson", "categorical")
-
-
-@njit(cache=True)
-def cell_add(t, p, s, x, w):
-    if t == 0:
-        cells.normal_add_cell(p, s, x, w)
-    elif t == 1:
-        cells.bernoulli_add_cell(p, s, x, w)
-    elif t == 2:
-        cells.poisson_add_cell(p, s, x, w)
-    else:
-        cells.categorical_add_cell(p, s, x, w)
+#: Largest product grid :meth:`CellBlocks.hyperparameter_grid` enumerates.
+MAX_PRODUCT_GRID = 10_000
 
 
-@njit(cache=True)
-def cell_log_marginal(t, p, s):
-    if t == 0:
-        return cells.normal_log_marginal(p, s)
-    elif t == 1:
-        return cells.bernoulli_log_marginal(p, s)
-    elif t == 2:
-        return cells.poisson_log_marginal(p, s)
-    return cells.categorical_log_marginal(p, s)
+class CellBlocks(ClusterLikelihood):
+    """Cluster likelihood of matrix rows made of groups of i.i.d. cells (see the module docstring).
 
+    Parameters
+    ----------
+    cells : cell model or list of cell models
+        Fitted :mod:`~sklearn_trellis.models.cells` models.
+    column_groups : array-like of shape (n_columns,), default=None
+        Group of each column, ``0..G-1``; ``None``: one group per column.
+    group_cells : array-like of shape (G,), default=None
+        Cell model (index into ``cells``) of each group.
 
-@njit(cache=True)
-def cell_log_predictive(t, p, s, x):
-    if t == 0:
-        return cells.normal_log_predictive(p, s, x)
-    elif t == 1:
-        return cells.bernoulli_log_predictive(p, s, x)
-    elif t == 2:
-        return cells.poisson_log_predictive(p, s, x)
-    return cells.categorical_log_predictive(p, s, x)
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_trellis.models.cells import NormalCells
+    >>> from sklearn_trellis.models.cell_blocks import CellBlocks
+    >>> X = np.array([[0.1, 0.2, 5.0], [0.0, 0.3, 5.2], [2.0, 2.1, np.nan]])
+    >>> cells = NormalCells(hyperprior="fixed").fit(X)
+    >>> blocks = CellBlocks(cells, column_groups=[0, 0, 1]).fit(X)
+    >>> # rows 0 and 1 as one cluster: block (cluster, group 0) holds 4 cells, group 1 two
+    >>> value = blocks.log_marginal(X[:2])
+    >>> expected = cells.log_marginal(X[:2, :2]) + cells.log_marginal(X[:2, 2])
+    >>> bool(np.isclose(value, expected))
+    True
+    """
 
+    kernels = GibbsKernels(kb.blocks_reset, kb.blocks_prepare, kb.blocks_add, kb.blocks_remove,
+                           kb.blocks_log_predictive, kb.blocks_log_cluster, zero_global,
+                           kb.blocks_refresh)
 
-@njit(cache=True)
-def cell_predictive_mean(t, p, s):
-    if t == 0:
-        return cells.normal_predictive_mean(p, s)
-    elif t == 1:
-        return cells.bernoulli_predictive_mean(p, s)
-    elif t == 2:
-        return cells.poisson_predictive_mean(p, s)
-    return cells.categorical_predictive_mean(p, s)
-
-
-@njit(cache=True)
-def cell_predictive_sample(t, p, s):
-    if t == 0:
-        return cells.normal_predictive_sample(p, s)
-    elif t == 1:
-        return cells.bernoulli_predictive_sample(p, s)
-    elif t == 2:
-        return cells.poisson_predictive_sample(p, s)
-    return cells.categorical_predictive_sample(p, s)
-
-
-@njit(cache=True)
-def block_reset(params, stats, c):
-    stats[c, :] = 0.0
-
-
-@njit(cache=True)
-def _block_update(params, data, stats, c, i, w):
-    d = int(params[0])
-    for j in range(d):
-        if params[1 + 6 * d - d + j] == 0.0:  # active flag
-            continue
-        t = int(params[1 + j])
-        p0 = int(params[1 + d + j])
-        s0 = int(params[1 + 3 * d + j])
-        p = params[p0:p0 + int(params[1 + 2 * d + j])]
-        s = stats[c, s0:s0 + int(params[1 + 4 * d + j])]
-        cell_add(t, p, s, data[i, j], w)
-
-
-@njit(cache=True)
-def block_add(params, data, stats, shared, work, c, i):
-    _block_update(params, data, stats, c, i, 1.0)
-
-
-@njit(cache=True)
-def block_remove(params, data, stats, shared, work, c, i):
-    _block_update(params, data, stats, c, i, -1.0)
-
-
-@njit(cache=True)
-def block_log_predictive(params, data, stats, shared, work, c, i):
-    d = int(params[0])
-    total = 0.0
-    for j in range(d):
-        if params[1 + 5 * d + j] == 0.0:
-            continue
-        t = int(params[1 + j])
-        p0 = int(params[1 + d + j])
-        s0 = int(params[1 + 3 * d + j])
-        p = params[p0:p0 + int(params[1 + 2 * d + j])]
-        s = stats[c, s0:s0 + int(params[1 + 4 * d + j])]
-        total += cell_log_predictive(t, p, s, data[i, j])
-    return total
-
-
-@njit(cache=True)
-def block_log_cluster(params, stats, shared, c):
-    d = int(params[0])
-    total = 0.0
-    for j in range(d):
-        if params[1 + 5 * d + j] == 0.0:
-            continue
-        t = int(params[1 + j])
-        p0 = int(params[1 + d + j])
-        s0 = int(params[1 + 3 * d + j])
-        p = params[p0:p0 + int(params[1 + 2 * d + j])]
-        s = stats[c, s0:s0 + int(params[1 + 4 * d + j])]
-        total += cell_log_marginal(t, p, s)
-    return total
-
-
-class CellBlockLikelihood(ClusterLikelihood):
-    """Rows of a mixed-type table; one statistics segment per column (PROVISIONAL)."""
-
-    kernels = GibbsKernels(block_reset, no_prepare, block_add, block_remove,
-                           block_log_predictive, block_log_cluster, zero_global, no_refresh)
-
-    def __init__(self, cell_models):
-        self.cell_models = cell_models
+    def __init__(self, cells, column_groups=None, group_cells=None):
+        self.cells = cells
+        self.column_groups = column_groups
+        self.group_cells = group_cells
 
     def fit(self, X, y=None):
-        self.n_features_in_ = len(self.cell_models)
-        slen = [m.n_stats for m in self.cell_models]
-        self.stat_offsets_ = np.concatenate([[0], np.cumsum(slen)[:-1]]).astype(int)
-        self.stat_lengths_ = np.array(slen, dtype=int)
-        self.types_ = np.array([CELL_TYPES.index(_type_name(m)) for m in self.cell_models])
+        X = np.asarray(X, dtype=np.float64)
+        if X.ndim != 2:
+            raise ValueError(f"CellBlocks expects a 2-d array, got shape {X.shape}.")
+        cells = list(self.cells) if isinstance(self.cells, (list, tuple)) else [self.cells]
+        if not cells:
+            raise ValueError("CellBlocks needs at least one cell model.")
+        for model in cells:
+            if not isinstance(model, _CellModel):
+                raise TypeError(f"cells must be cell models, got {type(model).__name__}.")
+            model._check_fitted()
+        d = X.shape[1]
+        groups = (np.arange(d) if self.column_groups is None
+                  else np.asarray(self.column_groups))
+        if groups.shape != (d,) or (d and not np.issubdtype(groups.dtype, np.integer)):
+            raise ValueError(f"column_groups must be {d} integer labels, got {groups!r}.")
+        groups = groups.astype(np.int64)
+        if d and groups.min() < 0:
+            raise ValueError("column_groups must be non-negative.")
+        n_groups = int(groups.max()) + 1 if d else 0
+        if self.group_cells is None:
+            group_cells = (np.zeros(n_groups, np.int64) if len(cells) == 1
+                           else np.arange(n_groups))
+        else:
+            group_cells = np.asarray(self.group_cells).astype(np.int64)
+        if group_cells.shape != (n_groups,) or (
+                n_groups and (group_cells.min() < 0 or group_cells.max() >= len(cells))):
+            raise ValueError(f"group_cells must hold {n_groups} indices into the "
+                             f"{len(cells)} cell models.")
+        for m, model in enumerate(cells):
+            columns = np.flatnonzero(group_cells[groups] == m)
+            if columns.size:
+                model.check_values(X[:, columns])
+        self.cells_ = cells
+        self.column_groups_ = groups
+        self.group_cells_ = group_cells
+        self.n_groups_ = n_groups
+        self.n_features_in_ = d
+        self._width = 1 + max(model.n_stats for model in cells)
+        self._param_width = 1 + max(model.kernel_params().size for model in cells)
         return self
+
+    def _check_fitted(self):
+        if not hasattr(self, "cells_"):
+            raise ValueError("CellBlocks is not fitted: call fit(X) first.")
 
     @property
     def n_stats(self):
-        return int(self.stat_lengths_.sum())
+        self._check_fitted()
+        return self.n_groups_ * self._width
 
-    def layout(self, column_params, active):
-        """Kernel params for per-column cell params ``column_params`` and an active mask."""
-        d = len(column_params)
-        plen = np.array([len(p) for p in column_params], dtype=int)
-        header = 1 + 6 * d
-        poff = header + np.concatenate([[0], np.cumsum(plen)[:-1]]).astype(int)
-        return np.concatenate([[d], self.types_, poff, plen, self.stat_offsets_,
-                               self.stat_lengths_, np.asarray(active, dtype=np.float64),
-                               *column_params]).astype(np.float64)
+    def work_size(self, capacity):
+        return (self.n_groups_ + 1) * self._width
 
-    def kernel_params(self):
-        d = len(self.cell_models)
-        return self.layout([m.kernel_params() for m in self.cell_models], np.ones(d))
+    # -- parameters --------------------------------------------------------------
+    def kernel_params(self, cell_params=None):
+        """The kernel vector; ``cell_params`` (one vector per cell model) default to theirs."""
+        self._check_fitted()
+        if cell_params is None:
+            cell_params = [model.kernel_params() for model in self.cells_]
+        d, n_groups, q = self.n_features_in_, self.n_groups_, self._param_width
+        blocks = np.zeros((n_groups, q))
+        for g in range(n_groups):
+            m = self.group_cells_[g]
+            p = np.asarray(cell_params[m], dtype=np.float64)
+            blocks[g, 0] = self.cells_[m].code
+            blocks[g, 1:1 + p.size] = p
+        return np.concatenate([[n_groups, d, self._width, q], self.column_groups_,
+                               blocks.ravel()]).astype(np.float64)
+
+    def cell_params(self, params):
+        """The parameter vector of each cell model inside the kernel vector ``params``."""
+        self._check_fitted()
+        d, q = self.n_features_in_, self._param_width
+        blocks = np.asarray(params[4 + d:]).reshape(self.n_groups_, q)
+        out = [model.kernel_params() for model in self.cells_]
+        for m, model in enumerate(self.cells_):
+            used = np.flatnonzero(self.group_cells_ == m)
+            if used.size:
+                out[m] = blocks[used[0], 1:1 + out[m].size].copy()
+        return out
+
+    @property
+    def resamples_hyperparameters(self):
+        return any(model.resamples_hyperparameters for model in self.cells_)
+
+    def _block_rows(self, stats, active, m):
+        """Cell statistics of every block of cell model ``m`` among the ``active`` slots."""
+        width, s = self._width, self.cells_[m].n_stats
+        groups = np.flatnonzero(self.group_cells_ == m)
+        table = stats[np.asarray(active)].reshape(len(active), self.n_groups_, width)
+        return table[:, groups, :s].reshape(-1, s)
+
+    def resample_params(self, params, stats, shared, counts, active, random_state):
+        """Each cell model's grid hyperparameters drawn given all of its blocks (None: unchanged)."""
+        current = self.cell_params(params)
+        changed = False
+        for m, model in enumerate(self.cells_):
+            if not model.resamples_hyperparameters:
+                continue
+            rows = self._block_rows(stats, active, m)
+            new = model.resample_params(current[m], rows, None, None, np.arange(rows.shape[0]),
+                                        random_state)
+            if new is not None:
+                current[m] = new
+                changed = True
+        return self.kernel_params(current) if changed else None
+
+    def hyperparameter_grid(self):
+        """Product of the cell models' grids: ``(params (G, p), log_prior (G,))``, or ``None``."""
+        self._check_fitted()
+        grids = [model.hyperparameter_grid() for model in self.cells_]
+        if all(grid is None for grid in grids):
+            return None
+        axes = [(grid[0], grid[1]) if grid is not None
+                else (model.kernel_params()[None, :], np.zeros(1))
+                for model, grid in zip(self.cells_, grids)]
+        size = int(np.prod([len(lp) for _, lp in axes]))
+        if size > MAX_PRODUCT_GRID:
+            raise ValueError(f"the product of the cell models' hyperparameter grids has {size} "
+                             f"points (more than {MAX_PRODUCT_GRID}).")
+        params, log_prior = [], []
+        for combo in itertools.product(*[range(len(lp)) for _, lp in axes]):
+            params.append(self.kernel_params([axes[m][0][g] for m, g in enumerate(combo)]))
+            log_prior.append(sum(axes[m][1][g] for m, g in enumerate(combo)))
+        return np.array(params), np.array(log_prior)
+
+    def describe_params(self, params):
+        """Named hyperparameters of kernel vectors (rows): ``name`` or ``name[m]`` per cell model."""
+        params = np.atleast_2d(params)
+        per_row = [self.cell_params(row) for row in params]
+        out = {}
+        for m, model in enumerate(self.cells_):
+            if not model.resamples_hyperparameters:
+                continue
+            named = model.describe_params(np.array([row[m] for row in per_row]))
+            for name, values in named.items():
+                out[name if len(self.cells_) == 1 else f"{name}[{m}]"] = values
+        return out
+
+    # -- whole-data helpers ---------------------------------------------------------------
+    def log_marginal(self, X, params=None):
+        """``log m`` of the rows of ``X`` as one cluster (sum over groups of the block marginals)."""
+        data = self.kernel_data(X)
+        labels = np.zeros(data.shape[0], np.int64)
+        params = self.kernel_params() if params is None else params
+        return float(kb.sum_block_log_marginals(params, self.block_statistics(data, labels,
+                                                                                 params)))
+
+    def block_statistics(self, data, labels, params=None):
+        """Cell statistics ``(K, G, W)`` of every (cluster, group) block of the partition ``labels``."""
+        params = self.kernel_params() if params is None else np.asarray(params, np.float64)
+        labels = np.asarray(labels, dtype=np.int64)
+        n_clusters = int(labels.max()) + 1 if labels.size else 0
+        out = np.zeros((n_clusters, self.n_groups_, self._width))
+        return kb.block_table(params, data, labels, n_clusters, out)
 
 
-def _type_name(model):
-    for name, cls in cells.CELL_MODELS.items():
-        if isinstance(model, cls):
-            return name
-    raise TypeError(f"unknown cell model {model!r}")
+__all__ = ["CellBlocks", "MAX_PRODUCT_GRID"]

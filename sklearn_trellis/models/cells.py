@@ -1,304 +1,440 @@
-"""PROVISIONAL (crosscat branch, replaced by the bicluster branch's module on merge).
+"""Conjugate models of i.i.d. scalar cells (matrix entries), for block models of matrices.
 
-Conjugate models of i.i.d. scalar cells; NaN cells are missing (skipped).
-Each model's numba kernels work on a 1-d ``params`` slice and a 1-d ``stats``
-slice whose all-zero state is the empty cell set.
+A *cell model* describes the entries of one block of a matrix (biclustering) or
+of one column within a row cluster (CrossCat) as i.i.d. draws from ``p(x | theta)``
+with a conjugate prior on ``theta``, integrated out. NaN cells are missing: they
+contribute nothing (marginalised, not imputed).
+
+Interface of every cell model (a small ``BaseEstimator``):
+
+- ``fit(values)``: validate the values (any shape, flattened; NaN allowed) and
+  fill the data-dependent defaults (units-free, documented per class); returns
+  ``self``. ``check_values(values)`` validates new values the same way.
+- ``code``: the type code of its numba kernels (:mod:`._cell_kernels`:
+  0 normal, 1 bernoulli, 2 poisson, 3 categorical); ``n_stats``: length of its
+  statistics vector (``stats[0]`` = number of observed cells; statistics are
+  additive over disjoint cell sets, the empty set is the zero vector);
+  ``kernel_params()``: its float64 parameter vector (the grid's starting point).
+- ``kernels``: the named tuple :class:`CellKernels` of its three
+  ``numba.njit`` functions, one signature for every cell type:
+  ``add_cell(params, stats, x, weight)`` (``weight`` +1 / -1, NaN skipped),
+  ``log_marginal(params, stats)``, ``log_predictive(params, stats, x)``.
+  Code mixing types calls ``cell_add(code, ...)``, ``cell_log_marginal(code, ...)``,
+  ``cell_log_predictive(code, ...)`` of :mod:`._cell_kernels` instead.
+- Grid hyperprior (the mechanism of :class:`~sklearn_trellis.models.conjugate.NormalGamma`,
+  reused): ``hyperparameter_grid()`` -> ``(params (G, q), log_prior (G,))`` or
+  ``None`` when the hyperparameters are fixed; ``resample_params(params, stats,
+  shared, counts, active, random_state)`` draws a grid point from its exact
+  conditional posterior given the statistics rows ``stats[active]`` (one row per
+  block); ``describe_params(params)`` names the values.
+- ``log_marginal(values)``: ``log m`` of the values as one block (Python
+  convenience, computed by the kernels).
+
+``CELL_MODELS`` maps the names ``'normal'``, ``'bernoulli'``, ``'poisson'`` and
+``'categorical'`` to the classes.
 """
 
-import math
+import numbers
+from collections import namedtuple
 
 import numpy as np
-from numba import njit
 from sklearn.base import BaseEstimator
 
-_LOG_2PI = math.log(2.0 * math.pi)
+from .._core.validation import check_option, check_scalar_param
+from . import _cell_kernels as k
+from .conjugate import NormalInverseWishart, _GridHyperpriorMixin, _rate_factor
+
+#: The three numba functions of a cell model (see the module docstring).
+CellKernels = namedtuple("CellKernels", ["add_cell", "log_marginal", "log_predictive"])
+
+#: Strengths (prior pseudo-counts) of the Beta / Gamma / Dirichlet grids, 1 to 100. Not
+#: lower: a Beta prior of strength 0.1 is so U-shaped that a block holding a single 0
+#: among many 1s is split off (rows with one flipped cell became their own clusters).
+STRENGTH_GRID = np.logspace(0.0, 2.0, 9)
 
 
-# ------------------------------------------------------------------ Normal-Gamma
-@njit(cache=True)
-def normal_add_cell(params, stats, x, weight):
-    if math.isnan(x):
-        return
-    n = stats[0] + weight
-    if n <= 0.5:
-        stats[0] = 0.0
-        stats[1] = 0.0
-        stats[2] = 0.0
-        return
-    mean = stats[1]
-    new_mean = mean + weight * (x - mean) / n
-    stats[2] += weight * (x - mean) * (x - new_mean)
-    stats[1] = new_mean
-    stats[0] = n
+def _as_values(values, name):
+    try:
+        values = np.asarray(values, dtype=np.float64).ravel()
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} needs numeric values.") from None
+    if np.any(np.isinf(values)):
+        raise ValueError(f"{name}: values contain infinity (NaN marks a missing cell).")
+    return values
 
 
-@njit(cache=True)
-def _normal_posterior(params, stats):
-    m0, kappa0, a0, b0 = params[0], params[1], params[2], params[3]
-    n, mean, m2 = stats[0], stats[1], stats[2]
-    kappa = kappa0 + n
-    mu = (kappa0 * m0 + n * mean) / kappa
-    a = a0 + 0.5 * n
-    b = b0 + 0.5 * max(m2, 0.0) + 0.5 * kappa0 * n * (mean - m0) ** 2 / kappa
-    return kappa, mu, a, b
+class _CellModel(_GridHyperpriorMixin, BaseEstimator):
+    """Base class of the cell models (the grid hyperprior and the Python conveniences)."""
+
+    code = None
+    kernels = None
+
+    def _check_fitted(self):
+        if not hasattr(self, "grid_scale_"):
+            raise ValueError(f"{type(self).__name__} is not fitted: call fit(values) first.")
+
+    def check_values(self, values):
+        """Validated float64 1-d copy of ``values`` (NaN = missing)."""
+        values = _as_values(values, type(self).__name__)
+        self._check_domain(values[~np.isnan(values)])
+        return values
+
+    def _check_domain(self, observed):
+        """Raise ``ValueError`` when an observed value is outside the model's support."""
+
+    def _grid_log_likelihoods(self, params, rows):
+        grid = np.array([self._grid_params(g) for g in range(self.grid_scale_.size)])
+        out = np.empty(grid.shape[0])
+        return k.grid_sum_log_marginals(self.code, grid, np.ascontiguousarray(rows, np.float64),
+                                        out)
+
+    def log_marginal(self, values, params=None):
+        """``log m`` of ``values`` (NaN skipped) as one block, by the kernels."""
+        self._check_fitted()
+        values = self.check_values(values)
+        params = self.kernel_params() if params is None else np.asarray(params, np.float64)
+        stats = k.values_stats(self.code, params, values, self.n_stats)
+        return float(self.kernels.log_marginal(params, stats))
+
+    def describe_params(self, params):
+        params = np.atleast_2d(params)
+        return {name: params[:, j] for name, j in self._param_names.items()}
 
 
-@njit(cache=True)
-def normal_log_marginal(params, stats):
-    n = stats[0]
-    if n == 0:
-        return 0.0
-    kappa0, a0, b0 = params[1], params[2], params[3]
-    kappa, mu, a, b = _normal_posterior(params, stats)
-    return (math.lgamma(a) - math.lgamma(a0) + a0 * math.log(b0) - a * math.log(b)
-            + 0.5 * (math.log(kappa0) - math.log(kappa)) - 0.5 * n * _LOG_2PI)
+class NormalCells(_CellModel):
+    """Real cells, ``x ~ N(mu, 1/tau)`` with a Normal-Gamma prior on ``(mu, tau)``.
 
+    ``tau ~ Gamma(shape, rate=b0)``, ``mu | tau ~ N(m0, 1 / (kappa tau))`` (the
+    one-dimensional case of :class:`~sklearn_trellis.models.NormalGamma`).
 
-@njit(cache=True)
-def normal_log_predictive(params, stats, x):
-    if math.isnan(x):
-        return 0.0
-    kappa, mu, a, b = _normal_posterior(params, stats)
-    scale2 = b * (kappa + 1.0) / (a * kappa)
-    nu = 2.0 * a
-    z = (x - mu) ** 2 / (nu * scale2)
-    return (math.lgamma(0.5 * (nu + 1.0)) - math.lgamma(0.5 * nu)
-            - 0.5 * math.log(nu * math.pi * scale2) - 0.5 * (nu + 1.0) * math.log1p(z))
+    Parameters
+    ----------
+    kappa : float, default=None
+        Prior pseudo-count of a block mean. ``None``: learned on the grid
+        ``{0.01, 0.1, 1}`` (``hyperprior='grid'``), or 0.1 (``'fixed'``).
+    shape : float, default=2.0
+        Gamma shape ``a0`` of the precision.
+    mean_prior : float, default=None
+        ``m0``; ``None`` means the mean of the observed values.
+    variance_prior : float, default=None
+        Prior expected block variance ``E[1/tau] = b0 / (a0 - 1)`` (``b0 =
+        variance_prior`` when ``a0 <= 1``), in units of the data. ``None``: the
+        rate is learned, ``b0 = t v`` with ``v`` the variance of the observed
+        values and ``t`` on :attr:`NormalInverseWishart.SCALE_GRID`
+        (``hyperprior='grid'``), or ``E[1/tau] = 0.1 v`` (``'fixed'``). So the
+        defaults do not depend on the data's units.
+    hyperprior : {'grid', 'fixed'}, default='grid'
+        ``'grid'``: the hyperparameters left at ``None`` get a uniform prior on
+        their grids (the product grid), drawn by the sampler and summed over by
+        exact inference.
 
+    Examples
+    --------
+    >>> from sklearn_trellis.models.cells import NormalCells
+    >>> model = NormalCells(hyperprior="fixed").fit([0.2, 1.1, -0.3, float("nan")])
+    >>> model.kernel_params().round(3).tolist()      # m0, kappa0, a0, b0
+    [0.333, 0.1, 2.0, 0.034]
+    """
 
-@njit(cache=True)
-def normal_predictive_mean(params, stats):
-    return _normal_posterior(params, stats)[1]
-
-
-@njit(cache=True)
-def normal_predictive_sample(params, stats):
-    kappa, mu, a, b = _normal_posterior(params, stats)
-    precision = np.random.gamma(a, 1.0 / b)
-    return mu + np.random.standard_normal() * math.sqrt((kappa + 1.0) / (kappa * precision))
-
-
-# ------------------------------------------------------------------ Beta-Bernoulli
-@njit(cache=True)
-def bernoulli_add_cell(params, stats, x, weight):
-    if math.isnan(x):
-        return
-    stats[0] += weight
-    stats[1] += weight * x
-
-
-@njit(cache=True)
-def bernoulli_log_marginal(params, stats):
-    a, b = params[0], params[1]
-    n, n1 = stats[0], stats[1]
-    return (math.lgamma(a + n1) + math.lgamma(b + n - n1) - math.lgamma(a + b + n)
-            - math.lgamma(a) - math.lgamma(b) + math.lgamma(a + b))
-
-
-@njit(cache=True)
-def bernoulli_log_predictive(params, stats, x):
-    if math.isnan(x):
-        return 0.0
-    a, b = params[0], params[1]
-    p = (a + stats[1]) / (a + b + stats[0])
-    return math.log(p) if x > 0.5 else math.log1p(-p)
-
-
-@njit(cache=True)
-def bernoulli_predictive_mean(params, stats):
-    return (params[0] + stats[1]) / (params[0] + params[1] + stats[0])
-
-
-@njit(cache=True)
-def bernoulli_predictive_sample(params, stats):
-    return 1.0 if np.random.random() < bernoulli_predictive_mean(params, stats) else 0.0
-
-
-# ------------------------------------------------------------------ Poisson-Gamma
-@njit(cache=True)
-def poisson_add_cell(params, stats, x, weight):
-    if math.isnan(x):
-        return
-    stats[0] += weight
-    stats[1] += weight * x
-    stats[2] += weight * math.lgamma(x + 1.0)
-
-
-@njit(cache=True)
-def poisson_log_marginal(params, stats):
-    a, b = params[0], params[1]
-    n, s = stats[0], stats[1]
-    if n == 0:
-        return 0.0
-    return (a * math.log(b) - math.lgamma(a) + math.lgamma(a + s) - (a + s) * math.log(b + n)
-            - stats[2])
-
-
-@njit(cache=True)
-def poisson_log_predictive(params, stats, x):
-    if math.isnan(x):
-        return 0.0
-    a = params[0] + stats[1]
-    b = params[1] + stats[0]
-    return (math.lgamma(a + x) - math.lgamma(a) - math.lgamma(x + 1.0)
-            + a * math.log(b / (b + 1.0)) - x * math.log(b + 1.0))
-
-
-@njit(cache=True)
-def poisson_predictive_mean(params, stats):
-    return (params[0] + stats[1]) / (params[1] + stats[0])
-
-
-@njit(cache=True)
-def poisson_predictive_sample(params, stats):
-    rate = np.random.gamma(params[0] + stats[1], 1.0 / (params[1] + stats[0]))
-    return float(np.random.poisson(rate))
-
-
-# ------------------------------------------------------------------ Dirichlet-categorical
-@njit(cache=True)
-def categorical_add_cell(params, stats, x, weight):
-    if math.isnan(x):
-        return
-    stats[0] += weight
-    stats[1 + int(x)] += weight
-
-
-@njit(cache=True)
-def categorical_log_marginal(params, stats):
-    k = int(params[0])
-    alpha = params[1]
-    n = stats[0]
-    if n == 0:
-        return 0.0
-    total = math.lgamma(k * alpha) - math.lgamma(k * alpha + n)
-    for c in range(k):
-        total += math.lgamma(alpha + stats[1 + c]) - math.lgamma(alpha)
-    return total
-
-
-@njit(cache=True)
-def categorical_log_predictive(params, stats, x):
-    if math.isnan(x):
-        return 0.0
-    k = int(params[0])
-    alpha = params[1]
-    return math.log((alpha + stats[1 + int(x)]) / (k * alpha + stats[0]))
-
-
-@njit(cache=True)
-def categorical_predictive_mean(params, stats):
-    """The predictive mode (the imputed value of a categorical cell)."""
-    k = int(params[0])
-    best = 0
-    for c in range(1, k):
-        if stats[1 + c] > stats[1 + best]:
-            best = c
-    return float(best)
-
-
-@njit(cache=True)
-def categorical_predictive_sample(params, stats):
-    k = int(params[0])
-    alpha = params[1]
-    u = np.random.random() * (k * alpha + stats[0])
-    acc = 0.0
-    for c in range(k):
-        acc += alpha + stats[1 + c]
-        if acc > u:
-            return float(c)
-    return float(k - 1)
-
-
-# ------------------------------------------------------------------ estimators
-def _observed(values):
-    values = np.asarray(values, dtype=np.float64).ravel()
-    return values[~np.isnan(values)]
-
-
-class _Cell(BaseEstimator):
-    def hyperparameter_grid(self):
-        grid = np.asarray(self._grid(), dtype=np.float64)
-        return grid, np.full(grid.shape[0], -math.log(grid.shape[0]))
-
-
-class NormalGammaCell(_Cell):
+    code = k.NORMAL
+    kernels = CellKernels(k.normal_add_cell, k.normal_log_marginal, k.normal_log_predictive)
     n_stats = 3
+    _param_names = {"mean": 0, "kappa": 1, "shape": 2, "rate": 3}
+    KAPPA_GRID = np.array([0.01, 0.1, 1.0])
 
-    def __init__(self, kappa=1.0, shape=1.0):
+    def __init__(self, kappa=None, shape=2.0, mean_prior=None, variance_prior=None,
+                 hyperprior="grid"):
         self.kappa = kappa
         self.shape = shape
+        self.mean_prior = mean_prior
+        self.variance_prior = variance_prior
+        self.hyperprior = hyperprior
 
-    def fit(self, values):
-        x = _observed(values)
-        self.mean_ = float(x.mean()) if x.size else 0.0
-        self.var_ = float(x.var()) if x.size > 1 and x.var() > 0 else 1.0
+    def fit(self, values, y=None):
+        values = self.check_values(values)
+        check_scalar_param(self.kappa, "kappa", low=0.0, include_low=False, allow_none=True)
+        check_scalar_param(self.shape, "shape", low=0.0, include_low=False)
+        check_scalar_param(self.mean_prior, "mean_prior", allow_none=True)
+        check_scalar_param(self.variance_prior, "variance_prior", low=0.0, include_low=False,
+                           allow_none=True)
+        check_option(self.hyperprior, "hyperprior", {"grid", "fixed"})
+        observed = values[~np.isnan(values)]
+        self.mean_prior_ = (float(self.mean_prior) if self.mean_prior is not None
+                            else float(observed.mean()) if observed.size else 0.0)
+        variance = float(observed.var()) if observed.size > 1 else 0.0
+        self.data_variance_ = variance if variance > 0 else 1.0
+        self.shape_ = float(self.shape)
+        learn = self.hyperprior == "grid"
+        kappas = (self.KAPPA_GRID if learn and self.kappa is None
+                  else np.array([0.1 if self.kappa is None else float(self.kappa)]))
+        if learn and self.variance_prior is None:
+            scales = NormalInverseWishart.SCALE_GRID * self.data_variance_
+        else:
+            expected = (0.1 * self.data_variance_ if self.variance_prior is None
+                        else float(self.variance_prior))
+            scales = np.array([expected * _rate_factor(self.shape_)])
+        rate, kappa = np.meshgrid(scales, kappas, indexing="ij")
+        self.grid_rate_ = rate.ravel()
+        self.grid_kappa_ = kappa.ravel()
+        self.grid_scale_ = self.grid_rate_ / self.data_variance_
+        start = int(np.argmin(np.abs(np.log(self.grid_scale_ / (0.1 * _rate_factor(self.shape_))))
+                              + np.abs(np.log(self.grid_kappa_ / 0.1))))
+        self.kappa_, self.rate_ = float(self.grid_kappa_[start]), float(self.grid_rate_[start])
         return self
 
+    def _grid_params(self, g):
+        return np.array([self.mean_prior_, self.grid_kappa_[g], self.shape_, self.grid_rate_[g]])
+
     def kernel_params(self):
-        return np.array([self.mean_, self.kappa, self.shape, self.shape * self.var_])
-
-    def _grid(self):
-        return [[self.mean_, k, self.shape, self.shape * self.var_ * s]
-                for k in (0.1, 1.0) for s in (0.1, 0.3, 1.0)]
+        self._check_fitted()
+        return np.array([self.mean_prior_, self.kappa_, self.shape_, self.rate_])
 
 
-class BetaBernoulliCell(_Cell):
+class BernoulliCells(_CellModel):
+    """Binary cells (0/1), ``x ~ Bernoulli(p)`` with a Beta(a, b) prior on ``p``.
+
+    The prior is ``a = s m``, ``b = s (1 - m)``: mean ``m``, strength ``s``.
+
+    Parameters
+    ----------
+    strength : float, default=None
+        ``s = a + b``. ``None``: learned on :data:`STRENGTH_GRID`
+        (``1 .. 100``, ``hyperprior='grid'``), or 2 (``'fixed'``).
+    mean : float, default=None
+        ``m`` in (0, 1); ``None`` means the frequency of ones among the observed
+        cells, clipped to ``[0.05, 0.95]``.
+    hyperprior : {'grid', 'fixed'}, default='grid'
+
+    Examples
+    --------
+    >>> import math
+    >>> from sklearn_trellis.models.cells import BernoulliCells
+    >>> model = BernoulliCells(strength=2.0, mean=0.5).fit([1, 0, 1])
+    >>> round(math.exp(model.log_marginal([1, 0, 1])), 6)   # 1/2 * 1/3 * 2/4
+    0.083333
+    """
+
+    code = k.BERNOULLI
+    kernels = CellKernels(k.bernoulli_add_cell, k.bernoulli_log_marginal,
+                          k.bernoulli_log_predictive)
     n_stats = 2
+    _param_names = {"a": 0, "b": 1}
 
-    def __init__(self, a=1.0, b=1.0):
-        self.a = a
-        self.b = b
+    def __init__(self, strength=None, mean=None, hyperprior="grid"):
+        self.strength = strength
+        self.mean = mean
+        self.hyperprior = hyperprior
 
-    def fit(self, values):
+    def _check_domain(self, observed):
+        if not np.all((observed == 0) | (observed == 1)):
+            raise ValueError("BernoulliCells needs binary cells (0 or 1; NaN for missing).")
+
+    def fit(self, values, y=None):
+        values = self.check_values(values)
+        check_scalar_param(self.strength, "strength", low=0.0, include_low=False,
+                           allow_none=True)
+        check_scalar_param(self.mean, "mean", low=0.0, high=1.0, include_low=False,
+                           allow_none=True)
+        if self.mean == 1.0:
+            raise ValueError("mean must be < 1, got 1.0.")
+        check_option(self.hyperprior, "hyperprior", {"grid", "fixed"})
+        observed = values[~np.isnan(values)]
+        frequency = observed.mean() if observed.size else 0.5
+        self.mean_ = float(np.clip(frequency, 0.05, 0.95) if self.mean is None else self.mean)
+        if self.strength is None and self.hyperprior == "grid":
+            self.grid_scale_ = STRENGTH_GRID.copy()
+        else:
+            self.grid_scale_ = np.array([2.0 if self.strength is None else float(self.strength)])
+        self.strength_ = float(self.grid_scale_[np.argmin(np.abs(np.log(self.grid_scale_ / 2)))])
         return self
 
+    def _grid_params(self, g):
+        s = self.grid_scale_[g]
+        return np.array([s * self.mean_, s * (1.0 - self.mean_)])
+
     def kernel_params(self):
-        return np.array([self.a, self.b], dtype=np.float64)
-
-    def _grid(self):
-        return [[s * self.a, s * self.b] for s in (0.5, 1.0, 2.0)]
+        self._check_fitted()
+        return np.array([self.strength_ * self.mean_, self.strength_ * (1.0 - self.mean_)])
 
 
-class PoissonGammaCell(_Cell):
+class PoissonCells(_CellModel):
+    """Count cells (non-negative integers), ``x ~ Poisson(lam)`` with a Gamma prior on ``lam``.
+
+    ``lam ~ Gamma(shape=s m, rate=s)``: mean ``m``, strength ``s`` (a prior
+    pseudo-count of cells).
+
+    Parameters
+    ----------
+    strength : float, default=None
+        ``s``. ``None``: learned on :data:`STRENGTH_GRID` (``1 .. 100``,
+        ``hyperprior='grid'``), or 1 (``'fixed'``).
+    mean : float, default=None
+        ``m > 0``; ``None`` means the mean of the observed cells (at least 0.1,
+        so an all-zero matrix still has a proper prior).
+    hyperprior : {'grid', 'fixed'}, default='grid'
+
+    Examples
+    --------
+    >>> import math
+    >>> from sklearn_trellis.models.cells import PoissonCells
+    >>> model = PoissonCells(strength=1.0, mean=1.0).fit([0, 2])
+    >>> round(model.log_marginal([0]), 6) == round(math.log(0.5), 6)   # Gamma(1, 1) prior
+    True
+    """
+
+    code = k.POISSON
+    kernels = CellKernels(k.poisson_add_cell, k.poisson_log_marginal, k.poisson_log_predictive)
     n_stats = 3
+    _param_names = {"shape": 0, "rate": 1}
 
-    def __init__(self, shape=1.0):
-        self.shape = shape
+    def __init__(self, strength=None, mean=None, hyperprior="grid"):
+        self.strength = strength
+        self.mean = mean
+        self.hyperprior = hyperprior
 
-    def fit(self, values):
-        x = _observed(values)
-        self.mean_ = max(float(x.mean()), 1e-3) if x.size else 1.0
+    def _check_domain(self, observed):
+        if np.any(observed < 0) or np.any(observed != np.round(observed)):
+            raise ValueError("PoissonCells needs non-negative integer cells (NaN for missing).")
+
+    def fit(self, values, y=None):
+        values = self.check_values(values)
+        check_scalar_param(self.strength, "strength", low=0.0, include_low=False,
+                           allow_none=True)
+        check_scalar_param(self.mean, "mean", low=0.0, include_low=False, allow_none=True)
+        check_option(self.hyperprior, "hyperprior", {"grid", "fixed"})
+        observed = values[~np.isnan(values)]
+        empirical = observed.mean() if observed.size else 1.0
+        self.mean_ = float(max(empirical, 0.1) if self.mean is None else self.mean)
+        if self.strength is None and self.hyperprior == "grid":
+            self.grid_scale_ = STRENGTH_GRID.copy()
+        else:
+            self.grid_scale_ = np.array([1.0 if self.strength is None else float(self.strength)])
+        self.strength_ = float(self.grid_scale_[np.argmin(np.abs(np.log(self.grid_scale_)))])
         return self
+
+    def _grid_params(self, g):
+        s = self.grid_scale_[g]
+        return np.array([s * self.mean_, s])
 
     def kernel_params(self):
-        return np.array([self.shape, self.shape / self.mean_])
-
-    def _grid(self):
-        return [[s * self.shape, s * self.shape / self.mean_] for s in (0.3, 1.0, 3.0)]
+        self._check_fitted()
+        return np.array([self.strength_ * self.mean_, self.strength_])
 
 
-class DirichletCategoricalCell(_Cell):
-    def __init__(self, alpha=1.0, n_categories=None):
-        self.alpha = alpha
+class CategoricalCells(_CellModel):
+    """Category cells coded ``0..k-1``, ``x ~ Categorical(p)`` with a Dirichlet prior on ``p``.
+
+    ``p ~ Dirichlet(s m)``: mean ``m`` (a probability vector), strength ``s``.
+
+    Parameters
+    ----------
+    n_categories : int, default=None
+        ``k``; ``None`` means one more than the largest observed code.
+    strength : float, default=None
+        ``s``. ``None``: learned on :data:`STRENGTH_GRID` (``1 .. 100``,
+        ``hyperprior='grid'``), or ``k`` (``'fixed'``: ``beta = 1`` per category
+        with the uniform mean).
+    mean : array-like of shape (k,), default=None
+        ``m``; ``None`` means the smoothed frequencies of the observed codes,
+        ``(count_c + 1) / (n + k)``.
+    hyperprior : {'grid', 'fixed'}, default='grid'
+
+    Examples
+    --------
+    >>> import math
+    >>> from sklearn_trellis.models.cells import CategoricalCells
+    >>> model = CategoricalCells(n_categories=3, strength=3.0, mean=[1/3, 1/3, 1/3]).fit([0, 2])
+    >>> round(math.exp(model.log_marginal([0, 0])), 6)   # 1/3 * 2/4
+    0.166667
+    """
+
+    code = k.CATEGORICAL
+    kernels = CellKernels(k.categorical_add_cell, k.categorical_log_marginal,
+                          k.categorical_log_predictive)
+
+    def __init__(self, n_categories=None, strength=None, mean=None, hyperprior="grid"):
         self.n_categories = n_categories
+        self.strength = strength
+        self.mean = mean
+        self.hyperprior = hyperprior
 
-    def fit(self, values):
-        x = _observed(values)
-        k = int(x.max()) + 1 if x.size else 1
-        self.n_categories_ = max(k, self.n_categories or 0, 1)
-        return self
+    def _check_domain(self, observed):
+        if np.any(observed < 0) or np.any(observed != np.round(observed)):
+            raise ValueError("CategoricalCells needs integer category codes 0..k-1 "
+                             "(NaN for missing).")
+        limit = getattr(self, "n_categories_", None)
+        if limit is not None and observed.size and observed.max() >= limit:
+            raise ValueError(f"CategoricalCells was fitted with {limit} categories; got code "
+                             f"{int(observed.max())}.")
 
     @property
     def n_stats(self):
+        self._check_fitted()
         return 1 + self.n_categories_
 
+    def fit(self, values, y=None):
+        if hasattr(self, "n_categories_"):
+            del self.n_categories_
+        values = self.check_values(values)
+        observed = values[~np.isnan(values)].astype(np.int64)
+        check_scalar_param(self.n_categories, "n_categories", low=1, allow_none=True,
+                           kind=numbers.Integral)
+        check_scalar_param(self.strength, "strength", low=0.0, include_low=False,
+                           allow_none=True)
+        check_option(self.hyperprior, "hyperprior", {"grid", "fixed"})
+        largest = int(observed.max()) + 1 if observed.size else 1
+        kk = largest if self.n_categories is None else int(self.n_categories)
+        if kk < largest:
+            raise ValueError(f"n_categories={kk} but the cells hold code {largest - 1}.")
+        if self.mean is None:
+            mean = (np.bincount(observed, minlength=kk) + 1.0) / (observed.size + kk)
+        else:
+            mean = np.asarray(self.mean, dtype=np.float64).ravel()
+            if mean.shape != (kk,) or np.any(mean <= 0) or not np.isclose(mean.sum(), 1.0):
+                raise ValueError(f"mean must be {kk} positive probabilities summing to 1.")
+        self.mean_ = mean / mean.sum()
+        if self.strength is None and self.hyperprior == "grid":
+            self.grid_scale_ = STRENGTH_GRID.copy()
+        else:
+            self.grid_scale_ = np.array([float(kk) if self.strength is None
+                                         else float(self.strength)])
+        self.strength_ = float(self.grid_scale_[np.argmin(np.abs(np.log(self.grid_scale_ / kk)))])
+        self.n_categories_ = kk
+        return self
+
+    def _grid_params(self, g):
+        s = self.grid_scale_[g]
+        return np.concatenate([[self.n_categories_, s], s * self.mean_])
+
     def kernel_params(self):
-        return np.array([self.n_categories_, self.alpha], dtype=np.float64)
+        self._check_fitted()
+        return self._grid_params(int(np.flatnonzero(self.grid_scale_ == self.strength_)[0]))
 
-    def _grid(self):
-        return [[self.n_categories_, s * self.alpha] for s in (0.5, 1.0, 2.0)]
+    def describe_params(self, params):
+        return {"strength": np.atleast_2d(params)[:, 1]}
 
 
-CELL_MODELS = {"normal": NormalGammaCell, "bernoulli": BetaBernoulliCell,
-               "poisson": PoissonGammaCell, "categorical": DirichletCategoricalCell}
+CELL_MODELS = {
+    "normal": NormalCells,
+    "bernoulli": BernoulliCells,
+    "poisson": PoissonCells,
+    "categorical": CategoricalCells,
+}
+
+
+def make_cell_model(cells):
+    """A fresh cell model from a name of :data:`CELL_MODELS` or a clone of an instance."""
+    from sklearn.base import clone
+    if isinstance(cells, str):
+        if cells not in CELL_MODELS:
+            raise ValueError(f"cells must be one of {sorted(CELL_MODELS)} or a cell model "
+                             f"instance, got {cells!r}.")
+        return CELL_MODELS[cells]()
+    if isinstance(cells, _CellModel):
+        return clone(cells)
+    raise TypeError(f"cells must be a string or a cell model instance, got "
+                    f"{type(cells).__name__}.")
+
+
+__all__ = ["CellKernels", "NormalCells", "BernoulliCells", "PoissonCells", "CategoricalCells",
+           "CELL_MODELS", "make_cell_model", "STRENGTH_GRID"]

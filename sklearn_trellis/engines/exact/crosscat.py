@@ -102,14 +102,14 @@ def exact_crosscat(model):
                          f"columns, got {n} x {d}. Use method='gibbs'.")
     rows = set_partitions(n)
     crp_rows = _crp_log_eppf(rows, model.alpha_rows.value)
-    lik = model.likelihood
+    grids = [model.grid(j) for j in range(d)]
     column_scores = np.empty((d, rows.shape[0]))
     grid_scores = []
     for j in range(d):
-        grid, log_prior = model.grids[j]
-        t = int(lik.types_[j])
+        grid, log_prior = grids[j]
+        t = model.code(j)
         scores = np.empty((rows.shape[0], grid.shape[0]))
-        stats = np.zeros((n, int(lik.stat_lengths_[j])))
+        stats = np.zeros((n, model.cells[j].n_stats))
         x = np.ascontiguousarray(data[:, j])
         for r, labels in enumerate(rows):
             for g in range(grid.shape[0]):
@@ -148,7 +148,7 @@ def exact_crosscat(model):
         log_marginal_likelihood=log_marginal, dependence_probability=dependence,
         row_similarity=similarity, view_partitions=views, view_log_posterior=view_log,
         row_partitions=rows, subset_row_log_posterior=subset, grid_log_scores=grid_scores,
-        grids=model.grids, alpha_views=model.alpha_views.value,
+        grids=grids, alpha_views=model.alpha_views.value,
         alpha_rows=model.alpha_rows.value)
 
 

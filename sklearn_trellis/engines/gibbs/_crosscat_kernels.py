@@ -11,8 +11,8 @@ import math
 import numpy as np
 from numba import njit
 
-from ...models.cell_blocks import (cell_add, cell_log_marginal, cell_log_predictive,
-                                   cell_predictive_mean, cell_predictive_sample)
+from ...models._cell_kernels import (cell_add, cell_log_marginal, cell_log_predictive,
+                                     cell_predictive_mean, cell_predictive_sample)
 
 
 @njit(cache=True)
@@ -75,6 +75,14 @@ def log_sum_exp(values):
     for v in values:
         total += math.exp(v - largest)
     return largest + math.log(total)
+
+
+@njit(cache=True)
+def rows_log_predictive(t, p, stats, x_new, out):
+    """``out[i, c] += log p(x_new[i] | slot c)`` (NaN cells add 0)."""
+    for i in range(x_new.size):
+        for c in range(stats.shape[0]):
+            out[i, c] += cell_log_predictive(t, p, stats[c], x_new[i])
 
 
 @njit(cache=True)

@@ -21,9 +21,9 @@ One sweep (Mansinghka et al. 2016, Sec. 3):
 4. concentrations: ``alpha_views`` and each view's ``alpha`` from their Gamma
    hyperpriors (Escobar & West), when they are learned.
 
-Every view is a :class:`.sampler.GibbsState` of the one cell-block likelihood;
-its kernel parameters carry the view's active columns, so moving a column is
-rewriting one segment of the view's statistics.
+Every view is a :class:`.sampler.GibbsState` of its own cell-block likelihood
+(one group per column of the view); a column move rebuilds the two views it
+touches from their row labels.
 """
 
 import time
@@ -36,6 +36,7 @@ from sklearn.utils.parallel import Parallel, delayed
 from ...models.priors import CRP
 from . import _crosscat_kernels as ck
 from . import sampler
+from ...models.cell_blocks import CellBlocks
 
 _MAX_SEED = np.iinfo(np.int32).max
 
@@ -63,11 +64,10 @@ class ConcentrationPrior:
 
 @dataclass
 class CrossCatModel:
-    """What a chain needs besides its state: likelihood, data, grids, priors."""
+    """What a chain needs besides its state: the fitted cell models, data, grids, priors."""
 
-    likelihood: object          # fitted CellBlockLikelihood
+    cells: list                 # one fitted cell model (models.cells) per column
     data: np.ndarray            # (n, d) float64, NaN missing
-    grids: list                 # per column: (params (G, p), log_prior (G,))
     alpha_views: ConcentrationPrior
     alpha_rows: ConcentrationPrior
     n_aux: int = 1
@@ -76,170 +76,167 @@ class CrossCatModel:
     def n_columns(self):
         return self.data.shape[1]
 
-    def column_view_params(self, column_params, columns):
-        active = np.zeros(self.n_columns)
-        active[list(columns)] = 1.0
-        return self.likelihood.layout(column_params, active)
+    def code(self, j):
+        return int(self.cells[j].code)
+
+    def grid(self, j):
+        """Column ``j``'s hyperparameter grid ``(params (G, q), log_prior (G,))`` (one point if fixed)."""
+        grid = self.cells[j].hyperparameter_grid()
+        if grid is None:
+            return (np.asarray(self.cells[j].kernel_params(), np.float64)[None, :], np.zeros(1))
+        return np.ascontiguousarray(grid[0], np.float64), np.asarray(grid[1], np.float64)
+
+    def view_likelihood(self, columns):
+        """The cell-block likelihood of a view (one group per column) and its data."""
+        columns = sorted(columns)
+        data = np.ascontiguousarray(self.data[:, columns])
+        return CellBlocks([self.cells[j] for j in columns]).fit(data), data
+
+
+@dataclass
+class View:
+    """One view: its columns (sorted), cell-block likelihood, data and Gibbs state."""
+
+    columns: list
+    likelihood: object
+    data: np.ndarray
+    state: object
+
+    @property
+    def alpha(self):
+        return self.state.alpha
+
+
+def make_view(model, columns, labels, alpha, column_params):
+    columns = sorted(columns)
+    likelihood, data = model.view_likelihood(columns)
+    params = likelihood.kernel_params([column_params[j] for j in columns])
+    state = sampler.new_state(likelihood, data, labels, alpha, params=params)
+    return View(columns, likelihood, data, state)
 
 
 @dataclass
 class CrossCatState:
-    """Views (GibbsStates), their columns and concentrations, per-column cell params."""
+    """Views, per-column cell params and the column concentration."""
 
-    views: list                 # GibbsState per view
-    columns: list               # set of column indices per view
+    views: list                 # View per view
     column_params: list         # per column: cell params (1-d)
     alpha_views: float
     n_sweeps_done: int = 0
 
+    @property
+    def columns(self):
+        return [view.columns for view in self.views]
+
     def view_of(self):
-        out = np.empty(sum(len(c) for c in self.columns), np.int64)
-        for v, cols in enumerate(self.columns):
-            for j in cols:
-                out[j] = v
+        out = np.empty(sum(len(v.columns) for v in self.views), np.int64)
+        for v, view in enumerate(self.views):
+            out[view.columns] = v
         return out
-
-
-def _segment(model, j):
-    lik = model.likelihood
-    s0 = int(lik.stat_offsets_[j])
-    return s0, s0 + int(lik.stat_lengths_[j])
-
-
-def _type(model, j):
-    return int(model.likelihood.types_[j])
 
 
 def new_crosscat_state(model, rng, view_labels=None, row_labels=None):
     """A state from given column -> view labels and row labels per view, or drawn from the prior."""
     n, d = model.data.shape
-    alpha_views = model.alpha_views.draw(rng) if model.alpha_views.hyperprior else \
-        model.alpha_views.value
+    alpha_views = model.alpha_views.draw(rng)
     if view_labels is None:
         view_labels = np.empty(d, np.int64)
         ck.crp_labels(d, alpha_views, rng.randint(_MAX_SEED), view_labels)
     _, view_labels = np.unique(view_labels, return_inverse=True)
-    column_params = [np.asarray(g[0][len(g[0]) // 2], dtype=np.float64) for g in model.grids]
-    state = CrossCatState(views=[], columns=[], column_params=column_params,
-                          alpha_views=float(alpha_views))
+    column_params = [np.asarray(cell.kernel_params(), np.float64) for cell in model.cells]
+    state = CrossCatState(views=[], column_params=column_params, alpha_views=float(alpha_views))
     for v in range(view_labels.max() + 1):
-        columns = set(np.flatnonzero(view_labels == v).tolist())
         alpha = model.alpha_rows.draw(rng)
         if row_labels is None:
             labels = np.empty(n, np.int64)
             ck.crp_labels(n, alpha, rng.randint(_MAX_SEED), labels)
         else:
             labels = np.asarray(row_labels[v])
-        params = model.column_view_params(column_params, columns)
-        state.views.append(sampler.new_state(model.likelihood, model.data, labels, alpha,
-                                             params=params))
-        state.columns.append(columns)
+        columns = np.flatnonzero(view_labels == v).tolist()
+        state.views.append(make_view(model, columns, labels, alpha, column_params))
     return state
 
 
-def _refresh_view_params(model, state, v):
-    view = state.views[v]
-    view.params = model.column_view_params(state.column_params, state.columns[v])
-    for c in view.free[:view.meta[1]]:
-        model.likelihood.kernels.reset(view.params, view.stats, c)
-
-
-def _column_scratch(model, state, j, view, params=None):
-    s0, s1 = _segment(model, j)
-    stats = np.zeros((view.capacity, s1 - s0))
+def _column_stats(model, state, j, labels, n_slots, params=None):
+    stats = np.zeros((n_slots, model.cells[j].n_stats))
     p = state.column_params[j] if params is None else params
-    ck.column_stats(_type(model, j), p, model.data[:, j], view.labels, stats)
+    ck.column_stats(model.code(j), p, model.data[:, j], labels, stats)
     return stats
 
 
-def _write_segment(model, j, view, stats):
-    s0, s1 = _segment(model, j)
-    view.stats[:, s0:s1] = stats
+def _rebuild(model, state, v, columns):
+    """View ``v`` with a new column set, keeping its row partition and concentration."""
+    view = state.views[v]
+    state.views[v] = make_view(model, columns, view.state.labels, view.state.alpha,
+                               state.column_params)
 
 
 def move_column(model, state, j, rng):
     """Reassign column ``j`` among the views and ``n_aux`` fresh ones (Neal's Algorithm 8)."""
     n = model.data.shape[0]
-    origin = next(v for v, cols in enumerate(state.columns) if j in cols)
-    state.columns[origin].discard(j)
-    singleton = len(state.columns[origin]) == 0
-    t = _type(model, j)
-    p = state.column_params[j]
-    candidates, scores, scratches = [], [], []
+    origin = next(v for v, view in enumerate(state.views) if j in view.columns)
+    remaining = [c for c in state.views[origin].columns if c != j]
+    singleton = not remaining
+    t, p = model.code(j), state.column_params[j]
+    candidates, scores = [], []
     for v, view in enumerate(state.views):
         if v == origin and singleton:
             continue
-        stats = _column_scratch(model, state, j, view)
+        size = len(remaining) if v == origin else len(view.columns)
+        stats = _column_stats(model, state, j, view.state.labels, view.state.capacity)
         candidates.append(("view", v))
-        scores.append(np.log(len(state.columns[v])) + ck.column_log_score(t, p, stats))
-        scratches.append(stats)
+        scores.append(np.log(size) + ck.column_log_score(t, p, stats))
     log_aux = np.log(state.alpha_views / model.n_aux)
     for a in range(model.n_aux):
         if a == 0 and singleton:
             view = state.views[origin]
-            stats = _column_scratch(model, state, j, view)
+            stats = _column_stats(model, state, j, view.state.labels, view.state.capacity)
             candidates.append(("view", origin))
         else:
             alpha = model.alpha_rows.draw(rng)
             labels = np.empty(n, np.int64)
             ck.crp_labels(n, alpha, rng.randint(_MAX_SEED), labels)
-            stats = np.zeros((int(labels.max()) + 1, _segment(model, j)[1] - _segment(model, j)[0]))
-            ck.column_stats(t, p, model.data[:, j], labels, stats)
+            stats = _column_stats(model, state, j, labels, int(labels.max()) + 1)
             candidates.append(("fresh", (labels, alpha)))
         scores.append(log_aux + ck.column_log_score(t, p, stats))
-        scratches.append(stats)
     scores = np.asarray(scores)
     weights = np.exp(scores - scores.max())
-    choice = int(rng.choice(len(candidates), p=weights / weights.sum()))
-    kind, what = candidates[choice]
+    kind, what = candidates[int(rng.choice(len(candidates), p=weights / weights.sum()))]
+    if kind == "view" and what == origin:
+        return
     if kind == "view":
-        state.columns[what].add(j)
-        _write_segment(model, j, state.views[what], scratches[choice])
-        _refresh_view_params(model, state, what)
-        if what != origin:
-            _refresh_view_params(model, state, origin)
+        _rebuild(model, state, what, state.views[what].columns + [j])
     else:
         labels, alpha = what
-        columns = {j}
-        params = model.column_view_params(state.column_params, columns)
-        state.views.append(sampler.new_state(model.likelihood, model.data, labels, alpha,
-                                             params=params))
-        state.columns.append(columns)
-        _refresh_view_params(model, state, origin)
-    if len(state.columns[origin]) == 0:
+        state.views.append(make_view(model, [j], labels, alpha, state.column_params))
+    if singleton:
         del state.views[origin]
-        del state.columns[origin]
+    else:
+        _rebuild(model, state, origin, remaining)
 
 
 def resample_column_params(model, state, rng):
-    """Exact draw of each column's cell hyperparameters from its conditional on the grid."""
-    for v, view in enumerate(state.views):
-        for j in state.columns[v]:
-            grid, log_prior = model.grids[j]
-            if grid.shape[0] < 2:
-                continue
-            t = _type(model, j)
-            stats = _column_scratch(model, state, j, view)
-            scores = np.empty(grid.shape[0])
-            ck.grid_log_scores(t, grid, log_prior, stats, scores)
-            weights = np.exp(scores - scores.max())
-            g = int(rng.choice(grid.shape[0], p=weights / weights.sum()))
-            state.column_params[j] = grid[g]
-            # statistics may depend on the params: recompute the segment under them
-            _write_segment(model, j, view, _column_scratch(model, state, j, view))
-        _refresh_view_params(model, state, v)
+    """Exact draw of each column's grid hyperparameters given its blocks (the likelihood's update)."""
+    for view in state.views:
+        st = view.state
+        new = view.likelihood.resample_params(st.params, st.stats, st.shared, st.counts,
+                                              st.active[:st.meta[0]], rng)
+        if new is not None and not np.array_equal(new, st.params):
+            sampler.set_params(st, view.likelihood, view.data, new)
+            for j, p in zip(view.columns, view.likelihood.cell_params(new)):
+                state.column_params[j] = np.asarray(p, np.float64)
 
 
 def sweep(model, state, rng, *, n_split_merge=ROW_SPLIT_MERGE):
     """One CrossCat sweep: rows of every view, columns, column hyperparameters, concentrations."""
     for view in state.views:
-        sampler.sweep(view, model.likelihood, CRP(view.alpha).kernel_params(), model.data, rng,
-                      n_split_merge=n_split_merge)
+        sampler.sweep(view.state, view.likelihood, CRP(view.alpha).kernel_params(), view.data,
+                      rng, n_split_merge=n_split_merge)
     for j in rng.permutation(model.n_columns):
         move_column(model, state, int(j), rng)
     resample_column_params(model, state, rng)
     for view in state.views:
-        view.alpha = model.alpha_rows.resample(view.alpha, view.cluster_sizes(), rng)
+        view.state.alpha = model.alpha_rows.resample(view.alpha, view.state.cluster_sizes(), rng)
     state.alpha_views = model.alpha_views.resample(
         state.alpha_views, [len(c) for c in state.columns], rng)
     state.n_sweeps_done += 1
@@ -249,7 +246,7 @@ def log_joint(model, state):
     """``log p(views, row partitions, X)`` at the state's concentrations and cell params."""
     total = CRP(state.alpha_views).log_eppf(np.array([len(c) for c in state.columns]))
     for view in state.views:
-        total += sampler.log_joint(view, model.likelihood, CRP(view.alpha).kernel_params())
+        total += sampler.log_joint(view.state, view.likelihood, CRP(view.alpha).kernel_params())
     return float(total)
 
 
@@ -273,7 +270,7 @@ def snapshot(model, state):
             order.append(int(v))
     relabel = {v: k for k, v in enumerate(order)}
     views = np.array([relabel[int(v)] for v in view_of], dtype=np.int32)
-    rows = np.array([state.views[v].compact_labels() for v in order], dtype=np.int32)
+    rows = np.array([state.views[v].state.compact_labels() for v in order], dtype=np.int32)
     alphas = np.array([state.views[v].alpha for v in order])
     return CrossCatSample(views=views, rows=rows, alphas=alphas,
                           alpha_views=state.alpha_views,
@@ -361,20 +358,21 @@ class ViewPredictive:
 def view_predictives(model, sample, data_new):
     """:class:`ViewPredictive` of every view of ``sample`` (a :class:`CrossCatSample`)."""
     out = []
+    n = model.data.shape[0]
     for v in range(sample.rows.shape[0]):
         columns = np.flatnonzero(sample.views == v)
         labels = sample.rows[v].astype(np.int64)
-        params = model.column_view_params(sample.column_params, columns)
-        log_weights = sampler.predictive_log_weights(
-            model.likelihood, CRP(sample.alphas[v]).kernel_params(), model.data, labels,
-            data_new, params=params)
-        n_clusters = int(labels.max()) + 1
+        sizes = np.bincount(labels).astype(np.float64)
+        alpha = float(sample.alphas[v])
+        prior = np.log(np.append(sizes, alpha) / (n + alpha))
+        log_weights = np.tile(prior, (data_new.shape[0], 1))
         stats, cell_params = {}, {}
         for j in columns:
-            s0, s1 = _segment(model, j)
-            table = np.zeros((n_clusters + 1, s1 - s0))
             p = np.asarray(sample.column_params[j], dtype=np.float64)
-            ck.column_stats(_type(model, j), p, model.data[:, j], labels, table)
+            table = np.zeros((sizes.size + 1, model.cells[j].n_stats))
+            ck.column_stats(model.code(j), p, model.data[:, j], labels, table)
+            ck.rows_log_predictive(model.code(j), p, table,
+                                   np.ascontiguousarray(data_new[:, j]), log_weights)
             stats[int(j)], cell_params[int(j)] = table, p
         out.append(ViewPredictive(columns, log_weights, stats, cell_params))
     return out

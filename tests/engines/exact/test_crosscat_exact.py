@@ -9,8 +9,8 @@ from scipy.special import betaln, gammaln, logsumexp
 from oracles import set_partitions
 from sklearn_trellis.engines.exact.crosscat import exact_crosscat, set_partitions as rgs
 from sklearn_trellis.engines.gibbs import crosscat as engine
-from sklearn_trellis.models.cell_blocks import CellBlockLikelihood
 from sklearn_trellis.models.cells import CELL_MODELS
+from sklearn_trellis.models.priors import GammaHyperprior
 
 
 def _crp(labels, alpha):
@@ -25,12 +25,11 @@ def _bernoulli(cells, a, b):
     return betaln(a + cells.sum(), b + cells.size - cells.sum()) - betaln(a, b)
 
 
-def _categorical(cells, k, alpha):
+def _categorical(cells, beta):
     cells = cells[~np.isnan(cells)].astype(int)
-    k = int(k)
-    counts = np.bincount(cells, minlength=k)
-    return (gammaln(k * alpha) - gammaln(k * alpha + cells.size)
-            + np.sum(gammaln(alpha + counts) - gammaln(alpha)))
+    counts = np.bincount(cells, minlength=beta.size)
+    return (gammaln(beta.sum()) - gammaln(beta.sum() + cells.size)
+            + np.sum(gammaln(beta + counts) - gammaln(beta)))
 
 
 def _column_factor(x, labels, grid, kind):
@@ -38,9 +37,12 @@ def _column_factor(x, labels, grid, kind):
     params, log_prior = grid
     terms = []
     for p, lp in zip(params, log_prior):
-        marginal = _bernoulli if kind == "bernoulli" else _categorical
-        terms.append(lp + sum(marginal(x[labels == k], p[0], p[1])
-                              for k in np.unique(labels)))
+        if kind == "bernoulli":   # params [a, b]
+            terms.append(lp + sum(_bernoulli(x[labels == k], p[0], p[1])
+                                  for k in np.unique(labels)))
+        else:                     # params [k, sum(beta), beta (k)]
+            terms.append(lp + sum(_categorical(x[labels == k], p[2:])
+                                  for k in np.unique(labels)))
     return logsumexp(terms)
 
 
@@ -49,9 +51,9 @@ def test_exact_crosscat_matches_brute_force():
     kinds = ["bernoulli", "bernoulli", "categorical"]
     cells = [CELL_MODELS[k]().fit(X[:, j]) for j, k in enumerate(kinds)]
     grids = [c.hyperparameter_grid() for c in cells]
+    assert all(len(g[1]) > 1 for g in grids)
     alpha_views, alpha_rows = 0.7, 1.3
-    model = engine.CrossCatModel(CellBlockLikelihood(cells).fit(X), X, grids,
-                                 engine.ConcentrationPrior(alpha_views),
+    model = engine.CrossCatModel(cells, X, engine.ConcentrationPrior(alpha_views),
                                  engine.ConcentrationPrior(alpha_rows))
     exact = exact_crosscat(model)
     n, d = X.shape
@@ -90,12 +92,9 @@ def test_set_partitions_are_bell_many_and_distinct():
 def test_exact_refuses_large_tables_and_hyperpriors():
     X = np.zeros((9, 2))
     cells = [CELL_MODELS["bernoulli"]().fit(X[:, j]) for j in range(2)]
-    grids = [c.hyperparameter_grid() for c in cells]
-    lik = CellBlockLikelihood(cells).fit(X)
     with pytest.raises(ValueError, match="at most"):
-        exact_crosscat(engine.CrossCatModel(lik, X, grids, engine.ConcentrationPrior(1.0),
+        exact_crosscat(engine.CrossCatModel(cells, X, engine.ConcentrationPrior(1.0),
                                             engine.ConcentrationPrior(1.0)))
-    from sklearn_trellis.models.priors import GammaHyperprior
     with pytest.raises(ValueError, match="fixed concentrations"):
-        exact_crosscat(engine.CrossCatModel(lik, X[:3], grids, engine.ConcentrationPrior(1.0),
+        exact_crosscat(engine.CrossCatModel(cells, X[:3], engine.ConcentrationPrior(1.0),
                                             engine.ConcentrationPrior(1.0, GammaHyperprior())))

@@ -1,0 +1,269 @@
+"""Numba kernels of the conjugate models of i.i.d. scalar cells (:mod:`.cells`).
+
+Every cell model has the same three kernels, on 1-d float64 arrays:
+
+``add_cell(params, stats, x, weight)``
+    Add (``weight = +1``) or remove (``-1``) the value ``x`` to / from the
+    statistics ``stats``; a NaN ``x`` is a missing cell and changes nothing.
+``log_marginal(params, stats) -> float``
+    ``log m`` of the cells summarised by ``stats`` (0 for no cells).
+``log_predictive(params, stats, x) -> float``
+    ``log p(x | cells of stats)`` (0 for a NaN ``x``).
+
+Statistics are *additive*: the statistics of a union of disjoint cell sets are
+the sum of theirs, and ``stats[0]`` is always the number of observed cells.
+So a block's statistics are the sum of its rows' statistics, and the empty
+block is the zero vector. Layouts (``s`` statistics, ``q`` parameters):
+
+=====  ===========  ===============================  =================================
+code   model        params                           stats
+=====  ===========  ===============================  =================================
+0      normal       ``[m0, kappa0, a0, b0]``         ``[n, sum(x - m0), sum((x - m0)^2)]``
+1      bernoulli    ``[a, b]``                       ``[n, n_ones]``
+2      poisson      ``[a0, b0]`` (shape, rate)       ``[n, sum(x), sum(log x!)]``
+3      categorical  ``[k, sum(beta), beta (k)]``     ``[n, counts (k)]``
+=====  ===========  ===============================  =================================
+
+``cell_add``, ``cell_log_marginal`` and ``cell_log_predictive`` switch on the
+type code (for likelihoods mixing cell types, e.g. CrossCat's columns).
+The formulas of the Normal-Gamma, Beta-Bernoulli and Dirichlet marginals are
+those of :mod:`._conjugate_kernels`, shared.
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+
+from ._conjugate_kernels import (beta_bernoulli_log_marginal, dirichlet_counts_log_marginal,
+                                 normal_gamma_log_marginal)
+
+NORMAL, BERNOULLI, POISSON, CATEGORICAL = 0, 1, 2, 3
+
+
+# ---------------------------------------------------------------- Normal-Gamma (reals)
+@njit(cache=True)
+def _normal_from(params, n, s1, s2):
+    if n <= 0:
+        return 0.0
+    kappa0 = params[1]
+    # b_n = b0 + (SS + kappa0 n (mean - m0)^2 / (kappa0 + n)) / 2 = b0 + (s2 - s1^2 / (kappa0 + n)) / 2
+    spread = s2 - s1 * s1 / (kappa0 + n)
+    b_n = params[3] + 0.5 * max(spread, 0.0)
+    return normal_gamma_log_marginal(kappa0, params[2], params[3], n, b_n)
+
+
+@njit(cache=True)
+def normal_add_cell(params, stats, x, weight):
+    if x != x:
+        return
+    y = x - params[0]
+    stats[0] += weight
+    stats[1] += weight * y
+    stats[2] += weight * y * y
+
+
+@njit(cache=True)
+def normal_log_marginal(params, stats):
+    return _normal_from(params, stats[0], stats[1], stats[2])
+
+
+@njit(cache=True)
+def normal_log_predictive(params, stats, x):
+    if x != x:
+        return 0.0
+    y = x - params[0]
+    n, s1, s2 = stats[0], stats[1], stats[2]
+    return _normal_from(params, n + 1.0, s1 + y, s2 + y * y) - _normal_from(params, n, s1, s2)
+
+
+# ---------------------------------------------------------------- Beta-Bernoulli (binary)
+@njit(cache=True)
+def bernoulli_add_cell(params, stats, x, weight):
+    if x != x:
+        return
+    stats[0] += weight
+    stats[1] += weight * x
+
+
+@njit(cache=True)
+def bernoulli_log_marginal(params, stats):
+    return beta_bernoulli_log_marginal(params[0], params[1], stats[0], stats[1])
+
+
+@njit(cache=True)
+def bernoulli_log_predictive(params, stats, x):
+    if x != x:
+        return 0.0
+    n, n1 = stats[0], stats[1]
+    if x != 0.0:
+        return math.log((params[0] + n1) / (params[0] + params[1] + n))
+    return math.log((params[1] + n - n1) / (params[0] + params[1] + n))
+
+
+# ---------------------------------------------------------------- Poisson-Gamma (counts)
+@njit(cache=True)
+def _poisson_from(params, n, total, log_factorials):
+    if n <= 0:
+        return 0.0
+    a0, b0 = params[0], params[1]
+    return (a0 * math.log(b0) - math.lgamma(a0) + math.lgamma(a0 + total)
+            - (a0 + total) * math.log(b0 + n) - log_factorials)
+
+
+@njit(cache=True)
+def poisson_add_cell(params, stats, x, weight):
+    if x != x:
+        return
+    stats[0] += weight
+    stats[1] += weight * x
+    stats[2] += weight * math.lgamma(x + 1.0)
+
+
+@njit(cache=True)
+def poisson_log_marginal(params, stats):
+    return _poisson_from(params, stats[0], stats[1], stats[2])
+
+
+@njit(cache=True)
+def poisson_log_predictive(params, stats, x):
+    if x != x:
+        return 0.0
+    n, total, lf = stats[0], stats[1], stats[2]
+    return (_poisson_from(params, n + 1.0, total + x, lf + math.lgamma(x + 1.0))
+            - _poisson_from(params, n, total, lf))
+
+
+# ---------------------------------------------------------------- Dirichlet-categorical
+@njit(cache=True)
+def categorical_add_cell(params, stats, x, weight):
+    if x != x:
+        return
+    stats[0] += weight
+    stats[1 + int(x)] += weight
+
+
+@njit(cache=True)
+def categorical_log_marginal(params, stats):
+    if stats[0] <= 0:
+        return 0.0
+    return dirichlet_counts_log_marginal(params, 2, params[1], stats, 1, stats[0],
+                                         int(params[0]))
+
+
+@njit(cache=True)
+def categorical_log_predictive(params, stats, x):
+    if x != x:
+        return 0.0
+    k = int(x)
+    return math.log((params[2 + k] + stats[1 + k]) / (params[1] + stats[0]))
+
+
+# ---------------------------------------------------------------- switch on the type code
+@njit(cache=True)
+def cell_add(code, params, stats, x, weight):
+    """``add_cell`` of the cell model with type ``code``."""
+    if code == NORMAL:
+        normal_add_cell(params, stats, x, weight)
+    elif code == BERNOULLI:
+        bernoulli_add_cell(params, stats, x, weight)
+    elif code == POISSON:
+        poisson_add_cell(params, stats, x, weight)
+    else:
+        categorical_add_cell(params, stats, x, weight)
+
+
+@njit(cache=True)
+def cell_log_marginal(code, params, stats):
+    """``log_marginal`` of the cell model with type ``code``."""
+    if code == NORMAL:
+        return normal_log_marginal(params, stats)
+    if code == BERNOULLI:
+        return bernoulli_log_marginal(params, stats)
+    if code == POISSON:
+        return poisson_log_marginal(params, stats)
+    return categorical_log_marginal(params, stats)
+
+
+@njit(cache=True)
+def cell_log_predictive(code, params, stats, x):
+    """``log_predictive`` of the cell model with type ``code``."""
+    if code == NORMAL:
+        return normal_log_predictive(params, stats, x)
+    if code == BERNOULLI:
+        return bernoulli_log_predictive(params, stats, x)
+    if code == POISSON:
+        return poisson_log_predictive(params, stats, x)
+    return categorical_log_predictive(params, stats, x)
+
+
+@njit(cache=True)
+def values_stats(code, params, values, n_stats):
+    """Statistics of the cells ``values`` (1-d, NaN = missing)."""
+    stats = np.zeros(n_stats)
+    for x in values:
+        cell_add(code, params, stats, x, 1.0)
+    return stats
+
+
+@njit(cache=True)
+def grid_sum_log_marginals(code, grid_params, rows, out):
+    """``out[g] = sum_r log_marginal(grid_params[g], rows[r])`` (the grid hyperprior's update)."""
+    for g in range(grid_params.shape[0]):
+        total = 0.0
+        for r in range(rows.shape[0]):
+            if rows[r, 0] > 0:
+                total += cell_log_marginal(code, grid_params[g], rows[r])
+        out[g] = total
+    return out
+
+
+# ---------------------------------------------------------------- predictive means and draws
+# (added for CrossCat's impute / simulate: the posterior predictive of one new cell)
+@njit(cache=True)
+def _normal_posterior(params, stats):
+    n, s1, s2 = stats[0], stats[1], stats[2]
+    kappa = params[1] + n
+    mean = params[0] + s1 / kappa
+    shape = params[2] + 0.5 * n
+    rate = params[3] + 0.5 * max(s2 - s1 * s1 / kappa, 0.0)
+    return kappa, mean, shape, rate
+
+
+@njit(cache=True)
+def cell_predictive_mean(code, params, stats):
+    """Mean of the posterior predictive of a new cell (categorical: its most probable code)."""
+    if code == NORMAL:
+        return _normal_posterior(params, stats)[1]
+    if code == BERNOULLI:
+        return (params[0] + stats[1]) / (params[0] + params[1] + stats[0])
+    if code == POISSON:
+        return (params[0] + stats[1]) / (params[1] + stats[0])
+    best = 0
+    for c in range(1, int(params[0])):
+        if params[2 + c] + stats[1 + c] > params[2 + best] + stats[1 + best]:
+            best = c
+    return float(best)
+
+
+@njit(cache=True)
+def cell_predictive_sample(code, params, stats):
+    """A draw from the posterior predictive of a new cell (numba's generator)."""
+    if code == NORMAL:
+        kappa, mean, shape, rate = _normal_posterior(params, stats)
+        precision = np.random.gamma(shape, 1.0 / rate)
+        return mean + np.random.standard_normal() * math.sqrt((kappa + 1.0) / (kappa * precision))
+    if code == BERNOULLI:
+        p = (params[0] + stats[1]) / (params[0] + params[1] + stats[0])
+        return 1.0 if np.random.random() < p else 0.0
+    if code == POISSON:
+        lam = np.random.gamma(params[0] + stats[1], 1.0 / (params[1] + stats[0]))
+        return float(np.random.poisson(lam))
+    u = np.random.random() * (params[1] + stats[0])
+    total = 0.0
+    k = int(params[0])
+    for c in range(k):
+        total += params[2 + c] + stats[1 + c]
+        if u < total:
+            return float(c)
+    return float(k - 1)
