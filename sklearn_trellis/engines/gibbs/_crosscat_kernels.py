@@ -106,3 +106,58 @@ def predictive_draws(t, p, stats, slots, seed, out):
     np.random.seed(seed)
     for i in range(slots.size):
         out[i] = cell_predictive_sample(t, p, stats[slots[i]])
+
+
+@njit(cache=True)
+def sequential_allocation(t, p, x, alpha, order, labels, stats, counts, sample, seed):
+    """Rows of one column allocated in ``order`` to CRP(alpha) clusters by their predictive.
+
+    The proposal of the column split-merge move (a one-pass DP mixture of the
+    column alone): row ``order[k]`` joins cluster ``c`` with probability
+    proportional to ``n_c p(x | c)``, a new one to ``alpha p(x)``. ``sample``:
+    draw ``labels`` (returned in order of first appearance along ``order``);
+    otherwise score the given ``labels``. Returns ``log q(labels)``.
+    ``stats`` (n + 1, n_stats) and ``counts`` (n + 1) are scratch.
+    """
+    if sample:
+        np.random.seed(seed)
+    n = x.size
+    relabel = np.full(n + 1, -1, np.int64)
+    weights = np.empty(n + 1)
+    stats[:, :] = 0.0
+    counts[:] = 0.0
+    k = 0
+    log_q = 0.0
+    for pos in range(n):
+        i = order[pos]
+        for c in range(k):
+            weights[c] = math.log(counts[c]) + cell_log_predictive(t, p, stats[c], x[i])
+        weights[k] = math.log(alpha) + cell_log_predictive(t, p, stats[k], x[i])
+        largest = -np.inf
+        for c in range(k + 1):
+            if weights[c] > largest:
+                largest = weights[c]
+        total = 0.0
+        for c in range(k + 1):
+            total += math.exp(weights[c] - largest)
+        log_norm = largest + math.log(total)
+        if sample:
+            u = np.random.random() * total
+            chosen = k
+            acc = 0.0
+            for c in range(k + 1):
+                acc += math.exp(weights[c] - largest)
+                if u < acc:
+                    chosen = c
+                    break
+            labels[i] = chosen
+        else:
+            if relabel[labels[i]] < 0:
+                relabel[labels[i]] = k
+            chosen = relabel[labels[i]]
+        log_q += weights[chosen] - log_norm
+        if chosen == k:
+            k += 1
+        cell_add(t, p, stats[chosen], x[i], 1.0)
+        counts[chosen] += 1.0
+    return log_q

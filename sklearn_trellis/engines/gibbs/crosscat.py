@@ -15,7 +15,9 @@ One sweep (Mansinghka et al. 2016, Sec. 3):
    ``n_aux`` auxiliary views whose row partitions are drawn from the prior
    (Neal's Algorithm 8 over views; a column alone in its view offers that view
    as the first auxiliary one). Scores come from the kernels of
-   :mod:`._crosscat_kernels`;
+   :mod:`._crosscat_kernels`. Then each column gets a Metropolis-Hastings
+   split-merge proposal (:func:`split_merge_column`): a new view of its own with
+   a row partition fitted to it, or, alone, a merge into another view;
 3. column hyperparameters: exact draws from their conditional over each
    column's grid;
 4. concentrations: ``alpha_views`` and each view's ``alpha`` from their Gamma
@@ -215,6 +217,67 @@ def move_column(model, state, j, rng):
         _rebuild(model, state, origin, remaining)
 
 
+def _partition_score(model, state, j, labels):
+    stats = _column_stats(model, state, j, labels, int(labels.max()) + 1)
+    return ck.column_log_score(model.code(j), state.column_params[j], stats)
+
+
+def split_merge_column(model, state, j, rng):
+    """Metropolis-Hastings: column ``j`` leaves for a new view or its lone view merges into another.
+
+    A column sharing its view proposes a new view of its own whose row partition
+    is drawn by :func:`._crosscat_kernels.sequential_allocation` (a one-pass DP
+    mixture of the column alone); a column alone in its view proposes joining a
+    uniformly chosen other view. Each move's reverse is the other one, so the
+    acceptance ratio is exact. Algorithm 8's fresh views come from the prior and
+    are rarely good enough for a column of a large table to leave; this
+    data-driven proposal lets columns form new views.
+    """
+    n = model.data.shape[0]
+    origin = next(v for v, view in enumerate(state.views) if j in view.columns)
+    n_views = len(state.views)
+    t, p = model.code(j), state.column_params[j]
+    x = model.data[:, j]
+    order = rng.permutation(n).astype(np.int64)
+    stats = np.zeros((n + 1, model.cells[j].n_stats))
+    counts = np.zeros(n + 1)
+    sizes = np.array([len(view.columns) for view in state.views])
+    view_prior = CRP(state.alpha_views)
+    current = state.views[origin]
+    current_labels = current.state.compact_labels()
+    if len(current.columns) > 1:
+        alpha = model.alpha_rows.draw(rng)
+        labels = np.empty(n, np.int64)
+        log_q = ck.sequential_allocation(t, p, x, alpha, order, labels, stats, counts, True,
+                                         rng.randint(_MAX_SEED))
+        new_sizes = np.append(sizes, 1)
+        new_sizes[origin] -= 1
+        delta = (view_prior.log_eppf(new_sizes) - view_prior.log_eppf(sizes)
+                 + CRP(alpha).log_eppf(np.bincount(labels))
+                 + _partition_score(model, state, j, labels)
+                 - _partition_score(model, state, j, current_labels))
+        if np.log(rng.random_sample()) < delta - np.log(n_views) - log_q:
+            state.views.append(make_view(model, [j], labels, alpha, state.column_params))
+            _rebuild(model, state, origin, [c for c in current.columns if c != j])
+        return
+    if n_views == 1:
+        return
+    target = int(rng.choice([v for v in range(n_views) if v != origin]))
+    log_q = ck.sequential_allocation(t, p, x, current.alpha, order, current_labels, stats,
+                                     counts, False, 0)
+    new_sizes = sizes.copy()
+    new_sizes[target] += 1
+    new_sizes = np.delete(new_sizes, origin)
+    target_labels = state.views[target].state.compact_labels()
+    delta = (view_prior.log_eppf(new_sizes) - view_prior.log_eppf(sizes)
+             - CRP(current.alpha).log_eppf(np.bincount(current_labels))
+             + _partition_score(model, state, j, target_labels)
+             - _partition_score(model, state, j, current_labels))
+    if np.log(rng.random_sample()) < delta + log_q + np.log(n_views - 1):
+        _rebuild(model, state, target, state.views[target].columns + [j])
+        del state.views[origin]
+
+
 def resample_column_params(model, state, rng):
     """Exact draw of each column's grid hyperparameters given its blocks (the likelihood's update)."""
     for view in state.views:
@@ -234,6 +297,8 @@ def sweep(model, state, rng, *, n_split_merge=ROW_SPLIT_MERGE):
                       rng, n_split_merge=n_split_merge)
     for j in rng.permutation(model.n_columns):
         move_column(model, state, int(j), rng)
+    for j in rng.permutation(model.n_columns):
+        split_merge_column(model, state, int(j), rng)
     resample_column_params(model, state, rng)
     for view in state.views:
         view.state.alpha = model.alpha_rows.resample(view.alpha, view.state.cluster_sizes(), rng)
