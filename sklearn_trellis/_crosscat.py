@@ -1,4 +1,4 @@
-"""``CrossCat``: views of columns and a row clustering per view, for mixed tables with missing cells."""
+"""``CrossCat``: views of columns and a row clustering per view, for mixed tables with gaps."""
 
 from numbers import Integral, Real
 

@@ -510,5 +510,6 @@ class DependenceProbabilityDisplay:
         return cls(estimator.dependence_probability_, order, column_names).plot(ax=ax, **kwargs)
 
 
-__all__ = ["DependenceProbabilityDisplay", "DendrogramDisplay", "CoClusteringDisplay", "NClustersHistogramDisplay",
+__all__ = ["DependenceProbabilityDisplay", "DendrogramDisplay", "CoClusteringDisplay",
+           "NClustersHistogramDisplay",
            "EntropySequenceDisplay", "CredibleBallDisplay", "BannerDisplay"]

@@ -1,4 +1,4 @@
-"""Numba kernels of CrossCat's column moves: one column's statistics and score under a row partition.
+"""Numba kernels of CrossCat's column moves: a column's statistics and score under a partition.
 
 A column ``x`` (NaN = missing) of cell type ``t`` with cell params ``p`` is
 scored under a view's row partition (slot ``labels``) by

@@ -15,8 +15,9 @@ One sweep (Mansinghka et al. 2016, Sec. 3):
    ``n_aux`` auxiliary views whose row partitions are drawn from the prior
    (Neal's Algorithm 8 over views; a column alone in its view offers that view
    as the first auxiliary one). Scores come from the kernels of
-   :mod:`._crosscat_kernels`. Then each column gets a Metropolis-Hastings
-   split-merge proposal (:func:`split_merge_column`): a new view of its own with
+   :mod:`._crosscat_kernels`. Then up to ``COLUMN_SPLIT_MERGE`` random columns
+   get a Metropolis-Hastings split-merge proposal (:func:`split_merge_column`): a new
+   view of its own with
    a row partition fitted to it, or, alone, a merge into another view;
 3. column hyperparameters: exact draws from their conditional over each
    column's grid;
@@ -43,7 +44,10 @@ from ...models.cell_blocks import CellBlocks
 _MAX_SEED = np.iinfo(np.int32).max
 
 #: Split-merge proposals per view and sweep (row moves).
-ROW_SPLIT_MERGE = 5
+ROW_SPLIT_MERGE = 2
+#: Columns (a random subset) given a column split-merge proposal per sweep: each costs a
+#: sequential allocation of every row, the dearest step on tall tables.
+COLUMN_SPLIT_MERGE = 10
 
 
 @dataclass
@@ -82,7 +86,7 @@ class CrossCatModel:
         return int(self.cells[j].code)
 
     def grid(self, j):
-        """Column ``j``'s hyperparameter grid ``(params (G, q), log_prior (G,))`` (one point if fixed)."""
+        """Column ``j``'s grid ``(params (G, q), log_prior (G,))`` (one point if fixed)."""
         grid = self.cells[j].hyperparameter_grid()
         if grid is None:
             return (np.asarray(self.cells[j].kernel_params(), np.float64)[None, :], np.zeros(1))
@@ -279,7 +283,7 @@ def split_merge_column(model, state, j, rng):
 
 
 def resample_column_params(model, state, rng):
-    """Exact draw of each column's grid hyperparameters given its blocks (the likelihood's update)."""
+    """Exact draw of each column's grid hyperparameters given its blocks (CellBlocks' update)."""
     for view in state.views:
         st = view.state
         new = view.likelihood.resample_params(st.params, st.stats, st.shared, st.counts,
@@ -297,7 +301,7 @@ def sweep(model, state, rng, *, n_split_merge=ROW_SPLIT_MERGE):
                       rng, n_split_merge=n_split_merge)
     for j in rng.permutation(model.n_columns):
         move_column(model, state, int(j), rng)
-    for j in rng.permutation(model.n_columns):
+    for j in rng.permutation(model.n_columns)[:COLUMN_SPLIT_MERGE]:
         split_merge_column(model, state, int(j), rng)
     resample_column_params(model, state, rng)
     for view in state.views:
@@ -317,7 +321,7 @@ def log_joint(model, state):
 
 @dataclass
 class CrossCatSample:
-    """One kept sample: column -> view labels (views in order of first column), row labels per view."""
+    """One kept sample: column -> view (views in order of first column), row labels per view."""
 
     views: np.ndarray           # (d,) int32
     rows: np.ndarray            # (V, n) int32, row v = view v
@@ -443,6 +447,7 @@ def view_predictives(model, sample, data_new):
     return out
 
 
-__all__ = ["ConcentrationPrior", "ViewPredictive", "view_predictives", "CrossCatModel", "CrossCatState", "CrossCatSample",
-           "new_crosscat_state", "move_column", "resample_column_params", "sweep", "log_joint",
-           "snapshot", "run_chain", "run_chains", "ROW_SPLIT_MERGE"]
+__all__ = ["ConcentrationPrior", "ViewPredictive", "view_predictives", "CrossCatModel",
+           "CrossCatState", "CrossCatSample", "View", "make_view", "new_crosscat_state",
+           "move_column", "split_merge_column", "resample_column_params", "sweep", "log_joint",
+           "snapshot", "run_chain", "run_chains", "ROW_SPLIT_MERGE", "COLUMN_SPLIT_MERGE"]
