@@ -7,9 +7,11 @@ from ._divisive_clustering import DivisiveClustering
 from ._dp_mixture import DPMixture
 from ._entropy_agglomeration import EntropyAgglomeration
 from ._fast_tiwd import FastTIWD
+from ._infinite_biclustering import InfiniteBiclustering
 from ._trellis_hierarchical import TrellisHierarchical
 
 __version__ = "0.1.0.dev0"
 
 __all__ = ["ExactCorrelationClustering", "TrellisHierarchical", "DPMixture", "FastTIWD",
-           "EntropyAgglomeration", "DivisiveClustering", "CrossCat", "summaries", "__version__"]
+           "EntropyAgglomeration", "DivisiveClustering", "CrossCat", "summaries", "__version__",
+           "InfiniteBiclustering"]

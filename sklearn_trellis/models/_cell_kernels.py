@@ -25,7 +25,10 @@ code   model        params                           stats
 =====  ===========  ===============================  =================================
 
 ``cell_add``, ``cell_log_marginal`` and ``cell_log_predictive`` switch on the
-type code (for likelihoods mixing cell types, e.g. CrossCat's columns).
+type code (for likelihoods mixing cell types, e.g. CrossCat's columns);
+``accumulate_at``, ``log_marginal_at`` and ``log_predictive_at`` are the same
+on offsets into flat arrays (no array views in hot loops), and every kernel
+above is one of them at offset 0.
 The formulas of the Normal-Gamma, Beta-Bernoulli and Dirichlet marginals are
 those of :mod:`._conjugate_kernels`, shared.
 """
@@ -41,160 +44,167 @@ from ._conjugate_kernels import (beta_bernoulli_log_marginal, dirichlet_counts_l
 NORMAL, BERNOULLI, POISSON, CATEGORICAL = 0, 1, 2, 3
 
 
-# ---------------------------------------------------------------- Normal-Gamma (reals)
+# ---------------------------------------------------------------- the one implementation
+# Offset forms: statistics at ``stats[s0:]`` and parameters at ``params[p0:]`` of flat
+# arrays, so the block-model kernels run their cell loops without making array views.
+# The per-type kernels below and the type-code switch are these, at offset 0.
 @njit(cache=True)
-def _normal_from(params, n, s1, s2):
+def accumulate_at(code, params, p0, stats, s0, x, weight):
+    """``add_cell`` of type ``code`` on ``stats[s0:]`` with parameters ``params[p0:]``."""
+    if x != x:
+        return
+    stats[s0] += weight
+    if code == NORMAL:
+        y = x - params[p0]
+        stats[s0 + 1] += weight * y
+        stats[s0 + 2] += weight * y * y
+    elif code == BERNOULLI:
+        stats[s0 + 1] += weight * x
+    elif code == POISSON:
+        stats[s0 + 1] += weight * x
+        stats[s0 + 2] += weight * math.lgamma(x + 1.0)
+    else:
+        stats[s0 + 1 + int(x)] += weight
+
+
+@njit(cache=True)
+def _normal_from(params, p0, n, s1, s2):
     if n <= 0:
         return 0.0
-    kappa0 = params[1]
+    kappa0 = params[p0 + 1]
     # b_n = b0 + (SS + kappa0 n (mean - m0)^2 / (kappa0 + n)) / 2 = b0 + (s2 - s1^2 / (kappa0 + n)) / 2
     spread = s2 - s1 * s1 / (kappa0 + n)
-    b_n = params[3] + 0.5 * max(spread, 0.0)
-    return normal_gamma_log_marginal(kappa0, params[2], params[3], n, b_n)
+    b_n = params[p0 + 3] + 0.5 * max(spread, 0.0)
+    return normal_gamma_log_marginal(kappa0, params[p0 + 2], params[p0 + 3], n, b_n)
 
 
 @njit(cache=True)
-def normal_add_cell(params, stats, x, weight):
-    if x != x:
-        return
-    y = x - params[0]
-    stats[0] += weight
-    stats[1] += weight * y
-    stats[2] += weight * y * y
-
-
-@njit(cache=True)
-def normal_log_marginal(params, stats):
-    return _normal_from(params, stats[0], stats[1], stats[2])
-
-
-@njit(cache=True)
-def normal_log_predictive(params, stats, x):
-    if x != x:
-        return 0.0
-    y = x - params[0]
-    n, s1, s2 = stats[0], stats[1], stats[2]
-    return _normal_from(params, n + 1.0, s1 + y, s2 + y * y) - _normal_from(params, n, s1, s2)
-
-
-# ---------------------------------------------------------------- Beta-Bernoulli (binary)
-@njit(cache=True)
-def bernoulli_add_cell(params, stats, x, weight):
-    if x != x:
-        return
-    stats[0] += weight
-    stats[1] += weight * x
-
-
-@njit(cache=True)
-def bernoulli_log_marginal(params, stats):
-    return beta_bernoulli_log_marginal(params[0], params[1], stats[0], stats[1])
-
-
-@njit(cache=True)
-def bernoulli_log_predictive(params, stats, x):
-    if x != x:
-        return 0.0
-    n, n1 = stats[0], stats[1]
-    if x != 0.0:
-        return math.log((params[0] + n1) / (params[0] + params[1] + n))
-    return math.log((params[1] + n - n1) / (params[0] + params[1] + n))
-
-
-# ---------------------------------------------------------------- Poisson-Gamma (counts)
-@njit(cache=True)
-def _poisson_from(params, n, total, log_factorials):
+def _poisson_from(params, p0, n, total, log_factorials):
     if n <= 0:
         return 0.0
-    a0, b0 = params[0], params[1]
+    a0, b0 = params[p0], params[p0 + 1]
     return (a0 * math.log(b0) - math.lgamma(a0) + math.lgamma(a0 + total)
             - (a0 + total) * math.log(b0 + n) - log_factorials)
 
 
 @njit(cache=True)
-def poisson_add_cell(params, stats, x, weight):
+def log_marginal_at(code, params, p0, stats, s0):
+    """``log_marginal`` of type ``code`` of ``stats[s0:]`` with parameters ``params[p0:]``."""
+    n = stats[s0]
+    if n <= 0:
+        return 0.0
+    if code == NORMAL:
+        return _normal_from(params, p0, n, stats[s0 + 1], stats[s0 + 2])
+    if code == BERNOULLI:
+        return beta_bernoulli_log_marginal(params[p0], params[p0 + 1], n, stats[s0 + 1])
+    if code == POISSON:
+        return _poisson_from(params, p0, n, stats[s0 + 1], stats[s0 + 2])
+    return dirichlet_counts_log_marginal(params, p0 + 2, params[p0 + 1], stats, s0 + 1, n,
+                                         int(params[p0]))
+
+
+@njit(cache=True)
+def log_predictive_at(code, params, p0, stats, s0, x):
+    """``log_predictive`` of type ``code`` (``stats[s0:]``, ``params[p0:]``)."""
     if x != x:
-        return
-    stats[0] += weight
-    stats[1] += weight * x
-    stats[2] += weight * math.lgamma(x + 1.0)
+        return 0.0
+    n = stats[s0]
+    if code == NORMAL:
+        y = x - params[p0]
+        s1, s2 = stats[s0 + 1], stats[s0 + 2]
+        return (_normal_from(params, p0, n + 1.0, s1 + y, s2 + y * y)
+                - _normal_from(params, p0, n, s1, s2))
+    if code == BERNOULLI:
+        a, b, n1 = params[p0], params[p0 + 1], stats[s0 + 1]
+        if x != 0.0:
+            return math.log((a + n1) / (a + b + n))
+        return math.log((b + n - n1) / (a + b + n))
+    if code == POISSON:
+        total, lf = stats[s0 + 1], stats[s0 + 2]
+        return (_poisson_from(params, p0, n + 1.0, total + x, lf + math.lgamma(x + 1.0))
+                - _poisson_from(params, p0, n, total, lf))
+    k = int(x)
+    return math.log((params[p0 + 2 + k] + stats[s0 + 1 + k]) / (params[p0 + 1] + n))
+
+
+# ---------------------------------------------------------------- the per-type kernels
+@njit(cache=True)
+def normal_add_cell(params, stats, x, weight):
+    accumulate_at(NORMAL, params, 0, stats, 0, x, weight)
+
+
+@njit(cache=True)
+def normal_log_marginal(params, stats):
+    return log_marginal_at(NORMAL, params, 0, stats, 0)
+
+
+@njit(cache=True)
+def normal_log_predictive(params, stats, x):
+    return log_predictive_at(NORMAL, params, 0, stats, 0, x)
+
+
+@njit(cache=True)
+def bernoulli_add_cell(params, stats, x, weight):
+    accumulate_at(BERNOULLI, params, 0, stats, 0, x, weight)
+
+
+@njit(cache=True)
+def bernoulli_log_marginal(params, stats):
+    return log_marginal_at(BERNOULLI, params, 0, stats, 0)
+
+
+@njit(cache=True)
+def bernoulli_log_predictive(params, stats, x):
+    return log_predictive_at(BERNOULLI, params, 0, stats, 0, x)
+
+
+@njit(cache=True)
+def poisson_add_cell(params, stats, x, weight):
+    accumulate_at(POISSON, params, 0, stats, 0, x, weight)
 
 
 @njit(cache=True)
 def poisson_log_marginal(params, stats):
-    return _poisson_from(params, stats[0], stats[1], stats[2])
+    return log_marginal_at(POISSON, params, 0, stats, 0)
 
 
 @njit(cache=True)
 def poisson_log_predictive(params, stats, x):
-    if x != x:
-        return 0.0
-    n, total, lf = stats[0], stats[1], stats[2]
-    return (_poisson_from(params, n + 1.0, total + x, lf + math.lgamma(x + 1.0))
-            - _poisson_from(params, n, total, lf))
+    return log_predictive_at(POISSON, params, 0, stats, 0, x)
 
 
-# ---------------------------------------------------------------- Dirichlet-categorical
 @njit(cache=True)
 def categorical_add_cell(params, stats, x, weight):
-    if x != x:
-        return
-    stats[0] += weight
-    stats[1 + int(x)] += weight
+    accumulate_at(CATEGORICAL, params, 0, stats, 0, x, weight)
 
 
 @njit(cache=True)
 def categorical_log_marginal(params, stats):
-    if stats[0] <= 0:
-        return 0.0
-    return dirichlet_counts_log_marginal(params, 2, params[1], stats, 1, stats[0],
-                                         int(params[0]))
+    return log_marginal_at(CATEGORICAL, params, 0, stats, 0)
 
 
 @njit(cache=True)
 def categorical_log_predictive(params, stats, x):
-    if x != x:
-        return 0.0
-    k = int(x)
-    return math.log((params[2 + k] + stats[1 + k]) / (params[1] + stats[0]))
+    return log_predictive_at(CATEGORICAL, params, 0, stats, 0, x)
 
 
 # ---------------------------------------------------------------- switch on the type code
 @njit(cache=True)
 def cell_add(code, params, stats, x, weight):
     """``add_cell`` of the cell model with type ``code``."""
-    if code == NORMAL:
-        normal_add_cell(params, stats, x, weight)
-    elif code == BERNOULLI:
-        bernoulli_add_cell(params, stats, x, weight)
-    elif code == POISSON:
-        poisson_add_cell(params, stats, x, weight)
-    else:
-        categorical_add_cell(params, stats, x, weight)
+    accumulate_at(code, params, 0, stats, 0, x, weight)
 
 
 @njit(cache=True)
 def cell_log_marginal(code, params, stats):
     """``log_marginal`` of the cell model with type ``code``."""
-    if code == NORMAL:
-        return normal_log_marginal(params, stats)
-    if code == BERNOULLI:
-        return bernoulli_log_marginal(params, stats)
-    if code == POISSON:
-        return poisson_log_marginal(params, stats)
-    return categorical_log_marginal(params, stats)
+    return log_marginal_at(code, params, 0, stats, 0)
 
 
 @njit(cache=True)
 def cell_log_predictive(code, params, stats, x):
     """``log_predictive`` of the cell model with type ``code``."""
-    if code == NORMAL:
-        return normal_log_predictive(params, stats, x)
-    if code == BERNOULLI:
-        return bernoulli_log_predictive(params, stats, x)
-    if code == POISSON:
-        return poisson_log_predictive(params, stats, x)
-    return categorical_log_predictive(params, stats, x)
+    return log_predictive_at(code, params, 0, stats, 0, x)
 
 
 @njit(cache=True)
@@ -215,6 +225,16 @@ def grid_sum_log_marginals(code, grid_params, rows, out):
             if rows[r, 0] > 0:
                 total += cell_log_marginal(code, grid_params[g], rows[r])
         out[g] = total
+    return out
+
+
+@njit(cache=True)
+def grid_log_marginals(code, grid_params, rows, out):
+    """``out[g, r] = log_marginal(grid_params[g], rows[r])`` (0 for an empty row)."""
+    for g in range(grid_params.shape[0]):
+        for r in range(rows.shape[0]):
+            out[g, r] = (cell_log_marginal(code, grid_params[g], rows[r]) if rows[r, 0] > 0
+                         else 0.0)
     return out
 
 

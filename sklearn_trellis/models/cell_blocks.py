@@ -39,8 +39,10 @@ theirs); ``cell_params(params)`` unpacks it; ``resample_params`` draws each
 cell model's grid hyperparameters from their exact conditional posterior given
 all the blocks that use that model (the mechanism of the conjugate
 likelihoods); ``hyperparameter_grid()`` is the product of the cell models'
-grids; ``block_statistics(data, labels)`` returns the ``(K, G, s)`` cell
-statistics of every block of a partition.
+grids; ``block_statistics(data, labels)`` returns the ``(K, G, W)`` cell
+statistics of every block of a partition (the last entry of each is the
+block's ``log_marginal``), ``partition_log_likelihood(data, labels)`` the sum
+of the block marginals.
 
 ``log_predictive`` reads the item's statistics that ``prepare`` put in
 ``work`` (the engine always prepares an item before scoring it), so the
@@ -137,6 +139,28 @@ class CellBlocks(ClusterLikelihood):
         self._param_width = 1 + max(model.kernel_params().size for model in cells)
         return self
 
+    def with_groups(self, column_groups):
+        """A fitted copy whose columns fall into the groups ``column_groups`` (labels ``0..G-1``).
+
+        The cells are not validated again (they were in ``fit``); every group
+        uses ``cells_[0]`` (biclustering: the half-sweeps regroup the columns by
+        the current clusters of the other side).
+        """
+        self._check_fitted()
+        if len(self.cells_) != 1:
+            raise ValueError("with_groups needs a single cell model.")
+        groups = np.ascontiguousarray(column_groups, dtype=np.int64)
+        if groups.shape != (self.n_features_in_,):
+            raise ValueError(f"column_groups must have {self.n_features_in_} entries.")
+        copy = CellBlocks(self.cells, groups, None)
+        copy.__dict__.update({key: value for key, value in self.__dict__.items()
+                              if key.endswith("_") or key.startswith("_")})
+        copy.column_groups = groups
+        copy.column_groups_ = groups
+        copy.n_groups_ = int(groups.max()) + 1 if groups.size else 0
+        copy.group_cells_ = np.zeros(copy.n_groups_, np.int64)
+        return copy
+
     def _check_fitted(self):
         if not hasattr(self, "cells_"):
             raise ValueError("CellBlocks is not fitted: call fit(X) first.")
@@ -147,7 +171,7 @@ class CellBlocks(ClusterLikelihood):
         return self.n_groups_ * self._width
 
     def work_size(self, capacity):
-        return (self.n_groups_ + 1) * self._width
+        return (self.n_groups_ + 1) * self._width + 1
 
     # -- parameters --------------------------------------------------------------
     def kernel_params(self, cell_params=None):
@@ -239,18 +263,22 @@ class CellBlocks(ClusterLikelihood):
     def log_marginal(self, X, params=None):
         """``log m`` of the rows of ``X`` as one cluster (sum over groups of the block marginals)."""
         data = self.kernel_data(X)
-        labels = np.zeros(data.shape[0], np.int64)
-        params = self.kernel_params() if params is None else params
-        return float(kb.sum_block_log_marginals(params, self.block_statistics(data, labels,
-                                                                                 params)))
+        return self.partition_log_likelihood(data, np.zeros(data.shape[0], np.int64), params)
+
+    def partition_log_likelihood(self, data, labels, params=None):
+        """``sum_c log m(X_c)`` of the partition ``labels`` of the rows of ``data`` (all blocks)."""
+        params = self.kernel_params() if params is None else np.asarray(params, np.float64)
+        table = self.block_statistics(data, labels, params)
+        return float(kb.sum_block_log_marginals(params, table.reshape(table.shape[0], -1)))
 
     def block_statistics(self, data, labels, params=None):
         """Cell statistics ``(K, G, W)`` of every (cluster, group) block of the partition ``labels``."""
         params = self.kernel_params() if params is None else np.asarray(params, np.float64)
         labels = np.asarray(labels, dtype=np.int64)
         n_clusters = int(labels.max()) + 1 if labels.size else 0
-        out = np.zeros((n_clusters, self.n_groups_, self._width))
-        return kb.block_table(params, data, labels, n_clusters, out)
+        out = np.zeros((n_clusters, self.n_groups_ * self._width))
+        kb.block_table(params, data, labels, n_clusters, out)
+        return out.reshape(n_clusters, self.n_groups_, self._width)
 
 
 __all__ = ["CellBlocks", "MAX_PRODUCT_GRID"]

@@ -313,26 +313,38 @@ def run_chains(likelihood, prior, data, *, n_chains=1, n_jobs=None, random_state
     Ctrl-C ends the current chain, skips the remaining ones and keeps every
     sample drawn so far.
     """
-    rng = check_random_state(random_state)
-    seeds = rng.randint(_MAX_SEED, size=n_chains)
     if states is None:
         states = [None] * n_chains
     if init_labels is None or (isinstance(init_labels, np.ndarray) and init_labels.ndim == 1):
         inits = [init_labels] * n_chains
     else:
         inits = list(init_labels)
+    per_chain = [dict(init_labels=inits[c], state=states[c]) for c in range(n_chains)]
+    return map_chains(run_chain, (likelihood, prior, data), per_chain, n_jobs=n_jobs,
+                      random_state=random_state, **chain_kwargs)
+
+
+def map_chains(run, args, per_chain, *, n_jobs=None, random_state=None, **common):
+    """``run(*args, **per_chain[c], random_state=seed_c, chain_id=c, **common)`` for every chain.
+
+    The one place chains are dispatched (:func:`run_chains`, the biclustering
+    driver): seeds drawn from ``random_state``, joblib when ``n_jobs`` is not
+    1, and, sequentially, a Ctrl-C (a result with ``interrupted``) skips the
+    remaining chains.
+    """
+    rng = check_random_state(random_state)
+    n_chains = len(per_chain)
+    seeds = rng.randint(_MAX_SEED, size=n_chains)
     if n_jobs in (None, 1):
         results = []
         for c in range(n_chains):
-            result = run_chain(likelihood, prior, data, init_labels=inits[c], state=states[c],
-                               random_state=seeds[c], chain_id=c, **chain_kwargs)
+            result = run(*args, random_state=seeds[c], chain_id=c, **per_chain[c], **common)
             results.append(result)
             if result.interrupted:
                 break
         return results
     return Parallel(n_jobs=n_jobs)(
-        delayed(run_chain)(likelihood, prior, data, init_labels=inits[c], state=states[c],
-                           random_state=seeds[c], chain_id=c, **chain_kwargs)
+        delayed(run)(*args, random_state=seeds[c], chain_id=c, **per_chain[c], **common)
         for c in range(n_chains))
 
 
@@ -364,4 +376,4 @@ def predictive_log_weights(likelihood, prior_params, data_train, labels, data_ne
 
 
 __all__ = ["GibbsState", "ChainResult", "new_state", "sweep", "log_joint", "run_chain",
-           "run_chains", "set_params", "record_params", "predictive_log_weights"]
+           "run_chains", "map_chains", "set_params", "record_params", "predictive_log_weights"]
