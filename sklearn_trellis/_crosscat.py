@@ -113,9 +113,17 @@ class CrossCat(ClusterMixin, BaseEstimator):
     -----
     Gibbs sweeps (Mansinghka et al. 2016): rows in each view by the engine's
     collapsed DP-mixture scan with split-merge moves; each column by Neal's
-    Algorithm 8 over the views plus an auxiliary fresh view; each column's cell
-    hyperparameters by an exact draw on its grid; concentrations by Escobar &
-    West's update. Exact mode sums the cell hyperparameters over their grids.
+    Algorithm 8 over the views plus an auxiliary fresh view; then a
+    Metropolis-Hastings split-merge proposal for up to 10 random columns (a
+    new view whose row partition is fitted to the column, or a lone column
+    joining another view), which lets columns of tall tables form new views;
+    each column's cell hyperparameters by an exact draw on its grid;
+    concentrations by Escobar & West's update. Exact mode sums the cell
+    hyperparameters over their grids. Each chain starts from a draw of the
+    prior (columns and rows by CRPs).
+
+    ``impute``, ``score`` and ``simulate`` treat the query rows as new rows and
+    average over up to 25 evenly spaced kept samples.
 
     References
     ----------

@@ -34,12 +34,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from sklearn.utils import check_random_state
-from sklearn.utils.parallel import Parallel, delayed
 
+from ...models.cell_blocks import CellBlocks
 from ...models.priors import CRP
 from . import _crosscat_kernels as ck
 from . import sampler
-from ...models.cell_blocks import CellBlocks
 
 _MAX_SEED = np.iinfo(np.int32).max
 
@@ -388,22 +387,11 @@ def run_chain(model, *, n_sweeps, burn_in=0, thin=1, state=None, random_state=No
 
 def run_chains(model, *, n_chains=1, n_jobs=None, random_state=None, states=None,
                **chain_kwargs):
-    """Independent CrossCat chains through joblib (seeds drawn from ``random_state``)."""
-    rng = check_random_state(random_state)
-    seeds = rng.randint(_MAX_SEED, size=n_chains)
+    """Independent CrossCat chains through :func:`.sampler.map_chains` (joblib, seeds)."""
     if states is None:
         states = [None] * n_chains
-    if n_jobs in (None, 1):
-        results = []
-        for c in range(n_chains):
-            results.append(run_chain(model, state=states[c], random_state=seeds[c],
-                                     chain_id=c, **chain_kwargs))
-            if results[-1].interrupted:
-                break
-        return results
-    return Parallel(n_jobs=n_jobs)(
-        delayed(run_chain)(model, state=states[c], random_state=seeds[c], chain_id=c,
-                           **chain_kwargs) for c in range(n_chains))
+    return sampler.map_chains(run_chain, (model,), [{"state": s} for s in states],
+                              n_jobs=n_jobs, random_state=random_state, **chain_kwargs)
 
 
 # -- posterior predictive of new rows under one sample -----------------------------------
