@@ -3,6 +3,7 @@
 from . import summaries
 from ._bayesian_hierarchical_clustering import BayesianHierarchicalClustering
 from ._correlation_clustering import ExactCorrelationClustering
+from ._crosscat import CrossCat
 from ._divisive_clustering import DivisiveClustering
 from ._dp_mixture import DPMixture
 from ._entropy_agglomeration import EntropyAgglomeration
@@ -14,4 +15,4 @@ __version__ = "0.1.0.dev0"
 
 __all__ = ["ExactCorrelationClustering", "TrellisHierarchical", "DPMixture", "FastTIWD",
            "EntropyAgglomeration", "DivisiveClustering", "InfiniteBiclustering",
-           "BayesianHierarchicalClustering", "summaries", "__version__"]
+           "BayesianHierarchicalClustering", "CrossCat", "summaries", "__version__"]

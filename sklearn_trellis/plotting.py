@@ -458,5 +458,58 @@ class BannerDisplay:
                    element_labels).plot(ax=ax, **kwargs)
 
 
-__all__ = ["DendrogramDisplay", "CoClusteringDisplay", "NClustersHistogramDisplay",
+class DependenceProbabilityDisplay:
+    """Heatmap of CrossCat's dependence probabilities (columns sharing a view).
+
+    Parameters
+    ----------
+    dependence : ndarray of shape (d, d)
+        ``P(columns j and k share a view)``, e.g. ``CrossCat.dependence_probability_``.
+    order : array-like of int, default=None
+        Column order; ``None`` = index order (:meth:`from_estimator` groups the
+        columns by the point estimate's views).
+    column_names : list of str, default=None
+
+    Attributes
+    ----------
+    image_ : matplotlib AxesImage
+    ax_, figure_ : matplotlib Axes and Figure
+    """
+
+    def __init__(self, dependence, order=None, column_names=None):
+        self.dependence = dependence
+        self.order = order
+        self.column_names = column_names
+
+    def plot(self, ax=None, *, cmap="Blues", colorbar=True):
+        """Draw the heatmap (columns reordered by ``order``)."""
+        self.figure_, self.ax_ = _axes(ax)
+        matrix = np.asarray(self.dependence)
+        d = matrix.shape[0]
+        order = np.arange(d) if self.order is None else np.asarray(self.order)
+        names = np.array(_names(self.column_names, d))[order]
+        self.image_ = self.ax_.imshow(matrix[np.ix_(order, order)], cmap=cmap, vmin=0.0,
+                                      vmax=1.0, interpolation="nearest")
+        self.ax_.set_xticks(range(d), names, rotation=90)
+        self.ax_.set_yticks(range(d), names)
+        self.ax_.set_title("dependence probability")
+        if colorbar:
+            self.figure_.colorbar(self.image_, ax=self.ax_)
+        return self
+
+    @classmethod
+    def from_estimator(cls, estimator, *, column_names=None, ax=None, **kwargs):
+        """From a fitted :class:`~sklearn_trellis.CrossCat`: columns grouped by ``views_``
+        (largest view first), names from ``feature_names_in_`` when it has them."""
+        check_is_fitted(estimator, "dependence_probability_")
+        views = np.asarray(estimator.views_)
+        sizes = np.bincount(views)
+        order = np.lexsort((np.arange(views.size), -sizes[views]))
+        if column_names is None:
+            column_names = getattr(estimator, "feature_names_in_", None)
+        return cls(estimator.dependence_probability_, order, column_names).plot(ax=ax, **kwargs)
+
+
+__all__ = ["DependenceProbabilityDisplay", "DendrogramDisplay", "CoClusteringDisplay",
+           "NClustersHistogramDisplay",
            "EntropySequenceDisplay", "CredibleBallDisplay", "BannerDisplay"]

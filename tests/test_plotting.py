@@ -133,3 +133,20 @@ def test_banner_display_draws_r_banner():
     from sklearn.exceptions import NotFittedError
     with pytest.raises(NotFittedError):
         BannerDisplay.from_estimator(DivisiveClustering())
+
+
+def test_dependence_probability_display():
+    from sklearn_trellis import CrossCat
+    from sklearn_trellis.plotting import DependenceProbabilityDisplay
+    X = np.array([[0.1, 0, 1], [0.3, 0, 2], [2.2, 1, 1], [2.5, 1, 0]], dtype=float)
+    model = CrossCat(alpha_views=1.0, alpha_rows=1.0, n_sweeps=20, random_state=0).fit(X)
+    display = DependenceProbabilityDisplay.from_estimator(model, column_names=["a", "b", "c"])
+    drawn = display.image_.get_array()
+    order = display.order
+    assert sorted(order) == [0, 1, 2]
+    np.testing.assert_allclose(drawn, model.dependence_probability_[np.ix_(order, order)])
+    # columns of the largest view come first
+    sizes = np.bincount(model.views_)
+    assert sizes[model.views_[order[0]]] == sizes.max()
+    assert [t.get_text() for t in display.ax_.get_yticklabels()] == [
+        "abc"[k] for k in order]

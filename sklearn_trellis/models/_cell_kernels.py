@@ -236,3 +236,54 @@ def grid_log_marginals(code, grid_params, rows, out):
             out[g, r] = (cell_log_marginal(code, grid_params[g], rows[r]) if rows[r, 0] > 0
                          else 0.0)
     return out
+
+
+# ---------------------------------------------------------------- predictive means and draws
+# (added for CrossCat's impute / simulate: the posterior predictive of one new cell)
+@njit(cache=True)
+def _normal_posterior(params, stats):
+    n, s1, s2 = stats[0], stats[1], stats[2]
+    kappa = params[1] + n
+    mean = params[0] + s1 / kappa
+    shape = params[2] + 0.5 * n
+    rate = params[3] + 0.5 * max(s2 - s1 * s1 / kappa, 0.0)
+    return kappa, mean, shape, rate
+
+
+@njit(cache=True)
+def cell_predictive_mean(code, params, stats):
+    """Mean of the posterior predictive of a new cell (categorical: its most probable code)."""
+    if code == NORMAL:
+        return _normal_posterior(params, stats)[1]
+    if code == BERNOULLI:
+        return (params[0] + stats[1]) / (params[0] + params[1] + stats[0])
+    if code == POISSON:
+        return (params[0] + stats[1]) / (params[1] + stats[0])
+    best = 0
+    for c in range(1, int(params[0])):
+        if params[2 + c] + stats[1 + c] > params[2 + best] + stats[1 + best]:
+            best = c
+    return float(best)
+
+
+@njit(cache=True)
+def cell_predictive_sample(code, params, stats):
+    """A draw from the posterior predictive of a new cell (numba's generator)."""
+    if code == NORMAL:
+        kappa, mean, shape, rate = _normal_posterior(params, stats)
+        precision = np.random.gamma(shape, 1.0 / rate)
+        return mean + np.random.standard_normal() * math.sqrt((kappa + 1.0) / (kappa * precision))
+    if code == BERNOULLI:
+        p = (params[0] + stats[1]) / (params[0] + params[1] + stats[0])
+        return 1.0 if np.random.random() < p else 0.0
+    if code == POISSON:
+        lam = np.random.gamma(params[0] + stats[1], 1.0 / (params[1] + stats[0]))
+        return float(np.random.poisson(lam))
+    u = np.random.random() * (params[1] + stats[0])
+    total = 0.0
+    k = int(params[0])
+    for c in range(k):
+        total += params[2 + c] + stats[1 + c]
+        if u < total:
+            return float(c)
+    return float(k - 1)

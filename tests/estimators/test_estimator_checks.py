@@ -2,9 +2,9 @@
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from sklearn_trellis import (BayesianHierarchicalClustering, DivisiveClustering, DPMixture,
-                             EntropyAgglomeration, ExactCorrelationClustering, FastTIWD,
-                             InfiniteBiclustering, TrellisHierarchical)
+from sklearn_trellis import (BayesianHierarchicalClustering, CrossCat, DivisiveClustering,
+                             DPMixture, EntropyAgglomeration, ExactCorrelationClustering,
+                             FastTIWD, InfiniteBiclustering, TrellisHierarchical)
 
 # EntropyAgglomeration.fit takes a sample set: rows are sampled clusterings, the
 # columns are the n elements (n_features_in_ = n), values are integer labels.
@@ -35,6 +35,7 @@ ESTIMATORS = [
     BayesianHierarchicalClustering(),
     BayesianHierarchicalClustering(likelihood="diagonal", tree="rose"),
     BayesianHierarchicalClustering(method="randomized", subsample_size=10, random_state=0),
+    CrossCat(n_sweeps=10),
 ]
 
 _DISTANCES_ONLY = ("check_clustering passes feature rows, not the squared-distance matrix "

@@ -1,0 +1,266 @@
+"""CrossCat on planted views: structure recovery, imputation and speed, next to Lace.
+
+Tables of 1,000 x 20 (3 views) and 10,000 x 50 (4 views) are drawn from the
+CrossCat model itself: columns split into views, each view's rows into 3-5
+clusters, column types cycling through normal, bernoulli, categorical (4
+categories) and poisson, and 10% of the cells removed at random (MCAR). For
+``CrossCat`` and for Lace (same data, same number of sweeps, one chain each)
+the script prints:
+
+- ``view ARI``: adjusted Rand index of the inferred column partition (the last
+  sample) against the planted views;
+- ``row ARI``: for each planted view, the ARI of its rows against the row
+  clustering of the inferred view holding most of its columns, averaged;
+- imputation error of the removed cells: RMSE of normal cells (in units of the
+  column's standard deviation), error rate of bernoulli and categorical cells,
+  mean absolute error of poisson cells;
+- seconds per sweep (wall time of the sweeps divided by their number;
+  CrossCat's includes numba compilation only on a cold cache, so run twice)
+  and seconds of the whole fit (Lace: of its subprocess, start-up included).
+
+Lace is run twice: with the same number of sweeps, and (row ``LaceN``) with
+the ``N`` sweeps that fit in CrossCat's sweep time (at most 5,000), which
+answers "does Lace reach the same accuracy in the same time".
+
+Measured on the reference machine (2 cores shared with other jobs; pylace
+0.10.1, seed 0, warm numba cache)::
+
+    100 sweeps, one chain; imputation: normal RMSE (sd units), bernoulli and categorical
+    error rate, poisson MAE
+            table    method  view ARI  row ARI  normal  bern. categ.  poisson  s/sweep   fit s
+     1000x20 (3v)  CrossCat     0.897    0.819   0.518  0.233  0.374    2.499    0.103    10.9
+     1000x20 (3v)      Lace     0.841    0.494   0.741  0.338  0.406    2.588    0.002     4.8
+     1000x20 (3v)  Lace5000     1.000    0.880   0.569  0.235  0.370    2.429    0.005    27.7
+    10000x50 (4v)  CrossCat     1.000    0.991   0.447  0.175  0.359    1.758    2.821   282.6
+    10000x50 (4v)      Lace     0.796    0.297   0.812  0.352  0.488    2.238    0.065    15.3
+    10000x50 (4v)  Lace4319     1.000    0.919   0.611  0.191  0.395    1.815    0.077   340.5
+
+At equal sweeps CrossCat is more accurate (views, rows, imputation); per
+sweep it is 30-50 times slower than Lace, and Lace given CrossCat's time
+(thousands of sweeps) recovers the views too, with row ARI 0.88 / 0.92
+against CrossCat's 0.82 / 0.99 and imputation errors in between.
+
+Run: ``python benchmarks/bench_crosscat.py [--quick] [--sweeps N]`` (``--quick``:
+the 1,000 x 20 table only; default 100 sweeps).
+
+Lace (the anchor)
+-----------------
+Lace (Rust, ``pylace`` on PyPI) is never a dependency of this project. The
+benchmark runs it, when a separate virtual environment holds it, through a
+subprocess in the same run::
+
+    python -m venv /tmp/lace_env && /tmp/lace_env/bin/pip install pylace
+
+(pylace 0.10.1 was used.) ``--lace-python PATH`` names another interpreter;
+without one the script prints CrossCat's rows only and this recipe. Lace gets
+the same table as a DataFrame with explicit column types (continuous,
+categorical for bernoulli and categorical columns, count for poisson), one
+state, ``update(n_sweeps)`` with its default transitions, imputation with
+``Engine.impute`` and the structure of state 0.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+from sklearn.metrics import adjusted_rand_score
+
+from sklearn_trellis import CrossCat
+
+TYPES = ("normal", "bernoulli", "categorical", "poisson")
+N_CATEGORIES = 4
+LACE_PYTHON = "/tmp/lace_env/bin/python"
+#: Cap of the equal-time Lace run's sweeps.
+MAX_LACE_SWEEPS = 5000
+
+
+def planted_table(n_rows, n_columns, n_views, missing=0.1, seed=0):
+    """A table drawn from CrossCat with planted views; returns (X with NaN, X complete, truth)."""
+    rng = np.random.RandomState(seed)
+    views = np.concatenate([np.arange(n_views), rng.randint(n_views, size=n_columns - n_views)])
+    rng.shuffle(views)
+    types = [TYPES[j % len(TYPES)] for j in range(n_columns)]
+    rows = [rng.randint(rng.randint(3, 6), size=n_rows) for _ in range(n_views)]
+    X = np.empty((n_rows, n_columns))
+    for j in range(n_columns):
+        z = rows[views[j]]
+        k = z.max() + 1
+        if types[j] == "normal":
+            X[:, j] = rng.normal(0, 2.5, size=k)[z] + rng.randn(n_rows)
+        elif types[j] == "bernoulli":
+            X[:, j] = rng.rand(n_rows) < rng.beta(0.5, 0.5, size=k)[z]
+        elif types[j] == "categorical":
+            probs = rng.dirichlet(np.full(N_CATEGORIES, 0.5), size=k)[z]
+            X[:, j] = (rng.rand(n_rows, 1) > np.cumsum(probs, axis=1)).sum(axis=1)
+        else:
+            X[:, j] = rng.poisson(rng.gamma(2.0, 3.0, size=k)[z])
+    complete = X.copy()
+    X[rng.rand(*X.shape) < missing] = np.nan
+    for j in range(n_columns):   # every category seen, no column left empty
+        if np.isnan(X[:, j]).all():
+            X[0, j] = complete[0, j]
+    return X, complete, {"views": views, "rows": rows, "types": types}
+
+
+def structure_scores(truth, views, row_labels):
+    view_ari = adjusted_rand_score(truth["views"], views)
+    row_aris = []
+    for v, z in enumerate(truth["rows"]):
+        members = np.flatnonzero(truth["views"] == v)
+        holder = np.bincount(np.asarray(views)[members]).argmax()
+        row_aris.append(adjusted_rand_score(z, row_labels[holder]))
+    return view_ari, float(np.mean(row_aris))
+
+
+def imputation_errors(X, complete, imputed, types):
+    errors = {}
+    missing = np.isnan(X)
+    for kind in TYPES:
+        columns = [j for j, t in enumerate(types) if t == kind]
+        diffs = []
+        for j in columns:
+            m = missing[:, j]
+            if not m.any():
+                continue
+            truth, guess = complete[m, j], imputed[m, j].astype(float)
+            if kind == "normal":
+                diffs.append(((guess - truth) / complete[:, j].std()) ** 2)
+            elif kind == "poisson":
+                diffs.append(np.abs(guess - truth))
+            else:
+                diffs.append(guess != truth)
+        values = np.concatenate(diffs)
+        errors[kind] = float(np.sqrt(values.mean()) if kind == "normal" else values.mean())
+    return errors
+
+
+def run_ours(X, truth, n_sweeps, seed):
+    types = ["categorical" if t == "categorical" else t for t in truth["types"]]
+    model = CrossCat(column_types=types, n_sweeps=n_sweeps, burn_in=n_sweeps - 1,
+                     random_state=seed)
+    start = time.perf_counter()
+    model.fit(X)
+    seconds = time.perf_counter() - start
+    imputed = model.impute(X)
+    return model.views_, model.row_labels_, imputed, model.seconds_per_sweep_, seconds
+
+
+LACE_SCRIPT = r"""
+import json, sys, time
+import numpy as np, pandas as pd
+import lace
+from lace import ColumnMetadata
+data = np.load(sys.argv[1])
+X, n_sweeps, seed = data["X"], int(data["n_sweeps"]), int(data["seed"])
+types = [str(t) for t in data["types"]]
+columns, metadata = {}, []
+for j, t in enumerate(types):
+    name = f"c{j}"
+    if t == "normal":
+        columns[name] = pd.Series(X[:, j], dtype="float64")
+        metadata.append(ColumnMetadata.continuous(name))
+    else:
+        values = pd.array([None if np.isnan(x) else int(x) for x in X[:, j]], dtype="UInt32")
+        columns[name] = pd.Series(values)
+        if t == "poisson":
+            metadata.append(ColumnMetadata.count(name))
+        else:
+            k = 2 if t == "bernoulli" else int(data["n_categories"])
+            metadata.append(ColumnMetadata.categorical(name, k))
+frame = pd.DataFrame(columns)
+frame.index = [str(i) for i in range(X.shape[0])]
+frame.index.name = "ID"
+codebook = lace.Codebook.empty("bench").append_column_metadata(metadata)
+codebook = codebook.set_row_names(list(frame.index)) or codebook
+engine = lace.Engine.from_df(frame, codebook=lace.CodebookBuilder.codebook(codebook.codebook),
+                             n_states=1, rng_seed=seed)
+start = time.perf_counter()
+engine.update(n_sweeps, quiet=True)
+seconds = time.perf_counter() - start
+imputed = X.copy()
+for j in range(X.shape[1]):
+    rows = np.flatnonzero(np.isnan(X[:, j]))
+    if rows.size:
+        out = engine.impute(f"c{j}", rows=[str(r) for r in rows], with_uncertainty=False)
+        imputed[rows, j] = np.asarray(out[f"c{j}"].to_numpy(), dtype=float)
+json.dump({"views": list(engine.column_assignment(0)),
+           "rows": [list(r) for r in engine.row_assignments(0)],
+           "imputed": imputed.tolist(), "seconds": seconds}, open(sys.argv[2], "w"))
+"""
+
+
+def run_lace(python, X, truth, n_sweeps, seed):
+    with tempfile.TemporaryDirectory() as tmp:
+        inputs, outputs = os.path.join(tmp, "in.npz"), os.path.join(tmp, "out.json")
+        np.savez(inputs, X=X, types=np.array(truth["types"]), n_sweeps=n_sweeps, seed=seed,
+                 n_categories=N_CATEGORIES)
+        script = os.path.join(tmp, "run_lace.py")
+        with open(script, "w") as handle:
+            handle.write(LACE_SCRIPT)
+        start = time.perf_counter()
+        done = subprocess.run([python, script, inputs, outputs], capture_output=True, text=True)
+        if done.returncode != 0:
+            print("Lace failed:", done.stderr[-2000:])
+            return None
+        result = json.load(open(outputs))
+        result["wall"] = time.perf_counter() - start
+    result["imputed"] = np.array(result["imputed"], dtype=float)
+    return result
+
+
+def _lace_row(name, result, X, complete, truth, n_sweeps):
+    lace_rows = [np.array(r) for r in result["rows"]]
+    return (name, *structure_scores(truth, result["views"], lace_rows),
+            imputation_errors(X, complete, result["imputed"], truth["types"]),
+            result["seconds"] / n_sweeps, result["wall"])
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--sweeps", type=int, default=100)
+    parser.add_argument("--lace-python", default=LACE_PYTHON)
+    args = parser.parse_args()
+    has_lace = os.path.exists(args.lace_python)
+    if not has_lace:
+        print(f"Lace not found at {args.lace_python}: printing CrossCat only. Install it "
+              "apart from this project with\n  python -m venv /tmp/lace_env && "
+              "/tmp/lace_env/bin/pip install pylace")
+    tables = [(1000, 20, 3)] + ([] if args.quick else [(10000, 50, 4)])
+    header = (f"{'table':>13} {'method':>9} {'view ARI':>9} {'row ARI':>8} {'normal':>7} "
+              f"{'bern.':>6} {'categ.':>6} {'poisson':>8} {'s/sweep':>8} {'fit s':>7}")
+    print(f"{args.sweeps} sweeps, one chain; imputation: normal RMSE (sd units), bernoulli "
+          "and categorical error rate, poisson MAE")
+    print(header)
+    for n, d, v in tables:
+        X, complete, truth = planted_table(n, d, v, seed=0)
+        rows = []
+        views, row_labels, imputed, per_sweep, total = run_ours(X, truth, args.sweeps, 0)
+        rows.append(("CrossCat", *structure_scores(truth, views, row_labels),
+                     imputation_errors(X, complete, imputed, truth["types"]), per_sweep, total))
+        if has_lace:
+            result = run_lace(args.lace_python, X, truth, args.sweeps, 0)
+            budget = None
+            if result is not None:
+                rows.append(_lace_row("Lace", result, X, complete, truth, args.sweeps))
+                # as many Lace sweeps as fit in CrossCat's sweep time
+                budget = int(min(MAX_LACE_SWEEPS, per_sweep * args.sweeps
+                                 / max(result["seconds"] / args.sweeps, 1e-6)))
+            if budget is not None and budget > args.sweeps:
+                result = run_lace(args.lace_python, X, truth, budget, 0)
+                if result is not None:
+                    rows.append(_lace_row(f"Lace{budget}", result, X, complete, truth, budget))
+        for name, view_ari, row_ari, errors, per_sweep, total in rows:
+            print(f"{f'{n}x{d} ({v}v)':>13} {name:>9} {view_ari:9.3f} {row_ari:8.3f} "
+                  f"{errors['normal']:7.3f} {errors['bernoulli']:6.3f} "
+                  f"{errors['categorical']:6.3f} {errors['poisson']:8.3f} {per_sweep:8.3f} "
+                  f"{total:7.1f}", flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

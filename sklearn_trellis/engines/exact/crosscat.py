@@ -1,0 +1,156 @@
+"""Exact CrossCat posterior on tiny tables by enumeration.
+
+The joint of Murphy Eqs. 38-41 with fixed concentrations and each column's
+cell hyperparameters summed over its grid:
+
+    p(c, r, X) = CRP(c; alpha_views) prod_v [ CRP(r_v; alpha_rows)
+                  prod_{j: c_j = v} sum_g prior_j(g) prod_k m_j(X_{k j} | g) ]
+
+The sum over the row partitions of a view depends only on the view's column
+set ``S``, so ``Z_S = sum_r CRP(r) prod_{j in S} L_j(r)`` is tabulated for all
+``2**d`` column subsets from the ``Bell(n)`` row partitions, and the column
+partitions (``Bell(d)``) are enumerated on top.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import logsumexp
+
+from ...models.priors import CRP
+from ..gibbs import _crosscat_kernels as ck
+from ..gibbs.crosscat import CrossCatSample
+
+#: Largest table exact mode enumerates (Bell(8) = 4140 row partitions, Bell(6) = 203 views).
+MAX_EXACT_ROWS = 8
+MAX_EXACT_COLUMNS = 6
+
+
+def set_partitions(n):
+    """All partitions of ``n`` items as restricted growth strings, shape ``(Bell(n), n)``."""
+    rows = [[]]
+    for _ in range(n):
+        grown = []
+        for prefix in rows:
+            top = max(prefix) + 1 if prefix else 0
+            grown.extend(prefix + [label] for label in range(top + 1))
+        rows = grown
+    return np.array(rows, dtype=np.int64).reshape(len(rows), n)
+
+
+def _crp_log_eppf(partitions, alpha):
+    prior = CRP(alpha)
+    return np.array([prior.log_eppf(np.bincount(p)) for p in partitions])
+
+
+@dataclass
+class ExactCrossCat:
+    """Exact posterior summaries; :meth:`sample` draws exact samples."""
+
+    log_marginal_likelihood: float
+    dependence_probability: np.ndarray   # (d, d)
+    row_similarity: np.ndarray           # (d, n, n): co-clustering in the view of column j
+    view_partitions: np.ndarray          # (Bell(d), d)
+    view_log_posterior: np.ndarray       # (Bell(d),)
+    row_partitions: np.ndarray           # (Bell(n), n)
+    subset_row_log_posterior: np.ndarray  # (2**d, Bell(n)) unnormalised
+    grid_log_scores: list                # per column: (Bell(n), G)
+    grids: list
+    alpha_views: float
+    alpha_rows: float
+
+    def sample(self, n_samples, rng):
+        """Exact draws as :class:`CrossCatSample` (views, rows, grid point per column)."""
+        out = []
+        p_views = np.exp(self.view_log_posterior - logsumexp(self.view_log_posterior))
+        crp_rows = _crp_log_eppf(self.row_partitions, self.alpha_rows)
+        for _ in range(n_samples):
+            views = self.view_partitions[rng.choice(p_views.size, p=p_views)]
+            rows, params = [], [None] * views.size
+            log_joint = CRP(self.alpha_views).log_eppf(np.bincount(views))
+            for v in range(views.max() + 1):
+                mask = int(sum(1 << int(j) for j in np.flatnonzero(views == v)))
+                logits = self.subset_row_log_posterior[mask]
+                r = rng.choice(logits.size, p=np.exp(logits - logsumexp(logits)))
+                rows.append(self.row_partitions[r])
+                log_joint += crp_rows[r]
+                for j in np.flatnonzero(views == v):
+                    scores = self.grid_log_scores[j][r]
+                    g = rng.choice(scores.size, p=np.exp(scores - logsumexp(scores)))
+                    params[j] = self.grids[j][0][g].copy()
+                    log_joint += scores[g] - self.grids[j][1][g]
+            out.append(CrossCatSample(
+                views=views.astype(np.int32), rows=np.array(rows, dtype=np.int32),
+                alphas=np.full(len(rows), self.alpha_rows), alpha_views=self.alpha_views,
+                column_params=params, log_joint=float(log_joint)))
+        return out
+
+
+def exact_crosscat(model):
+    """Enumerate the posterior of ``model`` (a :class:`~..gibbs.crosscat.CrossCatModel`).
+
+    Concentrations must be fixed (no hyperprior).
+    """
+    if model.alpha_views.hyperprior is not None or model.alpha_rows.hyperprior is not None:
+        raise ValueError("Exact CrossCat needs fixed concentrations: give alpha_views and "
+                         "alpha_rows as numbers, not (shape, rate) hyperpriors.")
+    data = model.data
+    n, d = data.shape
+    if n > MAX_EXACT_ROWS or d > MAX_EXACT_COLUMNS:
+        raise ValueError(f"Exact CrossCat enumerates Bell(n_rows) x Bell(n_columns) structures; "
+                         f"it accepts at most {MAX_EXACT_ROWS} rows and {MAX_EXACT_COLUMNS} "
+                         f"columns, got {n} x {d}. Use method='gibbs'.")
+    rows = set_partitions(n)
+    crp_rows = _crp_log_eppf(rows, model.alpha_rows.value)
+    grids = [model.grid(j) for j in range(d)]
+    column_scores = np.empty((d, rows.shape[0]))
+    grid_scores = []
+    for j in range(d):
+        grid, log_prior = grids[j]
+        t = model.code(j)
+        scores = np.empty((rows.shape[0], grid.shape[0]))
+        stats = np.zeros((n, model.cells[j].n_stats))
+        x = np.ascontiguousarray(data[:, j])
+        for r, labels in enumerate(rows):
+            for g in range(grid.shape[0]):
+                ck.column_stats(t, grid[g], x, labels, stats)
+                scores[r, g] = log_prior[g] + ck.column_log_score(t, grid[g], stats)
+        grid_scores.append(scores)
+        column_scores[j] = logsumexp(scores, axis=1)
+    subset = np.zeros((1 << d, rows.shape[0]))
+    for mask in range(1, 1 << d):
+        members = [j for j in range(d) if mask >> j & 1]
+        subset[mask] = crp_rows + column_scores[members].sum(axis=0)
+    log_z = logsumexp(subset, axis=1)
+    views = set_partitions(d)
+    view_log = _crp_log_eppf(views, model.alpha_views.value)
+    masks = np.zeros((views.shape[0], d), np.int64)
+    for p, labels in enumerate(views):
+        for v in range(labels.max() + 1):
+            mask = int(sum(1 << int(j) for j in np.flatnonzero(labels == v)))
+            view_log[p] += log_z[mask]
+            masks[p, labels == v] = mask
+    log_marginal = float(logsumexp(view_log))
+    weights = np.exp(view_log - log_marginal)
+    same_view = views[:, :, None] == views[:, None, :]
+    dependence = np.tensordot(weights, same_view.astype(float), axes=1)
+    co = (rows[:, :, None] == rows[:, None, :]).astype(float)
+    similarity = np.zeros((d, n, n))
+    cache = {}
+    for p in range(views.shape[0]):
+        for j in range(d):
+            mask = int(masks[p, j])
+            if mask not in cache:
+                post = np.exp(subset[mask] - log_z[mask])
+                cache[mask] = np.tensordot(post, co, axes=1)
+            similarity[j] += weights[p] * cache[mask]
+    return ExactCrossCat(
+        log_marginal_likelihood=log_marginal, dependence_probability=dependence,
+        row_similarity=similarity, view_partitions=views, view_log_posterior=view_log,
+        row_partitions=rows, subset_row_log_posterior=subset, grid_log_scores=grid_scores,
+        grids=grids, alpha_views=model.alpha_views.value,
+        alpha_rows=model.alpha_rows.value)
+
+
+__all__ = ["exact_crosscat", "ExactCrossCat", "set_partitions", "MAX_EXACT_ROWS",
+           "MAX_EXACT_COLUMNS"]

@@ -1,0 +1,163 @@
+"""Numba kernels of CrossCat's column moves: a column's statistics and score under a partition.
+
+A column ``x`` (NaN = missing) of cell type ``t`` with cell params ``p`` is
+scored under a view's row partition (slot ``labels``) by
+``sum_c log m(x_c)`` (Murphy Eq. 41, one column's factor); the statistics
+table ``stats`` (one row per slot) is what the view keeps for that column.
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+
+from ...models._cell_kernels import (cell_add, cell_log_marginal, cell_log_predictive,
+                                     cell_predictive_mean, cell_predictive_sample)
+
+
+@njit(cache=True)
+def column_stats(t, p, x, labels, stats):
+    """Fill ``stats`` (zeroed here) with the column's cell statistics per slot of ``labels``."""
+    stats[:, :] = 0.0
+    for i in range(x.size):
+        c = labels[i]
+        if c >= 0:
+            cell_add(t, p, stats[c], x[i], 1.0)
+
+
+@njit(cache=True)
+def column_log_score(t, p, stats):
+    """``sum_c log m(x_c)`` over the slots of ``stats`` (empty slots contribute 0)."""
+    total = 0.0
+    for c in range(stats.shape[0]):
+        total += cell_log_marginal(t, p, stats[c])
+    return total
+
+
+@njit(cache=True)
+def grid_log_scores(t, grid, log_prior, stats, out):
+    """``log prior(g) + sum_c log m(x_c | g)`` for each grid row ``g`` of cell params."""
+    for g in range(grid.shape[0]):
+        out[g] = log_prior[g] + column_log_score(t, grid[g], stats)
+
+
+@njit(cache=True)
+def crp_labels(n, alpha, seed, labels):
+    """A partition of ``n`` items drawn from CRP(alpha) (sequential seating), labels ``0..K-1``."""
+    np.random.seed(seed)
+    counts = np.zeros(n + 1)
+    k = 0
+    for i in range(n):
+        u = np.random.random() * (i + alpha)
+        chosen = k
+        acc = 0.0
+        for c in range(k):
+            acc += counts[c]
+            if u < acc:
+                chosen = c
+                break
+        if chosen == k:
+            k += 1
+        counts[chosen] += 1.0
+        labels[i] = chosen
+    return k
+
+
+@njit(cache=True)
+def log_sum_exp(values):
+    largest = -np.inf
+    for v in values:
+        if v > largest:
+            largest = v
+    if largest == -np.inf:
+        return largest
+    total = 0.0
+    for v in values:
+        total += math.exp(v - largest)
+    return largest + math.log(total)
+
+
+@njit(cache=True)
+def rows_log_predictive(t, p, stats, x_new, out):
+    """``out[i, c] += log p(x_new[i] | slot c)`` (NaN cells add 0)."""
+    for i in range(x_new.size):
+        for c in range(stats.shape[0]):
+            out[i, c] += cell_log_predictive(t, p, stats[c], x_new[i])
+
+
+@njit(cache=True)
+def predictive_means(t, p, stats, out):
+    """Posterior-predictive mean (categorical: mode) of a new cell in each slot of ``stats``."""
+    for c in range(stats.shape[0]):
+        out[c] = cell_predictive_mean(t, p, stats[c])
+
+
+@njit(cache=True)
+def value_log_predictive(t, p, stats, values, out):
+    """``out[c, a] = log p(x = values[a] | slot c)``."""
+    for c in range(stats.shape[0]):
+        for a in range(values.size):
+            out[c, a] = cell_log_predictive(t, p, stats[c], values[a])
+
+
+@njit(cache=True)
+def predictive_draws(t, p, stats, slots, seed, out):
+    """``out[i]`` drawn from the posterior predictive of slot ``slots[i]``."""
+    np.random.seed(seed)
+    for i in range(slots.size):
+        out[i] = cell_predictive_sample(t, p, stats[slots[i]])
+
+
+@njit(cache=True)
+def sequential_allocation(t, p, x, alpha, order, labels, stats, counts, sample, seed):
+    """Rows of one column allocated in ``order`` to CRP(alpha) clusters by their predictive.
+
+    The proposal of the column split-merge move (a one-pass DP mixture of the
+    column alone): row ``order[k]`` joins cluster ``c`` with probability
+    proportional to ``n_c p(x | c)``, a new one to ``alpha p(x)``. ``sample``:
+    draw ``labels`` (returned in order of first appearance along ``order``);
+    otherwise score the given ``labels``. Returns ``log q(labels)``.
+    ``stats`` (n + 1, n_stats) and ``counts`` (n + 1) are scratch.
+    """
+    if sample:
+        np.random.seed(seed)
+    n = x.size
+    relabel = np.full(n + 1, -1, np.int64)
+    weights = np.empty(n + 1)
+    stats[:, :] = 0.0
+    counts[:] = 0.0
+    k = 0
+    log_q = 0.0
+    for pos in range(n):
+        i = order[pos]
+        for c in range(k):
+            weights[c] = math.log(counts[c]) + cell_log_predictive(t, p, stats[c], x[i])
+        weights[k] = math.log(alpha) + cell_log_predictive(t, p, stats[k], x[i])
+        largest = -np.inf
+        for c in range(k + 1):
+            if weights[c] > largest:
+                largest = weights[c]
+        total = 0.0
+        for c in range(k + 1):
+            total += math.exp(weights[c] - largest)
+        log_norm = largest + math.log(total)
+        if sample:
+            u = np.random.random() * total
+            chosen = k
+            acc = 0.0
+            for c in range(k + 1):
+                acc += math.exp(weights[c] - largest)
+                if u < acc:
+                    chosen = c
+                    break
+            labels[i] = chosen
+        else:
+            if relabel[labels[i]] < 0:
+                relabel[labels[i]] = k
+            chosen = relabel[labels[i]]
+        log_q += weights[chosen] - log_norm
+        if chosen == k:
+            k += 1
+        cell_add(t, p, stats[chosen], x[i], 1.0)
+        counts[chosen] += 1.0
+    return log_q

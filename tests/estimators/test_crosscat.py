@@ -1,0 +1,176 @@
+"""CrossCat estimator: column types, fitted attributes, queries, pickling, bad input."""
+
+import pickle
+
+import numpy as np
+import pytest
+
+from sklearn_trellis import CrossCat
+
+try:
+    import pandas as pd
+except ImportError:  # DataFrame input is optional
+    pd = None
+
+needs_pandas = pytest.mark.skipif(pd is None, reason="pandas is not installed")
+
+
+def _two_views(n=60, seed=0):
+    rng = np.random.RandomState(seed)
+    a, b = rng.randint(2, size=n), rng.randint(2, size=n)
+    X = np.column_stack([a * 6 + rng.randn(n), a * 6 + rng.randn(n),
+                         b * 6 + rng.randn(n), b * 6 + rng.randn(n)])
+    return X, a, b
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    X, a, b = _two_views()
+    return CrossCat(n_sweeps=40, random_state=0).fit(X), X, a, b
+
+
+def test_recovers_two_views_and_their_rows(fitted):
+    model, X, a, b = fitted
+    assert model.method_ == "gibbs"
+    np.testing.assert_array_equal(model.views_, [0, 0, 1, 1])
+    assert model.dependence_probability_[0, 1] > 0.9 > 0.1 > model.dependence_probability_[0, 2]
+    np.testing.assert_allclose(model.dependence_probability_, model.dependence_probability_.T)
+    np.testing.assert_allclose(np.diag(model.dependence_probability_), 1.0)
+    from sklearn.metrics import adjusted_rand_score
+    assert adjusted_rand_score(a, model.row_labels_[0]) == 1.0
+    assert adjusted_rand_score(b, model.row_labels_[1]) == 1.0
+    # labels_: the rows of the view with most columns (a tie here: the view of column 0)
+    np.testing.assert_array_equal(model.labels_, model.row_labels_[0])
+    assert model.view_samples_.shape == (20, 4) and len(model.row_samples_) == 20
+    assert model.log_joints_.shape == (20,)
+    similarity = model.row_similarity(view_of=3)
+    assert similarity.shape == (60, 60)
+    np.testing.assert_allclose(similarity, similarity.T)
+    assert np.all((similarity > 0.5) == (b[:, None] == b[None, :]))
+
+
+def test_labels_follow_the_largest_view():
+    rng = np.random.RandomState(1)
+    n = 50
+    a, b = rng.randint(2, size=n), rng.randint(3, size=n)
+    X = np.column_stack([b * 6 + rng.randn(n), a * 6 + rng.randn(n), a * 6 + rng.randn(n),
+                         a * 6 + rng.randn(n)])
+    model = CrossCat(n_sweeps=40, random_state=0).fit(X)
+    largest = np.argmax(np.bincount(model.views_))
+    assert np.bincount(model.views_)[largest] == 3
+    np.testing.assert_array_equal(model.labels_, model.row_labels_[largest])
+    np.testing.assert_array_equal(model.fit_predict(X), model.labels_)
+
+
+@needs_pandas
+def test_mixed_dataframe_types_and_queries():
+    rng = np.random.RandomState(0)
+    n = 80
+    z = rng.randint(2, size=n)
+    frame = pd.DataFrame({
+        "height": z * 5 + rng.randn(n),
+        "smoker": np.where(rng.rand(n) < 0.9, z, 1 - z),
+        "grade": (z * 2 + rng.randint(2, size=n)),
+        "colour": pd.Categorical(np.where(z == 1, "red", "blue"), categories=["blue", "red"]),
+        "visits": rng.poisson(1 + 6 * z),
+    })
+    frame.loc[3, "height"] = np.nan
+    frame.loc[5, "colour"] = np.nan
+    model = CrossCat(column_types="auto", n_sweeps=30, random_state=0).fit(frame)
+    assert model.column_types_ == ["normal", "bernoulli", "categorical", "categorical", "normal"]
+    assert list(model.feature_names_in_) == list(frame.columns)
+    declared = CrossCat(column_types=["normal", "bernoulli", "categorical", "categorical",
+                                      "poisson"], n_sweeps=30, random_state=0).fit(frame)
+    assert declared.column_types_[-1] == "poisson"
+
+    query = frame.iloc[:4].copy()
+    query.loc[0, "colour"] = np.nan
+    query.loc[1, "height"] = np.nan
+    filled, proba = declared.impute(query, return_proba=True)
+    assert isinstance(filled, pd.DataFrame)
+    assert filled.notna().all().all()
+    assert filled.loc[0, "colour"] == ("red" if z[0] else "blue")
+    assert abs(filled.loc[1, "height"] - 5 * z[1]) < 2.0
+    observed = query.notna()
+    for name in frame.columns:
+        kept = observed[name].to_numpy()
+        assert list(filled[name][kept]) == list(query[name][kept])
+    np.testing.assert_allclose(proba[3].sum(axis=1), 1.0)
+    assert proba[3].shape == (4, 2)
+
+    draws = declared.simulate(200, given={"colour": "red"}, random_state=0)
+    assert draws.shape == (200, 5)
+    assert set(draws[:, 3]) == {"red"}
+    heights = draws[:, 0].astype(float)
+    assert abs(np.mean(heights) - 5.0) < 1.0   # red rows are the z = 1 cluster
+    assert set(np.unique(draws[:, 1].astype(float))) <= {0.0, 1.0}
+
+    scores = declared.score_samples(frame)
+    assert np.all(np.isfinite(scores))
+    shifted = frame.copy()
+    shifted["height"] = shifted["height"] + 40
+    assert declared.score(frame) > declared.score(shifted)
+
+
+def test_exact_mode_on_a_tiny_table():
+    X = np.array([[0.1, 0, 1], [0.3, 0, 2], [2.2, 1, 1], [2.5, 1, 0]], dtype=float)
+    model = CrossCat(alpha_views=1.0, alpha_rows=1.0, n_sweeps=50, random_state=0).fit(X)
+    assert model.method_ == "exact"
+    assert np.isfinite(model.log_marginal_likelihood_)
+    assert model.view_samples_.shape == (50, 3)
+    np.testing.assert_allclose(np.diag(model.dependence_probability_), 1.0)
+    with pytest.raises(ValueError, match="fixed concentrations"):
+        CrossCat(method="exact").fit(X)
+
+
+def test_pickle_round_trip(fitted):
+    model, X, _, _ = fitted
+    clone = pickle.loads(pickle.dumps(model))
+    np.testing.assert_array_equal(clone.labels_, model.labels_)
+    assert clone.score(X[:10]) == pytest.approx(model.score(X[:10]))
+    Xm = X[:5].copy()
+    Xm[:, 1] = np.nan
+    np.testing.assert_allclose(clone.impute(Xm), model.impute(Xm))
+
+
+def test_warm_start_appends_samples():
+    X, _, _ = _two_views(40)
+    model = CrossCat(n_sweeps=10, random_state=0, warm_start=True).fit(X)
+    first = model.view_samples_.shape[0]
+    model.fit(X)
+    assert model.view_samples_.shape[0] == first + 10
+
+
+@needs_pandas
+@pytest.mark.parametrize("make, error, match", [
+    (lambda X: np.column_stack([X, np.full(len(X), np.nan)]), ValueError, "all NaN"),
+    (lambda X: np.where(np.arange(X.size).reshape(X.shape) == 5, np.inf, X), ValueError,
+     "infinite"),
+    (lambda X: pd.DataFrame({"x": X[:, 0], "s": ["a", "b"] * (len(X) // 2)}), TypeError,
+     "declare it categorical"),
+])
+def test_bad_input_gets_clear_errors(make, error, match):
+    X, _, _ = _two_views(20)
+    with pytest.raises(error, match=match):
+        CrossCat(n_sweeps=2).fit(make(X))
+
+
+@needs_pandas
+def test_declared_types_are_checked():
+    X, _, _ = _two_views(20)
+    with pytest.raises(ValueError, match="4 columns"):
+        CrossCat(column_types=["normal"], n_sweeps=2).fit(X)
+    with pytest.raises(ValueError, match="Unknown column type"):
+        CrossCat(column_types=["normal", "normal", "normal", "gamma"], n_sweeps=2).fit(X)
+    with pytest.raises(ValueError, match="bernoulli"):
+        CrossCat(column_types=["bernoulli"] * 4, n_sweeps=2).fit(X)
+    strings = pd.DataFrame({"x": X[:, 0], "s": ["a", "b"] * 10})
+    model = CrossCat(column_types=["normal", "categorical"], n_sweeps=4,
+                     random_state=0).fit(strings)
+    assert model.column_types_ == ["normal", "categorical"]
+    with pytest.raises(ValueError, match="not one of the categories"):
+        model.impute(pd.DataFrame({"x": [0.0], "s": ["c"]}))
+    with pytest.raises(ValueError, match="column"):
+        model.row_similarity(view_of=7)
+    with pytest.raises(ValueError, match="alpha_views"):
+        CrossCat(alpha_views=(1.0, 2.0, 3.0), n_sweeps=2).fit(X)
