@@ -278,7 +278,7 @@ class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
             self._pairwise = trellis.pairwise_marginals()
         self.approximation_ = "; ".join(notes) if notes else None
         if not self.affinity == "precomputed":
-            self._X_fit = X
+            self._X_fit = X.copy()  # predictions must not follow edits of the caller's X
         return self
 
     def _set_map(self, labels, log_potential):

@@ -89,9 +89,13 @@ default='kmeans'
     verbose : int, default=0
         Print sampler progress.
     warm_start : bool, default=False
-        If True and the estimator was fitted on data of the same shape, ``fit``
-        continues the stored chains for ``n_sweeps`` more sweeps (no new
-        burn-in) and appends the new samples to ``samples_``.
+        If True and a Gibbs fit came before, its last state initialises the
+        next ``fit``. On the same data ``fit`` continues the stored chains for
+        ``n_sweeps`` more sweeps (no new burn-in) and appends the new samples
+        to ``samples_``. On new data (same number of rows) the likelihood is
+        refitted and every statistic recomputed from the new ``X``; the chains
+        start from the last partitions and concentrations, run a burn-in, and
+        the samples of the old data are dropped.
     n_prior_components : int, default=None
         If set, use the finite Dirichlet-multinomial prior with this many
         components (``discount`` must be 0) instead of the CRP.
@@ -271,16 +275,18 @@ default='kmeans'
         self : DPMixture
         """
         prior = self._make_prior()
-        warm = self._continues()
-        X = validate_data(self, X, dtype=np.float64, reset=not warm)
-        if warm and X.shape[0] != self.samples_.shape[1]:
-            raise ValueError("warm_start needs the same number of samples as the previous fit.")
+        given = X
+        X = validate_data(self, X, dtype=np.float64, reset=not self._has_chains())
+        warm = self._warm_start_mode(X)
+        self._remember_data(X)
         rng = check_random_state(self.random_state)
         n = X.shape[0]
-        if not warm:
+        if warm != "continue":  # the data-dependent priors follow the new data
             self.model_ = make_likelihood(self.likelihood).fit(X)
         self.prior_ = prior
         data = self.model_.check_data(X)
+        if isinstance(given, np.ndarray) and np.may_share_memory(data, given):
+            data = data.copy()  # predictions must not follow later edits of the caller's X
         if self._use_exact(n, self.model_.factorizes and not warm and self.alpha_prior is None):
             self._fit_exact(data, rng)
         else:
@@ -324,6 +330,9 @@ default='kmeans'
                       verbose=self.verbose, record=record)
         if warm:
             states = list(self._chains.states)
+            if warm == "restart":  # new data: the last partitions only initialise the chains
+                states = [gibbs.new_state(self.model_, data, state.compact_labels(), state.alpha)
+                          for state in states]
             results = gibbs.run_chains(self.model_, self.prior_, data,
                                        n_chains=len(states), n_jobs=self.n_jobs,
                                        random_state=rng, states=states, **kwargs)
