@@ -11,6 +11,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._core.budget import check_memory, rows_or_zero
 from ._core.pairwise import check_square_symmetric
 from ._gibbs_base import _BaseGibbs
 from .engines.exact.trellis_for_model import trellis_for_model
@@ -347,6 +348,15 @@ default='singletons'
             raise ValueError(f"init has more than n_blocks={self.n_blocks} blocks.")
         return labels
 
+    def _check_memory(self, n):
+        """Refuse before any N x N allocation: S* (dtype), and for feature rows their distances."""
+        dtype = np.dtype(self.dtype)
+        n_bytes = dtype.itemsize * n * n + (0 if self.metric == "precomputed" else 8 * n * n)
+        check_memory(n_bytes, f"the ({n}, {n}) inner products S*"
+                     + ("" if self.metric == "precomputed" else " and squared distances"),
+                     way_out="Use dtype='float32' (halves S*), fewer objects (a subsample), "
+                             "or DPMixture on feature rows (no N x N matrix).")
+
     def _inner_products(self, X):
         dtype = np.dtype(self.dtype)
         if self.metric == "precomputed":
@@ -397,6 +407,7 @@ default='singletons'
         self : FastTIWD
         """
         self._check_combinations()
+        self._check_memory(rows_or_zero(X))
         X = validate_data(self, X, dtype=[np.float64, np.float32],
                           reset=not self._has_chains())
         warm = self._warm_start_mode(X)

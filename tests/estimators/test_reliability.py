@@ -92,9 +92,10 @@ def test_correlation_clustering_predictions_do_not_follow_the_callers_array():
     X = _blobs(n=10)
     original = X.copy()
     model = ExactCorrelationClustering().fit(X)
-    before = model.predict_proba(original[:3])
+    before = model.predict(original[:3]), model.score(original[:3])
     X[:] = 100.0
-    np.testing.assert_array_equal(model.predict_proba(original[:3]), before)
+    np.testing.assert_array_equal(model.predict(original[:3]), before[0])
+    assert model.score(original[:3]) == before[1]
 
 
 # -- item 5: overflowing scaled potentials ---------------------------------------------
@@ -203,3 +204,66 @@ def test_point_estimate_refuses_a_pairwise_matrix_without_unit_diagonal():
         point_estimate(P, loss="binder")
     np.fill_diagonal(P, 1.0)
     assert point_estimate(P, loss="binder", random_state=0).shape == (4,)
+
+
+# -- item 8: the precision bound, relative to max |log phi| ----------------------------------
+def _brute_force_pairwise(w, beta):
+    """Pairwise marginals by enumeration, each log-potential summed exactly (math.fsum)."""
+    import math
+    from itertools import product
+    n = w.shape[0]
+    labelings, logs = [], []
+    for labels in product(range(n), repeat=n):
+        if any(labels[i] > max(labels[:i], default=-1) + 1 for i in range(n)):
+            continue  # not in canonical form
+        terms = [beta * (w[i, j] if labels[i] == labels[j] else -w[i, j])
+                 for i in range(n) for j in range(i + 1, n)]
+        labelings.append(labels)
+        logs.append(math.fsum(terms))
+    logs = np.array(logs)
+    p = np.exp(logs - logs.max())
+    p /= p.sum()
+    lab = np.array(labelings)
+    return np.einsum("t,tij->ij", p, lab[:, :, None] == lab[:, None, :])
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e4, 1e8, 1e11])
+def test_marginals_meet_the_stated_precision_bound(scale):
+    """|P - P_exact| <= 1e-12 + N * eps * max |log phi| (README, Precision)."""
+    from sklearn_trellis.models.correlation import CorrelationClusteringModel  # noqa: F401
+    rng = np.random.default_rng(int(np.log10(scale)))
+    eps = np.finfo(float).eps
+    cases = [np.array([[0, 1, 1], [1, 0, -1], [1, -1, 0.0]]) * scale]
+    for _ in range(3):
+        w = rng.normal(size=(6, 6))
+        cases.append((w + w.T) * scale)
+    for w in cases:
+        beta = 500.0 if w.shape[0] == 3 else 1.0
+        model = ExactCorrelationClustering(beta=beta, affinity="precomputed").fit(w)
+        n = w.shape[0]
+        max_log_phi = beta * np.abs(np.triu(w, 1)).sum()
+        bound = 1e-12 + n * eps * max_log_phi
+        error = np.abs(model.pairwise_marginals_ - _brute_force_pairwise(w, beta)).max()
+        assert error <= bound, (error, bound)
+
+
+# -- item 11: refusals before allocation -----------------------------------------------
+@pytest.mark.parametrize("make", [
+    lambda: ExactCorrelationClustering(),
+    lambda: FastTIWD(metric="sqeuclidean"),
+])
+def test_memory_refusal_before_allocating(monkeypatch, make):
+    import tracemalloc
+
+    from sklearn_trellis._core import budget
+    monkeypatch.setattr(budget, "available_memory_bytes", lambda: 1 << 20)  # 1 MiB free
+    X = np.random.default_rng(0).normal(size=(2000, 2))
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match=r"Not enough memory: .* needs about .* but only "
+                                             r"1 MiB is available\. .*(fewer|float32)"):
+            make().fit(X)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 * X.nbytes  # nothing of size N x N (32 MB) was allocated
