@@ -10,6 +10,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._core.budget import check_memory
 from ._gibbs_base import _BaseGibbs
 from .engines.exact.binder import bayes_estimate
 from .engines.exact.grid_marginal import GridMarginalPosterior
@@ -17,7 +18,8 @@ from .engines.gibbs import sampler as gibbs
 from .models.conjugate import LIKELIHOODS, make_likelihood
 from .models.likelihood import ClusterLikelihood
 from .models.priors import GammaHyperprior, make_prior
-from .summaries.point_estimates import LOSSES, point_estimate as _loss_point_estimate
+from .summaries.point_estimates import LOSSES, PAIRWISE_LOSSES
+from .summaries.point_estimates import point_estimate as _loss_point_estimate
 
 #: Posterior samples (evenly spaced) used by predict / predict_proba / score.
 MAX_PREDICTIVE_SAMPLES = 25
@@ -323,6 +325,7 @@ default='kmeans'
 
     def _fit_gibbs(self, X, data, rng, warm):
         n = X.shape[0]
+        self._check_samples_memory(n, len(self._chains.states) if warm else self.n_chains, warm)
         hyper = None if self.alpha_prior is None else GammaHyperprior(*self.alpha_prior)
         record = gibbs.record_params if self.model_.resamples_hyperparameters else None
         kwargs = dict(n_sweeps=self.n_sweeps, burn_in=self._burn_in(warm), thin=self.thin,
@@ -350,6 +353,10 @@ default='kmeans'
                 or n > MAX_LOSS_ESTIMATE_ITEMS):
             self.labels_ = self.samples_[self._best_sample()].astype(np.int64)
         else:
+            if self.point_estimate in PAIRWISE_LOSSES:  # they hold an n x n matrix
+                check_memory(8 * n * n, f"the ({n}, {n}) co-clustering matrix of "
+                             f"point_estimate={self.point_estimate!r}",
+                             way_out="Use point_estimate='map' (no N x N matrix).")
             self.labels_ = _loss_point_estimate(
                 self.samples_, loss=self.point_estimate, n_runs=0,
                 random_state=rng.randint(2**31 - 1)).astype(np.int64)

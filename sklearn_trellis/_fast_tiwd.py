@@ -475,6 +475,8 @@ default='singletons'
         return float(self.s0) * self.data_scale_
 
     def _fit_gibbs(self, S, clamped, known, rng, warm):
+        self._check_samples_memory(S.shape[0], len(self._chains.states) if warm
+                                   else self.n_chains, warm)
         likelihood = WishartBlockLikelihood(dof=self.dof_, r0=self.r0, s0=self._s0(),
                                             alpha=self.alpha, theta=self.theta,
                                             theta_grid=self.theta_grid).fit(S)

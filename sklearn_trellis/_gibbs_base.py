@@ -13,6 +13,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ._core.budget import check_memory
 from .engines.gibbs.chains import collect_chains, n_clusters_frequencies
 from .summaries.occurrence import pairwise_cooccurrence
 
@@ -112,6 +113,17 @@ class _BaseGibbs(ClusterMixin, BaseEstimator):
         if n_samples > self.max_exact_size:
             raise ValueError(f"method='exact' needs n_samples <= max_exact_size="
                              f"{self.max_exact_size}, got {n_samples}.")
+
+    def _check_samples_memory(self, n_items, n_chains, warm):
+        """Refuse before sampling when the kept samples (int32, plus the co-clustering
+        matrix for ``n <= MAX_PAIRWISE_ITEMS``) would not fit in the memory available."""
+        kept = n_chains * -(-(self.n_sweeps - self._burn_in(warm)) // self.thin)
+        if warm == "continue":
+            kept += self._chains.samples.shape[0]
+        n_bytes = 4 * kept * n_items + (8 * n_items * n_items
+                                        if n_items <= MAX_PAIRWISE_ITEMS else 0)
+        check_memory(n_bytes, f"the {kept:,} kept samples of {n_items:,} items",
+                     way_out="Raise thin, lower n_sweeps or n_chains, or use fewer items.")
 
     def _store_chains(self, results, likelihood, prior, *, record=None, warm=False):
         """Pool the chains into the fitted attributes (appended to the stored ones when

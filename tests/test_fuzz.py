@@ -21,8 +21,8 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from sklearn_trellis import (DivisiveClustering, DPMixture, ExactCorrelationClustering,  # noqa: E402
-                             FastTIWD, TrellisHierarchical)
+from sklearn_trellis import (DivisiveClustering, DPMixture, EntropyAgglomeration,  # noqa: E402
+                             ExactCorrelationClustering, FastTIWD, TrellisHierarchical)
 
 _PROFILES = {"fast": 8, "slow": 400}
 _PROFILE = os.environ.get("SKLEARN_TRELLIS_FUZZ", "fast")
@@ -262,3 +262,22 @@ def test_divisive_clustering(X, method):
         return
     check_labels(model, X.shape[0])
     assert np.all(np.isfinite(model.distances_))
+
+
+@FUZZ
+@given(n=st.integers(1, 8), n_samples=st.integers(1, 6), seed=st.integers(0, 2**16),
+       kind=st.sampled_from(["labels", "floats", "negative", "nan"]))
+def test_entropy_agglomeration(n, n_samples, seed, kind):
+    samples = np.random.default_rng(seed).integers(0, 3, size=(n_samples, n))
+    if kind == "floats":
+        samples = samples + 0.5
+    elif kind == "negative":
+        samples = samples - 5
+    elif kind == "nan":
+        samples = samples.astype(float)
+        samples[0, 0] = np.nan
+    model = fit_or_clear_error(EntropyAgglomeration(), samples)
+    if model is None:
+        return
+    check_labels(model, n)
+    check_probabilities(model.cooccurrence_)

@@ -37,7 +37,7 @@ def _check_gaussian_scale(X, name):
         return
     with np.errstate(over="ignore"):
         spread = float(np.max(X.max(axis=0) - X.min(axis=0)))
-        too_large = not spread ** 2 * X.shape[0] < 1e300
+    too_large = not (spread == 0 or 2 * np.log(spread) + np.log(X.shape[0]) < np.log(1e306))
     if too_large:
         raise ValueError(f"{name}: the features' spread ({spread:.3g}) is too large a scale "
                          "for float64 sums of squares; rescale X (e.g. with "

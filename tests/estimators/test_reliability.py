@@ -251,6 +251,7 @@ def test_marginals_meet_the_stated_precision_bound(scale):
 @pytest.mark.parametrize("make", [
     lambda: ExactCorrelationClustering(),
     lambda: FastTIWD(metric="sqeuclidean"),
+    lambda: DPMixture(method="gibbs"),
 ])
 def test_memory_refusal_before_allocating(monkeypatch, make):
     import tracemalloc
