@@ -207,6 +207,10 @@ class DivisiveClustering(ClusterMixin, BaseEstimator):
             if not ok:
                 raise ValueError("Some pair of samples has no feature present (non-NaN) in "
                                  "both rows, so their dissimilarity is undefined.")
+            if not np.all(np.isfinite(D)):  # sums of squares beyond float64
+                raise ValueError(f"metric={self.metric!r} overflows float64 on X (largest "
+                                 f"|x| = {np.nanmax(np.abs(X)):.3g}): rescale X (e.g. with "
+                                 "sklearn.preprocessing.StandardScaler).")
             return D
         D = pairwise_distances(X, metric=self.metric)
         if not np.all(np.isfinite(D)):

@@ -24,7 +24,7 @@ from hypothesis import strategies as st  # noqa: E402
 from sklearn_trellis import (DivisiveClustering, DPMixture, EntropyAgglomeration,  # noqa: E402
                              ExactCorrelationClustering, FastTIWD, TrellisHierarchical)
 
-_PROFILES = {"fast": 8, "slow": 400}
+_PROFILES = {"fast": 8, "slow": 200}
 _PROFILE = os.environ.get("SKLEARN_TRELLIS_FUZZ", "fast")
 if _PROFILE not in _PROFILES:
     raise ValueError(f"SKLEARN_TRELLIS_FUZZ must be one of {sorted(_PROFILES)}, got {_PROFILE!r}.")

@@ -268,3 +268,10 @@ def test_memory_refusal_before_allocating(monkeypatch, make):
     finally:
         tracemalloc.stop()
     assert peak < 4 * X.nbytes  # nothing of size N x N (32 MB) was allocated
+
+
+def test_divisive_clustering_refuses_overflowing_distances():
+    """Found by tests/test_fuzz.py: 1e299-apart points gave distances_ = [inf]."""
+    from sklearn_trellis import DivisiveClustering
+    with pytest.raises(ValueError, match="rescale X"):
+        DivisiveClustering().fit(np.array([[1.26e299], [-1.32e299]]))
