@@ -54,11 +54,11 @@ def _check_squared_distance_range(dist, X=None):
     n = dist.shape[0]
     top = float(np.max(dist)) if dist.size else 0.0
     if not top * n * n <= MAX_SUM:
-        what = "X" if X is not None else "the distance matrix"
+        how = ("the distance matrix (e.g. divide it by its largest entry)" if X is None
+               else "X (e.g. with sklearn.preprocessing.StandardScaler)")
         raise ValueError(f"The squared distances reach {top:.3g}: with n={n} objects their "
                          f"sums overflow float64 (n**2 * max must stay below {MAX_SUM:g}); "
-                         f"rescale {what} (e.g. divide by its largest entry"
-                         f"{'' if X is None else ', or use sklearn.preprocessing.StandardScaler'}).")
+                         f"rescale {how}.")
     if X is not None and top < MIN_SQUARED_DISTANCE and np.any(X != X[:1]):
         raise ValueError(f"The squared distances of X underflow float64 (largest {top:.3g}) "
                          "although the rows differ: rescale X (e.g. with "

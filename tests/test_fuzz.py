@@ -218,7 +218,7 @@ def test_dp_mixture_warm_start_with_new_data(X1, seed):
                                          random_state=0), X1)
     if model is None:
         return
-    X2 = np.random.default_rng(seed).normal(size=X1.shape)
+    X2 = np.random.default_rng(seed).normal(size=X1.shape) + 10.0  # other data
     model = fit_or_clear_error(model, X2)
     if model is None:
         return

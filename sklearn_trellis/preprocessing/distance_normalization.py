@@ -238,5 +238,6 @@ def normalized_inner_products(dist, normalization="single", *, dtype=np.float64,
     return project_distances(dist, weights, dtype), info
 
 
-__all__ = ["NORMALIZATIONS", "mean_squared_distance", "single_linkage", "DistanceTree", "tree_from_distances",
+__all__ = ["NORMALIZATIONS", "mean_squared_distance", "single_linkage", "DistanceTree",
+           "tree_from_distances",
            "conjugate_gradient", "project_distances", "normalized_inner_products"]

@@ -273,5 +273,6 @@ def test_memory_refusal_before_allocating(monkeypatch, make):
 def test_divisive_clustering_refuses_overflowing_distances():
     """Found by tests/test_fuzz.py: 1e299-apart points gave distances_ = [inf]."""
     from sklearn_trellis import DivisiveClustering
-    with pytest.raises(ValueError, match="rescale X"):
-        DivisiveClustering().fit(np.array([[1.26e299], [-1.32e299]]))
+    for method in ("diana", "kmeans"):
+        with pytest.raises(ValueError, match="rescale X"):
+            DivisiveClustering(method=method).fit(np.array([[1.26e299], [-1.32e299]]))
