@@ -11,7 +11,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._core.budget import check_exact_budget
+from ._core.budget import check_exact_budget, check_memory, rows_or_zero
 from ._core.pairwise import check_square_symmetric, upper_triangle
 from ._core.validation import check_scalar_param
 from .engines.exact.binder import bayes_estimate
@@ -23,6 +23,10 @@ from .engines.sparse.sparse_flat import SparseFlatTrellis
 from .models.correlation import CorrelationClusteringModel
 from .preprocessing.affinity import mean_off_diagonal, similarity
 from .summaries.point_estimates import PAIRWISE_LOSSES, loss_name
+
+
+#: N x N float64 matrices alive at once in fit (affinities, centred affinities, the model's).
+N_AFFINITY_COPIES = 3
 
 
 class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
@@ -235,6 +239,12 @@ class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
         self : ExactCorrelationClustering
         """
         self._linkages()
+        # Refuse before any N x N matrix (even validation's float64 copy of a precomputed
+        # one): the affinities, their centred copy and the model's.
+        n = rows_or_zero(X)
+        check_memory(N_AFFINITY_COPIES * 8 * n * n, f"the ({n}, {n}) affinity matrices",
+                     way_out="Use fewer items (e.g. a subsample, or cluster the centres of "
+                             "a k-means fit), or a method without an N x N matrix (DPMixture).")
         X = validate_data(self, X, dtype=np.float64)
         n = X.shape[0]
         exact = n <= self.max_exact_size and self.method != "sparse"
@@ -278,7 +288,7 @@ class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
             self._pairwise = trellis.pairwise_marginals()
         self.approximation_ = "; ".join(notes) if notes else None
         if not self.affinity == "precomputed":
-            self._X_fit = X
+            self._X_fit = X.copy()  # predictions must not follow edits of the caller's X
         return self
 
     def _set_map(self, labels, log_potential):

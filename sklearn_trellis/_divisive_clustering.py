@@ -22,6 +22,15 @@ _R_METRICS = {"euclidean": (False, False), "l2": (False, False),
               "cityblock": (True, False), "manhattan": (True, False), "l1": (True, False)}
 
 
+def _check_squared_scale(X):
+    """Refuse feature rows whose squared distances overflow float64 (k-means heights)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        spread = float(np.nanmax(np.nanmax(X, axis=0) - np.nanmin(X, axis=0)))
+    if not (spread == 0 or 2 * np.log(spread) + np.log(X.size) < np.log(1e306)):
+        raise ValueError(f"The squared distances of X overflow float64 (spread {spread:.3g}): "
+                         "rescale X (e.g. with sklearn.preprocessing.StandardScaler).")
+
+
 class DivisiveClustering(ClusterMixin, BaseEstimator):
     """Divisive (top-down) hierarchical clustering: DIANA, K-means / K-medoids bisection,
     or exactly optimal splits.
@@ -207,6 +216,10 @@ class DivisiveClustering(ClusterMixin, BaseEstimator):
             if not ok:
                 raise ValueError("Some pair of samples has no feature present (non-NaN) in "
                                  "both rows, so their dissimilarity is undefined.")
+            if not np.all(np.isfinite(D)):  # sums of squares beyond float64
+                raise ValueError(f"metric={self.metric!r} overflows float64 on X (largest "
+                                 f"|x| = {np.nanmax(np.abs(X)):.3g}): rescale X (e.g. with "
+                                 "sklearn.preprocessing.StandardScaler).")
             return D
         D = pairwise_distances(X, metric=self.metric)
         if not np.all(np.isfinite(D)):
@@ -277,6 +290,8 @@ class DivisiveClustering(ClusterMixin, BaseEstimator):
             similarities = similarity_from_distances(D, "exp", None)
         manhattan, squared = _R_METRICS.get(self.metric, (False, False)) \
             if isinstance(self.metric, str) else (False, False)
+        if features_only:  # the k-means heights hold squared distances of the rows
+            _check_squared_scale(X)
         tree = divisive_tree(self.method, distances=D,
                              X=X if self.method == "kmeans" else None,
                              manhattan=manhattan, squared=squared,

@@ -10,6 +10,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._core.budget import check_memory
 from ._gibbs_base import _BaseGibbs, predictive_picks, to_fitted_columns
 from .engines.exact.binder import bayes_estimate
 from .engines.exact.grid_marginal import GridMarginalPosterior
@@ -17,7 +18,8 @@ from .engines.gibbs import sampler as gibbs
 from .models.conjugate import LIKELIHOODS, make_likelihood
 from .models.likelihood import ClusterLikelihood
 from .models.priors import GammaHyperprior, make_prior
-from .summaries.point_estimates import LOSSES, point_estimate as _loss_point_estimate
+from .summaries.point_estimates import LOSSES, PAIRWISE_LOSSES
+from .summaries.point_estimates import point_estimate as _loss_point_estimate
 
 #: Largest n for the loss-based ``labels_``: the losses of P (Binder from P, omARI.approx,
 #: VI.lb) hold an n x n float matrix, and the others' search work grows as n x samples.
@@ -87,9 +89,13 @@ default='kmeans'
     verbose : int, default=0
         Print sampler progress.
     warm_start : bool, default=False
-        If True and the estimator was fitted on data of the same shape, ``fit``
-        continues the stored chains for ``n_sweeps`` more sweeps (no new
-        burn-in) and appends the new samples to ``samples_``.
+        If True and a Gibbs fit came before, its last state initialises the
+        next ``fit``. On the same data ``fit`` continues the stored chains for
+        ``n_sweeps`` more sweeps (no new burn-in) and appends the new samples
+        to ``samples_``. On new data (same number of rows) the likelihood is
+        refitted and every statistic recomputed from the new ``X``; the chains
+        start from the last partitions and concentrations, run a burn-in, and
+        the samples of the old data are dropped.
     n_prior_components : int, default=None
         If set, use the finite Dirichlet-multinomial prior with this many
         components (``discount`` must be 0) instead of the CRP.
@@ -269,16 +275,18 @@ default='kmeans'
         self : DPMixture
         """
         prior = self._make_prior()
-        warm = self._continues()
-        X = validate_data(self, X, dtype=np.float64, reset=not warm)
-        if warm and X.shape[0] != self.samples_.shape[1]:
-            raise ValueError("warm_start needs the same number of samples as the previous fit.")
+        given = X
+        X = validate_data(self, X, dtype=np.float64, reset=not self._has_chains())
+        warm = self._warm_start_mode(X)
+        self._remember_data(X)
         rng = check_random_state(self.random_state)
         n = X.shape[0]
-        if not warm:
+        if warm != "continue":  # the data-dependent priors follow the new data
             self.model_ = make_likelihood(self.likelihood).fit(X)
         self.prior_ = prior
         data = self.model_.check_data(X)
+        if isinstance(given, np.ndarray) and np.may_share_memory(data, given):
+            data = data.copy()  # predictions must not follow later edits of the caller's X
         if self._use_exact(n, self.model_.factorizes and not warm and self.alpha_prior is None):
             self._fit_exact(data, rng)
         else:
@@ -315,6 +323,7 @@ default='kmeans'
 
     def _fit_gibbs(self, X, data, rng, warm):
         n = X.shape[0]
+        self._check_samples_memory(n, len(self._chains.states) if warm else self.n_chains, warm)
         hyper = None if self.alpha_prior is None else GammaHyperprior(*self.alpha_prior)
         record = gibbs.record_params if self.model_.resamples_hyperparameters else None
         kwargs = dict(n_sweeps=self.n_sweeps, burn_in=self._burn_in(warm), thin=self.thin,
@@ -322,6 +331,9 @@ default='kmeans'
                       verbose=self.verbose, record=record)
         if warm:
             states = list(self._chains.states)
+            if warm == "restart":  # new data: the last partitions only initialise the chains
+                states = [gibbs.new_state(self.model_, data, state.compact_labels(), state.alpha)
+                          for state in states]
             results = gibbs.run_chains(self.model_, self.prior_, data,
                                        n_chains=len(states), n_jobs=self.n_jobs,
                                        random_state=rng, states=states, **kwargs)
@@ -339,6 +351,10 @@ default='kmeans'
                 or n > MAX_LOSS_ESTIMATE_ITEMS):
             self.labels_ = self.samples_[self._best_sample()].astype(np.int64)
         else:
+            if self.point_estimate in PAIRWISE_LOSSES:  # they hold an n x n matrix
+                check_memory(8 * n * n, f"the ({n}, {n}) co-clustering matrix of "
+                             f"point_estimate={self.point_estimate!r}",
+                             way_out="Use point_estimate='map' (no N x N matrix).")
             self.labels_ = _loss_point_estimate(
                 self.samples_, loss=self.point_estimate, n_runs=0,
                 random_state=rng.randint(2**31 - 1)).astype(np.int64)

@@ -12,6 +12,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._core.budget import check_memory, rows_or_zero
 from ._core.pairwise import check_square_symmetric
 from ._gibbs_base import _BaseGibbs, predictive_picks, to_fitted_columns
 from .engines.exact.trellis_for_model import trellis_for_model
@@ -20,8 +21,15 @@ from .models.priors import make_prior
 from .models.wishart import (ClusterSums, WishartBlockLikelihood, WishartBlockModel,
                              alpha_summary, block_alpha_means, block_statistics, estimate_dof,
                              new_item_log_likelihoods)
-from .preprocessing.distance_normalization import (NORMALIZATIONS, new_item_inner_products,
+from .preprocessing.distance_normalization import (NORMALIZATIONS, mean_squared_distance,
+                                                   new_item_inner_products,
                                                    normalized_inner_products)
+
+#: The sampler sums up to n**2 entries of S*: the largest squared distance times n**2
+#: must stay below ``MAX_SUM``; unless all objects coincide, it must also reach
+#: ``MIN_SQUARED_DISTANCE`` (squared distances of feature rows may underflow).
+MAX_SUM = 1e306
+MIN_SQUARED_DISTANCE = 1e-300
 
 
 def _theta_and_alpha_mean(likelihood, state):
@@ -42,6 +50,28 @@ def _class_constraint(table, y):
         n_touched += inside != 0
     table[n_touched > 1] = -np.inf
     return table
+
+
+def _check_squared_distance_range(dist, X=None):
+    """Refuse squared distances whose sums overflow, or that underflowed from feature rows."""
+    n = dist.shape[0]
+    top = float(np.max(dist)) if dist.size else 0.0
+    if not top * n * n <= MAX_SUM:
+        how = ("the distance matrix (e.g. divide it by its largest entry)" if X is None
+               else "X (e.g. with sklearn.preprocessing.StandardScaler)")
+        raise ValueError(f"The squared distances reach {top:.3g}: with n={n} objects their "
+                         f"sums overflow float64 (n**2 * max must stay below {MAX_SUM:g}); "
+                         f"rescale {how}.")
+    if X is not None and top < MIN_SQUARED_DISTANCE and np.any(X != X[:1]):
+        raise ValueError(f"The squared distances of X underflow float64 (largest {top:.3g}) "
+                         "although the rows differ: rescale X (e.g. with "
+                         "sklearn.preprocessing.StandardScaler).")
+
+
+def _data_scale(dist):
+    """The mean squared distance between distinct objects (1 if all coincide)."""
+    scale = mean_squared_distance(dist)
+    return scale if scale > 0 and np.isfinite(scale) else 1.0
 
 
 class FastTIWD(_BaseGibbs):
@@ -89,8 +119,13 @@ class FastTIWD(_BaseGibbs):
         Number of population blocks ``k`` of the Dirichlet-multinomial prior
         (at most ``k`` clusters); ``None`` is the Ewens / CRP limit ``k = inf``.
     r0, s0 : float, default=0.01
-        Inverse-gamma prior ``alpha ~ Inv-Gamma(r0 d / 2, s0 d / 2)``; both 0
-        give the improper ``1 / alpha`` prior.
+        Inverse-gamma prior ``alpha ~ Inv-Gamma(r0 d / 2, s0 d / 2 * data_scale_)``;
+        both 0 give the improper ``1 / alpha`` prior. ``s0`` is *relative to the
+        data's scale*: it is multiplied by ``data_scale_``, the mean squared
+        distance between distinct objects, so that ``fit(c * D)`` gives the same
+        partition as ``fit(D)`` for any ``c > 0`` (the posterior over partitions
+        is then unit free; ``alpha`` and the variances reported are in the
+        data's units and scale with ``c``).
     alpha : float or None, default=None
         ``None`` integrates ``alpha`` out; a number holds it fixed (needed,
         with ``theta``, for exact inference).
@@ -127,10 +162,14 @@ default='singletons'
     verbose : int, default=0
         Print sampler progress (about ten lines per chain).
     warm_start : bool, default=False
-        If True and the estimator is fitted, ``fit`` continues the stored
-        chains for ``n_sweeps`` more sweeps (no new burn-in, the stored ``S*``
-        is reused) and appends the new samples; ``dof`` may be changed in
-        between (annealing).
+        If True and the estimator is fitted, the last state of each chain
+        initialises the next ``fit``. On the same data ``fit`` continues the
+        stored chains for ``n_sweeps`` more sweeps (no new burn-in, the stored
+        ``S*`` is reused) and appends the new samples; ``dof`` may be changed in
+        between (annealing). On new data (same number of objects) ``S*`` and
+        every statistic are recomputed from the new ``X``, the chains start
+        from the last partitions (and ``theta``), run a burn-in, and the
+        samples of the old data are dropped.
 
     Attributes
     ----------
@@ -172,6 +211,9 @@ default='singletons'
         The normalised ``S*`` the model partitions.
     dof_ : float
         The degrees of freedom used.
+    data_scale_ : float
+        Mean squared distance between distinct objects (1 if they all
+        coincide); ``s0`` is relative to it.
     cg_iterations_ : int
         Conjugate-gradient iterations of the tree normalisation.
     method_ : str
@@ -312,6 +354,15 @@ default='singletons'
             raise ValueError(f"init has more than n_blocks={self.n_blocks} blocks.")
         return labels
 
+    def _check_memory(self, n):
+        """Refuse before any N x N allocation: S* (dtype), and for feature rows their distances."""
+        dtype = np.dtype(self.dtype)
+        n_bytes = dtype.itemsize * n * n + (0 if self.metric == "precomputed" else 8 * n * n)
+        check_memory(n_bytes, f"the ({n}, {n}) inner products S*"
+                     + ("" if self.metric == "precomputed" else " and squared distances"),
+                     way_out="Use dtype='float32' (halves S*), fewer objects (a subsample), "
+                             "or DPMixture on feature rows (no N x N matrix).")
+
     def _inner_products(self, X):
         dtype = np.dtype(self.dtype)
         # what predict needs to place new items: the feature rows and the projection
@@ -326,14 +377,24 @@ default='singletons'
             if np.any(np.abs(np.diag(X)) > 1e-10 * max(scale, 1.0)):
                 raise ValueError("X must have a zero diagonal when metric='precomputed' "
                                  "(it holds squared distances).")
+            _check_squared_distance_range(X)
             dist = X
         elif self.normalization == "none":
             S = np.asarray(X @ X.T, dtype=dtype)
+            dist = pairwise_distances(X, metric="sqeuclidean")
+            _check_squared_distance_range(dist, X)
+            if not np.all(np.isfinite(S)):
+                raise ValueError("The inner products X X^T overflow float64: rescale X "
+                                 "(e.g. with sklearn.preprocessing.StandardScaler).")
+            self.data_scale_ = _data_scale(dist)
+            del dist
             self.cg_iterations_ = 0
             return S
         else:
             dist = pairwise_distances(X, metric="sqeuclidean")
             np.fill_diagonal(dist, 0.0)
+            _check_squared_distance_range(dist, X)
+        self.data_scale_ = _data_scale(dist)
         S, info = normalized_inner_products(dist, self.normalization, dtype=dtype)
         self.cg_iterations_ = int(info["cg_iterations"])
         self._projection_weights = info["weights"]
@@ -356,27 +417,29 @@ default='singletons'
         self : FastTIWD
         """
         self._check_combinations()
-        warm = self._continues()
-        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=not warm)
+        self._check_memory(rows_or_zero(X))
+        X = validate_data(self, X, dtype=[np.float64, np.float32],
+                          reset=not self._has_chains())
+        warm = self._warm_start_mode(X)
         n = X.shape[0]
         if n < 2:
             raise ValueError(f"FastTIWD needs at least 2 samples, got n_samples={n}.")
-        if warm and n != self.inner_products_.shape[0]:
-            raise ValueError("warm_start needs the same number of samples as the previous fit.")
         rng = check_random_state(self.random_state)
         clamped, known = self._known_labels(y, n)
         if warm:
             if not np.array_equal(clamped, self._clamped):
                 raise ValueError("warm_start needs the same known labels y as the previous fit.")
+        if warm == "continue":
             S = self.inner_products_
         else:
             S = self._inner_products(X)
             self.inner_products_ = S
+        self._remember_data(X)
         self._clamped = clamped
         if not isinstance(self.dof, str):
             self.dof_ = float(self.dof)
-        elif not warm or getattr(self, "_dof_is_estimate", False) is False:
-            self.dof_ = estimate_dof(S)  # S* is unchanged by a warm start: estimate once
+        elif warm != "continue" or getattr(self, "_dof_is_estimate", False) is False:
+            self.dof_ = estimate_dof(S)  # S* is unchanged by a continued fit: estimate once
         self._dof_is_estimate = isinstance(self.dof, str)
         fixed = self.alpha is not None and self.theta is not None
         if self._use_exact(n, fixed and not warm):
@@ -415,19 +478,30 @@ default='singletons'
         sizes, sbars = block_statistics(S, self.labels_)
         self.block_alpha_means_ = block_alpha_means(S, self.labels_, sizes, sbars,
                                                     float(self.theta), dof=self.dof_,
-                                                    r0=self.r0, s0=self.s0)
+                                                    r0=self.r0, s0=self._s0())
+
+    def _s0(self):
+        """``s0`` in the data's units: relative to ``data_scale_`` (unit-free priors)."""
+        return float(self.s0) * self.data_scale_
 
     def _fit_gibbs(self, S, clamped, known, rng, warm):
-        likelihood = WishartBlockLikelihood(dof=self.dof_, r0=self.r0, s0=self.s0,
+        self._check_samples_memory(S.shape[0], len(self._chains.states) if warm
+                                   else self.n_chains, warm)
+        likelihood = WishartBlockLikelihood(dof=self.dof_, r0=self.r0, s0=self._s0(),
                                             alpha=self.alpha, theta=self.theta,
                                             theta_grid=self.theta_grid).fit(S)
         prior = make_prior(self.concentration, n_components=self.n_blocks)
         data = likelihood.kernel_data(S)
-        if warm:
+        if warm == "continue":
             states = list(self._chains.states)
             for state in states:  # dof or other hyperparameters may have changed
                 gibbs.set_params(state, likelihood, data,
                                  likelihood.kernel_params(theta=state.params[0]))
+            inits = None
+        elif warm == "restart":  # new data: the last partitions and theta only initialise
+            states = [gibbs.new_state(likelihood, data, state.compact_labels(), state.alpha,
+                                      params=likelihood.kernel_params(theta=state.params[0]))
+                      for state in self._chains.states]
             inits = None
         else:
             states = None
@@ -446,7 +520,7 @@ default='singletons'
         theta = float(self.theta_samples_[best])
         sizes, sbars = block_statistics(data, self.labels_)
         self.block_alpha_means_ = block_alpha_means(data, self.labels_, sizes, sbars, theta,
-                                                    dof=self.dof_, r0=self.r0, s0=self.s0)
+                                                    dof=self.dof_, r0=self.r0, s0=self._s0())
         self.alpha_posterior_ = likelihood.alpha_summary(sizes, sbars, theta)
 
     def log_posterior(self, labels, theta=None):
@@ -471,7 +545,7 @@ default='singletons'
         if theta is None:
             theta = self.theta if self.theta is not None else self.theta_samples_[
                 self._best_sample()]
-        likelihood = WishartBlockLikelihood(dof=self.dof_, r0=self.r0, s0=self.s0,
+        likelihood = WishartBlockLikelihood(dof=self.dof_, r0=self.r0, s0=self._s0(),
                                             alpha=self.alpha, theta=theta).fit(
             self.inner_products_)
         prior = make_prior(self.concentration, n_components=self.n_blocks)

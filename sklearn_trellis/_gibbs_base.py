@@ -6,12 +6,14 @@ bookkeeping, choosing exact or Gibbs inference, pooling the chains, the
 sample summaries). The subclasses build their model and call the engines.
 """
 
+import hashlib
 from numbers import Integral
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ._core.budget import check_memory
 from .engines.gibbs.chains import collect_chains, n_clusters_frequencies
 from .summaries.occurrence import pairwise_cooccurrence
 
@@ -51,6 +53,13 @@ def to_fitted_columns(probs, sample_labels, fitted_labels, n_fitted):
     np.add.at(overlap, (sample_labels, fitted_labels), 1.0)
     overlap /= overlap.sum(axis=1, keepdims=True)
     return np.hstack([probs[:, :k_s] @ overlap, probs[:, k_s:]])
+
+
+def _fingerprint(X):
+    """A digest of an array's shape, dtype and bytes: tells the same data from new data."""
+    X = np.ascontiguousarray(X)
+    digest = hashlib.blake2b(X.view(np.uint8).ravel(), digest_size=16).hexdigest()
+    return (X.shape, X.dtype.str, digest)
 
 
 class _BaseGibbs(ClusterMixin, BaseEstimator):
@@ -93,13 +102,39 @@ class _BaseGibbs(ClusterMixin, BaseEstimator):
         if self.burn_in is not None and self.burn_in >= self.n_sweeps:
             raise ValueError(f"burn_in must be < n_sweeps={self.n_sweeps}, got {self.burn_in}.")
 
-    def _continues(self):
-        """True when this fit continues the stored chains (``warm_start`` after a Gibbs fit)."""
+    def _has_chains(self):
+        """True when ``warm_start`` is on and a Gibbs fit left chains to start from."""
         return bool(self.warm_start) and getattr(self, "_chains", None) is not None
+
+    def _warm_start_mode(self, X):
+        """How this fit uses the stored chains (``warm_start`` after a Gibbs fit).
+
+        ``None``: a cold start. ``'continue'``: ``X`` is the data of the last
+        fit, the stored chains go on and their samples are kept.
+        ``'restart'``: new data; the chains' last states only *initialise* new
+        chains (statistics recomputed from ``X``, a burn-in, old samples
+        dropped), as scikit-learn's ``warm_start`` reuses a solution as an
+        initialisation. ``X`` is the validated data; call before
+        :meth:`_remember_data`.
+        """
+        if not self._has_chains():
+            return None
+        if _fingerprint(X) == getattr(self, "_data_fingerprint", None):
+            return "continue"
+        n_before = self._chains.samples.shape[1]
+        if np.shape(X)[0] != n_before:
+            raise ValueError(f"warm_start needs the same number of samples as the previous "
+                             f"fit ({n_before}), got {np.shape(X)[0]}; set warm_start=False "
+                             "to start afresh.")
+        return "restart"
+
+    def _remember_data(self, X):
+        """Keep a fingerprint of the data of this fit (not the data: no reference to ``X``)."""
+        self._data_fingerprint = _fingerprint(X)
 
     def _burn_in(self, warm):
         """Sweeps to discard: none when continuing chains, else ``burn_in`` (default half)."""
-        if warm:
+        if warm == "continue" or warm is True:
             return 0
         return self.n_sweeps // 2 if self.burn_in is None else self.burn_in
 
@@ -113,15 +148,27 @@ class _BaseGibbs(ClusterMixin, BaseEstimator):
             raise ValueError(f"method='exact' needs n_samples <= max_exact_size="
                              f"{self.max_exact_size}, got {n_samples}.")
 
+    def _check_samples_memory(self, n_items, n_chains, warm):
+        """Refuse before sampling when the kept samples (int32, plus the co-clustering
+        matrix for ``n <= MAX_PAIRWISE_ITEMS``) would not fit in the memory available."""
+        kept = n_chains * -(-(self.n_sweeps - self._burn_in(warm)) // self.thin)
+        if warm == "continue":
+            kept += self._chains.samples.shape[0]
+        n_bytes = 4 * kept * n_items + (8 * n_items * n_items
+                                        if n_items <= MAX_PAIRWISE_ITEMS else 0)
+        check_memory(n_bytes, f"the {kept:,} kept samples of {n_items:,} items",
+                     way_out="Raise thin, lower n_sweeps or n_chains, or use fewer items.")
+
     def _store_chains(self, results, likelihood, prior, *, record=None, warm=False):
-        """Pool the chains (appended to the stored ones when ``warm``) into the fitted attributes.
+        """Pool the chains into the fitted attributes (appended to the stored ones when
+        ``warm == 'continue'``; a ``'restart'`` on new data drops the old samples).
 
         Sets ``samples_``, ``log_joints_``, ``interrupted_``, ``method_``,
         ``log_marginal_likelihood_`` (None), ``pairwise_marginals_`` and
         ``n_clusters_distribution_``; returns the :class:`ChainSamples`.
         """
         chains = collect_chains(results, likelihood, prior, record=record,
-                                previous=self._chains if warm else None)
+                                previous=self._chains if warm == "continue" else None)
         self._chains = chains
         self.interrupted_ = chains.interrupted
         self.method_ = "gibbs"

@@ -59,6 +59,21 @@ def available_memory_bytes():
         return None
 
 
+def rows_or_zero(X):
+    """Number of rows of an array-like, read without converting it (0 if it has none).
+
+    Lets an estimator estimate its allocations before validation copies ``X``;
+    the validation itself reports malformed input.
+    """
+    shape = getattr(X, "shape", None)
+    if shape is not None:
+        return int(shape[0]) if len(shape) else 0
+    try:
+        return len(X)
+    except TypeError:
+        return 0
+
+
 def format_bytes(n_bytes):
     """Human readable size, e.g. ``'1.5 GiB'``."""
     value = float(n_bytes)
@@ -69,15 +84,20 @@ def format_bytes(n_bytes):
     return f"{value:.3g} PiB"  # pragma: no cover
 
 
-def check_memory(n_bytes, what):
+def check_memory(n_bytes, what, way_out=None):
     """Raise ``ValueError`` if ``what`` would need more than 80% of the available memory.
 
-    Called before allocating, so a refusal costs nothing; says how much is needed.
+    The one memory check of the package: called with the estimate of the
+    largest allocation *before* allocating it, so a refusal costs nothing.
+    The available memory is read from the OS at the time of the call
+    (:func:`available_memory_bytes`). The message gives the memory needed, the
+    memory available and ``way_out`` (how to need less), if given.
     """
     available = available_memory_bytes()
     if available is not None and n_bytes > 0.8 * available:
+        hint = f" {way_out}" if way_out else ""
         raise ValueError(f"Not enough memory: {what} needs about {format_bytes(n_bytes)}, "
-                         f"but only {format_bytes(available)} is available.")
+                         f"but only {format_bytes(available)} is available.{hint}")
 
 
 def format_seconds(seconds):

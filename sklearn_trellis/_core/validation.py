@@ -54,3 +54,30 @@ def check_indices(indices, n_items, name="indices"):
         raise ValueError(f"{name} must be distinct, got {idx.tolist()}.")
     return idx
 
+
+
+#: Largest ``max |log phi|`` the engines accept: their sums of log-potentials
+#: (over at most a few thousand terms) then stay finite in float64.
+MAX_LOG_POTENTIAL = 1e300
+
+
+def check_log_potential_scale(weights, scale, what="the scaled potentials"):
+    """Refuse log-potentials ``scale * sum(subset of weights)`` that may overflow float64.
+
+    ``scale * sum |weights|`` bounds every such sum; it is computed without
+    overflow (in log space) and must stay below :data:`MAX_LOG_POTENTIAL`.
+    Returns the bound (``inf`` never: it raises first).
+    """
+    weights = np.abs(np.asarray(weights, dtype=np.float64))
+    top = float(weights.max()) if weights.size else 0.0
+    if top == 0.0 or scale == 0.0:
+        return 0.0
+    if not np.isfinite(top):
+        raise ValueError(f"{what} are not finite.")
+    log_bound = (np.log(abs(float(scale))) + np.log(top)
+                 + np.log(float(np.sum(weights / top))))
+    if log_bound > np.log(MAX_LOG_POTENTIAL):
+        raise ValueError(
+            f"{what} overflow float64: |log phi| can reach about 10^{log_bound / np.log(10):.4g} "
+            f"(more than {MAX_LOG_POTENTIAL:g}); rescale the affinities or lower beta.")
+    return float(np.exp(log_bound))

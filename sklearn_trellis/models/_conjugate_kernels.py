@@ -119,7 +119,7 @@ def niw_log_predictive(params, data, stats, shared, work, c, i):
     kappa = params[1] + n
     nu = params[2] + n
     base = 1 + d
-    quad = 0.0
+    largest = 0.0
     for k in range(d):
         acc = data[i, k] - stats[c, 1 + k]
         row = base + k * d
@@ -127,8 +127,28 @@ def niw_log_predictive(params, data, stats, shared, work, c, i):
             acc -= stats[c, row + j] * work[j]
         y = acc / stats[c, row + k]
         work[k] = y
-        quad += y * y
-    return stats[c, base + d * d] - 0.5 * (nu + 1.0) * math.log1p(kappa / (kappa + 1.0) * quad)
+        largest = max(largest, abs(y))
+    return stats[c, base + d * d] - 0.5 * (nu + 1.0) * _log1p_scaled_squares(
+        work, d, largest, kappa / (kappa + 1.0))
+
+
+@njit(cache=True)
+def _log1p_scaled_squares(y, d, largest, factor):
+    """``log(1 + factor * sum_k y_k**2)`` in log space: finite for points far away, where
+    the sum of squares overflows (scaled by the largest ``|y_k|``)."""
+    if largest < 1e100:
+        quad = 0.0
+        for k in range(d):
+            quad += y[k] * y[k]
+        return math.log1p(factor * quad)
+    if not largest < math.inf:
+        return math.inf
+    scaled = 0.0
+    for k in range(d):
+        r = y[k] / largest
+        scaled += r * r
+    # 1 + factor * largest**2 * scaled, with the 1 negligible at this scale
+    return math.log(factor * scaled) + 2.0 * math.log(largest)
 
 
 @njit(cache=True)
@@ -227,11 +247,16 @@ def ng_log_predictive(params, data, stats, shared, work, c, i):
     product = 1.0
     log_sum = 0.0
     for k in range(d):
-        delta = data[i, k] - stats[c, 1 + k]
-        product *= 1.0 + stats[c, 1 + 2 * d + k] * delta * delta
-        if product > 1e250:
-            log_sum += math.log(product)
-            product = 1.0
+        delta = abs(data[i, k] - stats[c, 1 + k])
+        f = stats[c, 1 + 2 * d + k]
+        t = f * delta * delta
+        if t < 1e150:  # multiply the factors 1 + t while the product stays finite
+            product *= 1.0 + t
+            if product > 1e150:
+                log_sum += math.log(product)
+                product = 1.0
+        else:  # log space: delta**2 may overflow; the 1 is negligible
+            log_sum += math.log(f) + 2.0 * math.log(delta)
     return stats[c, 1 + 3 * d] - (a + 0.5) * (log_sum + math.log(product))
 
 

@@ -26,6 +26,28 @@ def _check_features(X, name):
     return X
 
 
+def _check_gaussian_scale(X, name):
+    """Refuse features whose squared spread over- or underflows float64 (sums of squares).
+
+    The Gaussian models are unit free (their default priors follow the data), so any
+    scale works as long as ``n * spread**2`` stays inside float64; say so instead of
+    dividing by an underflowed zero or an overflowed infinity deep inside.
+    """
+    if X.shape[0] == 0:
+        return
+    with np.errstate(over="ignore"):
+        spread = float(np.max(X.max(axis=0) - X.min(axis=0)))
+    too_large = not (spread == 0 or 2 * np.log(spread) + np.log(X.shape[0]) < np.log(1e306))
+    if too_large:
+        raise ValueError(f"{name}: the features' spread ({spread:.3g}) is too large a scale "
+                         "for float64 sums of squares; rescale X (e.g. with "
+                         "sklearn.preprocessing.StandardScaler).")
+    if 0 < spread < 1e-150:
+        raise ValueError(f"{name}: the features' spread ({spread:.3g}) is too small a scale: "
+                         "its squares underflow float64; rescale X (e.g. with "
+                         "sklearn.preprocessing.StandardScaler).")
+
+
 def _vector(value, name, d, default):
     if value is None:
         return np.asarray(default, dtype=np.float64)
@@ -235,6 +257,7 @@ class NormalInverseWishart(_GridHyperpriorMixin, _FittedMixin):
 
     def fit(self, X, y=None):
         X = self._validate_rows(X)
+        _check_gaussian_scale(X, type(self).__name__)
         d = X.shape[1]
         check_scalar_param(self.kappa, "kappa", low=0.0, include_low=False)
         check_scalar_param(self.dof, "dof", allow_none=True)
@@ -450,6 +473,7 @@ class NormalGamma(_GridHyperpriorMixin, _FittedMixin):
 
     def fit(self, X, y=None):
         X = self._validate_rows(X)
+        _check_gaussian_scale(X, type(self).__name__)
         d = X.shape[1]
         check_scalar_param(self.kappa, "kappa", low=0.0, include_low=False)
         check_scalar_param(self.shape, "shape", low=0.0, include_low=False, allow_none=True)

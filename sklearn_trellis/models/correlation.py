@@ -12,6 +12,7 @@ constant is ``-beta * sum_{i<j} w_ij``.
 import numpy as np
 from numba import njit, prange
 
+from .._core.validation import check_log_potential_scale
 from ._flat import FlatModel
 
 
@@ -75,6 +76,9 @@ class CorrelationClusteringModel(FlatModel):
         """Bind the model to an (N, N) symmetric affinity matrix (checked by the caller)."""
         w = np.array(affinity, dtype=np.float64)
         np.fill_diagonal(w, 0.0)
+        # |e(B)| <= beta * sum_ij |w_ij|: refuse what would overflow (not +inf or NaN later)
+        check_log_potential_scale(w, float(self.beta),
+                                  what="The scaled potentials beta * w")
         self.affinity_ = w
         self.n_items_ = w.shape[0]
         return self

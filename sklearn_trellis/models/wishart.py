@@ -84,10 +84,16 @@ def estimate_dof(S, chunk=2048):
     n = S.shape[0]
     if n < 2:
         return 1.0
-    diag = np.diag(S).astype(np.float64)
+    # The estimate is scale free; scale by a power of two (exact) so that the
+    # squares neither overflow nor underflow whatever the data's units.
+    top = max(float(np.max(S)), -float(np.min(S)))
+    if not top > 0 or not np.isfinite(top):
+        return 1.0
+    exponent = int(np.frexp(top)[1])
+    diag = np.ldexp(np.diag(S).astype(np.float64), -exponent)
     total = total_sq = 0.0
     for start in range(0, n, chunk):
-        block = np.asarray(S[start:start + chunk], dtype=np.float64)
+        block = np.ldexp(np.asarray(S[start:start + chunk], dtype=np.float64), -exponent)
         total += float(block.sum())
         total_sq += float(np.einsum("ij,ij->", block, block))
     pairs = n * (n - 1)

@@ -166,12 +166,38 @@ def project_distances(dist, weights, dtype=np.float64):
     ``O(n^2)`` time; the only ``n x n`` allocation is the result, of ``dtype``.
     """
     a = np.asarray(weights, dtype=np.float64)
+    # Q depends on a only up to scale; a ~ 1 / (scale of D) would over- or underflow
+    # in c ** 2 for very large or small distances, so work with a / max |a|.
+    top = float(np.max(np.abs(a))) if a.size else 0.0
+    if top > 0 and np.isfinite(top):
+        a = a / top
     c = float(a.sum())
     u = -0.5 * kernels.row_weighted_sums(dist, a)  # u = S a for S = -D/2
     q = float(a @ u) / c ** 2
     out = np.empty(dist.shape, dtype=dtype)
     kernels.project_distances(dist, u, 1.0 / c, q, out)
     return out
+
+
+def mean_squared_distance(dist, chunk=1024):
+    """Mean off-diagonal entry of a square distance matrix, without over- or underflow.
+
+    Each block of rows is scaled by a power of two (exact) before it is summed,
+    so the result is right for entries anywhere in the float64 range. Returns
+    0 for fewer than two items or an all-zero matrix.
+    """
+    n = dist.shape[0]
+    if n < 2:
+        return 0.0
+    top = float(np.max(dist))
+    if not top > 0:
+        return 0.0
+    exponent = int(np.frexp(top)[1])
+    total = 0.0
+    for start in range(0, n, chunk):
+        block = np.ldexp(np.asarray(dist[start:start + chunk], dtype=np.float64), -exponent)
+        total += float(block.sum()) - float(np.trace(block, offset=start))
+    return float(np.ldexp(total / (n * (n - 1)), exponent))
 
 
 def normalized_inner_products(dist, normalization="single", *, dtype=np.float64,
@@ -212,7 +238,8 @@ def normalized_inner_products(dist, normalization="single", *, dtype=np.float64,
     return project_distances(dist, weights, dtype), info
 
 
-__all__ = ["NORMALIZATIONS", "single_linkage", "DistanceTree", "tree_from_distances",
+__all__ = ["NORMALIZATIONS", "mean_squared_distance", "single_linkage", "DistanceTree",
+           "tree_from_distances",
            "conjugate_gradient", "project_distances", "normalized_inner_products"]
 
 

@@ -78,8 +78,13 @@ def _check_pairwise(pairwise):
         raise ValueError("Pairwise co-clustering probabilities must lie in [0, 1].")
     if not np.allclose(pairwise, pairwise.T, atol=1e-10):
         raise ValueError("The pairwise co-clustering matrix must be symmetric.")
+    if pairwise.ndim == 2 and not np.allclose(np.diag(pairwise), 1.0, rtol=0, atol=1e-10):
+        # a co-clustering matrix has P_ii = 1; anything else is another matrix (a distance?)
+        raise ValueError("The pairwise co-clustering matrix must have a unit diagonal "
+                         "(an element is always with itself), got diagonal entries in "
+                         f"[{np.diag(pairwise).min():.3g}, {np.diag(pairwise).max():.3g}].")
     pairwise = np.clip(pairwise, 0.0, 1.0)
-    np.fill_diagonal(pairwise, 1.0)  # an element is always with itself
+    np.fill_diagonal(pairwise, 1.0)  # rounding only
     return np.ascontiguousarray(pairwise)
 
 

@@ -48,8 +48,11 @@ def collect_chains(results, likelihood, prior, *, record=None, previous=None):
         The ``record`` the chains ran with; it is evaluated on the final states
         when they stand in for samples (see below).
     previous : ChainSamples, default=None
-        The samples of the fit being continued (warm start): the new samples
-        are appended to them.
+        The samples of the fit being continued (warm start on the *same*
+        data): the new samples are appended to them. Samples of other data
+        must not be passed: their log joints are not those of the new data
+        (a warm start on new data keeps only the last states, as an
+        initialisation).
 
     Returns
     -------
