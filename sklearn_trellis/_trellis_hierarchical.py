@@ -76,33 +76,55 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
     Parameters
     ----------
     n_clusters : int or None, default=2
-        Number of flat clusters in ``labels_``, cut from the MAP tree (the top
-        ``n_clusters - 1`` merges are undone). ``None`` with ``distance_threshold``.
+        Number of flat clusters in ``labels_``, cut from the MAP tree (its
+        ``n_clusters - 1`` highest merges are undone, as scikit-learn cuts its
+        tree). ``None`` with ``distance_threshold``.
     metric : str or callable, default='euclidean'
-        Metric of the distances from which pairwise energies build similarities
-        (any :func:`sklearn.metrics.pairwise_distances` metric). With
-        ``'precomputed'``, ``X`` is an (N, N) distance matrix, as in
-        scikit-learn. Feature energies (``'ginkgo'``) read ``X`` directly
-        and use the metric only for the seed trees.
+        Metric of the distances, as in scikit-learn: any
+        :func:`sklearn.metrics.pairwise_distances` metric (``'euclidean'``,
+        ``'l2'``, ``'l1'``, ``'manhattan'``, ``'cosine'``, ...) or a callable;
+        ``'precomputed'``: ``X`` is an (N, N) distance matrix (non-negative,
+        zero diagonal: a non-zero diagonal is refused). It measures the merge
+        heights, the seed trees and the similarities of distance energies.
+        Feature energies (``'ginkgo'``) read ``X`` directly.
     memory : str or object with the joblib.Memory interface, default=None
-        Caches the agglomerative tree of :meth:`linkage_tree` for a single
-        named ``linkage`` (passed on to
-        :class:`~sklearn.cluster.AgglomerativeClustering`).
-    connectivity : None
-        Connectivity constraints are not supported; anything but ``None``
-        raises ``ValueError``.
+        Caches the seed trees (the expensive linkages), as scikit-learn caches
+        its tree; a string is the cache directory.
+    connectivity : array-like, sparse matrix or callable, default=None
+        As in scikit-learn: a graph (or ``connectivity(X)`` returning one) of
+        the neighbours of each sample. Every node of the tree must then be a
+        connected set of samples, in every engine: the exact trellis runs over
+        the connected subsets only (log Z, MAP, ``n_trees_``, marginals and
+        samples are exact over the trees made of connected clusters); the
+        sparse trellis is seeded by scikit-learn's connectivity-constrained
+        linkage trees and forbids every disconnected cluster. A graph with
+        several components is completed as scikit-learn does (same warning,
+        ``n_connected_components_``). Beam-search seeds are not used with a
+        graph. Energies still compute their similarities on all pairs.
     compute_full_tree : 'auto' or bool, default='auto'
-        Accepted for compatibility; the MAP tree is always complete.
-    linkage : {'all', 'ward', 'complete', 'average', 'single', 'diana'} or list, default='all'
-        The agglomerative trees that seed the sparse trellis, and the
-        baseline of :meth:`linkage_tree`. ``'all'`` uses the four (Ward only
-        with the Euclidean metric on features); ``'diana'`` adds the divisive
-        tree of the same distances (Kaufman & Rousseeuw's DIANA).
+        As in scikit-learn: with ``connectivity`` and ``n_clusters``, ``False``
+        (or ``'auto'`` when ``n_clusters >= max(100, 0.02 * n_samples)``)
+        reports only the ``n_samples - n_clusters`` lowest merges in
+        ``children_``; without connectivity the full tree is reported. It
+        must be ``True`` (or ``'auto'``) with ``distance_threshold``. The MAP
+        tree itself is always computed whole (``map_tree_``, ``linkage_matrix_``).
+    linkage : {'ward', 'complete', 'average', 'single'}, default='ward'
+        How merge heights are measured, in the units of the data and
+        ``metric``, as in scikit-learn: ``distances_`` are the ``linkage``
+        distances between the two clusters each merge of the MAP tree joins.
+        It does not choose the tree (the energy does; see Notes). ``'ward'``
+        needs ``metric='euclidean'`` (or ``'l2'``).
     distance_threshold : float, default=None
         If set (with ``n_clusters=None``), ``labels_`` undoes every merge whose
-        height (see ``distances_``) is at least this.
+        height (``distances_``) is at least this, as in scikit-learn.
     compute_distances : bool, default=False
-        Accepted for compatibility; ``distances_`` is always computed.
+        Expose ``distances_`` (always with ``distance_threshold``), as in scikit-learn.
+    seed_linkages : {'all', 'ward', 'complete', 'average', 'single', 'diana'} or list, \
+default='all'
+        The agglomerative trees that seed the sparse trellis. ``'all'`` uses
+        the four (Ward only with the euclidean metric on features);
+        ``'diana'`` adds the divisive tree of the same distances (Kaufman &
+        Rousseeuw's DIANA; not with ``connectivity``).
     energy : {'dasgupta', 'hcc', 'ginkgo'}, SplitModel or callable, default='dasgupta'
         The split log-potential ``psi``:
 
@@ -116,16 +138,23 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
         - ``'ginkgo'``: the Ginkgo jet likelihood of 4-momenta ``X`` (N, 4);
           see :class:`~sklearn_trellis.models.GinkgoEnergy`.
         - a :class:`~sklearn_trellis.models.SplitModel` instance (cloned;
-          its hyperparameters are tunable as ``energy__name``).
+          its hyperparameters are tunable as ``energy__name``; a name has
+          none, and ``set_params(energy__x=...)`` on it is a ``ValueError``).
         - a callable ``energy(X, left, right) -> float`` (slow path: one call
           per split; ``'auto'`` is exact up to N = 12, sparse beyond).
     beta : float, default=1.0
         Inverse temperature multiplying every split log-potential (``>= 0``).
+        It sharpens or flattens the distribution over trees (``log Z``,
+        marginals, ``node_marginals_``, samples) but does not change the MAP
+        tree, so ``labels_``, ``children_`` and ``distances_`` are the same for
+        every ``beta > 0``.
     method : {'auto', 'exact', 'sparse', 'perturb_and_map'}, default='auto'
         Inference engine.
 
-        - ``'exact'``: the full trellis; refuses N above ``max_exact_size``
-          with the memory and time it would need.
+        - ``'exact'``: the full trellis (over the connected subsets with
+          ``connectivity``), whenever its memory fits: it is refused before
+          allocating, with the memory and time it would need, above 28 items
+          or the available memory.
         - ``'sparse'``: the sparse trellis over the seed trees' clusters.
         - ``'auto'``: ``'exact'`` up to ``max_exact_size`` items, ``'sparse'``
           beyond.
@@ -136,18 +165,21 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
           the MAP and ``n_trees_`` come from that trellis.
     max_exact_size : int, default=16
         Largest N for which ``'auto'`` runs the exact trellis (N = 20 takes
-        seconds; each extra item triples the time).
+        seconds; each extra item triples the time). It does not limit
+        ``method='exact'``.
     n_beam_trees : int, default=8
         Beam-search trees (best distinct trees of the final beam, paper
-        Section 4.2) added to the seeds when N <= 20; 0 disables them.
+        Section 4.2) added to the seeds when N <= 20 and there is no
+        ``connectivity``; 0 disables them.
     window_size : int, default=8
         Sparse trellis refinement: after a first pass over the seed trees, the
         family gains every union of ``window_size`` neighbouring clusters of
         the best tree found, at every level (windows of
         :func:`~sklearn_trellis.engines.sparse.seeds.tree_windows`), and the trellis
         is run again: the MAP is then optimal over all re-arrangements of each
-        window. Costs about ``3**window_size / 2`` splits per ``window_size - 1``
-        items (0-2 disable it; at most 12).
+        window (unions that are not connected are forbidden with
+        ``connectivity``). Costs about ``3**window_size / 2`` splits per
+        ``window_size - 1`` items (0-2 disable it; at most 12).
     n_perturbations : int, default=100
         Number of perturbed MAP trees of ``'perturb_and_map'``.
     random_state : int, RandomState instance or None, default=None
@@ -162,15 +194,30 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
     n_clusters_ : int
     n_leaves_ : int
     n_connected_components_ : int
-        Always 1 (no connectivity constraints).
+        Components of the connectivity graph before completion (1 without one).
     n_features_in_ : int
     children_ : ndarray of shape (n_samples - 1, 2)
         The MAP tree in scikit-learn's encoding: row ``i`` merges two nodes
         into node ``n_samples + i``; values below ``n_samples`` are leaves.
-    distances_ : ndarray of shape (n_samples - 1,)
-        Height of each merge: the number of levels of the merged node (1 for
-        two leaves, one more than its higher child otherwise). Non-negative
-        and non-decreasing; it orders the dendrogram, it is not a distance.
+        Rows by non-decreasing height. A partial tree has
+        ``n_samples - n_clusters`` rows (see ``compute_full_tree``).
+    distances_ : ndarray of shape (n_nodes - 1,)
+        Only with ``compute_distances=True`` or ``distance_threshold``, as in
+        scikit-learn. The height of each merge in data units: the ``linkage``
+        distance between the two clusters it joins (with ``connectivity``,
+        single/complete/average over the graph's edges between them, as
+        scikit-learn), made non-decreasing by lifting each merge to the
+        largest height below it (the MAP tree, unlike the greedy one, may
+        merge two clusters closer than its children's: the cumulative maximum
+        is the usual monotone correction of dendrogram heights).
+    linkage_matrix_ : ndarray of shape (n_samples - 1, 4)
+        The full MAP tree in scipy's format ``[a, b, height, size]`` (heights
+        as ``distances_``), ready for :func:`scipy.cluster.hierarchy.dendrogram`.
+    node_marginals_ : ndarray of shape (n_nodes - 1,)
+        For each row of ``children_``, the posterior probability that its
+        cluster is a node of the tree (what R's ``pvclust`` approximates by
+        bootstrap): exact when the trellis is exact, exact within the family
+        when sparse (``approximation_``). Computed on first access.
     map_tree_ : nested tuples
         The MAP tree; each internal node is ``(left, right)``, the left child
         holding its lowest item; leaves are sample indices. (Python cannot
@@ -197,6 +244,15 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
 
     Notes
     -----
+    Differences from :class:`~sklearn.cluster.AgglomerativeClustering`: the
+    tree is the MAP tree of the energy, not the greedy merge sequence of
+    ``linkage``; ``linkage`` only measures its merge heights (so thresholds
+    keep their units and meaning), and those heights are made monotone as
+    described under ``distances_``. scikit-learn's own test suite runs on this
+    class (``tests/estimators/test_sklearn_hierarchical_swapped.py``); the
+    tests that assert the tree of a specific greedy linkage are the listed
+    exceptions.
+
     Precision: ``log Z`` and log-potentials have a relative error near machine
     precision; marginals and sampling probabilities an absolute error below
     ``1e-12`` (exact or within the sparse family). All recursions are in log
@@ -222,6 +278,19 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
     105
     >>> round(model.cluster_marginal([0, 1]), 3)
     0.378
+
+    Heights are ``linkage`` distances in the data's units, so thresholds mean
+    what they mean in scikit-learn; ``node_marginals_`` gives the posterior
+    probability of every node of the tree:
+
+    >>> model = TrellisHierarchical(n_clusters=None, distance_threshold=2.0,
+    ...                             linkage="single").fit(X)
+    >>> model.distances_.round(2).tolist()
+    [0.1, 0.2, 0.9, 3.8]
+    >>> model.labels_
+    array([0, 0, 0, 0, 1])
+    >>> model.node_marginals_.round(3).tolist()
+    [0.378, 0.345, 0.605, 1.0]
 
     Beyond ``max_exact_size`` the sparse trellis takes over:
 

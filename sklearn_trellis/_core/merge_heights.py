@@ -15,10 +15,13 @@ as scikit-learn cuts its own.
 Linkage distances between clusters ``L`` and ``R``:
 
 - ``'single'`` / ``'complete'`` / ``'average'``: the minimum / maximum / mean
-  distance over the pairs ``(x in L, y in R)`` -- or, with a connectivity
-  graph, over the graph's edges between ``L`` and ``R`` only, as scikit-learn's
-  :func:`~sklearn.cluster.linkage_tree` does (every edge, and without a graph
-  every pair, crosses exactly one merge, so all heights cost one pass over them);
+  distance over the pairs ``(x in L, y in R)`` (every pair crosses exactly one
+  merge, so all heights cost one pass over the pairs). With a connectivity
+  graph, as scikit-learn's :func:`~sklearn.cluster.linkage_tree` measures
+  them: the minimum / maximum over the graph's edges between ``L`` and ``R``,
+  and for ``'average'`` scikit-learn's recursive size-weighted average of the
+  children's distances to each neighbouring cluster (replayed along the tree's
+  own merge order);
 - ``'ward'``: ``sqrt(2 |L| |R| / (|L| + |R|)) * ||mean(L) - mean(R)||``, the
   distance of scipy's and scikit-learn's Ward trees (with or without a graph).
 """
@@ -78,6 +81,8 @@ def linkage_heights(children, linkage, *, X=None, distances=None, metric="euclid
             weights = np.asarray(distances[rows, cols], dtype=np.float64).ravel()
         else:
             weights = paired_distances(X[rows], X[cols], metric=metric)
+        if code == 2:
+            return _graph_average_heights(children, rows, cols, weights)
         position = np.empty(n, np.int64)
         position[order] = np.arange(n)
         return _graph_heights(children, start, stop, position, rows, cols,
@@ -131,6 +136,40 @@ def linkage_matrix(children, heights):
         sizes[n + row] = sizes[a] + sizes[b]
     return np.column_stack([children.astype(np.float64), np.asarray(heights, np.float64),
                             sizes[n:]])
+
+
+def _graph_average_heights(children, rows, cols, weights):
+    """scikit-learn's constrained average linkage replayed on a given merge sequence.
+
+    Each active cluster keeps its distance to each neighbouring cluster; a
+    merge of ``i`` and ``j`` gives the new cluster the size-weighted average
+    of ``i``'s and ``j``'s distances to a common neighbour, or the one that
+    exists (``sklearn.cluster._hierarchical_fast.average_merge``).
+    """
+    n = children.shape[0] + 1
+    near = [dict() for _ in range(2 * n - 1)]
+    for a, b, w in zip(rows.tolist(), cols.tolist(), weights.tolist()):
+        near[a][b] = w
+        near[b][a] = w
+    size = np.ones(2 * n - 1)
+    out = np.zeros(n - 1)
+    for row, (i, j) in enumerate(children.tolist()):
+        k = n + row
+        out[row] = near[i].get(j, 0.0)
+        n_i, n_j = size[i], size[j]
+        size[k] = n_i + n_j
+        merged = {c: d for c, d in near[i].items() if c != j}
+        for c, d in near[j].items():
+            if c == i:
+                continue
+            merged[c] = (n_i * merged[c] + n_j * d) / (n_i + n_j) if c in merged else d
+        for c, d in merged.items():
+            near[c].pop(i, None)
+            near[c].pop(j, None)
+            near[c][k] = d
+        near[k] = merged
+        near[i] = near[j] = None
+    return out
 
 
 @njit(cache=True)
