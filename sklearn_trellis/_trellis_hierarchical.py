@@ -7,7 +7,9 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin, _fit_context, clone
 from sklearn.cluster import AgglomerativeClustering
+from scipy import sparse
 from sklearn.metrics import pairwise_distances
+from sklearn.metrics.pairwise import paired_distances
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils._available_if import available_if
@@ -29,11 +31,15 @@ from .engines.sparse.family_search import (MAX_BEAM_SEED_ITEMS, beam_trees,
                                            constrained_linkage_trees, linkage_trees, seed_family)
 from .engines.sparse.seeds import LINKAGES, OTHER_SEEDS, check_linkages
 from .engines.sparse.sparse_hierarchical import BYTES_PER_VERTEX, SparseHierarchicalTrellis
-from .models import ENERGIES, CallableEnergy, GinkgoEnergy, SplitModel
+from .models import ENERGIES, CallableEnergy, DasguptaEnergy, GinkgoEnergy, SplitModel
 
 #: Up to this N, ``method='perturb_and_map'`` perturbs every split of the full
 #: trellis (the powerset family: ``3**N / 2`` splits); beyond, the seed family's.
 MAX_POWERSET_PERTURB_ITEMS = 12
+
+#: Splits the refinement windows of the sparse trellis may add (about 100 bytes
+#: each); ``window_size`` is lowered for large N to stay within it.
+MAX_WINDOW_SPLITS = 20_000_000
 
 
 def check_memory_or_advise(n_bytes, what, way_out):
@@ -100,7 +106,9 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
         linkage trees and forbids every disconnected cluster. A graph with
         several components is completed as scikit-learn does (same warning,
         ``n_connected_components_``). Beam-search seeds are not used with a
-        graph. Energies still compute their similarities on all pairs.
+        graph. Dasgupta's energy then takes its similarities on the graph's
+        edges only (``O(edges)`` memory; ``scale`` is the median edge
+        distance); other energies use all pairs.
     compute_full_tree : 'auto' or bool, default='auto'
         As in scikit-learn: with ``connectivity`` and ``n_clusters``, ``False``
         (or ``'auto'`` when ``n_clusters >= max(100, 0.02 * n_samples)``)
@@ -179,7 +187,8 @@ default='all'
         is run again: the MAP is then optimal over all re-arrangements of each
         window (unions that are not connected are forbidden with
         ``connectivity``). Costs about ``3**window_size / 2`` splits per
-        ``window_size - 1`` items (0-2 disable it; at most 12).
+        ``window_size - 1`` items (0-2 disable it; at most 12); lowered for
+        large N so that the windows add at most 20 million splits.
     n_perturbations : int, default=100
         Number of perturbed MAP trees of ``'perturb_and_map'``.
     random_state : int, RandomState instance or None, default=None
@@ -415,6 +424,25 @@ default='all'
                                "use an energy on features (e.g. 'ginkgo') or fewer samples")
         return pairwise_distances(X, metric=self.metric)
 
+    def _edge_distances(self, X):
+        """Sparse (N, N) matrix of the distances on the connectivity graph's edges."""
+        graph = self._graph.tocoo()
+        rows, cols = graph.row, graph.col
+        if self.metric == "precomputed":
+            values = np.asarray(X[rows, cols], dtype=np.float64).ravel()
+        else:
+            values = paired_distances(X[rows], X[cols], metric=self.metric)
+        n = X.shape[0]
+        return sparse.csr_matrix((values, (rows, cols)), shape=(n, n))
+
+    def _window_size(self, n):
+        """``window_size``, lowered for large N so the windows stay within
+        ``MAX_WINDOW_SPLITS`` splits (about ``3**w / 2`` per ``w - 1`` items)."""
+        size = int(self.window_size)
+        while size > 3 and n / (size - 1) * 3 ** size / 2 > MAX_WINDOW_SPLITS:
+            size -= 1
+        return size
+
     def _engine(self, n, model):
         """The trellis ``fit`` builds for N items.
 
@@ -496,7 +524,10 @@ default='all'
         # Distances feed distance-based energies and the unconstrained seeds only.
         needs_seeds = engine == "sparse"
         distances = None
-        if model.input_kind != "features" or (needs_seeds and self._graph is None):
+        on_edges = self._graph is not None and isinstance(model, DasguptaEnergy)
+        if on_edges:           # similarities on the graph's edges only: O(edges) memory
+            distances = self._edge_distances(X)
+        elif model.input_kind != "features" or (needs_seeds and self._graph is None):
             distances = self._distances(X)
         trees = None
         if needs_seeds:
@@ -575,7 +606,7 @@ default='all'
             # Beam search ignores the graph: with connectivity, the seeds are the
             # constrained linkage trees only.
             beams = [] if graph is not None else beam_trees(model, self.n_beam_trees, beta)
-            found = seed_family(build, trees + beams, n, window_size=self.window_size)
+            found = seed_family(build, trees + beams, n, window_size=self._window_size(n))
             trellis, family = found.trellis, found.family
             notes = [found.note("trees")]
         self._trellis = trellis

@@ -264,3 +264,26 @@ def test_score_is_the_marginal_likelihood_and_drives_grid_search():
     scores = search.cv_results_["mean_test_score"]
     assert np.all(np.isfinite(scores))
     assert search.best_score_ == pytest.approx(scores.max())
+
+
+def test_dasgupta_on_graph_edges_equals_the_dense_energy_masked_to_the_graph():
+    from sklearn_trellis._core.family import ClusterFamily
+    from sklearn_trellis.models import DasguptaEnergy
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(40, 3))
+    graph = kneighbors_graph(X, 4, mode="distance", include_self=False)
+    graph = graph.maximum(graph.T).tocsr()
+    on_edges = DasguptaEnergy(scale=0.7).fit(graph)
+    dense_w = np.where(graph.toarray() > 0, np.exp(-graph.toarray() / 0.7), 0.0)
+    dense = DasguptaEnergy(similarity="precomputed").fit(dense_w)
+    trees = [AgglomerativeClustering(n_clusters=None, distance_threshold=0, linkage=link,
+                                     connectivity=graph).fit(X).children_
+             for link in ("ward", "average", "single")]
+    family = ClusterFamily.from_trees(trees, 40, extra_clusters=[[0, 5, 7], [1, 2, 3, 4]])
+    np.testing.assert_allclose(on_edges.family_kernel_inputs(family).stats,
+                               dense.family_kernel_inputs(family).stats, rtol=1e-12)
+    tree = children_to_tree(trees[1], 40)
+    assert on_edges.log_potential(tree) == pytest.approx(dense.log_potential(tree), rel=1e-12)
+    small = DasguptaEnergy(scale=0.7).fit(graph[:10][:, :10])
+    dense_small = DasguptaEnergy(similarity="precomputed").fit(dense_w[:10, :10])
+    np.testing.assert_allclose(small.kernel_inputs().stats, dense_small.kernel_inputs().stats)
