@@ -420,8 +420,12 @@ default='all'
         if self.metric == "precomputed":
             return X
         n = X.shape[0]
-        check_memory_or_advise(8 * n * n, f"the ({n}, {n}) distance matrix of the energy",
-                               "use an energy on features (e.g. 'ginkgo') or fewer samples")
+        # The distances, and the energy's similarity matrix made from them.
+        check_memory_or_advise(16 * n * n, f"the ({n}, {n}) distance and similarity "
+                               "matrices of the energy",
+                               "give a connectivity graph (Dasgupta's energy then keeps "
+                               "O(edges) similarities), an energy on features (e.g. "
+                               "'ginkgo') or fewer samples")
         return pairwise_distances(X, metric=self.metric)
 
     def _edge_distances(self, X):
@@ -591,10 +595,16 @@ default='all'
 
         def build(family, **budget):
             allowed = None if graph is None else window_union_connected(family, graph)
-            return SparseHierarchicalTrellis.from_model(family, model, beta,
-                                                        allowed_vertices=allowed,
-                                                        verbose=self.verbose,
-                                                        **budget).fit()
+            try:
+                return SparseHierarchicalTrellis.from_model(family, model, beta,
+                                                            allowed_vertices=allowed,
+                                                            verbose=self.verbose,
+                                                            **budget).fit()
+            except ValueError as error:
+                if not str(error).startswith("Not enough memory"):
+                    raise
+                raise ValueError(f"{error} To go on: lower window_size, use fewer "
+                                 "seed_linkages or fewer samples.") from None
 
         full = engine in ("powerset", "connected")
         if full:

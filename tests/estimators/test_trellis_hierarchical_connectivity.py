@@ -287,3 +287,17 @@ def test_dasgupta_on_graph_edges_equals_the_dense_energy_masked_to_the_graph():
     small = DasguptaEnergy(scale=0.7).fit(graph[:10][:, :10])
     dense_small = DasguptaEnergy(similarity="precomputed").fit(dense_w[:10, :10])
     np.testing.assert_allclose(small.kernel_inputs().stats, dense_small.kernel_inputs().stats)
+
+
+def test_memory_refusals_come_before_allocation_and_say_how_to_go_on(monkeypatch):
+    import sklearn_trellis._core.budget as budget
+    monkeypatch.setattr(budget, "available_memory_bytes", lambda: 50_000)
+    X = np.random.default_rng(0).normal(size=(60, 3))
+    with pytest.raises(ValueError, match="Not enough memory.*To go on: give a connectivity"):
+        TrellisHierarchical().fit(X)
+    with pytest.raises(ValueError, match="Not enough memory"):
+        TrellisHierarchical(method="exact").fit(X[:20])
+    # with a graph, Dasgupta's similarities are O(edges): no N x N matrix is needed
+    # until the sparse trellis's own tables, which are refused before allocation too
+    with pytest.raises(ValueError, match="Not enough memory.*To go on: lower window_size"):
+        TrellisHierarchical(connectivity=kneighbors_graph(X, 5)).fit(X)
