@@ -76,11 +76,6 @@ GREEDY_ONLY = {
         "asserts that the two moons are the top split; that is what greedy single "
         "linkage finds, not the MAP tree of the energy (Dasgupta's cost), whose heights "
         "are measured with single linkage but whose merges are not chosen by it"),
-    "ignores_diagonal": greedy_only(
-        "kneighbors_graph(X, 3, include_self=True) keeps only 2 other neighbours, so the "
-        "two graphs differ off the diagonal too; greedy Ward happens to cut both alike. "
-        "tests/estimators/test_trellis_hierarchical_connectivity.py checks that the "
-        "diagonal itself is ignored"),
     "threshold_tree": greedy_only(
         "compares labels_ with the cut of scikit-learn's greedy tree (_TREE_BUILDERS); "
         "ours is the cut of the MAP tree at the same threshold, in the same units"),
@@ -678,7 +673,6 @@ def test_connectivity_callable():
     assert_array_equal(aglc1.labels_, aglc2.labels_)
 
 
-@GREEDY_ONLY["ignores_diagonal"]
 def test_connectivity_ignores_diagonal():
     rng = np.random.RandomState(0)
     X = rng.rand(20, 5)
