@@ -7,28 +7,54 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin, _fit_context, clone
 from sklearn.cluster import AgglomerativeClustering
+from scipy import sparse
 from sklearn.metrics import pairwise_distances
+from sklearn.metrics.pairwise import paired_distances
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils._available_if import available_if
+from sklearn.utils.validation import check_is_fitted, check_memory, validate_data
 
-from ._core.budget import check_exact_budget
+from ._core.budget import HARD_MAX_ITEMS, check_exact_budget
+from ._core.budget import check_memory as check_memory_bytes
+from ._core.connectivity import (check_connectivity, connected_subset_masks,
+                                 window_union_connected)
 from ._core.family import ClusterFamily
+from ._core.merge_heights import (HEIGHT_LINKAGES, linkage_heights, linkage_matrix,
+                                  monotone_heights, order_by_height)
 from ._core.pairwise import upper_triangle
 from ._core.trees import check_tree, children_to_tree, cut_children, tree_to_children
 from ._core.validation import check_indices, check_option, check_scalar_param
 from .engines.attachment import attachment_tree, cluster_attachment_proba, log_normalize
 from .engines.exact.hierarchical import BYTES_PER_SUBSET, ExactHierarchicalTrellis
 from .engines.map.search import beam_search_tree, greedy_tree
-from .engines.sparse.family_search import (MAX_BEAM_SEED_ITEMS, beam_trees, linkage_trees,
-                                           seed_family)
+from .engines.sparse.family_search import (MAX_BEAM_SEED_ITEMS, beam_trees,
+                                           constrained_linkage_trees, linkage_trees, seed_family)
 from .engines.sparse.seeds import LINKAGES, OTHER_SEEDS, check_linkages
-from .engines.sparse.sparse_hierarchical import SparseHierarchicalTrellis
-from .models import ENERGIES, CallableEnergy, SplitModel
+from .engines.sparse.sparse_hierarchical import BYTES_PER_VERTEX, SparseHierarchicalTrellis
+from .models import ENERGIES, CallableEnergy, DasguptaEnergy, GinkgoEnergy, SplitModel
 
 #: Up to this N, ``method='perturb_and_map'`` perturbs every split of the full
 #: trellis (the powerset family: ``3**N / 2`` splits); beyond, the seed family's.
 MAX_POWERSET_PERTURB_ITEMS = 12
+
+#: Splits the refinement windows of the sparse trellis may add (about 100 bytes
+#: each); ``window_size`` is lowered for large N to stay within it.
+MAX_WINDOW_SPLITS = 20_000_000
+
+
+def check_memory_or_advise(n_bytes, what, way_out):
+    """:func:`check_memory` (refuse before allocating) with a way out in the message."""
+    try:
+        check_memory_bytes(n_bytes, what)
+    except ValueError as error:
+        raise ValueError(f"{error} To go on: {way_out}.") from None
+
+
+def _scores_likelihood(estimator):
+    """Whether ``energy`` is a likelihood of the data given a tree (``score`` exists)."""
+    energy = estimator.energy
+    return energy == "ginkgo" if isinstance(energy, str) else isinstance(energy, GinkgoEnergy)
 
 
 class TrellisHierarchical(ClusterMixin, BaseEstimator):
@@ -57,33 +83,57 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
     Parameters
     ----------
     n_clusters : int or None, default=2
-        Number of flat clusters in ``labels_``, cut from the MAP tree (the top
-        ``n_clusters - 1`` merges are undone). ``None`` with ``distance_threshold``.
+        Number of flat clusters in ``labels_``, cut from the MAP tree (its
+        ``n_clusters - 1`` highest merges are undone, as scikit-learn cuts its
+        tree). ``None`` with ``distance_threshold``.
     metric : str or callable, default='euclidean'
-        Metric of the distances from which pairwise energies build similarities
-        (any :func:`sklearn.metrics.pairwise_distances` metric). With
-        ``'precomputed'``, ``X`` is an (N, N) distance matrix, as in
-        scikit-learn. Feature energies (``'ginkgo'``) read ``X`` directly
-        and use the metric only for the seed trees.
+        Metric of the distances, as in scikit-learn: any
+        :func:`sklearn.metrics.pairwise_distances` metric (``'euclidean'``,
+        ``'l2'``, ``'l1'``, ``'manhattan'``, ``'cosine'``, ...) or a callable;
+        ``'precomputed'``: ``X`` is an (N, N) distance matrix (non-negative,
+        zero diagonal: a non-zero diagonal is refused). It measures the merge
+        heights, the seed trees and the similarities of distance energies.
+        Feature energies (``'ginkgo'``) read ``X`` directly.
     memory : str or object with the joblib.Memory interface, default=None
-        Caches the agglomerative tree of :meth:`linkage_tree` for a single
-        named ``linkage`` (passed on to
-        :class:`~sklearn.cluster.AgglomerativeClustering`).
-    connectivity : None
-        Connectivity constraints are not supported; anything but ``None``
-        raises ``ValueError``.
+        Caches the seed trees (the expensive linkages), as scikit-learn caches
+        its tree; a string is the cache directory.
+    connectivity : array-like, sparse matrix or callable, default=None
+        As in scikit-learn: a graph (or ``connectivity(X)`` returning one) of
+        the neighbours of each sample. Every node of the tree must then be a
+        connected set of samples, in every engine: the exact trellis runs over
+        the connected subsets only (log Z, MAP, ``n_trees_``, marginals and
+        samples are exact over the trees made of connected clusters); the
+        sparse trellis is seeded by scikit-learn's connectivity-constrained
+        linkage trees and forbids every disconnected cluster. A graph with
+        several components is completed as scikit-learn does (same warning,
+        ``n_connected_components_``). Beam-search seeds are not used with a
+        graph. Dasgupta's energy then takes its similarities on the graph's
+        edges only (``O(edges)`` memory; ``scale`` is the median edge
+        distance); other energies use all pairs.
     compute_full_tree : 'auto' or bool, default='auto'
-        Accepted for compatibility; the MAP tree is always complete.
-    linkage : {'all', 'ward', 'complete', 'average', 'single', 'diana'} or list, default='all'
-        The agglomerative trees that seed the sparse trellis, and the
-        baseline of :meth:`linkage_tree`. ``'all'`` uses the four (Ward only
-        with the Euclidean metric on features); ``'diana'`` adds the divisive
-        tree of the same distances (Kaufman & Rousseeuw's DIANA).
+        As in scikit-learn: with ``connectivity`` and ``n_clusters``, ``False``
+        (or ``'auto'`` when ``n_clusters >= max(100, 0.02 * n_samples)``)
+        reports only the ``n_samples - n_clusters`` lowest merges in
+        ``children_``; without connectivity the full tree is reported. It
+        must be ``True`` (or ``'auto'``) with ``distance_threshold``. The MAP
+        tree itself is always computed whole (``map_tree_``, ``linkage_matrix_``).
+    linkage : {'ward', 'complete', 'average', 'single'}, default='ward'
+        How merge heights are measured, in the units of the data and
+        ``metric``, as in scikit-learn: ``distances_`` are the ``linkage``
+        distances between the two clusters each merge of the MAP tree joins.
+        It does not choose the tree (the energy does; see Notes). ``'ward'``
+        needs ``metric='euclidean'`` (or ``'l2'``).
     distance_threshold : float, default=None
         If set (with ``n_clusters=None``), ``labels_`` undoes every merge whose
-        height (see ``distances_``) is at least this.
+        height (``distances_``) is at least this, as in scikit-learn.
     compute_distances : bool, default=False
-        Accepted for compatibility; ``distances_`` is always computed.
+        Expose ``distances_`` (always with ``distance_threshold``), as in scikit-learn.
+    seed_linkages : {'all', 'ward', 'complete', 'average', 'single', 'diana'} or list, \
+default='all'
+        The agglomerative trees that seed the sparse trellis. ``'all'`` uses
+        the four (Ward only with the euclidean metric on features);
+        ``'diana'`` adds the divisive tree of the same distances (Kaufman &
+        Rousseeuw's DIANA; not with ``connectivity``).
     energy : {'dasgupta', 'hcc', 'ginkgo'}, SplitModel or callable, default='dasgupta'
         The split log-potential ``psi``:
 
@@ -97,16 +147,23 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
         - ``'ginkgo'``: the Ginkgo jet likelihood of 4-momenta ``X`` (N, 4);
           see :class:`~sklearn_trellis.models.GinkgoEnergy`.
         - a :class:`~sklearn_trellis.models.SplitModel` instance (cloned;
-          its hyperparameters are tunable as ``energy__name``).
+          its hyperparameters are tunable as ``energy__name``; a name has
+          none, and ``set_params(energy__x=...)`` on it is a ``ValueError``).
         - a callable ``energy(X, left, right) -> float`` (slow path: one call
           per split; ``'auto'`` is exact up to N = 12, sparse beyond).
     beta : float, default=1.0
         Inverse temperature multiplying every split log-potential (``>= 0``).
+        It sharpens or flattens the distribution over trees (``log Z``,
+        marginals, ``node_marginals_``, samples) but does not change the MAP
+        tree, so ``labels_``, ``children_`` and ``distances_`` are the same for
+        every ``beta > 0``.
     method : {'auto', 'exact', 'sparse', 'perturb_and_map'}, default='auto'
         Inference engine.
 
-        - ``'exact'``: the full trellis; refuses N above ``max_exact_size``
-          with the memory and time it would need.
+        - ``'exact'``: the full trellis (over the connected subsets with
+          ``connectivity``), whenever its memory fits: it is refused before
+          allocating, with the memory and time it would need, above 28 items
+          or the available memory.
         - ``'sparse'``: the sparse trellis over the seed trees' clusters.
         - ``'auto'``: ``'exact'`` up to ``max_exact_size`` items, ``'sparse'``
           beyond.
@@ -117,18 +174,22 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
           the MAP and ``n_trees_`` come from that trellis.
     max_exact_size : int, default=16
         Largest N for which ``'auto'`` runs the exact trellis (N = 20 takes
-        seconds; each extra item triples the time).
+        seconds; each extra item triples the time). It does not limit
+        ``method='exact'``.
     n_beam_trees : int, default=8
         Beam-search trees (best distinct trees of the final beam, paper
-        Section 4.2) added to the seeds when N <= 20; 0 disables them.
+        Section 4.2) added to the seeds when N <= 20 and there is no
+        ``connectivity``; 0 disables them.
     window_size : int, default=8
         Sparse trellis refinement: after a first pass over the seed trees, the
         family gains every union of ``window_size`` neighbouring clusters of
         the best tree found, at every level (windows of
         :func:`~sklearn_trellis.engines.sparse.seeds.tree_windows`), and the trellis
         is run again: the MAP is then optimal over all re-arrangements of each
-        window. Costs about ``3**window_size / 2`` splits per ``window_size - 1``
-        items (0-2 disable it; at most 12).
+        window (unions that are not connected are forbidden with
+        ``connectivity``). Costs about ``3**window_size / 2`` splits per
+        ``window_size - 1`` items (0-2 disable it; at most 12); lowered for
+        large N so that the windows add at most 20 million splits.
     n_perturbations : int, default=100
         Number of perturbed MAP trees of ``'perturb_and_map'``.
     random_state : int, RandomState instance or None, default=None
@@ -143,15 +204,30 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
     n_clusters_ : int
     n_leaves_ : int
     n_connected_components_ : int
-        Always 1 (no connectivity constraints).
+        Components of the connectivity graph before completion (1 without one).
     n_features_in_ : int
     children_ : ndarray of shape (n_samples - 1, 2)
         The MAP tree in scikit-learn's encoding: row ``i`` merges two nodes
         into node ``n_samples + i``; values below ``n_samples`` are leaves.
-    distances_ : ndarray of shape (n_samples - 1,)
-        Height of each merge: the number of levels of the merged node (1 for
-        two leaves, one more than its higher child otherwise). Non-negative
-        and non-decreasing; it orders the dendrogram, it is not a distance.
+        Rows by non-decreasing height. A partial tree has
+        ``n_samples - n_clusters`` rows (see ``compute_full_tree``).
+    distances_ : ndarray of shape (n_nodes - 1,)
+        Only with ``compute_distances=True`` or ``distance_threshold``, as in
+        scikit-learn. The height of each merge in data units: the ``linkage``
+        distance between the two clusters it joins (with ``connectivity``,
+        single/complete/average over the graph's edges between them, as
+        scikit-learn), made non-decreasing by lifting each merge to the
+        largest height below it (the MAP tree, unlike the greedy one, may
+        merge two clusters closer than its children's: the cumulative maximum
+        is the usual monotone correction of dendrogram heights).
+    linkage_matrix_ : ndarray of shape (n_samples - 1, 4)
+        The full MAP tree in scipy's format ``[a, b, height, size]`` (heights
+        as ``distances_``), ready for :func:`scipy.cluster.hierarchy.dendrogram`.
+    node_marginals_ : ndarray of shape (n_nodes - 1,)
+        For each row of ``children_``, the posterior probability that its
+        cluster is a node of the tree (what R's ``pvclust`` approximates by
+        bootstrap): exact when the trellis is exact, exact within the family
+        when sparse (``approximation_``). Computed on first access.
     map_tree_ : nested tuples
         The MAP tree; each internal node is ``(left, right)``, the left child
         holding its lowest item; leaves are sample indices. (Python cannot
@@ -178,6 +254,15 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
 
     Notes
     -----
+    Differences from :class:`~sklearn.cluster.AgglomerativeClustering`: the
+    tree is the MAP tree of the energy, not the greedy merge sequence of
+    ``linkage``; ``linkage`` only measures its merge heights (so thresholds
+    keep their units and meaning), and those heights are made monotone as
+    described under ``distances_``. scikit-learn's own test suite runs on this
+    class (``tests/estimators/test_sklearn_hierarchical_swapped.py``); the
+    tests that assert the tree of a specific greedy linkage are the listed
+    exceptions.
+
     Precision: ``log Z`` and log-potentials have a relative error near machine
     precision; marginals and sampling probabilities an absolute error below
     ``1e-12`` (exact or within the sparse family). All recursions are in log
@@ -204,6 +289,19 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
     >>> round(model.cluster_marginal([0, 1]), 3)
     0.378
 
+    Heights are ``linkage`` distances in the data's units, so thresholds mean
+    what they mean in scikit-learn; ``node_marginals_`` gives the posterior
+    probability of every node of the tree:
+
+    >>> model = TrellisHierarchical(n_clusters=None, distance_threshold=2.0,
+    ...                             linkage="single").fit(X)
+    >>> model.distances_.round(2).tolist()
+    [0.1, 0.2, 0.9, 3.8]
+    >>> model.labels_
+    array([0, 0, 0, 0, 1])
+    >>> model.node_marginals_.round(3).tolist()
+    [0.378, 0.345, 0.605, 1.0]
+
     Beyond ``max_exact_size`` the sparse trellis takes over:
 
     >>> rng = np.random.default_rng(0)
@@ -219,12 +317,13 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
         "n_clusters": [Interval(Integral, 1, None, closed="left"), None],
         "metric": [str, callable],
         "memory": [str, HasMethods("cache"), None],
-        "connectivity": [None],     # connectivity constraints are not supported
+        "connectivity": ["array-like", "sparse matrix", callable, None],
         "compute_full_tree": [StrOptions({"auto"}), "boolean"],
-        # Names are checked in fit (check_linkages): 'all', one name or a list.
-        "linkage": [StrOptions({"all", *LINKAGES, *OTHER_SEEDS}), "array-like"],
+        "linkage": [StrOptions(set(HEIGHT_LINKAGES))],
         "distance_threshold": [Interval(Real, 0, None, closed="left"), None],
         "compute_distances": ["boolean"],
+        # Names are checked in fit (check_linkages): 'all', one name or a list.
+        "seed_linkages": [StrOptions({"all", *LINKAGES, *OTHER_SEEDS}), "array-like"],
         # A name is looked up in the ENERGIES registry at fit time (it may grow).
         "energy": [str, SplitModel, callable],
         "beta": [Interval(Real, 0, None, closed="left")],
@@ -238,10 +337,10 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
     }
 
     def __init__(self, n_clusters=2, *, metric="euclidean", memory=None, connectivity=None,
-                 compute_full_tree="auto", linkage="all", distance_threshold=None,
-                 compute_distances=False, energy="dasgupta", beta=1.0, method="auto",
-                 max_exact_size=16, n_beam_trees=8, window_size=8, n_perturbations=100,
-                 random_state=None, verbose=0):
+                 compute_full_tree="auto", linkage="ward", distance_threshold=None,
+                 compute_distances=False, seed_linkages="all", energy="dasgupta", beta=1.0,
+                 method="auto", max_exact_size=16, n_beam_trees=8, window_size=8,
+                 n_perturbations=100, random_state=None, verbose=0):
         self.n_clusters = n_clusters
         self.metric = metric
         self.memory = memory
@@ -250,6 +349,7 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
         self.linkage = linkage
         self.distance_threshold = distance_threshold
         self.compute_distances = compute_distances
+        self.seed_linkages = seed_linkages
         self.energy = energy
         self.beta = beta
         self.method = method
@@ -266,14 +366,28 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
         tags.input_tags.positive_only = self.metric == "precomputed"
         return tags
 
+    def set_params(self, **params):
+        """Set parameters; ``energy__name`` needs ``energy`` to be a model instance."""
+        energy = params.get("energy", self.energy)
+        nested = [key for key in params if key.startswith("energy__")]
+        if nested and not hasattr(energy, "set_params"):
+            raise ValueError(
+                f"Invalid parameter {nested[0]!r} for estimator {self}: energy={energy!r} "
+                "is not an estimator, so it has no parameters to set. Pass a model "
+                "instance (e.g. energy=GinkgoEnergy()) to tune its hyperparameters as "
+                "energy__<name>.")
+        return super().set_params(**params)
+
     # -- fitting ---------------------------------------------------------------
-    def _linkages(self):
-        """The linkage names asked for (``'all'`` or one name or a list)."""
-        linkage = self.linkage
-        names = check_linkages(linkage)
-        if "ward" in names and self.metric != "euclidean" and linkage != "all":
-            raise ValueError(f"linkage='ward' needs metric='euclidean', got "
+    def _seed_names(self):
+        """The seed linkage names asked for (``'all'`` or one name or a list)."""
+        names = check_linkages(self.seed_linkages)
+        euclidean = self.metric in ("euclidean", "l2")
+        if "ward" in names and not euclidean and self.seed_linkages != "all":
+            raise ValueError(f"seed_linkages with 'ward' needs metric='euclidean', got "
                              f"metric={self.metric!r}.")
+        if self.seed_linkages == "all" and not euclidean:
+            names = [name for name in names if name != "ward"]
         return names
 
     def _make_energy(self):
@@ -286,30 +400,84 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
             return clone(energy)
         return CallableEnergy(energy)
 
+    def _check_precomputed(self, X):
+        if X.shape[0] != X.shape[1]:
+            raise ValueError(f"Distance matrix should be square, got matrix of shape "
+                             f"{X.shape}")
+        if np.any(X < 0):
+            raise ValueError("Negative values in data passed to TrellisHierarchical: "
+                             "with metric='precomputed', X must hold non-negative "
+                             "distances.")
+        diagonal = np.abs(np.diag(X))
+        if np.any(diagonal > 0):
+            raise ValueError(
+                f"With metric='precomputed', X must be a distance matrix with a zero "
+                f"diagonal; {np.count_nonzero(diagonal)} diagonal entries are non-zero "
+                f"(largest {diagonal.max():.3g}). If they are rounding errors, set them "
+                "to 0 (np.fill_diagonal(X, 0)).")
+
     def _distances(self, X):
+        """The (N, N) distance matrix, refused before allocation if it does not fit."""
         if self.metric == "precomputed":
-            if X.shape[0] != X.shape[1]:
-                raise ValueError("With metric='precomputed', X must be a square (N, N) "
-                                 f"distance matrix, got shape {X.shape}.")
-            if np.any(X < 0):
-                raise ValueError("Negative values in data passed to TrellisHierarchical: "
-                                 "with metric='precomputed', X must hold non-negative "
-                                 "distances.")
             return X
+        n = X.shape[0]
+        # The distances, and the energy's similarity matrix made from them.
+        check_memory_or_advise(16 * n * n, f"the ({n}, {n}) distance and similarity "
+                               "matrices of the energy",
+                               "give a connectivity graph (Dasgupta's energy then keeps "
+                               "O(edges) similarities), an energy on features (e.g. "
+                               "'ginkgo') or fewer samples")
         return pairwise_distances(X, metric=self.metric)
 
+    def _edge_distances(self, X):
+        """Sparse (N, N) matrix of the distances on the connectivity graph's edges."""
+        graph = self._graph.tocoo()
+        rows, cols = graph.row, graph.col
+        if self.metric == "precomputed":
+            values = np.asarray(X[rows, cols], dtype=np.float64).ravel()
+        else:
+            values = paired_distances(X[rows], X[cols], metric=self.metric)
+        n = X.shape[0]
+        return sparse.csr_matrix((values, (rows, cols)), shape=(n, n))
+
+    def _window_size(self, n):
+        """``window_size``, lowered for large N so the windows stay within
+        ``MAX_WINDOW_SPLITS`` splits (about ``3**w / 2`` per ``w - 1`` items)."""
+        size = int(self.window_size)
+        while size > 3 and n / (size - 1) * 3 ** size / 2 > MAX_WINDOW_SPLITS:
+            size -= 1
+        return size
+
     def _engine(self, n, model):
-        """``'exact'``, ``'powerset'`` or ``'sparse'``: the trellis ``fit`` builds for N items."""
+        """The trellis ``fit`` builds for N items.
+
+        ``'exact'`` (full trellis), ``'connected'`` (the trellis over every
+        connected subset of the connectivity graph: exact under the
+        constraint), ``'powerset'`` (perturb-and-MAP over all subsets) or
+        ``'sparse'``. ``max_exact_size`` guides ``'auto'`` only.
+        """
         limit = self.max_exact_size
         if isinstance(model, CallableEnergy):
             limit = min(limit, model.max_items)   # one Python call per split
+        exact = "connected" if self._graph is not None else "exact"
         if self.method == "exact":
-            return "exact"
+            return exact
         if self.method == "sparse":
             return "sparse"
         if self.method == "perturb_and_map":
-            return "powerset" if n <= min(limit, MAX_POWERSET_PERTURB_ITEMS) else "sparse"
-        return "exact" if n <= limit else "sparse"
+            small = n <= min(limit, MAX_POWERSET_PERTURB_ITEMS)
+            return ("connected" if self._graph is not None else "powerset") if small \
+                else "sparse"
+        return exact if n <= limit else "sparse"
+
+    def _full_tree(self, n):
+        """scikit-learn's ``compute_full_tree`` rule: partial trees need connectivity."""
+        if self.connectivity is None or self.compute_full_tree is True:
+            return True
+        if self.compute_full_tree == "auto":
+            return (self.distance_threshold is not None
+                    or self.n_clusters < max(100, 0.02 * n))
+        return False
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
@@ -325,27 +493,58 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
         -------
         self : TrellisHierarchical
         """
+        memory = check_memory(self.memory)
         if (self.n_clusters is None) == (self.distance_threshold is None):
             raise ValueError("Exactly one of n_clusters and distance_threshold has to be "
                              "set, and the other needs to be None.")
-        self._linkages()
+        if self.distance_threshold is not None and not self.compute_full_tree:
+            raise ValueError("compute_full_tree must be True if distance_threshold is set.")
+        if self.linkage == "ward" and self.metric not in ("euclidean", "l2"):
+            raise ValueError(f"{self.metric} was provided as metric. Ward can only work "
+                             "with euclidean distances (i.e. 'euclidean' and 'l2').")
+        names = self._seed_names()
         X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
+        if self.metric == "precomputed":
+            self._check_precomputed(X)
         n = X.shape[0]
+        self._graph = None
+        self.n_connected_components_ = 1
+        if self.connectivity is not None:
+            self._graph, self.n_connected_components_ = check_connectivity(
+                self.connectivity, X, self.metric)
         model = self._make_energy()
         engine = self._engine(n, model)
         if engine == "exact":
-            # Refuse before computing any N x N or 2**N table.
-            check_exact_budget(n, BYTES_PER_SUBSET + 16, max_items=self.max_exact_size,
+            # Refuse before computing any N x N or 2**N table; max_exact_size only
+            # guides 'auto', so an explicit method='exact' runs whenever it fits.
+            limit = HARD_MAX_ITEMS if self.method == "exact" else self.max_exact_size
+            check_exact_budget(n, BYTES_PER_SUBSET + 16, max_items=limit,
                                what="exact hierarchical trellis")
+        elif engine == "connected":
+            limit = HARD_MAX_ITEMS if self.method == "exact" else self.max_exact_size
+            check_exact_budget(n, 8, max_items=limit,
+                               what="enumeration of the connected subsets")
         self._X_fit = X
         self.n_leaves_ = n
-        self.n_connected_components_ = 1
-        # Distances feed distance-based energies and the linkage seeds only.
-        distances = None if (model.input_kind == "features" and engine != "sparse") \
-            else self._distances(X)
-        # Linkage seeds before the model: the N x N distances can then be dropped
-        # as soon as the model has its similarities (N = 10,000: 800 MB each).
-        trees = self._linkage_trees(X, distances) if engine == "sparse" else None
+        # Distances feed distance-based energies and the unconstrained seeds only.
+        needs_seeds = engine == "sparse"
+        distances = None
+        on_edges = self._graph is not None and isinstance(model, DasguptaEnergy)
+        if on_edges:           # similarities on the graph's edges only: O(edges) memory
+            distances = self._edge_distances(X)
+        elif model.input_kind != "features" or (needs_seeds and self._graph is None):
+            distances = self._distances(X)
+        trees = None
+        if needs_seeds:
+            # Seeds before the model: the N x N distances can then be dropped as soon
+            # as the model has its similarities (N = 10,000: 800 MB each).
+            features = X if self.metric in ("euclidean", "l2") else None
+            if self._graph is not None:
+                trees = memory.cache(constrained_linkage_trees)(names, X, self._graph,
+                                                                self.metric)[0]
+            else:
+                trees = memory.cache(linkage_trees)(names, upper_triangle(distances),
+                                                    features)[0]
         model.fit(X if model.input_kind == "features" else distances)
         del distances
         self.model_ = model
@@ -353,12 +552,8 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
             self._fit_exact(model)
         else:
             self._fit_family(model, trees, engine)
-        if self.distance_threshold is not None:
-            self.n_clusters_ = int(np.count_nonzero(
-                self.distances_ >= self.distance_threshold)) + 1
-        else:
-            self.n_clusters_ = int(self.n_clusters)
-        self.labels_ = cut_children(self.children_, n, self.n_clusters_)
+        self._set_heights()
+        self._cut_tree()
         return self
 
     def _fit_exact(self, model):
@@ -366,7 +561,7 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
         split, params, stats = model.kernel_inputs(beta)
         trellis = ExactHierarchicalTrellis(split, params, stats,
                                            separable=model.separable_form(beta),
-                                           max_items=self.max_exact_size).fit()
+                                           max_items=HARD_MAX_ITEMS).fit()
         n = self.n_leaves_
         self._trellis = trellis
         self._perturbed_marginals = None
@@ -378,36 +573,59 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
         self.n_trellis_vertices_ = (1 << n) - 1
         self.map_is_exact_ = True
         self.approximation_ = None
-        self.children_, self.distances_ = tree_to_children(trellis.map_tree, n)
+        # Rows by level for now (children first); _set_heights reorders them.
+        self._map_children = tree_to_children(trellis.map_tree, n)[0]
+        self._row_keys = None
 
-    def _linkage_trees(self, X, distances):
-        """Children arrays of the linkage trees (Ward on the features, euclidean only)."""
-        features = X if self.metric == "euclidean" else None
-        return linkage_trees(self._linkages(), upper_triangle(distances), features)[0]
+    def _connected_family(self):
+        """Every connected subset of the connectivity graph: the exact constrained trellis."""
+        n = self.n_leaves_
+        masks = connected_subset_masks(self._graph, n)
+        check_memory_or_advise(
+            BYTES_PER_VERTEX * masks.size + 8 * n * masks.size,
+            f"the trellis over the {masks.size:,} connected subsets",
+            "use method='sparse' or a sparser connectivity graph")
+        bits = np.arange(n)
+        clusters = [bits[(int(mask) >> bits) & 1 == 1] for mask in masks.tolist()]
+        return ClusterFamily.from_clusters(clusters, n)
 
     def _fit_family(self, model, trees, engine):
         n = self.n_leaves_
         beta = float(self.beta)
+        graph = self._graph
 
-        def build(family):
-            return SparseHierarchicalTrellis.from_model(family, model, beta,
-                                                        verbose=self.verbose).fit()
+        def build(family, **budget):
+            allowed = None if graph is None else window_union_connected(family, graph)
+            try:
+                return SparseHierarchicalTrellis.from_model(family, model, beta,
+                                                            allowed_vertices=allowed,
+                                                            verbose=self.verbose,
+                                                            **budget).fit()
+            except ValueError as error:
+                if not str(error).startswith("Not enough memory"):
+                    raise
+                raise ValueError(f"{error} To go on: lower window_size, use fewer "
+                                 "seed_linkages or fewer samples.") from None
 
-        full = engine == "powerset"
+        full = engine in ("powerset", "connected")
         if full:
-            family = ClusterFamily.powerset(n)
+            family = ClusterFamily.powerset(n) if engine == "powerset" \
+                else self._connected_family()
             trellis = build(family)
             notes = []
         else:
-            found = seed_family(build, trees + beam_trees(model, self.n_beam_trees, beta), n,
-                                window_size=self.window_size)
+            # Beam search ignores the graph: with connectivity, the seeds are the
+            # constrained linkage trees only.
+            beams = [] if graph is not None else beam_trees(model, self.n_beam_trees, beta)
+            found = seed_family(build, trees + beams, n, window_size=self._window_size(n))
             trellis, family = found.trellis, found.family
             notes = [found.note("trees")]
         self._trellis = trellis
         self.map_log_potential_ = trellis.map_log_potential
         self.log_partition_function_ = trellis.log_partition_function
-        self.children_, self.distances_ = trellis.map_children, trellis.map_distances
-        self.map_tree_ = trellis.map_tree
+        self._map_children, _, self._row_keys = trellis.tree_children(
+            trellis.map_edges, return_vertices=True)
+        self.map_tree_ = children_to_tree(self._map_children.tolist(), n)
         self.n_trees_ = trellis.n_trees
         self.log10_sparsity_index_ = float(trellis.log10_sparsity_index)
         self.n_trellis_vertices_ = int(family.n_vertices)
@@ -420,6 +638,104 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
                          f"({self.n_perturbations} Gumbel-perturbed MAP trees over "
                          f"{'the full trellis' if full else 'the sparse trellis'})")
         self.approximation_ = "; ".join(notes) if notes else None
+
+    def _set_heights(self):
+        """``children_`` of the MAP tree by non-decreasing ``linkage`` height (data units)."""
+        X = self._X_fit
+        precomputed = self.metric == "precomputed"
+        raw = linkage_heights(self._map_children, self.linkage,
+                              X=None if precomputed else X,
+                              distances=X if precomputed else None, metric=self.metric,
+                              connectivity=self._graph)
+        heights = monotone_heights(self._map_children, raw)
+        order = np.argsort(heights, kind="stable")
+        self._full_children, self._full_heights = order_by_height(self._map_children,
+                                                                  heights)
+        self._row_keys = None if self._row_keys is None else self._row_keys[order]
+        self._row_order = order
+        self.linkage_matrix_ = linkage_matrix(self._full_children, self._full_heights)
+
+    def _cut_tree(self):
+        """``labels_``, ``n_clusters_``, ``children_`` and ``distances_`` from the MAP tree.
+
+        The one place where the tree is cut, as scikit-learn cuts its own: with
+        ``distance_threshold``, every merge at least that high is undone; with
+        ``n_clusters``, the ``n_clusters - 1`` highest merges. A partial tree
+        (``compute_full_tree``) keeps the ``N - n_clusters`` lowest merges.
+        """
+        n = self.n_leaves_
+        if self.distance_threshold is not None:
+            self.n_clusters_ = int(np.count_nonzero(
+                self._full_heights >= self.distance_threshold)) + 1
+        else:
+            self.n_clusters_ = int(self.n_clusters)
+        self.labels_ = cut_children(self._full_children, n, self.n_clusters_)
+        rows = n - 1 if self._full_tree(n) else n - self.n_clusters_
+        self.children_ = self._full_children[:rows]
+        if self.compute_distances or self.distance_threshold is not None:
+            self.distances_ = self._full_heights[:rows]
+        elif hasattr(self, "distances_"):
+            del self.distances_
+        self._node_marginals = None
+
+    @property
+    def node_marginals_(self):
+        """Posterior probability that each row of ``children_`` is a node of the tree.
+
+        For row ``k`` (the cluster ``n_samples + k``), the marginal probability
+        over the distribution of trees that this cluster is a node: exact when
+        the trellis is exact, exact within the family of a sparse trellis (see
+        ``approximation_``), a perturb-and-MAP frequency with
+        ``method='perturb_and_map'``. Computed on first access (one more
+        ``O(3^N)`` pass when exact, ``O(edges)`` when sparse).
+        """
+        check_is_fitted(self)
+        if self._node_marginals is None:
+            rows = self.children_.shape[0]
+            if self._row_keys is not None:           # sparse: one vertex per row
+                if self._perturbed_marginals is not None:
+                    values = self._perturbed_marginals[self._row_keys]
+                else:
+                    values = self._trellis.cluster_marginals()[self._row_keys]
+            else:                                    # exact: one bitmask per row
+                n = self.n_leaves_
+                masks = [1 << i for i in range(n)]
+                for a, b in self._full_children.tolist():
+                    masks.append(masks[a] | masks[b])
+                marginals = self._trellis.cluster_marginals()
+                values = np.array([marginals[m] for m in masks[n:]])
+            self._node_marginals = np.minimum(np.asarray(values, dtype=np.float64), 1.0)
+        return self._node_marginals[:self.children_.shape[0]]
+
+    @available_if(_scores_likelihood)
+    def score(self, X, y=None):
+        """Log marginal likelihood of ``X`` over all trees (likelihood energies only).
+
+        For an energy that is a likelihood of the data given a tree (Ginkgo:
+        ``log phi(H) = log p(X, H)``), ``log Z = log sum_H p(X, H) = log p(X)``
+        is the marginal likelihood of the new data ``X`` under this
+        estimator's hyperparameters (a lower bound when the trellis is
+        sparse); ``GridSearchCV`` over ``energy__lam`` then selects by held-out
+        marginal likelihood. Other energies (Dasgupta, HCC, callables) are not
+        normalised likelihoods and have no score.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : Ignored
+
+        Returns
+        -------
+        score : float
+        """
+        check_is_fitted(self)
+        if float(self.beta) != 1.0:
+            raise ValueError("score is a marginal likelihood only at beta=1.")
+        new = clone(self).set_params(n_clusters=2, distance_threshold=None,
+                                     connectivity=None, compute_distances=False)
+        if len(X) < 2:
+            raise ValueError("score needs at least 2 samples (a tree has two leaves).")
+        return float(new.fit(X).log_partition_function_)
 
     # -- the fitted distribution ---------------------------------------------
     def log_potential(self, tree):
@@ -558,10 +874,8 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
         return beam_search_tree(*self._kernel_inputs(), beam_width=beam_width)
 
     def linkage_tree(self):
-        """The classical agglomerative tree (``linkage``, ``metric``, ``memory``).
-
-        With several linkages (``'all'`` or a list), the one whose tree has
-        the largest log-potential under this estimator's energy.
+        """scikit-learn's greedy agglomerative tree with the same ``linkage``, ``metric``,
+        ``connectivity`` and ``memory``: the baseline the MAP tree replaces.
 
         Returns
         -------
@@ -570,19 +884,13 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
             Its log-potential under this estimator's energy.
         """
         check_is_fitted(self)
-        best = None
-        for name in self._linkages():
-            if name == "diana" or (name == "ward" and self.metric != "euclidean"):
-                continue  # divisive seeds are no agglomerative baseline
-            agglomerative = AgglomerativeClustering(
-                n_clusters=None, distance_threshold=0.0, compute_full_tree=True,
-                linkage=name, metric=self.metric, memory=self.memory)
-            agglomerative.fit(self._X_fit)
-            tree = children_to_tree(agglomerative.children_, self.n_leaves_)
-            value = self.log_potential(tree)
-            if best is None or value > best[1]:
-                best = (tree, value)
-        return best
+        agglomerative = AgglomerativeClustering(
+            n_clusters=None, distance_threshold=0.0, compute_full_tree=True,
+            linkage=self.linkage, metric=self.metric, memory=self.memory,
+            connectivity=self._graph)
+        agglomerative.fit(self._X_fit)
+        tree = children_to_tree(agglomerative.children_, self.n_leaves_)
+        return tree, self.log_potential(tree)
 
     # -- new items: the attachment posterior on the MAP tree ------------------------
     def _new_item_data(self, X):
@@ -630,16 +938,18 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
         Returns
         -------
         log_proba : ndarray of shape (n_new, 2 * n_samples - 1)
-            Column ``v`` is the node numbering of ``children_``: samples
-            ``0..N-1``, merge ``k`` is node ``N + k``; the last is the root
-            (inserting above it makes the new item the root's sibling).
+            Column ``v`` is the node numbering of ``children_`` (of the full
+            MAP tree when ``compute_full_tree`` stops ``children_`` early):
+            samples ``0..N-1``, merge ``k`` is node ``N + k``; the last is the
+            root (inserting above it makes the new item the root's sibling).
         """
         return log_normalize(self._attachment_log_weights(X))
 
     def _attachment_log_weights(self, X):
         """Unnormalised position log weights: the change of ``log phi`` per insertion."""
         data = self._new_item_data(X)
-        tree = attachment_tree(self.model_, self.children_, self.n_leaves_)
+        # the full MAP tree: children_ stops early when compute_full_tree is False
+        tree = attachment_tree(self.model_, self._full_children, self.n_leaves_)
         return tree.insertion_log_potentials(self.model_, data, float(self.beta))
 
     def predict_proba(self, X):
@@ -675,7 +985,7 @@ class TrellisHierarchical(ClusterMixin, BaseEstimator):
                [0.67, 0.33]])
         """
         log_weights = self._attachment_log_weights(X)   # checks that the model is fitted
-        return cluster_attachment_proba(self.children_, self.labels_, log_weights)
+        return cluster_attachment_proba(self._full_children, self.labels_, log_weights)
 
     def predict(self, X):
         """The cluster of ``labels_`` each new item most probably belongs to.

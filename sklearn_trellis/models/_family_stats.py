@@ -85,8 +85,91 @@ def family_pair_sums(matrix, family, part=None):
     signs = {None: 0, "positive": 1, "negative": -1}
     if part not in signs:
         raise ValueError(f"part must be None, 'positive' or 'negative', got {part!r}.")
+    if family.window_table.size:
+        # A window union is the sum of its pieces' W and of the cuts between its
+        # pieces: the cuts cost O(s**2) once per window of s items, instead of
+        # O(s**2) for each of its 2**k unions.
+        cuts = _window_cuts(matrix, family.items, family.starts, family.stops,
+                            family.window_table, signs[part])
+        return _pair_sums_windows(matrix, family.items, family.starts, family.stops,
+                                  family.build_left, family.build_right, signs[part],
+                                  family.vertex_window, family.vertex_window_mask,
+                                  family.window_table, cuts)
     return _pair_sums(matrix, family.items, family.starts, family.stops,
                       family.build_left, family.build_right, signs[part])
+
+
+@njit(cache=True)
+def _window_pieces(table, w):
+    width = table.shape[1]
+    k = 0
+    while (1 << k) < width and table[w, 1 << k] >= 0:
+        k += 1
+    return k
+
+
+@njit(cache=True)
+def _window_cuts(matrix, items, starts, stops, table, sign):
+    """``cuts[w, j, l]``: the sum of ``w`` between pieces ``j`` and ``l`` of window ``w``."""
+    n_windows, width = table.shape
+    k_max = 0
+    while (1 << k_max) < width:
+        k_max += 1
+    cuts = np.zeros((n_windows, max(k_max, 1), max(k_max, 1)))
+    for w in range(n_windows):
+        k = _window_pieces(table, w)
+        for j in range(k):
+            pj = table[w, 1 << j]
+            for l in range(j + 1, k):
+                pl = table[w, 1 << l]
+                acc = 0.0
+                for a in range(starts[pj], stops[pj]):
+                    row = items[a]
+                    for b in range(starts[pl], stops[pl]):
+                        acc += _part(matrix[row, items[b]], sign)
+                cuts[w, j, l] = acc
+                cuts[w, l, j] = acc
+    return cuts
+
+
+@njit(cache=True)
+def _pair_sums_windows(matrix, items, starts, stops, build_left, build_right, sign,
+                       vertex_window, vertex_mask, table, cuts):
+    n_vertices = starts.size
+    out = np.zeros(n_vertices)
+    for v in range(n_vertices):
+        size = stops[v] - starts[v]
+        if size < 2:
+            continue
+        w = vertex_window[v]
+        mask = vertex_mask[v]
+        if w >= 0 and (mask & (mask - 1)) != 0:
+            acc = 0.0
+            k = _window_pieces(table, w)
+            for j in range(k):
+                if mask >> j & 1:
+                    acc += out[table[w, 1 << j]]
+                    for l in range(j + 1, k):
+                        if mask >> l & 1:
+                            acc += cuts[w, j, l]
+            out[v] = acc
+            continue
+        left = build_left[v]
+        acc = 0.0
+        if left >= 0:
+            right = build_right[v]
+            for a in range(starts[left], stops[left]):
+                row = items[a]
+                for b in range(starts[right], stops[right]):
+                    acc += _part(matrix[row, items[b]], sign)
+            out[v] = out[left] + out[right] + acc
+        else:
+            for a in range(starts[v], stops[v]):
+                row = items[a]
+                for b in range(a + 1, stops[v]):
+                    acc += _part(matrix[row, items[b]], sign)
+            out[v] = acc
+    return out
 
 
 @njit(cache=True)
@@ -127,6 +210,100 @@ def family_item_sums(values, family):
         raise ValueError(f"Expected {family.n_items} rows of values, got {values.shape[0]}.")
     return _item_sums(np.ascontiguousarray(values), family.items, family.starts,
                       family.stops, family.build_left, family.build_right)
+
+
+def family_graph_pair_sums(graph, family):
+    """``W(S) = sum of w_ij over the graph's edges inside S`` for every vertex ``S``.
+
+    The sparse counterpart of :func:`family_pair_sums` for similarities that
+    live on the edges of a graph (``O(edges)`` memory, no ``N x N`` matrix).
+    From a vertex's construction split, ``W(S) = W(L) + W(R) + cut(L, R)`` with
+    the cut read from the edges of the smaller child's items: a neighbour is
+    in the other child when it lies in ``S`` (its position in the leaf order
+    of the seed tree holding ``S`` as a range) and not in the smaller child,
+    so a seed tree costs ``O(N log N * degree)`` (small-to-large); other
+    vertices mark their larger child (``O(|S|)``).
+
+    Parameters
+    ----------
+    graph : scipy sparse matrix of shape (N, N)
+        Symmetric similarities on the edges (the diagonal is ignored).
+    family : ClusterFamily
+
+    Returns
+    -------
+    ndarray of shape (n_vertices,)
+    """
+    from scipy import sparse
+    graph = sparse.csr_matrix(graph, dtype=np.float64)
+    n = family.n_items
+    if graph.shape != (n, n):
+        raise ValueError(f"Expected a ({n}, {n}) graph, got shape {graph.shape}.")
+    graph.sort_indices()
+    offsets = np.asarray(family.seed_tree_offsets, dtype=np.int64)
+    positions = np.empty((offsets.size, n), np.int64)
+    for t, offset in enumerate(offsets.tolist()):
+        positions[t, family.items[offset:offset + n]] = np.arange(n)
+    home = np.full(family.n_vertices, -1, np.int64)
+    for t, offset in enumerate(offsets.tolist()):
+        inside = (family.starts >= offset) & (family.stops <= offset + n)
+        home[inside] = t
+    return _graph_pair_sums(graph.indptr.astype(np.int64), graph.indices.astype(np.int64),
+                            graph.data, family.items, family.starts, family.stops,
+                            family.build_left, family.build_right, home, offsets, positions)
+
+
+@njit(cache=True)
+def _graph_pair_sums(indptr, indices, weights, items, starts, stops, build_left,
+                     build_right, home, offsets, positions):
+    n_vertices = starts.size
+    n = indptr.size - 1
+    out = np.zeros(n_vertices)
+    stamp = np.full(n, -1, np.int64)
+    for v in range(n_vertices):
+        size = stops[v] - starts[v]
+        if size < 2:
+            continue
+        left = build_left[v]
+        acc = 0.0
+        if left < 0:
+            # No construction split: every edge inside S, once.
+            for a in range(starts[v], stops[v]):
+                stamp[items[a]] = v
+            for a in range(starts[v], stops[v]):
+                i = items[a]
+                for e in range(indptr[i], indptr[i + 1]):
+                    if stamp[indices[e]] == v and indices[e] > i:
+                        acc += weights[e]
+            out[v] = acc
+            continue
+        right = build_right[v]
+        small, big = left, right
+        if stops[left] - starts[left] > stops[right] - starts[right]:
+            small, big = right, left
+        t = home[v]
+        if t >= 0:
+            lo = starts[v] - offsets[t]
+            hi = stops[v] - offsets[t]
+            for a in range(starts[small], stops[small]):
+                stamp[items[a]] = v
+            for a in range(starts[small], stops[small]):
+                i = items[a]
+                for e in range(indptr[i], indptr[i + 1]):
+                    j = indices[e]
+                    p = positions[t, j]
+                    if lo <= p < hi and stamp[j] != v:
+                        acc += weights[e]
+        else:
+            for a in range(starts[big], stops[big]):
+                stamp[items[a]] = v
+            for a in range(starts[small], stops[small]):
+                i = items[a]
+                for e in range(indptr[i], indptr[i + 1]):
+                    if stamp[indices[e]] == v:
+                        acc += weights[e]
+        out[v] = out[left] + out[right] + acc
+    return out
 
 
 @njit(cache=True)
@@ -172,4 +349,5 @@ def family_item_sums_per_row(values, family):
                               family.build_left, family.build_right)
 
 
-__all__ = ["family_pair_sums", "family_item_sums", "family_item_sums_per_row"]
+__all__ = ["family_pair_sums", "family_graph_pair_sums", "family_item_sums",
+           "family_item_sums_per_row"]

@@ -13,8 +13,11 @@ is the tree of minimum cost and ``beta`` is the inverse temperature.
 import numpy as np
 from numba import njit
 
+from scipy import sparse
+
 from .._core.pairwise import new_item_similarities, similarity_from_distances
-from ._family_stats import family_item_sums_per_row, family_pair_sums
+from .._core.validation import check_scalar_param
+from ._family_stats import family_graph_pair_sums, family_item_sums_per_row, family_pair_sums
 from ._split import InsertionInputs, SplitKernelInputs, SplitModel
 from .correlation import _pair_sum_table
 
@@ -39,8 +42,11 @@ class DasguptaEnergy(SplitModel):
 
     Attributes
     ----------
-    similarity_ : ndarray of shape (N, N)
-        The similarities ``w`` (zero diagonal).
+    similarity_ : ndarray or sparse matrix of shape (N, N)
+        The similarities ``w`` (zero diagonal); sparse (CSR) when :meth:`fit`
+        was given a sparse matrix: the similarities then live on its stored
+        entries only (a graph's edges; ``O(edges)`` memory), and ``'exp'``
+        takes ``scale`` as the median distance over those edges.
     scale_ : float or None
         The length scale of ``'exp'`` (``None`` for ``'precomputed'``); new
         items are placed on it (:meth:`insertion_inputs`).
@@ -63,7 +69,9 @@ class DasguptaEnergy(SplitModel):
         self.scale = scale
 
     def fit(self, data, y=None):
-        """Bind the model to an (N, N) distance (or similarity) matrix."""
+        """Bind the model to an (N, N) distance (or similarity) matrix, dense or sparse."""
+        if sparse.issparse(data):
+            return self._fit_graph(data)
         w, self.scale_ = similarity_from_distances(data, self.similarity, self.scale,
                                                    return_scale=True)
         if np.any(w < 0):
@@ -71,6 +79,42 @@ class DasguptaEnergy(SplitModel):
         self.similarity_ = w
         self.n_items_ = w.shape[0]
         return self
+
+    def _fit_graph(self, data):
+        """Similarities on the stored entries of a sparse (N, N) matrix (a graph's edges)."""
+        check_scalar_param(self.scale, "scale", low=0.0, include_low=False, allow_none=True)
+        graph = sparse.csr_matrix(data, dtype=np.float64)
+        n = graph.shape[0]
+        if graph.shape != (n, n):
+            raise ValueError(f"The graph must be square (N, N), got shape {graph.shape}.")
+        if not np.all(np.isfinite(graph.data)) or np.any(graph.data < 0):
+            raise ValueError("The graph's entries must be finite and non-negative.")
+        # One value per unordered pair (explicit zeros, i.e. zero distances, kept).
+        off = graph.tocoo()
+        keep = off.row != off.col
+        low = np.minimum(off.row[keep], off.col[keep]).astype(np.int64)
+        high = np.maximum(off.row[keep], off.col[keep]).astype(np.int64)
+        _, first = np.unique(low * n + high, return_index=True)
+        low, high, values = low[first], high[first], off.data[keep][first]
+        self.scale_ = None
+        if self.similarity == "exp":
+            width = float(np.median(values)) if self.scale is None else float(self.scale)
+            self.scale_ = width if width > 0 else 1.0
+            values = np.exp(-values / self.scale_)
+        elif self.similarity != "precomputed":
+            raise ValueError(f"similarity must be 'exp' or 'precomputed', got "
+                             f"{self.similarity!r}.")
+        w = sparse.csr_matrix((np.concatenate([values, values]),
+                               (np.concatenate([low, high]), np.concatenate([high, low]))),
+                              shape=(n, n))
+        w.sort_indices()
+        self.similarity_ = w
+        self.n_items_ = n
+        return self
+
+    def _dense_similarity(self):
+        w = self.similarity_
+        return w.toarray() if sparse.issparse(w) else w
 
     def split_log_potential(self, left, right):
         left = np.asarray(left, dtype=np.int64)
@@ -81,14 +125,16 @@ class DasguptaEnergy(SplitModel):
     def kernel_inputs(self, beta=1.0):
         n = self.n_items_
         stats = np.empty((2, 1 << n))
-        stats[0] = _pair_sum_table(self.similarity_, n, 1.0)
+        stats[0] = _pair_sum_table(self._dense_similarity(), n, 1.0)
         stats[1] = _sizes(n)
         return SplitKernelInputs(dasgupta_split, np.array([float(beta)]), stats)
 
     def family_kernel_inputs(self, family, beta=1.0):
         self._check_family(family)
         stats = np.empty((2, family.n_vertices))
-        stats[0] = family_pair_sums(self.similarity_, family)
+        stats[0] = (family_graph_pair_sums(self.similarity_, family)
+                    if sparse.issparse(self.similarity_)
+                    else family_pair_sums(self.similarity_, family))
         stats[1] = family.sizes
         return SplitKernelInputs(dasgupta_split, np.array([float(beta)]), stats)
 
@@ -110,12 +156,13 @@ class DasguptaEnergy(SplitModel):
 
     def with_new_item(self, new_row):
         w = self._new_similarities(np.asarray(new_row, dtype=np.float64).reshape(1, -1))[0]
-        return DasguptaEnergy(similarity="precomputed").fit(_bordered(self.similarity_, w))
+        return DasguptaEnergy(similarity="precomputed").fit(
+            _bordered(self._dense_similarity(), w))
 
     def separable_form(self, beta=1.0):
         # psi = -|S| W(S) + |S| (W(L) + W(R))
         n = self.n_items_
-        pair_sums = _pair_sum_table(self.similarity_, n, 1.0)
+        pair_sums = _pair_sum_table(self._dense_similarity(), n, 1.0)
         sizes = _sizes(n)
         scale = float(beta) * np.arange(n + 1, dtype=np.float64)
         return pair_sums, scale, -float(beta) * sizes * pair_sums

@@ -21,7 +21,7 @@ ESTIMATORS = [
     ExactCorrelationClustering(),
     ExactCorrelationClustering(affinity="precomputed"),
     TrellisHierarchical(),
-    TrellisHierarchical(metric="precomputed", energy="hcc"),
+    TrellisHierarchical(metric="precomputed", energy="hcc", linkage="average"),
     DPMixture(n_sweeps=20),
     DPMixture(n_sweeps=20, discount=0.3, likelihood="diagonal", n_chains=2),
     EntropyAgglomeration(),

@@ -41,7 +41,8 @@ def test_sklearn_dendrogram_example_runs_with_the_class_swapped():
 
 def test_attributes_match_agglomerative_clustering():
     X = iris16()[:10]
-    ours = TrellisHierarchical(n_clusters=3).fit(X)
+    assert not hasattr(TrellisHierarchical(n_clusters=3).fit(X), "distances_")
+    ours = TrellisHierarchical(n_clusters=3, compute_distances=True).fit(X)
     theirs = AgglomerativeClustering(n_clusters=3, compute_distances=True).fit(X)
     for name in ["labels_", "children_", "distances_"]:
         assert getattr(ours, name).dtype == getattr(theirs, name).dtype, name
@@ -109,7 +110,7 @@ def test_energies_by_name_instance_and_callable():
     assert not hasattr(est.energy, "similarity_")  # the given instance is not fitted
     # precomputed distances give the same result as the metric
     d = np.sqrt(((X[:, None] - X[None]) ** 2).sum(-1))
-    pre = TrellisHierarchical(metric="precomputed").fit(d)
+    pre = TrellisHierarchical(metric="precomputed", linkage="average").fit(d)
     assert pre.log_partition_function_ == pytest.approx(by_name.log_partition_function_)
     hcc = TrellisHierarchical(energy="hcc", beta=2.0).fit(X)
     assert hcc.n_trees_ == 10395
@@ -179,7 +180,7 @@ def test_cut_and_threshold():
 def test_errors():
     X = np.random.default_rng(0).normal(size=(5, 2))
     with pytest.raises(ValueError, match="connectivity"):
-        TrellisHierarchical(connectivity=np.eye(5)).fit(X)
+        TrellisHierarchical(connectivity=np.eye(4)).fit(X)     # wrong shape
     with pytest.raises(ValueError, match="energy"):
         TrellisHierarchical(energy="nope").fit(X)
     with pytest.raises(TypeError, match="energy"):
@@ -189,7 +190,7 @@ def test_errors():
     with pytest.raises(ValueError, match="more clusters"):
         TrellisHierarchical(n_clusters=9).fit(X)
     with pytest.raises(ValueError, match="exact limit"):
-        TrellisHierarchical(method="exact", max_exact_size=4).fit(X)
+        TrellisHierarchical(method="exact").fit(np.zeros((29, 2)))
     with pytest.raises(ValueError, match="beta"):
         TrellisHierarchical(beta=-1.0).fit(X)
     with pytest.raises(ValueError, match="shape"):

@@ -20,7 +20,7 @@ def blobs(n, seed=0):
 @pytest.mark.parametrize("energy", ["dasgupta", "hcc"])
 def test_auto_switches_to_sparse_and_says_so(energy):
     X = blobs(40)
-    est = TrellisHierarchical(n_clusters=3, energy=energy).fit(X)
+    est = TrellisHierarchical(n_clusters=3, energy=energy, compute_distances=True).fit(X)
     assert est.map_is_exact_ is False
     assert "sparse trellis" in est.approximation_ and "lower bound" in est.approximation_
     assert est.children_.shape == (39, 2) and est.distances_.shape == (39,)
@@ -45,8 +45,12 @@ def test_exact_below_the_limit_reports_exactness():
     assert est.approximation_ is None and est.map_is_exact_ is True
     assert est.n_trellis_vertices_ == 2 ** 8 - 1
     assert est.log10_sparsity_index_ == 0.0
+    # max_exact_size guides 'auto' only: an explicit 'exact' runs while it fits
+    assert TrellisHierarchical(max_exact_size=6).fit(X).map_is_exact_ is False
+    forced = TrellisHierarchical(method="exact", max_exact_size=6).fit(X)
+    assert forced.map_is_exact_ is True and forced.n_trellis_vertices_ == 2 ** 8 - 1
     with pytest.raises(ValueError, match="exact limit"):
-        TrellisHierarchical(method="exact", max_exact_size=6).fit(X)
+        TrellisHierarchical(method="exact", max_exact_size=6).fit(blobs(29))
 
 
 def test_sparse_on_small_data_is_bounded_by_exact():
@@ -98,18 +102,26 @@ def test_parameter_errors():
         TrellisHierarchical(linkage="median").fit(X)
     with pytest.raises(ValueError, match="linkage"):
         TrellisHierarchical(linkage=[]).fit(X)
-    with pytest.raises(ValueError, match="ward"):
+    with pytest.raises(ValueError, match="seed_linkages"):
+        TrellisHierarchical(seed_linkages="median").fit(X)
+    with pytest.raises(ValueError, match="linkage"):
+        TrellisHierarchical(seed_linkages=[]).fit(X)
+    with pytest.raises(ValueError, match="Ward can only work with euclidean"):
         TrellisHierarchical(linkage="ward", metric="manhattan").fit(X)
+    with pytest.raises(ValueError, match="ward"):
+        TrellisHierarchical(seed_linkages="ward", linkage="average",
+                            metric="manhattan").fit(X)
     with pytest.raises(ValueError, match="method"):
         TrellisHierarchical(method="milp").fit(X)
     with pytest.raises(ValueError, match="n_beam_trees"):
         TrellisHierarchical(n_beam_trees=-1).fit(X)
     with pytest.raises(ValueError, match="n_perturbations"):
         TrellisHierarchical(n_perturbations=0).fit(X)
-    est = TrellisHierarchical(linkage=["single", "average"], metric="manhattan",
-                              n_beam_trees=0).fit(X)
+    est = TrellisHierarchical(seed_linkages=["single", "average"], metric="manhattan",
+                              linkage="average", n_beam_trees=0).fit(X)
     assert est.approximation_.startswith("sparse trellis over the clusters of 2 seed trees")
-    est = TrellisHierarchical(linkage="all", metric="manhattan", n_beam_trees=3).fit(X)
+    est = TrellisHierarchical(seed_linkages="all", metric="manhattan", linkage="single",
+                              n_beam_trees=3).fit(X)
     assert "of 6 seed trees" in est.approximation_        # no Ward without euclidean
     big = TrellisHierarchical().fit(blobs(25))
     with pytest.raises(ValueError, match="2\\*\\*N"):

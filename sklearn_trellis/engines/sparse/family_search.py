@@ -40,6 +40,46 @@ MAX_BEAM_SEED_ITEMS = 20
 MAX_WINDOW_UNION_ITEMS = 120_000_000
 
 
+def constrained_linkage_trees(names, X, connectivity, metric="euclidean"):
+    """Seed trees of the linkages ``names`` under a connectivity graph (scikit-learn's).
+
+    Every node of these trees is connected in the graph (scikit-learn merges
+    only clusters joined by an edge), so they seed a family of connected
+    clusters. Memory is ``O(edges)``: no ``N x N`` matrix.
+
+    Parameters
+    ----------
+    names : list of str
+        Linkage names (``check_linkages``); ``'diana'`` has no constrained form.
+    X : ndarray of shape (N, n_features) or (N, N)
+        Feature rows, or distances if ``metric='precomputed'`` (Ward is then skipped).
+    connectivity : sparse matrix of shape (N, N)
+        A connected graph (see ``_core.connectivity.check_connectivity``).
+    metric : str or callable, default='euclidean'
+
+    Returns
+    -------
+    trees, built : as :func:`linkage_trees`
+    """
+    from sklearn.cluster import linkage_tree, ward_tree
+
+    if "diana" in names:
+        raise ValueError("The 'diana' seed tree has no connectivity-constrained form; "
+                         "choose linkage seeds with a connectivity graph.")
+    trees, built = [], []
+    for name in names:
+        if name == "ward":
+            if metric not in ("euclidean", "l2"):
+                continue
+            children = ward_tree(X, connectivity=connectivity)[0]
+        else:
+            children = linkage_tree(X, connectivity=connectivity, linkage=name,
+                                    affinity=metric)[0]
+        trees.append(np.asarray(children, dtype=np.int64))
+        built.append(name)
+    return trees, built
+
+
 def linkage_trees(names, dissimilarities, X=None):
     """Seed trees of the linkages ``names``, and the names of the trees built.
 
@@ -208,5 +248,6 @@ def _refined(build, trees, n, found, window_size):
 
 
 __all__ = ["MAX_SPARSE_STATES", "MAX_UNION_ITEMS", "MAX_BEAM_SEED_ITEMS",
-           "MAX_WINDOW_UNION_ITEMS", "SeedFamily", "beam_trees", "linkage_trees",
+           "MAX_WINDOW_UNION_ITEMS", "SeedFamily", "beam_trees", "constrained_linkage_trees",
+           "linkage_trees",
            "seed_family"]

@@ -89,6 +89,11 @@ class SparseHierarchicalTrellis:
     verify_edges : bool, default=False
         Check exactly that every edge's children partition its parent (instead
         of relying on the 128-bit hashes alone).
+    allowed_vertices : ndarray of bool of shape (n_vertices,), optional
+        Vertices a tree may hold as nodes (e.g. the clusters connected in a
+        connectivity graph); every split with a child outside them is
+        forbidden (``-inf``), so all results are over the trees made of
+        allowed clusters only. The root must be allowed.
     verbose : int, default=0
         Print the time of each stage when positive.
 
@@ -135,7 +140,7 @@ class SparseHierarchicalTrellis:
 
     def __init__(self, family, split=None, params=None, stats=None, *, split_function=None,
                  max_edges=DEFAULT_MAX_EDGES, max_python_edges=DEFAULT_MAX_PYTHON_EDGES,
-                 verify_edges=False, verbose=0):
+                 verify_edges=False, allowed_vertices=None, verbose=0):
         if not isinstance(family, ClusterFamily):
             raise TypeError(f"family must be a ClusterFamily, got {type(family).__name__}.")
         self.family = family
@@ -164,6 +169,12 @@ class SparseHierarchicalTrellis:
         self.max_edges = int(max_edges)
         self.max_python_edges = int(max_python_edges)
         self.verify_edges = bool(verify_edges)
+        if allowed_vertices is not None:
+            allowed_vertices = np.asarray(allowed_vertices, dtype=bool)
+            if allowed_vertices.shape != (family.n_vertices,):
+                raise ValueError(f"allowed_vertices must have shape ({family.n_vertices},), "
+                                 f"got {allowed_vertices.shape}.")
+        self.allowed_vertices = allowed_vertices
         self.verbose = verbose
         check_memory(BYTES_PER_VERTEX * self.n_vertices, "sparse trellis's vertex tables")
         self._log_out = None
@@ -295,6 +306,10 @@ class SparseHierarchicalTrellis:
                   f"({self.timings['edges']:.2f} s)")
         clock = time.perf_counter()
         self.edge_log_potential = self._potentials()
+        if self.allowed_vertices is not None:
+            allowed = self.allowed_vertices
+            self.edge_log_potential[~(allowed[self.edge_left] & allowed[self.edge_right])] = \
+                -np.inf
         self.n_forbidden_edges = int(np.count_nonzero(self.edge_log_potential == -np.inf))
         self.timings["potentials"] = time.perf_counter() - clock
         self._log(f"split log-potentials ({self.timings['potentials']:.2f} s)")
@@ -335,17 +350,18 @@ class SparseHierarchicalTrellis:
         """
         return self.tree_nested(self.map_edges)
 
-    def tree_children(self, edges):
+    def tree_children(self, edges, return_vertices=False):
         """scikit-learn ``children_`` and ``distances_`` of a tree given by its edge ids.
 
         The distance of a node is its number of levels above the leaves; nodes
-        are ordered by (height, size, lowest item), as ``TrellisHierarchical``
-        does, so every child precedes its parent.
+        are ordered by (height, size, lowest item), so every child precedes its
+        parent. With ``return_vertices``, also the vertex of each row.
         """
         edges = np.asarray(edges, dtype=np.int64)
         n = self.n_items
         if edges.size == 0:
-            return np.zeros((0, 2), np.intp), np.zeros(0)
+            empty = (np.zeros((0, 2), np.intp), np.zeros(0))
+            return empty + (np.zeros(0, np.int64),) if return_vertices else empty
         heights = kernels.node_heights(edges, self.edge_parent, self.edge_left,
                                        self.edge_right, self.n_vertices)
         parents = self.edge_parent[edges]
@@ -354,6 +370,8 @@ class SparseHierarchicalTrellis:
         node_id[parents[order]] = n + np.arange(order.size)
         children = np.stack([node_id[self.edge_left[edges[order]]],
                              node_id[self.edge_right[edges[order]]]], axis=1).astype(np.intp)
+        if return_vertices:
+            return children, heights[order].astype(np.float64), parents[order]
         return children, heights[order].astype(np.float64)
 
     def tree_nested(self, edges):

@@ -151,14 +151,15 @@ def test_estimator_predict(energy):
     rng = np.random.default_rng(0)
     centers = np.array([[0.0, 0.0], [6.0, 0.0], [0.0, 6.0]])
     X = np.concatenate([c + rng.normal(0, 0.5, (5, 2)) for c in centers])
-    model = TrellisHierarchical(n_clusters=3, energy=energy).fit(X)
+    model = TrellisHierarchical(n_clusters=3, energy=energy, linkage="average").fit(X)
     new = np.concatenate([c + rng.normal(0, 0.5, (4, 2)) for c in centers])
     proba = model.predict_proba(new)
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
     truth = np.repeat(model.labels_[[0, 5, 10]], 4)
     np.testing.assert_array_equal(model.predict(new), truth)
     # precomputed distances give the same answer
-    pre = TrellisHierarchical(n_clusters=3, energy=energy, metric="precomputed").fit(
+    pre = TrellisHierarchical(n_clusters=3, energy=energy, metric="precomputed",
+                              linkage="average").fit(
         pairwise_distances(X))
     np.testing.assert_allclose(pre.predict_proba(pairwise_distances(new, X)), proba,
                                rtol=1e-9, atol=1e-12)
@@ -176,7 +177,7 @@ def test_estimator_predict_sparse_and_errors():
     np.testing.assert_array_equal(model.predict(new), model.labels_[[0, 15]])
     with pytest.raises(ValueError):
         model.predict(np.zeros((2, 3)))
-    pre = TrellisHierarchical(n_clusters=2, metric="precomputed").fit(pairwise_distances(X[:6]))
+    pre = TrellisHierarchical(n_clusters=2, metric="precomputed", linkage="average").fit(pairwise_distances(X[:6]))
     with pytest.raises(ValueError, match="features"):
         pre.predict(np.zeros((2, 5)))
 
@@ -194,5 +195,24 @@ def test_estimator_predict_callable_energy():
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
     np.testing.assert_array_equal(model.predict(new), model.labels_[[0, 3]])
     with pytest.raises(ValueError, match="callable"):
-        TrellisHierarchical(energy=tight, metric="precomputed").fit(
+        TrellisHierarchical(energy=tight, metric="precomputed", linkage="average").fit(
             pairwise_distances(X)).predict(np.zeros((1, 6)))
+
+
+def test_estimator_predict_with_connectivity_and_partial_tree():
+    # children_ stops early (compute_full_tree=False with a graph): predict
+    # still places new items in the full MAP tree and agrees with the full fit.
+    from sklearn.neighbors import kneighbors_graph
+    rng = np.random.default_rng(3)
+    X = np.concatenate([rng.normal(0, 0.3, (12, 2)), rng.normal(4, 0.3, (12, 2))])
+    graph = kneighbors_graph(X, 4, include_self=False)
+    new = np.array([[0.1, 0.0], [4.1, 3.9], [2.0, 2.0]])
+    with pytest.warns(UserWarning, match="connected components"):
+        partial = TrellisHierarchical(n_clusters=2, connectivity=graph,
+                                      compute_full_tree=False).fit(X)
+        full = TrellisHierarchical(n_clusters=2, connectivity=graph,
+                                   compute_full_tree=True).fit(X)
+    assert partial.children_.shape[0] < full.children_.shape[0] == X.shape[0] - 1
+    assert partial.attachment_log_proba(new).shape == (3, 2 * X.shape[0] - 1)
+    np.testing.assert_allclose(partial.predict_proba(new), full.predict_proba(new))
+    np.testing.assert_array_equal(partial.predict(new[:2]), partial.labels_[[0, 12]])

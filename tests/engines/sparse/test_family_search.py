@@ -96,14 +96,19 @@ def test_estimators_accept_the_diana_seed():
     X = np.random.default_rng(1).normal(size=(40, 2))
     flat = ExactCorrelationClustering(linkage=["average", "diana"], max_exact_size=8).fit(X)
     assert "diana" in flat.approximation_
-    tree = TrellisHierarchical(linkage=["diana"], max_exact_size=8, window_size=0,
+    tree = TrellisHierarchical(seed_linkages=["diana"], max_exact_size=8, window_size=0,
                                n_beam_trees=0).fit(X)
     from sklearn_trellis._core.trees import children_to_tree
     from sklearn_trellis.engines.divisive import divisive_seed_trees
     diana = children_to_tree(divisive_seed_trees(X, method="diana")[0], 40)
     assert "1 seed trees" in tree.approximation_
     assert tree.map_log_potential_ >= tree.log_potential(diana) - 1e-9  # never worse than its seed
-    assert tree.linkage_tree() is None  # no agglomerative baseline among the seeds
+    # the baseline is scikit-learn's tree of `linkage` (Ward), whatever the seeds
+    from sklearn.cluster import AgglomerativeClustering
+    ward = AgglomerativeClustering(n_clusters=None, distance_threshold=0).fit(X)
+    baseline, value = tree.linkage_tree()
+    assert baseline == children_to_tree(ward.children_, 40)
+    assert value == tree.log_potential(baseline)
 
 
 def test_no_seed_tree_is_a_clear_error():

@@ -1,0 +1,93 @@
+"""TrellisHierarchical at scale, against AgglomerativeClustering in the same run (issue 13).
+
+1. N = 10,000 points in 10-d, no connectivity: wall time and peak memory of
+   ``AgglomerativeClustering(n_clusters=10)`` and of
+   ``TrellisHierarchical(n_clusters=10)`` (targets: at most 5x the time, at most
+   3 GB peak).
+2. N = 100,000 points in 10-d with a 10-nearest-neighbour connectivity graph
+   (targets: at most 2 minutes and 4 GB; the MAP log-potential at least every
+   seed tree's).
+
+Each fit runs in a fresh process (``multiprocessing`` spawn), so its peak
+resident memory (``ru_maxrss``) is its own; numba compilation is cached on
+disk by a warm-up fit on small data first. Prints one line per fit, or the
+refusal (memory is checked before allocation) if a fit cannot run.
+
+Run: ``PYTHONPATH=. python benchmarks/bench_drop_in_scale.py [--skip-100k]``.
+"""
+
+import multiprocessing as mp
+import resource
+import sys
+import time
+
+import numpy as np
+
+
+def data(n, seed=0):
+    from sklearn.datasets import make_blobs
+    X, _ = make_blobs(n_samples=n, n_features=10, centers=20, random_state=seed)
+    return X
+
+
+def _fit(kind, n, neighbours, queue):
+    from sklearn.cluster import AgglomerativeClustering
+    from sklearn.neighbors import kneighbors_graph
+
+    from sklearn_trellis import TrellisHierarchical
+    X = data(n)
+    graph = kneighbors_graph(X, neighbours, include_self=False) if neighbours else None
+    if kind == "trellis":
+        TrellisHierarchical(n_clusters=10, connectivity=None if graph is None else
+                            kneighbors_graph(data(300), min(neighbours, 10),
+                                             include_self=False)).fit(data(300))
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    start = time.perf_counter()
+    try:
+        if kind == "sklearn":
+            model = AgglomerativeClustering(n_clusters=10, connectivity=graph).fit(X)
+            extra = ""
+        else:
+            model = TrellisHierarchical(n_clusters=10, connectivity=graph).fit(X)
+            seeds = model._trellis.seed_tree_log_potentials()
+            extra = (f"MAP log-potential {model.map_log_potential_:.6g}, best seed tree "
+                     f"{max(seeds):.6g} (MAP >= every seed: "
+                     f"{model.map_log_potential_ >= max(seeds) - 1e-9 * abs(max(seeds))}); "
+                     f"{model.n_trellis_vertices_:,} clusters")
+        status = "ok"
+    except (ValueError, MemoryError) as error:
+        extra, status = str(error), "refused"
+    wall = time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    queue.put((status, wall, peak, base * 1024, extra))
+
+
+def run(kind, n, neighbours=0):
+    context = mp.get_context("spawn")
+    queue = context.Queue()
+    process = context.Process(target=_fit, args=(kind, n, neighbours, queue))
+    process.start()
+    result = queue.get()
+    process.join()
+    status, wall, peak, base, extra = result
+    graph = f", {neighbours}-NN graph" if neighbours else ""
+    print(f"{kind:8s} N={n:,}{graph}: {status}, {wall:.2f} s, peak {peak / 2 ** 30:.2f} GiB"
+          + (f" -- {extra}" if extra else ""), flush=True)
+    return wall, peak
+
+
+def main():
+    t_sk, _ = run("sklearn", 10_000)
+    t_ours, peak = run("trellis", 10_000)
+    print(f"N=10,000: time ratio {t_ours / t_sk:.1f}x (target <= 5x), peak "
+          f"{peak / 2 ** 30:.2f} GiB (target <= 3 GB)", flush=True)
+    if "--skip-100k" not in sys.argv:
+        run("sklearn", 100_000, 10)
+        wall, peak = run("trellis", 100_000, 10)
+        print(f"N=100,000 with a 10-NN graph: {wall:.1f} s (target <= 120 s), peak "
+              f"{peak / 2 ** 30:.2f} GiB (target <= 4 GB)", flush=True)
+
+
+if __name__ == "__main__":
+    np.set_printoptions(precision=4)
+    main()

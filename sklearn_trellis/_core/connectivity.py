@@ -1,0 +1,135 @@
+"""Connectivity constraints of hierarchical clustering: which clusters a tree may hold.
+
+As in scikit-learn's :class:`~sklearn.cluster.AgglomerativeClustering`, a
+connectivity graph over the items restricts the tree to clusters that are
+connected in the graph (every node of the tree is a connected set of items).
+A graph with several components is first completed the way scikit-learn does
+it (:func:`check_connectivity`, same warning), so the full set is connected.
+
+- :func:`check_connectivity`: a callable or matrix -> the completed symmetric
+  CSR graph and the number of components it had;
+- :func:`connected_subset_masks`: every connected subset of a small graph
+  (bitmasks; the vertices of the exact constrained trellis);
+- :func:`window_union_connected`: which window unions of a sparse family are
+  connected (their pieces are).
+"""
+
+import numpy as np
+from numba import njit
+from scipy import sparse
+from sklearn.cluster._agglomerative import _fix_connectivity
+from sklearn.utils import check_array
+
+
+def check_connectivity(connectivity, X, metric):
+    """The completed connectivity graph (CSR, symmetric, no diagonal) and its component count.
+
+    ``connectivity`` is a matrix or a callable ``connectivity(X)``, as in
+    scikit-learn; a graph with several components is completed by
+    scikit-learn's own routine (it warns ``"... Completing it to avoid stopping
+    the tree early."``), so the result has one component.
+    """
+    if callable(connectivity):
+        connectivity = connectivity(X)
+    connectivity = check_array(connectivity, accept_sparse=["csr", "coo", "lil"])
+    graph, n_components = _fix_connectivity(X, connectivity, affinity=metric)
+    graph = sparse.csr_matrix(graph, dtype=np.float64)
+    graph = ((graph + graph.T) != 0).astype(np.float64).tocsr()
+    graph.setdiag(0)
+    graph.eliminate_zeros()
+    graph.sort_indices()
+    return graph, int(n_components)
+
+
+def connected_subset_masks(graph, n_items):
+    """Bitmasks of the non-empty subsets that are connected in ``graph`` (``n_items <= 30``)."""
+    neighbours = np.zeros(n_items, np.int64)
+    coo = graph.tocoo()
+    for i, j in zip(coo.row.tolist(), coo.col.tolist()):
+        if i != j:
+            neighbours[i] |= 1 << j
+    return _connected_masks(neighbours, n_items)
+
+
+@njit(cache=True)
+def _connected_masks(neighbours, n):
+    out = np.empty(1 << n, np.int64)
+    count = 0
+    for mask in range(1, 1 << n):
+        reached = mask & -mask
+        while True:
+            grown = reached
+            rest = reached
+            while rest:
+                low = rest & -rest
+                item = 0
+                while (low >> item) != 1:
+                    item += 1
+                grown |= neighbours[item] & mask
+                rest ^= low
+            if grown == reached:
+                break
+            reached = grown
+        if reached == mask:
+            out[count] = mask
+            count += 1
+    return out[:count]
+
+
+def window_union_connected(family, graph):
+    """``False`` for the window unions of ``family`` that are not connected in ``graph``.
+
+    Every other vertex gets ``True``: the pieces of a window (clusters of a
+    tree realised under the constraint) are connected, so a union of pieces is
+    connected exactly when the pieces' adjacency graph is, restricted to it.
+    """
+    allowed = np.ones(family.n_vertices, dtype=bool)
+    if family.window_table.size == 0:
+        return allowed
+    _mark_windows(family.window_table, family.items, family.starts, family.stops,
+                  graph.indptr.astype(np.int64), graph.indices.astype(np.int64),
+                  family.n_items, allowed)
+    return allowed
+
+
+@njit(cache=True)
+def _mark_windows(table, items, starts, stops, indptr, indices, n_items, allowed):
+    label = np.full(n_items, -1, np.int64)
+    stamp = np.full(n_items, -1, np.int64)
+    width = table.shape[1]
+    for w in range(table.shape[0]):
+        k = 0
+        while (1 << k) < width and table[w, 1 << k] >= 0:
+            k += 1
+        for j in range(k):
+            v = table[w, 1 << j]
+            for a in range(starts[v], stops[v]):
+                label[items[a]] = j
+                stamp[items[a]] = w
+        adjacent = np.zeros(k, np.int64)
+        for j in range(k):
+            v = table[w, 1 << j]
+            for a in range(starts[v], stops[v]):
+                i = items[a]
+                for e in range(indptr[i], indptr[i + 1]):
+                    other = indices[e]
+                    if stamp[other] == w and label[other] != j:
+                        adjacent[j] |= 1 << label[other]
+        for mask in range(1, 1 << k):
+            v = table[w, mask]
+            if v < 0:
+                continue
+            reached = mask & -mask
+            while True:
+                grown = reached
+                for j in range(k):
+                    if reached >> j & 1:
+                        grown |= adjacent[j] & mask
+                if grown == reached:
+                    break
+                reached = grown
+            if reached != mask:
+                allowed[v] = False
+
+
+__all__ = ["check_connectivity", "connected_subset_masks", "window_union_connected"]
