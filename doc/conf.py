@@ -27,10 +27,6 @@ numpydoc_show_class_members = False
 numpydoc_validation_checks = set()
 exclude_patterns = [
     "_build", "auto_examples/*.ipynb", "auto_examples/*.py", "auto_examples/*.zip",
-    # Model chapters of estimators built on other branches; the lead adds them
-    # to the user guide's toctree (and removes them from here) after merging
-    # BayesianHierarchicalClustering, InfiniteBiclustering and CrossCat.
-    "guide/bhc.rst", "guide/biclustering.rst", "guide/crosscat.rst",
 ]
 templates_path = ["_templates"]
 html_static_path = ["_static"]
