@@ -42,6 +42,15 @@ def two_view_table(n, rng):
                             b * 6 + rng.standard_normal(n), b * 6 + rng.standard_normal(n)])
 
 
+def views_table(n, n_views, columns_per_view, rng):
+    """``n_views`` groups of real columns, each clustering the rows its own way."""
+    blocks = []
+    for _ in range(n_views):
+        labels = rng.integers(3, size=n)
+        blocks += [labels * 5 + rng.standard_normal(n) for _ in range(columns_per_view)]
+    return np.column_stack(blocks)
+
+
 def main_new(quick=False):
     """BayesianHierarchicalClustering, InfiniteBiclustering and CrossCat."""
     rng = np.random.default_rng(0)
@@ -52,7 +61,7 @@ def main_new(quick=False):
     for n in (200, 1000) if quick else (200, 1000, 2000):
         timed(f"BayesianHierarchicalClustering greedy, N = {n}",
               lambda: BayesianHierarchicalClustering(), X[:n])
-    for n in (50, 100, 300):
+    for n in (50, 100, 200):
         try:
             timed(f"BayesianHierarchicalClustering greedy + family='all', N = {n}",
                   lambda: BayesianHierarchicalClustering(family="all"), X[:n])
@@ -64,16 +73,22 @@ def main_new(quick=False):
     InfiniteBiclustering(n_sweeps=2).fit(checkerboard(10, 8, rng))
     timed("InfiniteBiclustering exact, 6 x 5 (auto)",
           lambda: InfiniteBiclustering(), checkerboard(6, 5, rng))
-    for shape in ((100, 60), (300, 200)):
+    for shape in ((100, 60), (300, 200)) if quick else ((100, 60), (300, 200), (1000, 500)):
         timed(f"InfiniteBiclustering Gibbs, {shape[0]} x {shape[1]}, 100 sweeps",
               lambda: InfiniteBiclustering(n_sweeps=100, random_state=0),
               checkerboard(*shape, rng))
     CrossCat(n_sweeps=2).fit(two_view_table(20, rng))
     timed("CrossCat exact, 8 x 4 (auto)", lambda: CrossCat(alpha_views=1.0, alpha_rows=1.0),
           two_view_table(8, rng))
+    timed("CrossCat exact, 8 x 6", lambda: CrossCat(alpha_views=1.0, alpha_rows=1.0),
+          views_table(8, 2, 3, rng))
     for n in (100, 500):
         timed(f"CrossCat Gibbs, {n} x 4, 100 sweeps",
               lambda: CrossCat(n_sweeps=100, random_state=0), two_view_table(n, rng))
+    for n, d in ((500, 20),) if quick else ((500, 20), (2000, 20), (500, 60)):
+        timed(f"CrossCat Gibbs, {n} x {d} (4 planted views), 100 sweeps",
+              lambda: CrossCat(n_sweeps=100, random_state=0),
+              views_table(n, 4, d // 4, rng))
 
 
 def main(quick=False):
