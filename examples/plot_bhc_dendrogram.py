@@ -49,8 +49,8 @@ x[dendrogram(link, no_plot=True)["leaves"]] = 5 + 10 * np.arange(n)
 for k, (a, b) in enumerate(link[:, :2].astype(int)):
     x[n + k] = (x[a] + x[b]) / 2
 for k in range(n - 7, n - 1):
-    ax_tree.annotate(f"r={r[k]:.2g}", (x[n + k], link[k, 2]), textcoords="offset points",
-                     xytext=(0, 3), ha="center", fontsize=8)
+    ax_tree.annotate(f"r={r[k]:.2g}", (x[n + k], link[k, 2]), xytext=(0, 3),
+                     textcoords="offset points", ha="center", fontsize=8)
 ax_tree.set_ylabel("height: largest -log r below")
 ax_tree.set_title("BHC tree of 45 points", pad=14)
 ax_data.scatter(X[:, 0], X[:, 1], c=bhc.labels_, cmap="tab10", s=20)

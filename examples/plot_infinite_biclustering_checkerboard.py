@@ -45,11 +45,14 @@ print(f"inferred: {ibc.n_row_clusters_} row clusters x {ibc.n_column_clusters_} 
 
 # %%
 # The posterior over the numbers of clusters: the kept Gibbs samples
-n_row_k = [len(np.unique(s)) for s in ibc.row_samples_]
-n_column_k = [len(np.unique(s)) for s in ibc.column_samples_]
-print("row clusters in the samples:", dict(zip(*np.unique(n_row_k, return_counts=True))))
-print("column clusters in the samples:",
-      dict(zip(*np.unique(n_column_k, return_counts=True))))
+def counts(samples):
+    """How many kept samples have each number of clusters."""
+    sizes, times = np.unique([len(np.unique(s)) for s in samples], return_counts=True)
+    return {int(k): int(t) for k, t in zip(sizes, times)}
+
+
+print("row clusters in the samples (number: count):", counts(ibc.row_samples_))
+print("column clusters in the samples (number: count):", counts(ibc.column_samples_))
 
 # %%
 # The matrix as given, and reordered by each method's row and column labels
