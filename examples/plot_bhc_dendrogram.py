@@ -76,7 +76,8 @@ subsets = {"4 + 4 + 4 points of the 3 blobs": np.r_[0:4, 15:19, 30:34],
 rows = []
 for name, index in subsets.items():
     small = BayesianHierarchicalClustering(family="all").fit(X[index])
-    rows.append((name, small.log_evidence_lower_bound_, small.log_evidence_family_bound_,
+    rows.append((name, small.log_evidence_lower_bound_,
+                 small.log_evidence_family_bound_,
                  small.log_marginal_likelihood_dp_))
     print(f"{name}: tree bound {rows[-1][1]:.3f}, family bound {rows[-1][2]:.3f}, "
           f"exact {rows[-1][3]:.3f}")
