@@ -79,8 +79,8 @@ for name, index in subsets.items():
     rows.append((name, small.log_evidence_lower_bound_,
                  small.log_evidence_family_bound_,
                  small.log_marginal_likelihood_dp_))
-    print(f"{name}: tree bound {rows[-1][1]:.3f}, family bound {rows[-1][2]:.3f}, "
-          f"exact {rows[-1][3]:.3f}")
+    tree, family, exact = rows[-1][1:]
+    print(f"{name}\n  tree bound {tree:.3f}, family bound {family:.3f}, exact {exact:.3f}")
 
 fig, ax = plt.subplots(figsize=(7, 3.2))
 y = np.arange(len(rows))
