@@ -80,7 +80,7 @@ for name, index in subsets.items():
                  small.log_evidence_family_bound_,
                  small.log_marginal_likelihood_dp_))
     tree, family, exact = rows[-1][1:]
-    print(f"{name}\n  tree bound {tree:.3f}, family {family:.3f}, exact {exact:.3f}")
+    print(f"{name}\n  tree {tree:.3f}, family {family:.3f}, exact {exact:.3f}")
 
 fig, ax = plt.subplots(figsize=(7, 3.2))
 y = np.arange(len(rows))
