@@ -27,10 +27,6 @@ numpydoc_show_class_members = False
 numpydoc_validation_checks = set()
 exclude_patterns = [
     "_build", "auto_examples/*.ipynb", "auto_examples/*.py", "auto_examples/*.zip",
-    # Model chapters of estimators built on other branches; the lead adds them
-    # to the user guide's toctree (and removes them from here) after merging
-    # BayesianHierarchicalClustering, InfiniteBiclustering and CrossCat.
-    "guide/bhc.rst", "guide/biclustering.rst", "guide/crosscat.rst",
 ]
 templates_path = ["_templates"]
 html_static_path = ["_static"]
@@ -75,6 +71,8 @@ nitpick_ignore_regex = [
     # Private helpers and inherited methods that docstrings name for the reader
     # of the source; they have no page of their own.
     (r"py:.*", r"(sklearn_trellis\.)?.*\._\w+"),
+    (r"py:.*", r"(InsertionInputs|STRENGTH_GRID|NormalInverseWishart\.SCALE_GRID|_cell_kernels|"
+               r"CellKernels|SplitModel\.(insertion_inputs|split_log_potential|with_new_item))"),
     (r"py:.*", r"(item_codes|record_params|sampler\.record_params|sampler\.set_params|sampler|"
                r"MilpMapSolver|resample_params|hyperparameter_grid|fit|template|LOSSES|"
                r"distance_normalization|sklearn_trellis\.models\.priors\.PartitionPrior|"

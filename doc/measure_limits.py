@@ -12,8 +12,10 @@ import time
 
 import numpy as np
 
-from sklearn_trellis import (DivisiveClustering, DPMixture, EntropyAgglomeration,
-                             ExactCorrelationClustering, FastTIWD, TrellisHierarchical)
+from sklearn_trellis import (BayesianHierarchicalClustering, CrossCat, DivisiveClustering,
+                             DPMixture, EntropyAgglomeration, ExactCorrelationClustering,
+                             FastTIWD, InfiniteBiclustering, TrellisHierarchical)
+from sklearn_trellis._core.budget import BudgetExceeded
 from sklearn_trellis.datasets import make_wishart_blocks
 
 
@@ -24,6 +26,69 @@ def timed(label, make, X, repeat=2):
         make().fit(X)
         best = min(best, (time.perf_counter() - wall, time.process_time() - cpu))
     print(f"{label:<58s} {best[0]:8.2f} s wall {best[1]:8.2f} s CPU", flush=True)
+
+
+def checkerboard(n_rows, n_columns, rng):
+    """A 3 x 3 planted checkerboard of block means with unit noise."""
+    means = rng.normal(scale=3.0, size=(3, 3))
+    rows, columns = np.arange(n_rows) % 3, np.arange(n_columns) % 3
+    return means[rows][:, columns] + rng.standard_normal((n_rows, n_columns))
+
+
+def two_view_table(n, rng):
+    """Four real columns in two views that cluster the rows differently."""
+    a, b = rng.integers(2, size=n), rng.integers(2, size=n)
+    return np.column_stack([a * 6 + rng.standard_normal(n), a * 6 + rng.standard_normal(n),
+                            b * 6 + rng.standard_normal(n), b * 6 + rng.standard_normal(n)])
+
+
+def views_table(n, n_views, columns_per_view, rng):
+    """``n_views`` groups of real columns, each clustering the rows its own way."""
+    blocks = []
+    for _ in range(n_views):
+        labels = rng.integers(3, size=n)
+        blocks += [labels * 5 + rng.standard_normal(n) for _ in range(columns_per_view)]
+    return np.column_stack(blocks)
+
+
+def main_new(quick=False):
+    """BayesianHierarchicalClustering, InfiniteBiclustering and CrossCat."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((4000, 4))
+    BayesianHierarchicalClustering().fit(X[:8])        # compile
+    timed("BayesianHierarchicalClustering, N = 12 (+ exact DP evidence)",
+          lambda: BayesianHierarchicalClustering(), X[:12])
+    for n in (200, 1000) if quick else (200, 1000, 2000):
+        timed(f"BayesianHierarchicalClustering greedy, N = {n}",
+              lambda: BayesianHierarchicalClustering(), X[:n])
+    for n in (50, 100, 200):
+        try:
+            timed(f"BayesianHierarchicalClustering greedy + family='all', N = {n}",
+                  lambda: BayesianHierarchicalClustering(family="all"), X[:n])
+        except BudgetExceeded as error:     # the family's sparse trellis is too large
+            print(f"BayesianHierarchicalClustering family='all', N = {n}: "
+                  f"{type(error).__name__}", flush=True)
+    timed("BayesianHierarchicalClustering randomized, N = 4000",
+          lambda: BayesianHierarchicalClustering(method="randomized", random_state=0), X)
+    InfiniteBiclustering(n_sweeps=2).fit(checkerboard(10, 8, rng))
+    timed("InfiniteBiclustering exact, 6 x 5 (auto)",
+          lambda: InfiniteBiclustering(), checkerboard(6, 5, rng))
+    for shape in ((100, 60), (300, 200)) if quick else ((100, 60), (300, 200), (1000, 500)):
+        timed(f"InfiniteBiclustering Gibbs, {shape[0]} x {shape[1]}, 100 sweeps",
+              lambda: InfiniteBiclustering(n_sweeps=100, random_state=0),
+              checkerboard(*shape, rng))
+    CrossCat(n_sweeps=2).fit(two_view_table(20, rng))
+    timed("CrossCat exact, 8 x 4 (auto)", lambda: CrossCat(alpha_views=1.0, alpha_rows=1.0),
+          two_view_table(8, rng))
+    timed("CrossCat exact, 8 x 6", lambda: CrossCat(alpha_views=1.0, alpha_rows=1.0),
+          views_table(8, 2, 3, rng))
+    for n in (100, 500):
+        timed(f"CrossCat Gibbs, {n} x 4, 100 sweeps",
+              lambda: CrossCat(n_sweeps=100, random_state=0), two_view_table(n, rng))
+    for n, d in ((500, 20),) if quick else ((500, 20), (2000, 20), (500, 60)):
+        timed(f"CrossCat Gibbs, {n} x {d} (4 planted views), 100 sweeps",
+              lambda: CrossCat(n_sweeps=100, random_state=0),
+              views_table(n, 4, d // 4, rng))
 
 
 def main(quick=False):
@@ -65,4 +130,7 @@ def main(quick=False):
 
 
 if __name__ == "__main__":
-    main(quick="--quick" in sys.argv)
+    if "--new" in sys.argv:
+        main_new(quick="--quick" in sys.argv)
+    else:
+        main(quick="--quick" in sys.argv)

@@ -6,8 +6,8 @@ Placing a new flower in the iris tree
 posteriori (MAP) tree of Dasgupta's energy to 15 iris flowers (5 per species).
 A new flower can then be inserted into that tree above any of its
 ``2N - 1 = 29`` nodes; each position is weighted by how much the insertion
-changes the tree's log-potential (:meth:`attachment_log_proba`), and
-:meth:`predict_proba` sums the positions inside each cluster of the cut
+changes the tree's log-potential (:meth:`~sklearn_trellis.TrellisHierarchical.attachment_log_proba`), and
+:meth:`~sklearn_trellis.TrellisHierarchical.predict_proba` sums the positions inside each cluster of the cut
 (``n_clusters=3``). Unlike scikit-learn's ``AgglomerativeClustering``, the
 hierarchical model answers for new data with a posterior probability.
 """
