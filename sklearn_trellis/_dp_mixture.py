@@ -3,7 +3,6 @@
 from numbers import Integral, Real
 
 import numpy as np
-from scipy.special import logsumexp
 from sklearn.base import _fit_context
 from sklearn.cluster import KMeans
 from sklearn.utils import check_random_state
@@ -11,7 +10,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._core.budget import check_memory
-from ._gibbs_base import _BaseGibbs, predictive_picks, to_fitted_columns
+from ._gibbs_base import _BaseGibbs, predictive_picks
 from .engines.exact.binder import bayes_estimate
 from .engines.exact.grid_marginal import GridMarginalPosterior
 from .engines.gibbs import sampler as gibbs
@@ -387,15 +386,7 @@ default='kmeans'
             Columns: clusters ``0..n_clusters_-1`` of ``labels_``, then "new cluster".
         """
         check_is_fitted(self)
-        K = self.n_clusters_
-        total = None
-        n_used = 0
-        for labels, logw in self._predictive(X):
-            probs = np.exp(logw - logsumexp(logw, axis=1, keepdims=True))
-            mapped = to_fitted_columns(probs, labels, self.labels_, K)
-            total = mapped if total is None else total + mapped
-            n_used += 1
-        return total / n_used
+        return self._mean_predictive_proba(X)
 
     def predict(self, X):
         """Most probable column of :meth:`predict_proba`; ``n_clusters_`` means a new cluster.
@@ -422,8 +413,7 @@ default='kmeans'
         log_density : ndarray of shape (n_new,)
         """
         check_is_fitted(self)
-        per_sample = [logsumexp(logw, axis=1) for _, logw in self._predictive(X)]
-        return logsumexp(np.array(per_sample), axis=0) - np.log(len(per_sample))
+        return self._mean_predictive_log_density(X)
 
     def score(self, X, y=None):
         """Mean log posterior predictive density of the rows of X (higher is better).

@@ -4,7 +4,6 @@ import functools
 from numbers import Integral, Real
 
 import numpy as np
-from scipy.special import logsumexp
 from sklearn.base import _fit_context
 from sklearn.metrics import pairwise_distances
 from sklearn.utils import check_random_state
@@ -14,7 +13,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._core.budget import check_memory, rows_or_zero
 from ._core.pairwise import check_square_symmetric
-from ._gibbs_base import _BaseGibbs, predictive_picks, to_fitted_columns
+from ._gibbs_base import _BaseGibbs, predictive_picks
 from .engines.exact.trellis_for_model import trellis_for_model
 from .engines.gibbs import sampler as gibbs
 from .models.priors import make_prior
@@ -638,15 +637,7 @@ default='singletons'
         True
         """
         check_is_fitted(self)
-        K = self.n_clusters_
-        total = None
-        n_used = 0
-        for labels, logw in self._predictive(X):
-            probs = np.exp(logw - logsumexp(logw, axis=1, keepdims=True))
-            mapped = to_fitted_columns(probs, labels, self.labels_, K)
-            total = mapped if total is None else total + mapped
-            n_used += 1
-        return total / n_used
+        return self._mean_predictive_proba(X)
 
     def predict(self, X):
         """Most probable column of :meth:`predict_proba`; ``n_clusters_`` means a new cluster.
@@ -681,8 +672,7 @@ default='singletons'
         log_density : ndarray of shape (n_new,)
         """
         check_is_fitted(self)
-        per_sample = [logsumexp(logw, axis=1) for _, logw in self._predictive(X)]
-        return logsumexp(np.array(per_sample), axis=0) - np.log(len(per_sample))
+        return self._mean_predictive_log_density(X)
 
     def score(self, X, y=None):
         """Mean log posterior predictive density of held-out items (higher is better).

@@ -10,6 +10,7 @@ import hashlib
 from numbers import Integral
 
 import numpy as np
+from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 
@@ -184,3 +185,23 @@ class _BaseGibbs(ClusterMixin, BaseEstimator):
     def _best_sample(self):
         """Index of the kept sample of highest ``log_joints_`` (the sampled MAP)."""
         return int(np.argmax(self.log_joints_))
+
+    # -- posterior predictive (the subclass's ``_predictive(X)`` yields, per picked kept
+    #    sample, its labels and the new items' log weights of each cluster and a new one)
+
+    def _mean_predictive_proba(self, X):
+        """Each picked sample's cluster probabilities on the columns of ``labels_`` + new, averaged."""
+        K = self.n_clusters_
+        total = None
+        n_used = 0
+        for labels, logw in self._predictive(X):
+            probs = np.exp(logw - logsumexp(logw, axis=1, keepdims=True))
+            mapped = to_fitted_columns(probs, labels, self.labels_, K)
+            total = mapped if total is None else total + mapped
+            n_used += 1
+        return total / n_used
+
+    def _mean_predictive_log_density(self, X):
+        """``log`` of the predictive density averaged over the picked samples."""
+        per_sample = [logsumexp(logw, axis=1) for _, logw in self._predictive(X)]
+        return logsumexp(np.array(per_sample), axis=0) - np.log(len(per_sample))
