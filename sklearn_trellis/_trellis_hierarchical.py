@@ -265,8 +265,12 @@ default='all'
 
     Precision: ``log Z`` and log-potentials have a relative error near machine
     precision; marginals and sampling probabilities an absolute error below
-    ``1e-12`` (exact or within the sparse family). All recursions are in log
-    space, so any ``beta`` is safe.
+    ``1e-12 + N * eps * max |log phi|`` (exact or within the sparse family;
+    below ``1e-12`` up to ``|log phi|`` about ``1e3``); leaves and the root have
+    marginal exactly 1. All recursions are in log space; a ``beta`` (or an
+    energy) for which ``log Z`` or the MAP log-potential exceeds ``1e300`` in
+    magnitude, or ``beta * psi`` overflows float64, is refused with a
+    ``ValueError``.
 
     References
     ----------

@@ -61,12 +61,14 @@ def check_indices(indices, n_items, name="indices"):
 MAX_LOG_POTENTIAL = 1e300
 
 
-def check_log_potential_scale(weights, scale, what="the scaled potentials"):
+def check_log_potential_scale(weights, scale, what="the scaled potentials",
+                              remedy="rescale the affinities or lower beta"):
     """Refuse log-potentials ``scale * sum(subset of weights)`` that may overflow float64.
 
     ``scale * sum |weights|`` bounds every such sum; it is computed without
     overflow (in log space) and must stay below :data:`MAX_LOG_POTENTIAL`.
-    Returns the bound (``inf`` never: it raises first).
+    Returns the bound (``inf`` never: it raises first). ``remedy`` ends the
+    error message.
     """
     weights = np.abs(np.asarray(weights, dtype=np.float64))
     top = float(weights.max()) if weights.size else 0.0
@@ -79,5 +81,5 @@ def check_log_potential_scale(weights, scale, what="the scaled potentials"):
     if log_bound > np.log(MAX_LOG_POTENTIAL):
         raise ValueError(
             f"{what} overflow float64: |log phi| can reach about 10^{log_bound / np.log(10):.4g} "
-            f"(more than {MAX_LOG_POTENTIAL:g}); rescale the affinities or lower beta.")
+            f"(more than {MAX_LOG_POTENTIAL:g}); {remedy}.")
     return float(np.exp(log_bound))

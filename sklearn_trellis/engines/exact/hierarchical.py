@@ -10,10 +10,12 @@ Propositions 1 and 2); the MAP tree is back-tracked in ``O(2^N)``; a second
 samples cost ``O(2^N)`` each (Algorithm 3); the number of allowed trees is
 counted exactly.
 
-Precision: all recursions are in log space (terms shifted by their maximum),
-so no potential overflows; ``log Z`` carries a relative error of about
-``1e-15 * N`` and marginals an absolute error below ``1e-12`` (checked against
-enumeration of all trees in the tests).
+Precision: all recursions are in log space (terms shifted by their maximum);
+``log Z`` carries a relative error of about ``1e-15 * N`` and marginals an
+absolute error below ``1e-12 + N * eps * max |log phi|`` (checked against
+enumeration of all trees in the tests); leaves and the root have marginal
+exactly 1. ``log Z`` or a MAP value beyond ``MAX_LOG_POTENTIAL``, or an
+overflowing ``beta * psi``, is refused (``_split_potential.refuse_overflow``).
 """
 
 import time
@@ -23,6 +25,7 @@ import numpy as np
 from ..._core.budget import check_exact_budget
 from ..._core.subsets import checked_mask, masks_by_popcount
 from ..._core.trees import tree_from_splits, tree_masks
+from .._split_potential import refuse_overflow
 from . import _hier_kernels as kernels
 
 #: Bytes kept per subset besides the model's statistics: log Z, MAP values,
@@ -143,8 +146,13 @@ class ExactHierarchicalTrellis:
                 raise ValueError("separable must be (u, a, c) with u, c of length 2**N "
                                  "and a of length N + 1.")
             if not (np.isfinite(u).all() and np.isfinite(a).all() and np.isfinite(c).all()):
-                raise ValueError("A separable split log-potential must be finite.")
-            self.separable = (u, a, c)
+                if not np.isfinite(self.params[0]) or self.params[0] == 1.0:
+                    raise ValueError("A separable split log-potential must be finite.")
+                # beta times a finite energy overflowed: the split function's
+                # pass tells overflow apart from an invalid energy (fit).
+                self.separable = None
+            else:
+                self.separable = (u, a, c)
 
     @property
     def full(self):
@@ -158,19 +166,9 @@ class ExactHierarchicalTrellis:
     def fit(self):
         """Run the ``O(3^N)`` pass, back-track the MAP tree and count the trees."""
         n = self.n_items
-        size = 1 << n
-        self.log_z = np.zeros(size)
-        self._map_value = np.zeros(size)
-        start = time.perf_counter()
-        layered = n >= SERIAL_BELOW if self.layered is None else bool(self.layered)
-        counts = None
-        if not layered:
-            counts = np.zeros(size, np.int64)
-            n_forbidden, n_invalid = self._kernels.partition_serial(
-                *self._args(), self.log_z, self._map_value, counts)
-        else:
-            self._masks, self._offsets = masks_by_popcount(n)
-            n_forbidden, n_invalid = self._layered_pass(start)
+        n_forbidden, n_invalid, counts = self._inside_pass()
+        refuse_overflow([self.log_z[self.full], self._map_value[self.full]], n_invalid,
+                        self.params[0], self._at_unit_beta)
         if n_invalid:
             raise ValueError(f"The split log-potential is NaN or +inf for {n_invalid} "
                              "splits; it must be finite or -inf (forbidden).")
@@ -190,6 +188,33 @@ class ExactHierarchicalTrellis:
         else:
             self.n_trees = self._count_allowed_trees()
         return self
+
+    def _inside_pass(self):
+        """Fill ``log_z`` and the MAP values; (#forbidden, #invalid, counts or None)."""
+        n = self.n_items
+        size = 1 << n
+        self.log_z = np.zeros(size)
+        self._map_value = np.zeros(size)
+        start = time.perf_counter()
+        layered = n >= SERIAL_BELOW if self.layered is None else bool(self.layered)
+        counts = None
+        if not layered:
+            counts = np.zeros(size, np.int64)
+            n_forbidden, n_invalid = self._kernels.partition_serial(
+                *self._args(), self.log_z, self._map_value, counts)
+        else:
+            self._masks, self._offsets = masks_by_popcount(n)
+            n_forbidden, n_invalid = self._layered_pass(start)
+        return n_forbidden, n_invalid, counts
+
+    def _at_unit_beta(self):
+        """``((log Z, MAP), #invalid)`` of the same pass at ``beta = 1`` (overflow diagnosis)."""
+        params = self.params.copy()
+        params[0] = 1.0
+        unit = ExactHierarchicalTrellis(self.split, params, self.stats, layered=self.layered,
+                                        max_items=self.n_items)
+        _, n_invalid, _ = unit._inside_pass()
+        return (unit.log_z[self.full], unit._map_value[self.full]), n_invalid
 
     def _layered_pass(self, start):
         """The main pass one size at a time, each size in parallel."""
@@ -273,17 +298,26 @@ class ExactHierarchicalTrellis:
         log_p = self.log_z + self._outside() - self.log_partition_function
         out = np.exp(np.minimum(log_p, 0.0))
         out[0] = 0.0
+        # Every tree has every leaf and the root as nodes: exactly 1, not the
+        # rounding of log Z(X) + log out(X) - log Z at large |log phi|.
+        out[1 << np.arange(self.n_items)] = 1.0
+        out[self.full] = 1.0
         return out
 
     def cluster_marginal(self, indices):
         """Probability that exactly these items form a node (cluster) of the tree."""
         mask = checked_mask(indices, self.n_items)
+        if mask & (mask - 1) == 0 or mask == self.full:   # a leaf or the root
+            return 1.0
         value = self.log_z[mask] + self._outside()[mask] - self.log_partition_function
         return float(min(1.0, np.exp(value)))
 
     def subtree_marginal(self, subtree):
         """Probability that the tree contains this sub-hierarchy (nested tuples)."""
         mask, splits = tree_masks(subtree)
+        if not splits:   # a single leaf: in every tree
+            checked_mask([subtree], self.n_items)
+            return 1.0
         log_phi = sum(self.split_log_potential(p, l) for p, l in splits)
         value = log_phi + self._outside()[mask] - self.log_partition_function
         return float(min(1.0, np.exp(value)))

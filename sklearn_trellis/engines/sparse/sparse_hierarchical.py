@@ -35,7 +35,8 @@ from sklearn.utils import check_random_state
 from ..._core.budget import check_memory, format_bytes
 from ..._core.family import ClusterFamily, item_codes
 from ..._core.trees import check_children, children_to_tree, tree_splits, tree_to_postorder_children
-from ..._core.validation import check_indices
+from ..._core.validation import MAX_LOG_POTENTIAL, check_indices, check_log_potential_scale
+from .._split_potential import OVERFLOW_REMEDY, refuse_overflow
 from . import _sparse_hier_kernels as kernels
 
 #: Bytes kept per edge at the peak: discovery rows (24, up to twice while the
@@ -196,9 +197,20 @@ class SparseHierarchicalTrellis:
         except NotImplementedError:
             beta = float(beta)
 
+            # Refuse beta * psi that could overflow a tree's sum (N - 1 splits),
+            # as refuse_overflow does for the vectorised path after the pass.
+            limit = MAX_LOG_POTENTIAL / max(family.n_items - 1, 1)
+
             def split_function(left, right):
                 value = float(model.split_log_potential(left, right))
-                return value if value == -np.inf else beta * value
+                if value == -np.inf:
+                    return value
+                scaled = beta * value
+                if abs(scaled) > limit and math.isfinite(value):
+                    check_log_potential_scale([value], beta * max(family.n_items - 1, 1),
+                                              what="beta times the split log-potentials "
+                                              "summed over a tree", remedy=OVERFLOW_REMEDY)
+                return scaled
 
             return cls(family, split_function=split_function, **kwargs)
         return cls(family, *inputs, **kwargs)
@@ -270,13 +282,10 @@ class SparseHierarchicalTrellis:
 
     def _potentials(self):
         if self.split_function is None:
-            psi, n_invalid = self._kernels.edge_potentials(
+            psi, self._n_invalid = self._kernels.edge_potentials(
                 self.params, self.stats, self.family.root, self.edge_ptr, self.edge_left,
                 self.edge_right)
-            if n_invalid:
-                raise ValueError(f"The split log-potential is NaN or +inf for {n_invalid} "
-                                 "splits; it must be finite or -inf (forbidden).")
-            return psi
+            return psi   # invalid splits (-inf here) are refused after the pass (fit)
         if self.n_edges > self.max_python_edges:
             raise ValueError(
                 f"The family has {self.n_edges:,} splits; a Python split function is "
@@ -296,8 +305,26 @@ class SparseHierarchicalTrellis:
             psi[e] = value
         return psi
 
+    def _at_unit_beta(self):
+        """``((log Z, MAP), #invalid)`` of the inside pass at ``beta = 1`` (overflow diagnosis)."""
+        params = self.params.copy()
+        params[0] = 1.0
+        psi, n_invalid = self._kernels.edge_potentials(
+            params, self.stats, self.family.root, self.edge_ptr, self.edge_left,
+            self.edge_right)
+        if self.allowed_vertices is not None:
+            allowed = self.allowed_vertices
+            psi[~(allowed[self.edge_left] & allowed[self.edge_right])] = -np.inf
+        log_z, map_value = np.empty(self.n_vertices), np.empty(self.n_vertices)
+        kernels.inside_pass(self.edge_ptr, self.edge_left, self.edge_right, psi,
+                            self._is_leaf, log_z, map_value,
+                            np.empty(self.n_vertices, np.int64), True)
+        root = self.family.root
+        return (log_z[root], map_value[root]), n_invalid
+
     def fit(self):
         """Discover the edges, evaluate them, and run the inside pass (log Z, MAP)."""
+        self._n_invalid = 0
         self.timings = {}
         clock = time.perf_counter()
         self._discover()
@@ -322,6 +349,12 @@ class SparseHierarchicalTrellis:
                             self.edge_log_potential, self._is_leaf, self.log_z,
                             self._map_value, self._best_edge, True)
         root = self.family.root
+        refuse_overflow([self.log_z[root], self._map_value[root]], self._n_invalid,
+                        self.params[0] if self.split_function is None else 1.0,
+                        self._at_unit_beta)
+        if self._n_invalid:
+            raise ValueError(f"The split log-potential is NaN or +inf for {self._n_invalid} "
+                             "splits; it must be finite or -inf (forbidden).")
         self.log_partition_function = float(self.log_z[root])
         if not self.log_partition_function > -np.inf:
             raise ValueError("No tree realised by the family has a positive potential "
@@ -464,7 +497,12 @@ class SparseHierarchicalTrellis:
     def cluster_marginals(self):
         """``P(v is a node of the tree)`` for every vertex ``v`` (shape (n_vertices,))."""
         log_p = self.log_z + self._outside() - self.log_partition_function
-        return np.exp(np.minimum(log_p, 0.0))
+        out = np.exp(np.minimum(log_p, 0.0))
+        # Every tree has every leaf and the root as nodes: exactly 1, not the
+        # rounding of log Z(v) + log out(v) - log Z at large |log phi|.
+        out[self.family.sizes == 1] = 1.0
+        out[self.family.root] = 1.0
+        return out
 
     def cluster_marginal(self, indices):
         """Probability that exactly these items form a node (0 if not in the family)."""
@@ -482,6 +520,8 @@ class SparseHierarchicalTrellis:
         top = family.vertex_of(items)
         if top < 0:
             return 0.0
+        if not splits:   # a single leaf: in every tree
+            return 1.0
         log_phi = 0.0
         for left, right in splits:
             if min(right) < min(left):
