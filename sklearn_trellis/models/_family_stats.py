@@ -25,6 +25,26 @@ def _part(value, sign):
     return value
 
 
+@njit(cache=True, inline="always")
+def _vertex_pair_sum(matrix, items, starts, stops, build_left, build_right, sign, out, v):
+    """``W(S)`` of vertex ``v`` from its construction split (children already in ``out``)."""
+    left = build_left[v]
+    acc = 0.0
+    if left >= 0:
+        right = build_right[v]
+        for a in range(starts[left], stops[left]):
+            row = items[a]
+            for b in range(starts[right], stops[right]):
+                acc += _part(matrix[row, items[b]], sign)
+        return out[left] + out[right] + acc
+    # No construction split: sum over the pairs directly.
+    for a in range(starts[v], stops[v]):
+        row = items[a]
+        for b in range(a + 1, stops[v]):
+            acc += _part(matrix[row, items[b]], sign)
+    return acc
+
+
 @njit(cache=True)
 def _pair_sums(matrix, items, starts, stops, build_left, build_right, sign):
     n_vertices = starts.size
@@ -33,22 +53,8 @@ def _pair_sums(matrix, items, starts, stops, build_left, build_right, sign):
         size = stops[v] - starts[v]
         if size < 2:
             continue
-        left = build_left[v]
-        acc = 0.0
-        if left >= 0:
-            right = build_right[v]
-            for a in range(starts[left], stops[left]):
-                row = items[a]
-                for b in range(starts[right], stops[right]):
-                    acc += _part(matrix[row, items[b]], sign)
-            out[v] = out[left] + out[right] + acc
-        else:
-            # No construction split: sum over the pairs directly.
-            for a in range(starts[v], stops[v]):
-                row = items[a]
-                for b in range(a + 1, stops[v]):
-                    acc += _part(matrix[row, items[b]], sign)
-            out[v] = acc
+        out[v] = _vertex_pair_sum(matrix, items, starts, stops, build_left, build_right, sign,
+                                  out, v)
     return out
 
 
@@ -154,21 +160,8 @@ def _pair_sums_windows(matrix, items, starts, stops, build_left, build_right, si
                             acc += cuts[w, j, l]
             out[v] = acc
             continue
-        left = build_left[v]
-        acc = 0.0
-        if left >= 0:
-            right = build_right[v]
-            for a in range(starts[left], stops[left]):
-                row = items[a]
-                for b in range(starts[right], stops[right]):
-                    acc += _part(matrix[row, items[b]], sign)
-            out[v] = out[left] + out[right] + acc
-        else:
-            for a in range(starts[v], stops[v]):
-                row = items[a]
-                for b in range(a + 1, stops[v]):
-                    acc += _part(matrix[row, items[b]], sign)
-            out[v] = acc
+        out[v] = _vertex_pair_sum(matrix, items, starts, stops, build_left, build_right, sign,
+                                  out, v)
     return out
 
 
