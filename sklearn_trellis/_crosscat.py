@@ -9,6 +9,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_feature_names, check_is_fitted
 
+from ._gibbs_base import fingerprint
 from .engines.exact.crosscat import MAX_EXACT_COLUMNS, MAX_EXACT_ROWS, exact_crosscat
 from .engines.gibbs import _crosscat_kernels as ck
 from .engines.gibbs import crosscat as engine
@@ -80,7 +81,9 @@ class CrossCat(ClusterMixin, BaseEstimator):
     verbose : int, default=0
     warm_start : bool, default=False
         Continue the stored chains for ``n_sweeps`` more sweeps (no burn-in)
-        and append their samples.
+        and append their samples when ``fit`` is called again on the same
+        data. On other data the fit starts afresh (the views' statistics
+        belong to the old data).
 
     Attributes
     ----------
@@ -223,7 +226,10 @@ class CrossCat(ClusterMixin, BaseEstimator):
         small = n <= MAX_EXACT_ROWS and d <= MAX_EXACT_COLUMNS
         rng = check_random_state(self.random_state)
         warm = (self.warm_start and getattr(self, "_states", None) is not None
-                and getattr(self, "_data_shape", None) == model.data.shape)
+                and getattr(self, "_data_shape", None) == model.data.shape
+                # the views' statistics belong to the data they ran on: other data
+                # starts afresh instead of being scored with stale statistics
+                and fingerprint(model.data) == getattr(self, "_data_fingerprint", None))
         if self.method == "exact" or (self.method == "auto" and fixed and small and not warm):
             exact = exact_crosscat(model)
             samples = exact.sample(self.n_sweeps, rng)
@@ -252,6 +258,7 @@ class CrossCat(ClusterMixin, BaseEstimator):
         if not samples:
             raise RuntimeError("No sample was kept (interrupted during burn-in).")
         self._data_shape = model.data.shape
+        self._data_fingerprint = fingerprint(model.data)
         self._encoder, self._model, self._samples = encoder, model, samples
         self.cell_models_ = models
         self.column_types_ = list(encoder.types_)

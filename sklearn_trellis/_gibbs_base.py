@@ -56,7 +56,7 @@ def to_fitted_columns(probs, sample_labels, fitted_labels, n_fitted):
     return np.hstack([probs[:, :k_s] @ overlap, probs[:, k_s:]])
 
 
-def _fingerprint(X):
+def fingerprint(X):
     """A digest of an array's shape, dtype and bytes: tells the same data from new data."""
     X = np.ascontiguousarray(X)
     digest = hashlib.blake2b(X.view(np.uint8).ravel(), digest_size=16).hexdigest()
@@ -120,7 +120,7 @@ class _BaseGibbs(ClusterMixin, BaseEstimator):
         """
         if not self._has_chains():
             return None
-        if _fingerprint(X) == getattr(self, "_data_fingerprint", None):
+        if fingerprint(X) == getattr(self, "_data_fingerprint", None):
             return "continue"
         n_before = self._chains.samples.shape[1]
         if np.shape(X)[0] != n_before:
@@ -131,7 +131,7 @@ class _BaseGibbs(ClusterMixin, BaseEstimator):
 
     def _remember_data(self, X):
         """Keep a fingerprint of the data of this fit (not the data: no reference to ``X``)."""
-        self._data_fingerprint = _fingerprint(X)
+        self._data_fingerprint = fingerprint(X)
 
     def _burn_in(self, warm):
         """Sweeps to discard: none when continuing chains, else ``burn_in`` (default half)."""

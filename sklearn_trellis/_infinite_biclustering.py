@@ -9,6 +9,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array, validate_data
 
+from ._gibbs_base import fingerprint
 from .engines.exact.bicluster import ExactBiclusterPosterior, bell
 from .engines.exact.binder import bayes_estimate
 from .engines.gibbs import bicluster as engine
@@ -99,7 +100,9 @@ default='vi'
     verbose : int, default=0
     warm_start : bool, default=False
         Continue the stored chains for ``n_sweeps`` more sweeps (no burn-in)
-        on data of the same shape, appending the samples.
+        when ``fit`` is called again on the same data, appending the samples.
+        On other data of the same shape the fit starts afresh (the chains'
+        statistics belong to the old data); another shape is refused.
 
     Attributes
     ----------
@@ -262,6 +265,9 @@ default='vi'
         if warm and X.shape != self._shape:
             raise ValueError(f"warm_start needs data of the previous shape {self._shape}, got "
                              f"{X.shape}.")
+        # The stored chains' block statistics belong to the data they ran on: on other
+        # data a warm start would score it with stale statistics, so it starts afresh.
+        warm = warm and fingerprint(X) == getattr(self, "_data_fingerprint", None)
         rng = check_random_state(self.random_state)
         if not warm:
             self.cells_ = make_cell_model(self.cells).fit(X)
@@ -280,6 +286,7 @@ default='vi'
         else:
             self._fit_gibbs(X, rng, hyperprior, warm)
         self._shape = X.shape
+        self._data_fingerprint = fingerprint(X)
         self._set_biclusters()
         return self
 

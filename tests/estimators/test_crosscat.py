@@ -174,3 +174,18 @@ def test_declared_types_are_checked():
         model.row_similarity(view_of=7)
     with pytest.raises(ValueError, match="alpha_views"):
         CrossCat(alpha_views=(1.0, 2.0, 3.0), n_sweeps=2).fit(X)
+
+
+def test_warm_start_on_new_data_starts_afresh():
+    # The views' statistics belong to the first table: other data of the same
+    # shape is fitted as a cold start would fit it; the same data appends.
+    rng = np.random.default_rng(0)
+    X1, X2 = rng.normal(size=(20, 6)), rng.normal(5.0, 1.0, size=(20, 6))
+    model = CrossCat(n_sweeps=10, warm_start=True, random_state=0).fit(X1)
+    n_first = model.log_joints_.size
+    model.fit(X2)
+    cold = CrossCat(n_sweeps=10, random_state=0).fit(X2)
+    assert model.log_joints_.size == n_first
+    np.testing.assert_allclose(model.log_joints_, cold.log_joints_)
+    model.fit(X2)
+    assert model.log_joints_.size == n_first + 10   # continuing: no burn-in

@@ -219,3 +219,20 @@ def test_verbose_progress_and_fixed_hyperparameters(capsys):
     assert len(lines) == 10 and "[Bicluster chain 0] sweep 10/10" in lines[-1]
     assert model.hyperparameters_ is None
     assert model.alphas_rows_.tolist() == [1.0] * 5
+
+
+def test_warm_start_on_new_data_starts_afresh():
+    # The stored chains' block statistics belong to the first matrix: on other
+    # data of the same shape the fit equals a cold fit (no old samples, no stale
+    # statistics); on the same data it appends.
+    rng = np.random.default_rng(0)
+    X1, X2 = rng.normal(size=(20, 6)), rng.normal(5.0, 1.0, size=(20, 6))
+    model = InfiniteBiclustering(n_sweeps=10, warm_start=True, random_state=0).fit(X1)
+    n_first = model.log_joints_.size
+    model.fit(X2)
+    cold = InfiniteBiclustering(n_sweeps=10, random_state=0).fit(X2)
+    assert model.log_joints_.size == n_first
+    np.testing.assert_allclose(model.log_joints_, cold.log_joints_)
+    np.testing.assert_array_equal(model.row_samples_, cold.row_samples_)
+    model.fit(X2)
+    assert model.log_joints_.size == n_first + 10   # continuing: no burn-in
