@@ -345,6 +345,44 @@ def greedy_bhc(params, data, n_stats, work_size, log_alpha, rose):
 
 
 @template
+def _merge_into_larger_child(params, data, stats, shared, work, children, t, slot, size, head,
+                             tail, next_item, free, n_free):
+    """Statistics row of merge ``t``'s node: its larger child's row plus the smaller child's items.
+
+    The bottom-up recycling shared by :func:`tree_node_log_marginals` and
+    :func:`grouped_log_predictives`: ``slot[k]`` is node ``k``'s row (``-1``
+    for a leaf, which gets a fresh row from ``free[:n_free]``), the items of a
+    node are the linked list ``head[k], next_item[...], ..., tail[k]``.
+    Returns ``(row, n_free)``; the smaller child's row goes back to ``free``.
+    """
+    n = children.shape[0] + 1
+    k = n + t
+    a, b = children[t, 0], children[t, 1]
+    if size[a] < size[b]:
+        a, b = b, a
+    if slot[a] >= 0:
+        s = slot[a]
+    else:   # a leaf: a fresh row
+        n_free -= 1
+        s = free[n_free]
+        lik_reset(params, stats, s)
+        lik_add(params, data, stats, shared, work, s, a)
+    item = head[b]
+    while item >= 0:
+        lik_add(params, data, stats, shared, work, s, item)
+        item = next_item[item]
+    if slot[b] >= 0:
+        free[n_free] = slot[b]
+        n_free += 1
+    slot[k] = s
+    size[k] = size[a] + size[b]
+    next_item[tail[a]] = head[b]
+    head[k] = head[a]
+    tail[k] = tail[b]
+    return s, n_free
+
+
+@template
 def tree_node_log_marginals(params, data, children, n_stats, work_size):
     """``log m(X_k)`` of every merge ``k`` of a ``children_`` tree (children before parents).
 
@@ -367,30 +405,9 @@ def tree_node_log_marginals(params, data, children, n_stats, work_size):
     next_item = np.full(n, -1, np.int64)
     out = np.empty(n - 1)
     for t in range(n - 1):
-        k = n + t
-        a, b = children[t, 0], children[t, 1]
-        if size[a] < size[b]:
-            a, b = b, a
-        if slot[a] >= 0:
-            s = slot[a]
-        else:   # a leaf: a fresh row
-            n_free -= 1
-            s = free[n_free]
-            lik_reset(params, stats, s)
-            lik_add(params, data, stats, shared, work, s, a)
-        item = head[b]
-        while item >= 0:
-            lik_add(params, data, stats, shared, work, s, item)
-            item = next_item[item]
-        if slot[b] >= 0:
-            free[n_free] = slot[b]
-            n_free += 1
+        s, n_free = _merge_into_larger_child(params, data, stats, shared, work, children, t,
+                                             slot, size, head, tail, next_item, free, n_free)
         out[t] = lik_log_cluster(params, stats, shared, s)
-        slot[k] = s
-        size[k] = size[a] + size[b]
-        next_item[tail[a]] = head[b]
-        head[k] = head[a]
-        tail[k] = tail[b]
     return out
 
 
@@ -460,28 +477,8 @@ def grouped_log_predictives(params, data, new_data, children, log_weight, group,
     next_item = np.full(n, -1, np.int64)
     for t in range(n - 1):
         k = n + t
-        a, b = children[t, 0], children[t, 1]
-        if size[a] < size[b]:
-            a, b = b, a
-        if slot[a] >= 0:
-            s = slot[a]
-        else:
-            n_free -= 1
-            s = free[n_free]
-            lik_reset(params, stats, s)
-            lik_add(params, data, stats, shared, work, s, a)
-        item = head[b]
-        while item >= 0:
-            lik_add(params, data, stats, shared, work, s, item)
-            item = next_item[item]
-        if slot[b] >= 0:
-            free[n_free] = slot[b]
-            n_free += 1
-        slot[k] = s
-        size[k] = size[a] + size[b]
-        next_item[tail[a]] = head[b]
-        head[k] = head[a]
-        tail[k] = tail[b]
+        s, n_free = _merge_into_larger_child(params, data, stats, shared, work, children, t,
+                                             slot, size, head, tail, next_item, free, n_free)
         if log_weight[k] > -np.inf:
             g = group[k]
             for j in range(n_new):
