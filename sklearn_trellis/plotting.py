@@ -50,19 +50,65 @@ def _names(element_labels, n):
     return [str(name) for name in element_labels]
 
 
+def _height_label(estimator):
+    """What the merge heights of a fitted hierarchical estimator measure (the value axis)."""
+    name = type(estimator).__name__
+    if name == "EntropyAgglomeration":
+        return "expected projection entropy"
+    if name == "TrellisHierarchical":
+        return f"{estimator.linkage} linkage distance"
+    if name == "BayesianHierarchicalClustering":
+        return "-log r (largest below the merge)"
+    if name == "DivisiveClustering":
+        return "diameter"
+    return "height"
+
+
+def _node_positions(linkage_matrix, leaves):
+    """``(position, height)`` of every merge as scipy's ``dendrogram`` draws it.
+
+    scipy puts the leaf at place ``p`` of the leaf order at ``5 + 10 p`` and a
+    merge midway between its children, at its height.
+    """
+    n = len(leaves)
+    position = np.empty(2 * n - 1)
+    position[np.asarray(leaves)] = 5.0 + 10.0 * np.arange(n)
+    for t, (a, b) in enumerate(np.asarray(linkage_matrix)[:, :2].astype(np.int64)):
+        position[n + t] = 0.5 * (position[a] + position[b])
+    return position[n:], np.asarray(linkage_matrix)[:, 2]
+
+
 class DendrogramDisplay:
-    """EA dendrogram (paper Figure 9, right panels).
+    """Dendrogram of a hierarchy, optionally with the posterior probability of each node.
+
+    Draws any scipy linkage matrix: entropy agglomeration's (paper Figure 9,
+    right panels), a :class:`~sklearn_trellis.TrellisHierarchical` MAP tree
+    (each internal node annotated, when asked, with ``node_marginals_``: the
+    exact posterior probability that its cluster is a node of the tree, what R's
+    ``pvclust`` approximates by bootstrap), a
+    :class:`~sklearn_trellis.BayesianHierarchicalClustering` or a
+    :class:`~sklearn_trellis.DivisiveClustering` tree.
 
     Parameters
     ----------
     linkage_matrix : ndarray of shape (n - 1, 4)
         SciPy linkage matrix, e.g. ``EntropyAgglomeration.linkage_matrix_``.
     element_labels : list of str, default=None
+    height_label : str, default=None
+        Label of the value axis; ``None``: "height" (``from_estimator`` names
+        what the estimator's heights measure).
+    node_probabilities : array-like of shape (m,), default=None
+        A probability for each of the first ``m`` rows of ``linkage_matrix``
+        (``m <= n - 1``), printed at its node; ``None``: no annotation.
 
     Attributes
     ----------
     dendrogram_ : dict
         What :func:`scipy.cluster.hierarchy.dendrogram` returned.
+    leaves_ : list of int
+        The leaf order.
+    annotations_ : list of matplotlib Text
+        The node labels (empty without ``node_probabilities``).
     ax_, figure_ : matplotlib Axes and Figure
 
     Examples
@@ -74,31 +120,73 @@ class DendrogramDisplay:
     >>> display = DendrogramDisplay.from_samples(samples)
     >>> display.leaves_
     [3, 2, 0, 1]
+
+    A MAP tree with the probability of each node:
+
+    >>> import numpy as np
+    >>> from sklearn_trellis import TrellisHierarchical
+    >>> X = np.array([[0.0], [0.1], [1.0], [1.2], [3.0]])
+    >>> model = TrellisHierarchical(n_clusters=2, compute_full_tree=True).fit(X)
+    >>> display = DendrogramDisplay.from_estimator(model, node_probabilities=True)
+    >>> len(display.annotations_)
+    4
     """
 
-    def __init__(self, linkage_matrix, element_labels=None):
+    def __init__(self, linkage_matrix, element_labels=None, *, height_label=None,
+                 node_probabilities=None):
         self.linkage_matrix = linkage_matrix
         self.element_labels = element_labels
+        self.height_label = height_label
+        self.node_probabilities = node_probabilities
 
     def plot(self, ax=None, *, orientation="left", **kwargs):
-        """Draw the dendrogram (entropy on the value axis); extra kwargs go to scipy."""
+        """Draw the dendrogram (heights on the value axis); extra kwargs go to scipy."""
+        linkage = np.asarray(self.linkage_matrix, dtype=np.float64)
+        n = len(linkage) + 1
+        probabilities = None
+        if self.node_probabilities is not None:
+            probabilities = np.asarray(self.node_probabilities, dtype=np.float64).ravel()
+            if probabilities.size > n - 1:
+                raise ValueError(f"node_probabilities has {probabilities.size} entries for "
+                                 f"a tree of {n - 1} merges.")
         self.figure_, self.ax_ = _axes(ax)
-        n = len(self.linkage_matrix) + 1
-        self.dendrogram_ = dendrogram(self.linkage_matrix, ax=self.ax_, orientation=orientation,
+        self.dendrogram_ = dendrogram(linkage, ax=self.ax_, orientation=orientation,
                                       labels=_names(self.element_labels, n),
                                       color_threshold=0, above_threshold_color="k", **kwargs)
         self.leaves_ = list(self.dendrogram_["leaves"])
         value_axis = "x" if orientation in ("left", "right") else "y"
         if value_axis == "x":  # first leaf on top, matching CoClusteringDisplay's rows
             self.ax_.invert_yaxis()
-        getattr(self.ax_, f"set_{value_axis}label")("expected projection entropy")
+        getattr(self.ax_, f"set_{value_axis}label")(self.height_label or "height")
+        self.annotations_ = []
+        if probabilities is not None:
+            positions, heights = _node_positions(linkage, self.leaves_)
+            for t, p in enumerate(probabilities):
+                xy = ((heights[t], positions[t]) if value_axis == "x"
+                      else (positions[t], heights[t]))
+                self.annotations_.append(self.ax_.annotate(
+                    f"{p:.2f}", xy, xytext=(2, 2), textcoords="offset points", fontsize=7,
+                    color="tab:red"))
         return self
 
     @classmethod
-    def from_estimator(cls, estimator, *, element_labels=None, ax=None, **kwargs):
-        """From a fitted :class:`~sklearn_trellis.EntropyAgglomeration`."""
+    def from_estimator(cls, estimator, *, element_labels=None, node_probabilities=False,
+                       ax=None, **kwargs):
+        """From a fitted hierarchical estimator with a ``linkage_matrix_``.
+
+        ``node_probabilities=True`` prints ``node_marginals_`` at the nodes
+        (estimators that have it: :class:`~sklearn_trellis.TrellisHierarchical`).
+        """
         check_is_fitted(estimator, "linkage_matrix_")
-        return cls(estimator.linkage_matrix_, element_labels).plot(ax=ax, **kwargs)
+        probabilities = None
+        if node_probabilities:
+            if not hasattr(type(estimator), "node_marginals_"):
+                raise ValueError(f"{type(estimator).__name__} has no node_marginals_ to "
+                                 "annotate the nodes with.")
+            probabilities = estimator.node_marginals_
+        return cls(estimator.linkage_matrix_, element_labels,
+                   height_label=_height_label(estimator),
+                   node_probabilities=probabilities).plot(ax=ax, **kwargs)
 
     @classmethod
     def from_samples(cls, samples, *, element_labels=None, ax=None, **kwargs):

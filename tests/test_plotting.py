@@ -38,6 +38,45 @@ def test_dendrogram_display():
     assert DendrogramDisplay.from_samples(E3).ax_ is not None
 
 
+
+@pytest.mark.parametrize("orientation", ["left", "top"])
+def test_dendrogram_node_probabilities_sit_on_scipys_links(orientation):
+    from sklearn_trellis import TrellisHierarchical
+    X = np.random.default_rng(3).normal(size=(9, 2))
+    model = TrellisHierarchical(compute_full_tree=True, n_clusters=3).fit(X)
+    display = DendrogramDisplay.from_estimator(model, node_probabilities=True,
+                                               orientation=orientation)
+    probabilities = model.node_marginals_
+    assert len(display.annotations_) == probabilities.size == 8
+    assert [a.get_text() for a in display.annotations_] == [f"{p:.2f}" for p in probabilities]
+    # every annotation at the top of one of scipy's links (midpoint, height)
+    tops = {(round((i[1] + i[2]) / 2, 9), round(d[1], 9))
+            for i, d in zip(display.dendrogram_["icoord"], display.dendrogram_["dcoord"])}
+    drawn = set()
+    for a in display.annotations_:
+        height, position = a.xy if orientation == "left" else a.xy[::-1]
+        drawn.add((round(position, 9), round(height, 9)))
+    assert drawn == tops
+    label = display.ax_.get_xlabel() if orientation == "left" else display.ax_.get_ylabel()
+    assert label == "ward linkage distance"
+
+
+def test_dendrogram_display_height_labels_and_errors():
+    from sklearn_trellis import DivisiveClustering
+    ea = EntropyAgglomeration().fit(E3)
+    assert DendrogramDisplay.from_estimator(ea).ax_.get_xlabel() == "expected projection entropy"
+    diana = DivisiveClustering().fit(np.arange(6.0)[:, None])
+    assert DendrogramDisplay.from_estimator(diana).ax_.get_xlabel() == "diameter"
+    assert DendrogramDisplay(ea.linkage_matrix_).plot().ax_.get_xlabel() == "height"
+    with pytest.raises(ValueError, match="no node_marginals_"):
+        DendrogramDisplay.from_estimator(ea, node_probabilities=True)
+    with pytest.raises(ValueError, match="7 entries for a tree of 6 merges"):
+        DendrogramDisplay(ea.linkage_matrix_, node_probabilities=np.ones(7)).plot()
+    # a truncated tree: only the first rows are annotated
+    display = DendrogramDisplay(ea.linkage_matrix_, node_probabilities=[0.5, 0.25]).plot()
+    assert [a.get_text() for a in display.annotations_] == ["0.50", "0.25"]
+
+
 def test_coclustering_display_orders_by_dendrogram():
     ea = EntropyAgglomeration().fit(E3)
     display = CoClusteringDisplay.from_estimator(ea)
