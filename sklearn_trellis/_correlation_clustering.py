@@ -120,7 +120,7 @@ class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
     pairwise_marginals_ : ndarray of shape (n_samples, n_samples)
         ``P(i and j in the same cluster)``, ones on the diagonal. Computed on
         first access for the sparse trellis (8 N**2 bytes: 800 MB at N =
-        10,000; :meth:`pairwise_marginal_rows` gives some rows only).
+        10,000; :meth:`together_marginal` gives single pairs).
     approximation_ : str or None
         ``None`` when every fitted quantity is exact; otherwise what is
         approximate and how.

@@ -2,7 +2,7 @@
 
 For non-negative similarities ``w``, the cost of a binary tree is
 ``sum over internal nodes of (|L| + |R|) * sum_{x in L, y in R} w_xy``; the
-split log-potential is its negative,
+split log-potential is its negative::
 
     psi(L, R) = -(|L| + |R|) * cut(L, R),   cut(L, R) = W(S) - W(L) - W(R),
 

@@ -1,6 +1,6 @@
 """The DP / Pitman-Yor / Dirichlet-multinomial mixture as a flat model (for the exact engines).
 
-With the mixture parameters integrated out, the posterior over partitions is
+With the mixture parameters integrated out, the posterior over partitions is::
 
     log p(C, X) = log_normaliser(n) + log_count(K) + sum_{B in C} [log_block(|B|) + log m(X_B)]
 

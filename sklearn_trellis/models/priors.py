@@ -1,17 +1,17 @@
 """Exchangeable partition priors and the gamma hyperprior on their concentration.
 
 Every prior's EPPF (exchangeable partition probability function) of a
-partition of ``n`` items into clusters of sizes ``n_1..n_K`` is written
+partition of ``n`` items into clusters of sizes ``n_1..n_K`` is written::
 
     log EPPF = log_normaliser(n) + log_count(K) + sum_b log_block(n_b)
 
-=============================  ==========================  =============================  ==========================
-prior                          ``log_count(K)``            ``log_block(m)``               ``log_normaliser(n)``
-=============================  ==========================  =============================  ==========================
-``CRP(alpha)``                 ``K log alpha``             ``log Gamma(m)``               ``log G(alpha) - log G(alpha + n)``
-``PitmanYor(alpha, d)``        ``sum_{j<K} log(alpha+jd)`` ``log G(m-d) - log G(1-d)``    same
-``DirichletMultinomialPrior``  ``log k! - log (k-K)!``     ``log G(m+a/k) - log G(a/k)``  same
-=============================  ==========================  =============================  ==========================
+=============================  ===========================  =============================  ===================================
+prior                          ``log_count(K)``             ``log_block(m)``               ``log_normaliser(n)``
+=============================  ===========================  =============================  ===================================
+``CRP(alpha)``                 ``K log alpha``              ``log Gamma(m)``               ``log G(alpha) - log G(alpha + n)``
+``PitmanYor(alpha, d)``        ``sum_{j<K} log(alpha+jd)``  ``log G(m-d) - log G(1-d)``    same
+``DirichletMultinomialPrior``  ``log k! - log (k-K)!``      ``log G(m+a/k) - log G(a/k)``  same
+=============================  ===========================  =============================  ===================================
 
 (``G`` is the gamma function; for the Dirichlet-multinomial ``a = alpha`` is the
 total Dirichlet mass over ``k`` components and ``K > k`` has probability 0.)

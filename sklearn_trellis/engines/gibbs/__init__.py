@@ -36,7 +36,7 @@ means infinite) read by :mod:`sklearn_trellis.models._prior_kernels` (``log_weig
 ``log alpha`` for the other priors).
 
 2. Cluster likelihood protocol (:class:`sklearn_trellis.models.likelihood.ClusterLikelihood`)
------------------------------------------------------------------------
+---------------------------------------------------------------------------------------------
 A likelihood is a small ``BaseEstimator`` (hyperparameters in ``__init__`` so
 ``GridSearchCV`` reaches them as ``likelihood__kappa``). ``fit(X)`` validates
 the data, fills data-dependent defaults and returns ``self``. The engine then
@@ -116,7 +116,7 @@ log-potential table ``log m(X_B)`` for all subsets from the same kernels
 (:meth:`sklearn_trellis.models.likelihood.ClusterLikelihood.subset_log_marginals`).
 
 3. Driver (:mod:`.sampler`)
--------------------------
+---------------------------
 ``run_chains(likelihood, prior, X, n_chains=..., n_jobs=..., random_state=...)``
 runs independent chains through :class:`sklearn.utils.parallel.Parallel`
 (seeds drawn from ``random_state``, so ``joblib.parallel_config(backend="dask")``
