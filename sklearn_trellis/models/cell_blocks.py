@@ -39,8 +39,8 @@ theirs); ``cell_params(params)`` unpacks it; ``resample_params`` draws each
 cell model's grid hyperparameters from their exact conditional posterior given
 all the blocks that use that model (the mechanism of the conjugate
 likelihoods); ``hyperparameter_grid()`` is the product of the cell models'
-grids; ``block_statistics(data, labels)`` returns the ``(K, G, W)`` cell
-statistics of every block of a partition (the last entry of each is the
+grids; ``block_statistics(data, labels)`` returns the ``(K, G, S + 1)``
+cell statistics of every block of a partition (the last entry of each is the
 block's ``log_marginal``), ``partition_log_likelihood(data, labels)`` the sum
 of the block marginals.
 
@@ -49,7 +49,7 @@ of the block marginals.
 engine's ``predictive_log_weights`` (new rows, no ``prepare``) does not apply.
 ``work`` also caches the group statistics of the first ``n_cached_items_``
 items (the rows of the ``X`` given to ``fit``), so that a Gibbs scan or a
-split-merge proposal reads ``G * W`` numbers per item instead of its ``D``
+split-merge proposal reads ``G * S`` numbers per item instead of its ``D``
 cells; the items' statistics do not depend on the gridded hyperparameters.
 """
 
@@ -142,8 +142,10 @@ class CellBlocks(ClusterLikelihood):
         self.n_groups_ = n_groups
         self.n_features_in_ = d
         self.n_cached_items_ = X.shape[0]
-        self._width = 1 + max(model.n_stats for model in cells)
-        self._param_width = 1 + max(model.kernel_params().size for model in cells)
+        self._n_cell_stats = max(model.n_stats for model in cells)
+        # per block: cell statistics, one-cell predictive constants, log_marginal
+        self._width = 2 * self._n_cell_stats + 1
+        self._param_width = 2 + max(model.kernel_params().size for model in cells)
         return self
 
     def with_groups(self, column_groups):
@@ -179,9 +181,9 @@ class CellBlocks(ClusterLikelihood):
 
     def work_size(self, capacity):
         """Item scratch, plus the cache of the items' group statistics (``n_cached_items``)."""
-        size = self.n_groups_ * self._width
+        size = self.n_groups_ * self._n_cell_stats
         cached = min(self.n_cached_items_, MAX_CACHE_ENTRIES // max(size + 1, 1))
-        return size + self._width + 1 + cached * (size + 1)
+        return size + self._n_cell_stats + 1 + cached * (size + 1)
 
     # -- parameters --------------------------------------------------------------
     def kernel_params(self, cell_params=None):
@@ -190,25 +192,30 @@ class CellBlocks(ClusterLikelihood):
         if cell_params is None:
             cell_params = [model.kernel_params() for model in self.cells_]
         d, n_groups, q = self.n_features_in_, self.n_groups_, self._param_width
+        sizes = np.bincount(self.column_groups_, minlength=n_groups)
         blocks = np.zeros((n_groups, q))
+        blocks[:, 1] = -1.0
+        # one-column groups name their column: their kernels score its cell directly
+        single = np.flatnonzero(sizes[self.column_groups_] == 1)
+        blocks[self.column_groups_[single], 1] = single
         for g in range(n_groups):
             m = self.group_cells_[g]
             p = np.asarray(cell_params[m], dtype=np.float64)
             blocks[g, 0] = self.cells_[m].code
-            blocks[g, 1:1 + p.size] = p
-        return np.concatenate([[n_groups, d, self._width, q], self.column_groups_,
-                               blocks.ravel()]).astype(np.float64)
+            blocks[g, 2:2 + p.size] = p
+        return np.concatenate([[n_groups, d, self._width, q, self._n_cell_stats],
+                               self.column_groups_, blocks.ravel()]).astype(np.float64)
 
     def cell_params(self, params):
         """The parameter vector of each cell model inside the kernel vector ``params``."""
         self._check_fitted()
         d, q = self.n_features_in_, self._param_width
-        blocks = np.asarray(params[4 + d:]).reshape(self.n_groups_, q)
+        blocks = np.asarray(params[5 + d:]).reshape(self.n_groups_, q)
         out = [model.kernel_params() for model in self.cells_]
         for m, model in enumerate(self.cells_):
             used = np.flatnonzero(self.group_cells_ == m)
             if used.size:
-                out[m] = blocks[used[0], 1:1 + out[m].size].copy()
+                out[m] = blocks[used[0], 2:2 + out[m].size].copy()
         return out
 
     @property
@@ -278,17 +285,25 @@ class CellBlocks(ClusterLikelihood):
     def partition_log_likelihood(self, data, labels, params=None):
         """``sum_c log m(X_c)`` of the partition ``labels`` of the rows of ``data`` (all blocks)."""
         params = self.kernel_params() if params is None else np.asarray(params, np.float64)
-        table = self.block_statistics(data, labels, params)
-        return float(kb.sum_block_log_marginals(params, table.reshape(table.shape[0], -1)))
+        labels = np.asarray(labels, dtype=np.int64)
+        n_clusters = int(labels.max()) + 1 if labels.size else 0
+        table = np.zeros((n_clusters, self.n_groups_ * self._width))
+        kb.block_table(params, data, labels, n_clusters, table)
+        return float(kb.sum_block_log_marginals(params, table))
 
     def block_statistics(self, data, labels, params=None):
-        """Cell statistics ``(K, G, W)`` of every (cluster, group) block of the partition ``labels``."""
+        """Cell statistics of every (cluster, group) block of the partition ``labels``.
+
+        ``(K, G, S + 1)``: the statistics (zero-padded to the longest ``S``), then the
+        block's ``log_marginal``.
+        """
         params = self.kernel_params() if params is None else np.asarray(params, np.float64)
         labels = np.asarray(labels, dtype=np.int64)
         n_clusters = int(labels.max()) + 1 if labels.size else 0
         out = np.zeros((n_clusters, self.n_groups_ * self._width))
         kb.block_table(params, data, labels, n_clusters, out)
-        return out.reshape(n_clusters, self.n_groups_, self._width)
+        out = out.reshape(n_clusters, self.n_groups_, self._width)
+        return np.concatenate([out[..., :self._n_cell_stats], out[..., -1:]], axis=2)
 
 
 __all__ = ["CellBlocks", "MAX_PRODUCT_GRID", "MAX_CACHE_ENTRIES"]

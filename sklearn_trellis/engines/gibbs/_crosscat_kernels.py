@@ -11,8 +11,9 @@ import math
 import numpy as np
 from numba import njit
 
-from ...models._cell_kernels import (cell_add, cell_log_marginal, cell_log_predictive,
-                                     cell_predictive_mean, cell_predictive_sample)
+from ...models._cell_kernels import (cached_log_predictive_at, cell_add, cell_log_marginal,
+                                     cell_log_predictive, cell_predictive_mean,
+                                     cell_predictive_sample, predictive_cache_at)
 
 
 @njit(cache=True)
@@ -117,22 +118,27 @@ def sequential_allocation(t, p, x, alpha, order, labels, stats, counts, sample, 
     proportional to ``n_c p(x | c)``, a new one to ``alpha p(x)``. ``sample``:
     draw ``labels`` (returned in order of first appearance along ``order``);
     otherwise score the given ``labels``. Returns ``log q(labels)``.
-    ``stats`` (n + 1, n_stats) and ``counts`` (n + 1) are scratch.
+    ``stats`` (n + 1, 2 n_stats) and ``counts`` (n + 1) are scratch: each cluster's
+    statistics, then its one-cell predictive constants.
     """
     if sample:
         np.random.seed(seed)
     n = x.size
     relabel = np.full(n + 1, -1, np.int64)
     weights = np.empty(n + 1)
+    n_stats = stats.shape[1] // 2
     stats[:, :] = 0.0
     counts[:] = 0.0
+    predictive_cache_at(t, p, 0, stats[0], 0, stats[0], n_stats)
     k = 0
     log_q = 0.0
+    log_alpha = math.log(alpha)
     for pos in range(n):
         i = order[pos]
-        for c in range(k):
-            weights[c] = math.log(counts[c]) + cell_log_predictive(t, p, stats[c], x[i])
-        weights[k] = math.log(alpha) + cell_log_predictive(t, p, stats[k], x[i])
+        for c in range(k + 1):
+            weights[c] = ((math.log(counts[c]) if c < k else log_alpha)
+                          + cached_log_predictive_at(t, p, 0, stats[c], 0, stats[c], n_stats,
+                                                     x[i]))
         largest = -np.inf
         for c in range(k + 1):
             if weights[c] > largest:
@@ -158,6 +164,9 @@ def sequential_allocation(t, p, x, alpha, order, labels, stats, counts, sample, 
         log_q += weights[chosen] - log_norm
         if chosen == k:
             k += 1
-        cell_add(t, p, stats[chosen], x[i], 1.0)
+            predictive_cache_at(t, p, 0, stats[k], 0, stats[k], n_stats)
+        if x[i] == x[i]:
+            cell_add(t, p, stats[chosen], x[i], 1.0)
+            predictive_cache_at(t, p, 0, stats[chosen], 0, stats[chosen], n_stats)
         counts[chosen] += 1.0
     return log_q

@@ -242,7 +242,7 @@ def split_merge_column(model, state, j, rng):
     t, p = model.code(j), state.column_params[j]
     x = model.data[:, j]
     order = rng.permutation(n).astype(np.int64)
-    stats = np.zeros((n + 1, model.cells[j].n_stats))
+    stats = np.zeros((n + 1, 2 * model.cells[j].n_stats))
     counts = np.zeros(n + 1)
     sizes = np.array([len(view.columns) for view in state.views])
     view_prior = CRP(state.alpha_views)
