@@ -207,3 +207,20 @@ def sum_block_log_marginals(params, table):
         for g in range(n_groups):
             total += table[r, g * width + width - 1]
     return total
+
+
+@njit(cache=True)
+def cache_groups(params, stats, groups):
+    """The cached values of the blocks of ``groups`` in every row of ``stats`` (new groups)."""
+    for r in range(stats.shape[0]):
+        for g in groups:
+            _cache_block(params, stats[r], g, False)
+
+
+@njit(cache=True)
+def copy_groups(old, new, origin, kept, length):
+    """``new[r, kept[k], :length] = old[r, origin[k], :length]`` for every row ``r`` (3-d arrays)."""
+    for r in range(min(old.shape[0], new.shape[0])):
+        for k in range(kept.size):
+            for s in range(length):
+                new[r, kept[k], s] = old[r, origin[k], s]

@@ -10,7 +10,7 @@ One sweep (Mansinghka et al. 2016, Sec. 3):
 
 1. rows: in each view, the engine's DP-mixture scan (Neal's Algorithm 3 plus
    split-merge, :func:`.sampler.sweep`) with the cell-block likelihood over the
-   view's columns (:class:`~sklearn_trellis.models.cell_blocks.CellBlockLikelihood`);
+   view's columns (:class:`~sklearn_trellis.models.cell_blocks.CellBlocks`);
 2. columns: each column in turn is reassigned among the existing views and
    ``n_aux`` auxiliary views whose row partitions are drawn from the prior
    (Neal's Algorithm 8 over views; a column alone in its view offers that view
@@ -25,8 +25,9 @@ One sweep (Mansinghka et al. 2016, Sec. 3):
    hyperpriors (Escobar & West), when they are learned.
 
 Every view is a :class:`.sampler.GibbsState` of its own cell-block likelihood
-(one group per column of the view); a column move rebuilds the two views it
-touches from their row labels.
+(one group per column of the view); a column move carries the two views it
+touches over to their new column sets (the blocks of the other columns and the
+items' cached statistics move along; only the moving column's cells are read).
 """
 
 import time
@@ -170,10 +171,30 @@ def _column_stats(model, state, j, labels, n_slots, params=None):
 
 
 def _rebuild(model, state, v, columns):
-    """View ``v`` with a new column set, keeping its row partition and concentration."""
+    """View ``v`` with a new column set, keeping its row partition and concentration.
+
+    The state is carried over (:meth:`.CellBlocks.carry_state`): the blocks of the
+    columns that stay keep their statistics and cached values, and only a joining
+    column's cells are read.
+    """
     view = state.views[v]
-    state.views[v] = make_view(model, columns, view.state.labels, view.state.alpha,
-                               state.column_params)
+    columns = sorted(columns)
+    position = {j: g for g, j in enumerate(view.columns)}
+    source = [position.get(j, -1) for j in columns]
+    likelihood = view.likelihood.rearranged(source, [model.cells[j] for j in columns])
+    params = likelihood.kernel_params([state.column_params[j] for j in columns])
+    st = view.state
+    n = st.labels.size
+    new_blocks, new_items = {}, {}
+    for c, j in enumerate(columns):
+        if source[c] < 0:
+            new_blocks[c] = _column_stats(model, state, j, st.labels, st.capacity)
+            # one row per item: each item's own cell statistics
+            new_items[c] = _column_stats(model, state, j, np.arange(n), n)
+    st.stats, st.work = likelihood.carry_state(view.likelihood, source, params, st.stats,
+                                               st.work, new_blocks, new_items)
+    st.params = params
+    state.views[v] = View(columns, likelihood, np.ascontiguousarray(model.data[:, columns]), st)
 
 
 def move_column(model, state, j, rng):
