@@ -173,7 +173,7 @@ def blocks_log_cluster(params, stats, shared, c):
     return total
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def blocks_refresh(params, data, labels, stats, shared, active, n_active):
     """Recompute the occupied slots from their items (no drift of float sums; new params)."""
     width = int(params[2])

@@ -30,7 +30,9 @@ touches over to their new column sets (the blocks of the other columns and the
 items' cached statistics move along; only the moving column's cells are read).
 """
 
+import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -45,6 +47,8 @@ _MAX_SEED = np.iinfo(np.int32).max
 
 #: Split-merge proposals per view and sweep (row moves).
 ROW_SPLIT_MERGE = 2
+#: Threads running the views' row steps (each view its own seed: results do not depend on it).
+ROW_THREADS = os.cpu_count() or 1
 #: Columns (a random subset) given a column split-merge proposal per sweep: each costs a
 #: sequential allocation of every row, the dearest step on tall tables.
 COLUMN_SPLIT_MERGE = 10
@@ -314,11 +318,35 @@ def resample_column_params(model, state, rng):
                 state.column_params[j] = np.asarray(p, np.float64)
 
 
-def sweep(model, state, rng, *, n_split_merge=ROW_SPLIT_MERGE):
+def _row_sweep(view, seed, n_split_merge):
+    sampler.sweep(view.state, view.likelihood, CRP(view.alpha).kernel_params(), view.data,
+                  np.random.RandomState(seed), n_split_merge=n_split_merge)
+
+
+def sweep_rows(state, rng, *, n_split_merge=ROW_SPLIT_MERGE, n_threads=None):
+    """The row step of every view; the views are independent given the columns.
+
+    Each view gets its own seed, drawn from ``rng`` in the order of the views, so the
+    result does not depend on ``n_threads`` (default ``ROW_THREADS``): the views' scans
+    run on that many threads (the kernels release the GIL), the largest views first.
+    """
+    seeds = rng.randint(_MAX_SEED, size=len(state.views))
+    n_threads = min(ROW_THREADS if n_threads is None else n_threads, len(state.views))
+    if n_threads <= 1:
+        for view, seed in zip(state.views, seeds):
+            _row_sweep(view, seed, n_split_merge)
+        return
+    sampler._engine(state.views[0].likelihood)   # compiled (or loaded) once, not per thread
+    order = sorted(range(len(state.views)), key=lambda v: -len(state.views[v].columns))
+    with ThreadPoolExecutor(n_threads) as pool:
+        for done in [pool.submit(_row_sweep, state.views[v], seeds[v], n_split_merge)
+                     for v in order]:
+            done.result()
+
+
+def sweep(model, state, rng, *, n_split_merge=ROW_SPLIT_MERGE, n_threads=None):
     """One CrossCat sweep: rows of every view, columns, column hyperparameters, concentrations."""
-    for view in state.views:
-        sampler.sweep(view.state, view.likelihood, CRP(view.alpha).kernel_params(), view.data,
-                      rng, n_split_merge=n_split_merge)
+    sweep_rows(state, rng, n_split_merge=n_split_merge, n_threads=n_threads)
     for j in rng.permutation(model.n_columns):
         move_column(model, state, int(j), rng)
     for j in rng.permutation(model.n_columns)[:COLUMN_SPLIT_MERGE]:
@@ -459,4 +487,5 @@ def view_predictives(model, sample, data_new):
 __all__ = ["ConcentrationPrior", "ViewPredictive", "view_predictives", "CrossCatModel",
            "CrossCatState", "CrossCatSample", "View", "make_view", "new_crosscat_state",
            "move_column", "split_merge_column", "resample_column_params", "sweep", "log_joint",
-           "snapshot", "run_chain", "run_chains", "ROW_SPLIT_MERGE", "COLUMN_SPLIT_MERGE"]
+           "snapshot", "run_chain", "run_chains", "sweep_rows", "ROW_SPLIT_MERGE",
+           "COLUMN_SPLIT_MERGE", "ROW_THREADS"]
