@@ -16,12 +16,20 @@ block's ``log_marginal`` and scores an item's cells by the marginal difference
 ``log m(block + cells) - log m(block)``.
 
 ``work``: the prepared item's statistics per group (``G * S``), ``S`` entries of
-scratch, ``1 + index`` of the prepared item (0: none), then, when it is longer, a
+scratch, ``1 + index`` of the prepared item (0: none), ``1 + slot`` and ``1 + item`` of
+the row saved by the last ``remove`` (0: none), that row (``G * W``), then, when it is longer, a
 cache of the first ``m`` items' group statistics: ``m`` flags (1: cached) and ``m``
 rows of ``G * S`` (``m`` follows from the length). An item's statistics depend on
 its cells and the grouping only (the gridded hyperparameters do not enter them), so
 a state's cache stays valid while it lives and ``prepare`` is a copy of ``G * S``
 numbers after the first.
+
+The saved row makes a Gibbs scan's common case cheap: an item removed from its
+cluster and put back into it gets the cluster's row as it was (exactly the state
+before the removal) instead of a second update. Any other ``add`` or ``remove``
+forgets the saved row, and the engines change rows only through them or on slots
+that are empty (``reset``) or hold other items, so a restore always finds the row it
+saved.
 """
 
 from numba import njit
@@ -79,10 +87,17 @@ def blocks_reset(params, stats, c):
 
 
 @njit(cache=True)
+def _head(params):
+    """Offset of the items' cache in ``work``."""
+    n_groups, width, n_stats = int(params[0]), int(params[2]), int(params[4])
+    return n_groups * (n_stats + width) + n_stats + 3
+
+
+@njit(cache=True)
 def _prepare(params, data, work, i):
     n_groups, n_stats = int(params[0]), int(params[4])
     size = n_groups * n_stats
-    head = size + n_stats + 1
+    head = _head(params)
     n_cached = (work.size - head) // (size + 1)
     if i < n_cached and work[head + i] != 0.0:
         start = head + n_cached + i * size
@@ -107,9 +122,24 @@ def blocks_prepare(params, data, labels, stats, shared, work, i):
 def _update(params, data, stats, work, c, i, sign):
     n_groups, width, n_stats = int(params[0]), int(params[2]), int(params[4])
     row = stats[c]
-    if work[n_groups * n_stats + n_stats] != i + 1.0:
+    prepared = n_groups * n_stats + n_stats
+    if work[prepared] != i + 1.0:
         # not prepared (the whole-data helpers of ClusterLikelihood add without prepare)
         _prepare(params, data, work, i)
+    saved = prepared + 1
+    n_row = n_groups * width
+    if sign > 0.0 and work[saved] == c + 1.0 and work[saved + 1] == i + 1.0:
+        # the item goes back where the last remove took it from
+        for s in range(n_row):
+            row[s] = work[saved + 2 + s]
+        work[saved] = 0.0
+        return
+    work[saved] = 0.0
+    if sign < 0.0:
+        for s in range(n_row):
+            work[saved + 2 + s] = row[s]
+        work[saved] = c + 1.0
+        work[saved + 1] = i + 1.0
     for g in range(n_groups):
         item = g * n_stats
         if work[item] == 0.0:
@@ -137,25 +167,27 @@ def blocks_remove(params, data, stats, shared, work, c, i):
 @njit(cache=True)
 def blocks_log_predictive(params, data, stats, shared, work, c, i):
     """``sum_g log p(item's cells of g | block (c, g))`` (the item prepared)."""
-    n_groups, width, n_stats = int(params[0]), int(params[2]), int(params[4])
+    n_groups, width, q, n_stats = int(params[0]), int(params[2]), int(params[3]), int(params[4])
+    start = _HEADER + int(params[1])
     scratch = n_groups * n_stats
+    row = stats[c]
+    cells = data[i]
     total = 0.0
     for g in range(n_groups):
         item = g * n_stats
         if work[item] == 0.0:
             continue
         base = g * width
-        p0 = _param_start(params, g)
+        p0 = start + g * q
         code = int(params[p0])
         column = int(params[p0 + 1])
         if column >= 0:
-            total += cached_log_predictive_at(code, params, p0 + 2, stats[c], base, stats[c],
-                                              base + n_stats, data[i, column])
+            total += cached_log_predictive_at(code, params, p0 + 2, row, base, row,
+                                              base + n_stats, cells[column])
             continue
         for s in range(n_stats):
-            work[scratch + s] = stats[c, base + s] + work[item + s]
-        total += (log_marginal_at(code, params, p0 + 2, work, scratch)
-                  - stats[c, base + width - 1])
+            work[scratch + s] = row[base + s] + work[item + s]
+        total += log_marginal_at(code, params, p0 + 2, work, scratch) - row[base + width - 1]
     return total
 
 

@@ -140,7 +140,7 @@ def log_predictive_at(code, params, p0, stats, s0, x):
 #
 # - normal: Student-t with ``2 a_n`` dof, ``[lgamma(a_n + 1/2) - lgamma(a_n) + log(r / pi) / 2,
 #   location - m0, r]`` with ``r = kappa_n / (2 b_n (kappa_n + 1))``; ``log p = c0 -
-#   (a_n + 1/2) log1p(r (y - loc)^2)``;
+#   (a_n + 1/2) log(1 + r (y - loc)^2)``;
 # - bernoulli: ``[log p(0), log p(1)]``;
 # - poisson: negative binomial, ``[a_n log(b_n / (b_n + 1)), log(b_n + 1)]``; ``log p =
 #   log(Gamma(a_n + x) / (Gamma(a_n) x!)) + c0 - x c1`` (a product of ``x`` ratios for small ``x``);
@@ -150,7 +150,7 @@ _LOG_PI = math.log(math.pi)
 _SMALL_COUNT = 12
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def predictive_cache_at(code, params, p0, stats, s0, cache, c0):
     """Fill ``cache[c0:]`` with the one-cell predictive constants of the cells ``stats[s0:]``."""
     n = stats[s0]
@@ -180,15 +180,15 @@ def predictive_cache_at(code, params, p0, stats, s0, cache, c0):
         cache[c0 + k] = math.log(params[p0 + 1] + n)
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def cached_log_predictive_at(code, params, p0, stats, s0, cache, c0, x):
     """``log_predictive_at`` from the constants :func:`predictive_cache_at` left in ``cache[c0:]``."""
     if x != x:
         return 0.0
     if code == NORMAL:
         d = x - params[p0] - cache[c0 + 1]
-        return cache[c0] - (params[p0 + 2] + 0.5 * stats[s0] + 0.5) * math.log1p(
-            cache[c0 + 2] * d * d)
+        return cache[c0] - (params[p0 + 2] + 0.5 * stats[s0] + 0.5) * math.log(
+            1.0 + cache[c0 + 2] * d * d)
     if code == BERNOULLI:
         return cache[c0 + 1] if x != 0.0 else cache[c0]
     if code == POISSON:

@@ -222,11 +222,11 @@ class CellBlocks(ClusterLikelihood):
         kb.cache_groups(params, table, np.array(added, np.int64))
         # the items' cache: flags, then one row of G * S statistics per item
         old_size = old_g * old_s
-        old_head = old_size + old_s + 1
+        old_head = old_size + old_s + 3 + old_g * previous._width
         old_m = (work.size - old_head) // (old_size + 1)
         new_work = np.zeros(max(1, self.work_size(capacity)))
         size = g * s
-        head = size + s + 1
+        head = size + s + 3 + g * self._width
         m = (new_work.size - head) // (size + 1)
         if m > 0:
             shared = min(m, old_m)
@@ -253,7 +253,8 @@ class CellBlocks(ClusterLikelihood):
         """Item scratch, plus the cache of the items' group statistics (``n_cached_items``)."""
         size = self.n_groups_ * self._n_cell_stats
         cached = min(self.n_cached_items_, MAX_CACHE_ENTRIES // max(size + 1, 1))
-        return size + self._n_cell_stats + 1 + cached * (size + 1)
+        head = size + self._n_cell_stats + 3 + self.n_groups_ * self._width
+        return head + cached * (size + 1)
 
     # -- parameters --------------------------------------------------------------
     def kernel_params(self, cell_params=None):
