@@ -323,14 +323,16 @@ def _row_sweep(view, seed, n_split_merge):
                   np.random.RandomState(seed), n_split_merge=n_split_merge)
 
 
-def sweep_rows(state, rng, *, n_split_merge=ROW_SPLIT_MERGE, n_threads=None):
+def sweep_rows(state, rng, *, n_split_merge=None, n_threads=None):
     """The row step of every view; the views are independent given the columns.
 
     Each view gets its own seed, drawn from ``rng`` in the order of the views, so the
     result does not depend on ``n_threads`` (default ``ROW_THREADS``): the views' scans
     run on that many threads (the kernels release the GIL), the largest views first.
+    ``n_split_merge``: row split-merge proposals per view (default ``ROW_SPLIT_MERGE``).
     """
     seeds = rng.randint(_MAX_SEED, size=len(state.views))
+    n_split_merge = ROW_SPLIT_MERGE if n_split_merge is None else n_split_merge
     n_threads = min(ROW_THREADS if n_threads is None else n_threads, len(state.views))
     if n_threads <= 1:
         for view, seed in zip(state.views, seeds):
@@ -344,7 +346,7 @@ def sweep_rows(state, rng, *, n_split_merge=ROW_SPLIT_MERGE, n_threads=None):
             done.result()
 
 
-def sweep(model, state, rng, *, n_split_merge=ROW_SPLIT_MERGE, n_threads=None):
+def sweep(model, state, rng, *, n_split_merge=None, n_threads=None):
     """One CrossCat sweep: rows of every view, columns, column hyperparameters, concentrations."""
     sweep_rows(state, rng, n_split_merge=n_split_merge, n_threads=n_threads)
     for j in rng.permutation(model.n_columns):
