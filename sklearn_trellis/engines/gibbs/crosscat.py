@@ -45,9 +45,8 @@ from . import sampler
 
 _MAX_SEED = np.iinfo(np.int32).max
 
-#: Split-merge proposals per view and sweep (row moves; one keeps the row ARI of two on the
-#: planted tables of benchmarks/bench_crosscat.py at a fifth less row-step time).
-ROW_SPLIT_MERGE = 1
+#: Split-merge proposals per view and sweep (row moves).
+ROW_SPLIT_MERGE = 2
 #: Threads running the views' row steps (each view its own seed: results do not depend on it).
 ROW_THREADS = os.cpu_count() or 1
 #: Columns (a random subset) given a column split-merge proposal per sweep: each costs a
