@@ -44,6 +44,11 @@ cell statistics of every block of a partition (the last entry of each is the
 block's ``log_marginal``), ``partition_log_likelihood(data, labels)`` the sum
 of the block marginals.
 
+With one group per column (CrossCat's views), ``rearranged(source, cells)``
+is a fitted copy over other columns (kept ones by index, new ones with their
+cell models) and ``carry_state`` lays a state's ``stats`` and ``work`` out for
+it: a column moving between views does not rebuild the two views.
+
 ``log_predictive`` reads the item's statistics that ``prepare`` put in
 ``work`` (the engine always prepares an item before scoring it), so the
 engine's ``predictive_log_weights`` (new rows, no ``prepare``) does not apply.
