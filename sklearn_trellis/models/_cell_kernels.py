@@ -28,7 +28,11 @@ code   model        params                           stats
 type code (for likelihoods mixing cell types, e.g. CrossCat's columns);
 ``accumulate_at``, ``log_marginal_at`` and ``log_predictive_at`` are the same
 on offsets into flat arrays (no array views in hot loops), and every kernel
-above is one of them at offset 0.
+above is one of them at offset 0. ``predictive_cache_at`` and
+``cached_log_predictive_at`` (``cell_predictive_cache``,
+``cell_cached_log_predictive``) give the same predictive from at most
+``n_stats`` cached constants of a block, for code that scores many cells
+against a block between its changes.
 The formulas of the Normal-Gamma, Beta-Bernoulli and Dirichlet marginals are
 those of :mod:`._conjugate_kernels`, shared.
 """
@@ -127,6 +131,79 @@ def log_predictive_at(code, params, p0, stats, s0, x):
     return math.log((params[p0 + 2 + k] + stats[s0 + 1 + k]) / (params[p0 + 1] + n))
 
 
+# ---------------------------------------------------------------- cached one-cell predictive
+# ``log_predictive_at`` is a difference of two marginals (several lgamma). A block that is
+# scored many times between changes (a Gibbs scan scores every item against every
+# cluster) caches the constants of its one-cell posterior predictive instead, at most
+# ``n_stats`` numbers (:func:`predictive_cache_at`, O(1) work after each change), and then
+# scores a cell with a few flops and at most one log (:func:`cached_log_predictive_at`):
+#
+# - normal: Student-t with ``2 a_n`` dof, ``[lgamma(a_n + 1/2) - lgamma(a_n) + log(r / pi) / 2,
+#   location - m0, r]`` with ``r = kappa_n / (2 b_n (kappa_n + 1))``; ``log p = c0 -
+#   (a_n + 1/2) log(1 + r (y - loc)^2)``;
+# - bernoulli: ``[log p(0), log p(1)]``;
+# - poisson: negative binomial, ``[a_n log(b_n / (b_n + 1)), log(b_n + 1)]``; ``log p =
+#   log(Gamma(a_n + x) / (Gamma(a_n) x!)) + c0 - x c1`` (a product of ``x`` ratios for small ``x``);
+# - categorical: ``[log(beta_c + n_c) for each c, log(sum(beta) + n)]``.
+_LOG_PI = math.log(math.pi)
+#: Largest Poisson count whose ``Gamma(a + x) / (Gamma(a) x!)`` is a product of ratios.
+_SMALL_COUNT = 12
+
+
+@njit(cache=True, inline='always')
+def predictive_cache_at(code, params, p0, stats, s0, cache, c0):
+    """Fill ``cache[c0:]`` with the one-cell predictive constants of the cells ``stats[s0:]``."""
+    n = stats[s0]
+    if code == NORMAL:
+        kappa = params[p0 + 1] + n
+        a = params[p0 + 2] + 0.5 * n
+        s1 = stats[s0 + 1]
+        b = params[p0 + 3] + 0.5 * max(stats[s0 + 2] - s1 * s1 / kappa, 0.0)
+        r = kappa / (2.0 * b * (kappa + 1.0))
+        cache[c0] = math.lgamma(a + 0.5) - math.lgamma(a) + 0.5 * (math.log(r) - _LOG_PI)
+        cache[c0 + 1] = s1 / kappa
+        cache[c0 + 2] = r
+    elif code == BERNOULLI:
+        a, b, n1 = params[p0], params[p0 + 1], stats[s0 + 1]
+        log_total = math.log(a + b + n)
+        cache[c0] = math.log(b + n - n1) - log_total
+        cache[c0 + 1] = math.log(a + n1) - log_total
+    elif code == POISSON:
+        rate = params[p0 + 1] + n
+        log_next = math.log(rate + 1.0)
+        cache[c0] = (params[p0] + stats[s0 + 1]) * (math.log(rate) - log_next)
+        cache[c0 + 1] = log_next
+    else:
+        k = int(params[p0])
+        for c in range(k):
+            cache[c0 + c] = math.log(params[p0 + 2 + c] + stats[s0 + 1 + c])
+        cache[c0 + k] = math.log(params[p0 + 1] + n)
+
+
+@njit(cache=True, inline='always')
+def cached_log_predictive_at(code, params, p0, stats, s0, cache, c0, x):
+    """``log_predictive_at`` from the constants :func:`predictive_cache_at` left in ``cache[c0:]``."""
+    if x != x:
+        return 0.0
+    if code == NORMAL:
+        d = x - params[p0] - cache[c0 + 1]
+        return cache[c0] - (params[p0 + 2] + 0.5 * stats[s0] + 0.5) * math.log(
+            1.0 + cache[c0 + 2] * d * d)
+    if code == BERNOULLI:
+        return cache[c0 + 1] if x != 0.0 else cache[c0]
+    if code == POISSON:
+        a = params[p0] + stats[s0 + 1]
+        if x <= _SMALL_COUNT:
+            ratio = 1.0
+            for m in range(int(x)):
+                ratio *= (a + m) / (m + 1.0)
+            head = math.log(ratio)
+        else:
+            head = math.lgamma(a + x) - math.lgamma(a) - math.lgamma(x + 1.0)
+        return head + cache[c0] - x * cache[c0 + 1]
+    return cache[c0 + int(x)] - cache[c0 + int(params[p0])]
+
+
 # ---------------------------------------------------------------- the per-type kernels
 @njit(cache=True)
 def normal_add_cell(params, stats, x, weight):
@@ -205,6 +282,18 @@ def cell_log_marginal(code, params, stats):
 def cell_log_predictive(code, params, stats, x):
     """``log_predictive`` of the cell model with type ``code``."""
     return log_predictive_at(code, params, 0, stats, 0, x)
+
+
+@njit(cache=True)
+def cell_predictive_cache(code, params, stats, cache):
+    """The one-cell predictive constants of ``stats`` into ``cache`` (``n_stats`` entries)."""
+    predictive_cache_at(code, params, 0, stats, 0, cache, 0)
+
+
+@njit(cache=True)
+def cell_cached_log_predictive(code, params, stats, cache, x):
+    """``cell_log_predictive`` from the constants of :func:`cell_predictive_cache`."""
+    return cached_log_predictive_at(code, params, 0, stats, 0, cache, 0, x)
 
 
 @njit(cache=True)

@@ -39,17 +39,22 @@ theirs); ``cell_params(params)`` unpacks it; ``resample_params`` draws each
 cell model's grid hyperparameters from their exact conditional posterior given
 all the blocks that use that model (the mechanism of the conjugate
 likelihoods); ``hyperparameter_grid()`` is the product of the cell models'
-grids; ``block_statistics(data, labels)`` returns the ``(K, G, W)`` cell
-statistics of every block of a partition (the last entry of each is the
+grids; ``block_statistics(data, labels)`` returns the ``(K, G, S + 1)``
+cell statistics of every block of a partition (the last entry of each is the
 block's ``log_marginal``), ``partition_log_likelihood(data, labels)`` the sum
 of the block marginals.
+
+With one group per column (CrossCat's views), ``rearranged(source, cells)``
+is a fitted copy over other columns (kept ones by index, new ones with their
+cell models) and ``carry_state`` lays a state's ``stats`` and ``work`` out for
+it: a column moving between views does not rebuild the two views.
 
 ``log_predictive`` reads the item's statistics that ``prepare`` put in
 ``work`` (the engine always prepares an item before scoring it), so the
 engine's ``predictive_log_weights`` (new rows, no ``prepare``) does not apply.
 ``work`` also caches the group statistics of the first ``n_cached_items_``
 items (the rows of the ``X`` given to ``fit``), so that a Gibbs scan or a
-split-merge proposal reads ``G * W`` numbers per item instead of its ``D``
+split-merge proposal reads ``G * S`` numbers per item instead of its ``D``
 cells; the items' statistics do not depend on the gridded hyperparameters.
 """
 
@@ -142,8 +147,10 @@ class CellBlocks(ClusterLikelihood):
         self.n_groups_ = n_groups
         self.n_features_in_ = d
         self.n_cached_items_ = X.shape[0]
-        self._width = 1 + max(model.n_stats for model in cells)
-        self._param_width = 1 + max(model.kernel_params().size for model in cells)
+        self._n_cell_stats = max(model.n_stats for model in cells)
+        # per block: cell statistics, one-cell predictive constants, log_marginal
+        self._width = 2 * self._n_cell_stats + 1
+        self._param_width = 2 + max(model.kernel_params().size for model in cells)
         return self
 
     def with_groups(self, column_groups):
@@ -168,6 +175,76 @@ class CellBlocks(ClusterLikelihood):
         copy.group_cells_ = np.zeros(copy.n_groups_, np.int64)
         return copy
 
+    def rearranged(self, source, cells):
+        """A fitted copy over other columns, one group per column (CrossCat's column moves).
+
+        Column ``c`` of the copy is this likelihood's column ``source[c]``, or, when
+        ``source[c] < 0``, a new column with the fitted cell model ``cells[c]`` (its
+        cells validated by the caller). Needs one group and one cell model per column.
+        """
+        self._check_fitted()
+        d = self.n_features_in_
+        if not (self.n_groups_ == d and np.array_equal(self.column_groups_, np.arange(d))
+                and len(self.cells_) == d and np.array_equal(self.group_cells_, np.arange(d))):
+            raise ValueError("rearranged needs one group and one cell model per column.")
+        models = [self.cells_[s] if s >= 0 else cells[c] for c, s in enumerate(source)]
+        copy = CellBlocks(models)
+        copy.cells_ = models
+        copy.n_features_in_ = copy.n_groups_ = len(models)
+        copy.column_groups_ = np.arange(len(models))
+        copy.group_cells_ = np.arange(len(models))
+        copy.n_cached_items_ = self.n_cached_items_
+        copy._n_cell_stats = max(model.n_stats for model in models)
+        copy._width = 2 * copy._n_cell_stats + 1
+        copy._param_width = 2 + max(model.kernel_params().size for model in models)
+        return copy
+
+    def carry_state(self, previous, source, params, stats, work, new_blocks, new_items):
+        """``stats`` and ``work`` of a state of ``previous`` laid out for this likelihood.
+
+        ``self = previous.rearranged(source, ...)``. The blocks of kept columns move with
+        their cached values and the items' cached statistics with them; a new column ``c``
+        brings its cell statistics per slot ``new_blocks[c]`` (``(capacity, n_stats)``,
+        zero rows for free slots) and per item ``new_items[c]`` (``(n_items, n_stats)``);
+        its blocks' cached values are computed with the kernel parameters ``params``.
+        Returns ``(stats, work)``; the row partition and bookkeeping do not change.
+        """
+        capacity = stats.shape[0]
+        old_s, old_g = previous._n_cell_stats, previous.n_groups_
+        s, g = self._n_cell_stats, self.n_groups_
+        both = min(old_s, s)
+        kept = [c for c, k in enumerate(source) if k >= 0]
+        origin = [source[c] for c in kept]
+        added = [c for c, k in enumerate(source) if k < 0]
+        old = stats.reshape(capacity, old_g, previous._width)
+        table = np.zeros((capacity, g, self._width))
+        table[:, kept, :both] = old[:, origin, :both]
+        table[:, kept, s:s + both] = old[:, origin, old_s:old_s + both]
+        table[:, kept, -1] = old[:, origin, -1]
+        for c in added:
+            table[:, c, :new_blocks[c].shape[1]] = new_blocks[c]
+        table = table.reshape(capacity, g * self._width)
+        kb.cache_groups(params, table, np.array(added, np.int64))
+        # the items' cache: flags, then one row of G * S statistics per item
+        old_size = old_g * old_s
+        old_head = old_size + old_s + 3 + old_g * previous._width
+        old_m = (work.size - old_head) // (old_size + 1)
+        new_work = np.zeros(max(1, self.work_size(capacity)))
+        size = g * s
+        head = size + s + 3 + g * self._width
+        m = (new_work.size - head) // (size + 1)
+        if m > 0:
+            shared = min(m, old_m)
+            new_work[head:head + shared] = work[old_head:old_head + shared]
+            items = new_work[head + m:head + m + m * size].reshape(m, g, s)
+            old_items = work[old_head + old_m:old_head + old_m + old_m * old_size].reshape(
+                old_m, old_g, old_s)
+            kb.copy_groups(old_items[:shared], items, np.array(origin, np.int64),
+                           np.array(kept, np.int64), both)
+            for c in added:
+                items[:, c, :new_items[c].shape[1]] = new_items[c][:m]
+        return table, new_work
+
     def _check_fitted(self):
         if not hasattr(self, "cells_"):
             raise ValueError("CellBlocks is not fitted: call fit(X) first.")
@@ -179,9 +256,10 @@ class CellBlocks(ClusterLikelihood):
 
     def work_size(self, capacity):
         """Item scratch, plus the cache of the items' group statistics (``n_cached_items``)."""
-        size = self.n_groups_ * self._width
+        size = self.n_groups_ * self._n_cell_stats
         cached = min(self.n_cached_items_, MAX_CACHE_ENTRIES // max(size + 1, 1))
-        return size + self._width + 1 + cached * (size + 1)
+        head = size + self._n_cell_stats + 3 + self.n_groups_ * self._width
+        return head + cached * (size + 1)
 
     # -- parameters --------------------------------------------------------------
     def kernel_params(self, cell_params=None):
@@ -190,25 +268,30 @@ class CellBlocks(ClusterLikelihood):
         if cell_params is None:
             cell_params = [model.kernel_params() for model in self.cells_]
         d, n_groups, q = self.n_features_in_, self.n_groups_, self._param_width
+        sizes = np.bincount(self.column_groups_, minlength=n_groups)
         blocks = np.zeros((n_groups, q))
+        blocks[:, 1] = -1.0
+        # one-column groups name their column: their kernels score its cell directly
+        single = np.flatnonzero(sizes[self.column_groups_] == 1)
+        blocks[self.column_groups_[single], 1] = single
         for g in range(n_groups):
             m = self.group_cells_[g]
             p = np.asarray(cell_params[m], dtype=np.float64)
             blocks[g, 0] = self.cells_[m].code
-            blocks[g, 1:1 + p.size] = p
-        return np.concatenate([[n_groups, d, self._width, q], self.column_groups_,
-                               blocks.ravel()]).astype(np.float64)
+            blocks[g, 2:2 + p.size] = p
+        return np.concatenate([[n_groups, d, self._width, q, self._n_cell_stats],
+                               self.column_groups_, blocks.ravel()]).astype(np.float64)
 
     def cell_params(self, params):
         """The parameter vector of each cell model inside the kernel vector ``params``."""
         self._check_fitted()
         d, q = self.n_features_in_, self._param_width
-        blocks = np.asarray(params[4 + d:]).reshape(self.n_groups_, q)
+        blocks = np.asarray(params[5 + d:]).reshape(self.n_groups_, q)
         out = [model.kernel_params() for model in self.cells_]
         for m, model in enumerate(self.cells_):
             used = np.flatnonzero(self.group_cells_ == m)
             if used.size:
-                out[m] = blocks[used[0], 1:1 + out[m].size].copy()
+                out[m] = blocks[used[0], 2:2 + out[m].size].copy()
         return out
 
     @property
@@ -278,17 +361,25 @@ class CellBlocks(ClusterLikelihood):
     def partition_log_likelihood(self, data, labels, params=None):
         """``sum_c log m(X_c)`` of the partition ``labels`` of the rows of ``data`` (all blocks)."""
         params = self.kernel_params() if params is None else np.asarray(params, np.float64)
-        table = self.block_statistics(data, labels, params)
-        return float(kb.sum_block_log_marginals(params, table.reshape(table.shape[0], -1)))
+        labels = np.asarray(labels, dtype=np.int64)
+        n_clusters = int(labels.max()) + 1 if labels.size else 0
+        table = np.zeros((n_clusters, self.n_groups_ * self._width))
+        kb.block_table(params, data, labels, n_clusters, table)
+        return float(kb.sum_block_log_marginals(params, table))
 
     def block_statistics(self, data, labels, params=None):
-        """Cell statistics ``(K, G, W)`` of every (cluster, group) block of the partition ``labels``."""
+        """Cell statistics of every (cluster, group) block of the partition ``labels``.
+
+        ``(K, G, S + 1)``: the statistics (zero-padded to the longest ``S``), then the
+        block's ``log_marginal``.
+        """
         params = self.kernel_params() if params is None else np.asarray(params, np.float64)
         labels = np.asarray(labels, dtype=np.int64)
         n_clusters = int(labels.max()) + 1 if labels.size else 0
         out = np.zeros((n_clusters, self.n_groups_ * self._width))
         kb.block_table(params, data, labels, n_clusters, out)
-        return out.reshape(n_clusters, self.n_groups_, self._width)
+        out = out.reshape(n_clusters, self.n_groups_, self._width)
+        return np.concatenate([out[..., :self._n_cell_stats], out[..., -1:]], axis=2)
 
 
 __all__ = ["CellBlocks", "MAX_PRODUCT_GRID", "MAX_CACHE_ENTRIES"]

@@ -209,3 +209,38 @@ def test_unfitted_and_registry_errors():
         make_cell_model(3)
     assert isinstance(make_cell_model("poisson"), PoissonCells)
     assert make_cell_model(BernoulliCells(strength=3.0)).strength == 3.0
+
+
+@pytest.mark.parametrize("name", sorted(CELL_MODELS))
+def test_cached_predictive_equals_the_marginal_difference(name):
+    """The one-cell predictive from cached constants is log m(block + x) - log m(block), at
+    several grid points, with missing cells, along a long random add / remove walk."""
+    rng = np.random.RandomState(7)
+    draws = {"normal": rng.normal(3.0, 2.0, 400),
+             "bernoulli": rng.randint(2, size=400).astype(float),
+             "poisson": np.concatenate([rng.poisson(4.0, 396), [0, 13, 30, 50]]).astype(float),
+             "categorical": rng.randint(4, size=400).astype(float)}
+    values = draws[name]
+    values[rng.rand(values.size) < 0.1] = np.nan
+    model = CELL_MODELS[name]().fit(values)
+    grid = model.hyperparameter_grid()[0]
+    for p in grid[[0, len(grid) // 2, -1]]:
+        stats, cache = np.zeros(model.n_stats), np.zeros(model.n_stats)
+        inside = []
+        for _ in range(1500):
+            ck.cell_predictive_cache(model.code, p, stats, cache)
+            scale = max(1.0, abs(ck.cell_log_marginal(model.code, p, stats)))
+            for x in values[rng.randint(values.size, size=3)]:
+                expected = (ck.cell_log_marginal(model.code, p, stats + ck.values_stats(
+                    model.code, p, np.array([x]), model.n_stats))
+                            - ck.cell_log_marginal(model.code, p, stats))
+                got = ck.cell_cached_log_predictive(model.code, p, stats, cache, x)
+                assert abs(got - expected) <= 1e-12 * scale
+                if np.isnan(x):
+                    assert got == 0.0
+            if inside and rng.rand() < 0.4:   # remove a cell the block holds
+                ck.cell_add(model.code, p, stats, inside.pop(rng.randint(len(inside))), -1.0)
+            else:
+                x = values[rng.randint(values.size)]
+                ck.cell_add(model.code, p, stats, x, 1.0)
+                inside.append(x)

@@ -11,8 +11,10 @@ import math
 import numpy as np
 from numba import njit
 
-from ...models._cell_kernels import (cell_add, cell_log_marginal, cell_log_predictive,
-                                     cell_predictive_mean, cell_predictive_sample)
+from ...models._cell_kernels import (accumulate_at, cached_log_predictive_at, cell_add,
+                                     cell_log_marginal,
+                                     cell_log_predictive, cell_predictive_mean,
+                                     cell_predictive_sample, predictive_cache_at)
 
 
 @njit(cache=True)
@@ -117,36 +119,44 @@ def sequential_allocation(t, p, x, alpha, order, labels, stats, counts, sample, 
     proportional to ``n_c p(x | c)``, a new one to ``alpha p(x)``. ``sample``:
     draw ``labels`` (returned in order of first appearance along ``order``);
     otherwise score the given ``labels``. Returns ``log q(labels)``.
-    ``stats`` (n + 1, n_stats) and ``counts`` (n + 1) are scratch.
+    ``stats`` (n + 1, 2 n_stats) and ``counts`` (n + 1) are scratch: each cluster's
+    statistics, then its one-cell predictive constants.
     """
     if sample:
         np.random.seed(seed)
     n = x.size
     relabel = np.full(n + 1, -1, np.int64)
     weights = np.empty(n + 1)
+    probs = np.empty(n + 1)
+    log_counts = np.empty(n + 1)
+    n_stats = stats.shape[1] // 2
+    width = 2 * n_stats
     stats[:, :] = 0.0
     counts[:] = 0.0
+    flat = stats.ravel()   # offsets instead of a row view per cluster and row
+    predictive_cache_at(t, p, 0, flat, 0, flat, n_stats)
     k = 0
     log_q = 0.0
+    log_counts[0] = math.log(alpha)
     for pos in range(n):
         i = order[pos]
-        for c in range(k):
-            weights[c] = math.log(counts[c]) + cell_log_predictive(t, p, stats[c], x[i])
-        weights[k] = math.log(alpha) + cell_log_predictive(t, p, stats[k], x[i])
         largest = -np.inf
         for c in range(k + 1):
-            if weights[c] > largest:
-                largest = weights[c]
+            w = log_counts[c] + cached_log_predictive_at(t, p, 0, flat, c * width, flat,
+                                                         c * width + n_stats, x[i])
+            weights[c] = w
+            if w > largest:
+                largest = w
         total = 0.0
         for c in range(k + 1):
-            total += math.exp(weights[c] - largest)
-        log_norm = largest + math.log(total)
+            probs[c] = math.exp(weights[c] - largest)
+            total += probs[c]
         if sample:
             u = np.random.random() * total
             chosen = k
             acc = 0.0
             for c in range(k + 1):
-                acc += math.exp(weights[c] - largest)
+                acc += probs[c]
                 if u < acc:
                     chosen = c
                     break
@@ -155,9 +165,14 @@ def sequential_allocation(t, p, x, alpha, order, labels, stats, counts, sample, 
             if relabel[labels[i]] < 0:
                 relabel[labels[i]] = k
             chosen = relabel[labels[i]]
-        log_q += weights[chosen] - log_norm
+        log_q += weights[chosen] - largest - math.log(total)
         if chosen == k:
             k += 1
-        cell_add(t, p, stats[chosen], x[i], 1.0)
+            log_counts[k] = log_counts[k - 1]   # alpha's weight moves to the next new cluster
+            predictive_cache_at(t, p, 0, flat, k * width, flat, k * width + n_stats)
+        if x[i] == x[i]:
+            accumulate_at(t, p, 0, flat, chosen * width, x[i], 1.0)
+            predictive_cache_at(t, p, 0, flat, chosen * width, flat, chosen * width + n_stats)
         counts[chosen] += 1.0
+        log_counts[chosen] = math.log(counts[chosen])
     return log_q

@@ -18,6 +18,8 @@ State arrays (see ``sampler.GibbsState``):
 
 Random numbers come from numba's generator, seeded by ``np.random.seed`` at the
 start of each call with a seed drawn by the driver from the chain's RandomState.
+The scan and split-merge kernels release the GIL (``nogil``): independent states
+(CrossCat's views) run them on threads; numba's generator is per thread.
 """
 
 import math
@@ -111,7 +113,7 @@ def rebuild(params, data, init_labels, labels, counts, active, where, free, meta
     lik_refresh(params, data, labels, stats, shared, active, meta[0])
 
 
-@template
+@template(nogil=True)
 def gibbs_scan(params, pp, data, labels, counts, active, where, free, meta,
                stats, shared, work, order, start, seed, logw):
     """One sequential scan (Neal's Algorithm 3) over ``order[start:]``.
@@ -196,7 +198,7 @@ def _allocate(params, pp, data, labels, stats, shared, work, items, n, ci, cj,
     return log_q
 
 
-@template
+@template(nogil=True)
 def split_merge(params, pp, data, labels, counts, active, where, free, meta,
                 stats, shared, work, fixed, n_proposals, seed):
     """Sequentially-allocated split-merge proposals (Dahl 2003); returns the number accepted.

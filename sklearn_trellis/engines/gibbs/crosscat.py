@@ -10,7 +10,7 @@ One sweep (Mansinghka et al. 2016, Sec. 3):
 
 1. rows: in each view, the engine's DP-mixture scan (Neal's Algorithm 3 plus
    split-merge, :func:`.sampler.sweep`) with the cell-block likelihood over the
-   view's columns (:class:`~sklearn_trellis.models.cell_blocks.CellBlockLikelihood`);
+   view's columns (:class:`~sklearn_trellis.models.cell_blocks.CellBlocks`);
 2. columns: each column in turn is reassigned among the existing views and
    ``n_aux`` auxiliary views whose row partitions are drawn from the prior
    (Neal's Algorithm 8 over views; a column alone in its view offers that view
@@ -25,11 +25,14 @@ One sweep (Mansinghka et al. 2016, Sec. 3):
    hyperpriors (Escobar & West), when they are learned.
 
 Every view is a :class:`.sampler.GibbsState` of its own cell-block likelihood
-(one group per column of the view); a column move rebuilds the two views it
-touches from their row labels.
+(one group per column of the view); a column move carries the two views it
+touches over to their new column sets (the blocks of the other columns and the
+items' cached statistics move along; only the moving column's cells are read).
 """
 
+import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -44,6 +47,8 @@ _MAX_SEED = np.iinfo(np.int32).max
 
 #: Split-merge proposals per view and sweep (row moves).
 ROW_SPLIT_MERGE = 2
+#: Threads running the views' row steps (each view its own seed: results do not depend on it).
+ROW_THREADS = os.cpu_count() or 1
 #: Columns (a random subset) given a column split-merge proposal per sweep: each costs a
 #: sequential allocation of every row, the dearest step on tall tables.
 COLUMN_SPLIT_MERGE = 10
@@ -170,10 +175,30 @@ def _column_stats(model, state, j, labels, n_slots, params=None):
 
 
 def _rebuild(model, state, v, columns):
-    """View ``v`` with a new column set, keeping its row partition and concentration."""
+    """View ``v`` with a new column set, keeping its row partition and concentration.
+
+    The state is carried over (:meth:`.CellBlocks.carry_state`): the blocks of the
+    columns that stay keep their statistics and cached values, and only a joining
+    column's cells are read.
+    """
     view = state.views[v]
-    state.views[v] = make_view(model, columns, view.state.labels, view.state.alpha,
-                               state.column_params)
+    columns = sorted(columns)
+    position = {j: g for g, j in enumerate(view.columns)}
+    source = [position.get(j, -1) for j in columns]
+    likelihood = view.likelihood.rearranged(source, [model.cells[j] for j in columns])
+    params = likelihood.kernel_params([state.column_params[j] for j in columns])
+    st = view.state
+    n = st.labels.size
+    new_blocks, new_items = {}, {}
+    for c, j in enumerate(columns):
+        if source[c] < 0:
+            new_blocks[c] = _column_stats(model, state, j, st.labels, st.capacity)
+            # one row per item: each item's own cell statistics
+            new_items[c] = _column_stats(model, state, j, np.arange(n), n)
+    st.stats, st.work = likelihood.carry_state(view.likelihood, source, params, st.stats,
+                                               st.work, new_blocks, new_items)
+    st.params = params
+    state.views[v] = View(columns, likelihood, np.ascontiguousarray(model.data[:, columns]), st)
 
 
 def move_column(model, state, j, rng):
@@ -242,7 +267,7 @@ def split_merge_column(model, state, j, rng):
     t, p = model.code(j), state.column_params[j]
     x = model.data[:, j]
     order = rng.permutation(n).astype(np.int64)
-    stats = np.zeros((n + 1, model.cells[j].n_stats))
+    stats = np.zeros((n + 1, 2 * model.cells[j].n_stats))
     counts = np.zeros(n + 1)
     sizes = np.array([len(view.columns) for view in state.views])
     view_prior = CRP(state.alpha_views)
@@ -293,11 +318,37 @@ def resample_column_params(model, state, rng):
                 state.column_params[j] = np.asarray(p, np.float64)
 
 
-def sweep(model, state, rng, *, n_split_merge=ROW_SPLIT_MERGE):
+def _row_sweep(view, seed, n_split_merge):
+    sampler.sweep(view.state, view.likelihood, CRP(view.alpha).kernel_params(), view.data,
+                  np.random.RandomState(seed), n_split_merge=n_split_merge)
+
+
+def sweep_rows(state, rng, *, n_split_merge=None, n_threads=None):
+    """The row step of every view; the views are independent given the columns.
+
+    Each view gets its own seed, drawn from ``rng`` in the order of the views, so the
+    result does not depend on ``n_threads`` (default ``ROW_THREADS``): the views' scans
+    run on that many threads (the kernels release the GIL), the largest views first.
+    ``n_split_merge``: row split-merge proposals per view (default ``ROW_SPLIT_MERGE``).
+    """
+    seeds = rng.randint(_MAX_SEED, size=len(state.views))
+    n_split_merge = ROW_SPLIT_MERGE if n_split_merge is None else n_split_merge
+    n_threads = min(ROW_THREADS if n_threads is None else n_threads, len(state.views))
+    if n_threads <= 1:
+        for view, seed in zip(state.views, seeds):
+            _row_sweep(view, seed, n_split_merge)
+        return
+    sampler._engine(state.views[0].likelihood)   # compiled (or loaded) once, not per thread
+    order = sorted(range(len(state.views)), key=lambda v: -len(state.views[v].columns))
+    with ThreadPoolExecutor(n_threads) as pool:
+        for done in [pool.submit(_row_sweep, state.views[v], seeds[v], n_split_merge)
+                     for v in order]:
+            done.result()
+
+
+def sweep(model, state, rng, *, n_split_merge=None, n_threads=None):
     """One CrossCat sweep: rows of every view, columns, column hyperparameters, concentrations."""
-    for view in state.views:
-        sampler.sweep(view.state, view.likelihood, CRP(view.alpha).kernel_params(), view.data,
-                      rng, n_split_merge=n_split_merge)
+    sweep_rows(state, rng, n_split_merge=n_split_merge, n_threads=n_threads)
     for j in rng.permutation(model.n_columns):
         move_column(model, state, int(j), rng)
     for j in rng.permutation(model.n_columns)[:COLUMN_SPLIT_MERGE]:
@@ -438,4 +489,5 @@ def view_predictives(model, sample, data_new):
 __all__ = ["ConcentrationPrior", "ViewPredictive", "view_predictives", "CrossCatModel",
            "CrossCatState", "CrossCatSample", "View", "make_view", "new_crosscat_state",
            "move_column", "split_merge_column", "resample_column_params", "sweep", "log_joint",
-           "snapshot", "run_chain", "run_chains", "ROW_SPLIT_MERGE", "COLUMN_SPLIT_MERGE"]
+           "snapshot", "run_chain", "run_chains", "sweep_rows", "ROW_SPLIT_MERGE",
+           "COLUMN_SPLIT_MERGE", "ROW_THREADS"]
