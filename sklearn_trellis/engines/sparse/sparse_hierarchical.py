@@ -455,17 +455,18 @@ class SparseHierarchicalTrellis:
         root = self.family.root
         if not big[root]:
             return int(counts[root])
-        # Python integers on the vertices whose count overflows int64 only.
-        exact = {}
-        ptr, left, right = self.edge_ptr, self.edge_left, self.edge_right
+        # Python integers on the vertices whose count overflows int64 only; every
+        # vertex's count in one list (Python ints), the edges read as lists.
+        exact = counts.tolist()
+        ptr = self.edge_ptr.tolist()
         allowed = self.edge_log_potential > -np.inf
         for s in np.flatnonzero(big).tolist():
+            first, last = ptr[s], ptr[s + 1]
+            keep = allowed[first:last]
             total = 0
-            for e in range(ptr[s], ptr[s + 1]):
-                if allowed[e]:
-                    a, b = int(left[e]), int(right[e])
-                    total += (exact[a] if big[a] else int(counts[a])) * \
-                        (exact[b] if big[b] else int(counts[b]))
+            for a, b in zip(self.edge_left[first:last][keep].tolist(),
+                            self.edge_right[first:last][keep].tolist()):
+                total += exact[a] * exact[b]
             exact[s] = total
         return exact[root]
 
