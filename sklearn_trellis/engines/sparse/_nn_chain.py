@@ -216,32 +216,42 @@ def _label(Z, n):
         next_label += 1
 
 
-def linkage_matrices(jobs, n_threads=1):
-    """scipy linkage matrices of ``jobs`` = ``[(method, condensed), ...]``.
+def linkage_matrices(jobs, n_threads=2):
+    """scipy linkage matrices of ``jobs`` = ``[(method, condensed), ...]``, in order.
 
-    Average, complete and Ward run :func:`nn_chain_linkage` (no GIL, so
-    ``n_threads > 1`` runs several at once; the chain is bound by memory
-    bandwidth, so that helps little on a busy machine); other methods call
-    :func:`scipy.cluster.hierarchy.linkage`.
+    Average, complete and Ward run :func:`nn_chain_linkage` (no GIL) one
+    after the other, each on its own working copy; other methods (single
+    linkage: scipy's minimum spanning tree, no copy) call
+    :func:`scipy.cluster.hierarchy.linkage` in a background thread meanwhile
+    when ``n_threads >= 2``. No two working copies exist at once.
     """
     from scipy.cluster.hierarchy import linkage
 
-    def run(job):
-        method, condensed = job
+    def chain(condensed, method):
         condensed = np.ascontiguousarray(condensed, dtype=np.float64)
-        if method in NN_CHAIN_METHODS:
-            if not np.all(np.isfinite(condensed)):
-                raise ValueError("The condensed distance matrix must contain only "
-                                 "finite values.")
-            n = int(round((1 + math.sqrt(1 + 8 * condensed.size)) / 2))
-            return nn_chain_linkage(condensed, n, NN_CHAIN_METHODS[method])
-        return linkage(condensed, method=method)
+        if not np.all(np.isfinite(condensed)):
+            raise ValueError("The condensed distance matrix must contain only "
+                             "finite values.")
+        n = int(round((1 + math.sqrt(1 + 8 * condensed.size)) / 2))
+        return nn_chain_linkage(condensed, n, NN_CHAIN_METHODS[method])
 
     jobs = list(jobs)
-    if n_threads <= 1 or len(jobs) <= 1:
-        return [run(job) for job in jobs]
-    with ThreadPoolExecutor(min(n_threads, len(jobs))) as pool:
-        return list(pool.map(run, jobs))
+    others = [k for k, (method, _) in enumerate(jobs) if method not in NN_CHAIN_METHODS]
+    out = [None] * len(jobs)
+    pool = ThreadPoolExecutor(1) if n_threads >= 2 and others else None
+    try:
+        pending = {k: (pool.submit(linkage, jobs[k][1], method=jobs[k][0]) if pool else None)
+                   for k in others}
+        for k, (method, condensed) in enumerate(jobs):
+            if k not in pending:
+                out[k] = chain(condensed, method)
+        for k, future in pending.items():
+            out[k] = future.result() if future is not None else \
+                linkage(jobs[k][1], method=jobs[k][0])
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True)
+    return out
 
 
 __all__ = ["NN_CHAIN_METHODS", "linkage_matrices", "nn_chain_linkage"]

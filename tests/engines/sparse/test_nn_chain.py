@@ -35,8 +35,9 @@ def test_threads_give_the_same_matrices():
     condensed = pdist(rng.normal(size=(300, 4)))
     methods = ["single", "average", "complete", "ward"]
     jobs = [(method, condensed) for method in methods]
-    for got, method in zip(linkage_matrices(jobs, n_threads=2), methods):
-        np.testing.assert_array_equal(got, linkage(condensed, method=method))
+    for n_threads in (1, 2):
+        for got, method in zip(linkage_matrices(jobs, n_threads=n_threads), methods):
+            np.testing.assert_array_equal(got, linkage(condensed, method=method))
     # the input is not modified
     np.testing.assert_array_equal(condensed, pdist(np.random.default_rng(1).normal(size=(300, 4))))
 
