@@ -10,10 +10,12 @@ kernels run the same algorithms in numba and return the same ``children_``:
   its row-major order) and the same updates in the same floating-point order
   (Ward's moments; the weighted mean of average linkage, kept unweighted for
   a neighbour of one side only; the maximum of complete linkage);
-- the same heap: average and complete linkage compare edges by weight alone,
-  so CPython's ``heapq`` algorithm decides between equal weights; it is
-  reproduced step for step (:func:`_sift_down`, :func:`_sift_up`). Ward's heap
-  orders ``(inertia, i, j)`` tuples, a total order;
+- the same merges: Ward's heap orders ``(inertia, i, j)`` tuples, a total
+  order; average and complete linkage compare edges by weight alone, so
+  CPython's ``heapq`` layout decides between equal weights. A fast pass
+  (dead entries dropped, heap kept small) checks at every merge that no two
+  live edges tie; if one does, scikit-learn's heap is reproduced step for
+  step (:func:`_sift_down`, :func:`_sift_up`);
 - single linkage: scipy's minimum spanning tree, labelled as scikit-learn does.
 
 Memory is ``O(edges)``: neighbour lists live in one pool that is compacted
@@ -170,29 +172,59 @@ def _upper_edges(n, indptr, indices, distances):
 
 
 @njit(cache=True)
-def average_complete_tree(n, indptr, indices, distances, complete):
+def _purge(heap, size, used, lexicographic):
+    """Drop the entries of merged clusters and re-heapify; returns the new size."""
+    m = 0
+    for e in range(size):
+        if used[np.int64(heap[e, 1])] and used[np.int64(heap[e, 2])]:
+            heap[m, 0], heap[m, 1], heap[m, 2] = heap[e, 0], heap[e, 1], heap[e, 2]
+            m += 1
+    _heapify(heap, m, lexicographic)
+    return m
+
+
+@njit(cache=True)
+def average_complete_tree(n, indptr, indices, distances, complete, fast):
     """scikit-learn's ``linkage_tree`` (average or complete) on a connected graph.
 
     ``indptr, indices, distances``: the symmetric graph in CSR form, sorted
-    columns, no diagonal, ``distances`` the edge lengths. Returns ``children_``.
+    columns, no diagonal, ``distances`` the edge lengths. Returns
+    ``(children_, done)``.
+
+    scikit-learn's heap keeps the entries of merged clusters (millions at
+    N = 100,000) and compares weights only, so between two live edges of equal
+    weight its own layout decides. ``fast=False`` reproduces that heap step
+    for step. ``fast=True`` drops dead entries whenever they are half the
+    heap (a small heap stays in cache) and checks at every merge that no
+    other live edge has the same weight: then the merge is the one
+    scikit-learn makes whatever its layout. On a tie it stops with
+    ``done=False`` (the caller runs ``fast=False``).
     """
     n_nodes = 2 * n - 1
     children = np.empty((n - 1, 2), np.int64)
     keys, values, start, length, capacity, top = _initial_lists(n, indptr, indices,
                                                                 distances, n_nodes)
     heap, size = _upper_edges(n, indptr, indices, distances)
-    _heapify(heap, size, False)
+    order = fast          # the fast heap orders (weight, a, b): deterministic
+    _heapify(heap, size, order)
     used = np.zeros(n_nodes, np.int64)    # cluster sizes; 0 once merged
     used[:n] = 1
     alive = np.zeros(n_nodes, np.bool_)
     alive[:n] = True
+    purge_at = max(2 * size, 1024)
     for k in range(n, n_nodes):
         while True:                        # heappop until both ends are live clusters
             if size == 0:
                 raise ValueError("The connectivity graph is not connected.")
-            i, j, size = _pop(heap, size, False)
+            w = heap[0, 0]
+            i, j, size = _pop(heap, size, order)
             if used[i] and used[j]:
                 break
+        if fast:
+            while size > 0 and not (used[np.int64(heap[0, 1])] and used[np.int64(heap[0, 2])]):
+                _, _, size = _pop(heap, size, order)
+            if size > 0 and heap[0, 0] == w:      # another live edge of the same weight
+                return children, False
         children[k - n, 0] = j
         children[k - n, 1] = i
         n_i, n_j = used[i], used[j]
@@ -234,8 +266,11 @@ def average_complete_tree(n, indptr, indices, distances, complete):
             col, d = keys[start[k] + q], values[start[k] + q]
             keys, values, top = _append(keys, values, start, length, capacity, alive, k + 1,
                                         top, col, k, d)
-            heap, size = _push(heap, size, d, k, col, False)
-    return children
+            heap, size = _push(heap, size, d, k, col, order)
+        if fast and size > purge_at:
+            size = _purge(heap, size, used, order)
+            purge_at = max(2 * size, 1024)
+    return children, True
 
 
 @njit(cache=True)
@@ -298,6 +333,8 @@ def ward_connected_tree(n, indptr, indices, X):
     used = np.ones(n_nodes, np.bool_)      # as scikit-learn: future clusters count as used
     alive = np.zeros(n_nodes, np.bool_)
     alive[:n] = True
+    used_live = alive            # the live clusters (the heap's entries are among them)
+    purge_at = max(2 * size, 1024)
     root = np.arange(n_nodes)
     seen = np.full(n_nodes, -1, np.int64)
     for k in range(n, n_nodes):
@@ -338,6 +375,9 @@ def ward_connected_tree(n, indptr, indices, X):
             keys, values, top = _append(keys, values, start, length, capacity, alive, k + 1,
                                         top, col, k, 0.0)
             heap, size = _push(heap, size, _ward_distance(m1, m2, k, col), k, col, True)
+        if size > purge_at:     # a total order: dropping dead entries changes no merge
+            size = _purge(heap, size, used_live, True)
+            purge_at = max(2 * size, 1024)
     return children
 
 
@@ -408,8 +448,13 @@ def constrained_tree(name, X, graph, metric="euclidean", distances=None):
         order = np.argsort(mst.data, kind="mergesort")
         return _label_mst(np.asarray(mst.row, np.int64)[order],
                           np.asarray(mst.col, np.int64)[order], n)
-    return average_complete_tree(n, indptr, indices, np.asarray(distances, np.float64),
-                                 name == "complete")
+    distances = np.asarray(distances, np.float64)
+    children, done = average_complete_tree(n, indptr, indices, distances,
+                                           name == "complete", True)
+    if not done:    # a tie between live edges: scikit-learn's own heap decides it
+        children, _ = average_complete_tree(n, indptr, indices, distances,
+                                            name == "complete", False)
+    return children
 
 
 __all__ = ["constrained_tree", "edge_distances"]

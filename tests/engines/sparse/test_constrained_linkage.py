@@ -75,3 +75,24 @@ def test_same_tree_as_sklearn_large(name):
     X, _ = make_blobs(n_samples=3000, n_features=10, centers=20, random_state=0)
     graph = _graph(X, 10)
     np.testing.assert_array_equal(constrained_tree(name, X, graph), _sklearn(name, X, graph))
+
+
+@pytest.mark.parametrize("name", ["average", "complete"])
+def test_fast_pass_and_its_tie_check(name):
+    # the fast pass (small heap) gives scikit-learn's tree when no live edges tie,
+    # and gives up on a tie (the exact heap then decides, as scikit-learn's does)
+    from sklearn_trellis.engines.sparse._constrained_linkage import (average_complete_tree,
+                                                                      edge_distances)
+    cases = dict((case[0], case) for case in _datasets())
+    for label, done_expected in (("gaussian", True), ("ties", False)):
+        _, X, k = cases[label]
+        graph = _graph(X, k)
+        args = (X.shape[0], graph.indptr.astype(np.int64), graph.indices.astype(np.int64),
+                edge_distances(X, graph, "euclidean"), name == "complete")
+        children, done = average_complete_tree(*args, True)
+        assert done is done_expected
+        if done:
+            np.testing.assert_array_equal(children, _sklearn(name, X, graph))
+        exact, done = average_complete_tree(*args, False)
+        assert done
+        np.testing.assert_array_equal(exact, _sklearn(name, X, graph))
