@@ -572,7 +572,6 @@ default='all'
         self.map_tree_ = trellis.map_tree
         self.map_log_potential_ = trellis.map_log_potential
         self.log_partition_function_ = trellis.log_partition_function
-        self.n_trees_ = trellis.n_trees
         self.log10_sparsity_index_ = 0.0
         self.n_trellis_vertices_ = (1 << n) - 1
         self.map_is_exact_ = True
@@ -630,7 +629,6 @@ default='all'
         self._map_children, _, self._row_keys = trellis.tree_children(
             trellis.map_edges, return_vertices=True)
         self.map_tree_ = children_to_tree(self._map_children.tolist(), n)
-        self.n_trees_ = trellis.n_trees
         self.log10_sparsity_index_ = float(trellis.log10_sparsity_index)
         self.n_trellis_vertices_ = int(family.n_vertices)
         self.map_is_exact_ = full
@@ -681,6 +679,16 @@ default='all'
         elif hasattr(self, "distances_"):
             del self.distances_
         self._node_marginals = None
+
+    @property
+    def n_trees_(self):
+        """Number of allowed trees the trellis realises (exact Python int).
+
+        Computed on first access: at N = 10,000 the exact count of a sparse
+        trellis has thousands of digits and takes about a second.
+        """
+        check_is_fitted(self)
+        return self._trellis.n_trees
 
     @property
     def node_marginals_(self):

@@ -19,9 +19,8 @@ satisfy a linear relation, with probability about ``2**-128`` per pair;
 the member lists of equal-hash clusters, so deduplication is exact.
 """
 
-import bisect
-
 import numpy as np
+from numba import njit
 
 from .trees import check_children, leaf_order, tree_to_postorder_children
 
@@ -233,80 +232,263 @@ def _key(hash_pair, size):
     return (int(hash_pair[0]), int(hash_pair[1]), int(size))
 
 
+# -- the builder's compiled core ---------------------------------------------------
+# Records (one per distinct cluster, in order of first appearance) are rows of
+# ``rec``: start, stop (in the item buffer), size, and the records of a
+# construction split (-1: none). ``table`` is an open-addressing hash table of
+# record ids keyed by (hash, size); ``tick`` / ``stamp`` mark items for the
+# exact member comparison of equal keys.
+_START, _STOP, _SIZE, _LEFT, _RIGHT = range(5)
+_COLLISION = -2
+
+
+@njit(cache=True, inline="always")
+def _slot(h0, size, mask):
+    return np.int64((h0 + np.uint64(size) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(1)) & mask
+
+
+@njit(cache=True)
+def _lookup(rec, hashes, table, h0, h1, size):
+    """The record of the cluster with this hash and size, or -1."""
+    mask = table.size - 1
+    slot = _slot(h0, size, mask)
+    while True:
+        r = table[slot]
+        if r < 0:
+            return -1
+        if hashes[r, 0] == h0 and hashes[r, 1] == h1 and rec[r, _SIZE] == size:
+            return r
+        slot = (slot + 1) & mask
+
+
+@njit(cache=True)
+def _insert(rec, hashes, table, n_records, buf, h0, h1, start, stop, left, right,
+            members, lo, hi, stamp, tick, check):
+    """Add a cluster (members ``members[lo:hi]``, stored at ``buf[start:stop]`` if new).
+
+    Returns its record (``n_records`` if new) or ``_COLLISION``. A known cluster
+    gains the split ``(left, right)`` if it had none.
+    """
+    size = stop - start
+    mask = table.size - 1
+    slot = _slot(h0, size, mask)
+    while True:
+        r = table[slot]
+        if r < 0:
+            break
+        if hashes[r, 0] == h0 and hashes[r, 1] == h1 and rec[r, _SIZE] == size:
+            if check:       # the same items (members are distinct, sizes equal)
+                tick[0] += 1
+                t = tick[0]
+                for p in range(rec[r, _START], rec[r, _STOP]):
+                    stamp[buf[p]] = t
+                for p in range(lo, hi):
+                    if stamp[members[p]] != t:
+                        return _COLLISION
+            if rec[r, _LEFT] < 0 and left >= 0:
+                rec[r, _LEFT] = left
+                rec[r, _RIGHT] = right
+            return r
+        slot = (slot + 1) & mask
+    table[slot] = n_records
+    rec[n_records, _START], rec[n_records, _STOP], rec[n_records, _SIZE] = start, stop, size
+    rec[n_records, _LEFT], rec[n_records, _RIGHT] = left, right
+    hashes[n_records, 0], hashes[n_records, 1] = h0, h1
+    return n_records
+
+
+@njit(cache=True)
+def _rehash(rec, hashes, n_records, size):
+    table = np.full(size, -1, np.int64)
+    mask = size - 1
+    for r in range(n_records):
+        slot = _slot(hashes[r, 0], rec[r, _SIZE], mask)
+        while table[slot] >= 0:
+            slot = (slot + 1) & mask
+        table[slot] = r
+    return table
+
+
+@njit(cache=True)
+def _add_tree_nodes(children, n, base, start, stop, codes, rec, hashes, table, n_records,
+                    buf, stamp, tick, tree_records):
+    """One pass over a seed tree's merges (its leaf order is at ``buf[base:base + n]``)."""
+    node_hash = np.empty((2 * n - 1, 2), np.uint64)
+    node_hash[:n] = codes
+    for i in range(n):
+        tree_records[i] = i
+    for node in range(n, 2 * n - 1):
+        a, b = children[node - n, 0], children[node - n, 1]
+        h0 = node_hash[a, 0] + node_hash[b, 0]
+        h1 = node_hash[a, 1] + node_hash[b, 1]
+        node_hash[node, 0], node_hash[node, 1] = h0, h1
+        lo, hi = base + start[node], base + stop[node]
+        r = _insert(rec, hashes, table, n_records, buf, h0, h1, lo, hi, tree_records[a],
+                    tree_records[b], buf, lo, hi, stamp, tick, True)
+        if r == _COLLISION:
+            return -1
+        if r == n_records:
+            n_records += 1
+        tree_records[node] = r
+    return n_records
+
+
+@njit(cache=True)
+def _add_window_unions(piece_items, piece_ptr, codes, rec, hashes, table, n_records, buf,
+                       offset, stamp, tick, roles, window, row):
+    """All unions of a window's pieces (known clusters), in the order of the bit masks.
+
+    Returns ``(n_records, offset)``; ``n_records`` is -1 on a hash collision and
+    -2 - j if piece ``j`` is not in the family.
+    """
+    k = piece_ptr.size - 1
+    full = (1 << k) - 1
+    union_hash = np.zeros((full + 1, 2), np.uint64)
+    union_size = np.zeros(full + 1, np.int64)
+    member_start = np.zeros(full + 1, np.int64)
+    total = 0
+    for mask in range(1, full + 1):
+        for j in range(k):
+            if mask >> j & 1:
+                total += piece_ptr[j + 1] - piece_ptr[j]
+    scratch = np.empty(total, np.int64)
+    fill = 0
+    for j in range(k):
+        mask = 1 << j
+        h0, h1 = np.uint64(0), np.uint64(0)
+        for p in range(piece_ptr[j], piece_ptr[j + 1]):
+            h0 += codes[piece_items[p], 0]
+            h1 += codes[piece_items[p], 1]
+            scratch[fill + p - piece_ptr[j]] = piece_items[p]
+        size = piece_ptr[j + 1] - piece_ptr[j]
+        union_hash[mask, 0], union_hash[mask, 1], union_size[mask] = h0, h1, size
+        member_start[mask] = fill
+        fill += size
+        r = _lookup(rec, hashes, table, h0, h1, size)
+        if r < 0:
+            return -2 - j, offset
+        row[mask] = r
+    for mask in range(3, full + 1):
+        if mask & (mask - 1) == 0:
+            continue
+        top = 0
+        while mask >> (top + 1):
+            top += 1
+        rest = mask ^ (1 << top)
+        piece = 1 << top
+        h0 = union_hash[rest, 0] + union_hash[piece, 0]
+        h1 = union_hash[rest, 1] + union_hash[piece, 1]
+        size = union_size[rest] + union_size[piece]
+        union_hash[mask, 0], union_hash[mask, 1], union_size[mask] = h0, h1, size
+        lo = fill
+        scratch[fill:fill + union_size[rest]] = \
+            scratch[member_start[rest]:member_start[rest] + union_size[rest]]
+        scratch[fill + union_size[rest]:fill + size] = \
+            scratch[member_start[piece]:member_start[piece] + union_size[piece]]
+        member_start[mask] = fill
+        fill += size
+        known = _lookup(rec, hashes, table, h0, h1, size)
+        if mask == full and known >= 0:
+            r = known         # the window's own root: already a member (no check)
+        elif known >= 0:
+            r = _insert(rec, hashes, table, n_records, buf, h0, h1, 0, size, row[rest],
+                        row[piece], scratch, lo, lo + size, stamp, tick, True)
+            if r == _COLLISION:
+                return -1, offset
+        else:
+            buf[offset:offset + size] = scratch[lo:lo + size]
+            r = _insert(rec, hashes, table, n_records, buf, h0, h1, offset, offset + size,
+                        row[rest], row[piece], scratch, lo, lo + size, stamp, tick, False)
+            offset += size
+            n_records += 1
+        if roles[r, 0] < 0:               # the first window role wins
+            roles[r, 0], roles[r, 1] = window, mask
+        row[mask] = r
+    return n_records, offset
+
+
+@njit(cache=True)
+def _missing_splits(build_left, build_right, sizes, starts, stops, buf, hashes, codes, rec,
+                    record_hashes, table, new_id):
+    """``(S - {max S}, {max S})`` for clusters given without a split, when present."""
+    for v in range(sizes.size):
+        if build_left[v] >= 0 or sizes[v] < 2:
+            continue
+        top = buf[starts[v]]
+        for p in range(starts[v], stops[v]):
+            top = max(top, buf[p])
+        r = _lookup(rec, record_hashes, table, hashes[v, 0] - codes[top, 0],
+                    hashes[v, 1] - codes[top, 1], sizes[v] - 1)
+        if r >= 0:
+            build_left[v] = new_id[r]
+            build_right[v] = top
+
+
 class _FamilyBuilder:
-    """Accumulates clusters with deduplication, then numbers them by size."""
+    """Accumulates clusters with deduplication, then numbers them by size.
+
+    The clusters, their hashes and the hash table live in arrays handled by
+    the compiled kernels above (one pass per seed tree, one per window).
+    """
 
     def __init__(self, n_items):
-        self.n_items = n_items
-        self.codes = item_codes(n_items)
-        self.chunks = [np.arange(n_items, dtype=np.int64)]   # singletons live here
-        self.chunk_starts = [0]       # buffer offset of each chunk (records never span two)
-        self.offset = n_items
-        # per cluster: (start, stop, size, hash, build_left key, build_right key)
-        self.records = []
-        self.index = {}
+        n = n_items
+        self.n_items = n
+        self.codes = item_codes(n)
+        self.rec = np.empty((max(4 * n, 16), 5), np.int64)
+        self.hashes = np.empty((self.rec.shape[0], 2), np.uint64)
+        self.roles = np.full((self.rec.shape[0], 2), -1, np.int64)
+        self.buf = np.empty(max(4 * n, 16), np.int64)
+        self.buf[:n] = np.arange(n)
+        self.offset = n
+        self.stamp = np.zeros(n, np.int64)
+        self.tick = np.zeros(1, np.int64)
+        # singletons: records 0..n-1
+        self.rec[:n, _START] = np.arange(n)
+        self.rec[:n, _STOP] = np.arange(1, n + 1)
+        self.rec[:n, _SIZE] = 1
+        self.rec[:n, _LEFT:] = -1
+        self.hashes[:n] = self.codes
+        self.n_records = n
+        self.table = _rehash(self.rec, self.hashes, n, _table_size(n))
         self.trees = []
-        self.tree_keys = []
+        self.tree_records = []
         self.tree_offsets = []
-        self.window_roles = {}        # cluster key -> (window, mask): first role wins
-        self.n_windows = 0
-        self.window_keys = []         # per window: key of the union of each mask
-        for i in range(n_items):
-            self._add(i, i + 1, self.codes[i], None, None, self.chunks[0][i:i + 1])
+        self.window_rows = []
 
-    def _add(self, start, stop, hash_pair, left_key, right_key, members):
-        size = stop - start
-        key = _key(hash_pair, size)
-        known = self.index.get(key)
-        if known is not None:
-            record = self.records[known]
-            other = self._members(record)
-            if not np.array_equal(np.sort(other), np.sort(members)):
-                raise RuntimeError("128-bit cluster hash collision between different "
-                                   "clusters (probability ~1e-38): please report it.")
-            if record[4] is None and left_key is not None:
-                self.records[known] = record[:4] + (left_key, right_key)
-            return key
-        self.index[key] = len(self.records)
-        self.records.append((start, stop, size, hash_pair, left_key, right_key))
-        return key
-
-    def _members(self, record):
-        start, stop = record[0], record[1]
-        # Look the chunk up instead of concatenating: duplicates are frequent.
-        i = bisect.bisect_right(self.chunk_starts, start) - 1
-        base = self.chunk_starts[i]
-        return self.chunks[i][start - base:stop - base]
-
-    def _append(self, items):
-        self.chunk_starts.append(self.offset)
-        self.chunks.append(items)
-        self.offset += items.size
-
-    def _buffer(self):
-        if len(self.chunks) > 1:
-            self.chunks = [np.concatenate(self.chunks)]
-            self.chunk_starts = [0]
-        return self.chunks[0]
+    def _reserve(self, records, items):
+        """Room for ``records`` more clusters and ``items`` more buffer entries."""
+        need = self.n_records + records
+        if need > self.rec.shape[0]:
+            size = max(need, 2 * self.rec.shape[0])
+            for name, fill in (("rec", None), ("hashes", None), ("roles", -1)):
+                old = getattr(self, name)
+                new = np.empty((size, 2 if name != "rec" else 5), old.dtype) if fill is None \
+                    else np.full((size, 2), fill, old.dtype)
+                new[:self.n_records] = old[:self.n_records]
+                setattr(self, name, new)
+        if 2 * need > self.table.size:
+            self.table = _rehash(self.rec, self.hashes, self.n_records, _table_size(need))
+        if self.offset + items > self.buf.size:
+            new = np.empty(max(self.offset + items, 2 * self.buf.size), np.int64)
+            new[:self.offset] = self.buf[:self.offset]
+            self.buf = new
 
     def add_tree(self, children):
         n = self.n_items
-        n_nodes = 2 * n - 1
         order, start, stop = leaf_order(children, n)
+        self._reserve(n, n)
         base = self.offset
         self.tree_offsets.append(base)
-        self._append(order)
-        keys = [_key(self.codes[i], 1) for i in range(n)] + [None] * (n - 1)
-        hashes = np.empty((n_nodes, 2), dtype=np.uint64)
-        hashes[:n] = self.codes
-        with np.errstate(over="ignore"):
-            for node in range(n, n_nodes):
-                a, b = children[node - n]
-                hashes[node] = hashes[a] + hashes[b]
-                keys[node] = self._add(base + start[node], base + stop[node], hashes[node],
-                                       keys[a], keys[b], order[start[node]:stop[node]])
+        self.buf[base:base + n] = order
+        self.offset += n
+        records = np.empty(2 * n - 1, np.int64)
+        self.n_records = _check_collision(_add_tree_nodes(
+            np.ascontiguousarray(children, dtype=np.int64).reshape(-1, 2), n, base, start,
+            stop, self.codes, self.rec, self.hashes, self.table, self.n_records, self.buf,
+            self.stamp, self.tick, records))
         self.trees.append(children)
-        self.tree_keys.append(keys)
+        self.tree_records.append(records)
 
     def add_window(self, pieces):
         """Add every union of the disjoint clusters ``pieces`` (already members)."""
@@ -315,49 +497,22 @@ class _FamilyBuilder:
         if k > 16:
             raise ValueError(f"A window of {k} clusters has {2 ** k - 1} unions; at most "
                              "16 clusters per window.")
-        hashes = [_hash_of(self.codes, piece) for piece in pieces]
-        keys = [_key(h, piece.size) for h, piece in zip(hashes, pieces)]
-        for piece, key in zip(pieces, keys):
-            if key not in self.index:
-                raise ValueError("Every cluster of a window must already be in the family; "
-                                 f"{np.sort(piece)[:10].tolist()}... is not.")
-        # unions[mask] = (hash, size, key, members); a union is built as
-        # (union without its highest piece) + (highest piece).
-        unions = {1 << j: (hashes[j], pieces[j].size, keys[j], pieces[j]) for j in range(k)}
-        full = (1 << k) - 1
-        window = self.n_windows
-        self.n_windows += 1
-        table = [None] * (full + 1)
-        for j in range(k):
-            table[1 << j] = keys[j]
-        self.window_keys.append(table)
-
-        with np.errstate(over="ignore"):
-            for mask in range(3, full + 1):
-                if mask & (mask - 1) == 0:
-                    continue
-                top = mask.bit_length() - 1
-                rest = mask ^ (1 << top)
-                rest_hash, rest_size, rest_key, rest_members = unions[rest]
-                hash_pair = rest_hash + hashes[top]
-                size = rest_size + pieces[top].size
-                key = _key(hash_pair, size)
-                members = np.concatenate([rest_members, pieces[top]]) if mask != full else None
-                self.window_roles.setdefault(key, (window, mask))
-                table[mask] = key
-                if mask == full and key in self.index:
-                    # The window's own root: already a member (no copy, no check).
-                    unions[mask] = (hash_pair, size, key, None)
-                    continue
-                if members is None:
-                    members = np.concatenate([rest_members, pieces[top]])
-                if key in self.index:
-                    self._add(0, size, hash_pair, rest_key, keys[top], members)
-                else:
-                    start = self.offset
-                    self._append(members)
-                    self._add(start, start + size, hash_pair, rest_key, keys[top], members)
-                unions[mask] = (hash_pair, size, key, members)
+        sizes = np.array([piece.size for piece in pieces], dtype=np.int64)
+        ptr = np.zeros(k + 1, np.int64)
+        np.cumsum(sizes, out=ptr[1:])
+        self._reserve(1 << k, (1 << max(k - 1, 0)) * int(ptr[-1]))
+        row = np.full(1 << k, -1, np.int64)
+        items = np.concatenate(pieces) if k else np.zeros(0, np.int64)
+        n_records, self.offset = _add_window_unions(
+            items, ptr, self.codes, self.rec, self.hashes, self.table, self.n_records,
+            self.buf, self.offset, self.stamp, self.tick, self.roles, len(self.window_rows),
+            row)
+        if n_records <= -2:
+            piece = pieces[-2 - n_records]
+            raise ValueError("Every cluster of a window must already be in the family; "
+                             f"{np.sort(piece)[:10].tolist()}... is not.")
+        self.n_records = _check_collision(n_records)
+        self.window_rows.append(row)
 
     def add_cluster(self, cluster):
         items = np.unique(np.asarray(list(cluster), dtype=np.int64))
@@ -367,59 +522,64 @@ class _FamilyBuilder:
             raise ValueError(f"Cluster items must be in 0..{self.n_items - 1}, got "
                              f"{items.tolist()}.")
         hash_pair = _hash_of(self.codes, items)
+        self._reserve(1, items.size)
         start = self.offset
-        self._append(items)
-        self._add(start, start + items.size, hash_pair, None, None, items)
+        self.buf[start:start + items.size] = items
+        self.offset += items.size
+        r = _check_collision(_insert(
+            self.rec, self.hashes, self.table, self.n_records, self.buf, hash_pair[0],
+            hash_pair[1], start, start + items.size, -1, -1, items, 0, items.size,
+            self.stamp, self.tick, True))
+        if r == self.n_records:
+            self.n_records += 1
 
     def finish(self):
         n = self.n_items
         if n > 1:
             self.add_cluster(np.arange(n))
-        buffer = self._buffer()
-        records = self.records
-        sizes = np.array([r[2] for r in records], dtype=np.int64)
+        n_records = self.n_records
+        rec = self.rec[:n_records]
+        buffer = self.buf[:self.offset].copy()
+        sizes = rec[:, _SIZE]
         # Stable sort by size: singletons first (in item order), the full set last.
         order = np.argsort(sizes, kind="stable")
-        new_id = np.empty(len(records), dtype=np.int64)
-        new_id[order] = np.arange(len(records))
-        keys = [_key(r[3], r[2]) for r in records]
-        position = {key: new_id[old] for key, old in zip(keys, range(len(records)))}
-        starts = np.array([records[i][0] for i in order], dtype=np.int64)
-        stops = np.array([records[i][1] for i in order], dtype=np.int64)
-        hashes = np.array([records[i][3] for i in order], dtype=np.uint64).reshape(-1, 2)
-        build_left = np.full(len(records), -1, dtype=np.int64)
-        build_right = np.full(len(records), -1, dtype=np.int64)
-        for v, old in enumerate(order):
-            left_key, right_key = records[old][4], records[old][5]
-            if left_key is not None:
-                build_left[v] = position[left_key]
-                build_right[v] = position[right_key]
+        new_id = np.empty(n_records, dtype=np.int64)
+        new_id[order] = np.arange(n_records)
+        starts = rec[order, _START].copy()
+        stops = rec[order, _STOP].copy()
+        hashes = self.hashes[:n_records][order].copy()
+        left, right = rec[order, _LEFT], rec[order, _RIGHT]
+        build_left = np.where(left >= 0, new_id[np.maximum(left, 0)], -1)
+        build_right = np.where(left >= 0, new_id[np.maximum(right, 0)], -1)
         # Clusters given without a split: use (S - {max S}, {max S}) when present.
-        codes = self.codes
-        for v in np.flatnonzero((build_left < 0) & (sizes[order] > 1)):
-            members = buffer[starts[v]:stops[v]]
-            top = int(members.max())
-            rest = members[members != top]
-            with np.errstate(over="ignore"):
-                rest_hash = hashes[v] - codes[top]
-            left = position.get(_key(rest_hash, rest.size))
-            if left is not None:
-                build_left[v] = left
-                build_right[v] = top
-        tree_vertices = [np.array([position[k] for k in keys_], dtype=np.int64)
-                         for keys_ in self.tree_keys]
-        vertex_window = np.full(len(records), -1, dtype=np.int64)
-        vertex_window_mask = np.zeros(len(records), dtype=np.int64)
-        for key, (window, mask) in self.window_roles.items():
-            vertex_window[position[key]] = window
-            vertex_window_mask[position[key]] = mask
-        width = max((len(t) for t in self.window_keys), default=1)
-        window_table = np.full((len(self.window_keys), width), -1, dtype=np.int64)
-        for w, table in enumerate(self.window_keys):
-            window_table[w, 1:len(table)] = [position[key] for key in table[1:]]
-        return ClusterFamily(n, buffer, starts, stops, sizes[order], build_left, build_right,
-                             hashes, self.trees, tree_vertices, self.tree_offsets,
-                             vertex_window, vertex_window_mask, window_table)
+        _missing_splits(build_left, build_right, sizes[order], starts, stops, buffer, hashes,
+                        self.codes, self.rec, self.hashes, self.table, new_id)
+        tree_vertices = [new_id[records] for records in self.tree_records]
+        roles = self.roles[:n_records][order]
+        vertex_window = roles[:, 0].copy()
+        vertex_window_mask = np.where(roles[:, 0] >= 0, roles[:, 1], 0)
+        width = max((row.size for row in self.window_rows), default=1)
+        window_table = np.full((len(self.window_rows), width), -1, dtype=np.int64)
+        for w, row in enumerate(self.window_rows):
+            window_table[w, 1:row.size] = new_id[row[1:]]
+        return ClusterFamily(n, buffer, starts, stops, sizes[order].copy(), build_left,
+                             build_right, hashes, self.trees, tree_vertices,
+                             self.tree_offsets, vertex_window, vertex_window_mask,
+                             window_table)
+
+
+def _table_size(n_records):
+    size = 16
+    while size < 2 * n_records:
+        size *= 2
+    return size
+
+
+def _check_collision(result):
+    if result == -1 or result == _COLLISION:
+        raise RuntimeError("128-bit cluster hash collision between different "
+                           "clusters (probability ~1e-38): please report it.")
+    return result
 
 
 __all__ = ["ClusterFamily", "item_codes"]

@@ -14,6 +14,7 @@ This module holds the one checker per format (:func:`check_tree`,
 import heapq
 
 import numpy as np
+from numba import njit
 
 
 def _fold_tree(tree, leaf, node, *, node_types=(tuple,)):
@@ -201,26 +202,34 @@ def leaf_order(children, n_items):
     Returns ``(order, start, stop)``: every node ``k`` (scikit-learn
     numbering) is the range ``order[start[k]:stop[k]]``.
     """
-    n = n_items
+    return _leaf_order(np.ascontiguousarray(children, dtype=np.int64).reshape(-1, 2),
+                       int(n_items))
+
+
+@njit(cache=True)
+def _leaf_order(children, n):
     n_nodes = 2 * n - 1
     order = np.empty(n, dtype=np.int64)
     start = np.empty(n_nodes, dtype=np.int64)
     stop = np.empty(n_nodes, dtype=np.int64)
     position = 0
-    stack = [n_nodes - 1] if n > 1 else [0]
-    while stack:
-        node = stack.pop()
+    stack = np.empty(n_nodes, dtype=np.int64)
+    stack[0] = n_nodes - 1 if n > 1 else 0
+    depth = 1
+    while depth:
+        depth -= 1
+        node = stack[depth]
         if node < n:
             order[position] = node
             start[node] = position
             stop[node] = position + 1
             position += 1
         else:
-            a, b = children[node - n]
-            stack.append(b)
-            stack.append(a)
+            stack[depth] = children[node - n, 1]
+            stack[depth + 1] = children[node - n, 0]
+            depth += 2
     for node in range(n, n_nodes):
-        a, b = children[node - n]
+        a, b = children[node - n, 0], children[node - n, 1]
         start[node] = min(start[a], start[b])
         stop[node] = max(stop[a], stop[b])
     return order, start, stop

@@ -142,22 +142,26 @@ def _try_candidate(s, left, sizes, hashes, table, stamp, out, n_out):
 
 
 @njit(cache=True)
-def _splits_of(s, use_range, lo, hi, starts, stops, sizes, hashes, table, lowest,
-               parents, tree_vertex, extra_ptr, extra_list, vertex_window,
+def _splits_of(s, use_range, range_vertex, lo, hi, starts, stops, sizes, hashes, table,
+               lowest, parents, tree_vertex, extra_ptr, extra_list, vertex_window,
                vertex_window_mask, window_table, stamp, out, n_out):
-    """Append every split of vertex ``s`` to ``out`` (rows ``(s, L, R)``)."""
+    """Append every split of vertex ``s`` to ``out`` (rows ``(s, L, R)``).
+
+    With ``use_range``, ``range_vertex`` (``s`` or a superset of it) is a range
+    of the leaf order ``lo``/``hi`` are positions in.
+    """
     m = lowest[s]
     size = sizes[s]
     n_out = _try_candidate(s, m, sizes, hashes, table, stamp, out, n_out)
-    first = starts[s]
-    last = stops[s]
+    first = starts[range_vertex]
+    last = stops[range_vertex]
     for t in range(parents.shape[0]):
         node = parents[t, m]
         while node >= 0:
             left = tree_vertex[t, node]
             if sizes[left] >= size:
                 break
-            # Not a subset of s: no ancestor is one either.
+            # Not a subset of s (not even of the range): no ancestor is one either.
             if use_range and (lo[t, node] < first or hi[t, node] >= last):
                 break
             n_out = _try_candidate(s, left, sizes, hashes, table, stamp, out, n_out)
@@ -203,14 +207,17 @@ def _splits_of(s, use_range, lo, hi, starts, stops, sizes, hashes, table, lowest
 
 
 @njit(cache=True)
-def discover_edges(children, tree_vertex, tree_offsets, home, n_items, items, starts, stops,
-                   sizes, hashes, lowest, extra_ptr, extra_list, vertex_window,
-                   vertex_window_mask, window_table, max_edges):
+def discover_edges(children, tree_vertex, tree_offsets, home, range_vertex, n_items, items,
+                   starts, stops, sizes, hashes, lowest, extra_ptr, extra_list,
+                   vertex_window, vertex_window_mask, window_table, max_edges):
     """Every split of every vertex: rows ``(S, L, R)`` grouped by home tree.
 
-    ``home[v]`` is the seed tree whose leaf order holds the slice of ``v``
-    (``-1`` if none). Returns ``(edges, n_edges)``; ``n_edges > max_edges``
-    means the search stopped early (nothing beyond ``max_edges`` is stored).
+    ``home[v]`` is the seed tree whose leaf order holds the slice of
+    ``range_vertex[v]``, a superset of ``v`` (``v`` itself, or the root of
+    the window ``v`` is a union in), ``-1`` if none: the walk up a tree stops
+    at the first ancestor outside that range (no higher one is a subset of
+    ``v``). Returns ``(edges, n_edges)``; ``n_edges > max_edges`` means the
+    search stopped early (nothing beyond ``max_edges`` is stored).
     """
     n_vertices = sizes.shape[0]
     n_trees = children.shape[0]
@@ -241,9 +248,9 @@ def discover_edges(children, tree_vertex, tree_offsets, home, n_items, items, st
                 bigger = np.empty((grown, 3), np.int64)
                 bigger[:n_out] = out[:n_out]
                 out = bigger
-            n_out = _splits_of(s, group >= 0, lo, hi, starts, stops, sizes, hashes, table,
-                               lowest, parents, tree_vertex, extra_ptr, extra_list,
-                               vertex_window, vertex_window_mask, window_table,
+            n_out = _splits_of(s, group >= 0, range_vertex[s], lo, hi, starts, stops, sizes,
+                               hashes, table, lowest, parents, tree_vertex, extra_ptr,
+                               extra_list, vertex_window, vertex_window_mask, window_table,
                                stamp, out, n_out)
             if n_out > max_edges:
                 return out, n_out

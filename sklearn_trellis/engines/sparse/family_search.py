@@ -18,11 +18,13 @@ the strategy that picks the family, shared by
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import sparse
 from scipy.spatial.distance import squareform
 
 from ..._core.budget import BudgetExceeded
 from ..._core.family import ClusterFamily
 from ..divisive import divisive_seed_trees
+from ._constrained_linkage import constrained_tree, edge_distances
 from .seeds import beam_seed_trees, linkage_seed_trees, tree_windows, windows_within_budget
 
 #: Cap on the remainder states of a sparse flat trellis over a union of seed
@@ -45,7 +47,9 @@ def constrained_linkage_trees(names, X, connectivity, metric="euclidean"):
 
     Every node of these trees is connected in the graph (scikit-learn merges
     only clusters joined by an edge), so they seed a family of connected
-    clusters. Memory is ``O(edges)``: no ``N x N`` matrix.
+    clusters. They are scikit-learn's ``ward_tree`` / ``linkage_tree`` trees,
+    computed by the compiled kernels of ``_constrained_linkage`` (same trees,
+    tested). Memory is ``O(edges)``: no ``N x N`` matrix.
 
     Parameters
     ----------
@@ -61,21 +65,23 @@ def constrained_linkage_trees(names, X, connectivity, metric="euclidean"):
     -------
     trees, built : as :func:`linkage_trees`
     """
-    from sklearn.cluster import linkage_tree, ward_tree
-
     if "diana" in names:
         raise ValueError("The 'diana' seed tree has no connectivity-constrained form; "
                          "choose linkage seeds with a connectivity graph.")
+    # The kernels want the symmetric graph with sorted rows and no diagonal.
+    graph = sparse.csr_matrix(connectivity)
+    graph = ((graph + graph.T) != 0).astype(np.float64).tocsr()
+    graph.setdiag(0)
+    graph.eliminate_zeros()
+    graph.sort_indices()
+    distances = None
     trees, built = [], []
     for name in names:
-        if name == "ward":
-            if metric not in ("euclidean", "l2"):
-                continue
-            children = ward_tree(X, connectivity=connectivity)[0]
-        else:
-            children = linkage_tree(X, connectivity=connectivity, linkage=name,
-                                    affinity=metric)[0]
-        trees.append(np.asarray(children, dtype=np.int64))
+        if name == "ward" and metric not in ("euclidean", "l2"):
+            continue
+        if name != "ward" and distances is None:
+            distances = edge_distances(X, graph, metric)
+        trees.append(constrained_tree(name, X, graph, metric, distances=distances))
         built.append(name)
     return trees, built
 

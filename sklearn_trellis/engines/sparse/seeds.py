@@ -22,6 +22,7 @@ import numpy as np
 
 from ..._core.budget import check_memory
 from ..._core.trees import check_children, leaf_order, scipy_to_children, tree_to_postorder_children
+from ._nn_chain import linkage_matrices
 
 #: The linkages ``linkage='all'`` uses, in this order.
 LINKAGES = ("single", "average", "complete", "ward")
@@ -89,9 +90,11 @@ default='all'
     Notes
     -----
     The condensed distance matrix is computed once and shared by the
-    linkages: ``4 N (N - 1)`` bytes (400 MB at ``N = 10,000``), and scipy
-    copies it for average, complete and Ward, so the peak is about twice that.
-    The memory is checked before anything is allocated.
+    linkages: ``4 N (N - 1)`` bytes (400 MB at ``N = 10,000``). Average,
+    complete and Ward linkage (scipy's nearest-neighbour chain, compiled
+    without the GIL: :mod:`._nn_chain`) each work on a square copy when it
+    fits (``8 N**2`` bytes; twice as fast as scipy's condensed one), else on a
+    condensed copy. The memory is checked before anything is allocated.
 
     Examples
     --------
@@ -101,7 +104,6 @@ default='all'
     >>> [t.tolist() for t in linkage_seed_trees(X, linkage=["single", "ward"])]
     [[[0, 1], [2, 3], [4, 5]], [[0, 1], [2, 3], [4, 5]]]
     """
-    from scipy.cluster.hierarchy import linkage as scipy_linkage
     from scipy.spatial.distance import pdist
 
     names = check_linkages(linkage)
@@ -149,11 +151,8 @@ default='all'
             raise ValueError("distances contain NaN or infinity.")
         if np.any(condensed < 0):
             raise ValueError("distances must be non-negative.")
-    trees = []
-    for name in names:
-        Z = scipy_linkage(condensed, method=name)
-        trees.append(scipy_to_children(Z))
-    return trees
+    return [scipy_to_children(Z) for Z in
+            linkage_matrices([(name, condensed) for name in names])]
 
 
 def beam_seed_trees(model, n_trees, *, beam_width=None, beta=1.0):

@@ -65,6 +65,40 @@ def log_double_factorial_trees(n_items):
 
 
 
+def discovery_ranges(family, window_roots=True):
+    """``(home, range_vertex)`` of every vertex for edge discovery.
+
+    ``home[v]``: the seed tree whose leaf order holds the slice of
+    ``range_vertex[v]`` (``-1`` if none). ``range_vertex[v]`` is ``v``, or for a
+    window union outside every seed tree (``window_roots``), the window's root,
+    a node of the tree the windows were cut from: its range then bounds the
+    walks up the trees (an ancestor outside it is no subset of ``v``), which
+    would otherwise go up to ``v``'s size.
+    """
+    n = family.n_items
+    home = np.full(family.n_vertices, -1, np.int64)
+    for t, offset in enumerate(family.seed_tree_offsets):
+        inside = (family.starts >= offset) & (family.stops <= offset + n)
+        home[inside] = t
+    range_vertex = np.arange(family.n_vertices, dtype=np.int64)
+    table = family.window_table
+    if window_roots and table.shape[0]:
+        width = table.shape[1]
+        n_pieces = np.zeros(table.shape[0], np.int64)
+        j = 0
+        while (1 << j) < width:
+            n_pieces += (n_pieces == j) & (table[:, 1 << j] >= 0)
+            j += 1
+        roots = table[np.arange(table.shape[0]), (1 << n_pieces) - 1]
+        unions = np.flatnonzero((family.vertex_window >= 0) & (home < 0))
+        root = roots[family.vertex_window[unions]]
+        keep = (root >= 0) & (home[np.maximum(root, 0)] >= 0)
+        unions, root = unions[keep], root[keep]
+        range_vertex[unions] = root
+        home[unions] = home[root]
+    return home, range_vertex
+
+
 class SparseHierarchicalTrellis:
     """Hierarchical cluster trellis over a family of clusters (exact within the family).
 
@@ -235,11 +269,7 @@ class SparseHierarchicalTrellis:
         if offsets.size != n_trees:
             raise ValueError("The family does not record where its seed trees' leaf orders "
                              "are (seed_tree_offsets); build it with ClusterFamily.from_trees.")
-        # Home tree of each vertex: the seed tree whose leaf order holds its slice.
-        home = np.full(self.n_vertices, -1, np.int64)
-        for t, offset in enumerate(offsets):
-            inside = (family.starts >= offset) & (family.stops <= offset + n)
-            home[inside] = t
+        home, range_vertex = discovery_ranges(family)
         # Extra clusters (in no seed tree), listed under each of their items.
         in_tree = np.zeros(self.n_vertices, bool)
         in_tree[:n] = True
@@ -258,7 +288,7 @@ class SparseHierarchicalTrellis:
         self.lowest = kernels.lowest_items(family.items, family.starts, family.stops,
                                            family.build_left, family.build_right)
         rows, n_edges = kernels.discover_edges(
-            children, tree_vertex, offsets, home, n, family.items, family.starts,
+            children, tree_vertex, offsets, home, range_vertex, n, family.items, family.starts,
             family.stops, family.sizes, family.hashes, self.lowest, extra_ptr, extra_list,
             family.vertex_window, family.vertex_window_mask, family.window_table,
             self.max_edges)
@@ -455,25 +485,36 @@ class SparseHierarchicalTrellis:
         root = self.family.root
         if not big[root]:
             return int(counts[root])
-        # Python integers on the vertices whose count overflows int64 only.
-        exact = {}
-        ptr, left, right = self.edge_ptr, self.edge_left, self.edge_right
+        # Python integers on the vertices whose count overflows int64 only; every
+        # vertex's count in one list (Python ints), the edges read as lists.
+        exact = counts.tolist()
+        ptr = self.edge_ptr.tolist()
         allowed = self.edge_log_potential > -np.inf
         for s in np.flatnonzero(big).tolist():
+            first, last = ptr[s], ptr[s + 1]
+            keep = allowed[first:last]
             total = 0
-            for e in range(ptr[s], ptr[s + 1]):
-                if allowed[e]:
-                    a, b = int(left[e]), int(right[e])
-                    total += (exact[a] if big[a] else int(counts[a])) * \
-                        (exact[b] if big[b] else int(counts[b]))
+            for a, b in zip(self.edge_left[first:last][keep].tolist(),
+                            self.edge_right[first:last][keep].tolist()):
+                total += exact[a] * exact[b]
             exact[s] = total
         return exact[root]
 
     @property
     def log10_n_trees(self):
-        """``log10`` of :attr:`n_trees` (``-inf`` if zero)."""
-        count = self.n_trees
-        return math.log10(count) if count > 0 else -math.inf
+        """``log10`` of :attr:`n_trees` (``-inf`` if zero), in floating point.
+
+        From the log-space count (one ``O(n_edges)`` sweep), so it needs no
+        exact count: at N = 10,000 the exact integers take a second.
+        """
+        if self._log10_n_trees is None:
+            log_counts = kernels.log_count_trees(self.edge_ptr, self.edge_left,
+                                                 self.edge_right, self.edge_log_potential,
+                                                 self._is_leaf)
+            self._log10_n_trees = float(log_counts[self.family.root]) / math.log(10.0)
+        return self._log10_n_trees
+
+    _log10_n_trees = None
 
     @property
     def log10_sparsity_index(self):

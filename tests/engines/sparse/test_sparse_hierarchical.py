@@ -495,3 +495,28 @@ def test_window_families_find_every_window_split(seed):
     # 2**k - k - 1 unions (some may coincide with tree nodes)
     assert family.n_vertices <= 2 * n - 1 + 2 * n - 1 + sum(
         2 ** len(w) - len(w) - 1 for w in windows)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_window_root_ranges_find_the_same_edges(seed, monkeypatch):
+    """Bounding the tree walks of window unions by their window's root changes no edge."""
+    from sklearn_trellis.engines.sparse import sparse_hierarchical
+    from sklearn_trellis.engines.sparse.seeds import tree_windows
+    rng = np.random.default_rng(70 + seed)
+    n = 80
+    X = rng.normal(size=(n, 3))
+    trees = [linkage(X, m)[:, :2].astype(np.int64) for m in ("single", "average", "ward")]
+    windows = tree_windows(trees[1], n, size=4 + seed)
+    family = ClusterFamily.from_trees(trees, n, windows=windows)
+    home, ranges = sparse_hierarchical.discovery_ranges(family)
+    assert np.any(ranges != np.arange(family.n_vertices))    # some walks are bounded
+    fitted = SparseHierarchicalTrellis(family, split_function=lambda a, b: -float(len(a)))
+    fitted.fit()
+    original = sparse_hierarchical.discovery_ranges
+    monkeypatch.setattr(sparse_hierarchical, "discovery_ranges",
+                        lambda f: original(f, window_roots=False))
+    unbounded = SparseHierarchicalTrellis(family, split_function=lambda a, b: -float(len(a)))
+    unbounded.fit()
+    for name in ("edge_ptr", "edge_parent", "edge_left", "edge_right"):
+        np.testing.assert_array_equal(getattr(fitted, name), getattr(unbounded, name))
+    assert fitted.log_partition_function == unbounded.log_partition_function

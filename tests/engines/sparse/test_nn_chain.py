@@ -1,0 +1,47 @@
+"""The compiled nearest-neighbour chain gives scipy's linkage matrices exactly."""
+
+import numpy as np
+import pytest
+from scipy.cluster.hierarchy import linkage
+from scipy.spatial.distance import pdist
+
+from sklearn_trellis.engines.sparse._nn_chain import linkage_matrices, nn_chain_linkage
+
+
+def _condensed():
+    rng = np.random.default_rng(0)
+    yield "gaussian", pdist(rng.normal(size=(200, 3)))
+    # integer coordinates: many equal distances (ties decided by the chain's order)
+    yield "ties", pdist(rng.integers(0, 4, size=(150, 2)).astype(float))
+    yield "duplicates", pdist(np.repeat(rng.normal(size=(40, 2)), 3, axis=0))
+    yield "manhattan", pdist(rng.normal(size=(120, 5)), "cityblock")
+    yield "two", np.array([1.5])
+
+
+@pytest.mark.parametrize("square", [True, False])
+@pytest.mark.parametrize("method", ["average", "complete", "ward"])
+@pytest.mark.parametrize("case", list(_condensed()), ids=lambda c: c[0])
+def test_same_linkage_matrix_as_scipy(method, case, square):
+    _, condensed = case
+    n = int(round((1 + np.sqrt(1 + 8 * condensed.size)) / 2))
+    expected = linkage(condensed, method=method)
+    got = nn_chain_linkage(condensed, n, {"average": 0, "complete": 1, "ward": 2}[method],
+                           square=square)
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_threads_give_the_same_matrices():
+    rng = np.random.default_rng(1)
+    condensed = pdist(rng.normal(size=(300, 4)))
+    methods = ["single", "average", "complete", "ward"]
+    jobs = [(method, condensed) for method in methods]
+    for n_threads in (1, 2):
+        for got, method in zip(linkage_matrices(jobs, n_threads=n_threads), methods):
+            np.testing.assert_array_equal(got, linkage(condensed, method=method))
+    # the input is not modified
+    np.testing.assert_array_equal(condensed, pdist(np.random.default_rng(1).normal(size=(300, 4))))
+
+
+def test_non_finite_refused():
+    with pytest.raises(ValueError, match="finite"):
+        linkage_matrices([("average", np.array([1.0, np.inf, 2.0]))])
