@@ -77,6 +77,18 @@ class CrossCat(ClusterMixin, BaseEstimator):
         of each view (at most 8 rows and 6 columns, fixed concentrations);
         ``'auto'`` does so when the table is that small and the concentrations
         are fixed.
+    row_sampler : {'collapsed', 'slice'}, default='collapsed'
+        How Gibbs moves the rows of each view (both followed by two
+        split-merge proposals per view and sweep). ``'collapsed'``: a
+        sequential scan of the rows, each against the others' cluster
+        statistics (parameters integrated out, Neal's Algorithm 3); views on
+        threads. ``'slice'``: an uncollapsed slice-sampler step (Walker 2007;
+        Kalli et al. 2011) that draws cluster weights, slices and each block's
+        cell parameters, then reassigns every row at once, in parallel, among
+        the clusters above its slice. The slice step is cheaper per sweep on
+        tall tables but moves less per sweep (rows see fixed parameters, and
+        new clusters start from prior draws), so it needs more sweeps; both
+        leave the same posterior invariant.
     random_state : int, RandomState instance or None, default=None
     verbose : int, default=0
     warm_start : bool, default=False
@@ -159,6 +171,7 @@ class CrossCat(ClusterMixin, BaseEstimator):
         "n_chains": [Interval(Integral, 1, None, closed="left")],
         "n_jobs": [Integral, None],
         "method": [StrOptions({"auto", "gibbs", "exact"})],
+        "row_sampler": [StrOptions({"collapsed", "slice"})],
         "random_state": ["random_state"],
         "verbose": [Interval(Integral, 0, None, closed="left")],
         "warm_start": ["boolean"],
@@ -166,7 +179,7 @@ class CrossCat(ClusterMixin, BaseEstimator):
 
     def __init__(self, *, column_types="auto", alpha_views=(1.0, 1.0), alpha_rows=(1.0, 1.0),
                  n_sweeps=200, burn_in=None, thin=1, n_chains=1, n_jobs=None, method="auto",
-                 random_state=None, verbose=0, warm_start=False):
+                 row_sampler="collapsed", random_state=None, verbose=0, warm_start=False):
         self.column_types = column_types
         self.alpha_views = alpha_views
         self.alpha_rows = alpha_rows
@@ -176,6 +189,7 @@ class CrossCat(ClusterMixin, BaseEstimator):
         self.n_chains = n_chains
         self.n_jobs = n_jobs
         self.method = method
+        self.row_sampler = row_sampler
         self.random_state = random_state
         self.verbose = verbose
         self.warm_start = warm_start
@@ -200,7 +214,8 @@ class CrossCat(ClusterMixin, BaseEstimator):
             cells.append(cell.fit(data[:, j]))
         model = engine.CrossCatModel(cells, data,
                                      _concentration(self.alpha_views, "alpha_views"),
-                                     _concentration(self.alpha_rows, "alpha_rows"))
+                                     _concentration(self.alpha_rows, "alpha_rows"),
+                                     row_sampler=self.row_sampler)
         return encoder, cells, model
 
     @_fit_context(prefer_skip_nested_validation=True)

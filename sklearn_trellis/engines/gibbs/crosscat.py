@@ -42,6 +42,7 @@ from ...models.cell_blocks import CellBlocks
 from ...models.priors import CRP
 from . import _crosscat_kernels as ck
 from . import sampler
+from .slice import slice_step
 
 _MAX_SEED = np.iinfo(np.int32).max
 
@@ -81,6 +82,7 @@ class CrossCatModel:
     alpha_views: ConcentrationPrior
     alpha_rows: ConcentrationPrior
     n_aux: int = 1
+    row_sampler: str = "collapsed"   # or "slice" (:mod:`.slice`)
 
     @property
     def n_columns(self):
@@ -323,16 +325,31 @@ def _row_sweep(view, seed, n_split_merge):
                   np.random.RandomState(seed), n_split_merge=n_split_merge)
 
 
-def sweep_rows(state, rng, *, n_split_merge=None, n_threads=None):
+def _row_slice(view, seed, n_split_merge):
+    """The slice-sampler move of every row (:func:`.slice.slice_step`), then split-merge."""
+    rng = np.random.RandomState(seed)
+    slice_step(view.state, view.likelihood, view.data, rng)
+    sampler.sweep(view.state, view.likelihood, CRP(view.alpha).kernel_params(), view.data,
+                  rng, n_split_merge=n_split_merge, scan=False)
+
+
+def sweep_rows(state, rng, *, n_split_merge=None, n_threads=None, row_sampler="collapsed"):
     """The row step of every view; the views are independent given the columns.
 
     Each view gets its own seed, drawn from ``rng`` in the order of the views, so the
     result does not depend on ``n_threads`` (default ``ROW_THREADS``): the views' scans
     run on that many threads (the kernels release the GIL), the largest views first.
     ``n_split_merge``: row split-merge proposals per view (default ``ROW_SPLIT_MERGE``).
+    ``row_sampler='slice'``: each view's rows move by the slice sampler
+    (:func:`.slice.slice_step`, its rows on numba's threads) instead of the collapsed
+    scan, the views one after another.
     """
     seeds = rng.randint(_MAX_SEED, size=len(state.views))
     n_split_merge = ROW_SPLIT_MERGE if n_split_merge is None else n_split_merge
+    if row_sampler == "slice":
+        for view, seed in zip(state.views, seeds):
+            _row_slice(view, seed, n_split_merge)
+        return
     n_threads = min(ROW_THREADS if n_threads is None else n_threads, len(state.views))
     if n_threads <= 1:
         for view, seed in zip(state.views, seeds):
@@ -348,7 +365,8 @@ def sweep_rows(state, rng, *, n_split_merge=None, n_threads=None):
 
 def sweep(model, state, rng, *, n_split_merge=None, n_threads=None):
     """One CrossCat sweep: rows of every view, columns, column hyperparameters, concentrations."""
-    sweep_rows(state, rng, n_split_merge=n_split_merge, n_threads=n_threads)
+    sweep_rows(state, rng, n_split_merge=n_split_merge, n_threads=n_threads,
+               row_sampler=model.row_sampler)
     for j in rng.permutation(model.n_columns):
         move_column(model, state, int(j), rng)
     for j in rng.permutation(model.n_columns)[:COLUMN_SPLIT_MERGE]:
