@@ -42,19 +42,18 @@ _MAX_SEED = np.iinfo(np.int32).max
 def reset_labels(state, likelihood, data, labels):
     """Put the partition ``labels`` (values ``0..K'-1``, some possibly empty) into ``state``.
 
-    The engine's ``rebuild`` on the state's own arrays (grown when needed): the
-    items' statistics cached in ``work`` stay (they do not depend on the partition),
-    and ``rebuild`` ends with ``refresh``, which recomputes every occupied block
-    from its items.
+    ``state`` is a GibbsState of a :class:`~sklearn_trellis.models.cell_blocks.CellBlocks`
+    likelihood; its arrays are reused (grown when needed) and its items' cache kept
+    (:func:`._slice_kernels.reset_partition`).
     """
     _, compact = np.unique(labels, return_inverse=True)
     compact = compact.astype(np.int64).ravel()
     n_clusters = int(compact.max()) + 1
     while state.capacity < min(n_clusters + 2, compact.size + 2):
         sampler._grow(state, likelihood)
-    sampler._engine(likelihood).rebuild(
-        state.params, data, compact, state.labels, state.counts, state.active, state.where,
-        state.free, state.meta, state.stats, state.shared, state.work)
+    sk.reset_partition(state.params, data, compact, state.labels, state.counts, state.active,
+                       state.where, state.free, state.meta, state.stats, state.shared,
+                       state.work)
 
 
 def slice_step(state, likelihood, data, rng):

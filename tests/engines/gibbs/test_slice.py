@@ -116,24 +116,46 @@ def _mixed(n=80, seed=0):
     return X, cells
 
 
+def _assert_equals_fresh(model, state, view):
+    """The view's state equals one built afresh from its labels (blocks, log joint, items)."""
+    fresh = engine.make_view(model, view.columns, view.state.labels, view.alpha,
+                             state.column_params)
+    st, fr = view.state, fresh.state
+    prior = CRP(view.alpha).kernel_params()
+    assert engine.sampler.log_joint(st, view.likelihood, prior) == pytest.approx(
+        engine.sampler.log_joint(fr, fresh.likelihood, prior), rel=1e-10)
+    assert st.counts[st.active[:st.meta[0]]].sum() == view.data.shape[0]
+    width = view.likelihood._width
+    for slot in st.active[:st.meta[0]]:
+        first = np.flatnonzero(st.labels == slot)[0]
+        np.testing.assert_allclose(st.stats[slot].reshape(-1, width)[:, :-1],
+                                   fr.stats[fr.labels[first]].reshape(-1, width)[:, :-1],
+                                   rtol=1e-10, atol=1e-10)
+        assert st.counts[slot] == np.sum(st.labels == slot)
+    for slot in st.free[:st.meta[1]]:   # free slots: the empty cluster
+        np.testing.assert_allclose(st.stats[slot].reshape(-1, width)[:, :-1],
+                                   fr.stats[fr.free[0]].reshape(-1, width)[:, :-1])
+
+
 def test_slice_step_keeps_a_consistent_state():
-    """After slice steps, each view's state equals one built afresh from its labels."""
+    """After slice steps, and collapsed moves after them, each view's state equals one
+    built afresh from its labels."""
     X, cells = _mixed()
     model = engine.CrossCatModel(cells, X, engine.ConcentrationPrior(1.0),
                                  engine.ConcentrationPrior(1.0), row_sampler="slice")
     rng = np.random.RandomState(0)
     state = engine.new_crosscat_state(model, rng, view_labels=[0, 0, 0, 1, 1])
-    for _ in range(5):
+    moved = False
+    for _ in range(6):
         for view in state.views:
+            before = view.state.compact_labels()
             slice_module.slice_step(view.state, view.likelihood, view.data, rng)
-            fresh = engine.make_view(model, view.columns, view.state.labels, view.alpha,
-                                     state.column_params)
-            prior = CRP(view.alpha).kernel_params()
-            assert engine.sampler.log_joint(view.state, view.likelihood, prior) == (
-                pytest.approx(engine.sampler.log_joint(fresh.state, fresh.likelihood, prior),
-                              rel=1e-10))
-            assert view.state.counts[view.state.active[:view.state.meta[0]]].sum() == X.shape[0]
-    assert max(v.state.n_clusters for v in state.views) > 1   # the rows did move
+            moved |= not np.array_equal(before, view.state.compact_labels())
+            _assert_equals_fresh(model, state, view)
+            engine.sampler.sweep(view.state, view.likelihood, CRP(view.alpha).kernel_params(),
+                                 view.data, rng, n_split_merge=2)
+            _assert_equals_fresh(model, state, view)
+    assert moved   # the rows did move
 
 
 def test_slice_chain_does_not_depend_on_the_number_of_threads():
@@ -168,7 +190,7 @@ def test_estimator_row_sampler_option():
 def test_slice_rows_match_exact_on_tiny_mixed_table(monkeypatch):
     """Rows moved by the slice step alone (no row split-merge): dependence probabilities
     and row co-clustering within Monte Carlo error of exact enumeration."""
-    monkeypatch.setattr(engine, "ROW_SPLIT_MERGE", 0)
+    monkeypatch.setattr(engine, "SLICE_SPLIT_MERGE", 0)
     rng = np.random.RandomState(3)
     X = np.column_stack([
         np.array([0.1, 0.3, 2.2, 2.5, 0.2]),
