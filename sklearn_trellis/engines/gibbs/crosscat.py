@@ -34,6 +34,7 @@ import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 from sklearn.utils import check_random_state
@@ -95,6 +96,25 @@ class CrossCatModel:
 
     def code(self, j):
         return int(self.cells[j].code)
+
+    @cached_property
+    def _by_column(self):
+        # each column contiguous (a column of the row-major table is strided: a cache miss
+        # per cell), and log(x!) of the poisson cells, computed once, not per scoring pass
+        columns = np.ascontiguousarray(self.data.T)
+        log_factorials = np.zeros_like(columns)
+        for j, cell in enumerate(self.cells):
+            if int(cell.code) == ck.POISSON:
+                log_factorials[j] = ck.log_factorials(columns[j])
+        return columns, log_factorials
+
+    def column(self, j):
+        """Column ``j`` (contiguous, NaN missing)."""
+        return self._by_column[0][j]
+
+    def log_factorials(self, j):
+        """``log(x!)`` of the cells of a poisson column ``j`` (zeros for other types)."""
+        return self._by_column[1][j]
 
     def grid(self, j):
         """Column ``j``'s grid ``(params (G, q), log_prior (G,))`` (one point if fixed)."""
@@ -177,7 +197,7 @@ def new_crosscat_state(model, rng, view_labels=None, row_labels=None):
 def _column_stats(model, state, j, labels, n_slots, params=None):
     stats = np.zeros((n_slots, model.cells[j].n_stats))
     p = state.column_params[j] if params is None else params
-    ck.column_stats(model.code(j), p, model.data[:, j], labels, stats)
+    ck.column_stats(model.code(j), p, model.column(j), labels, stats)
     return stats
 
 
@@ -214,28 +234,34 @@ def move_column(model, state, j, rng):
     origin = next(v for v, view in enumerate(state.views) if j in view.columns)
     remaining = [c for c in state.views[origin].columns if c != j]
     singleton = not remaining
-    t, p = model.code(j), state.column_params[j]
+    t, p, x = model.code(j), state.column_params[j], model.column(j)
+    log_factorials = model.log_factorials(j)
+    # one statistics table for every view (the largest), zeroed by each scoring pass
+    scratch = np.empty((max(n + 1, max(view.state.capacity for view in state.views)),
+                        model.cells[j].n_stats))
     candidates, scores = [], []
     for v, view in enumerate(state.views):
         if v == origin and singleton:
             continue
         size = len(remaining) if v == origin else len(view.columns)
-        stats = _column_stats(model, state, j, view.state.labels, view.state.capacity)
         candidates.append(("view", v))
-        scores.append(np.log(size) + ck.column_log_score(t, p, stats))
+        scores.append(np.log(size) + ck.column_partition_score(
+            t, p, x, log_factorials, view.state.labels, view.state.capacity, scratch))
     log_aux = np.log(state.alpha_views / model.n_aux)
     for a in range(model.n_aux):
         if a == 0 and singleton:
             view = state.views[origin]
-            stats = _column_stats(model, state, j, view.state.labels, view.state.capacity)
+            score = ck.column_partition_score(t, p, x, log_factorials, view.state.labels,
+                                              view.state.capacity, scratch)
             candidates.append(("view", origin))
         else:
             alpha = model.alpha_rows.draw(rng)
             labels = np.empty(n, np.int64)
             ck.crp_labels(n, alpha, rng.randint(_MAX_SEED), labels)
-            stats = _column_stats(model, state, j, labels, int(labels.max()) + 1)
+            score = ck.column_partition_score(t, p, x, log_factorials, labels,
+                                              int(labels.max()) + 1, scratch)
             candidates.append(("fresh", (labels, alpha)))
-        scores.append(log_aux + ck.column_log_score(t, p, stats))
+        scores.append(log_aux + score)
     scores = np.asarray(scores)
     weights = np.exp(scores - scores.max())
     kind, what = candidates[int(rng.choice(len(candidates), p=weights / weights.sum()))]
@@ -253,8 +279,10 @@ def move_column(model, state, j, rng):
 
 
 def _partition_score(model, state, j, labels):
-    stats = _column_stats(model, state, j, labels, int(labels.max()) + 1)
-    return ck.column_log_score(model.code(j), state.column_params[j], stats)
+    n_slots = int(labels.max()) + 1
+    return ck.column_partition_score(model.code(j), state.column_params[j], model.column(j),
+                                     model.log_factorials(j), labels, n_slots,
+                                     np.empty((n_slots, model.cells[j].n_stats)))
 
 
 def split_merge_column(model, state, j, rng):
@@ -272,7 +300,7 @@ def split_merge_column(model, state, j, rng):
     origin = next(v for v, view in enumerate(state.views) if j in view.columns)
     n_views = len(state.views)
     t, p = model.code(j), state.column_params[j]
-    x = model.data[:, j]
+    x = model.column(j)
     order = rng.permutation(n).astype(np.int64)
     stats = np.zeros((n + 1, 2 * model.cells[j].n_stats))
     counts = np.zeros(n + 1)
