@@ -107,57 +107,80 @@ def slice_draws(params, stats, active, n_active, counts, cluster, alpha, seed):
     return log_w, log_u, theta, choice
 
 
-@njit(cache=True, parallel=True)
-def slice_assign(params, data, log_w, log_u, theta, choice, cluster, out):
-    """``out[i]``: row ``i``'s new cluster among ``{k : w_k > u_i}`` with probability
-    proportional to ``prod_j f(x_ij | theta_k)`` (NaN cells skipped), chosen by the
-    pre-drawn uniform ``choice[i]``: rows are independent, so in parallel, and the
-    result does not depend on the number of threads."""
-    n, d = data.shape
+@njit(cache=True, inline='always')
+def _assign_row(i, data, log_w, log_u, theta, choice, cluster, codes, offsets, out):
+    """Row ``i``'s new cluster among ``{k : w_k > u_i}`` with probability proportional to
+    ``prod_j f(x_ij | theta_k)`` (NaN cells skipped), chosen by the pre-drawn ``choice[i]``."""
     n_clusters = log_w.size
+    d = data.shape[1]
+    scores = np.empty(n_clusters)
+    largest = -np.inf
+    for k in range(n_clusters):
+        if log_w[k] > log_u[i]:
+            s = 0.0
+            for j in range(d):
+                s += log_density_at(codes[j], theta[k], offsets[j], data[i, j])
+            scores[k] = s
+            if s > largest:
+                largest = s
+        else:
+            scores[k] = -np.inf
+    if largest == -np.inf:
+        # no candidate has a positive density (a parameter draw at the edge of its
+        # support): the row keeps its cluster, a candidate by construction
+        out[i] = cluster[i]
+        return
+    total = 0.0
+    for k in range(n_clusters):
+        if scores[k] > -np.inf:
+            scores[k] = math.exp(scores[k] - largest)
+            total += scores[k]
+        else:
+            scores[k] = 0.0
+    u = choice[i] * total
+    chosen = -1
+    acc = 0.0
+    for k in range(n_clusters):
+        if scores[k] > 0.0:
+            chosen = k
+            acc += scores[k]
+            if u < acc:
+                break
+    out[i] = chosen
+
+
+@njit(cache=True)
+def _column_layout(params, theta):
+    """Type code and theta offset of each column."""
+    d, q = int(params[1]), int(params[3])
     t = theta.shape[1] // max(int(params[0]), 1)
-    q = int(params[3])
     codes = np.empty(d, np.int64)
     offsets = np.empty(d, np.int64)
     for j in range(d):
         g = int(params[_HEADER + j])
         codes[j] = int(params[_HEADER + d + g * q])
         offsets[j] = g * t
-    for i in prange(n):
-        scores = np.empty(n_clusters)
-        largest = -np.inf
-        for k in range(n_clusters):
-            if log_w[k] > log_u[i]:
-                s = 0.0
-                for j in range(d):
-                    s += log_density_at(codes[j], theta[k], offsets[j], data[i, j])
-                scores[k] = s
-                if s > largest:
-                    largest = s
-            else:
-                scores[k] = -np.inf
-        if largest == -np.inf:
-            # no candidate has a positive density (a parameter draw at the edge of
-            # its support): the row keeps its cluster, a candidate by construction
-            out[i] = cluster[i]
-            continue
-        total = 0.0
-        for k in range(n_clusters):
-            if scores[k] > -np.inf:
-                scores[k] = math.exp(scores[k] - largest)
-                total += scores[k]
-            else:
-                scores[k] = 0.0
-        u = choice[i] * total
-        chosen = -1
-        acc = 0.0
-        for k in range(n_clusters):
-            if scores[k] > 0.0:
-                chosen = k
-                acc += scores[k]
-                if u < acc:
-                    break
-        out[i] = chosen
+    return codes, offsets
+
+
+@njit(cache=True, parallel=True)
+def slice_assign(params, data, log_w, log_u, theta, choice, cluster, out):
+    """``out[i]``: row ``i``'s new cluster (:func:`_assign_row`), rows in parallel.
+
+    Each row reads only its own pre-drawn uniform, so the result does not depend on
+    the number of threads (and equals :func:`slice_assign_serial`'s).
+    """
+    codes, offsets = _column_layout(params, theta)
+    for i in prange(data.shape[0]):
+        _assign_row(i, data, log_w, log_u, theta, choice, cluster, codes, offsets, out)
+
+
+@njit(cache=True)
+def slice_assign_serial(params, data, log_w, log_u, theta, choice, cluster, out):
+    """:func:`slice_assign` on the calling thread (small views: no parallel region)."""
+    codes, offsets = _column_layout(params, theta)
+    for i in range(data.shape[0]):
+        _assign_row(i, data, log_w, log_u, theta, choice, cluster, codes, offsets, out)
 
 
 @njit(cache=True)

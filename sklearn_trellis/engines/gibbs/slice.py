@@ -16,9 +16,9 @@ concentration ``alpha``:
    posterior (:func:`~sklearn_trellis.models._cell_kernels.posterior_draw_at`), those
    of the new sticks from the prior;
 5. every row independently: ``p(z_i = k) ∝ 1[w_k > u_i] prod_j f(x_ij | theta_k)``
-   (NaN cells skipped), rows in parallel (numba ``prange``) with uniforms drawn
-   beforehand from the seeded generator, so the result does not depend on the number
-   of threads.
+   (NaN cells skipped), rows in parallel (numba ``prange``, views of at least
+   ``PARALLEL_CELLS`` cells) with uniforms drawn beforehand from the seeded
+   generator, so the result does not depend on the number of threads.
 
 Steps 1-4 draw ``(w, theta, u)`` exactly from their conditional given ``z`` and the
 data, step 5 draws ``z`` exactly from its conditional given them: a two-block
@@ -37,6 +37,10 @@ from . import _slice_kernels as sk
 from . import sampler
 
 _MAX_SEED = np.iinfo(np.int32).max
+#: Cells (rows x columns) of a view from which its rows are scored on numba's threads.
+#: Below it one thread: a parallel region costs a thread wake-up, and on a loaded
+#: 2-core machine waiting for a busy core took longer than 10,000 x 16 cells on one.
+PARALLEL_CELLS = 1_000_000
 
 
 def reset_labels(state, likelihood, data, labels):
@@ -69,8 +73,9 @@ def slice_step(state, likelihood, data, rng):
         state.params, state.stats, state.active, n_active, state.counts, cluster,
         float(state.alpha), rng.randint(_MAX_SEED))
     new = np.empty(n, np.int64)
-    sk.slice_assign(state.params, data, log_w, log_u, theta, choice, cluster, new)
+    assign = sk.slice_assign if data.size >= PARALLEL_CELLS else sk.slice_assign_serial
+    assign(state.params, data, log_w, log_u, theta, choice, cluster, new)
     reset_labels(state, likelihood, data, new)
 
 
-__all__ = ["slice_step", "reset_labels"]
+__all__ = ["slice_step", "reset_labels", "PARALLEL_CELLS"]

@@ -158,11 +158,13 @@ def test_slice_step_keeps_a_consistent_state():
     assert moved   # the rows did move
 
 
-def test_slice_chain_does_not_depend_on_the_number_of_threads():
+def test_slice_chain_does_not_depend_on_the_number_of_threads(monkeypatch):
+    """Serial scoring, and parallel scoring on one thread or all: the same chain."""
     X, cells = _mixed(200)
     model = engine.CrossCatModel(cells, X, engine.ConcentrationPrior(1.0),
                                  engine.ConcentrationPrior(1.0), row_sampler="slice")
-    runs = []
+    runs = [engine.run_chain(model, n_sweeps=6, random_state=0).samples]   # serial
+    monkeypatch.setattr(slice_module, "PARALLEL_CELLS", 0)
     before = numba.get_num_threads()
     try:
         for threads in sorted({1, numba.config.NUMBA_NUM_THREADS}):
@@ -170,10 +172,11 @@ def test_slice_chain_does_not_depend_on_the_number_of_threads():
             runs.append(engine.run_chain(model, n_sweeps=6, random_state=0).samples)
     finally:
         numba.set_num_threads(before)
-    for one, many in zip(runs[0], runs[-1]):
-        np.testing.assert_array_equal(one.views, many.views)
-        np.testing.assert_array_equal(one.rows, many.rows)
-        assert one.log_joint == many.log_joint
+    for run in runs[1:]:
+        for one, other in zip(runs[0], run):
+            np.testing.assert_array_equal(one.views, other.views)
+            np.testing.assert_array_equal(one.rows, other.rows)
+            assert one.log_joint == other.log_joint
 
 
 def test_estimator_row_sampler_option():
