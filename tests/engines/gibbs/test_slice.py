@@ -190,10 +190,12 @@ def test_estimator_row_sampler_option():
 
 
 @pytest.mark.slow
-def test_slice_rows_match_exact_on_tiny_mixed_table(monkeypatch):
-    """Rows moved by the slice step alone (no row split-merge): dependence probabilities
-    and row co-clustering within Monte Carlo error of exact enumeration."""
-    monkeypatch.setattr(engine, "SLICE_SPLIT_MERGE", 0)
+@pytest.mark.parametrize("n_split_merge", [0, 1])
+def test_slice_rows_match_exact_on_tiny_mixed_table(monkeypatch, n_split_merge):
+    """Rows moved by the slice step alone (no row split-merge), and as CrossCat runs it
+    (one proposal after it): dependence probabilities and row co-clustering within Monte
+    Carlo error of exact enumeration."""
+    monkeypatch.setattr(engine, "SLICE_SPLIT_MERGE", n_split_merge)
     rng = np.random.RandomState(3)
     X = np.column_stack([
         np.array([0.1, 0.3, 2.2, 2.5, 0.2]),
