@@ -113,6 +113,14 @@ def _prepare(params, data, work, i):
 
 
 @njit(cache=True)
+def blocks_forget_saved(params, work):
+    """Drop the row saved by the last ``remove`` (for code that rewrites ``stats`` wholesale,
+    e.g. the slice sampler's new partition, after which that row is stale)."""
+    n_groups, n_stats = int(params[0]), int(params[4])
+    work[n_groups * n_stats + n_stats + 1] = 0.0
+
+
+@njit(cache=True)
 def blocks_prepare(params, data, labels, stats, shared, work, i):
     """The statistics of item ``i``'s cells in each group, into ``work[:G * S]``."""
     _prepare(params, data, work, i)

@@ -33,6 +33,10 @@ above is one of them at offset 0. ``predictive_cache_at`` and
 ``cell_cached_log_predictive``) give the same predictive from at most
 ``n_stats`` cached constants of a block, for code that scores many cells
 against a block between its changes.
+``cell_posterior_draw`` and ``cell_log_density`` (``posterior_draw_at``,
+``log_density_at``) are the uncollapsed side: explicit parameters theta of a
+block drawn from its conjugate posterior (numba's generator), and
+``log f(x | theta)`` (layouts of theta above :func:`theta_size`).
 The formulas of the Normal-Gamma, Beta-Bernoulli and Dirichlet marginals are
 those of :mod:`._conjugate_kernels`, shared.
 """
@@ -376,3 +380,116 @@ def cell_predictive_sample(code, params, stats):
         if u < total:
             return float(c)
     return float(k - 1)
+
+
+# ---------------------------------------------------------------- explicit parameters
+# (added for the slice-sampler row step of CrossCat, :mod:`...engines.gibbs.slice`: an
+# *uncollapsed* move draws each block's parameters theta from their conjugate posterior and
+# then scores cells by log f(x | theta).) theta is kept in the form the density reads,
+# ``theta_size`` entries:
+#
+# - normal: ``[mean, precision, log(precision / (2 pi)) / 2]``;
+# - bernoulli: ``[log(1 - p), log p]``;
+# - poisson: ``[rate, log rate]``;
+# - categorical: ``[log p_0, ..., log p_{k-1}]``.
+_LOG_2PI = math.log(2.0 * math.pi)
+
+
+@njit(cache=True)
+def theta_size(code, params, p0):
+    """Number of entries of theta of type ``code`` with parameters ``params[p0:]``."""
+    if code == NORMAL:
+        return 3
+    if code == CATEGORICAL:
+        return int(params[p0])
+    return 2
+
+
+@njit(cache=True)
+def _log_gamma_draw(shape):
+    """``log g`` for ``g ~ Gamma(shape, 1)``, without underflow for small shapes.
+
+    For ``shape < 1``, ``g = g' U^(1 / shape)`` with ``g' ~ Gamma(shape + 1)`` (Marsaglia &
+    Tsang), so the log stays finite where ``g`` itself would round to 0.
+    """
+    if shape >= 1.0:
+        return math.log(np.random.gamma(shape, 1.0))
+    u = np.random.random()
+    while u <= 0.0:
+        u = np.random.random()
+    return math.log(np.random.gamma(shape + 1.0, 1.0)) + math.log(u) / shape
+
+
+@njit(cache=True)
+def posterior_draw_at(code, params, p0, stats, s0, theta, t0):
+    """theta of type ``code`` drawn from its posterior given the cells ``stats[s0:]``.
+
+    Prior parameters ``params[p0:]``; the statistics of no cells (zeros) give a prior
+    draw. Uses numba's generator (seed it first).
+    """
+    n = stats[s0]
+    if code == NORMAL:
+        kappa = params[p0 + 1] + n
+        s1 = stats[s0 + 1]
+        shape = params[p0 + 2] + 0.5 * n
+        rate = params[p0 + 3] + 0.5 * max(stats[s0 + 2] - s1 * s1 / kappa, 0.0)
+        precision = np.random.gamma(shape, 1.0 / rate)
+        theta[t0] = (params[p0] + s1 / kappa
+                     + np.random.standard_normal() / math.sqrt(kappa * precision))
+        theta[t0 + 1] = precision
+        theta[t0 + 2] = 0.5 * (math.log(precision) - _LOG_2PI)
+    elif code == BERNOULLI:
+        n1 = stats[s0 + 1]
+        log_one = _log_gamma_draw(params[p0] + n1)
+        log_zero = _log_gamma_draw(params[p0 + 1] + n - n1)
+        top = max(log_one, log_zero)
+        log_total = top + math.log(math.exp(log_one - top) + math.exp(log_zero - top))
+        theta[t0] = log_zero - log_total
+        theta[t0 + 1] = log_one - log_total
+    elif code == POISSON:
+        rate = np.random.gamma(params[p0] + stats[s0 + 1], 1.0 / (params[p0 + 1] + n))
+        theta[t0] = rate
+        theta[t0 + 1] = math.log(rate) if rate > 0.0 else -np.inf
+    else:
+        k = int(params[p0])
+        top = -np.inf
+        for c in range(k):
+            g = _log_gamma_draw(params[p0 + 2 + c] + stats[s0 + 1 + c])
+            theta[t0 + c] = g
+            if g > top:
+                top = g
+        total = 0.0
+        for c in range(k):
+            total += math.exp(theta[t0 + c] - top)
+        log_total = top + math.log(total)
+        for c in range(k):
+            theta[t0 + c] -= log_total
+
+
+@njit(cache=True, inline='always')
+def log_density_at(code, theta, t0, x):
+    """``log f(x | theta)`` of type ``code`` with theta at ``theta[t0:]`` (0 for a NaN ``x``)."""
+    if x != x:
+        return 0.0
+    if code == NORMAL:
+        d = x - theta[t0]
+        return theta[t0 + 2] - 0.5 * theta[t0 + 1] * d * d
+    if code == BERNOULLI:
+        return theta[t0 + 1] if x != 0.0 else theta[t0]
+    if code == POISSON:
+        if x == 0.0:
+            return -theta[t0]
+        return x * theta[t0 + 1] - theta[t0] - math.lgamma(x + 1.0)
+    return theta[t0 + int(x)]
+
+
+@njit(cache=True)
+def cell_posterior_draw(code, params, stats, theta):
+    """theta (``theta_size`` entries) drawn from the posterior of the cells ``stats``."""
+    posterior_draw_at(code, params, 0, stats, 0, theta, 0)
+
+
+@njit(cache=True)
+def cell_log_density(code, theta, x):
+    """``log f(x | theta)`` of the cell model with type ``code`` (0 for a NaN ``x``)."""
+    return log_density_at(code, theta, 0, x)

@@ -11,20 +11,22 @@ import math
 import numpy as np
 from numba import njit
 
-from ...models._cell_kernels import (accumulate_at, cached_log_predictive_at, cell_add,
-                                     cell_log_marginal,
-                                     cell_log_predictive, cell_predictive_mean,
-                                     cell_predictive_sample, predictive_cache_at)
+from ...models._cell_kernels import (POISSON, accumulate_at, cached_log_predictive_at,
+                                     cell_log_marginal, cell_log_predictive,
+                                     cell_predictive_mean, cell_predictive_sample,
+                                     log_marginal_at, predictive_cache_at)
 
 
 @njit(cache=True)
 def column_stats(t, p, x, labels, stats):
     """Fill ``stats`` (zeroed here) with the column's cell statistics per slot of ``labels``."""
     stats[:, :] = 0.0
+    width = stats.shape[1]
+    flat = stats.ravel()   # offsets, not a row view per cell
     for i in range(x.size):
         c = labels[i]
         if c >= 0:
-            cell_add(t, p, stats[c], x[i], 1.0)
+            accumulate_at(t, p, 0, flat, c * width, x[i], 1.0)
 
 
 @njit(cache=True)
@@ -33,6 +35,46 @@ def column_log_score(t, p, stats):
     total = 0.0
     for c in range(stats.shape[0]):
         total += cell_log_marginal(t, p, stats[c])
+    return total
+
+
+@njit(cache=True)
+def log_factorials(x):
+    """``log(x!)`` of each cell (0 for a missing one)."""
+    out = np.zeros(x.size)
+    for i in range(x.size):
+        if x[i] == x[i]:
+            out[i] = math.lgamma(x[i] + 1.0)
+    return out
+
+
+@njit(cache=True)
+def column_partition_score(t, p, x, log_factorials, labels, n_slots, scratch):
+    """:func:`column_log_score` of the column under the slot ``labels`` in one pass.
+
+    ``scratch`` (``(n_slots', n_stats)``, ``n_slots' >= n_slots``) holds the statistics
+    (zeroed here): a column move scores every view without an allocation per view.
+    ``log_factorials``: :func:`log_factorials` of a poisson column, read instead of an
+    ``lgamma`` per cell (the same sums as :func:`column_stats`).
+    """
+    width = scratch.shape[1]
+    flat = scratch.ravel()
+    flat[:n_slots * width] = 0.0
+    poisson = t == POISSON
+    for i in range(x.size):
+        c = labels[i]
+        if c < 0 or x[i] != x[i]:
+            continue
+        o = c * width
+        if poisson:
+            flat[o] += 1.0
+            flat[o + 1] += x[i]
+            flat[o + 2] += log_factorials[i]
+        else:
+            accumulate_at(t, p, 0, flat, o, x[i], 1.0)
+    total = 0.0
+    for c in range(n_slots):
+        total += log_marginal_at(t, p, 0, flat, c * width)
     return total
 
 

@@ -157,3 +157,23 @@ def test_row_steps_on_threads_do_not_change_the_chain(monkeypatch):
         np.testing.assert_array_equal(one.views, many.views)
         np.testing.assert_array_equal(one.rows, many.rows)
         assert one.log_joint == many.log_joint
+
+
+@pytest.mark.parametrize("kind", ["normal", "bernoulli", "poisson", "categorical"])
+def test_column_partition_score_equals_the_statistics_table(kind):
+    """The one-pass score of a column move equals column_stats + column_log_score."""
+    from sklearn_trellis.engines.gibbs import _crosscat_kernels as ck
+    rng = np.random.RandomState(5)
+    x = {"normal": rng.randn(50), "bernoulli": rng.randint(2, size=50),
+         "poisson": rng.poisson(3.0, size=50), "categorical": rng.randint(3, size=50)}[kind]
+    x = x.astype(float)
+    x[rng.rand(50) < 0.2] = np.nan
+    cell = CELL_MODELS[kind]().fit(x)
+    p = np.asarray(cell.kernel_params(), float)
+    labels = rng.randint(-1, 4, size=50)   # -1: an item of no slot
+    table = np.zeros((6, cell.n_stats))
+    ck.column_stats(int(cell.code), p, x, labels, table)
+    scratch = np.full((8, cell.n_stats), 7.0)   # stale values: zeroed by the kernel
+    score = ck.column_partition_score(int(cell.code), p, x, ck.log_factorials(x), labels, 6,
+                                      scratch)
+    assert score == pytest.approx(ck.column_log_score(int(cell.code), p, table), rel=1e-12)
