@@ -71,7 +71,9 @@ class CrossCat(ClusterMixin, BaseEstimator):
     n_chains : int, default=1
         Independent chains, each started from a draw of the prior.
     n_jobs : int, default=None
-        Chains in parallel through joblib.
+        Chains in parallel through joblib. Within a chain the views' row steps
+        run on threads (all cores for one chain, shared out between chains
+        that run at once); the samples do not depend on either.
     method : {'auto', 'gibbs', 'exact'}, default='auto'
         ``'exact'`` enumerates every column partition and every row partition
         of each view (at most 8 rows and 6 columns, fixed concentrations);

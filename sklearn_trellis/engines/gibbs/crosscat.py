@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
+from joblib import effective_n_jobs
 from sklearn.utils import check_random_state
 
 from ...models.cell_blocks import CellBlocks
@@ -460,8 +461,12 @@ class CrossCatChain:
 
 
 def run_chain(model, *, n_sweeps, burn_in=0, thin=1, state=None, random_state=None, verbose=0,
-              chain_id=0):
-    """Run one CrossCat chain (a prior draw as start unless ``state`` is given)."""
+              chain_id=0, n_threads=None):
+    """Run one CrossCat chain (a prior draw as start unless ``state`` is given).
+
+    ``n_threads``: threads of the views' row steps (default ``ROW_THREADS``); the
+    samples do not depend on it.
+    """
     rng = check_random_state(random_state)
     if state is None:
         state = new_crosscat_state(model, rng)
@@ -472,7 +477,7 @@ def run_chain(model, *, n_sweeps, burn_in=0, thin=1, state=None, random_state=No
     report_every = max(1, n_sweeps // 10)
     try:
         for t in range(n_sweeps):
-            sweep(model, state, rng)
+            sweep(model, state, rng, n_threads=n_threads)
             done += 1
             if t >= burn_in and (t - burn_in) % thin == 0:
                 samples.append(snapshot(model, state))
@@ -490,9 +495,17 @@ def run_chain(model, *, n_sweeps, burn_in=0, thin=1, state=None, random_state=No
 
 def run_chains(model, *, n_chains=1, n_jobs=None, random_state=None, states=None,
                **chain_kwargs):
-    """Independent CrossCat chains through :func:`.sampler.map_chains` (joblib, seeds)."""
+    """Independent CrossCat chains through :func:`.sampler.map_chains` (joblib, seeds).
+
+    Chains in parallel share the cores: each gets ``ROW_THREADS`` divided by the
+    number of chains running at once for its views' row steps (the samples do not
+    depend on the thread count).
+    """
     if states is None:
         states = [None] * n_chains
+    if n_jobs not in (None, 1) and "n_threads" not in chain_kwargs:
+        at_once = max(1, min(effective_n_jobs(n_jobs), len(states)))
+        chain_kwargs["n_threads"] = max(1, ROW_THREADS // at_once)
     return sampler.map_chains(run_chain, (model,), [{"state": s} for s in states],
                               n_jobs=n_jobs, random_state=random_state, **chain_kwargs)
 

@@ -1,5 +1,7 @@
 """CrossCat's Gibbs engine: Murphy Eq. 42, and the sampler against exact enumeration."""
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 from scipy.special import betaln
@@ -158,6 +160,22 @@ def test_row_steps_on_threads_do_not_change_the_chain(monkeypatch):
         np.testing.assert_array_equal(one.rows, many.rows)
         assert one.log_joint == many.log_joint
 
+
+
+def test_parallel_chains_share_the_row_threads(monkeypatch):
+    """n_jobs chains at once get ROW_THREADS / chains threads each; sequential chains all."""
+    def fake_chain(model, *, n_threads=None, **kwargs):
+        return SimpleNamespace(interrupted=False, n_threads=n_threads)
+
+    def threads(**kwargs):
+        return [chain.n_threads for chain in engine.run_chains(None, n_sweeps=1, **kwargs)]
+
+    monkeypatch.setattr(engine, "ROW_THREADS", 4)
+    monkeypatch.setattr(engine, "run_chain", fake_chain)
+    assert threads(n_chains=2, n_jobs=1) == [None, None]
+    assert threads(n_chains=2, n_jobs=2) == [2, 2]
+    assert threads(n_chains=1, n_jobs=2) == [4]
+    assert threads(n_chains=3, n_jobs=-1, n_threads=1) == [1, 1, 1]
 
 @pytest.mark.parametrize("kind", ["normal", "bernoulli", "poisson", "categorical"])
 def test_column_partition_score_equals_the_statistics_table(kind):
