@@ -92,9 +92,9 @@ default='all'
     The condensed distance matrix is computed once and shared by the
     linkages: ``4 N (N - 1)`` bytes (400 MB at ``N = 10,000``). Average,
     complete and Ward linkage (scipy's nearest-neighbour chain, compiled
-    without the GIL: :mod:`._nn_chain`) each work on a square copy when it
-    fits (``8 N**2`` bytes; twice as fast as scipy's condensed one), else on a
-    condensed copy. The memory is checked before anything is allocated.
+    without the GIL in the private module ``_nn_chain``) each work on a square
+    copy when it fits (``8 N**2`` bytes; twice as fast as scipy's condensed
+    one), else on a condensed copy. The memory is checked before anything is allocated.
 
     Examples
     --------
