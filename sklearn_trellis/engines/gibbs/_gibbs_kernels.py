@@ -83,33 +83,44 @@ def _push_free(c, free, meta):
     meta[1] += 1
 
 
-@template
-def rebuild(params, data, init_labels, labels, counts, active, where, free, meta,
-            stats, shared, work):
-    """Fill the state from compact labels ``init_labels`` (values ``0..K-1``, capacity > K)."""
-    capacity = stats.shape[0]
+@njit(cache=True)
+def occupy_slots(compact, counts, active, where, free, meta):
+    """Slot bookkeeping of compact labels ``compact`` (``0..K-1``; capacity ``counts.size`` > K).
+
+    Slots ``0..K-1`` active with their sizes in ``counts``, the others on the
+    free stack (``K`` on top). The likelihood's statistics are the caller's.
+    """
+    capacity = counts.size
     n_clusters = 0
-    for i in range(init_labels.size):
-        if init_labels[i] + 1 > n_clusters:
-            n_clusters = init_labels[i] + 1
-    for c in range(capacity):
-        lik_reset(params, stats, c)
-        counts[c] = 0
-        where[c] = -1
-    shared[:] = 0.0
+    for i in range(compact.size):
+        if compact[i] + 1 > n_clusters:
+            n_clusters = compact[i] + 1
+    counts[:] = 0
+    where[:] = -1
     meta[0] = 0
     meta[1] = 0
     for c in range(capacity - 1, n_clusters - 1, -1):
         _push_free(c, free, meta)
     for c in range(n_clusters):
         _activate(c, active, where, meta)
+    for i in range(compact.size):
+        counts[compact[i]] += 1
+
+
+@template
+def rebuild(params, data, init_labels, labels, counts, active, where, free, meta,
+            stats, shared, work):
+    """Fill the state from compact labels ``init_labels`` (values ``0..K-1``, capacity > K)."""
+    for c in range(stats.shape[0]):
+        lik_reset(params, stats, c)
+    shared[:] = 0.0
+    occupy_slots(init_labels, counts, active, where, free, meta)
     labels[:] = -1
     for i in range(init_labels.size):
         c = init_labels[i]
         lik_prepare(params, data, labels, stats, shared, work, i)
         lik_add(params, data, stats, shared, work, c, i)
         labels[i] = c
-        counts[c] += 1
     lik_refresh(params, data, labels, stats, shared, active, meta[0])
 
 

@@ -14,7 +14,7 @@ from numba import njit, prange
 
 from ...models._cell_block_kernels import blocks_forget_saved, blocks_refresh, blocks_reset
 from ...models._cell_kernels import log_density_at, posterior_draw_at, theta_size
-from ._gibbs_kernels import _activate, _push_free
+from ._gibbs_kernels import occupy_slots
 
 _HEADER = 5
 
@@ -194,23 +194,10 @@ def reset_partition(params, data, compact, labels, counts, active, where, free, 
     in ``work`` stay (they do not depend on the partition); the row saved by the last
     ``remove`` is dropped (its slot now holds other items).
     """
-    capacity = stats.shape[0]
-    n_clusters = 0
-    for i in range(compact.size):
-        n_clusters = max(n_clusters, compact[i] + 1)
-    for c in range(capacity):
+    for c in range(stats.shape[0]):
         blocks_reset(params, stats, c)
-        counts[c] = 0
-        where[c] = -1
     shared[:] = 0.0
-    meta[0] = 0
-    meta[1] = 0
-    for c in range(capacity - 1, n_clusters - 1, -1):
-        _push_free(c, free, meta)
-    for c in range(n_clusters):
-        _activate(c, active, where, meta)
-    for i in range(compact.size):
-        labels[i] = compact[i]
-        counts[compact[i]] += 1
+    occupy_slots(compact, counts, active, where, free, meta)
+    labels[:] = compact
     blocks_refresh(params, data, labels, stats, shared, active, meta[0])
     blocks_forget_saved(params, work)
