@@ -23,19 +23,19 @@ Lace is run twice: with the same number of sweeps, and (row ``LaceN``) with
 the ``N`` sweeps that fit in CrossCat's sweep time (at most 5,000), which
 answers "does Lace reach the same accuracy in the same time".
 
-Measured on the reference machine (2 cores shared with other jobs, load
-about 2 during the run; pylace 0.10.1, seed 0, warm numba cache)::
+Measured on the reference machine (2 cores, quiet: load average 0.7 at the
+start; pylace 0.10.1, seed 0, warm numba cache)::
 
     100 sweeps, one chain; imputation: normal RMSE (sd units), bernoulli and categorical error rate, poisson MAE
             table         method  view ARI  row ARI  normal  bern. categ.  poisson  s/sweep   fit s
-     1000x20 (3v)       CrossCat     0.841    0.713   0.525  0.245  0.352    2.572    0.023     2.6
-     1000x20 (3v) CrossCat slice     0.936    0.829   0.507  0.227  0.354    2.425    0.014     1.4
-     1000x20 (3v)           Lace     0.841    0.494   0.741  0.338  0.406    2.588    0.001     1.4
-     1000x20 (3v)       Lace1721     1.000    0.897   0.545  0.237  0.360    2.247    0.002     4.1
-    10000x50 (4v)       CrossCat     0.964    0.915   0.498  0.178  0.359    1.769    0.269    27.1
-    10000x50 (4v) CrossCat slice     0.908    0.952   0.457  0.185  0.365    1.758    0.163    16.5
-    10000x50 (4v)           Lace     0.796    0.297   0.812  0.352  0.488    2.238    0.018     4.1
-    10000x50 (4v)       Lace1478     1.000    0.790   0.666  0.200  0.423    2.084    0.021    34.3
+     1000x20 (3v)       CrossCat     0.841    0.713   0.525  0.245  0.352    2.572    0.023     2.7
+     1000x20 (3v) CrossCat slice     0.936    0.829   0.507  0.227  0.354    2.425    0.015     1.5
+     1000x20 (3v)           Lace     0.841    0.494   0.741  0.338  0.406    2.588    0.001     2.5
+     1000x20 (3v)       Lace2068     1.000    0.891   0.608  0.233  0.354    2.187    0.001     4.0
+    10000x50 (4v)       CrossCat     0.964    0.915   0.498  0.178  0.359    1.769    0.202    20.3
+    10000x50 (4v) CrossCat slice     0.908    0.952   0.457  0.185  0.365    1.758    0.154    15.6
+    10000x50 (4v)           Lace     0.796    0.297   0.812  0.352  0.488    2.238    0.013     3.4
+    10000x50 (4v)       Lace1561     1.000    0.789   0.668  0.201  0.422    2.084    0.015    25.9
 
 At equal sweeps both CrossCat samplers are as accurate as Lace or more (views,
 rows, imputation). The slice-sampler row step (Lace's own row move, rows
@@ -45,7 +45,7 @@ better row ARI on both tables (0.83 / 0.95 against 0.71 / 0.92); on the tall
 table one column stays in a wrong view after 100 sweeps (view ARI 0.91).
 Column moves score each view in one pass over a contiguous copy of the
 column (the column step is about a third faster than before). A sweep still
-costs 9 to 14 times Lace's: what remains is the row split-merge proposals
+costs 12 to 23 times Lace's: what remains is the row split-merge proposals
 (a sequential allocation of the rows of two clusters with collapsed
 predictives, about half of the slice sampler's row step on 10,000 x 50), the
 column split-merge proposals, and Python overhead per column (hyperparameter
