@@ -12,6 +12,8 @@ and need no memory beyond ``O(n)`` (besides their output).
 import numpy as np
 from numba import njit, prange
 
+from .._core.union_find import find_root
+
 
 @njit(cache=True)
 def single_linkage_mst(dist):
@@ -50,14 +52,6 @@ def single_linkage_mst(dist):
 
 
 @njit(cache=True)
-def _find(roots, x):
-    while roots[x] != x:
-        roots[x] = roots[roots[x]]
-        x = roots[x]
-    return x
-
-
-@njit(cache=True)
 def mst_to_linkage(a, b, w, n):
     """Single-linkage matrix (scipy format) from MST edges, by union-find in weight order."""
     order = np.argsort(w, kind="mergesort")
@@ -67,8 +61,8 @@ def mst_to_linkage(a, b, w, n):
     linkage = np.empty((n - 1, 4))
     for r in range(n - 1):
         t = order[r]
-        ra = _find(roots, a[t])
-        rb = _find(roots, b[t])
+        ra = find_root(roots, a[t])
+        rb = find_root(roots, b[t])
         left = node_of[ra]
         right = node_of[rb]
         if left > right:

@@ -26,6 +26,7 @@ equality with scikit-learn on graphs with ties.
 import numpy as np
 from numba import njit
 from scipy import sparse
+from ..._core.union_find import find_root
 from sklearn.metrics.pairwise import paired_distances
 
 
@@ -305,16 +306,6 @@ def _ward_distance(m1, m2, row, col):
 
 
 @njit(cache=True)
-def _find(root, x):
-    top = x
-    while root[top] != top:
-        top = root[top]
-    while root[x] != top:           # path compression
-        root[x], x = top, root[x]
-    return top
-
-
-@njit(cache=True)
 def ward_connected_tree(n, indptr, indices, X):
     """scikit-learn's ``ward_tree`` on a connected graph (CSR, sorted, no diagonal)."""
     n_nodes = 2 * n - 1
@@ -361,7 +352,7 @@ def ward_connected_tree(n, indptr, indices, X):
         out = top
         for side in (i, j):
             for p in range(start[side], start[side] + length[side]):
-                head = _find(root, keys[p])
+                head = find_root(root, keys[p])
                 if seen[head] != k:
                     seen[head] = k
                     keys[out] = head

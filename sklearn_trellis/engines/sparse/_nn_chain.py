@@ -21,6 +21,7 @@ import numpy as np
 from numba import njit
 
 from ..._core.budget import check_memory
+from ..._core.union_find import find_root
 
 #: Linkage codes of :func:`nn_chain_linkage`.
 NN_CHAIN_METHODS = {"average": 0, "complete": 1, "ward": 2}
@@ -189,16 +190,6 @@ def _sorted_labelled(Z, n):
 
 
 @njit(cache=True)
-def _find(parent, x):
-    root = x
-    while parent[root] != root:
-        root = parent[root]
-    while parent[x] != root:
-        parent[x], x = root, parent[x]
-    return root
-
-
-@njit(cache=True)
 def _label(Z, n):
     """scipy's ``label``: cluster ids of the sorted merges (union-find)."""
     parent = np.arange(2 * n - 1)
@@ -206,8 +197,8 @@ def _label(Z, n):
     size[:n] = 1
     next_label = n
     for i in range(n - 1):
-        x_root = _find(parent, np.int64(Z[i, 0]))
-        y_root = _find(parent, np.int64(Z[i, 1]))
+        x_root = find_root(parent, np.int64(Z[i, 0]))
+        y_root = find_root(parent, np.int64(Z[i, 1]))
         if x_root < y_root:
             Z[i, 0], Z[i, 1] = x_root, y_root
         else:

@@ -31,6 +31,7 @@ import numpy as np
 from numba import njit
 
 from ..._core.subsets import logaddexp
+from ..._core.union_find import find_root
 
 #: Status codes of :func:`enumerate_states`.
 STATES_OK = 0
@@ -263,18 +264,6 @@ def _grow_2d(array, capacity):
 
 
 @njit(cache=True)
-def _find(parent, i):
-    root = i
-    while parent[root] != root:
-        root = parent[root]
-    while parent[i] != root:     # path compression
-        nxt = parent[i]
-        parent[i] = root
-        i = nxt
-    return root
-
-
-@njit(cache=True)
 def enumerate_states(n_items, rank, codes, items, starts, stops, vertex_sizes, build_left,
                      build_right, anchor, word_lo, word_ptr, words, anchor_ptr, anchored,
                      max_states, max_transitions):
@@ -388,14 +377,14 @@ def enumerate_states(n_items, rank, codes, items, starts, stops, vertex_sizes, b
                 fits_c[v] = fit
                 if fit and vertex_sizes[v] > 1:
                     if a >= 0:
-                        ra = _find(parent, items[starts[a]])
-                        rb = _find(parent, items[starts[build_right[v]]])
+                        ra = find_root(parent, items[starts[a]])
+                        rb = find_root(parent, items[starts[build_right[v]]])
                         if ra != rb:
                             parent[ra] = rb
                     else:
-                        first = _find(parent, items[starts[v]])
+                        first = find_root(parent, items[starts[v]])
                         for x in range(starts[v] + 1, stops[v]):
-                            other = _find(parent, items[x])
+                            other = find_root(parent, items[x])
                             if other != first:
                                 parent[other] = first
             n_comp = 0
@@ -411,7 +400,7 @@ def enumerate_states(n_items, rank, codes, items, starts, stops, vertex_sizes, b
                     i = item_of_rank[rr]
                     if in_b[i]:
                         continue
-                    root = _find(parent, i)
+                    root = find_root(parent, i)
                     c = comp_of_root[root]
                     if c < 0:
                         c = n_comp
@@ -432,7 +421,7 @@ def enumerate_states(n_items, rank, codes, items, starts, stops, vertex_sizes, b
             # Reset the scratch for the next transition.
             for q in range(n_left):
                 i = comp_items[q]
-                comp_of_root[_find(parent, i)] = -1
+                comp_of_root[find_root(parent, i)] = -1
             for q in range(n_left):
                 parent[comp_items[q]] = comp_items[q]
             for x in range(starts[b], stops[b]):
