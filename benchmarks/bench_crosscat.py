@@ -155,10 +155,10 @@ def imputation_errors(X, complete, imputed, types):
     return errors
 
 
-def run_ours(X, truth, n_sweeps, seed, row_sampler="collapsed"):
+def run_ours(X, truth, n_sweeps, seed, **params):
     types = ["categorical" if t == "categorical" else t for t in truth["types"]]
     model = CrossCat(column_types=types, n_sweeps=n_sweeps, burn_in=n_sweeps - 1,
-                     row_sampler=row_sampler, random_state=seed)
+                     random_state=seed, **params)
     start = time.perf_counter()
     model.fit(X)
     seconds = time.perf_counter() - start

@@ -71,28 +71,31 @@ class CrossCat(ClusterMixin, BaseEstimator):
     n_chains : int, default=1
         Independent chains, each started from a draw of the prior.
     n_jobs : int, default=None
-        Chains in parallel through joblib. Within a chain the views' row steps
-        run on threads (all cores for one chain, shared out between chains
-        that run at once); the samples do not depend on either.
+        Chains in parallel through joblib. Within a chain, the slice step of
+        large views and the column scores of large tables run on numba's
+        threads (all cores for one chain, shared out between chains that run
+        at once); the samples do not depend on either.
     method : {'auto', 'gibbs', 'exact'}, default='auto'
         ``'exact'`` enumerates every column partition and every row partition
         of each view (at most 8 rows and 6 columns, fixed concentrations);
         ``'auto'`` does so when the table is that small and the concentrations
         are fixed.
-    row_sampler : {'collapsed', 'slice'}, default='collapsed'
-        How Gibbs moves the rows of each view. ``'collapsed'``: a sequential
-        scan of the rows, each against the others' cluster statistics
-        (parameters integrated out, Neal's Algorithm 3), then two split-merge
-        proposals per view; views on threads. ``'slice'``: an uncollapsed
-        slice-sampler step (Walker 2007; Kalli et al. 2011) that draws cluster
-        weights, slices and each block's cell parameters, then reassigns every
-        row at once (in parallel on large views) among the clusters above its
-        slice, then one split-merge proposal per view. The slice step costs
-        less per sweep (about 60% of the collapsed sweep on the planted
-        tables of ``benchmarks/bench_crosscat.py``) but each step moves less
-        (rows see fixed parameters, and a new cluster starts from a prior
-        draw, so splits come from the split-merge proposals); both leave the
-        same posterior invariant.
+    row_sampler : {'slice', 'collapsed'}, default='slice'
+        How Gibbs moves the rows of each view. ``'slice'``: an uncollapsed
+        slice-sampler step (Walker 2007; Kalli et al. 2011, Lace's row move)
+        that draws cluster weights, slices and each block's cell parameters,
+        then reassigns every row at once among the clusters above its slice
+        (in parallel on large views). ``'collapsed'``: a sequential scan of
+        the rows, each against the others' cluster statistics (parameters
+        integrated out, Neal's Algorithm 3): it moves more per sweep but
+        costs several times as much. Both leave the same posterior invariant.
+    n_split_merge : int, default=1
+        Split-merge proposals per sweep: that many on the rows of each view
+        (Dahl's sequentially-allocated proposal), and that many on random
+        columns (a new view whose row partition is fitted to the column, or a
+        lone column joining another view). They let the chain split clusters
+        and form views that single-row and single-column moves reach slowly;
+        0 leaves the moves Lace makes (cheapest sweep, slower mixing).
     random_state : int, RandomState instance or None, default=None
     verbose : int, default=0
     warm_start : bool, default=False
@@ -130,18 +133,18 @@ class CrossCat(ClusterMixin, BaseEstimator):
 
     Notes
     -----
-    Gibbs sweeps (Mansinghka et al. 2016): rows in each view by the engine's
-    collapsed DP-mixture scan with split-merge moves (or, with
-    ``row_sampler='slice'``, the slice sampler of Walker 2007 and Kalli et
-    al. 2011 followed by one split-merge proposal); each column by Neal's
-    Algorithm 8 over the views plus an auxiliary fresh view; then a
-    Metropolis-Hastings split-merge proposal for up to 10 random columns (a
-    new view whose row partition is fitted to the column, or a lone column
-    joining another view), which lets columns of tall tables form new views;
-    each column's cell hyperparameters by an exact draw on its grid;
-    concentrations by Escobar & West's update. Exact mode sums the cell
-    hyperparameters over their grids. Each chain starts from a draw of the
-    prior (columns and rows by CRPs).
+    Gibbs sweeps (Mansinghka et al. 2016): rows in each view by the slice
+    sampler of Walker 2007 and Kalli et al. 2011 (or the collapsed scan),
+    then ``n_split_merge`` split-merge proposals; each column by Neal's
+    Algorithm 8 over the views plus an auxiliary fresh view; then
+    ``n_split_merge`` Metropolis-Hastings split-merge proposals on random
+    columns (a new view whose row partition is fitted to the column, or a
+    lone column joining another view), which lets columns of tall tables
+    form new views; each column's cell hyperparameters by an exact draw on
+    its grid; concentrations by Escobar & West's update. A sweep is one
+    compiled call on a flat state (``engines/gibbs/crosscat.py``). Exact mode
+    sums the cell hyperparameters over their grids. Each chain starts from a
+    draw of the prior (columns and rows by CRPs).
 
     ``impute``, ``score`` and ``simulate`` treat the query rows as new rows and
     average over up to 25 evenly spaced kept samples.
@@ -184,6 +187,7 @@ class CrossCat(ClusterMixin, BaseEstimator):
         "n_jobs": [Integral, None],
         "method": [StrOptions({"auto", "gibbs", "exact"})],
         "row_sampler": [StrOptions({"collapsed", "slice"})],
+        "n_split_merge": [Interval(Integral, 0, None, closed="left")],
         "random_state": ["random_state"],
         "verbose": [Interval(Integral, 0, None, closed="left")],
         "warm_start": ["boolean"],
@@ -191,7 +195,8 @@ class CrossCat(ClusterMixin, BaseEstimator):
 
     def __init__(self, *, column_types="auto", alpha_views=(1.0, 1.0), alpha_rows=(1.0, 1.0),
                  n_sweeps=200, burn_in=None, thin=1, n_chains=1, n_jobs=None, method="auto",
-                 row_sampler="collapsed", random_state=None, verbose=0, warm_start=False):
+                 row_sampler="slice", n_split_merge=1, random_state=None, verbose=0,
+                 warm_start=False):
         self.column_types = column_types
         self.alpha_views = alpha_views
         self.alpha_rows = alpha_rows
@@ -202,6 +207,7 @@ class CrossCat(ClusterMixin, BaseEstimator):
         self.n_jobs = n_jobs
         self.method = method
         self.row_sampler = row_sampler
+        self.n_split_merge = n_split_merge
         self.random_state = random_state
         self.verbose = verbose
         self.warm_start = warm_start
@@ -227,7 +233,8 @@ class CrossCat(ClusterMixin, BaseEstimator):
         model = engine.CrossCatModel(cells, data,
                                      _concentration(self.alpha_views, "alpha_views"),
                                      _concentration(self.alpha_rows, "alpha_rows"),
-                                     row_sampler=self.row_sampler)
+                                     row_sampler=self.row_sampler,
+                                     split_merge=(self.n_split_merge, self.n_split_merge))
         return encoder, cells, model
 
     @_fit_context(prefer_skip_nested_validation=True)

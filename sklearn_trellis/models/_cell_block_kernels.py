@@ -113,14 +113,6 @@ def _prepare(params, data, work, i):
 
 
 @njit(cache=True)
-def blocks_forget_saved(params, work):
-    """Drop the row saved by the last ``remove`` (for code that rewrites ``stats`` wholesale,
-    e.g. the slice sampler's new partition, after which that row is stale)."""
-    n_groups, n_stats = int(params[0]), int(params[4])
-    work[n_groups * n_stats + n_stats + 1] = 0.0
-
-
-@njit(cache=True)
 def blocks_prepare(params, data, labels, stats, shared, work, i):
     """The statistics of item ``i``'s cells in each group, into ``work[:G * S]``."""
     _prepare(params, data, work, i)
@@ -247,20 +239,3 @@ def sum_block_log_marginals(params, table):
         for g in range(n_groups):
             total += table[r, g * width + width - 1]
     return total
-
-
-@njit(cache=True)
-def cache_groups(params, stats, groups):
-    """The cached values of the blocks of ``groups`` in every row of ``stats`` (new groups)."""
-    for r in range(stats.shape[0]):
-        for g in groups:
-            _cache_block(params, stats[r], g, False)
-
-
-@njit(cache=True)
-def copy_groups(old, new, origin, kept, length):
-    """``new[r, kept[k], :length] = old[r, origin[k], :length]`` for every row ``r`` (3-d arrays)."""
-    for r in range(min(old.shape[0], new.shape[0])):
-        for k in range(kept.size):
-            for s in range(length):
-                new[r, kept[k], s] = old[r, origin[k], s]

@@ -44,11 +44,6 @@ cell statistics of every block of a partition (the last entry of each is the
 block's ``log_marginal``), ``partition_log_likelihood(data, labels)`` the sum
 of the block marginals.
 
-With one group per column (CrossCat's views), ``rearranged(source, cells)``
-is a fitted copy over other columns (kept ones by index, new ones with their
-cell models) and ``carry_state`` lays a state's ``stats`` and ``work`` out for
-it: a column moving between views does not rebuild the two views.
-
 ``log_predictive`` reads the item's statistics that ``prepare`` put in
 ``work`` (the engine always prepares an item before scoring it), so the
 engine's ``predictive_log_weights`` (new rows, no ``prepare``) does not apply.
@@ -174,76 +169,6 @@ class CellBlocks(ClusterLikelihood):
         copy.n_groups_ = int(groups.max()) + 1 if groups.size else 0
         copy.group_cells_ = np.zeros(copy.n_groups_, np.int64)
         return copy
-
-    def rearranged(self, source, cells):
-        """A fitted copy over other columns, one group per column (CrossCat's column moves).
-
-        Column ``c`` of the copy is this likelihood's column ``source[c]``, or, when
-        ``source[c] < 0``, a new column with the fitted cell model ``cells[c]`` (its
-        cells validated by the caller). Needs one group and one cell model per column.
-        """
-        self._check_fitted()
-        d = self.n_features_in_
-        if not (self.n_groups_ == d and np.array_equal(self.column_groups_, np.arange(d))
-                and len(self.cells_) == d and np.array_equal(self.group_cells_, np.arange(d))):
-            raise ValueError("rearranged needs one group and one cell model per column.")
-        models = [self.cells_[s] if s >= 0 else cells[c] for c, s in enumerate(source)]
-        copy = CellBlocks(models)
-        copy.cells_ = models
-        copy.n_features_in_ = copy.n_groups_ = len(models)
-        copy.column_groups_ = np.arange(len(models))
-        copy.group_cells_ = np.arange(len(models))
-        copy.n_cached_items_ = self.n_cached_items_
-        copy._n_cell_stats = max(model.n_stats for model in models)
-        copy._width = 2 * copy._n_cell_stats + 1
-        copy._param_width = 2 + max(model.kernel_params().size for model in models)
-        return copy
-
-    def carry_state(self, previous, source, params, stats, work, new_blocks, new_items):
-        """``stats`` and ``work`` of a state of ``previous`` laid out for this likelihood.
-
-        ``self = previous.rearranged(source, ...)``. The blocks of kept columns move with
-        their cached values and the items' cached statistics with them; a new column ``c``
-        brings its cell statistics per slot ``new_blocks[c]`` (``(capacity, n_stats)``,
-        zero rows for free slots) and per item ``new_items[c]`` (``(n_items, n_stats)``);
-        its blocks' cached values are computed with the kernel parameters ``params``.
-        Returns ``(stats, work)``; the row partition and bookkeeping do not change.
-        """
-        capacity = stats.shape[0]
-        old_s, old_g = previous._n_cell_stats, previous.n_groups_
-        s, g = self._n_cell_stats, self.n_groups_
-        both = min(old_s, s)
-        kept = [c for c, k in enumerate(source) if k >= 0]
-        origin = [source[c] for c in kept]
-        added = [c for c, k in enumerate(source) if k < 0]
-        old = stats.reshape(capacity, old_g, previous._width)
-        table = np.zeros((capacity, g, self._width))
-        table[:, kept, :both] = old[:, origin, :both]
-        table[:, kept, s:s + both] = old[:, origin, old_s:old_s + both]
-        table[:, kept, -1] = old[:, origin, -1]
-        for c in added:
-            table[:, c, :new_blocks[c].shape[1]] = new_blocks[c]
-        table = table.reshape(capacity, g * self._width)
-        kb.cache_groups(params, table, np.array(added, np.int64))
-        # the items' cache: flags, then one row of G * S statistics per item
-        old_size = old_g * old_s
-        old_head = old_size + old_s + 3 + old_g * previous._width
-        old_m = (work.size - old_head) // (old_size + 1)
-        new_work = np.zeros(max(1, self.work_size(capacity)))
-        size = g * s
-        head = size + s + 3 + g * self._width
-        m = (new_work.size - head) // (size + 1)
-        if m > 0:
-            shared = min(m, old_m)
-            new_work[head:head + shared] = work[old_head:old_head + shared]
-            items = new_work[head + m:head + m + m * size].reshape(m, g, s)
-            old_items = work[old_head + old_m:old_head + old_m + old_m * old_size].reshape(
-                old_m, old_g, old_s)
-            kb.copy_groups(old_items[:shared], items, np.array(origin, np.int64),
-                           np.array(kept, np.int64), both)
-            for c in added:
-                items[:, c, :new_items[c].shape[1]] = new_items[c][:m]
-        return table, new_work
 
     def _check_fitted(self):
         if not hasattr(self, "cells_"):

@@ -26,7 +26,7 @@ def _two_views(n=60, seed=0):
 @pytest.fixture(scope="module")
 def fitted():
     X, a, b = _two_views()
-    return CrossCat(n_sweeps=40, random_state=0).fit(X), X, a, b
+    return CrossCat(n_sweeps=200, random_state=0).fit(X), X, a, b
 
 
 def test_recovers_two_views_and_their_rows(fitted):
@@ -41,8 +41,8 @@ def test_recovers_two_views_and_their_rows(fitted):
     assert adjusted_rand_score(b, model.row_labels_[1]) == 1.0
     # labels_: the rows of the view with most columns (a tie here: the view of column 0)
     np.testing.assert_array_equal(model.labels_, model.row_labels_[0])
-    assert model.view_samples_.shape == (20, 4) and len(model.row_samples_) == 20
-    assert model.log_joints_.shape == (20,)
+    assert model.view_samples_.shape == (100, 4) and len(model.row_samples_) == 100
+    assert model.log_joints_.shape == (100,)
     similarity = model.row_similarity(view_of=3)
     assert similarity.shape == (60, 60)
     np.testing.assert_allclose(similarity, similarity.T)

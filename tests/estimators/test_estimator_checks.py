@@ -36,7 +36,7 @@ ESTIMATORS = [
     BayesianHierarchicalClustering(likelihood="diagonal", tree="rose"),
     BayesianHierarchicalClustering(method="randomized", subsample_size=10, random_state=0),
     CrossCat(n_sweeps=10),
-    CrossCat(n_sweeps=10, row_sampler="slice"),
+    CrossCat(n_sweeps=10, row_sampler="collapsed", n_split_merge=2),
 ]
 
 _DISTANCES_ONLY = ("check_clustering passes feature rows, not the squared-distance matrix "

@@ -1,9 +1,23 @@
-"""Numba kernels of CrossCat's column moves: a column's statistics and score under a partition.
+"""Numba kernels of CrossCat: a column's statistics and score under a partition, and the chain state.
 
 A column ``x`` (NaN = missing) of cell type ``t`` with cell params ``p`` is
 scored under a view's row partition (slot ``labels``) by
 ``sum_c log m(x_c)`` (Murphy Eq. 41, one column's factor); the statistics
 table ``stats`` (one row per slot) is what the view keeps for that column.
+
+The chain state (:class:`.crosscat.CrossCatState`) is a few flat arrays, read
+and written by the move kernels (:mod:`._crosscat_rows`, :mod:`._crosscat_columns`):
+
+- ``view_of (d,)``: view slot of each column; ``n_columns (V,)``: columns per
+  slot (0: a free slot; ``V = d + 1``, so a free slot always exists);
+- ``labels (V, n)``: row cluster of each row in each occupied slot, ``0..K_v-1``
+  with ``K_v = n_clusters[v]``; ``counts (V, Kc)``: rows per cluster;
+  ``alphas (V,)``: the row concentration of each view;
+- ``stats (d, Kc, S)``: each column's cell statistics per cluster of its view.
+
+Invariant: ``counts[v, k]`` and ``stats[j, k]`` are zero for ``k >= K`` of the
+view, so a new cluster's block is ready, and :func:`grown` extends both to more
+clusters (the kernels that open clusters return the possibly new arrays).
 """
 
 import math
@@ -15,6 +29,19 @@ from ...models._cell_kernels import (POISSON, accumulate_at, cached_log_predicti
                                      cell_log_marginal, cell_log_predictive,
                                      cell_predictive_mean, cell_predictive_sample,
                                      log_marginal_at, predictive_cache_at)
+
+
+@njit(cache=True, inline='always')
+def add_cell(t, p, flat, o, x, log_factorial, weight):
+    """``accumulate_at`` with a poisson cell's ``log(x!)`` given (no ``lgamma`` per cell)."""
+    if x != x:
+        return
+    if t == POISSON:
+        flat[o] += weight
+        flat[o + 1] += weight * x
+        flat[o + 2] += weight * log_factorial
+    else:
+        accumulate_at(t, p, 0, flat, o, x, weight)
 
 
 @njit(cache=True)
@@ -60,18 +87,10 @@ def column_partition_score(t, p, x, log_factorials, labels, n_slots, scratch):
     width = scratch.shape[1]
     flat = scratch.ravel()
     flat[:n_slots * width] = 0.0
-    poisson = t == POISSON
     for i in range(x.size):
         c = labels[i]
-        if c < 0 or x[i] != x[i]:
-            continue
-        o = c * width
-        if poisson:
-            flat[o] += 1.0
-            flat[o + 1] += x[i]
-            flat[o + 2] += log_factorials[i]
-        else:
-            accumulate_at(t, p, 0, flat, o, x[i], 1.0)
+        if c >= 0:
+            add_cell(t, p, flat, c * width, x[i], log_factorials[i], 1.0)
     total = 0.0
     for c in range(n_slots):
         total += log_marginal_at(t, p, 0, flat, c * width)
@@ -86,24 +105,52 @@ def grid_log_scores(t, grid, log_prior, stats, out):
 
 
 @njit(cache=True)
+def reseed(seed):
+    """Seed numba's generator with ``seed``; a negative seed leaves it as it stands."""
+    if seed >= 0:
+        np.random.seed(seed)
+
+
+@njit(cache=True)
 def crp_labels(n, alpha, seed, labels):
     """A partition of ``n`` items drawn from CRP(alpha) (sequential seating), labels ``0..K-1``."""
     np.random.seed(seed)
-    counts = np.zeros(n + 1)
+    return crp_draw(n, alpha, labels)
+
+
+@njit(cache=True, inline='always')
+def _splitmix64(state):
+    """The next SplitMix64 state and its uniform on ``[0, 1)`` (Steele, Lea & Flood 2014)."""
+    state = state + np.uint64(0x9E3779B97F4A7C15)
+    z = state
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    z = z ^ (z >> np.uint64(31))
+    return state, float(z >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+@njit(cache=True)
+def crp_draw(n, alpha, labels):
+    """:func:`crp_labels` on numba's generator as it stands; returns the number of clusters.
+
+    Item ``i`` opens a cluster with probability ``alpha / (i + alpha)``, else joins
+    the cluster of a uniformly drawn earlier item, which is joining cluster ``c``
+    with probability ``n_c / (i + alpha)``: the CRP's seating in O(1) per item, with
+    one uniform ``u`` on ``[0, i + alpha)``: below ``alpha`` a new cluster, else item
+    ``floor(u - alpha)``. The uniforms come from SplitMix64 seeded by numba's generator
+    (a third of the cost of a ``np.random.random`` per item: an auxiliary view of a
+    column move draws one per row).
+    """
+    state = np.uint64(np.random.randint(0, 2 ** 62))
     k = 0
     for i in range(n):
-        u = np.random.random() * (i + alpha)
-        chosen = k
-        acc = 0.0
-        for c in range(k):
-            acc += counts[c]
-            if u < acc:
-                chosen = c
-                break
-        if chosen == k:
+        state, u = _splitmix64(state)
+        u *= i + alpha
+        if u < alpha:
+            labels[i] = k
             k += 1
-        counts[chosen] += 1.0
-        labels[i] = chosen
+        else:
+            labels[i] = labels[min(int(u - alpha), i - 1)]
     return k
 
 
@@ -166,6 +213,12 @@ def sequential_allocation(t, p, x, alpha, order, labels, stats, counts, sample, 
     """
     if sample:
         np.random.seed(seed)
+    return sequential_allocation_draw(t, p, x, alpha, order, labels, stats, counts, sample)
+
+
+@njit(cache=True)
+def sequential_allocation_draw(t, p, x, alpha, order, labels, stats, counts, sample):
+    """:func:`sequential_allocation` on numba's generator as it stands."""
     n = x.size
     relabel = np.full(n + 1, -1, np.int64)
     weights = np.empty(n + 1)
@@ -218,3 +271,90 @@ def sequential_allocation(t, p, x, alpha, order, labels, stats, counts, sample, 
         counts[chosen] += 1.0
         log_counts[chosen] = math.log(counts[chosen])
     return log_q
+
+
+# ---------------------------------------------------------------- the chain state
+@njit(cache=True)
+def crp_log_eppf(alpha, counts, n_clusters, n):
+    """``log`` CRP(alpha) probability of a partition of ``n`` items with these cluster sizes."""
+    total = n_clusters * math.log(alpha) + math.lgamma(alpha) - math.lgamma(alpha + n)
+    for k in range(n_clusters):
+        total += math.lgamma(float(counts[k]))
+    return total
+
+
+@njit(cache=True)
+def view_columns(v, view_of):
+    """The columns of view slot ``v``, in increasing order."""
+    m = 0
+    for j in range(view_of.size):
+        if view_of[j] == v:
+            m += 1
+    out = np.empty(m, np.int64)
+    m = 0
+    for j in range(view_of.size):
+        if view_of[j] == v:
+            out[m] = j
+            m += 1
+    return out
+
+
+@njit(cache=True)
+def grown(stats, counts, needed):
+    """``(stats, counts)`` with room for ``needed`` clusters per view (the same arrays if
+    they have it; otherwise at least twice the clusters, zero-filled)."""
+    have = stats.shape[1]
+    if needed <= have:
+        return stats, counts
+    size = max(needed, 2 * have)
+    new_stats = np.zeros((stats.shape[0], size, stats.shape[2]))
+    new_stats[:, :have, :] = stats
+    new_counts = np.zeros((counts.shape[0], size), np.int64)
+    new_counts[:, :have] = counts
+    return new_stats, new_counts
+
+
+@njit(cache=True)
+def fill_column(j, t, p, x, log_factorials, labels, n_clusters, stats, clear):
+    """``stats[j]``: column ``j``'s statistics per cluster of ``labels`` (``0..n_clusters-1``).
+
+    ``clear`` blocks are zeroed first (at least ``n_clusters``: also those of a view
+    the column leaves, which may have more clusters).
+    """
+    width = stats.shape[2]
+    stats[j, :max(clear, n_clusters), :] = 0.0
+    flat = stats.ravel()
+    base = j * stats.shape[1] * width
+    for i in range(x.size):
+        add_cell(t, p, flat, base + labels[i] * width, x[i], log_factorials[i], 1.0)
+
+
+@njit(cache=True)
+def fill_counts(v, labels, counts, n_clusters, clear):
+    """``counts[v]`` from ``labels[v]`` (the first ``max(clear, n_clusters[v])`` zeroed)."""
+    counts[v, :max(clear, n_clusters[v])] = 0
+    for i in range(labels.shape[1]):
+        counts[v, labels[v, i]] += 1
+
+
+@njit(cache=True)
+def fill_view(v, codes, params, columns, log_factorials, view_of, labels, counts,
+              n_clusters, stats, clear):
+    """Counts and every column's statistics of view slot ``v`` from its labels."""
+    fill_counts(v, labels, counts, n_clusters, clear)
+    for j in range(view_of.size):
+        if view_of[j] == v:
+            fill_column(j, codes[j], params[j], columns[j], log_factorials[j], labels[v],
+                        n_clusters[v], stats, clear)
+
+
+@njit(cache=True)
+def column_table_score(t, p, stats, j, n_clusters):
+    """``sum_k log m`` of column ``j``'s first ``n_clusters`` blocks of ``stats``."""
+    width = stats.shape[2]
+    flat = stats.ravel()
+    base = j * stats.shape[1] * width
+    total = 0.0
+    for k in range(n_clusters):
+        total += log_marginal_at(t, p, 0, flat, base + k * width)
+    return total

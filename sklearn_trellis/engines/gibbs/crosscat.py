@@ -1,4 +1,4 @@
-"""CrossCat on the collapsed Gibbs engine: views of columns, a DP mixture of rows in each view.
+"""CrossCat's Gibbs sampler: views of columns, a DP mixture of rows in each view.
 
 The model (Murphy Eqs. 38-41; Mansinghka et al. 2016): columns are partitioned
 into views by CRP(alpha_views); the rows of each view ``v`` by their own
@@ -6,60 +6,59 @@ CRP(alpha_v); every column has a conjugate cell model per row cluster of its
 view (:mod:`sklearn_trellis.models.cells`, NaN cells missing), with cell
 hyperparameters on a finite grid per column.
 
-One sweep (Mansinghka et al. 2016, Sec. 3):
+One sweep (Mansinghka et al. 2016, Sec. 3), every step a compiled kernel on the
+chain's flat state (:class:`CrossCatState`, layout in :mod:`._crosscat_kernels`):
 
-1. rows: in each view, the engine's DP-mixture scan (Neal's Algorithm 3 plus
-   split-merge, :func:`.sampler.sweep`) with the cell-block likelihood over the
-   view's columns (:class:`~sklearn_trellis.models.cell_blocks.CellBlocks`);
+1. rows, in each view: the slice-sampler move of every row (uncollapsed, as Lace
+   does it; :func:`._crosscat_rows.slice_rows`) or the collapsed scan (Neal's
+   Algorithm 3, :func:`._crosscat_rows.scan_rows`), then ``split_merge[0]``
+   sequentially-allocated split-merge proposals (Dahl 2003,
+   :func:`._crosscat_rows.split_merge_rows`);
 2. columns: each column in turn is reassigned among the existing views and
    ``n_aux`` auxiliary views whose row partitions are drawn from the prior
-   (Neal's Algorithm 8 over views; a column alone in its view offers that view
-   as the first auxiliary one). Scores come from the kernels of
-   :mod:`._crosscat_kernels`. Then up to ``COLUMN_SPLIT_MERGE`` random columns
-   get a Metropolis-Hastings split-merge proposal (:func:`split_merge_column`): a new
-   view of its own with
-   a row partition fitted to it, or, alone, a merge into another view;
+   (Neal's Algorithm 8 over views, :func:`._crosscat_columns.column_gibbs`), then
+   ``split_merge[1]`` random columns get a split-merge proposal (a view of
+   their own with a row partition fitted to them, or, alone, a merge into another
+   view: :func:`._crosscat_columns.column_split_merge`);
 3. column hyperparameters: exact draws from their conditional over each
    column's grid;
 4. concentrations: ``alpha_views`` and each view's ``alpha`` from their Gamma
-   hyperpriors (Escobar & West), when they are learned.
+   hyperpriors (Escobar & West, :class:`~sklearn_trellis.models.priors.GammaHyperprior`),
+   when they are learned.
 
-Every view is a :class:`.sampler.GibbsState` of its own cell-block likelihood
-(one group per column of the view); a column move carries the two views it
-touches over to their new column sets (the blocks of the other columns and the
-items' cached statistics move along; only the moving column's cells are read).
+Why a state of its own rather than one :class:`.sampler.GibbsState` per view: a
+column's statistics per row cluster are a table of their own
+(``stats[j]``), so a column moving between views takes one pass over its cells
+and no view is rebuilt, and the whole sweep runs in a handful of kernel calls
+(the Python-driven sweep spent most of its time between kernels). The kernels
+are built from the cell models' kernels (:mod:`sklearn_trellis.models._cell_kernels`:
+statistics, marginals, cached predictives, posterior draws), like every engine.
 """
 
-import os
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
 
+import numba
 import numpy as np
 from joblib import effective_n_jobs
 from sklearn.utils import check_random_state
 
-from ...models.cell_blocks import CellBlocks
+from ..._core.budget import check_memory
 from ...models.priors import CRP
+from . import _crosscat_columns as cols_k
 from . import _crosscat_kernels as ck
+from . import _crosscat_rows as rows_k
+from . import _crosscat_sweep as sweep_k
 from . import sampler
-from .slice import slice_step
 
 _MAX_SEED = np.iinfo(np.int32).max
 
-#: Split-merge proposals per view and sweep (row moves).
-ROW_SPLIT_MERGE = 2
-#: The same after a slice-sampler row step (``row_sampler='slice'``): the slice step is
-#: cheap and moves every row, and the split-merge proposal, the dearer part, is what lets it
-#: leave partitions it cannot split (on 10,000 x 50, one proposal per view reaches the row
-#: ARI of two in half the time; none leaves merged clusters unsplit).
-SLICE_SPLIT_MERGE = 1
-#: Threads running the views' row steps (each view its own seed: results do not depend on it).
-ROW_THREADS = os.cpu_count() or 1
-#: Columns (a random subset) given a column split-merge proposal per sweep: each costs a
-#: sequential allocation of every row, the dearest step on tall tables.
-COLUMN_SPLIT_MERGE = 10
+#: Cells (rows x columns) of a view from which the slice step scores its rows on
+#: numba's threads (below it, a parallel region costs more than it saves).
+PARALLEL_CELLS = 50_000
+#: Threads of a chain's parallel regions (chains run at once share the cores).
+ROW_THREADS = numba.config.NUMBA_NUM_THREADS
 
 
 @dataclass
@@ -79,6 +78,12 @@ class ConcentrationPrior:
             return self.value
         return self.hyperprior.resample(CRP(alpha), sizes, rng)
 
+    def kernel_args(self):
+        """``(value, shape, rate)`` for the kernels' draws (shape 0: fixed at value)."""
+        if self.hyperprior is None:
+            return self.value, 0.0, 0.0
+        return self.value, self.hyperprior.shape, self.hyperprior.rate
+
 
 @dataclass
 class CrossCatModel:
@@ -89,7 +94,9 @@ class CrossCatModel:
     alpha_views: ConcentrationPrior
     alpha_rows: ConcentrationPrior
     n_aux: int = 1
-    row_sampler: str = "collapsed"   # or "slice" (:mod:`.slice`)
+    row_sampler: str = "slice"  # or "collapsed"
+    #: split-merge proposals per sweep: (row proposals per view, column proposals)
+    split_merge: tuple = (1, 1)
 
     @property
     def n_columns(self):
@@ -99,15 +106,29 @@ class CrossCatModel:
         return int(self.cells[j].code)
 
     @cached_property
+    def codes(self):
+        return np.array([int(cell.code) for cell in self.cells], np.int64)
+
+    @cached_property
+    def n_stats(self):
+        """Statistics per block: the largest of the columns' cell models."""
+        return max([int(cell.n_stats) for cell in self.cells] + [1])
+
+    @cached_property
     def _by_column(self):
         # each column contiguous (a column of the row-major table is strided: a cache miss
-        # per cell), and log(x!) of the poisson cells, computed once, not per scoring pass
+        # per cell), and log(x!) of the poisson cells, computed once, not per pass
         columns = np.ascontiguousarray(self.data.T)
         log_factorials = np.zeros_like(columns)
         for j, cell in enumerate(self.cells):
             if int(cell.code) == ck.POISSON:
                 log_factorials[j] = ck.log_factorials(columns[j])
         return columns, log_factorials
+
+    @property
+    def columns(self):
+        """The table by column, ``(d, n)`` contiguous, NaN missing."""
+        return self._by_column[0]
 
     def column(self, j):
         """Column ``j`` (contiguous, NaN missing)."""
@@ -124,53 +145,70 @@ class CrossCatModel:
             return (np.asarray(self.cells[j].kernel_params(), np.float64)[None, :], np.zeros(1))
         return np.ascontiguousarray(grid[0], np.float64), np.asarray(grid[1], np.float64)
 
-    def view_likelihood(self, columns):
-        """The cell-block likelihood of a view (one group per column) and its data."""
-        columns = sorted(columns)
-        data = np.ascontiguousarray(self.data[:, columns])
-        return CellBlocks([self.cells[j] for j in columns]).fit(data), data
+    @cached_property
+    def grids(self):
+        """``(grids (d, G, Q), log_prior (d, G), sizes (d,))``: every column's grid, padded."""
+        per_column = [self.grid(j) for j in range(self.n_columns)]
+        size = max([g.shape[0] for g, _ in per_column] + [1])
+        width = self.param_width
+        grids = np.zeros((self.n_columns, size, width))
+        log_prior = np.full((self.n_columns, size), -np.inf)
+        for j, (g, lp) in enumerate(per_column):
+            grids[j, :g.shape[0], :g.shape[1]] = g
+            log_prior[j, :g.shape[0]] = lp
+        return grids, log_prior, np.array([g.shape[0] for g, _ in per_column], np.int64)
 
+    @cached_property
+    def param_width(self):
+        """``Q``: the longest cell params vector."""
+        return max([len(cell.kernel_params()) for cell in self.cells] + [1])
 
-@dataclass
-class View:
-    """One view: its columns (sorted), cell-block likelihood, data and Gibbs state."""
-
-    columns: list
-    likelihood: object
-    data: np.ndarray
-    state: object
-
-    @property
-    def alpha(self):
-        return self.state.alpha
-
-
-def make_view(model, columns, labels, alpha, column_params):
-    columns = sorted(columns)
-    likelihood, data = model.view_likelihood(columns)
-    params = likelihood.kernel_params([column_params[j] for j in columns])
-    state = sampler.new_state(likelihood, data, labels, alpha, params=params)
-    return View(columns, likelihood, data, state)
+    def start_params(self):
+        """``(d, Q)`` the cells' own params (the grids' starting points), zero-padded."""
+        params = np.zeros((self.n_columns, self.param_width))
+        for j, cell in enumerate(self.cells):
+            p = np.asarray(cell.kernel_params(), np.float64)
+            params[j, :p.size] = p
+        return params
 
 
 @dataclass
 class CrossCatState:
-    """Views, per-column cell params and the column concentration."""
+    """One chain's state: flat arrays (layout in :mod:`._crosscat_kernels`) and ``alpha_views``."""
 
-    views: list                 # View per view
-    column_params: list         # per column: cell params (1-d)
+    view_of: np.ndarray         # (d,) view slot of each column
+    n_columns: np.ndarray       # (V,) columns per slot, 0 = free
+    labels: np.ndarray          # (V, n) row clusters 0..K-1 of each occupied slot
+    counts: np.ndarray          # (V, Kc) rows per cluster
+    n_clusters: np.ndarray      # (V,)
+    alphas: np.ndarray          # (V,) row concentrations
+    stats: np.ndarray           # (d, Kc, S) cell statistics of each column per cluster
+    params: np.ndarray          # (d, Q) cell params of each column
     alpha_views: float
     n_sweeps_done: int = 0
 
     @property
-    def columns(self):
-        return [view.columns for view in self.views]
+    def views(self):
+        """Occupied view slots, in slot order."""
+        return np.flatnonzero(self.n_columns > 0)
 
-    def view_of(self):
-        out = np.empty(sum(len(v.columns) for v in self.views), np.int64)
-        for v, view in enumerate(self.views):
-            out[view.columns] = v
-        return out
+    @property
+    def columns(self):
+        """The columns of each occupied view (lists, in slot order)."""
+        return [np.flatnonzero(self.view_of == v).tolist() for v in self.views]
+
+    def row_labels(self, v):
+        """Row clusters ``0..K-1`` of view slot ``v``."""
+        return self.labels[v]
+
+    def column_params(self, model):
+        """Per column: its cell params (1-d, the cell model's length)."""
+        return [self.params[j, :len(cell.kernel_params())].copy()
+                for j, cell in enumerate(model.cells)]
+
+
+def _state_bytes(n, d, n_stats, n_clusters):
+    return 8 * ((d + 1) * n + d * n_clusters * n_stats + 2 * (d + 1) * n_clusters)
 
 
 def new_crosscat_state(model, rng, view_labels=None, row_labels=None):
@@ -181,245 +219,136 @@ def new_crosscat_state(model, rng, view_labels=None, row_labels=None):
         view_labels = np.empty(d, np.int64)
         ck.crp_labels(d, alpha_views, rng.randint(_MAX_SEED), view_labels)
     _, view_labels = np.unique(view_labels, return_inverse=True)
-    column_params = [np.asarray(cell.kernel_params(), np.float64) for cell in model.cells]
-    state = CrossCatState(views=[], column_params=column_params, alpha_views=float(alpha_views))
-    for v in range(view_labels.max() + 1):
-        alpha = model.alpha_rows.draw(rng)
+    n_views = int(view_labels.max()) + 1 if d else 0
+    slots = d + 1
+    labels = np.zeros((slots, n), np.int64)
+    alphas = np.ones(slots)
+    for v in range(n_views):
+        alphas[v] = model.alpha_rows.draw(rng)
         if row_labels is None:
-            labels = np.empty(n, np.int64)
-            ck.crp_labels(n, alpha, rng.randint(_MAX_SEED), labels)
+            ck.crp_labels(n, alphas[v], rng.randint(_MAX_SEED), labels[v])
         else:
-            labels = np.asarray(row_labels[v])
-        columns = np.flatnonzero(view_labels == v).tolist()
-        state.views.append(make_view(model, columns, labels, alpha, column_params))
+            _, labels[v] = np.unique(np.asarray(row_labels[v]), return_inverse=True)
+    n_clusters = np.zeros(slots, np.int64)
+    n_clusters[:n_views] = labels[:n_views].max(axis=1) + 1 if n else 0
+    capacity = max(8, 2 * int(n_clusters.max()))
+    check_memory(_state_bytes(n, d, model.n_stats, capacity), "the CrossCat chain state")
+    state = CrossCatState(
+        view_of=view_labels.astype(np.int64), n_columns=np.bincount(view_labels, minlength=slots),
+        labels=labels, counts=np.zeros((slots, capacity), np.int64), n_clusters=n_clusters,
+        alphas=alphas, stats=np.zeros((d, capacity, model.n_stats)),
+        params=model.start_params(), alpha_views=float(alpha_views))
+    for v in range(n_views):
+        refill_view(model, state, v)
     return state
 
 
-def _column_stats(model, state, j, labels, n_slots, params=None):
-    stats = np.zeros((n_slots, model.cells[j].n_stats))
-    p = state.column_params[j] if params is None else params
-    ck.column_stats(model.code(j), p, model.column(j), labels, stats)
-    return stats
+def refill_view(model, state, v):
+    """Counts and column statistics of view slot ``v`` recomputed from its labels."""
+    _, log_factorials = model._by_column
+    ck.fill_view(v, model.codes, state.params, model.columns, log_factorials, state.view_of,
+                 state.labels, state.counts, state.n_clusters, state.stats,
+                 state.n_clusters[v])
 
 
-def _rebuild(model, state, v, columns):
-    """View ``v`` with a new column set, keeping its row partition and concentration.
+def _seed(rng):
+    return int(rng.randint(_MAX_SEED))
 
-    The state is carried over (:meth:`.CellBlocks.carry_state`): the blocks of the
-    columns that stay keep their statistics and cached values, and only a joining
-    column's cells are read.
+
+def sweep_rows(model, state, rng, *, n_split_merge=None, row_sampler=None):
+    """The row step of every view: slice move (or collapsed scan), then split-merge proposals.
+
+    Defaults: the model's. ``row_sampler='none'``: the split-merge proposals only.
     """
-    view = state.views[v]
-    columns = sorted(columns)
-    position = {j: g for g, j in enumerate(view.columns)}
-    source = [position.get(j, -1) for j in columns]
-    likelihood = view.likelihood.rearranged(source, [model.cells[j] for j in columns])
-    params = likelihood.kernel_params([state.column_params[j] for j in columns])
-    st = view.state
-    n = st.labels.size
-    new_blocks, new_items = {}, {}
-    for c, j in enumerate(columns):
-        if source[c] < 0:
-            new_blocks[c] = _column_stats(model, state, j, st.labels, st.capacity)
-            # one row per item: each item's own cell statistics
-            new_items[c] = _column_stats(model, state, j, np.arange(n), n)
-    st.stats, st.work = likelihood.carry_state(view.likelihood, source, params, st.stats,
-                                               st.work, new_blocks, new_items)
-    st.params = params
-    state.views[v] = View(columns, likelihood, np.ascontiguousarray(model.data[:, columns]), st)
+    n_split_merge = model.split_merge[0] if n_split_merge is None else n_split_merge
+    row_sampler = model.row_sampler if row_sampler is None else row_sampler
+    rows, (columns, log_factorials) = model.data, model._by_column
+    st = state
+    for v in state.views:
+        if row_sampler == "slice":
+            parallel = rows.shape[0] * st.n_columns[v] >= PARALLEL_CELLS
+            st.stats, st.counts = rows_k.slice_rows(
+                v, columns, log_factorials, model.codes, st.params, st.view_of, st.labels,
+                st.counts, st.n_clusters, st.alphas, st.stats, parallel, _seed(rng))
+        elif row_sampler == "collapsed":
+            st.stats, st.counts = rows_k.scan_rows(
+                v, rows, log_factorials, model.codes, st.params, st.view_of, st.labels,
+                st.counts, st.n_clusters, st.alphas, st.stats, _seed(rng))
+        if n_split_merge:
+            st.stats, st.counts = rows_k.split_merge_rows(
+                v, n_split_merge, rows, log_factorials, model.codes, st.params, st.view_of,
+                st.labels, st.counts, st.n_clusters, st.alphas, st.stats, _seed(rng))
 
 
-def move_column(model, state, j, rng):
-    """Reassign column ``j`` among the views and ``n_aux`` fresh ones (Neal's Algorithm 8)."""
-    n = model.data.shape[0]
-    origin = next(v for v, view in enumerate(state.views) if j in view.columns)
-    remaining = [c for c in state.views[origin].columns if c != j]
-    singleton = not remaining
-    t, p, x = model.code(j), state.column_params[j], model.column(j)
-    log_factorials = model.log_factorials(j)
-    # one statistics table for every view (the largest), zeroed by each scoring pass
-    scratch = np.empty((max(n + 1, max(view.state.capacity for view in state.views)),
-                        model.cells[j].n_stats))
-    candidates, scores = [], []
-    for v, view in enumerate(state.views):
-        if v == origin and singleton:
-            continue
-        size = len(remaining) if v == origin else len(view.columns)
-        candidates.append(("view", v))
-        scores.append(np.log(size) + ck.column_partition_score(
-            t, p, x, log_factorials, view.state.labels, view.state.capacity, scratch))
-    log_aux = np.log(state.alpha_views / model.n_aux)
-    for a in range(model.n_aux):
-        if a == 0 and singleton:
-            view = state.views[origin]
-            score = ck.column_partition_score(t, p, x, log_factorials, view.state.labels,
-                                              view.state.capacity, scratch)
-            candidates.append(("view", origin))
-        else:
-            alpha = model.alpha_rows.draw(rng)
-            labels = np.empty(n, np.int64)
-            ck.crp_labels(n, alpha, rng.randint(_MAX_SEED), labels)
-            score = ck.column_partition_score(t, p, x, log_factorials, labels,
-                                              int(labels.max()) + 1, scratch)
-            candidates.append(("fresh", (labels, alpha)))
-        scores.append(log_aux + score)
-    scores = np.asarray(scores)
-    weights = np.exp(scores - scores.max())
-    kind, what = candidates[int(rng.choice(len(candidates), p=weights / weights.sum()))]
-    if kind == "view" and what == origin:
-        return
-    if kind == "view":
-        _rebuild(model, state, what, state.views[what].columns + [j])
-    else:
-        labels, alpha = what
-        state.views.append(make_view(model, [j], labels, alpha, state.column_params))
-    if singleton:
-        del state.views[origin]
-    else:
-        _rebuild(model, state, origin, remaining)
+def move_columns(model, state, rng, order=None):
+    """Every column (in ``order``, default random) reassigned by Algorithm 8 over views."""
+    order = rng.permutation(model.n_columns) if order is None else np.asarray(order, np.int64)
+    columns, log_factorials = model._by_column
+    st = state
+    st.stats, st.counts = cols_k.column_gibbs(
+        order, columns, log_factorials, model.codes, st.params, st.view_of, st.n_columns,
+        st.labels, st.counts, st.n_clusters, st.alphas, st.stats, st.alpha_views, model.n_aux,
+        *model.alpha_rows.kernel_args(), model.data.size >= PARALLEL_CELLS, _seed(rng))
 
 
-def _partition_score(model, state, j, labels):
-    n_slots = int(labels.max()) + 1
-    return ck.column_partition_score(model.code(j), state.column_params[j], model.column(j),
-                                     model.log_factorials(j), labels, n_slots,
-                                     np.empty((n_slots, model.cells[j].n_stats)))
-
-
-def split_merge_column(model, state, j, rng):
-    """Metropolis-Hastings: column ``j`` leaves for a new view or its lone view merges into another.
-
-    A column sharing its view proposes a new view of its own whose row partition
-    is drawn by :func:`._crosscat_kernels.sequential_allocation` (a one-pass DP
-    mixture of the column alone); a column alone in its view proposes joining a
-    uniformly chosen other view. Each move's reverse is the other one, so the
-    acceptance ratio is exact. Algorithm 8's fresh views come from the prior and
-    are rarely good enough for a column of a large table to leave; this
-    data-driven proposal lets columns form new views.
-    """
-    n = model.data.shape[0]
-    origin = next(v for v, view in enumerate(state.views) if j in view.columns)
-    n_views = len(state.views)
-    t, p = model.code(j), state.column_params[j]
-    x = model.column(j)
-    order = rng.permutation(n).astype(np.int64)
-    stats = np.zeros((n + 1, 2 * model.cells[j].n_stats))
-    counts = np.zeros(n + 1)
-    sizes = np.array([len(view.columns) for view in state.views])
-    view_prior = CRP(state.alpha_views)
-    current = state.views[origin]
-    current_labels = current.state.compact_labels()
-    if len(current.columns) > 1:
-        alpha = model.alpha_rows.draw(rng)
-        labels = np.empty(n, np.int64)
-        log_q = ck.sequential_allocation(t, p, x, alpha, order, labels, stats, counts, True,
-                                         rng.randint(_MAX_SEED))
-        new_sizes = np.append(sizes, 1)
-        new_sizes[origin] -= 1
-        delta = (view_prior.log_eppf(new_sizes) - view_prior.log_eppf(sizes)
-                 + CRP(alpha).log_eppf(np.bincount(labels))
-                 + _partition_score(model, state, j, labels)
-                 - _partition_score(model, state, j, current_labels))
-        if np.log(rng.random_sample()) < delta - np.log(n_views) - log_q:
-            state.views.append(make_view(model, [j], labels, alpha, state.column_params))
-            _rebuild(model, state, origin, [c for c in current.columns if c != j])
-        return
-    if n_views == 1:
-        return
-    target = int(rng.choice([v for v in range(n_views) if v != origin]))
-    log_q = ck.sequential_allocation(t, p, x, current.alpha, order, current_labels, stats,
-                                     counts, False, 0)
-    new_sizes = sizes.copy()
-    new_sizes[target] += 1
-    new_sizes = np.delete(new_sizes, origin)
-    target_labels = state.views[target].state.compact_labels()
-    delta = (view_prior.log_eppf(new_sizes) - view_prior.log_eppf(sizes)
-             - CRP(current.alpha).log_eppf(np.bincount(current_labels))
-             + _partition_score(model, state, j, target_labels)
-             - _partition_score(model, state, j, current_labels))
-    if np.log(rng.random_sample()) < delta + log_q + np.log(n_views - 1):
-        _rebuild(model, state, target, state.views[target].columns + [j])
-        del state.views[origin]
+def split_merge_columns(model, state, rng, chosen=None):
+    """A split-merge proposal for each of ``chosen`` columns (default: the model's number
+    of random ones)."""
+    if chosen is None:
+        chosen = rng.permutation(model.n_columns)[:model.split_merge[1]]
+    columns, log_factorials = model._by_column
+    st = state
+    st.stats, st.counts = cols_k.column_split_merge(
+        np.asarray(chosen, np.int64), columns, log_factorials, model.codes, st.params,
+        st.view_of, st.n_columns, st.labels, st.counts, st.n_clusters, st.alphas, st.stats,
+        st.alpha_views, *model.alpha_rows.kernel_args(), _seed(rng))
 
 
 def resample_column_params(model, state, rng):
-    """Exact draw of each column's grid hyperparameters given its blocks (CellBlocks' update)."""
-    for view in state.views:
-        st = view.state
-        new = view.likelihood.resample_params(st.params, st.stats, st.shared, st.counts,
-                                              st.active[:st.meta[0]], rng)
-        if new is not None and not np.array_equal(new, st.params):
-            sampler.set_params(st, view.likelihood, view.data, new)
-            for j, p in zip(view.columns, view.likelihood.cell_params(new)):
-                state.column_params[j] = np.asarray(p, np.float64)
+    """Exact draw of each column's grid hyperparameters given its blocks."""
+    grids, log_prior, sizes = model.grids
+    cols_k.resample_params(model.codes, grids, log_prior, sizes, state.params, state.view_of,
+                           state.n_clusters, state.stats, _seed(rng))
 
 
-def _row_sweep(view, seed, n_split_merge):
-    sampler.sweep(view.state, view.likelihood, CRP(view.alpha).kernel_params(), view.data,
-                  np.random.RandomState(seed), n_split_merge=n_split_merge)
+def resample_concentrations(model, state, rng):
+    """Each view's row concentration and ``alpha_views`` from their hyperpriors."""
+    st = state
+    views = st.views
+    for v in views:
+        st.alphas[v] = model.alpha_rows.resample(st.alphas[v],
+                                                 st.counts[v, :st.n_clusters[v]], rng)
+    st.alpha_views = model.alpha_views.resample(st.alpha_views, st.n_columns[views], rng)
 
 
-def _row_slice(view, seed, n_split_merge):
-    """The slice-sampler move of every row (:func:`.slice.slice_step`), then split-merge."""
-    rng = np.random.RandomState(seed)
-    slice_step(view.state, view.likelihood, view.data, rng)
-    sampler.sweep(view.state, view.likelihood, CRP(view.alpha).kernel_params(), view.data,
-                  rng, n_split_merge=n_split_merge, scan=False)
+_ROW_SAMPLERS = {"slice": sweep_k.SLICE, "collapsed": sweep_k.COLLAPSED}
 
 
-def sweep_rows(state, rng, *, n_split_merge=None, n_threads=None, row_sampler="collapsed"):
-    """The row step of every view; the views are independent given the columns.
+def sweep(model, state, rng, *, n_split_merge=None):
+    """One CrossCat sweep: rows of every view, columns, column hyperparameters (one kernel
+    call, :func:`._crosscat_sweep.sweep`), then the concentrations.
 
-    Each view gets its own seed, drawn from ``rng`` in the order of the views, so the
-    result does not depend on ``n_threads`` (default ``ROW_THREADS``): the views' scans
-    run on that many threads (the kernels release the GIL), the largest views first.
-    ``n_split_merge``: row split-merge proposals per view (default ``ROW_SPLIT_MERGE``).
-    ``row_sampler='slice'``: each view's rows move by the slice sampler
-    (:func:`.slice.slice_step`, its rows on numba's threads) instead of the collapsed
-    scan, the views one after another (default ``SLICE_SPLIT_MERGE`` proposals).
+    ``n_split_merge``: ``(row proposals per view, column proposals)`` (default
+    ``model.split_merge``).
     """
-    seeds = rng.randint(_MAX_SEED, size=len(state.views))
-    if row_sampler == "slice":
-        n_split_merge = SLICE_SPLIT_MERGE if n_split_merge is None else n_split_merge
-        for view, seed in zip(state.views, seeds):
-            _row_slice(view, seed, n_split_merge)
-        return
-    n_split_merge = ROW_SPLIT_MERGE if n_split_merge is None else n_split_merge
-    n_threads = min(ROW_THREADS if n_threads is None else n_threads, len(state.views))
-    if n_threads <= 1:
-        for view, seed in zip(state.views, seeds):
-            _row_sweep(view, seed, n_split_merge)
-        return
-    sampler._engine(state.views[0].likelihood)   # compiled (or loaded) once, not per thread
-    order = sorted(range(len(state.views)), key=lambda v: -len(state.views[v].columns))
-    with ThreadPoolExecutor(n_threads) as pool:
-        for done in [pool.submit(_row_sweep, state.views[v], seeds[v], n_split_merge)
-                     for v in order]:
-            done.result()
-
-
-def sweep(model, state, rng, *, n_split_merge=None, n_threads=None):
-    """One CrossCat sweep: rows of every view, columns, column hyperparameters, concentrations."""
-    sweep_rows(state, rng, n_split_merge=n_split_merge, n_threads=n_threads,
-               row_sampler=model.row_sampler)
-    for j in rng.permutation(model.n_columns):
-        move_column(model, state, int(j), rng)
-    for j in rng.permutation(model.n_columns)[:COLUMN_SPLIT_MERGE]:
-        split_merge_column(model, state, int(j), rng)
-    resample_column_params(model, state, rng)
-    for view in state.views:
-        view.state.alpha = model.alpha_rows.resample(view.alpha, view.state.cluster_sizes(), rng)
-    state.alpha_views = model.alpha_views.resample(
-        state.alpha_views, [len(c) for c in state.columns], rng)
+    rows_sm, columns_sm = model.split_merge if n_split_merge is None else n_split_merge
+    grids, log_prior, sizes = model.grids
+    columns, log_factorials = model._by_column
+    st = state
+    st.stats, st.counts = sweep_k.sweep(
+        _ROW_SAMPLERS[model.row_sampler], rows_sm, columns_sm, PARALLEL_CELLS, model.data,
+        columns, log_factorials, model.codes, st.params, grids, log_prior, sizes, st.view_of,
+        st.n_columns, st.labels, st.counts, st.n_clusters, st.alphas, st.stats, st.alpha_views,
+        model.n_aux, *model.alpha_rows.kernel_args(), _seed(rng))
+    resample_concentrations(model, state, rng)
     state.n_sweeps_done += 1
 
 
 def log_joint(model, state):
     """``log p(views, row partitions, X)`` at the state's concentrations and cell params."""
-    total = CRP(state.alpha_views).log_eppf(np.array([len(c) for c in state.columns]))
-    for view in state.views:
-        total += sampler.log_joint(view.state, view.likelihood, CRP(view.alpha).kernel_params())
-    return float(total)
+    st = state
+    return float(cols_k.log_joint(model.codes, st.params, st.view_of, st.n_columns, st.counts,
+                                  st.n_clusters, st.alphas, st.stats, st.alpha_views))
 
 
 @dataclass
@@ -435,18 +364,15 @@ class CrossCatSample:
 
 
 def snapshot(model, state):
-    view_of = state.view_of()
-    order = []
-    for v in view_of:
-        if v not in order:
-            order.append(int(v))
-    relabel = {v: k for k, v in enumerate(order)}
-    views = np.array([relabel[int(v)] for v in view_of], dtype=np.int32)
-    rows = np.array([state.views[v].state.compact_labels() for v in order], dtype=np.int32)
-    alphas = np.array([state.views[v].alpha for v in order])
-    return CrossCatSample(views=views, rows=rows, alphas=alphas,
-                          alpha_views=state.alpha_views,
-                          column_params=[p.copy() for p in state.column_params],
+    # views renumbered in order of their first column
+    _, first = np.unique(state.view_of, return_index=True)
+    order = state.view_of[np.sort(first)]
+    relabel = np.empty(state.n_columns.size, np.int64)
+    relabel[order] = np.arange(order.size)
+    return CrossCatSample(views=relabel[state.view_of].astype(np.int32),
+                          rows=state.labels[order].astype(np.int32),
+                          alphas=state.alphas[order].copy(), alpha_views=state.alpha_views,
+                          column_params=state.column_params(model),
                           log_joint=log_joint(model, state))
 
 
@@ -464,8 +390,8 @@ def run_chain(model, *, n_sweeps, burn_in=0, thin=1, state=None, random_state=No
               chain_id=0, n_threads=None):
     """Run one CrossCat chain (a prior draw as start unless ``state`` is given).
 
-    ``n_threads``: threads of the views' row steps (default ``ROW_THREADS``); the
-    samples do not depend on it.
+    ``n_threads``: numba threads of the chain's parallel regions (default
+    ``ROW_THREADS``); the samples do not depend on it.
     """
     rng = check_random_state(random_state)
     if state is None:
@@ -475,9 +401,12 @@ def run_chain(model, *, n_sweeps, burn_in=0, thin=1, state=None, random_state=No
     done = 0
     interrupted = False
     report_every = max(1, n_sweeps // 10)
+    threads_before = numba.get_num_threads()
+    numba.set_num_threads(max(1, min(ROW_THREADS if n_threads is None else n_threads,
+                                     numba.config.NUMBA_NUM_THREADS)))
     try:
         for t in range(n_sweeps):
-            sweep(model, state, rng, n_threads=n_threads)
+            sweep(model, state, rng)
             done += 1
             if t >= burn_in and (t - burn_in) % thin == 0:
                 samples.append(snapshot(model, state))
@@ -485,10 +414,12 @@ def run_chain(model, *, n_sweeps, burn_in=0, thin=1, state=None, random_state=No
                 elapsed = time.perf_counter() - start
                 sizes = sorted((len(c) for c in state.columns), reverse=True)
                 print(f"[CrossCat chain {chain_id}] sweep {t + 1}/{n_sweeps}: "
-                      f"{len(state.views)} views (columns {sizes}), "
+                      f"{len(sizes)} views (columns {sizes}), "
                       f"{elapsed / (t + 1):.3g} s/sweep", flush=True)
     except KeyboardInterrupt:
         interrupted = True
+    finally:
+        numba.set_num_threads(threads_before)
     return CrossCatChain(samples=samples, state=state, seconds=time.perf_counter() - start,
                          n_sweeps=done, interrupted=interrupted)
 
@@ -498,7 +429,7 @@ def run_chains(model, *, n_chains=1, n_jobs=None, random_state=None, states=None
     """Independent CrossCat chains through :func:`.sampler.map_chains` (joblib, seeds).
 
     Chains in parallel share the cores: each gets ``ROW_THREADS`` divided by the
-    number of chains running at once for its views' row steps (the samples do not
+    number of chains running at once for its parallel regions (the samples do not
     depend on the thread count).
     """
     if states is None:
@@ -552,7 +483,7 @@ def view_predictives(model, sample, data_new):
 
 
 __all__ = ["ConcentrationPrior", "ViewPredictive", "view_predictives", "CrossCatModel",
-           "CrossCatState", "CrossCatSample", "View", "make_view", "new_crosscat_state",
-           "move_column", "split_merge_column", "resample_column_params", "sweep", "log_joint",
-           "snapshot", "run_chain", "run_chains", "sweep_rows", "ROW_SPLIT_MERGE",
-           "SLICE_SPLIT_MERGE", "COLUMN_SPLIT_MERGE", "ROW_THREADS"]
+           "CrossCatState", "CrossCatSample", "new_crosscat_state", "refill_view",
+           "sweep_rows", "move_columns", "split_merge_columns", "resample_column_params",
+           "resample_concentrations", "sweep", "log_joint", "snapshot", "run_chain",
+           "run_chains", "PARALLEL_CELLS", "ROW_THREADS"]

@@ -1,21 +1,25 @@
-"""CrossCat's Gibbs engine: Murphy Eq. 42, and the sampler against exact enumeration."""
+"""CrossCat's Gibbs engine: Murphy Eq. 42, every move against exact enumeration, the state."""
 
+import copy
 from types import SimpleNamespace
 
+import numba
 import numpy as np
 import pytest
 from scipy.special import betaln
 
 from sklearn_trellis import CrossCat
+from sklearn_trellis.engines.exact.crosscat import exact_crosscat
+from sklearn_trellis.engines.gibbs import _crosscat_kernels as ck
 from sklearn_trellis.engines.gibbs import crosscat as engine
 from sklearn_trellis.models.cells import CELL_MODELS
 from sklearn_trellis.models.priors import CRP
 
 
-def _model(X, cells, alpha_views=1.0, alpha_rows=1.0):
+def _model(X, cells, alpha_views=1.0, alpha_rows=1.0, **kwargs):
     return engine.CrossCatModel(cells, np.ascontiguousarray(X, dtype=float),
                                 engine.ConcentrationPrior(alpha_views),
-                                engine.ConcentrationPrior(alpha_rows))
+                                engine.ConcentrationPrior(alpha_rows), **kwargs)
 
 
 def test_eq42_beta_bernoulli_view_likelihood():
@@ -54,112 +58,167 @@ def _tiny_mixed_table():
     return X
 
 
-@pytest.mark.slow
-def test_gibbs_matches_exact_on_tiny_mixed_table():
-    """Dependence probabilities and row co-clustering of Gibbs within Monte Carlo error of exact."""
+@pytest.mark.parametrize("row_sampler", ["slice", "collapsed"])
+def test_gibbs_matches_exact_on_tiny_mixed_table(row_sampler):
+    """Dependence probabilities and row co-clustering of Gibbs within Monte Carlo error of
+    exact (whole sweeps, hyperparameters on their grids, missing cells)."""
     X = _tiny_mixed_table()
+    assert np.isnan(X).any()
     types = ["normal", "bernoulli", "categorical"]
     kwargs = dict(column_types=types, alpha_views=0.8, alpha_rows=1.2)
     exact = CrossCat(method="exact", **kwargs).fit(X)
-    gibbs = CrossCat(method="gibbs", n_sweeps=4000, burn_in=200, n_chains=2, random_state=0,
-                     **kwargs).fit(X)
+    gibbs = CrossCat(method="gibbs", n_sweeps=5000, burn_in=200, n_chains=2, random_state=0,
+                     row_sampler=row_sampler, **kwargs).fit(X)
     assert exact.method_ == "exact" and gibbs.method_ == "gibbs"
     np.testing.assert_allclose(gibbs.dependence_probability_, exact.dependence_probability_,
-                               atol=0.04)
+                               atol=0.03)
     for j in range(3):
-        np.testing.assert_allclose(gibbs.row_similarity(j), exact.row_similarity(j), atol=0.04)
+        np.testing.assert_allclose(gibbs.row_similarity(j), exact.row_similarity(j), atol=0.03)
 
 
-def test_column_moves_keep_every_view_consistent():
-    """After sweeps, the columns form a partition and each view's log joint equals a rebuild."""
+# -- each move alone leaves the exact posterior invariant ------------------------------------
+def _four_type_table():
+    rng = np.random.RandomState(7)
+    X = np.column_stack([[0.2, 2.9, 0.4, 3.1, 2.6], [0, 1, 0, 1, 1], [0, 4, 1, 6, 5],
+                         [2, 0, 2, 1, 0]]).astype(float)
+    X[rng.rand(*X.shape) < 0.1] = np.nan
+    types = ["normal", "bernoulli", "poisson", "categorical"]
+    cells = [CELL_MODELS[t]().fit(X[:, j]) for j, t in enumerate(types)]
+    return X, cells
+
+
+def _state_of(model, sample, rng):
+    state = engine.new_crosscat_state(model, rng, view_labels=sample.views,
+                                      row_labels=list(sample.rows))
+    for j, p in enumerate(sample.column_params):
+        state.params[j, :p.size] = p
+    for v in state.views:   # statistics do not depend on the params; refilled all the same
+        engine.refill_view(model, state, v)
+    return state
+
+
+def _summary(model, states):
+    """Dependence probabilities, each column's row co-clustering, mean cell params."""
+    d = model.n_columns
+    together = np.zeros((d, d))
+    rows = np.zeros((d,) + (model.data.shape[0],) * 2)
+    params = np.zeros_like(states[0].params)
+    for st in states:
+        together += st.view_of[:, None] == st.view_of[None, :]
+        for j in range(d):
+            labels = st.labels[st.view_of[j]]
+            rows[j] += labels[:, None] == labels[None, :]
+        params += st.params
+    m = len(states)
+    return together / m, rows / m, params / m
+
+
+MOVES = {
+    "slice rows": lambda m, s, r: engine.sweep_rows(m, s, r, n_split_merge=0,
+                                                    row_sampler="slice"),
+    "collapsed rows": lambda m, s, r: engine.sweep_rows(m, s, r, n_split_merge=0,
+                                                        row_sampler="collapsed"),
+    "row split-merge": lambda m, s, r: engine.sweep_rows(m, s, r, n_split_merge=3,
+                                                         row_sampler="none"),
+    "column moves": engine.move_columns,
+    "column split-merge": lambda m, s, r: engine.split_merge_columns(m, s, r,
+                                                                     chosen=np.arange(4)),
+    "cell hyperparameters": engine.resample_column_params,
+}
+
+
+@pytest.mark.parametrize("move", list(MOVES))
+def test_each_move_leaves_the_exact_posterior_invariant(move):
+    """States drawn exactly from the posterior (enumeration), each moved once by one kernel:
+    the moved states are still posterior draws. Their dependence probabilities and row
+    co-clustering stay within 0.05 of the exact values, their mean cell params within five
+    standard errors; the move did change states."""
+    X, cells = _four_type_table()
+    model = _model(X, cells, alpha_views=0.9, alpha_rows=1.3)
+    exact = exact_crosscat(model)
+    rng = np.random.RandomState(0)
+    n_draws = 2000
+    before = [_state_of(model, s, rng) for s in exact.sample(n_draws, rng)]
+    after = copy.deepcopy(before)
+    for state in after:
+        MOVES[move](model, state, rng)
+    changed = np.mean([not (np.array_equal(a.view_of, b.view_of)
+                            and np.array_equal(a.params, b.params)
+                            and all(np.array_equal(a.labels[a.view_of[j]],
+                                                   b.labels[b.view_of[j]]) for j in range(4)))
+                       for a, b in zip(after, before)])
+    assert changed > 0.05
+    together, rows, params = _summary(model, after)
+    np.testing.assert_allclose(together, exact.dependence_probability, atol=0.05)
+    _, exact_rows, exact_params = _summary(model, before)
+    np.testing.assert_allclose(rows, exact_rows, atol=0.05)
+    spread = np.std([s.params for s in before], axis=0) / np.sqrt(n_draws)
+    assert np.all(np.abs(params - exact_params) <= 5 * spread + 1e-12)
+
+
+# -- the state ------------------------------------------------------------------------------
+def _assert_consistent(model, state):
+    """Columns partitioned into the occupied views, labels compact, and counts and statistics
+    equal to those recomputed from the labels (zero beyond each view's clusters)."""
+    n = model.data.shape[0]
+    np.testing.assert_array_equal(np.bincount(state.view_of, minlength=state.n_columns.size),
+                                  state.n_columns)
+    fresh = copy.deepcopy(state)
+    for v in state.views:
+        k = state.n_clusters[v]
+        np.testing.assert_array_equal(np.unique(state.labels[v]), np.arange(k))
+        assert state.counts[v].sum() == n and np.all(state.counts[v, :k] > 0)
+        engine.refill_view(model, fresh, v)
+    for v in np.flatnonzero(state.n_columns == 0):
+        assert state.counts[v].sum() == 0
+    np.testing.assert_array_equal(state.counts, fresh.counts)
+    np.testing.assert_allclose(state.stats, fresh.stats, rtol=1e-9, atol=1e-9)
+    assert engine.log_joint(model, state) == pytest.approx(engine.log_joint(model, fresh),
+                                                           rel=1e-10)
+
+
+@pytest.mark.parametrize("row_sampler", ["slice", "collapsed"])
+def test_sweeps_keep_a_consistent_state_through_growth(row_sampler):
+    """From one cluster and little room, a large row concentration opens many clusters (the
+    tables grow in the row moves, the split-merge proposals and the new views of column
+    moves); the state stays consistent after every sweep."""
     rng = np.random.RandomState(1)
-    X = rng.randn(30, 4)
-    X[:, 3] = (X[:, 3] > 0)
-    X[rng.rand(30, 4) < 0.1] = np.nan
-    cells = [CELL_MODELS[t]().fit(X[:, j])
-             for j, t in enumerate(["normal", "normal", "normal", "bernoulli"])]
-    model = _model(X, cells)
-    state = engine.new_crosscat_state(model, rng)
-    for _ in range(15):
-        engine.sweep(model, state, rng)
-    assert sorted(j for cols in state.columns for j in cols) == [0, 1, 2, 3]
-    for view in state.views:
-        np.testing.assert_array_equal(view.data, X[:, view.columns])
-        rebuilt = engine.make_view(model, view.columns, view.state.labels, view.alpha,
-                                   state.column_params)
-        prior = CRP(view.alpha).kernel_params()
-        assert engine.sampler.log_joint(view.state, view.likelihood, prior) == pytest.approx(
-            engine.sampler.log_joint(rebuilt.state, rebuilt.likelihood, prior), rel=1e-9)
-
-
-def test_carried_view_state_equals_a_rebuilt_view():
-    """A view whose columns change keeps its state (carry_state): its statistics, cached
-    predictive constants and log joint equal those of a view built afresh, and Gibbs scans
-    continue correctly on the carried items' cache (cell types of different widths)."""
-    rng = np.random.RandomState(2)
     n = 40
     X = np.column_stack([rng.randn(n), rng.randn(n), rng.randint(2, size=n),
-                         rng.poisson(3.0, size=n), rng.randint(4, size=n), rng.randn(n)])
+                         rng.poisson(3.0, size=n), rng.randint(4, size=n)]).astype(float)
     X[rng.rand(*X.shape) < 0.1] = np.nan
-    types = ["normal", "normal", "bernoulli", "poisson", "categorical", "normal"]
+    types = ["normal", "normal", "bernoulli", "poisson", "categorical"]
     cells = [CELL_MODELS[t]().fit(X[:, j]) for j, t in enumerate(types)]
-    model = _model(X, cells)
-    state = engine.new_crosscat_state(model, rng, view_labels=[0, 0, 0, 1, 1, 1])
-    prior = CRP(1.0).kernel_params()
-    for step in range(60):
-        v = rng.randint(len(state.views))
-        columns = set(state.views[v].columns)
-        j = int(rng.randint(6))
-        if j in columns and len(columns) > 1:
-            columns.remove(j)
-        elif j not in columns:
-            columns.add(j)
-        engine._rebuild(model, state, v, sorted(columns))
-        view = state.views[v]
-        np.testing.assert_array_equal(view.data, X[:, view.columns])
-        fresh = engine.make_view(model, view.columns, view.state.labels, view.alpha,
-                                 state.column_params)
-        st, fr = view.state, fresh.state
-        np.testing.assert_array_equal(st.params, fr.params)
-        width = view.likelihood._width
-        for slot in st.active[:st.meta[0]]:
-            first = np.flatnonzero(st.labels == slot)[0]
-            mine = st.stats[slot].reshape(-1, width)[:, :-1]
-            theirs = fr.stats[fr.labels[first]].reshape(-1, width)[:, :-1]
-            np.testing.assert_allclose(mine, theirs, rtol=1e-12, atol=1e-12)
-        for slot in st.free[:st.meta[1]]:   # free slots: the empty cluster of these params
-            np.testing.assert_allclose(st.stats[slot].reshape(-1, width)[:, :-1],
-                                       fr.stats[fr.free[0]].reshape(-1, width)[:, :-1])
-        assert engine.sampler.log_joint(st, view.likelihood, prior) == pytest.approx(
-            engine.sampler.log_joint(fr, fresh.likelihood, prior), rel=1e-12)
-        size = view.likelihood.n_groups_ * view.likelihood._n_cell_stats
-        fns = view.likelihood.kernels
-        for i in range(n):   # the carried items' cache prepares every item's statistics
-            fns.prepare(st.params, view.data, st.labels, st.stats, st.shared, st.work, i)
-            fns.prepare(fr.params, fresh.data, fr.labels, fr.stats, fr.shared, fr.work, i)
-            np.testing.assert_array_equal(st.work[:size], fr.work[:size])
-        engine.sampler.sweep(st, view.likelihood, prior, view.data, rng, n_split_merge=2)
+    model = _model(X, cells, alpha_views=2.0, alpha_rows=30.0, row_sampler=row_sampler,
+                   split_merge=(3, 5))
+    state = engine.new_crosscat_state(model, rng, view_labels=np.zeros(5, int),
+                                      row_labels=[np.zeros(n, int)])
+    room = state.stats.shape[1]
+    for _ in range(12):
+        engine.sweep(model, state, rng)
+        _assert_consistent(model, state)
+    assert state.stats.shape[1] > room and len(state.views) > 1
 
 
-def test_row_steps_on_threads_do_not_change_the_chain(monkeypatch):
-    """Each view draws its own seed in a fixed order: one thread or several, same samples."""
+def test_same_seed_same_chain_on_any_number_of_threads(monkeypatch):
+    """Rows and column scores serial, or on numba's threads (one or all): the same chain."""
     rng = np.random.RandomState(4)
-    X = np.column_stack([rng.randn(60, 3), rng.randint(2, size=(60, 3))]).astype(float)
+    X = np.column_stack([rng.randn(300, 3), rng.randint(2, size=(300, 3))]).astype(float)
     X[rng.rand(*X.shape) < 0.1] = np.nan
     cells = [CELL_MODELS["normal"]().fit(X[:, j]) for j in range(3)]
     cells += [CELL_MODELS["bernoulli"]().fit(X[:, j]) for j in range(3, 6)]
     model = _model(X, cells, alpha_views=3.0)
-    runs = []
-    for threads in (1, 3):
-        monkeypatch.setattr(engine, "ROW_THREADS", threads)
-        chain = engine.run_chain(model, n_sweeps=8, random_state=0)
-        runs.append(chain.samples)
-    assert max(s.rows.shape[0] for s in runs[0]) > 1   # several views ran side by side
-    for one, many in zip(*runs):
-        np.testing.assert_array_equal(one.views, many.views)
-        np.testing.assert_array_equal(one.rows, many.rows)
-        assert one.log_joint == many.log_joint
-
+    runs = [engine.run_chain(model, n_sweeps=8, random_state=0).samples]   # serial
+    monkeypatch.setattr(engine, "PARALLEL_CELLS", 0)
+    for threads in sorted({1, numba.config.NUMBA_NUM_THREADS}):
+        runs.append(engine.run_chain(model, n_sweeps=8, random_state=0,
+                                     n_threads=threads).samples)
+    assert max(s.rows.shape[0] for s in runs[0]) > 1
+    for run in runs[1:]:
+        for one, other in zip(runs[0], run):
+            np.testing.assert_array_equal(one.views, other.views)
+            np.testing.assert_array_equal(one.rows, other.rows)
+            assert one.log_joint == other.log_joint
 
 
 def test_parallel_chains_share_the_row_threads(monkeypatch):
@@ -177,10 +236,30 @@ def test_parallel_chains_share_the_row_threads(monkeypatch):
     assert threads(n_chains=1, n_jobs=2) == [4]
     assert threads(n_chains=3, n_jobs=-1, n_threads=1) == [1, 1, 1]
 
+
+def test_crp_draw_follows_the_crp():
+    """The number of clusters of CRP(alpha) draws: Stirling numbers of the first kind."""
+    n, alpha, m = 9, 1.7, 40000
+    labels = np.empty(n, np.int64)
+    counts = np.bincount([ck.crp_labels(n, alpha, seed, labels) for seed in range(m)],
+                         minlength=n + 1)
+    stirling = np.zeros((n + 1, n + 1))
+    stirling[0, 0] = 1.0
+    for i in range(1, n + 1):
+        for k in range(1, i + 1):
+            stirling[i, k] = stirling[i - 1, k - 1] + (i - 1) * stirling[i - 1, k]
+    p = stirling[n] * alpha ** np.arange(n + 1)
+    p /= p.sum()
+    assert np.all(np.abs(counts / m - p) <= 5 * np.sqrt(p * (1 - p) / m) + 1e-12)
+    # and the labels: compact, in order of first appearance
+    ck.crp_labels(200, 5.0, 0, labels := np.empty(200, np.int64))
+    first = np.unique(labels, return_index=True)[1]
+    assert np.all(np.diff(first) > 0) and labels[0] == 0
+
+
 @pytest.mark.parametrize("kind", ["normal", "bernoulli", "poisson", "categorical"])
 def test_column_partition_score_equals_the_statistics_table(kind):
     """The one-pass score of a column move equals column_stats + column_log_score."""
-    from sklearn_trellis.engines.gibbs import _crosscat_kernels as ck
     rng = np.random.RandomState(5)
     x = {"normal": rng.randn(50), "bernoulli": rng.randint(2, size=50),
          "poisson": rng.poisson(3.0, size=50), "categorical": rng.randint(3, size=50)}[kind]
@@ -195,3 +274,20 @@ def test_column_partition_score_equals_the_statistics_table(kind):
     score = ck.column_partition_score(int(cell.code), p, x, ck.log_factorials(x), labels, 6,
                                       scratch)
     assert score == pytest.approx(ck.column_log_score(int(cell.code), p, table), rel=1e-12)
+
+
+def test_estimator_samplers_and_split_merge_options():
+    rng = np.random.RandomState(0)
+    X = np.column_stack([rng.randn(60), rng.randint(2, size=60)]).astype(float)
+    for row_sampler in ("slice", "collapsed"):
+        for n_split_merge in (0, 2):
+            kwargs = dict(row_sampler=row_sampler, n_split_merge=n_split_merge, n_sweeps=20,
+                          random_state=0)
+            model = CrossCat(**kwargs).fit(X)
+            again = CrossCat(**kwargs).fit(X)
+            assert model.method_ == "gibbs"
+            np.testing.assert_array_equal(model.row_labels_, again.row_labels_)
+    with pytest.raises(ValueError, match="row_sampler"):
+        CrossCat(row_sampler="uncollapsed", n_sweeps=2).fit(X)
+    with pytest.raises(ValueError, match="n_split_merge"):
+        CrossCat(n_split_merge=-1, n_sweeps=2).fit(X)

@@ -1,0 +1,63 @@
+"""CrossCat's sweep in one numba call: the move kernels in order, one seed.
+
+A Python driver calling each move kernel in turn spent, on small tables, more
+time between the kernels (dispatch, seeding numba's generator, allocations)
+than in them; this kernel runs steps 1-3 of a sweep (:mod:`.crosscat`) on the
+flat state (layout in :mod:`._crosscat_kernels`) after seeding the generator
+once, and returns ``(stats, counts)`` (grown when a move opened more clusters
+than they held).
+"""
+
+import numpy as np
+from numba import njit
+
+from ._crosscat_columns import column_gibbs, column_split_merge, resample_params
+from ._crosscat_rows import scan_rows, slice_rows, split_merge_rows
+
+#: ``row_sampler`` codes.
+SLICE, COLLAPSED = 0, 1
+
+
+@njit(cache=True)
+def sweep(row_sampler, n_row_split_merge, n_column_split_merge, parallel_cells, rows, columns,
+          log_factorials, codes, params, grids, grid_log_prior, grid_sizes, view_of, n_columns,
+          labels, counts, n_clusters, alphas, stats, alpha_views, n_aux, rows_alpha,
+          rows_shape, rows_rate, seed):
+    """Rows of every view (slice move or collapsed scan, then ``n_row_split_merge``
+    split-merge proposals), every column by Algorithm 8, ``n_column_split_merge``
+    column split-merge proposals, then the columns' grid hyperparameters.
+
+    ``parallel_cells``: a view of at least this many cells scores its rows on
+    numba's threads, and a table of at least this many cells its columns'
+    scores.
+    """
+    np.random.seed(seed)
+    n = labels.shape[1]
+    for v in range(n_columns.size):
+        if n_columns[v] == 0:
+            continue
+        if row_sampler == SLICE:
+            stats, counts = slice_rows(v, columns, log_factorials, codes, params, view_of,
+                                       labels, counts, n_clusters, alphas, stats,
+                                       n * n_columns[v] >= parallel_cells, -1)
+        else:
+            stats, counts = scan_rows(v, rows, log_factorials, codes, params, view_of, labels,
+                                      counts, n_clusters, alphas, stats, -1)
+        if n_row_split_merge > 0:
+            stats, counts = split_merge_rows(v, n_row_split_merge, rows, log_factorials, codes,
+                                             params, view_of, labels, counts, n_clusters,
+                                             alphas, stats, -1)
+    d = codes.size
+    stats, counts = column_gibbs(np.random.permutation(d), columns, log_factorials, codes,
+                                 params, view_of, n_columns, labels, counts, n_clusters, alphas,
+                                 stats, alpha_views, n_aux, rows_alpha, rows_shape, rows_rate,
+                                 n * d >= parallel_cells, -1)
+    if n_column_split_merge > 0:
+        chosen = np.random.permutation(d)[:n_column_split_merge]
+        stats, counts = column_split_merge(chosen, columns, log_factorials, codes, params,
+                                           view_of, n_columns, labels, counts, n_clusters,
+                                           alphas, stats, alpha_views, rows_alpha, rows_shape,
+                                           rows_rate, -1)
+    resample_params(codes, grids, grid_log_prior, grid_sizes, params, view_of, n_clusters,
+                    stats, -1)
+    return stats, counts
