@@ -155,6 +155,12 @@ def imputation_errors(X, complete, imputed, types):
     return errors
 
 
+#: CrossCat's rows: the defaults (slice row move, one split-merge proposal per view and
+#: one on the columns per sweep), Lace's moves only, and the collapsed row scan.
+OUR_RUNS = [("CrossCat", {}), ("CrossCat sm=0", {"n_split_merge": 0}),
+            ("CrossCat coll.", {"row_sampler": "collapsed"})]
+
+
 def run_ours(X, truth, n_sweeps, seed, **params):
     types = ["categorical" if t == "categorical" else t for t in truth["types"]]
     model = CrossCat(column_types=types, n_sweeps=n_sweeps, burn_in=n_sweeps - 1,
@@ -236,10 +242,20 @@ def _lace_row(name, result, X, complete, truth, n_sweeps):
             result["seconds"] / n_sweeps, result["wall"])
 
 
+def _mean_row(runs):
+    """One printed row: the mean of each figure over the seeds' runs."""
+    name = runs[0][0]
+    errors = {key: float(np.mean([r[3][key] for r in runs])) for key in runs[0][3]}
+    return (name, float(np.mean([r[1] for r in runs])), float(np.mean([r[2] for r in runs])),
+            errors, float(np.mean([r[4] for r in runs])), float(np.mean([r[5] for r in runs])))
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--sweeps", type=int, default=100)
+    parser.add_argument("--seeds", type=int, default=3,
+                        help="chains (seeds 0, 1, ...) per method; figures are their means")
     parser.add_argument("--lace-python", default=LACE_PYTHON)
     args = parser.parse_args()
     has_lace = os.path.exists(args.lace_python)
@@ -250,31 +266,39 @@ def main():
     tables = [(1000, 20, 3)] + ([] if args.quick else [(10000, 50, 4)])
     header = (f"{'table':>13} {'method':>14} {'view ARI':>9} {'row ARI':>8} {'normal':>7} "
               f"{'bern.':>6} {'categ.':>6} {'poisson':>8} {'s/sweep':>8} {'fit s':>7}")
-    print(f"{args.sweeps} sweeps, one chain; imputation: normal RMSE (sd units), bernoulli "
-          "and categorical error rate, poisson MAE")
+    print(f"{args.sweeps} sweeps, one chain, mean over {args.seeds} seeds; imputation: "
+          "normal RMSE (sd units), bernoulli and categorical error rate, poisson MAE")
     print(header)
     for n, d, v in tables:
         X, complete, truth = planted_table(n, d, v, seed=0)
         rows = []
-        views, row_labels, imputed, per_sweep, total = run_ours(X, truth, args.sweeps, 0)
-        rows.append(("CrossCat", *structure_scores(truth, views, row_labels),
-                     imputation_errors(X, complete, imputed, truth["types"]), per_sweep, total))
-        slice_run = run_ours(X, truth, args.sweeps, 0, row_sampler="slice")
-        rows.append(("CrossCat slice", *structure_scores(truth, *slice_run[:2]),
-                     imputation_errors(X, complete, slice_run[2], truth["types"]),
-                     *slice_run[3:]))
+        per_sweep = None
+        for name, params in OUR_RUNS:
+            runs = []
+            for seed in range(args.seeds):
+                views, row_labels, imputed, seconds, total = run_ours(X, truth, args.sweeps,
+                                                                      seed, **params)
+                runs.append((name, *structure_scores(truth, views, row_labels),
+                             imputation_errors(X, complete, imputed, truth["types"]), seconds,
+                             total))
+            rows.append(_mean_row(runs))
+            per_sweep = rows[-1][4] if per_sweep is None else per_sweep   # the defaults'
         if has_lace:
-            result = run_lace(args.lace_python, X, truth, args.sweeps, 0)
+            runs = [run_lace(args.lace_python, X, truth, args.sweeps, seed)
+                    for seed in range(args.seeds)]
             budget = None
-            if result is not None:
-                rows.append(_lace_row("Lace", result, X, complete, truth, args.sweeps))
+            if all(r is not None for r in runs):
+                rows.append(_mean_row([_lace_row("Lace", r, X, complete, truth, args.sweeps)
+                                       for r in runs]))
                 # as many Lace sweeps as fit in CrossCat's sweep time
-                budget = int(min(MAX_LACE_SWEEPS, per_sweep * args.sweeps
-                                 / max(result["seconds"] / args.sweeps, 1e-6)))
+                budget = int(min(MAX_LACE_SWEEPS, per_sweep / max(rows[-1][4], 1e-6)
+                                 * args.sweeps))
             if budget is not None and budget > args.sweeps:
-                result = run_lace(args.lace_python, X, truth, budget, 0)
-                if result is not None:
-                    rows.append(_lace_row(f"Lace{budget}", result, X, complete, truth, budget))
+                runs = [run_lace(args.lace_python, X, truth, budget, seed)
+                        for seed in range(args.seeds)]
+                if all(r is not None for r in runs):
+                    rows.append(_mean_row([_lace_row(f"Lace{budget}", r, X, complete, truth,
+                                                     budget) for r in runs]))
         for name, view_ari, row_ari, errors, per_sweep, total in rows:
             print(f"{f'{n}x{d} ({v}v)':>13} {name:>14} {view_ari:9.3f} {row_ari:8.3f} "
                   f"{errors['normal']:7.3f} {errors['bernoulli']:6.3f} "
