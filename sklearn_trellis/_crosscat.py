@@ -90,12 +90,13 @@ class CrossCat(ClusterMixin, BaseEstimator):
         integrated out, Neal's Algorithm 3): it moves more per sweep but
         costs several times as much. Both leave the same posterior invariant.
     n_split_merge : int, default=1
-        Split-merge proposals per sweep: that many on the rows of each view
-        (Dahl's sequentially-allocated proposal), and that many on random
-        columns (a new view whose row partition is fitted to the column, or a
-        lone column joining another view). They let the chain split clusters
-        and form views that single-row and single-column moves reach slowly;
-        0 leaves the moves Lace makes (cheapest sweep, slower mixing).
+        Split-merge proposals per sweep: that many on the rows (Dahl's
+        sequentially-allocated proposal, each in a view drawn at random), and
+        that many on random columns (a new view whose row partition is fitted
+        to the column, or a lone column joining another view). They let the
+        chain split clusters and form views that single-row and single-column
+        moves reach slowly; 0 leaves the moves Lace makes (the cheapest sweep,
+        the slowest mixing).
     random_state : int, RandomState instance or None, default=None
     verbose : int, default=0
     warm_start : bool, default=False
@@ -135,7 +136,7 @@ class CrossCat(ClusterMixin, BaseEstimator):
     -----
     Gibbs sweeps (Mansinghka et al. 2016): rows in each view by the slice
     sampler of Walker 2007 and Kalli et al. 2011 (or the collapsed scan),
-    then ``n_split_merge`` split-merge proposals; each column by Neal's
+    then ``n_split_merge`` row split-merge proposals; each column by Neal's
     Algorithm 8 over the views plus an auxiliary fresh view; then
     ``n_split_merge`` Metropolis-Hastings split-merge proposals on random
     columns (a new view whose row partition is fitted to the column, or a

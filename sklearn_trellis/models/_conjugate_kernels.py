@@ -177,9 +177,22 @@ def normal_gamma_log_marginal(kappa0, a0, b0, n, b_n):
     ``b_n`` is the posterior rate ``b0 + SS/2 + kappa0 n (mean - m0)^2 / (2 (kappa0 + n))``
     (shared with the cell models of :mod:`sklearn_trellis.models._cell_kernels`).
     """
-    kappa, a = kappa0 + n, a0 + 0.5 * n
-    return (math.lgamma(a) - math.lgamma(a0) + a0 * math.log(b0) - a * math.log(b_n)
-            + 0.5 * (math.log(kappa0) - math.log(kappa)) - 0.5 * n * _LOG_2PI)
+    return (normal_gamma_count_terms(a0, n)
+            + normal_gamma_scale_terms(kappa0, a0, b0, n, b_n))
+
+
+@njit(cache=True)
+def normal_gamma_count_terms(a0, n):
+    """The terms of :func:`normal_gamma_log_marginal` that depend on ``a0`` and ``n`` only
+    (a grid over ``kappa0`` and ``b0`` computes them once per block)."""
+    return math.lgamma(a0 + 0.5 * n) - math.lgamma(a0) - 0.5 * n * _LOG_2PI
+
+
+@njit(cache=True)
+def normal_gamma_scale_terms(kappa0, a0, b0, n, b_n):
+    """The other terms of :func:`normal_gamma_log_marginal`."""
+    return (a0 * math.log(b0) - (a0 + 0.5 * n) * math.log(b_n)
+            + 0.5 * (math.log(kappa0) - math.log(kappa0 + n)))
 
 
 @njit(cache=True)

@@ -14,7 +14,8 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from ._crosscat_kernels import (column_partition_score, column_table_score, crp_draw,
+from ._crosscat_kernels import (column_grid_scores, column_partition_score,
+                                column_table_score, crp_draw,
                                 crp_log_eppf, fill_column, fill_counts, grown, reseed,
                                 sequential_allocation_draw)
 from ._crosscat_rows import _pick
@@ -261,10 +262,8 @@ def resample_params(codes, grids, grid_log_prior, grid_sizes, params, view_of, n
         size = grid_sizes[j]
         if size <= 1:
             continue
-        k = n_clusters[view_of[j]]
-        for g in range(size):
-            scores[g] = grid_log_prior[j, g] + column_table_score(codes[j], grids[j, g], stats,
-                                                                  j, k)
+        column_grid_scores(codes[j], grids[j], size, grid_log_prior[j], stats, j,
+                           n_clusters[view_of[j]], scores)
         params[j, :] = grids[j, _pick(scores, size)]
 
 

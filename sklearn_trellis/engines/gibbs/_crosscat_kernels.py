@@ -25,7 +25,9 @@ import math
 import numpy as np
 from numba import njit
 
-from ...models._cell_kernels import (POISSON, accumulate_at, cached_log_predictive_at,
+from ...models._conjugate_kernels import normal_gamma_count_terms, normal_gamma_scale_terms
+
+from ...models._cell_kernels import (NORMAL, POISSON, accumulate_at, cached_log_predictive_at,
                                      cell_log_marginal, cell_log_predictive,
                                      cell_predictive_mean, cell_predictive_sample,
                                      log_marginal_at, predictive_cache_at)
@@ -358,3 +360,41 @@ def column_table_score(t, p, stats, j, n_clusters):
     for k in range(n_clusters):
         total += log_marginal_at(t, p, 0, flat, base + k * width)
     return total
+
+
+@njit(cache=True)
+def column_grid_scores(t, grid, n_points, log_prior, stats, j, n_clusters, out):
+    """``out[g] = log_prior[g] + sum_k log m(x_k | grid[g])`` over column ``j``'s first
+    ``n_clusters`` blocks, for the first ``n_points`` grid points.
+
+    A normal column's grid is over ``kappa0`` and the rate ``b0`` at one shape
+    ``a0``: the terms of a block that depend on ``a0`` and its count alone (two
+    ``lgamma``) are computed once per block instead of once per grid point.
+    """
+    width = stats.shape[2]
+    flat = stats.ravel()
+    base = j * stats.shape[1] * width
+    shared_shape = t == NORMAL
+    for g in range(1, n_points):
+        shared_shape = shared_shape and grid[g, 2] == grid[0, 2]
+    if not shared_shape:
+        for g in range(n_points):
+            out[g] = log_prior[g] + column_table_score(t, grid[g], stats, j, n_clusters)
+        return
+    a0 = grid[0, 2]
+    counted = 0.0
+    for k in range(n_clusters):
+        n = flat[base + k * width]
+        if n > 0:
+            counted += normal_gamma_count_terms(a0, n)
+    for g in range(n_points):
+        kappa0, b0 = grid[g, 1], grid[g, 3]
+        total = log_prior[g] + counted
+        for k in range(n_clusters):
+            o = base + k * width
+            n = flat[o]
+            if n > 0:
+                s1 = flat[o + 1]
+                b_n = b0 + 0.5 * max(flat[o + 2] - s1 * s1 / (kappa0 + n), 0.0)
+                total += normal_gamma_scale_terms(kappa0, a0, b0, n, b_n)
+        out[g] = total

@@ -23,9 +23,10 @@ def sweep(row_sampler, n_row_split_merge, n_column_split_merge, parallel_cells, 
           log_factorials, codes, params, grids, grid_log_prior, grid_sizes, view_of, n_columns,
           labels, counts, n_clusters, alphas, stats, alpha_views, n_aux, rows_alpha,
           rows_shape, rows_rate, seed):
-    """Rows of every view (slice move or collapsed scan, then ``n_row_split_merge``
-    split-merge proposals), every column by Algorithm 8, ``n_column_split_merge``
-    column split-merge proposals, then the columns' grid hyperparameters.
+    """Rows of every view (slice move or collapsed scan), ``n_row_split_merge`` row
+    split-merge proposals (each in a uniformly drawn view), every column by Algorithm
+    8, ``n_column_split_merge`` column split-merge proposals, then the columns' grid
+    hyperparameters.
 
     ``parallel_cells``: a view of at least this many cells scores its rows on
     numba's threads, and a table of at least this many cells its columns'
@@ -43,10 +44,14 @@ def sweep(row_sampler, n_row_split_merge, n_column_split_merge, parallel_cells, 
         else:
             stats, counts = scan_rows(v, rows, log_factorials, codes, params, view_of, labels,
                                       counts, n_clusters, alphas, stats, -1)
-        if n_row_split_merge > 0:
-            stats, counts = split_merge_rows(v, n_row_split_merge, rows, log_factorials, codes,
-                                             params, view_of, labels, counts, n_clusters,
-                                             alphas, stats, -1)
+    # row split-merge proposals, each in a view drawn uniformly (a proposal reads the rows
+    # of two clusters over the view's columns: one in every view would cost more than the
+    # rest of the sweep on tall tables)
+    occupied = np.flatnonzero(n_columns > 0)
+    for _ in range(n_row_split_merge):
+        v = occupied[np.random.randint(occupied.size)]
+        stats, counts = split_merge_rows(v, 1, rows, log_factorials, codes, params, view_of,
+                                         labels, counts, n_clusters, alphas, stats, -1)
     d = codes.size
     stats, counts = column_gibbs(np.random.permutation(d), columns, log_factorials, codes,
                                  params, view_of, n_columns, labels, counts, n_clusters, alphas,

@@ -13,7 +13,7 @@ chain's flat state (:class:`CrossCatState`, layout in :mod:`._crosscat_kernels`)
    does it; :func:`._crosscat_rows.slice_rows`) or the collapsed scan (Neal's
    Algorithm 3, :func:`._crosscat_rows.scan_rows`), then ``split_merge[0]``
    sequentially-allocated split-merge proposals (Dahl 2003,
-   :func:`._crosscat_rows.split_merge_rows`);
+   :func:`._crosscat_rows.split_merge_rows`), each in a view drawn at random;
 2. columns: each column in turn is reassigned among the existing views and
    ``n_aux`` auxiliary views whose row partitions are drawn from the prior
    (Neal's Algorithm 8 over views, :func:`._crosscat_columns.column_gibbs`), then
@@ -95,7 +95,7 @@ class CrossCatModel:
     alpha_rows: ConcentrationPrior
     n_aux: int = 1
     row_sampler: str = "slice"  # or "collapsed"
-    #: split-merge proposals per sweep: (row proposals per view, column proposals)
+    #: split-merge proposals per sweep: (row proposals, each in a random view; column ones)
     split_merge: tuple = (1, 1)
 
     @property
@@ -256,7 +256,8 @@ def _seed(rng):
 
 
 def sweep_rows(model, state, rng, *, n_split_merge=None, row_sampler=None):
-    """The row step of every view: slice move (or collapsed scan), then split-merge proposals.
+    """The row step of every view: slice move (or collapsed scan), then ``n_split_merge``
+    split-merge proposals in each view (the sweep draws a view per proposal instead).
 
     Defaults: the model's. ``row_sampler='none'``: the split-merge proposals only.
     """
@@ -328,7 +329,7 @@ def sweep(model, state, rng, *, n_split_merge=None):
     """One CrossCat sweep: rows of every view, columns, column hyperparameters (one kernel
     call, :func:`._crosscat_sweep.sweep`), then the concentrations.
 
-    ``n_split_merge``: ``(row proposals per view, column proposals)`` (default
+    ``n_split_merge``: ``(row proposals, column proposals)`` (default
     ``model.split_merge``).
     """
     rows_sm, columns_sm = model.split_merge if n_split_merge is None else n_split_merge
