@@ -302,7 +302,7 @@ def main():
         for name, view_ari, row_ari, errors, per_sweep, total in rows:
             print(f"{f'{n}x{d} ({v}v)':>13} {name:>14} {view_ari:9.3f} {row_ari:8.3f} "
                   f"{errors['normal']:7.3f} {errors['bernoulli']:6.3f} "
-                  f"{errors['categorical']:6.3f} {errors['poisson']:8.3f} {per_sweep:8.3f} "
+                  f"{errors['categorical']:6.3f} {errors['poisson']:8.3f} {per_sweep:8.4f} "
                   f"{total:7.1f}", flush=True)
 
 

@@ -201,6 +201,27 @@ def predictive_draws(t, p, stats, slots, seed, out):
         out[i] = cell_predictive_sample(t, p, stats[slots[i]])
 
 
+#: A cluster being built by a sequential-allocation proposal refreshes its predictive
+#: constants after each new member while it holds at most this many, then after every
+#: ``REFRESH_EVERY``-th.
+REFRESH_ALWAYS = 32
+REFRESH_EVERY = 8
+
+
+@njit(cache=True, inline='always')
+def refresh_due(size):
+    """Whether a cluster of ``size`` members built by a proposal refreshes its predictive
+    constants now.
+
+    The constants only shape the proposal: a predictive a few members out of date is
+    as valid a proposal (the reverse move's probability is computed on the same
+    schedule, so the Metropolis-Hastings ratio stays exact), and a large cluster
+    barely changes with one more member. Refreshing costs a few logs per column;
+    scoring a member, one.
+    """
+    return size <= REFRESH_ALWAYS or size % REFRESH_EVERY == 0
+
+
 @njit(cache=True)
 def sequential_allocation(t, p, x, alpha, order, labels, stats, counts, sample, seed):
     """Rows of one column allocated in ``order`` to CRP(alpha) clusters by their predictive.
@@ -211,7 +232,8 @@ def sequential_allocation(t, p, x, alpha, order, labels, stats, counts, sample, 
     draw ``labels`` (returned in order of first appearance along ``order``);
     otherwise score the given ``labels``. Returns ``log q(labels)``.
     ``stats`` (n + 1, 2 n_stats) and ``counts`` (n + 1) are scratch: each cluster's
-    statistics, then its one-cell predictive constants.
+    statistics, then its one-cell predictive constants (refreshed on the schedule of
+    :func:`refresh_due`).
     """
     if sample:
         np.random.seed(seed)
@@ -269,8 +291,9 @@ def sequential_allocation_draw(t, p, x, alpha, order, labels, stats, counts, sam
             predictive_cache_at(t, p, 0, flat, k * width, flat, k * width + n_stats)
         if x[i] == x[i]:
             accumulate_at(t, p, 0, flat, chosen * width, x[i], 1.0)
-            predictive_cache_at(t, p, 0, flat, chosen * width, flat, chosen * width + n_stats)
         counts[chosen] += 1.0
+        if x[i] == x[i] and refresh_due(counts[chosen]):
+            predictive_cache_at(t, p, 0, flat, chosen * width, flat, chosen * width + n_stats)
         log_counts[chosen] = math.log(counts[chosen])
     return log_q
 

@@ -24,7 +24,7 @@ from numba import njit, prange
 from ...models._cell_kernels import (BERNOULLI, NORMAL, POISSON, cached_log_predictive_at,
                                      log_marginal_at, posterior_draw_at, predictive_cache_at,
                                      theta_size)
-from ._crosscat_kernels import add_cell, fill_view, grown, reseed, view_columns
+from ._crosscat_kernels import add_cell, fill_view, grown, refresh_due, reseed, view_columns
 
 
 @njit(cache=True)
@@ -382,7 +382,8 @@ def split_merge_rows(v, n_proposals, rows, log_factorials, codes, params, view_o
     Gibbs conditionals; otherwise propose to merge the two clusters (the reverse
     probability is that of the allocation reproducing the current split). The parts
     are built in scratch blocks (``part[:, 0]`` with ``i``, ``part[:, 1]`` with ``j``),
-    so a rejected proposal changes nothing. Accepted with the exact ratio of the log
+    so a rejected proposal changes nothing; their predictive constants are refreshed
+    on a schedule (:func:`._crosscat_kernels.refresh_due`). Accepted with the exact ratio of the log
     joints.
     """
     reseed(seed)
@@ -436,8 +437,9 @@ def split_merge_rows(v, n_proposals, rows, log_factorials, codes, params, view_o
                 s = 0 if lab[r] == ci else 1
             log_q += (w0 if s == 0 else w1) - log_norm
             _row_cells(r, s, 1.0, cols, codes, params, rows, log_factorials, part)
-            _refresh(s, cols, codes, params, part, cache)
             sizes[s] += 1.0
+            if refresh_due(sizes[s]):
+                _refresh(s, cols, codes, params, part, cache)
             side[t] = s
         if split:
             old = _log_marginals(cols, codes, params, stats, ci) + math.lgamma(counts[v, ci])
