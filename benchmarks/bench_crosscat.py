@@ -4,9 +4,12 @@ Tables of 1,000 x 20 (3 views) and 10,000 x 50 (4 views) are drawn from the
 CrossCat model itself: columns split into views, each view's rows into 3-5
 clusters, column types cycling through normal, bernoulli, categorical (4
 categories) and poisson, and 10% of the cells removed at random (MCAR). For
-``CrossCat`` (row ``CrossCat``: the default collapsed row scan; ``CrossCat
-slice``: ``row_sampler='slice'``) and for Lace (same data, same number of
-sweeps, one chain each) the script prints:
+``CrossCat`` (row ``CrossCat``: the defaults, the slice row move and one row
+and one column split-merge proposal per sweep; ``CrossCat sm=0``:
+``n_split_merge=0``, Lace's moves only; ``CrossCat coll.``: the collapsed
+row scan) and for Lace (same data, same number of sweeps, one chain each,
+``--seeds`` chains of each, default 3) the script prints the means over the
+seeds of:
 
 - ``view ARI``: adjusted Rand index of the inferred column partition (the last
   sample) against the planted views;
@@ -20,41 +23,38 @@ sweeps, one chain each) the script prints:
   and seconds of the whole fit (Lace: of its subprocess, start-up included).
 
 Lace is run twice: with the same number of sweeps, and (row ``LaceN``) with
-the ``N`` sweeps that fit in CrossCat's sweep time (at most 5,000), which
-answers "does Lace reach the same accuracy in the same time".
+the ``N`` sweeps that fit in the time of CrossCat's default sweeps (at most
+5,000), which answers "does Lace reach the same accuracy in the same time".
 
-Measured on the reference machine (2 cores, quiet: load average 0.7 at the
-start; pylace 0.10.1, seed 0, warm numba cache)::
+Measured on the reference machine (2 cores, quiet: load average 0.9 at the
+start; pylace 0.10.1, seeds 0-2, warm numba cache)::
 
-    100 sweeps, one chain; imputation: normal RMSE (sd units), bernoulli and categorical error rate, poisson MAE
+    100 sweeps, one chain, mean over 3 seeds; imputation: normal RMSE (sd units), bernoulli and categorical error rate, poisson MAE
             table         method  view ARI  row ARI  normal  bern. categ.  poisson  s/sweep   fit s
-     1000x20 (3v)       CrossCat     0.841    0.713   0.525  0.245  0.352    2.572    0.023     2.7
-     1000x20 (3v) CrossCat slice     0.936    0.829   0.507  0.227  0.354    2.425    0.015     1.5
-     1000x20 (3v)           Lace     0.841    0.494   0.741  0.338  0.406    2.588    0.001     2.5
-     1000x20 (3v)       Lace2068     1.000    0.891   0.608  0.233  0.354    2.187    0.001     4.0
-    10000x50 (4v)       CrossCat     0.964    0.915   0.498  0.178  0.359    1.769    0.202    20.3
-    10000x50 (4v) CrossCat slice     0.908    0.952   0.457  0.185  0.365    1.758    0.154    15.6
-    10000x50 (4v)           Lace     0.796    0.297   0.812  0.352  0.488    2.238    0.013     3.4
-    10000x50 (4v)       Lace1561     1.000    0.789   0.668  0.201  0.422    2.084    0.015    25.9
+     1000x20 (3v)       CrossCat     0.804    0.702   0.513  0.227  0.365    2.403   0.0021     0.3
+     1000x20 (3v)  CrossCat sm=0     0.797    0.708   0.532  0.236  0.362    2.364   0.0013     0.1
+     1000x20 (3v) CrossCat coll.     0.663    0.594   0.505  0.227  0.359    2.235   0.0052     0.5
+     1000x20 (3v)           Lace     0.627    0.505   0.661  0.312  0.398    2.465   0.0015     1.2
+     1000x20 (3v)        Lace144     0.625    0.519   0.693  0.314  0.385    2.430   0.0013     1.3
+    10000x50 (4v)       CrossCat     0.934    0.918   0.487  0.176  0.360    1.767   0.0200     2.1
+    10000x50 (4v)  CrossCat sm=0     0.763    0.577   0.580  0.211  0.381    1.932   0.0123     1.4
+    10000x50 (4v) CrossCat coll.     0.594    0.520   0.482  0.196  0.368    1.813   0.1137    11.5
+    10000x50 (4v)           Lace     0.744    0.392   0.780  0.312  0.468    2.257   0.0158     3.7
+    10000x50 (4v)        Lace126     0.741    0.393   0.780  0.312  0.469    2.260   0.0156     4.1
 
-At equal sweeps both CrossCat samplers are as accurate as Lace or more (views,
-rows, imputation). The slice-sampler row step (Lace's own row move, rows
-scored under explicit cell parameters) costs about 60% of the collapsed
-sweep and, with one row split-merge proposal per view after it, reaches a
-better row ARI on both tables (0.83 / 0.95 against 0.71 / 0.92); on the tall
-table one column stays in a wrong view after 100 sweeps (view ARI 0.91).
-Column moves score each view in one pass over a contiguous copy of the
-column (the column step is about a third faster than before). A sweep still
-costs 12 to 23 times Lace's: what remains is the row split-merge proposals
-(a sequential allocation of the rows of two clusters with collapsed
-predictives, about half of the slice sampler's row step on 10,000 x 50), the
-column split-merge proposals, and Python overhead per column (hyperparameter
-draws, column moves). On this loaded 2-core machine numba's parallel region
-cost more than it saved (a thread wake-up of several ms), so the slice step
-scores the rows of a view on one thread below a million cells
-(``engines.gibbs.slice.PARALLEL_CELLS``). Lace given CrossCat's time (over
-a thousand sweeps) recovers the views too, with row ARI 0.90 / 0.79 and
-imputation errors close to CrossCat's.
+With Lace's moves only (``n_split_merge=0``) a CrossCat sweep costs less than
+Lace's on both tables (1.3 against 1.5 ms, 12.3 against 15.8 ms) and is at
+least as accurate (views, rows, every imputation error). The defaults add a
+row and a column split-merge proposal per sweep: 1.3 to 1.4 times Lace's
+sweep, for view and row ARI of 0.80 / 0.70 and 0.93 / 0.92 against Lace's
+0.63 / 0.51 and 0.74 / 0.39; Lace given that time (126 to 144 sweeps) gains
+nothing. A sweep is one compiled call (``engines/gibbs/_crosscat_sweep.py``)
+on a flat state in which each column keeps its statistics per row cluster
+of its view: the slice move scores a view's cells column by column, the
+columns' scores against the views are computed at once on numba's threads,
+and the auxiliary views of column moves seat their rows in O(1) each. The
+collapsed row scan is several times dearer per sweep and, with one
+split-merge proposal, less accurate here.
 
 Run: ``python benchmarks/bench_crosscat.py [--quick] [--sweeps N]`` (``--quick``:
 the 1,000 x 20 table only; default 100 sweeps).
