@@ -13,8 +13,8 @@ probability) dependent, through the row clustering they share; columns in
 different views are modelled as independent. On this table the 13
 measurements share one view whose row clustering is a refinement of the
 cultivars (more, smaller clusters of similar wines), and the two Gaussian
-noise columns leave it for a view of their own with a single row cluster:
-nothing in them is explained by grouping the wines. The coin and the random
+noise columns leave it, each for a view of its own with a single row
+cluster: nothing in them is explained by grouping the wines. The coin and the random
 category are cheap to keep in any view (their learned prior strength makes
 every row cluster predict the overall frequencies), so the sampler is unsure
 where they belong; the dependence-probability heatmap, ``P(two columns share
