@@ -429,7 +429,7 @@ def theta_size(code, params, p0):
 
 
 @njit(cache=True)
-def _log_gamma_draw(shape):
+def log_gamma_draw(shape):
     """``log g`` for ``g ~ Gamma(shape, 1)``, without underflow for small shapes.
 
     For ``shape < 1``, ``g = g' U^(1 / shape)`` with ``g' ~ Gamma(shape + 1)`` (Marsaglia &
@@ -463,8 +463,8 @@ def posterior_draw_at(code, params, p0, stats, s0, theta, t0):
         theta[t0 + 2] = 0.5 * (math.log(precision) - _LOG_2PI)
     elif code == BERNOULLI:
         n1 = stats[s0 + 1]
-        log_one = _log_gamma_draw(params[p0] + n1)
-        log_zero = _log_gamma_draw(params[p0 + 1] + n - n1)
+        log_one = log_gamma_draw(params[p0] + n1)
+        log_zero = log_gamma_draw(params[p0 + 1] + n - n1)
         top = max(log_one, log_zero)
         log_total = top + math.log(math.exp(log_one - top) + math.exp(log_zero - top))
         theta[t0] = log_zero - log_total
@@ -477,7 +477,7 @@ def posterior_draw_at(code, params, p0, stats, s0, theta, t0):
         k = int(params[p0])
         top = -np.inf
         for c in range(k):
-            g = _log_gamma_draw(params[p0 + 2 + c] + stats[s0 + 1 + c])
+            g = log_gamma_draw(params[p0 + 2 + c] + stats[s0 + 1 + c])
             theta[t0 + c] = g
             if g > top:
                 top = g

@@ -18,7 +18,7 @@ from ._crosscat_kernels import (column_grid_scores, column_partition_score,
                                 column_table_score, crp_draw,
                                 crp_log_eppf, fill_column, fill_counts, grown, reseed,
                                 sequential_allocation_draw)
-from ._crosscat_rows import _pick
+from ._gibbs_kernels import sample_log_weights
 
 
 @njit(cache=True)
@@ -139,7 +139,7 @@ def column_gibbs(order, columns, log_factorials, codes, params, view_of, n_colum
             aux_k[a] = crp_draw(n, aux_alpha[a], aux_labels[a])
             scores[n_slots + a] = log_aux + column_partition_score(
                 t, p, x, lf, aux_labels[a], aux_k[a], scratch)
-        choice = _pick(scores, n_slots + n_aux)
+        choice = sample_log_weights(scores, n_slots + n_aux)
         if choice == v0 or (choice == n_slots and alone):
             continue
         leaving = n_clusters[v0]
@@ -264,7 +264,7 @@ def resample_params(codes, grids, grid_log_prior, grid_sizes, params, view_of, n
             continue
         column_grid_scores(codes[j], grids[j], size, grid_log_prior[j], stats, j,
                            n_clusters[view_of[j]], scores)
-        params[j, :] = grids[j, _pick(scores, size)]
+        params[j, :] = grids[j, sample_log_weights(scores, size)]
 
 
 @njit(cache=True)

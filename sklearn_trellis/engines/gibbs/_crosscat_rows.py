@@ -22,9 +22,10 @@ import numpy as np
 from numba import njit, prange
 
 from ...models._cell_kernels import (BERNOULLI, NORMAL, POISSON, cached_log_predictive_at,
-                                     log_marginal_at, posterior_draw_at, predictive_cache_at,
-                                     theta_size)
+                                     log_gamma_draw, log_marginal_at, posterior_draw_at,
+                                     predictive_cache_at, theta_size)
 from ._crosscat_kernels import add_cell, fill_view, grown, refresh_due, reseed, view_columns
+from ._gibbs_kernels import sample_log_weights
 
 
 @njit(cache=True)
@@ -33,36 +34,6 @@ def _log_uniform():
     while u <= 0.0:
         u = np.random.random()
     return math.log(u)
-
-
-@njit(cache=True)
-def _log_gamma(shape):
-    """``log g``, ``g ~ Gamma(shape, 1)``, finite for small shapes (``g' U^(1/shape)``)."""
-    if shape >= 1.0:
-        return math.log(np.random.gamma(shape, 1.0))
-    return math.log(np.random.gamma(shape + 1.0, 1.0)) + _log_uniform() / shape
-
-
-@njit(cache=True)
-def _pick(weights, n):
-    """Index drawn with probability proportional to ``exp(weights[:n])`` (overwritten)."""
-    largest = -np.inf
-    for a in range(n):
-        largest = max(largest, weights[a])
-    total = 0.0
-    for a in range(n):
-        weights[a] = math.exp(weights[a] - largest)
-        total += weights[a]
-    u = np.random.random() * total
-    acc = 0.0
-    for a in range(n):
-        acc += weights[a]
-        if u < acc:
-            return a
-    for a in range(n - 1, -1, -1):   # rounding: the last positive weight
-        if weights[a] > 0.0:
-            return a
-    return n - 1
 
 
 # ---------------------------------------------------------------- slice sampler
@@ -169,8 +140,8 @@ def _stick_weights(counts, n_clusters, alpha, labels):
     """
     log_g = np.empty(n_clusters + 1)
     for k in range(n_clusters):
-        log_g[k] = _log_gamma(float(counts[k]))
-    log_g[n_clusters] = _log_gamma(alpha)
+        log_g[k] = log_gamma_draw(float(counts[k]))
+    log_g[n_clusters] = log_gamma_draw(alpha)
     top = log_g.max()
     total = 0.0
     for k in range(n_clusters + 1):
@@ -328,7 +299,7 @@ def scan_rows(v, rows, log_factorials, codes, params, view_of, labels, counts, n
         weights[m] = log_alpha + _row_log_predictive(i, fresh, cols, codes, params, rows,
                                                      stats, cache)
         slots[m] = fresh
-        k = slots[_pick(weights, m + 1)]
+        k = slots[sample_log_weights(weights, m + 1)]
         if k == fresh:
             if n_free > 0:
                 n_free -= 1

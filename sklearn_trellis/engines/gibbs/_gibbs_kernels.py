@@ -33,7 +33,7 @@ from ...models.likelihood import protocol_bindings
 
 
 @njit(cache=True)
-def _sample_log_weights(logw, n):
+def sample_log_weights(logw, n):
     """Index drawn with probability proportional to ``exp(logw[:n])``."""
     largest = -np.inf
     for a in range(n):
@@ -154,7 +154,7 @@ def gibbs_scan(params, pp, data, labels, counts, active, where, free, meta,
         fresh = free[meta[1] - 1]
         logw[n_clusters] = (log_weight_new(pp, n_clusters)
                             + lik_log_predictive(params, data, stats, shared, work, fresh, i))
-        choice = _sample_log_weights(logw, n_clusters + 1)
+        choice = sample_log_weights(logw, n_clusters + 1)
         if choice == n_clusters:
             c = _pop_free(free, meta)
             _activate(c, active, where, meta)

@@ -130,14 +130,6 @@ class CrossCatModel:
         """The table by column, ``(d, n)`` contiguous, NaN missing."""
         return self._by_column[0]
 
-    def column(self, j):
-        """Column ``j`` (contiguous, NaN missing)."""
-        return self._by_column[0][j]
-
-    def log_factorials(self, j):
-        """``log(x!)`` of the cells of a poisson column ``j`` (zeros for other types)."""
-        return self._by_column[1][j]
-
     def grid(self, j):
         """Column ``j``'s grid ``(params (G, q), log_prior (G,))`` (one point if fixed)."""
         grid = self.cells[j].hyperparameter_grid()
@@ -196,10 +188,6 @@ class CrossCatState:
     def columns(self):
         """The columns of each occupied view (lists, in slot order)."""
         return [np.flatnonzero(self.view_of == v).tolist() for v in self.views]
-
-    def row_labels(self, v):
-        """Row clusters ``0..K-1`` of view slot ``v``."""
-        return self.labels[v]
 
     def column_params(self, model):
         """Per column: its cell params (1-d, the cell model's length)."""
