@@ -17,7 +17,7 @@ from numba import njit, prange
 from ._crosscat_kernels import (column_grid_scores, column_partition_score,
                                 column_table_score, crp_draw,
                                 crp_log_eppf, fill_column, fill_counts, grown, reseed,
-                                sequential_allocation_draw)
+                                sequential_allocation)
 from ._gibbs_kernels import sample_log_weights
 
 
@@ -174,7 +174,7 @@ def column_split_merge(chosen, columns, log_factorials, codes, params, view_of, 
 
     A column sharing its view proposes a new view of its own whose row partition
     is drawn by a sequential allocation of its rows (a one-pass DP mixture of the
-    column alone, :func:`._crosscat_kernels.sequential_allocation_draw`); a column
+    column alone, :func:`._crosscat_kernels.sequential_allocation`); a column
     alone in its view proposes joining a uniformly chosen other view. Each move's
     reverse is the other one, so the acceptance ratio is exact. Algorithm 8's fresh
     views come from the prior and are rarely good enough for a column of a large
@@ -201,7 +201,7 @@ def column_split_merge(chosen, columns, log_factorials, codes, params, view_of, 
         size = n_columns[origin]
         if size > 1:
             alpha = _draw_alpha(rows_alpha, rows_shape, rows_rate)
-            log_q = sequential_allocation_draw(t, p, x, alpha, order, new_labels, table,
+            log_q = sequential_allocation(t, p, x, alpha, order, new_labels, table,
                                                seating, True)
             k = 0
             for i in range(n):
@@ -232,7 +232,7 @@ def column_split_merge(chosen, columns, log_factorials, codes, params, view_of, 
                     target = v
                     break
                 pick -= 1
-        log_q = sequential_allocation_draw(t, p, x, alphas[origin], order, labels[origin],
+        log_q = sequential_allocation(t, p, x, alphas[origin], order, labels[origin],
                                            table, seating, False)
         delta = (-log_alpha_views + math.log(n_columns[target])
                  - crp_log_eppf(alphas[origin], counts[origin], n_clusters[origin], n)

@@ -157,20 +157,6 @@ def crp_draw(n, alpha, labels):
 
 
 @njit(cache=True)
-def log_sum_exp(values):
-    largest = -np.inf
-    for v in values:
-        if v > largest:
-            largest = v
-    if largest == -np.inf:
-        return largest
-    total = 0.0
-    for v in values:
-        total += math.exp(v - largest)
-    return largest + math.log(total)
-
-
-@njit(cache=True)
 def rows_log_predictive(t, p, stats, x_new, out):
     """``out[i, c] += log p(x_new[i] | slot c)`` (NaN cells add 0)."""
     for i in range(x_new.size):
@@ -223,26 +209,18 @@ def refresh_due(size):
 
 
 @njit(cache=True)
-def sequential_allocation(t, p, x, alpha, order, labels, stats, counts, sample, seed):
+def sequential_allocation(t, p, x, alpha, order, labels, stats, counts, sample):
     """Rows of one column allocated in ``order`` to CRP(alpha) clusters by their predictive.
 
     The proposal of the column split-merge move (a one-pass DP mixture of the
     column alone): row ``order[k]`` joins cluster ``c`` with probability
     proportional to ``n_c p(x | c)``, a new one to ``alpha p(x)``. ``sample``:
-    draw ``labels`` (returned in order of first appearance along ``order``);
-    otherwise score the given ``labels``. Returns ``log q(labels)``.
+    draw ``labels`` (numba's generator, returned in order of first appearance
+    along ``order``); otherwise score the given ``labels``. Returns ``log q(labels)``.
     ``stats`` (n + 1, 2 n_stats) and ``counts`` (n + 1) are scratch: each cluster's
     statistics, then its one-cell predictive constants (refreshed on the schedule of
     :func:`refresh_due`).
     """
-    if sample:
-        np.random.seed(seed)
-    return sequential_allocation_draw(t, p, x, alpha, order, labels, stats, counts, sample)
-
-
-@njit(cache=True)
-def sequential_allocation_draw(t, p, x, alpha, order, labels, stats, counts, sample):
-    """:func:`sequential_allocation` on numba's generator as it stands."""
     n = x.size
     relabel = np.full(n + 1, -1, np.int64)
     weights = np.empty(n + 1)
