@@ -466,25 +466,6 @@ def greedy_search(kind, labels, order, pairwise, samples_t, n_sample_blocks, max
     return labels, _loss_value(kind, labels, sizes, stats, pairwise, mass, a, b)
 
 
-@njit(cache=True, nogil=True)
-def canonical_rows(labels, n_values):
-    """Each row relabelled ``0..K-1`` in order of first appearance (labels in ``0..n_values-1``)."""
-    n_rows, n = labels.shape
-    out = np.empty((n_rows, n), np.int32)
-    seen = np.full(n_values, -1, np.int64)
-    for r in range(n_rows):
-        n_seen = 0
-        for i in range(n):
-            value = labels[r, i]
-            if seen[value] < 0:
-                seen[value] = n_seen
-                n_seen += 1
-            out[r, i] = seen[value]
-        for i in range(n):
-            seen[labels[r, i]] = -1
-    return out
-
-
-__all__ = ["canonical_rows", "cm_loss", "cm_losses", "psm_losses", "greedy_search", "BINDER",
+__all__ = ["cm_loss", "cm_losses", "psm_losses", "greedy_search", "BINDER",
            "VI", "OMARI",
            "NVI", "NID", "BINDER_PSM", "OMARI_APPROX", "VI_LB", "N_CONTINGENCY_KINDS"]

@@ -21,7 +21,8 @@ import numpy as np
 
 from .._core.validation import check_scalar_param
 from ._loss_kernels import cm_losses
-from .point_estimates import Target, _canonical, check_loss_parameters, loss_name
+from .._core.labels import first_appearance_labels
+from .point_estimates import Target, check_loss_parameters, loss_name
 
 #: Distances usable for the ball (metrics or losses computed from the samples).
 BALL_LOSSES = {"vi", "binder", "omari", "nvi", "nid"}
@@ -116,7 +117,7 @@ def credible_ball(samples, estimate, loss="vi", level=0.95, *, a=1.0, b=1.0):
     target = Target(samples)
     if target.samples is None:
         raise ValueError("A credible ball needs sampled partitions, not a pairwise matrix.")
-    estimate = _canonical(np.asarray(estimate).reshape(-1))
+    estimate = first_appearance_labels(np.asarray(estimate).reshape(-1))
     if estimate.size != target.n:
         raise ValueError(f"estimate has {estimate.size} entries for {target.n} elements.")
     # each sample is the reference, as in expected_loss: distances[t] = L(c_t, estimate)

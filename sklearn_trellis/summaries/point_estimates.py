@@ -28,11 +28,12 @@ import numpy as np
 from joblib import Parallel, delayed
 from sklearn.utils import check_random_state
 
+from .._core.labels import canonical_rows, first_appearance_labels
 from .._core.validation import check_option, check_scalar_param
 from ._input import as_sample_set, relabel_rows, sample_major
 from ._kernels import cooccurrence_counts
 from ._loss_kernels import (BINDER, BINDER_PSM, N_CONTINGENCY_KINDS, NID, NVI, OMARI, OMARI_APPROX,
-                            VI, VI_LB, canonical_rows, cm_losses, greedy_search, psm_losses)
+                            VI, VI_LB, cm_losses, greedy_search, psm_losses)
 from .metrics import _check_costs
 
 #: Loss names and their kernel kind; Binder switches to its pairwise form on ``P``.
@@ -44,14 +45,6 @@ PAIRWISE_LOSSES = {"binder", "omari_approx", "vi_lb"}
 # Distinct sampled partitions scored as candidates: at most this many
 # contingency (candidates * T * n) or pairwise (candidates * n * n) entries.
 _CANDIDATE_WORK = 5 * 10 ** 7
-
-
-def _canonical(labels):
-    """Relabel in order of first appearance."""
-    _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
-    rank = np.empty(first.size, np.int64)
-    rank[np.argsort(first)] = np.arange(first.size)
-    return rank[inverse.reshape(-1)]
 
 
 def loss_name(loss):
@@ -107,13 +100,13 @@ class Target:
             if isinstance(value, np.ndarray) and value.ndim == 2 and value.dtype.kind in "iu" \
                     and value.size and value.min() >= 0 and value.max() < 4 * value.shape[1] + 64:
                 # the common case, fast: non-negative int labels (T, n)
-                self.samples = canonical_rows(np.ascontiguousarray(value, dtype=np.int64),
-                                              int(value.max()) + 1)
+                self.samples = canonical_rows(
+                    np.ascontiguousarray(value, dtype=np.int64)).astype(np.int32)
                 self._sample_set = None
             else:
                 sample_set = as_sample_set(value)
                 labels = sample_set.labels  # raises for feature allocations
-                self.samples = canonical_rows(relabel_rows(labels)[0], labels.shape[1])
+                self.samples = canonical_rows(relabel_rows(labels)[0]).astype(np.int32)
                 self._sample_set = sample_set
             self.n_sample_blocks = int(self.samples.max()) + 1
             self._pairwise = None
@@ -188,7 +181,7 @@ def expected_loss(samples_or_pairwise, labels, loss="binder", *, a=1.0, b=1.0):
     loss = loss_name(loss)
     check_loss_parameters(loss, a, b)
     target = Target(samples_or_pairwise)
-    labels = _canonical(np.asarray(labels).reshape(-1))
+    labels = first_appearance_labels(np.asarray(labels).reshape(-1))
     if labels.size != target.n:
         raise ValueError(f"labels has {labels.size} entries for {target.n} elements.")
     return float(target.losses(labels[None], loss, a, b)[0])
@@ -207,7 +200,7 @@ def _one_run(kind, target, start, seed, loss, a, b, max_sweeps, max_clusters,
         order = rng.permutation(n).astype(np.int64)
         labels, value = greedy_search(kind, labels, order, pairwise, samples_t, n_blocks,
                                       sweeps, max_clusters, float(a), float(b))
-        return _canonical(labels), value
+        return first_appearance_labels(labels), value
 
     labels, value = search(np.asarray(start, np.int64).copy(), max_sweeps)
     # Zealous updates (Dahl et al. 2022): dissolve a whole cluster, reallocate

@@ -21,6 +21,7 @@ from scipy.special import gammaln, logsumexp
 
 from ..._core.budget import check_memory
 from ..._core.family import ClusterFamily
+from ..._core.labels import first_appearance_labels
 from ...models.dp_mixture import MixturePartitionModel
 from ...models.priors import CRP
 from ..exact.trellis_for_model import trellis_for_model
@@ -136,7 +137,7 @@ class TreePosterior:
                 k += 1
             else:
                 stack.extend(self.children[node - n][::-1].tolist())
-        return canonical(labels)
+        return first_appearance_labels(labels)
 
     def predictive_log_weights(self):
         """``log w_k`` of the predictive ``p(x | D) = sum_k w_k p(x | D_k)`` (paper Section 4).
@@ -161,13 +162,6 @@ class TreePosterior:
                 for c in self.children[k - n]:
                     above[c] = below + log_sizes[c] - log_sizes[k]
         return log_w
-
-
-def canonical(labels):
-    """Labels renumbered in order of first appearance."""
-    mapping = {}
-    return np.array([mapping.setdefault(v, len(mapping)) for v in np.asarray(labels).tolist()],
-                    dtype=np.intp)
 
 
 def node_groups(children, labels, n_clusters):

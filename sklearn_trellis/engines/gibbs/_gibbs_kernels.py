@@ -348,21 +348,6 @@ def log_joint(params, pp, stats, shared, counts, active, n_active, n_items):
     return total + lik_log_global(params, shared)
 
 
-@njit(cache=True)
-def compact_labels(labels, out):
-    """Relabel slots ``0..K-1`` in order of first appearance; returns ``K``."""
-    n = labels.size
-    mapping = np.full(n + 1 + labels.max(), -1, np.int64)
-    n_clusters = 0
-    for i in range(n):
-        c = labels[i]
-        if mapping[c] < 0:
-            mapping[c] = n_clusters
-            n_clusters += 1
-        out[i] = mapping[c]
-    return n_clusters
-
-
 @template
 def predictive_log_weights(params, pp, data_new, stats, shared, work, counts, active,
                            n_active, spare, n_items, out):

@@ -10,6 +10,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 from sklearn.utils.parallel import Parallel, delayed
 
+from ..._core.labels import compact_labels
 from . import _gibbs_kernels as kernels
 
 _MAX_SEED = np.iinfo(np.int32).max
@@ -53,7 +54,7 @@ class GibbsState:
     def compact_labels(self):
         """Labels ``0..K-1`` in order of first appearance."""
         out = np.empty(self.labels.size, np.int64)
-        kernels.compact_labels(self.labels, out)
+        compact_labels(self.labels, out)
         return out
 
     def cluster_sizes(self):
@@ -362,7 +363,7 @@ def predictive_log_weights(likelihood, prior_params, data_train, labels, data_ne
     _ensure_free(state, likelihood, 1)
     spare = int(state.free[state.meta[1] - 1])
     order = np.empty(state.labels.size, np.int64)
-    kernels.compact_labels(state.labels, order)
+    compact_labels(state.labels, order)
     # active slots in order of first appearance of their cluster
     first = {}
     for i, c in enumerate(state.labels):

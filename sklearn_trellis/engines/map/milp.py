@@ -52,6 +52,7 @@ from scipy.sparse import csr_array
 from scipy.sparse.csgraph import connected_components
 
 from ..._core.budget import available_memory_bytes, format_bytes
+from ..._core.labels import first_appearance_labels
 from ..._core.validation import check_scalar_param
 from . import _milp_kernels as kernels
 
@@ -143,13 +144,6 @@ def clustering_objective(weights, labels):
     same = labels[:, None] == labels[None, :]
     np.fill_diagonal(same, False)
     return float(np.sum(weights, where=same) / 2.0)
-
-
-def canonical_labels(labels):
-    """Relabel to ``0..K-1`` in order of first appearance."""
-    _, first, inverse = np.unique(np.asarray(labels), return_index=True, return_inverse=True)
-    order = np.argsort(np.argsort(first))
-    return order[inverse.ravel()].astype(np.int64)
 
 
 def _components(n, rows, cols):
@@ -486,7 +480,7 @@ def correlation_clustering_map_milp(weights, *, time_limit=60.0, mip_rel_gap=0.0
             sub = w[np.ix_(idx, idx)]
             fallback = None if initial_labels is None else initial_labels[idx]
             part = _solve_connected(sub, fallback, deadline, mip_rel_gap, max_constraints, log)
-        labels[idx] = next_label + canonical_labels(part.labels)
+        labels[idx] = next_label + first_appearance_labels(part.labels)
         next_label = labels[idx].max() + 1
         parts.append(part)
 
@@ -500,7 +494,7 @@ def correlation_clustering_map_milp(weights, *, time_limit=60.0, mip_rel_gap=0.0
         gap = 0.0 if upper_bound == objective else (upper_bound - objective) / abs(objective)
     else:
         gap = (upper_bound - objective) / abs(objective) if objective != 0 else np.inf
-    return MilpMapResult(labels=canonical_labels(labels), objective=objective,
+    return MilpMapResult(labels=first_appearance_labels(labels), objective=objective,
                          upper_bound=upper_bound, gap=float(gap), certified=certified,
                          status=status, n_constraints=sum(p.n_constraints for p in parts),
                          n_rounds=sum(p.n_rounds for p in parts),

@@ -34,7 +34,8 @@ from sklearn.utils import check_random_state
 
 from ..._core.validation import check_option, check_scalar_param
 from ..exact.flat import DEFAULT_MAX_EXACT_FLAT, exact_flat_map
-from .milp import _check_weights, canonical_labels, correlation_clustering_map_milp
+from ..._core.labels import first_appearance_labels
+from .milp import _check_weights, correlation_clustering_map_milp
 
 #: ``map_solver='auto'`` uses the exact trellis up to this N (0.1 s per MAP at 18).
 AUTO_TRELLIS_MAX_ITEMS = 16
@@ -230,7 +231,7 @@ def perturb_and_map(weights, *, n_samples=100, noise_scale=1.0, noise="gumbel",
         if labels.shape != (n,):
             raise ValueError(f"map_solver returned labels of shape {labels.shape}, "
                              f"expected ({n},).")
-        samples[t] = canonical_labels(labels)
+        samples[t] = first_appearance_labels(labels)
         if verbose and (t + 1) % max(1, n_samples // 10) == 0:
             print(f"[perturb_and_map] {t + 1}/{n_samples} samples "
                   f"({time.perf_counter() - start:.1f} s)", flush=True)

@@ -30,6 +30,7 @@ Two engines:
 import numpy as np
 from numba import njit
 
+from ..._core.labels import canonical_rows
 from ..._core.subsets import logaddexp
 from ..._core.union_find import find_root
 
@@ -122,25 +123,9 @@ def tree_sample(e, log_z, left, right, items, starts, stops, n_items, uniforms):
             else:
                 stack.append(right[v])
                 stack.append(left[v])
-    return canonical_labels(cluster_of)
+    return canonical_rows(cluster_of)
 
 
-@njit(cache=True)
-def canonical_labels(cluster_of):
-    """Relabel each row in order of first appearance."""
-    n_samples, n_items = cluster_of.shape
-    out = np.empty_like(cluster_of)
-    mapping = np.full(n_items, -1, np.int64)
-    for s in range(n_samples):
-        mapping[:] = -1
-        k = 0
-        for i in range(n_items):
-            c = cluster_of[s, i]
-            if mapping[c] < 0:
-                mapping[c] = k
-                k += 1
-            out[s, i] = mapping[c]
-    return out
 
 
 @njit(cache=True)
@@ -594,7 +579,7 @@ def states_sample(e, log_z, trans_ptr, trans_vertex, child_ptr, children, items,
             k += 1
             for x in range(child_ptr[chosen], child_ptr[chosen + 1]):
                 stack.append(children[x])
-    return canonical_labels(cluster_of)
+    return canonical_rows(cluster_of)
 
 
 @njit(cache=True)

@@ -30,6 +30,7 @@ from sklearn.utils import check_random_state
 
 from ..._core.budget import BudgetExceeded, available_memory_bytes, check_memory, format_bytes
 from ..._core.family import ClusterFamily, item_codes
+from ..._core.labels import canonical_rows
 from ..._core.trees import leaf_order
 from ..._core.validation import check_indices
 from . import _sparse_flat_kernels as kernels
@@ -53,7 +54,7 @@ def vertex_labels(vertices, family):
     cluster_of = np.empty((1, family.n_items), dtype=np.int64)
     for k, v in enumerate(vertices):
         cluster_of[0, family.items[family.starts[v]:family.stops[v]]] = k
-    return kernels.canonical_labels(cluster_of)[0]
+    return canonical_rows(cluster_of)[0]
 
 
 class SparseFlatTrellis:

@@ -9,8 +9,7 @@ from oracles import canonical
 from sklearn_trellis.models import CorrelationClusteringModel
 from sklearn_trellis.engines import ExactFlatTrellis
 from sklearn_trellis.engines.map import _milp_kernels as kernels
-from sklearn_trellis.engines.map.milp import (canonical_labels, clustering_objective,
-                                          correlation_clustering_map_milp)
+from sklearn_trellis.engines.map.milp import clustering_objective, correlation_clustering_map_milp
 
 
 def symmetric(rng, n, kind):
@@ -169,7 +168,3 @@ def test_bad_input():
         correlation_clustering_map_milp(np.zeros((11, 11)), max_items=10)
     with pytest.raises(ValueError, match="Not enough memory"):
         correlation_clustering_map_milp(w, max_constraints=10 ** 15)
-
-
-def test_canonical_labels():
-    assert canonical_labels([5, 5, 2, 7, 2]).tolist() == [0, 0, 1, 2, 1]
