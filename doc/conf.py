@@ -71,7 +71,7 @@ nitpick_ignore_regex = [
     # Private helpers and inherited methods that docstrings name for the reader
     # of the source; they have no page of their own.
     (r"py:.*", r"(sklearn_trellis\.)?.*\._\w+"),
-    (r"py:.*", r"(InsertionInputs|STRENGTH_GRID|NormalInverseWishart\.SCALE_GRID|_cell_kernels|"
+    (r"py:.*", r"(InsertionInputs|STRENGTH_GRID|NormalInverseWishart\.SCALE_GRID|cell_kernels|cell_loops|cell_types|"
                r"CellKernels|SplitModel\.(insertion_inputs|split_log_potential|with_new_item))"),
     (r"py:.*", r"(item_codes|record_params|sampler\.record_params|sampler\.set_params|sampler|"
                r"MilpMapSolver|resample_params|hyperparameter_grid|fit|template|LOSSES|"

@@ -15,7 +15,7 @@ from .engines.bhc import posterior as bhc_posterior
 from .engines.bhc.build import DEFAULT_SUBSAMPLE_SIZE, greedy_tree, kernel_params, randomized_tree
 from .engines.bhc.hyperparameters import select_hyperparameters
 from .engines.sparse.seeds import LINKAGES
-from .models.conjugate import LIKELIHOODS, make_likelihood
+from .models import LIKELIHOODS, make_likelihood
 from .models.likelihood import ClusterLikelihood
 
 

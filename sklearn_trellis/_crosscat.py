@@ -11,9 +11,9 @@ from sklearn.utils.validation import _check_feature_names, check_is_fitted
 
 from ._gibbs_base import fingerprint
 from .engines.exact.crosscat import MAX_EXACT_COLUMNS, MAX_EXACT_ROWS, exact_crosscat
-from .engines.gibbs import _crosscat_kernels as ck
+from .models import cell_loops as ck
 from .engines.gibbs import crosscat as engine
-from .models.cells import CELL_MODELS
+from .models import CELL_MODELS
 from .models.column_types import TableEncoder
 from .models.priors import GammaHyperprior
 

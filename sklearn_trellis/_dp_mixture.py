@@ -14,7 +14,7 @@ from ._gibbs_base import _BaseGibbs, predictive_picks
 from .engines.exact.binder import bayes_estimate
 from .engines.exact.grid_marginal import GridMarginalPosterior
 from .engines.gibbs import sampler as gibbs
-from .models.conjugate import LIKELIHOODS, make_likelihood
+from .models import LIKELIHOODS, make_likelihood
 from .models.likelihood import ClusterLikelihood
 from .models.priors import GammaHyperprior, make_prior
 from .summaries.point_estimates import LOSSES, PAIRWISE_LOSSES

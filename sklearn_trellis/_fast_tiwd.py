@@ -17,9 +17,9 @@ from ._gibbs_base import _BaseGibbs, predictive_picks
 from .engines.exact.trellis_for_model import trellis_for_model
 from .engines.gibbs import sampler as gibbs
 from .models.priors import make_prior
-from .models.wishart import (ClusterSums, WishartBlockLikelihood, WishartBlockModel,
-                             alpha_summary, block_alpha_means, block_statistics, estimate_dof,
-                             new_item_log_likelihoods)
+from .models.wishart import (ClusterSums, WishartBlockModel, alpha_summary, block_alpha_means,
+                             block_statistics, estimate_dof, new_item_log_likelihoods)
+from .models.wishart_likelihood import WishartBlockLikelihood
 from .preprocessing.distance_normalization import (NORMALIZATIONS, mean_squared_distance,
                                                    new_item_inner_products,
                                                    normalized_inner_products)

@@ -13,7 +13,8 @@ from ._gibbs_base import fingerprint
 from .engines.exact.bicluster import ExactBiclusterPosterior, bell
 from .engines.exact.binder import bayes_estimate
 from .engines.gibbs import bicluster as engine
-from .models.cells import CELL_MODELS, _CellModel, make_cell_model
+from .models import CELL_MODELS, make_cell_model
+from .models.cells import _CellModel
 from .models.priors import CRP, GammaHyperprior
 from .summaries.occurrence import pairwise_cooccurrence
 from .summaries.point_estimates import LOSSES, point_estimate as _loss_point_estimate

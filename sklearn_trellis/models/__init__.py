@@ -1,21 +1,33 @@
 """Models: cluster log-potentials (flat), split energies (hierarchical), conjugate
-likelihoods and partition priors.
+likelihoods, cell models and partition priors.
 
-``ENERGIES`` and ``LIKELIHOODS`` are the registries of the models selectable by
-name in the estimators (``energy="dasgupta"``, ``likelihood="gaussian"``): a new
-model is one module here plus one line in its registry.
+The registries of the models selectable by name, all here:
+
+- ``ENERGIES``: split energies (``TrellisHierarchical(energy=...)``);
+- ``LIKELIHOODS``: cluster likelihoods (``DPMixture(likelihood=...)``,
+  ``BayesianHierarchicalClustering(likelihood=...)``);
+- ``CELL_MODELS``: cell models of matrix entries (``InfiniteBiclustering``, and
+  CrossCat's column types); a model's position here is its type code in the
+  generated dispatch :mod:`.cell_kernels`.
+
+A new model is one module here plus one line in its registry (a new cell type
+also regenerates :mod:`.cell_kernels`: ``python -m sklearn_trellis.models._cell_codegen``).
 """
+
+from sklearn.base import clone
 
 from ._flat import FlatModel
 from ._split import SplitKernelInputs, SplitModel
 from .callable_energy import CallableEnergy
-from .conjugate import (LIKELIHOODS, BetaBernoulli, DirichletMultinomial, NormalGamma,
-                        NormalInverseWishart)
+from .cells import BernoulliCells, CategoricalCells, NormalCells, PoissonCells, _CellModel
+from .conjugate import BetaBernoulli, DirichletMultinomial, NormalGamma, NormalInverseWishart
 from .correlation import CorrelationClusteringModel
 from .dasgupta import DasguptaEnergy
 from .ginkgo import GinkgoEnergy
 from .hcc import HCCEnergy
-from .wishart import WishartBlockLikelihood, WishartBlockModel
+from .likelihood import ClusterLikelihood
+from .wishart import WishartBlockModel
+from .wishart_likelihood import WishartBlockLikelihood
 
 #: Split energies selectable by name (``TrellisHierarchical(energy=...)``).
 ENERGIES = {
@@ -24,8 +36,50 @@ ENERGIES = {
     "ginkgo": GinkgoEnergy,
 }
 
+#: Cluster likelihoods selectable by name (``DPMixture(likelihood=...)``).
+LIKELIHOODS = {
+    "gaussian": NormalInverseWishart,
+    "diagonal": NormalGamma,
+    "bernoulli": BetaBernoulli,
+    "multinomial": DirichletMultinomial,
+}
+
+#: Cell models selectable by name; the order gives the type codes of :mod:`.cell_kernels`.
+CELL_MODELS = {
+    "normal": NormalCells,
+    "bernoulli": BernoulliCells,
+    "poisson": PoissonCells,
+    "categorical": CategoricalCells,
+}
+
+
+def _make(value, registry, base, what, noun):
+    """A fresh model from a name of ``registry`` or a clone of a ``base`` instance."""
+    if isinstance(value, str):
+        if value not in registry:
+            raise ValueError(f"{what} must be one of {sorted(registry)} or a {noun} "
+                             f"instance, got {value!r}.")
+        return registry[value]()
+    if isinstance(value, base):
+        return clone(value)
+    raise TypeError(f"{what} must be a string or a {noun} instance, got "
+                    f"{type(value).__name__}.")
+
+
+def make_likelihood(likelihood):
+    """A fresh likelihood from a name of :data:`LIKELIHOODS` or a clone of a
+    :class:`ClusterLikelihood` instance."""
+    return _make(likelihood, LIKELIHOODS, ClusterLikelihood, "likelihood", "ClusterLikelihood")
+
+
+def make_cell_model(cells):
+    """A fresh cell model from a name of :data:`CELL_MODELS` or a clone of an instance."""
+    return _make(cells, CELL_MODELS, _CellModel, "cells", "cell model")
+
+
 __all__ = ["FlatModel", "CorrelationClusteringModel", "SplitModel", "SplitKernelInputs",
-           "DasguptaEnergy",
-           "HCCEnergy", "GinkgoEnergy", "CallableEnergy", "NormalInverseWishart", "NormalGamma",
-           "BetaBernoulli", "DirichletMultinomial",
-           "WishartBlockModel", "WishartBlockLikelihood", "ENERGIES", "LIKELIHOODS"]
+           "DasguptaEnergy", "HCCEnergy", "GinkgoEnergy", "CallableEnergy",
+           "NormalInverseWishart", "NormalGamma", "BetaBernoulli", "DirichletMultinomial",
+           "NormalCells", "BernoulliCells", "PoissonCells", "CategoricalCells",
+           "WishartBlockModel", "WishartBlockLikelihood", "ENERGIES", "LIKELIHOODS",
+           "CELL_MODELS", "make_likelihood", "make_cell_model"]

@@ -4,7 +4,7 @@
 g: [type code, its column (one-column group) or -1, cell params (Q - 2, zero-padded)]]``.
 ``S`` is the largest number of cell statistics and ``W = 2 S + 1``. ``stats`` rows:
 ``G`` blocks of ``W`` entries: the cell statistics (``S``, zero-padded), the block's
-one-cell predictive constants (``S``, :func:`._cell_kernels.predictive_cache_at`) and
+one-cell predictive constants (``S``, :func:`.cell_kernels.predictive_cache_at`) and
 its ``log_marginal``.
 
 A one-column group (every group of a CrossCat view) has at most one cell per item, so
@@ -34,7 +34,7 @@ saved.
 
 from numba import njit
 
-from ._cell_kernels import (accumulate_at, cached_log_predictive_at, log_marginal_at,
+from .cell_kernels import (accumulate_at, cached_log_predictive_at, log_marginal_at,
                             predictive_cache_at)
 
 _HEADER = 5

@@ -22,9 +22,10 @@ import numpy as np
 from numba import njit
 
 from .._core.specialise import specialise, template
+from ._normal_gamma_kernels import (normal_gamma_log_marginal, student_t_constant,
+                                     student_t_factor)
 
 _LOG_PI = math.log(math.pi)
-_LOG_2PI = math.log(2.0 * math.pi)
 
 
 @njit(cache=True)
@@ -171,44 +172,17 @@ def niw_log_cluster(params, stats, shared, c):
 
 # ---------------------------------------------------------------- Normal-Gamma (diagonal)
 @njit(cache=True)
-def normal_gamma_log_marginal(kappa0, a0, b0, n, b_n):
-    """``log m`` of ``n`` scalars under ``tau ~ Gamma(a0, b0)``, ``mu ~ N(m0, 1/(kappa0 tau))``.
-
-    ``b_n`` is the posterior rate ``b0 + SS/2 + kappa0 n (mean - m0)^2 / (2 (kappa0 + n))``
-    (shared with the cell models of :mod:`sklearn_trellis.models._cell_kernels`).
-    """
-    return (normal_gamma_count_terms(a0, n)
-            + normal_gamma_scale_terms(kappa0, a0, b0, n, b_n))
-
-
-@njit(cache=True)
-def normal_gamma_count_terms(a0, n):
-    """The terms of :func:`normal_gamma_log_marginal` that depend on ``a0`` and ``n`` only
-    (a grid over ``kappa0`` and ``b0`` computes them once per block)."""
-    return math.lgamma(a0 + 0.5 * n) - math.lgamma(a0) - 0.5 * n * _LOG_2PI
-
-
-@njit(cache=True)
-def normal_gamma_scale_terms(kappa0, a0, b0, n, b_n):
-    """The other terms of :func:`normal_gamma_log_marginal`."""
-    return (a0 * math.log(b0) - (a0 + 0.5 * n) * math.log(b_n)
-            + 0.5 * (math.log(kappa0) - math.log(kappa0 + n)))
-
-
-@njit(cache=True)
 def _ng_c_pred(params, stats, c):
     d = int(params[0])
     n = stats[c, 0]
     kappa = params[1] + n
     a = params[2] + 0.5 * n
     total = 0.0
-    # Student-t with 2a dof: const + log(f)/2 - (a + 1/2) log(1 + f delta^2)
-    const = math.lgamma(a + 0.5) - math.lgamma(a) - 0.5 * _LOG_PI
+    # per feature a Student-t with 2a dof: c - (a + 1/2) log(1 + f delta^2)
     for k in range(d):
-        b = stats[c, 1 + d + k]
-        f = kappa / (2.0 * b * (kappa + 1.0))
+        f = student_t_factor(kappa, stats[c, 1 + d + k])
         stats[c, 1 + 2 * d + k] = f
-        total += const + 0.5 * math.log(f)
+        total += student_t_constant(a, f)
     stats[c, 1 + 3 * d] = total
 
 

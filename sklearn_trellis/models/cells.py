@@ -10,17 +10,18 @@ Interface of every cell model (a small ``BaseEstimator``):
 - ``fit(values)``: validate the values (any shape, flattened; NaN allowed) and
   fill the data-dependent defaults (units-free, documented per class); returns
   ``self``. ``check_values(values)`` validates new values the same way.
-- ``code``: the type code of its numba kernels (:mod:`._cell_kernels`:
-  0 normal, 1 bernoulli, 2 poisson, 3 categorical); ``n_stats``: length of its
-  statistics vector (``stats[0]`` = number of observed cells; statistics are
-  additive over disjoint cell sets, the empty set is the zero vector);
-  ``kernel_params()``: its float64 parameter vector (the grid's starting point).
-- ``kernels``: the named tuple :class:`CellKernels` of its three
-  ``numba.njit`` functions, one signature for every cell type:
+- ``cell_type``: the module of its numba kernels (:mod:`.cell_types`, the
+  protocol in :mod:`.cell_kernels`); ``code``: its type code (its position in
+  :data:`sklearn_trellis.models.CELL_MODELS`), the argument of the dispatchers of
+  :mod:`.cell_kernels` and :mod:`.cell_loops` that engines mixing types call;
+  ``n_stats``: length of its statistics vector (``stats[0]`` = number of observed
+  cells; statistics are additive over disjoint cell sets, the empty set is the
+  zero vector); ``kernel_params()``: its float64 parameter vector (the grid's
+  starting point).
+- ``kernels``: the named tuple :class:`~.cell_kernels.CellKernels` of its three
+  ``numba.njit`` functions at offset 0, one signature for every cell type:
   ``add_cell(params, stats, x, weight)`` (``weight`` +1 / -1, NaN skipped),
   ``log_marginal(params, stats)``, ``log_predictive(params, stats, x)``.
-  Code mixing types calls ``cell_add(code, ...)``, ``cell_log_marginal(code, ...)``,
-  ``cell_log_predictive(code, ...)`` of :mod:`._cell_kernels` instead.
 - Grid hyperprior (the mechanism of :class:`~sklearn_trellis.models.conjugate.NormalGamma`,
   reused): ``hyperparameter_grid()`` -> ``(params (G, q), log_prior (G,))`` or
   ``None`` when the hyperparameters are fixed; ``resample_params(params, stats,
@@ -30,22 +31,20 @@ Interface of every cell model (a small ``BaseEstimator``):
 - ``log_marginal(values)``: ``log m`` of the values as one block (Python
   convenience, computed by the kernels).
 
-``CELL_MODELS`` maps the names ``'normal'``, ``'bernoulli'``, ``'poisson'`` and
-``'categorical'`` to the classes.
+The registry :data:`sklearn_trellis.models.CELL_MODELS` maps the names
+``'normal'``, ``'bernoulli'``, ``'poisson'`` and ``'categorical'`` to the classes.
 """
 
 import numbers
-from collections import namedtuple
 
 import numpy as np
 from sklearn.base import BaseEstimator
 
 from .._core.validation import check_option, check_scalar_param
-from . import _cell_kernels as k
+from .cell_kernels import KERNELS, code_of
+from .cell_loops import grid_sum_log_marginals, values_stats
+from .cell_types import bernoulli, categorical, normal, poisson
 from .conjugate import NormalInverseWishart, _GridHyperpriorMixin, _rate_factor
-
-#: The three numba functions of a cell model (see the module docstring).
-CellKernels = namedtuple("CellKernels", ["add_cell", "log_marginal", "log_predictive"])
 
 #: Strengths (prior pseudo-counts) of the Beta / Gamma / Dirichlet grids, 1 to 100. Not
 #: lower: a Beta prior of strength 0.1 is so U-shaped that a block holding a single 0
@@ -66,8 +65,17 @@ def _as_values(values, name):
 class _CellModel(_GridHyperpriorMixin, BaseEstimator):
     """Base class of the cell models (the grid hyperprior and the Python conveniences)."""
 
-    code = None
-    kernels = None
+    cell_type = None
+
+    @property
+    def code(self):
+        """Type code of :attr:`cell_type` in the dispatch of :mod:`.cell_kernels`."""
+        return code_of(self.cell_type)
+
+    @property
+    def kernels(self):
+        """The :class:`~.cell_kernels.CellKernels` of this cell type."""
+        return KERNELS[self.code]
 
     def _check_fitted(self):
         if not hasattr(self, "grid_scale_"):
@@ -85,7 +93,7 @@ class _CellModel(_GridHyperpriorMixin, BaseEstimator):
     def _grid_log_likelihoods(self, params, rows):
         grid = np.array([self._grid_params(g) for g in range(self.grid_scale_.size)])
         out = np.empty(grid.shape[0])
-        return k.grid_sum_log_marginals(self.code, grid, np.ascontiguousarray(rows, np.float64),
+        return grid_sum_log_marginals(self.code, grid, np.ascontiguousarray(rows, np.float64),
                                         out)
 
     def log_marginal(self, values, params=None):
@@ -93,7 +101,7 @@ class _CellModel(_GridHyperpriorMixin, BaseEstimator):
         self._check_fitted()
         values = self.check_values(values)
         params = self.kernel_params() if params is None else np.asarray(params, np.float64)
-        stats = k.values_stats(self.code, params, values, self.n_stats)
+        stats = values_stats(self.code, params, values, self.n_stats)
         return float(self.kernels.log_marginal(params, stats))
 
     def describe_params(self, params):
@@ -136,8 +144,7 @@ class NormalCells(_CellModel):
     [0.333, 0.1, 2.0, 0.034]
     """
 
-    code = k.NORMAL
-    kernels = CellKernels(k.normal_add_cell, k.normal_log_marginal, k.normal_log_predictive)
+    cell_type = normal
     n_stats = 3
     _param_names = {"mean": 0, "kappa": 1, "shape": 2, "rate": 3}
     KAPPA_GRID = np.array([0.01, 0.1, 1.0])
@@ -214,9 +221,7 @@ class BernoulliCells(_CellModel):
     0.083333
     """
 
-    code = k.BERNOULLI
-    kernels = CellKernels(k.bernoulli_add_cell, k.bernoulli_log_marginal,
-                          k.bernoulli_log_predictive)
+    cell_type = bernoulli
     n_stats = 2
     _param_names = {"a": 0, "b": 1}
 
@@ -282,8 +287,7 @@ class PoissonCells(_CellModel):
     True
     """
 
-    code = k.POISSON
-    kernels = CellKernels(k.poisson_add_cell, k.poisson_log_marginal, k.poisson_log_predictive)
+    cell_type = poisson
     n_stats = 3
     _param_names = {"shape": 0, "rate": 1}
 
@@ -348,9 +352,7 @@ class CategoricalCells(_CellModel):
     0.166667
     """
 
-    code = k.CATEGORICAL
-    kernels = CellKernels(k.categorical_add_cell, k.categorical_log_marginal,
-                          k.categorical_log_predictive)
+    cell_type = categorical
 
     def __init__(self, n_categories=None, strength=None, mean=None, hyperprior="grid"):
         self.n_categories = n_categories
@@ -414,27 +416,4 @@ class CategoricalCells(_CellModel):
         return {"strength": np.atleast_2d(params)[:, 1]}
 
 
-CELL_MODELS = {
-    "normal": NormalCells,
-    "bernoulli": BernoulliCells,
-    "poisson": PoissonCells,
-    "categorical": CategoricalCells,
-}
-
-
-def make_cell_model(cells):
-    """A fresh cell model from a name of :data:`CELL_MODELS` or a clone of an instance."""
-    from sklearn.base import clone
-    if isinstance(cells, str):
-        if cells not in CELL_MODELS:
-            raise ValueError(f"cells must be one of {sorted(CELL_MODELS)} or a cell model "
-                             f"instance, got {cells!r}.")
-        return CELL_MODELS[cells]()
-    if isinstance(cells, _CellModel):
-        return clone(cells)
-    raise TypeError(f"cells must be a string or a cell model instance, got "
-                    f"{type(cells).__name__}.")
-
-
-__all__ = ["CellKernels", "NormalCells", "BernoulliCells", "PoissonCells", "CategoricalCells",
-           "CELL_MODELS", "make_cell_model", "STRENGTH_GRID"]
+__all__ = ["NormalCells", "BernoulliCells", "PoissonCells", "CategoricalCells", "STRENGTH_GRID"]

@@ -23,7 +23,7 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
-from .cells import CELL_MODELS
+from . import CELL_MODELS
 
 #: 'auto' codes non-negative integer columns with values below this as categorical.
 MAX_AUTO_CATEGORIES = 10

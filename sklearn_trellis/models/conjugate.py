@@ -674,28 +674,4 @@ class DirichletMultinomial(_FittedMixin):
                                [self.concentration_.sum()]])
 
 
-LIKELIHOODS = {
-    "gaussian": NormalInverseWishart,
-    "diagonal": NormalGamma,
-    "bernoulli": BetaBernoulli,
-    "multinomial": DirichletMultinomial,
-}
-
-
-def make_likelihood(likelihood):
-    """A fresh likelihood from a name (``'gaussian'``, ``'diagonal'``, ``'bernoulli'``,
-    ``'multinomial'``) or a clone of a :class:`ClusterLikelihood` instance."""
-    from sklearn.base import clone
-    if isinstance(likelihood, str):
-        if likelihood not in LIKELIHOODS:
-            raise ValueError(f"likelihood must be one of {sorted(LIKELIHOODS)} or a "
-                             f"ClusterLikelihood instance, got {likelihood!r}.")
-        return LIKELIHOODS[likelihood]()
-    if isinstance(likelihood, ClusterLikelihood):
-        return clone(likelihood)
-    raise TypeError("likelihood must be a string or a ClusterLikelihood instance, "
-                    f"got {type(likelihood).__name__}.")
-
-
-__all__ = ["NormalInverseWishart", "NormalGamma", "BetaBernoulli", "DirichletMultinomial",
-           "LIKELIHOODS", "make_likelihood"]
+__all__ = ["NormalInverseWishart", "NormalGamma", "BetaBernoulli", "DirichletMultinomial"]

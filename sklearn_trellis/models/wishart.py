@@ -15,7 +15,9 @@ With ``alpha ~ Inv-Gamma(r0 d / 2, s0 d / 2)`` integrated out (eq. 7)::
 
 which couples the blocks; with ``alpha`` and ``theta`` fixed the posterior
 factorises over blocks, which is :class:`WishartBlockModel` (a flat model for
-the exact trellis).
+the exact trellis). This module holds these formulas, that flat model and the
+predictive of new items; the same model as a plug-in of the collapsed Gibbs
+engine is :class:`~.wishart_likelihood.WishartBlockLikelihood`.
 """
 
 import numpy as np
@@ -25,7 +27,6 @@ from .._core.validation import check_scalar_param
 from . import _tiwd_kernels as _tk
 from ._flat import FlatModel
 from .correlation import _pair_sum_table
-from .likelihood import ClusterLikelihood, GibbsKernels
 from .priors import make_prior
 
 
@@ -305,153 +306,6 @@ class WishartBlockModel(FlatModel):
         return table
 
 
-DEFAULT_THETA_GRID = np.geomspace(1e-3, 10.0, 81)
-
-
-class WishartBlockLikelihood(ClusterLikelihood):
-    """The Wishart block likelihood of fastTIWD as a plug-in of the collapsed Gibbs engine.
-
-    Fitted on an inner-product matrix ``S`` (for distances, the normalised
-    ``S*`` of :mod:`.distance_normalization`). Per cluster slot it keeps
-    ``n_b`` and ``Sbar_b``; the running sums ``sum_b theta Sbar_b / (1 + n_b
-    theta)`` and ``sum_b log(1 + n_b theta)`` are the shared statistics, so
-    the conditional of one item costs ``O(n)`` for its row block sums plus
-    ``O(1)`` per candidate block, ``O(n^2)`` per sweep (developer notes, fastTIWD (c)). The whole
-    likelihood is the engine's ``log_global`` (it does not split over blocks
-    once ``alpha`` is integrated out). ``theta`` is resampled on its grid once
-    per sweep (developer notes, fastTIWD (d)) through :meth:`resample_params`.
-
-    Parameters
-    ----------
-    dof : float, default=1.0
-        Wishart degrees of freedom ``d``.
-    r0, s0 : float, default=0.01
-        ``alpha ~ Inv-Gamma(r0 d / 2, s0 d / 2)``; ``0`` gives the improper
-        ``1 / alpha`` prior.
-    alpha : float or None, default=None
-        ``None`` integrates ``alpha`` out (eq. 7); a number holds it fixed.
-    theta : float or None, default=None
-        ``None`` samples ``theta`` on ``theta_grid`` (starting from the grid's
-        geometric middle); a number holds it fixed.
-    theta_grid : array-like or None, default=None
-        Positive grid, uniform prior; ``None`` means ``geomspace(1e-3, 10, 81)``.
-
-    Attributes
-    ----------
-    n_items_ : int
-    trace_ : float
-        ``tr S``.
-    theta_grid_ : ndarray
-    n_features_in_ : int
-    """
-
-    kernels = GibbsKernels(
-        _tk.wishart_reset, _tk.wishart_prepare, _tk.wishart_add,
-        _tk.wishart_remove, _tk.wishart_log_predictive, _tk.wishart_log_cluster,
-        _tk.wishart_log_global, _tk.wishart_refresh)
-    factorizes = False
-    n_stats = 2
-
-    @property
-    def n_shared(self):
-        """Running sums, cached log-likelihood and a ``log(1 + m theta)`` table (``m = 0..n``)."""
-        return _tk.SHARED_HEADER + self.n_items_ + 1
-
-    def __init__(self, dof=1.0, r0=0.01, s0=0.01, alpha=None, theta=None, theta_grid=None):
-        self.dof = dof
-        self.r0 = r0
-        self.s0 = s0
-        self.alpha = alpha
-        self.theta = theta
-        self.theta_grid = theta_grid
-
-    def fit(self, X, y=None):
-        """Bind to a square inner-product matrix (float64 or float32, not copied)."""
-        check_scalar_param(self.dof, "dof", low=0.0, include_low=False)
-        check_scalar_param(self.r0, "r0", low=0.0)
-        check_scalar_param(self.s0, "s0", low=0.0)
-        check_scalar_param(self.alpha, "alpha", low=0.0, include_low=False, allow_none=True)
-        check_scalar_param(self.theta, "theta", low=0.0, include_low=False, allow_none=True)
-        if (self.r0 == 0) != (self.s0 == 0):
-            raise ValueError("r0 and s0 must both be positive or both be 0 (improper prior), "
-                             f"got r0={self.r0!r}, s0={self.s0!r}.")
-        grid = DEFAULT_THETA_GRID if self.theta_grid is None else np.asarray(
-            self.theta_grid, dtype=np.float64).ravel()
-        if grid.size == 0 or not np.all(np.isfinite(grid)) or np.any(grid <= 0):
-            raise ValueError("theta_grid must be a non-empty array of positive finite values.")
-        S = np.asarray(X)
-        if S.ndim != 2 or S.shape[0] != S.shape[1]:
-            raise ValueError(f"X must be a square inner-product matrix, got shape {S.shape}.")
-        self.theta_grid_ = np.sort(grid)
-        self.n_items_ = S.shape[0]
-        self.n_features_in_ = S.shape[1]
-        self.trace_ = float(np.trace(S, dtype=np.float64))
-        return self
-
-    def initial_theta(self):
-        """``theta`` if fixed, else the geometric middle of the grid."""
-        if self.theta is not None:
-            return float(self.theta)
-        grid = self.theta_grid_
-        return float(grid[np.argmin(np.abs(np.log(grid) - np.log(grid).mean()))])
-
-    def kernel_params(self, theta=None):
-        theta = self.initial_theta() if theta is None else float(theta)
-        inv_alpha = 0.0 if self.alpha is None else 1.0 / float(self.alpha)
-        return np.array([theta, float(self.dof),
-                         log_likelihood_exponent(self.n_items_, float(self.dof), float(self.r0)),
-                         float(self.s0), inv_alpha, self.trace_])
-
-    def describe_params(self, params):
-        """``{'theta'}`` of kernel parameter rows."""
-        return {"theta": np.atleast_2d(params)[:, 0]}
-
-    def kernel_data(self, X):
-        """``S`` itself, float64 or float32 (kept), C-contiguous and writeable."""
-        S = np.asarray(X)
-        dtype = S.dtype if S.dtype in (np.float32, np.float64) else np.float64
-        return np.require(S, dtype=dtype, requirements=["C", "W"])
-
-    def work_size(self, capacity):
-        return _tk.N_BANKS * (capacity + 1)
-
-    def theta_log_weights(self, sizes, sbars):
-        """Normalised log posterior of ``theta`` over ``theta_grid_`` given a partition (developer notes, fastTIWD (d))."""
-        return theta_log_weights(sizes, sbars, self.trace_, self.n_items_, self.theta_grid_,
-                                 dof=float(self.dof), r0=float(self.r0), s0=float(self.s0),
-                                 alpha=self.alpha)
-
-    def resample_params(self, params, stats, shared, counts, active, random_state):
-        """Draw ``theta`` from its grid posterior given the blocks (``O(G K)``)."""
-        if self.theta is not None:
-            return None
-        probs = np.exp(self.theta_log_weights(stats[active, 0], stats[active, 1]))
-        index = int(np.searchsorted(np.cumsum(probs), random_state.random_sample()))
-        new = np.array(params, dtype=np.float64)
-        new[0] = self.theta_grid_[min(index, probs.size - 1)]
-        return new
-
-    def alpha_posterior(self, sizes, sbars, theta):
-        """``(shape, scale)`` of ``alpha | B, theta, S ~ Inv-Gamma``."""
-        t_value, _ = wishart_terms(sizes, sbars, self.trace_, theta)
-        return alpha_posterior(float(t_value), self.n_items_, dof=float(self.dof),
-                               r0=float(self.r0), s0=float(self.s0))
-
-    def alpha_mean(self, sizes, sbars, theta):
-        """``E[alpha | B, theta, S]`` given the blocks' sizes and sums (``alpha`` itself if fixed)."""
-        if self.alpha is not None:
-            return float(self.alpha)
-        shape, scale = self.alpha_posterior(sizes, sbars, theta)
-        return scale / (shape - 1.0)
-
-    def alpha_summary(self, sizes, sbars, theta):
-        """:func:`alpha_summary` of the posterior of ``alpha`` given the blocks and ``theta``."""
-        if self.alpha is not None:
-            return alpha_summary(theta, alpha=self.alpha)
-        shape, scale = self.alpha_posterior(sizes, sbars, theta)
-        return alpha_summary(theta, shape=shape, scale=scale)
-
-
 class ClusterSums:
     """Sizes, block sums ``Sbar`` and new items' row sums of a sequence of partitions.
 
@@ -608,7 +462,7 @@ def new_item_log_likelihoods(sizes, sbars, row_sums, self_products, trace, n_ite
     return after - before + constant
 
 
-__all__ = ["WishartBlockLikelihood", "DEFAULT_THETA_GRID", "block_statistics", "estimate_dof",
+__all__ = ["block_statistics", "estimate_dof",
            "wishart_terms", "partition_log_prior", "collapsed_log_likelihood",
            "theta_log_weights", "alpha_posterior", "alpha_summary", "block_alpha_means",
            "log_likelihood_exponent", "WishartBlockModel", "new_item_log_likelihoods",

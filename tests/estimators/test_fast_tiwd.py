@@ -204,7 +204,7 @@ def test_invalid_input(params, X_kind, y, match):
 
 
 def test_ctrl_c_keeps_samples_so_far_and_verbose_reports(monkeypatch, capsys):
-    from sklearn_trellis.models.wishart import WishartBlockLikelihood
+    from sklearn_trellis.models.wishart_likelihood import WishartBlockLikelihood
 
     D = make_wishart_blocks(n_samples=30, random_state=0).distances
     calls = {"n": 0}

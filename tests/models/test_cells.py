@@ -8,9 +8,9 @@ import pytest
 from scipy import integrate, stats
 from scipy.special import gammaln
 
-from sklearn_trellis.models import _cell_kernels as ck
-from sklearn_trellis.models.cells import (CELL_MODELS, BernoulliCells, CategoricalCells,
-                                          NormalCells, PoissonCells, make_cell_model)
+from sklearn_trellis.models import CELL_MODELS, make_cell_model
+from sklearn_trellis.models import cell_loops as ck
+from sklearn_trellis.models.cells import BernoulliCells, CategoricalCells, NormalCells, PoissonCells
 
 VALUES = {
     "normal": np.array([0.3, -0.4, np.nan, 1.1, 0.5]),
@@ -244,3 +244,33 @@ def test_cached_predictive_equals_the_marginal_difference(name):
                 x = values[rng.randint(values.size)]
                 ck.cell_add(model.code, p, stats, x, 1.0)
                 inside.append(x)
+
+
+def test_normal_cells_equal_the_normal_gamma_likelihood():
+    """One set of Normal-Gamma formulas: a normal cell block and a one-feature NormalGamma
+    cluster with the same hyperparameters give the same log marginal and predictive."""
+    from sklearn_trellis.models import NormalGamma
+    rng = np.random.RandomState(3)
+    x = rng.normal(1.0, 2.0, size=40)
+    lik = NormalGamma(kappa=0.3, shape=2.5, mean_prior=[0.5], variance_prior=[1.7]).fit(
+        x[:, None])
+    params = lik.kernel_params()          # [d, kappa0, a0, m0, b0]
+    cell_params = np.array([params[3], params[1], params[2], params[4]])   # [m0, kappa0, a0, b0]
+    stats = np.zeros(3)
+    fns = lik.kernels
+    table = np.zeros((1, lik.n_stats))
+    shared, work = np.zeros(max(1, lik.n_shared)), np.zeros(max(1, lik.work_size(1)))
+    data = lik.kernel_data(x[:, None])
+    fns.reset(params, table, 0)
+    for n, value in enumerate(x[:30], start=1):
+        cache = np.empty(3)
+        ck.cell_predictive_cache(0, cell_params, stats, cache)
+        assert ck.cell_cached_log_predictive(0, cell_params, stats, cache, value) == \
+            pytest.approx(fns.log_predictive(params, data, table, shared, work, 0, n - 1),
+                          rel=1e-12, abs=1e-12)
+        ck.cell_add(0, cell_params, stats, value, 1.0)
+        fns.add(params, data, table, shared, work, 0, n - 1)
+        assert ck.cell_log_marginal(0, cell_params, stats) == pytest.approx(
+            fns.log_cluster(params, table, shared, 0), rel=1e-12)
+    assert lik.log_marginal(x[:, None]) == pytest.approx(
+        NormalCells(hyperprior="fixed").fit(x).log_marginal(x, cell_params), rel=1e-12)

@@ -10,7 +10,7 @@ from scipy.special import betaln
 
 from sklearn_trellis.models import (BetaBernoulli, DirichletMultinomial, NormalGamma,
                                     NormalInverseWishart)
-from sklearn_trellis.models.conjugate import make_likelihood
+from sklearn_trellis.models import make_likelihood
 
 
 def sequential_log_marginal(log_predictives):

@@ -7,9 +7,9 @@ from scipy.special import gammaln, logsumexp
 
 from oracles import flat_summaries, set_partitions
 from sklearn_trellis.models import WishartBlockModel
-from sklearn_trellis.models.wishart import (WishartBlockLikelihood, block_statistics,
-                                            collapsed_log_likelihood, partition_log_prior,
-                                            wishart_terms)
+from sklearn_trellis.models.wishart import (block_statistics, collapsed_log_likelihood,
+                                            partition_log_prior, wishart_terms)
+from sklearn_trellis.models.wishart_likelihood import WishartBlockLikelihood
 from sklearn_trellis.engines.gibbs.sampler import run_chain
 from sklearn_trellis.models.priors import CRP, make_prior
 from sklearn_trellis.engines import ExactFlatTrellis

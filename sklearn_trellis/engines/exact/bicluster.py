@@ -13,7 +13,7 @@ on its row and column sets only, so ``log m_g`` is computed once per pair of
 import numpy as np
 from scipy.special import logsumexp
 
-from ...models._cell_kernels import grid_log_marginals, values_stats
+from ...models.cell_loops import grid_log_marginals, values_stats
 
 #: Largest number of (row partition, column partition) pairs enumerated.
 MAX_EXACT_PAIRS = 200_000

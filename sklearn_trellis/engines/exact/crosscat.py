@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import logsumexp
 
+from ...models.cell_loops import column_log_score, column_stats
 from ...models.priors import CRP
-from ..gibbs import _crosscat_kernels as ck
 from ..gibbs.crosscat import CrossCatSample
 
 #: Largest table exact mode enumerates (Bell(8) = 4140 row partitions, Bell(6) = 203 views).
@@ -113,8 +113,8 @@ def exact_crosscat(model):
         x = np.ascontiguousarray(data[:, j])
         for r, labels in enumerate(rows):
             for g in range(grid.shape[0]):
-                ck.column_stats(t, grid[g], x, labels, stats)
-                scores[r, g] = log_prior[g] + ck.column_log_score(t, grid[g], stats)
+                column_stats(t, grid[g], x, labels, stats)
+                scores[r, g] = log_prior[g] + column_log_score(t, grid[g], stats)
         grid_scores.append(scores)
         column_scores[j] = logsumexp(scores, axis=1)
     subset = np.zeros((1 << d, rows.shape[0]))

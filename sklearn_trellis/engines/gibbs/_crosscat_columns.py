@@ -1,7 +1,7 @@
 """Numba kernels of CrossCat's column moves, cell hyperparameters and log joint (flat state).
 
 State layout in :mod:`._crosscat_kernels`; ``columns`` (d, n) is the data by
-column, ``log_factorials`` (d, n) the poisson cells' ``log(x!)``. The row
+column, ``constants`` (d, n) its cells' constants (poisson: ``log(x!)``). The row
 concentration of a view the moves open is drawn from the ``alpha_rows`` prior:
 ``rows_alpha`` when fixed (``rows_shape == 0``), else ``Gamma(rows_shape,
 rows_rate)``. Each move kernel seeds numba's generator with ``seed`` (negative: as
@@ -56,35 +56,35 @@ def _close_view(v, counts, n_clusters, n_columns):
 
 
 @njit(cache=True, inline='always')
-def _score_pair(pair, n_slots, columns, log_factorials, codes, params, n_columns, labels,
+def _score_pair(pair, n_slots, columns, constants, codes, params, n_columns, labels,
                 n_clusters, n_stats, table):
     j, v = pair // n_slots, pair % n_slots
     if n_columns[v] > 0:
         scratch = np.empty((n_clusters[v] + 1, n_stats))
-        table[j, v] = column_partition_score(codes[j], params[j], columns[j], log_factorials[j],
+        table[j, v] = column_partition_score(codes[j], params[j], columns[j], constants[j],
                                              labels[v], n_clusters[v], scratch)
 
 
 @njit(cache=True, parallel=True)
-def _score_table_parallel(columns, log_factorials, codes, params, n_columns, labels,
+def _score_table_parallel(columns, constants, codes, params, n_columns, labels,
                           n_clusters, n_stats, table):
     n_slots = n_columns.size
     for pair in prange(codes.size * n_slots):
-        _score_pair(pair, n_slots, columns, log_factorials, codes, params, n_columns, labels,
+        _score_pair(pair, n_slots, columns, constants, codes, params, n_columns, labels,
                     n_clusters, n_stats, table)
 
 
 @njit(cache=True)
-def _score_table_serial(columns, log_factorials, codes, params, n_columns, labels,
+def _score_table_serial(columns, constants, codes, params, n_columns, labels,
                         n_clusters, n_stats, table):
     n_slots = n_columns.size
     for pair in range(codes.size * n_slots):
-        _score_pair(pair, n_slots, columns, log_factorials, codes, params, n_columns, labels,
+        _score_pair(pair, n_slots, columns, constants, codes, params, n_columns, labels,
                     n_clusters, n_stats, table)
 
 
 @njit(cache=True)
-def column_gibbs(order, columns, log_factorials, codes, params, view_of, n_columns, labels,
+def column_gibbs(order, columns, constants, codes, params, view_of, n_columns, labels,
                  counts, n_clusters, alphas, stats, alpha_views, n_aux, rows_alpha,
                  rows_shape, rows_rate, parallel, seed):
     """Each column of ``order`` reassigned among the views and ``n_aux`` fresh ones
@@ -102,10 +102,10 @@ def column_gibbs(order, columns, log_factorials, codes, params, view_of, n_colum
     reseed(seed)
     table = np.zeros((codes.size, n_columns.size))
     if parallel:
-        _score_table_parallel(columns, log_factorials, codes, params, n_columns, labels,
+        _score_table_parallel(columns, constants, codes, params, n_columns, labels,
                               n_clusters, stats.shape[2], table)
     else:
-        _score_table_serial(columns, log_factorials, codes, params, n_columns, labels,
+        _score_table_serial(columns, constants, codes, params, n_columns, labels,
                             n_clusters, stats.shape[2], table)
     scored = n_columns > 0   # slots whose row partition the table holds
     n = labels.shape[1]
@@ -119,7 +119,7 @@ def column_gibbs(order, columns, log_factorials, codes, params, view_of, n_colum
     for j in order:
         v0 = view_of[j]
         alone = n_columns[v0] == 1
-        t, p, x, lf = codes[j], params[j], columns[j], log_factorials[j]
+        t, p, x, lf = codes[j], params[j], columns[j], constants[j]
         current = column_table_score(t, p, stats, j, n_clusters[v0])
         for v in range(n_slots):
             if n_columns[v] == 0 or (v == v0 and alone):
@@ -167,7 +167,7 @@ def column_gibbs(order, columns, log_factorials, codes, params, view_of, n_colum
 
 
 @njit(cache=True)
-def column_split_merge(chosen, columns, log_factorials, codes, params, view_of, n_columns,
+def column_split_merge(chosen, columns, constants, codes, params, view_of, n_columns,
                        labels, counts, n_clusters, alphas, stats, alpha_views, rows_alpha,
                        rows_shape, rows_rate, seed):
     """A Metropolis-Hastings split-merge proposal for each column of ``chosen``.
@@ -191,7 +191,7 @@ def column_split_merge(chosen, columns, log_factorials, codes, params, view_of, 
     log_alpha_views = math.log(alpha_views)
     for j in chosen:
         origin = view_of[j]
-        t, p, x, lf = codes[j], params[j], columns[j], log_factorials[j]
+        t, p, x, lf = codes[j], params[j], columns[j], constants[j]
         n_views = 0
         for v in range(n_columns.size):
             if n_columns[v] > 0:

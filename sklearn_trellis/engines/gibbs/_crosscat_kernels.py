@@ -25,66 +25,20 @@ import math
 import numpy as np
 from numba import njit
 
-from ...models._conjugate_kernels import normal_gamma_count_terms, normal_gamma_scale_terms
-
-from ...models._cell_kernels import (NORMAL, POISSON, accumulate_at, cached_log_predictive_at,
-                                     cell_log_marginal, cell_log_predictive,
-                                     cell_predictive_mean, cell_predictive_sample,
-                                     log_marginal_at, predictive_cache_at)
-
-
-@njit(cache=True, inline='always')
-def add_cell(t, p, flat, o, x, log_factorial, weight):
-    """``accumulate_at`` with a poisson cell's ``log(x!)`` given (no ``lgamma`` per cell)."""
-    if x != x:
-        return
-    if t == POISSON:
-        flat[o] += weight
-        flat[o + 1] += weight * x
-        flat[o + 2] += weight * log_factorial
-    else:
-        accumulate_at(t, p, 0, flat, o, x, weight)
+from ...models.cell_kernels import (accumulate_at, accumulate_with_constant_at,
+                                    cached_log_predictive_at, grid_log_scores_at,
+                                    log_marginal_at, predictive_cache_at)
 
 
 @njit(cache=True)
-def column_stats(t, p, x, labels, stats):
-    """Fill ``stats`` (zeroed here) with the column's cell statistics per slot of ``labels``."""
-    stats[:, :] = 0.0
-    width = stats.shape[1]
-    flat = stats.ravel()   # offsets, not a row view per cell
-    for i in range(x.size):
-        c = labels[i]
-        if c >= 0:
-            accumulate_at(t, p, 0, flat, c * width, x[i], 1.0)
-
-
-@njit(cache=True)
-def column_log_score(t, p, stats):
-    """``sum_c log m(x_c)`` over the slots of ``stats`` (empty slots contribute 0)."""
-    total = 0.0
-    for c in range(stats.shape[0]):
-        total += cell_log_marginal(t, p, stats[c])
-    return total
-
-
-@njit(cache=True)
-def log_factorials(x):
-    """``log(x!)`` of each cell (0 for a missing one)."""
-    out = np.zeros(x.size)
-    for i in range(x.size):
-        if x[i] == x[i]:
-            out[i] = math.lgamma(x[i] + 1.0)
-    return out
-
-
-@njit(cache=True)
-def column_partition_score(t, p, x, log_factorials, labels, n_slots, scratch):
-    """:func:`column_log_score` of the column under the slot ``labels`` in one pass.
+def column_partition_score(t, p, x, constants, labels, n_slots, scratch):
+    """``sum_c log m(x_c)`` of the column under the slot ``labels`` in one pass.
 
     ``scratch`` (``(n_slots', n_stats)``, ``n_slots' >= n_slots``) holds the statistics
     (zeroed here): a column move scores every view without an allocation per view.
-    ``log_factorials``: :func:`log_factorials` of a poisson column, read instead of an
-    ``lgamma`` per cell (the same sums as :func:`column_stats`).
+    ``constants``: the column's :func:`~sklearn_trellis.models.cell_loops.cell_constants`,
+    read instead of computed per cell (the same sums as
+    :func:`~sklearn_trellis.models.cell_loops.column_stats`).
     """
     width = scratch.shape[1]
     flat = scratch.ravel()
@@ -92,18 +46,11 @@ def column_partition_score(t, p, x, log_factorials, labels, n_slots, scratch):
     for i in range(x.size):
         c = labels[i]
         if c >= 0:
-            add_cell(t, p, flat, c * width, x[i], log_factorials[i], 1.0)
+            accumulate_with_constant_at(t, p, 0, flat, c * width, x[i], constants[i], 1.0)
     total = 0.0
     for c in range(n_slots):
         total += log_marginal_at(t, p, 0, flat, c * width)
     return total
-
-
-@njit(cache=True)
-def grid_log_scores(t, grid, log_prior, stats, out):
-    """``log prior(g) + sum_c log m(x_c | g)`` for each grid row ``g`` of cell params."""
-    for g in range(grid.shape[0]):
-        out[g] = log_prior[g] + column_log_score(t, grid[g], stats)
 
 
 @njit(cache=True)
@@ -154,37 +101,6 @@ def crp_draw(n, alpha, labels):
         else:
             labels[i] = labels[min(int(u - alpha), i - 1)]
     return k
-
-
-@njit(cache=True)
-def rows_log_predictive(t, p, stats, x_new, out):
-    """``out[i, c] += log p(x_new[i] | slot c)`` (NaN cells add 0)."""
-    for i in range(x_new.size):
-        for c in range(stats.shape[0]):
-            out[i, c] += cell_log_predictive(t, p, stats[c], x_new[i])
-
-
-@njit(cache=True)
-def predictive_means(t, p, stats, out):
-    """Posterior-predictive mean (categorical: mode) of a new cell in each slot of ``stats``."""
-    for c in range(stats.shape[0]):
-        out[c] = cell_predictive_mean(t, p, stats[c])
-
-
-@njit(cache=True)
-def value_log_predictive(t, p, stats, values, out):
-    """``out[c, a] = log p(x = values[a] | slot c)``."""
-    for c in range(stats.shape[0]):
-        for a in range(values.size):
-            out[c, a] = cell_log_predictive(t, p, stats[c], values[a])
-
-
-@njit(cache=True)
-def predictive_draws(t, p, stats, slots, seed, out):
-    """``out[i]`` drawn from the posterior predictive of slot ``slots[i]``."""
-    np.random.seed(seed)
-    for i in range(slots.size):
-        out[i] = cell_predictive_sample(t, p, stats[slots[i]])
 
 
 #: A cluster being built by a sequential-allocation proposal refreshes its predictive
@@ -318,7 +234,7 @@ def grown(stats, counts, needed):
 
 
 @njit(cache=True)
-def fill_column(j, t, p, x, log_factorials, labels, n_clusters, stats, clear):
+def fill_column(j, t, p, x, constants, labels, n_clusters, stats, clear):
     """``stats[j]``: column ``j``'s statistics per cluster of ``labels`` (``0..n_clusters-1``).
 
     ``clear`` blocks are zeroed first (at least ``n_clusters``: also those of a view
@@ -329,7 +245,8 @@ def fill_column(j, t, p, x, log_factorials, labels, n_clusters, stats, clear):
     flat = stats.ravel()
     base = j * stats.shape[1] * width
     for i in range(x.size):
-        add_cell(t, p, flat, base + labels[i] * width, x[i], log_factorials[i], 1.0)
+        accumulate_with_constant_at(t, p, 0, flat, base + labels[i] * width, x[i], constants[i],
+                                    1.0)
 
 
 @njit(cache=True)
@@ -341,13 +258,13 @@ def fill_counts(v, labels, counts, n_clusters, clear):
 
 
 @njit(cache=True)
-def fill_view(v, codes, params, columns, log_factorials, view_of, labels, counts,
+def fill_view(v, codes, params, columns, constants, view_of, labels, counts,
               n_clusters, stats, clear):
     """Counts and every column's statistics of view slot ``v`` from its labels."""
     fill_counts(v, labels, counts, n_clusters, clear)
     for j in range(view_of.size):
         if view_of[j] == v:
-            fill_column(j, codes[j], params[j], columns[j], log_factorials[j], labels[v],
+            fill_column(j, codes[j], params[j], columns[j], constants[j], labels[v],
                         n_clusters[v], stats, clear)
 
 
@@ -366,36 +283,7 @@ def column_table_score(t, p, stats, j, n_clusters):
 @njit(cache=True)
 def column_grid_scores(t, grid, n_points, log_prior, stats, j, n_clusters, out):
     """``out[g] = log_prior[g] + sum_k log m(x_k | grid[g])`` over column ``j``'s first
-    ``n_clusters`` blocks, for the first ``n_points`` grid points.
-
-    A normal column's grid is over ``kappa0`` and the rate ``b0`` at one shape
-    ``a0``: the terms of a block that depend on ``a0`` and its count alone (two
-    ``lgamma``) are computed once per block instead of once per grid point.
-    """
+    ``n_clusters`` blocks, for the first ``n_points`` grid points."""
     width = stats.shape[2]
-    flat = stats.ravel()
-    base = j * stats.shape[1] * width
-    shared_shape = t == NORMAL
-    for g in range(1, n_points):
-        shared_shape = shared_shape and grid[g, 2] == grid[0, 2]
-    if not shared_shape:
-        for g in range(n_points):
-            out[g] = log_prior[g] + column_table_score(t, grid[g], stats, j, n_clusters)
-        return
-    a0 = grid[0, 2]
-    counted = 0.0
-    for k in range(n_clusters):
-        n = flat[base + k * width]
-        if n > 0:
-            counted += normal_gamma_count_terms(a0, n)
-    for g in range(n_points):
-        kappa0, b0 = grid[g, 1], grid[g, 3]
-        total = log_prior[g] + counted
-        for k in range(n_clusters):
-            o = base + k * width
-            n = flat[o]
-            if n > 0:
-                s1 = flat[o + 1]
-                b_n = b0 + 0.5 * max(flat[o + 2] - s1 * s1 / (kappa0 + n), 0.0)
-                total += normal_gamma_scale_terms(kappa0, a0, b0, n, b_n)
-        out[g] = total
+    grid_log_scores_at(t, grid, n_points, log_prior, stats.ravel(), j * stats.shape[1] * width,
+                       width, n_clusters, out)

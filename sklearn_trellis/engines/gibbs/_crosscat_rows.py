@@ -2,7 +2,8 @@
 
 State layout in :mod:`._crosscat_kernels`. Data come twice: ``rows`` (n, d),
 row-major, for scoring a row's cells against clusters, and ``columns`` (d, n)
-with the poisson cells' ``log(x!)`` in ``log_factorials`` (d, n), for statistics.
+with the cells' constants (poisson: ``log(x!)``) in ``constants`` (d, n), for
+statistics.
 Each kernel seeds numba's generator with its ``seed`` (drawn by the driver; a
 negative one: the generator as it stands, as in :func:`._crosscat_sweep.sweep`), and
 returns ``(stats, counts)``: the same arrays, or grown ones when a cluster was
@@ -21,10 +22,11 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from ...models._cell_kernels import (BERNOULLI, NORMAL, POISSON, cached_log_predictive_at,
-                                     log_gamma_draw, log_marginal_at, posterior_draw_at,
-                                     predictive_cache_at, theta_size)
-from ._crosscat_kernels import add_cell, fill_view, grown, refresh_due, reseed, view_columns
+from ..._core.random_draws import log_gamma_draw
+from ...models.cell_kernels import (accumulate_with_constant_at, add_log_kernels_at,
+                                    cached_log_predictive_at, log_marginal_at, posterior_draw_at,
+                                    predictive_cache_at, theta_size)
+from ._crosscat_kernels import fill_view, grown, refresh_due, reseed, view_columns
 from ._gibbs_kernels import sample_log_weights
 
 
@@ -41,38 +43,14 @@ def _log_uniform():
 _BLOCK = 256
 
 
-@njit(cache=True, inline='always')
-def _add_log_kernels(code, theta, o, x, i0, i1, out):
-    """``out[i - i0] += log_kernel_at(code, theta, o, x[i])`` for ``i0 <= i < i1``, with the
-    type's branch outside the loop (straight-line loops the compiler vectorises)."""
-    if code == NORMAL:
-        mean, half_precision, const = theta[o], 0.5 * theta[o + 1], theta[o + 2]
-        for i in range(i0, i1):
-            y = x[i] - mean
-            value = const - half_precision * y * y
-            out[i - i0] += value if value == value else 0.0   # NaN cell: nothing
-    elif code == BERNOULLI:
-        log_zero, log_one = theta[o], theta[o + 1]
-        for i in range(i0, i1):
-            out[i - i0] += log_one if x[i] == 1.0 else (log_zero if x[i] == 0.0 else 0.0)
-    elif code == POISSON:
-        rate, log_rate = theta[o], theta[o + 1]
-        for i in range(i0, i1):
-            if x[i] == x[i]:
-                out[i - i0] += (x[i] * log_rate if x[i] != 0.0 else 0.0) - rate
-    else:
-        for i in range(i0, i1):
-            if x[i] == x[i]:
-                out[i - i0] += theta[o + int(x[i])]
-
-
 @njit(cache=True)
 def _assign_block(b, columns, cols, codes, offsets, log_w, log_u, theta, choice, old, out,
                   scores):
     """Rows ``[b * _BLOCK, ...)``: each one's cluster among ``{k : w_k > u_i}`` with
     probability proportional to ``prod_j f(x_ij | theta_kj)`` (NaN cells skipped), chosen
     by the pre-drawn uniform. Scores are summed column by column over the block's rows
-    (contiguous cells, the type's branch outside the row loop)."""
+    (contiguous cells, the type's branch outside the row loop: straight-line loops the
+    compiler vectorises)."""
     i0 = b * _BLOCK
     i1 = min(out.size, i0 + _BLOCK)
     n_clusters = log_w.size
@@ -80,7 +58,7 @@ def _assign_block(b, columns, cols, codes, offsets, log_w, log_u, theta, choice,
     for c in range(cols.size):
         code, o, x = codes[c], offsets[c], columns[cols[c]]
         for k in range(n_clusters):
-            _add_log_kernels(code, theta[k], o, x, i0, i1, scores[k])
+            add_log_kernels_at(code, theta[k], o, x, i0, i1, scores[k])
     for i in range(i0, i1):
         largest = -np.inf
         for k in range(n_clusters):
@@ -171,7 +149,7 @@ def _stick_weights(counts, n_clusters, alpha, labels):
 
 
 @njit(cache=True)
-def slice_rows(v, columns, log_factorials, codes, params, view_of, labels, counts, n_clusters,
+def slice_rows(v, columns, constants, codes, params, view_of, labels, counts, n_clusters,
                alphas, stats, parallel, seed):
     """The slice-sampler move of every row of view slot ``v``.
 
@@ -224,18 +202,19 @@ def slice_rows(v, columns, log_factorials, codes, params, view_of, labels, count
     for i in range(n):
         labels[v, i] = index[out[i]]
     stats, counts = grown(stats, counts, n_clusters[v] + 1)
-    fill_view(v, codes, params, columns, log_factorials, view_of, labels, counts, n_clusters,
+    fill_view(v, codes, params, columns, constants, view_of, labels, counts, n_clusters,
               stats, max(n_old, n_clusters[v]))
     return stats, counts
 
 
 # ---------------------------------------------------------------- collapsed moves
 @njit(cache=True, inline='always')
-def _row_cells(i, k, sign, cols, codes, params, rows, log_factorials, stats):
+def _row_cells(i, k, sign, cols, codes, params, rows, constants, stats):
     """Add (``sign`` +1) or remove row ``i``'s cells to / from the blocks ``stats[j, k]``."""
     for c in range(cols.size):
         j = cols[c]
-        add_cell(codes[j], params[j], stats[j, k], 0, rows[i, j], log_factorials[j, i], sign)
+        accumulate_with_constant_at(codes[j], params[j], 0, stats[j, k], 0, rows[i, j],
+                                    constants[j, i], sign)
 
 
 @njit(cache=True, inline='always')
@@ -257,7 +236,7 @@ def _row_log_predictive(i, k, cols, codes, params, rows, table, cache):
 
 
 @njit(cache=True)
-def scan_rows(v, rows, log_factorials, codes, params, view_of, labels, counts, n_clusters,
+def scan_rows(v, rows, constants, codes, params, view_of, labels, counts, n_clusters,
               alphas, stats, seed):
     """One collapsed Gibbs scan (Neal's Algorithm 3) over the rows of view slot ``v``, in a
     random order: each row leaves its cluster and joins one with probability proportional
@@ -279,7 +258,7 @@ def scan_rows(v, rows, log_factorials, codes, params, view_of, labels, counts, n
     order = np.random.permutation(n)
     for i in order:
         k0 = lab[i]
-        _row_cells(i, k0, -1.0, cols, codes, params, rows, log_factorials, stats)
+        _row_cells(i, k0, -1.0, cols, codes, params, rows, constants, stats)
         counts[v, k0] -= 1
         if counts[v, k0] == 0:
             for c in range(cols.size):   # exact zeros, not the rounding left by removals
@@ -311,7 +290,7 @@ def scan_rows(v, rows, log_factorials, codes, params, view_of, labels, counts, n
                     bigger[:, :cache.shape[1], :] = cache
                     cache = bigger
                 _refresh(n_slots, cols, codes, params, stats, cache)
-        _row_cells(i, k, 1.0, cols, codes, params, rows, log_factorials, stats)
+        _row_cells(i, k, 1.0, cols, codes, params, rows, constants, stats)
         counts[v, k] += 1
         lab[i] = k
         _refresh(k, cols, codes, params, stats, cache)
@@ -344,7 +323,7 @@ def _log_marginals(cols, codes, params, table, k):
 
 
 @njit(cache=True)
-def split_merge_rows(v, n_proposals, rows, log_factorials, codes, params, view_of, labels,
+def split_merge_rows(v, n_proposals, rows, constants, codes, params, view_of, labels,
                      counts, n_clusters, alphas, stats, seed):
     """Sequentially-allocated split-merge proposals on the rows of view slot ``v`` (Dahl 2003).
 
@@ -387,8 +366,8 @@ def split_merge_rows(v, n_proposals, rows, log_factorials, codes, params, view_o
             items[t], items[s] = items[s], items[t]
         for c in range(cols.size):
             part[cols[c], :, :] = 0.0
-        _row_cells(i, 0, 1.0, cols, codes, params, rows, log_factorials, part)
-        _row_cells(j, 1, 1.0, cols, codes, params, rows, log_factorials, part)
+        _row_cells(i, 0, 1.0, cols, codes, params, rows, constants, part)
+        _row_cells(j, 1, 1.0, cols, codes, params, rows, constants, part)
         _refresh(0, cols, codes, params, part, cache)
         _refresh(1, cols, codes, params, part, cache)
         sizes = np.ones(2)
@@ -407,7 +386,7 @@ def split_merge_rows(v, n_proposals, rows, log_factorials, codes, params, view_o
             else:
                 s = 0 if lab[r] == ci else 1
             log_q += (w0 if s == 0 else w1) - log_norm
-            _row_cells(r, s, 1.0, cols, codes, params, rows, log_factorials, part)
+            _row_cells(r, s, 1.0, cols, codes, params, rows, constants, part)
             sizes[s] += 1.0
             if refresh_due(sizes[s]):
                 _refresh(s, cols, codes, params, part, cache)

@@ -20,7 +20,7 @@ SLICE, COLLAPSED = 0, 1
 
 @njit(cache=True)
 def sweep(row_sampler, n_row_split_merge, n_column_split_merge, parallel_cells, rows, columns,
-          log_factorials, codes, params, grids, grid_log_prior, grid_sizes, view_of, n_columns,
+          constants, codes, params, grids, grid_log_prior, grid_sizes, view_of, n_columns,
           labels, counts, n_clusters, alphas, stats, alpha_views, n_aux, rows_alpha,
           rows_shape, rows_rate, seed):
     """Rows of every view (slice move or collapsed scan), ``n_row_split_merge`` row
@@ -38,11 +38,11 @@ def sweep(row_sampler, n_row_split_merge, n_column_split_merge, parallel_cells, 
         if n_columns[v] == 0:
             continue
         if row_sampler == SLICE:
-            stats, counts = slice_rows(v, columns, log_factorials, codes, params, view_of,
+            stats, counts = slice_rows(v, columns, constants, codes, params, view_of,
                                        labels, counts, n_clusters, alphas, stats,
                                        n * n_columns[v] >= parallel_cells, -1)
         else:
-            stats, counts = scan_rows(v, rows, log_factorials, codes, params, view_of, labels,
+            stats, counts = scan_rows(v, rows, constants, codes, params, view_of, labels,
                                       counts, n_clusters, alphas, stats, -1)
     # row split-merge proposals, each in a view drawn uniformly (a proposal reads the rows
     # of two clusters over the view's columns: one in every view would cost more than the
@@ -50,16 +50,16 @@ def sweep(row_sampler, n_row_split_merge, n_column_split_merge, parallel_cells, 
     occupied = np.flatnonzero(n_columns > 0)
     for _ in range(n_row_split_merge):
         v = occupied[np.random.randint(occupied.size)]
-        stats, counts = split_merge_rows(v, 1, rows, log_factorials, codes, params, view_of,
+        stats, counts = split_merge_rows(v, 1, rows, constants, codes, params, view_of,
                                          labels, counts, n_clusters, alphas, stats, -1)
     d = codes.size
-    stats, counts = column_gibbs(np.random.permutation(d), columns, log_factorials, codes,
+    stats, counts = column_gibbs(np.random.permutation(d), columns, constants, codes,
                                  params, view_of, n_columns, labels, counts, n_clusters, alphas,
                                  stats, alpha_views, n_aux, rows_alpha, rows_shape, rows_rate,
                                  n * d >= parallel_cells, -1)
     if n_column_split_merge > 0:
         chosen = np.random.permutation(d)[:n_column_split_merge]
-        stats, counts = column_split_merge(chosen, columns, log_factorials, codes, params,
+        stats, counts = column_split_merge(chosen, columns, constants, codes, params,
                                            view_of, n_columns, labels, counts, n_clusters,
                                            alphas, stats, alpha_views, rows_alpha, rows_shape,
                                            rows_rate, -1)

@@ -31,8 +31,9 @@ column's statistics per row cluster are a table of their own
 (``stats[j]``), so a column moving between views takes one pass over its cells
 and no view is rebuilt, and the whole sweep runs in a handful of kernel calls
 (the Python-driven sweep spent most of its time between kernels). The kernels
-are built from the cell models' kernels (:mod:`sklearn_trellis.models._cell_kernels`:
-statistics, marginals, cached predictives, posterior draws), like every engine.
+call the cell models' kernels by a column's type code
+(:mod:`sklearn_trellis.models.cell_kernels`: statistics, marginals, cached predictives,
+posterior draws) and never branch on a cell type.
 """
 
 import time
@@ -45,6 +46,7 @@ from joblib import effective_n_jobs
 from sklearn.utils import check_random_state
 
 from ..._core.budget import check_memory
+from ...models.cell_loops import cell_constants, column_stats, rows_log_predictive
 from ...models.priors import CRP
 from . import _crosscat_columns as cols_k
 from . import _crosscat_kernels as ck
@@ -117,13 +119,12 @@ class CrossCatModel:
     @cached_property
     def _by_column(self):
         # each column contiguous (a column of the row-major table is strided: a cache miss
-        # per cell), and log(x!) of the poisson cells, computed once, not per pass
+        # per cell), and the cells' constants (poisson: log x!), computed once, not per pass
         columns = np.ascontiguousarray(self.data.T)
-        log_factorials = np.zeros_like(columns)
+        constants = np.zeros_like(columns)
         for j, cell in enumerate(self.cells):
-            if int(cell.code) == ck.POISSON:
-                log_factorials[j] = ck.log_factorials(columns[j])
-        return columns, log_factorials
+            constants[j] = cell_constants(int(cell.code), columns[j])
+        return columns, constants
 
     @property
     def columns(self):
@@ -233,8 +234,8 @@ def new_crosscat_state(model, rng, view_labels=None, row_labels=None):
 
 def refill_view(model, state, v):
     """Counts and column statistics of view slot ``v`` recomputed from its labels."""
-    _, log_factorials = model._by_column
-    ck.fill_view(v, model.codes, state.params, model.columns, log_factorials, state.view_of,
+    _, constants = model._by_column
+    ck.fill_view(v, model.codes, state.params, model.columns, constants, state.view_of,
                  state.labels, state.counts, state.n_clusters, state.stats,
                  state.n_clusters[v])
 
@@ -251,31 +252,31 @@ def sweep_rows(model, state, rng, *, n_split_merge=None, row_sampler=None):
     """
     n_split_merge = model.split_merge[0] if n_split_merge is None else n_split_merge
     row_sampler = model.row_sampler if row_sampler is None else row_sampler
-    rows, (columns, log_factorials) = model.data, model._by_column
+    rows, (columns, constants) = model.data, model._by_column
     st = state
     for v in state.views:
         if row_sampler == "slice":
             parallel = rows.shape[0] * st.n_columns[v] >= PARALLEL_CELLS
             st.stats, st.counts = rows_k.slice_rows(
-                v, columns, log_factorials, model.codes, st.params, st.view_of, st.labels,
+                v, columns, constants, model.codes, st.params, st.view_of, st.labels,
                 st.counts, st.n_clusters, st.alphas, st.stats, parallel, _seed(rng))
         elif row_sampler == "collapsed":
             st.stats, st.counts = rows_k.scan_rows(
-                v, rows, log_factorials, model.codes, st.params, st.view_of, st.labels,
+                v, rows, constants, model.codes, st.params, st.view_of, st.labels,
                 st.counts, st.n_clusters, st.alphas, st.stats, _seed(rng))
         if n_split_merge:
             st.stats, st.counts = rows_k.split_merge_rows(
-                v, n_split_merge, rows, log_factorials, model.codes, st.params, st.view_of,
+                v, n_split_merge, rows, constants, model.codes, st.params, st.view_of,
                 st.labels, st.counts, st.n_clusters, st.alphas, st.stats, _seed(rng))
 
 
 def move_columns(model, state, rng, order=None):
     """Every column (in ``order``, default random) reassigned by Algorithm 8 over views."""
     order = rng.permutation(model.n_columns) if order is None else np.asarray(order, np.int64)
-    columns, log_factorials = model._by_column
+    columns, constants = model._by_column
     st = state
     st.stats, st.counts = cols_k.column_gibbs(
-        order, columns, log_factorials, model.codes, st.params, st.view_of, st.n_columns,
+        order, columns, constants, model.codes, st.params, st.view_of, st.n_columns,
         st.labels, st.counts, st.n_clusters, st.alphas, st.stats, st.alpha_views, model.n_aux,
         *model.alpha_rows.kernel_args(), model.data.size >= PARALLEL_CELLS, _seed(rng))
 
@@ -285,10 +286,10 @@ def split_merge_columns(model, state, rng, chosen=None):
     of random ones)."""
     if chosen is None:
         chosen = rng.permutation(model.n_columns)[:model.split_merge[1]]
-    columns, log_factorials = model._by_column
+    columns, constants = model._by_column
     st = state
     st.stats, st.counts = cols_k.column_split_merge(
-        np.asarray(chosen, np.int64), columns, log_factorials, model.codes, st.params,
+        np.asarray(chosen, np.int64), columns, constants, model.codes, st.params,
         st.view_of, st.n_columns, st.labels, st.counts, st.n_clusters, st.alphas, st.stats,
         st.alpha_views, *model.alpha_rows.kernel_args(), _seed(rng))
 
@@ -322,11 +323,11 @@ def sweep(model, state, rng, *, n_split_merge=None):
     """
     rows_sm, columns_sm = model.split_merge if n_split_merge is None else n_split_merge
     grids, log_prior, sizes = model.grids
-    columns, log_factorials = model._by_column
+    columns, constants = model._by_column
     st = state
     st.stats, st.counts = sweep_k.sweep(
         _ROW_SAMPLERS[model.row_sampler], rows_sm, columns_sm, PARALLEL_CELLS, model.data,
-        columns, log_factorials, model.codes, st.params, grids, log_prior, sizes, st.view_of,
+        columns, constants, model.codes, st.params, grids, log_prior, sizes, st.view_of,
         st.n_columns, st.labels, st.counts, st.n_clusters, st.alphas, st.stats, st.alpha_views,
         model.n_aux, *model.alpha_rows.kernel_args(), _seed(rng))
     resample_concentrations(model, state, rng)
@@ -463,9 +464,9 @@ def view_predictives(model, sample, data_new):
         for j in columns:
             p = np.asarray(sample.column_params[j], dtype=np.float64)
             table = np.zeros((sizes.size + 1, model.cells[j].n_stats))
-            ck.column_stats(model.code(j), p, model.data[:, j], labels, table)
-            ck.rows_log_predictive(model.code(j), p, table,
-                                   np.ascontiguousarray(data_new[:, j]), log_weights)
+            column_stats(model.code(j), p, model.data[:, j], labels, table)
+            rows_log_predictive(model.code(j), p, table, np.ascontiguousarray(data_new[:, j]),
+                                log_weights)
             stats[int(j)], cell_params[int(j)] = table, p
         out.append(ViewPredictive(columns, log_weights, stats, cell_params))
     return out

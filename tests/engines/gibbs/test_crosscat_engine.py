@@ -12,7 +12,8 @@ from sklearn_trellis import CrossCat
 from sklearn_trellis.engines.exact.crosscat import exact_crosscat
 from sklearn_trellis.engines.gibbs import _crosscat_kernels as ck
 from sklearn_trellis.engines.gibbs import crosscat as engine
-from sklearn_trellis.models.cells import CELL_MODELS
+from sklearn_trellis.models import CELL_MODELS
+from sklearn_trellis.models.cell_loops import cell_constants, column_log_score, column_stats
 from sklearn_trellis.models.priors import CRP
 
 
@@ -271,11 +272,11 @@ def test_column_partition_score_equals_the_statistics_table(kind):
     p = np.asarray(cell.kernel_params(), float)
     labels = rng.randint(-1, 4, size=50)   # -1: an item of no slot
     table = np.zeros((6, cell.n_stats))
-    ck.column_stats(int(cell.code), p, x, labels, table)
+    column_stats(int(cell.code), p, x, labels, table)
     scratch = np.full((8, cell.n_stats), 7.0)   # stale values: zeroed by the kernel
-    score = ck.column_partition_score(int(cell.code), p, x, ck.log_factorials(x), labels, 6,
-                                      scratch)
-    assert score == pytest.approx(ck.column_log_score(int(cell.code), p, table), rel=1e-12)
+    score = ck.column_partition_score(int(cell.code), p, x, cell_constants(int(cell.code), x),
+                                      labels, 6, scratch)
+    assert score == pytest.approx(column_log_score(int(cell.code), p, table), rel=1e-12)
 
 
 def test_estimator_samplers_and_split_merge_options():
@@ -310,7 +311,7 @@ def test_column_grid_scores_equal_the_block_marginals(kind):
     assert grid.shape[0] > 1
     labels = rng.randint(4, size=40)
     stats = np.zeros((2, 6, cell.n_stats))
-    ck.column_stats(int(cell.code), grid[0], x, labels, stats[1])
+    column_stats(int(cell.code), grid[0], x, labels, stats[1])
     out = np.empty(grid.shape[0])
     ck.column_grid_scores(int(cell.code), grid, grid.shape[0], log_prior, stats, 1, 4, out)
     for g in range(grid.shape[0]):

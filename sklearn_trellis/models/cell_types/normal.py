@@ -1,0 +1,160 @@
+"""Normal cells: ``x ~ N(mu, 1/tau)`` with a Normal-Gamma prior (:class:`..cells.NormalCells`).
+
+params ``[m0, kappa0, a0, b0]``; stats ``[n, sum(x - m0), sum((x - m0)^2)]``; predictive
+cache ``[c, location - m0, r]`` of the Student-t (:mod:`.._normal_gamma_kernels`); theta
+``[mean, precision, log(precision / (2 pi)) / 2]``.
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+
+from .._normal_gamma_kernels import (normal_gamma_count_terms, normal_gamma_log_marginal,
+                                     normal_gamma_scale_terms, student_t_constant,
+                                     student_t_factor)
+
+_LOG_2PI = math.log(2.0 * math.pi)
+
+
+@njit(cache=True, inline='always')
+def accumulate(params, p0, stats, s0, x, weight):
+    stats[s0] += weight
+    y = x - params[p0]
+    stats[s0 + 1] += weight * y
+    stats[s0 + 2] += weight * y * y
+
+
+@njit(cache=True, inline='always')
+def _log_marginal_of(params, p0, n, s1, s2):
+    if n <= 0:
+        return 0.0
+    kappa0 = params[p0 + 1]
+    # b_n = b0 + (SS + kappa0 n (mean - m0)^2 / (kappa0 + n)) / 2 = b0 + (s2 - s1^2 / (kappa0 + n)) / 2
+    spread = s2 - s1 * s1 / (kappa0 + n)
+    b_n = params[p0 + 3] + 0.5 * max(spread, 0.0)
+    return normal_gamma_log_marginal(kappa0, params[p0 + 2], params[p0 + 3], n, b_n)
+
+
+@njit(cache=True, inline='always')
+def log_marginal(params, p0, stats, s0):
+    return _log_marginal_of(params, p0, stats[s0], stats[s0 + 1], stats[s0 + 2])
+
+
+@njit(cache=True, inline='always')
+def log_predictive(params, p0, stats, s0, x):
+    n = stats[s0]
+    y = x - params[p0]
+    s1, s2 = stats[s0 + 1], stats[s0 + 2]
+    return (_log_marginal_of(params, p0, n + 1.0, s1 + y, s2 + y * y)
+            - _log_marginal_of(params, p0, n, s1, s2))
+
+
+@njit(cache=True, inline='always')
+def predictive_cache(params, p0, stats, s0, cache, c0):
+    n = stats[s0]
+    kappa = params[p0 + 1] + n
+    a = params[p0 + 2] + 0.5 * n
+    s1 = stats[s0 + 1]
+    b = params[p0 + 3] + 0.5 * max(stats[s0 + 2] - s1 * s1 / kappa, 0.0)
+    r = student_t_factor(kappa, b)
+    cache[c0] = student_t_constant(a, r)
+    cache[c0 + 1] = s1 / kappa
+    cache[c0 + 2] = r
+
+
+@njit(cache=True, inline='always')
+def cached_log_predictive(params, p0, stats, s0, cache, c0, x):
+    d = x - params[p0] - cache[c0 + 1]
+    return cache[c0] - (params[p0 + 2] + 0.5 * stats[s0] + 0.5) * math.log(
+        1.0 + cache[c0 + 2] * d * d)
+
+
+@njit(cache=True, inline='always')
+def _posterior(params, stats):
+    n, s1, s2 = stats[0], stats[1], stats[2]
+    kappa = params[1] + n
+    mean = params[0] + s1 / kappa
+    shape = params[2] + 0.5 * n
+    rate = params[3] + 0.5 * max(s2 - s1 * s1 / kappa, 0.0)
+    return kappa, mean, shape, rate
+
+
+@njit(cache=True, inline='always')
+def predictive_mean(params, stats):
+    return _posterior(params, stats)[1]
+
+
+@njit(cache=True, inline='always')
+def predictive_sample(params, stats):
+    kappa, mean, shape, rate = _posterior(params, stats)
+    precision = np.random.gamma(shape, 1.0 / rate)
+    return mean + np.random.standard_normal() * math.sqrt((kappa + 1.0) / (kappa * precision))
+
+
+@njit(cache=True, inline='always')
+def theta_size(params, p0):
+    return 3
+
+
+@njit(cache=True, inline='always')
+def posterior_draw(params, p0, stats, s0, theta, t0):
+    n = stats[s0]
+    kappa = params[p0 + 1] + n
+    s1 = stats[s0 + 1]
+    shape = params[p0 + 2] + 0.5 * n
+    rate = params[p0 + 3] + 0.5 * max(stats[s0 + 2] - s1 * s1 / kappa, 0.0)
+    precision = np.random.gamma(shape, 1.0 / rate)
+    theta[t0] = params[p0] + s1 / kappa + np.random.standard_normal() / math.sqrt(kappa * precision)
+    theta[t0 + 1] = precision
+    theta[t0 + 2] = 0.5 * (math.log(precision) - _LOG_2PI)
+
+
+@njit(cache=True, inline='always')
+def log_kernel(theta, t0, x):
+    d = x - theta[t0]
+    return theta[t0 + 2] - 0.5 * theta[t0 + 1] * d * d
+
+
+@njit(cache=True, inline='always')
+def add_log_kernels(theta, t0, x, i0, i1, out):
+    mean, half_precision, const = theta[t0], 0.5 * theta[t0 + 1], theta[t0 + 2]
+    for i in range(i0, i1):
+        y = x[i] - mean
+        value = const - half_precision * y * y
+        out[i - i0] += value if value == value else 0.0   # NaN cell: nothing
+
+
+@njit(cache=True, inline='always')
+def grid_log_scores(grid, n_points, log_prior, flat, base, width, n_clusters, out):
+    """``out[g] = log_prior[g] + sum_k log m(block k | grid[g])`` (blocks at ``flat[base +
+    k * width:]``). A grid over ``kappa0`` and ``b0`` at one shape ``a0`` computes the terms
+    of a block that depend on ``a0`` and its count alone (two ``lgamma``) once per block."""
+    shared_shape = True
+    for g in range(1, n_points):
+        shared_shape = shared_shape and grid[g, 2] == grid[0, 2]
+    if not shared_shape:
+        for g in range(n_points):
+            total = 0.0
+            for k in range(n_clusters):
+                total += _log_marginal_of(grid[g], 0, flat[base + k * width],
+                                          flat[base + k * width + 1], flat[base + k * width + 2])
+            out[g] = log_prior[g] + total
+        return
+    a0 = grid[0, 2]
+    counted = 0.0
+    for k in range(n_clusters):
+        n = flat[base + k * width]
+        if n > 0:
+            counted += normal_gamma_count_terms(a0, n)
+    for g in range(n_points):
+        kappa0, b0 = grid[g, 1], grid[g, 3]
+        total = log_prior[g] + counted
+        for k in range(n_clusters):
+            o = base + k * width
+            n = flat[o]
+            if n > 0:
+                s1 = flat[o + 1]
+                b_n = b0 + 0.5 * max(flat[o + 2] - s1 * s1 / (kappa0 + n), 0.0)
+                total += normal_gamma_scale_terms(kappa0, a0, b0, n, b_n)
+        out[g] = total
