@@ -4,7 +4,7 @@ The cell models' numba kernels, dispatched on a column's type code (its position
 :data:`sklearn_trellis.models.CELL_MODELS`): the only place that branches on a cell type.
 
 The protocol of a cell type: a module of :mod:`sklearn_trellis.models.cell_types`
-whose ``numba.njit(inline='always')`` functions work at offsets into flat float64
+whose ``numba.njit`` functions work at offsets into flat float64
 arrays (no array views in hot loops): parameters ``params[p0:]``, statistics
 ``stats[s0:]`` (additive over disjoint cell sets, ``stats[s0]`` the number of
 observed cells, the empty set the zero vector), predictive constants ``cache[c0:]``

@@ -14,25 +14,25 @@ from ..._core.random_draws import log_gamma_draw
 from .._conjugate_kernels import dirichlet_counts_log_marginal
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def accumulate(params, p0, stats, s0, x, weight):
     stats[s0] += weight
     stats[s0 + 1 + int(x)] += weight
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def log_marginal(params, p0, stats, s0):
     return dirichlet_counts_log_marginal(params, p0 + 2, params[p0 + 1], stats, s0 + 1,
                                          stats[s0], int(params[p0]))
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def log_predictive(params, p0, stats, s0, x):
     k = int(x)
     return math.log((params[p0 + 2 + k] + stats[s0 + 1 + k]) / (params[p0 + 1] + stats[s0]))
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def predictive_cache(params, p0, stats, s0, cache, c0):
     k = int(params[p0])
     for c in range(k):
@@ -40,12 +40,12 @@ def predictive_cache(params, p0, stats, s0, cache, c0):
     cache[c0 + k] = math.log(params[p0 + 1] + stats[s0])
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def cached_log_predictive(params, p0, stats, s0, cache, c0, x):
     return cache[c0 + int(x)] - cache[c0 + int(params[p0])]
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def predictive_mean(params, stats):
     """The most probable code."""
     best = 0
@@ -55,7 +55,7 @@ def predictive_mean(params, stats):
     return float(best)
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def predictive_sample(params, stats):
     u = np.random.random() * (params[1] + stats[0])
     total = 0.0
@@ -67,12 +67,12 @@ def predictive_sample(params, stats):
     return float(k - 1)
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def theta_size(params, p0):
     return int(params[p0])
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def posterior_draw(params, p0, stats, s0, theta, t0):
     k = int(params[p0])
     top = -np.inf
@@ -89,12 +89,12 @@ def posterior_draw(params, p0, stats, s0, theta, t0):
         theta[t0 + c] -= log_total
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def log_kernel(theta, t0, x):
     return theta[t0 + int(x)]
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def add_log_kernels(theta, t0, x, i0, i1, out):
     for i in range(i0, i1):
         if x[i] == x[i]:

@@ -17,7 +17,7 @@ from .._normal_gamma_kernels import (normal_gamma_count_terms, normal_gamma_log_
 _LOG_2PI = math.log(2.0 * math.pi)
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def accumulate(params, p0, stats, s0, x, weight):
     stats[s0] += weight
     y = x - params[p0]
@@ -25,7 +25,7 @@ def accumulate(params, p0, stats, s0, x, weight):
     stats[s0 + 2] += weight * y * y
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def _log_marginal_of(params, p0, n, s1, s2):
     if n <= 0:
         return 0.0
@@ -36,12 +36,12 @@ def _log_marginal_of(params, p0, n, s1, s2):
     return normal_gamma_log_marginal(kappa0, params[p0 + 2], params[p0 + 3], n, b_n)
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def log_marginal(params, p0, stats, s0):
     return _log_marginal_of(params, p0, stats[s0], stats[s0 + 1], stats[s0 + 2])
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def log_predictive(params, p0, stats, s0, x):
     n = stats[s0]
     y = x - params[p0]
@@ -50,7 +50,7 @@ def log_predictive(params, p0, stats, s0, x):
             - _log_marginal_of(params, p0, n, s1, s2))
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def predictive_cache(params, p0, stats, s0, cache, c0):
     n = stats[s0]
     kappa = params[p0 + 1] + n
@@ -63,14 +63,14 @@ def predictive_cache(params, p0, stats, s0, cache, c0):
     cache[c0 + 2] = r
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def cached_log_predictive(params, p0, stats, s0, cache, c0, x):
     d = x - params[p0] - cache[c0 + 1]
     return cache[c0] - (params[p0 + 2] + 0.5 * stats[s0] + 0.5) * math.log(
         1.0 + cache[c0 + 2] * d * d)
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def _posterior(params, stats):
     n, s1, s2 = stats[0], stats[1], stats[2]
     kappa = params[1] + n
@@ -80,24 +80,24 @@ def _posterior(params, stats):
     return kappa, mean, shape, rate
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def predictive_mean(params, stats):
     return _posterior(params, stats)[1]
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def predictive_sample(params, stats):
     kappa, mean, shape, rate = _posterior(params, stats)
     precision = np.random.gamma(shape, 1.0 / rate)
     return mean + np.random.standard_normal() * math.sqrt((kappa + 1.0) / (kappa * precision))
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def theta_size(params, p0):
     return 3
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def posterior_draw(params, p0, stats, s0, theta, t0):
     n = stats[s0]
     kappa = params[p0 + 1] + n
@@ -110,13 +110,13 @@ def posterior_draw(params, p0, stats, s0, theta, t0):
     theta[t0 + 2] = 0.5 * (math.log(precision) - _LOG_2PI)
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def log_kernel(theta, t0, x):
     d = x - theta[t0]
     return theta[t0 + 2] - 0.5 * theta[t0 + 1] * d * d
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def add_log_kernels(theta, t0, x, i0, i1, out):
     mean, half_precision, const = theta[t0], 0.5 * theta[t0 + 1], theta[t0 + 2]
     for i in range(i0, i1):
@@ -125,7 +125,7 @@ def add_log_kernels(theta, t0, x, i0, i1, out):
         out[i - i0] += value if value == value else 0.0   # NaN cell: nothing
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def grid_log_scores(grid, n_points, log_prior, flat, base, width, n_clusters, out):
     """``out[g] = log_prior[g] + sum_k log m(block k | grid[g])`` (blocks at ``flat[base +
     k * width:]``). A grid over ``kappa0`` and ``b0`` at one shape ``a0`` computes the terms

@@ -15,24 +15,24 @@ from numba import njit
 _SMALL_COUNT = 12
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def cell_constant(x):
     return math.lgamma(x + 1.0)
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def accumulate_with_constant(params, p0, stats, s0, x, constant, weight):
     stats[s0] += weight
     stats[s0 + 1] += weight * x
     stats[s0 + 2] += weight * constant
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def accumulate(params, p0, stats, s0, x, weight):
     accumulate_with_constant(params, p0, stats, s0, x, math.lgamma(x + 1.0), weight)
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def _log_marginal_of(params, p0, n, total, log_factorials):
     if n <= 0:
         return 0.0
@@ -41,19 +41,19 @@ def _log_marginal_of(params, p0, n, total, log_factorials):
             - (a0 + total) * math.log(b0 + n) - log_factorials)
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def log_marginal(params, p0, stats, s0):
     return _log_marginal_of(params, p0, stats[s0], stats[s0 + 1], stats[s0 + 2])
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def log_predictive(params, p0, stats, s0, x):
     n, total, lf = stats[s0], stats[s0 + 1], stats[s0 + 2]
     return (_log_marginal_of(params, p0, n + 1.0, total + x, lf + math.lgamma(x + 1.0))
             - _log_marginal_of(params, p0, n, total, lf))
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def predictive_cache(params, p0, stats, s0, cache, c0):
     rate = params[p0 + 1] + stats[s0]
     log_next = math.log(rate + 1.0)
@@ -61,7 +61,7 @@ def predictive_cache(params, p0, stats, s0, cache, c0):
     cache[c0 + 1] = log_next
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def cached_log_predictive(params, p0, stats, s0, cache, c0, x):
     a = params[p0] + stats[s0 + 1]
     if x <= _SMALL_COUNT:
@@ -74,30 +74,30 @@ def cached_log_predictive(params, p0, stats, s0, cache, c0, x):
     return head + cache[c0] - x * cache[c0 + 1]
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def predictive_mean(params, stats):
     return (params[0] + stats[1]) / (params[1] + stats[0])
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def predictive_sample(params, stats):
     lam = np.random.gamma(params[0] + stats[1], 1.0 / (params[1] + stats[0]))
     return float(np.random.poisson(lam))
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def theta_size(params, p0):
     return 2
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def posterior_draw(params, p0, stats, s0, theta, t0):
     rate = np.random.gamma(params[p0] + stats[s0 + 1], 1.0 / (params[p0 + 1] + stats[s0]))
     theta[t0] = rate
     theta[t0 + 1] = math.log(rate) if rate > 0.0 else -np.inf
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def log_kernel(theta, t0, x):
     """``log f(x | theta)`` without its ``-log x!`` (the same for every theta)."""
     if x == 0.0:
@@ -105,14 +105,14 @@ def log_kernel(theta, t0, x):
     return x * theta[t0 + 1] - theta[t0]
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def log_density(theta, t0, x):
     if x != 0.0:
         return log_kernel(theta, t0, x) - math.lgamma(x + 1.0)
     return log_kernel(theta, t0, x)
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def add_log_kernels(theta, t0, x, i0, i1, out):
     rate, log_rate = theta[t0], theta[t0 + 1]
     for i in range(i0, i1):
