@@ -20,11 +20,12 @@ from ._core.budget import check_memory as check_memory_bytes
 from ._core.connectivity import (check_connectivity, connected_subset_masks,
                                  window_union_connected)
 from ._core.family import ClusterFamily
-from ._core.merge_heights import (HEIGHT_LINKAGES, linkage_heights, linkage_matrix,
-                                  monotone_heights, order_by_height)
+from ._core.merge_heights import (HEIGHT_LINKAGES, linkage_heights, monotone_heights,
+                                  order_by_height)
 from ._core.pairwise import upper_triangle
-from ._core.trees import check_tree, children_to_tree, cut_children, tree_to_children
+from ._core.trees import check_tree, children_to_tree, tree_to_children
 from ._core.validation import check_indices, check_option, check_scalar_param
+from ._hierarchy_mixin import HierarchyMixin
 from .engines.attachment import attachment_tree, cluster_attachment_proba, log_normalize
 from .engines.exact.hierarchical import BYTES_PER_SUBSET, ExactHierarchicalTrellis
 from .engines.map.search import beam_search_tree, greedy_tree
@@ -57,7 +58,7 @@ def _scores_likelihood(estimator):
     return energy == "ginkgo" if isinstance(energy, str) else isinstance(energy, GinkgoEnergy)
 
 
-class TrellisHierarchical(ClusterMixin, BaseEstimator):
+class TrellisHierarchical(HierarchyMixin, ClusterMixin, BaseEstimator):
     """Hierarchical clustering with the distribution over binary trees, exact or sparse.
 
     A drop-in replacement of :class:`sklearn.cluster.AgglomerativeClustering`
@@ -498,9 +499,7 @@ default='all'
         self : TrellisHierarchical
         """
         memory = check_memory(self.memory)
-        if (self.n_clusters is None) == (self.distance_threshold is None):
-            raise ValueError("Exactly one of n_clusters and distance_threshold has to be "
-                             "set, and the other needs to be None.")
+        self._check_cut_parameters()
         if self.distance_threshold is not None and not self.compute_full_tree:
             raise ValueError("compute_full_tree must be True if distance_threshold is set.")
         if self.linkage == "ward" and self.metric not in ("euclidean", "l2"):
@@ -511,11 +510,11 @@ default='all'
         if self.metric == "precomputed":
             self._check_precomputed(X)
         n = X.shape[0]
+        self._check_n_clusters(n)
         self._graph = None
-        self.n_connected_components_ = 1
+        n_components = 1
         if self.connectivity is not None:
-            self._graph, self.n_connected_components_ = check_connectivity(
-                self.connectivity, X, self.metric)
+            self._graph, n_components = check_connectivity(self.connectivity, X, self.metric)
         model = self._make_energy()
         engine = self._engine(n, model)
         if engine == "exact":
@@ -557,7 +556,9 @@ default='all'
         else:
             self._fit_family(model, trees, engine)
         self._set_heights()
-        self._cut_tree()
+        self._set_tree(self._full_children, self._full_heights,
+                       n_connected_components=n_components)
+        self._report_tree()
         return self
 
     def _fit_exact(self, model):
@@ -642,7 +643,7 @@ default='all'
         self.approximation_ = "; ".join(notes) if notes else None
 
     def _set_heights(self):
-        """``children_`` of the MAP tree by non-decreasing ``linkage`` height (data units)."""
+        """The full MAP tree by non-decreasing ``linkage`` height (data units)."""
         X = self._X_fit
         precomputed = self.metric == "precomputed"
         raw = linkage_heights(self._map_children, self.linkage,
@@ -655,28 +656,20 @@ default='all'
                                                                   heights)
         self._row_keys = None if self._row_keys is None else self._row_keys[order]
         self._row_order = order
-        self.linkage_matrix_ = linkage_matrix(self._full_children, self._full_heights)
 
-    def _cut_tree(self):
-        """``labels_``, ``n_clusters_``, ``children_`` and ``distances_`` from the MAP tree.
+    def _report_tree(self):
+        """``children_`` and ``distances_`` as scikit-learn reports them.
 
-        The one place where the tree is cut, as scikit-learn cuts its own: with
-        ``distance_threshold``, every merge at least that high is undone; with
-        ``n_clusters``, the ``n_clusters - 1`` highest merges. A partial tree
-        (``compute_full_tree``) keeps the ``N - n_clusters`` lowest merges.
+        :class:`HierarchyMixin` stored and cut the full MAP tree; a partial tree
+        (``compute_full_tree``) keeps the ``N - n_clusters`` lowest merges, and
+        ``distances_`` needs ``compute_distances`` or ``distance_threshold``.
         """
         n = self.n_leaves_
-        if self.distance_threshold is not None:
-            self.n_clusters_ = int(np.count_nonzero(
-                self._full_heights >= self.distance_threshold)) + 1
-        else:
-            self.n_clusters_ = int(self.n_clusters)
-        self.labels_ = cut_children(self._full_children, n, self.n_clusters_)
         rows = n - 1 if self._full_tree(n) else n - self.n_clusters_
-        self.children_ = self._full_children[:rows]
+        self.children_ = self.children_[:rows]
         if self.compute_distances or self.distance_threshold is not None:
-            self.distances_ = self._full_heights[:rows]
-        elif hasattr(self, "distances_"):
+            self.distances_ = self.distances_[:rows]
+        else:
             del self.distances_
         self._node_marginals = None
 

@@ -65,17 +65,6 @@ def merge_to_children(merge):
     return np.where(merge < 0, -merge - 1, n + merge - 1).astype(np.int64)
 
 
-def linkage_from_children(children, distances):
-    """scipy linkage matrix ``[child, child, distance, size]`` of a ``children_`` tree."""
-    children = np.asarray(children, dtype=np.int64)
-    n = children.shape[0] + 1
-    sizes = np.ones(2 * n - 1)
-    for row, (a, b) in enumerate(children):
-        sizes[n + row] = sizes[a] + sizes[b]
-    return np.column_stack([children.astype(np.float64),
-                            np.asarray(distances, dtype=np.float64), sizes[n:]])
-
-
 def divisive_coefficient(banner):
     """R's divisive coefficient ``dc`` (``bncoef`` in ``twins.c``) of a banner.
 

@@ -23,7 +23,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from ._diana_kernels import cluster_diameter, diana_banner, diana_split
-from .banner import banner_to_merge, divisive_coefficient, linkage_from_children, merge_to_children
+from .banner import banner_to_merge, divisive_coefficient, merge_to_children
 from .bisection import feature_diameter, two_means, two_medoids
 from .exact_split import CRITERIA, MAX_EXACT_ITEMS, best_bipartition
 
@@ -49,8 +49,6 @@ class DivisiveTree:
         scikit-learn's bottom-up ``children_``.
     distances : ndarray of float64, shape (n - 1,)
         Height (diameter) of each merge, non-decreasing.
-    linkage_matrix : ndarray of float64, shape (n - 1, 4)
-        scipy's linkage matrix of the same tree.
     divisive_coefficient : float
         R's ``dc``.
     fallback_sizes : list of int
@@ -62,7 +60,6 @@ class DivisiveTree:
     merge: np.ndarray
     children: np.ndarray
     distances: np.ndarray
-    linkage_matrix: np.ndarray
     divisive_coefficient: float
     fallback_sizes: list = field(default_factory=list)
 
@@ -79,7 +76,6 @@ class DivisiveTree:
         children = merge_to_children(merge)
         return cls(order=order, banner=banner, merge=merge, children=children,
                    distances=distances,
-                   linkage_matrix=linkage_from_children(children, distances),
                    divisive_coefficient=divisive_coefficient(banner),
                    fallback_sizes=list(fallback_sizes))
 
