@@ -1,11 +1,13 @@
 """Tree formats shared by every engine and estimator.
 
-A binary hierarchy appears in four encodings:
+A binary hierarchy appears in these encodings:
 
 - nested pairs ``((0, 1), (2, (3, 4)))`` of item indices (``map_tree_``);
 - scikit-learn's ``children_`` (``(N - 1, 2)``, node ``N + k`` made at row ``k``);
 - scipy's linkage matrix ``Z`` (``(N - 1, 4)``);
-- bit masks: an internal node is ``(parent, left)`` masks (exact engines, N <= 62).
+- bit masks: an internal node is ``(parent, left)`` masks (exact engines, N <= 62);
+- R's divisive *banner* (objects in order, the height between neighbours) and
+  R's ``merge`` matrix (1-based, negative = object), as ``cluster::diana`` returns.
 
 This module holds the one checker per format (:func:`check_tree`,
 :func:`check_children`, :func:`check_merge_heights`), the converters between
@@ -366,7 +368,65 @@ def tree_masks(tree):
     return walk(tree), splits
 
 
-__all__ = ["check_children", "check_merge_heights", "check_tree", "children_to_linkage",
-           "children_to_tree", "cut_children", "leaf_order", "permute_leaves",
-           "scipy_to_children", "threshold_n_clusters", "tree_from_splits", "tree_masks",
+# -- R: banners and merge matrices -------------------------------------------
+def banner_to_merge(order, banner):
+    """R's ``merge`` matrix (1-based, negative = object) and the merge heights.
+
+    A divisive tree over ``n`` objects is fully described by its *banner*
+    (Rousseeuw 1986): the objects in the order ``order`` in which the splits
+    leave them, and for every position ``k >= 1`` the height ``banner[k]`` at
+    which position ``k - 1`` was separated from position ``k``. R's
+    ``cluster::diana`` reads its ``merge`` matrix off the banner (``twins.c``,
+    step 500): repeatedly join the two neighbours at the lowest remaining
+    height, the rightmost one among equal heights.
+
+    Parameters
+    ----------
+    order : ndarray of int, shape (n,)
+        Objects (0-based) in banner order.
+    banner : ndarray of float, shape (n,)
+        ``banner[k]`` for ``k >= 1`` as above; ``banner[0]`` is ignored.
+
+    Returns
+    -------
+    merge : ndarray of int64, shape (n - 1, 2)
+        R's encoding: ``-j`` is object ``j - 1``, ``r > 0`` the cluster of row ``r``.
+    heights : ndarray of float64, shape (n - 1,)
+        Height of each merge (non-decreasing).
+    """
+    order = np.asarray(order, dtype=np.int64)
+    banner = np.asarray(banner, dtype=np.float64)
+    n = order.size
+    positions = np.arange(1, n)
+    # Lowest height first; among equal heights the last position (R scans with >=).
+    sequence = positions[np.lexsort((-positions, banner[1:]))]
+    parent = np.arange(n)
+    cluster_code = -(order + 1)  # R's code of the cluster each root stands for
+
+    def find(x):
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    merge = np.empty((max(n - 1, 0), 2), dtype=np.int64)
+    for row, position in enumerate(sequence):
+        left = find(position - 1)
+        right = find(position)
+        merge[row] = cluster_code[left], cluster_code[right]
+        parent[right] = left
+        cluster_code[left] = row + 1
+    return merge, banner[sequence].copy()
+
+
+def merge_to_children(merge):
+    """scikit-learn ``children_`` (int64) of an R ``merge`` matrix."""
+    merge = np.asarray(merge, dtype=np.int64)
+    n = merge.shape[0] + 1
+    return np.where(merge < 0, -merge - 1, n + merge - 1).astype(np.int64)
+
+
+__all__ = ["banner_to_merge", "check_children", "check_merge_heights", "check_tree", "children_to_linkage",
+           "children_to_tree", "cut_children", "leaf_order", "merge_to_children",
+           "permute_leaves", "scipy_to_children", "threshold_n_clusters", "tree_from_splits", "tree_masks",
            "tree_splits", "tree_to_children", "tree_to_postorder_children"]

@@ -2,7 +2,8 @@
 
 Every method splits each cluster independently, so the tree is grown by
 visiting the clusters in any order; the banner (``order`` and the diameters)
-records it and R's banner reading (:mod:`.banner`) turns it into merges. The
+records it and R's banner reading
+(:func:`sklearn_trellis._core.trees.banner_to_merge`) turns it into merges. The
 splitters:
 
 - ``'diana'``: Kaufman & Rousseeuw's dissimilarity analysis, exactly as R's
@@ -22,8 +23,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from sklearn.utils import check_random_state
 
+from ..._core.trees import banner_to_merge, merge_to_children
 from ._diana_kernels import cluster_diameter, diana_banner, diana_split
-from .banner import banner_to_merge, divisive_coefficient, merge_to_children
+from .banner import divisive_coefficient
 from .bisection import feature_diameter, two_means, two_medoids
 from .exact_split import CRITERIA, MAX_EXACT_ITEMS, best_bipartition
 

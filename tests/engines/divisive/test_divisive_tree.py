@@ -6,9 +6,8 @@ from scipy.cluster.hierarchy import cophenet, dendrogram, is_valid_linkage
 from scipy.spatial.distance import pdist, squareform
 
 from sklearn_trellis._core.family import ClusterFamily
-from sklearn_trellis._core.trees import children_to_linkage
-from sklearn_trellis.engines.divisive import (METHODS, divisive_seed_trees, divisive_tree,
-                                              merge_to_children)
+from sklearn_trellis._core.trees import children_to_linkage, merge_to_children
+from sklearn_trellis.engines.divisive import METHODS, divisive_seed_trees, divisive_tree
 from sklearn_trellis.engines.divisive.bisection import (feature_diameter, two_means,
                                                          two_medoids)
 
