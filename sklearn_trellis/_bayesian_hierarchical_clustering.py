@@ -10,11 +10,11 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._hierarchy_mixin import HierarchyMixin
 from .engines.bhc import posterior as bhc_posterior
 from .engines.bhc.build import DEFAULT_SUBSAMPLE_SIZE, greedy_tree, kernel_params, randomized_tree
 from .engines.bhc.hyperparameters import select_hyperparameters
 from .engines.sparse.seeds import LINKAGES
-from ._hierarchy_mixin import HierarchyMixin
 from .models.conjugate import LIKELIHOODS, make_likelihood
 from .models.likelihood import ClusterLikelihood
 

@@ -11,10 +11,10 @@ from sklearn.utils.validation import validate_data
 
 from ._core.budget import check_memory
 from ._core.pairwise import check_square_symmetric, similarity_from_distances
+from ._hierarchy_mixin import HierarchyMixin
 from .engines.divisive import CRITERIA, METHODS, divisive_tree
 from .engines.divisive._diana_kernels import r_dissimilarities
 from .engines.divisive.exact_split import MAX_EXACT_ITEMS
-from ._hierarchy_mixin import HierarchyMixin
 
 #: Metrics computed as R's ``daisy`` / ``diana`` do, missing features (NaN) included.
 _R_METRICS = {"euclidean": (False, False), "l2": (False, False),
