@@ -35,6 +35,7 @@ from .map.milp import correlation_clustering_map_milp
 from .map.perturb_and_map import MilpMapSolver, perturb_and_map
 from .sparse.family_search import (beam_trees, constrained_linkage_trees, linkage_trees,
                                    seed_family)
+from .sparse.seeds import LINKAGES
 from .sparse.sparse_flat import SparseFlatTrellis
 from .sparse.sparse_hierarchical import BYTES_PER_VERTEX, SparseHierarchicalTrellis
 
@@ -354,7 +355,7 @@ class FlatPlan:
     milp: bool = False
     n_perturbations: int = 0
 
-    def run(self, model, affinities, *, features=None, seed_linkages=("single",),
+    def run(self, model, affinities, *, features=None, seed_linkages=LINKAGES,
             time_limit=60.0, random_state=None, verbose=0):
         """Fit the planned engines of a fitted flat correlation model.
 
@@ -365,8 +366,9 @@ class FlatPlan:
             The signed affinities ``w`` the model was fitted on (diagonal zero).
         features : ndarray of shape (N, n_features), optional
             Feature rows, for Ward's seed tree.
-        seed_linkages : list of str
-            Validated names of the seed trees of the sparse trellis.
+        seed_linkages : sequence of str, default=LINKAGES
+            Validated names of the seed trees of the sparse trellis (Ward's
+            only with ``features``).
         time_limit : float, default=60.0
             Seconds of the MILP; with perturb-and-MAP beyond the exact size,
             also of all perturbed MILPs together (at least 1 s each).
