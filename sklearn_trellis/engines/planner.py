@@ -209,9 +209,7 @@ class HierarchicalPlan:
             trellis = build(family)
             notes = []
         else:
-            # Beam search ignores the graph: with connectivity, the seeds are the
-            # constrained linkage trees only.
-            beams = [] if graph is not None else beam_trees(model, self.n_beam_trees, beta)
+            beams = beam_trees(model, self.n_beam_trees, beta)
             found = seed_family(build, seed_trees + beams, n, window_size=self.window_size)
             trellis, family = found.trellis, found.family
             notes = [found.note("trees")]
@@ -303,6 +301,8 @@ def plan_hierarchical(n_items, model, *, method="auto", max_exact_size=16, conne
     return HierarchicalPlan(
         engine=engine, n_items=n,
         window_size=lowered_window_size(window_size, n) if engine == "sparse" else 0,
+        # Beam search ignores the graph: with connectivity, the seeds are the
+        # constrained linkage trees only.
         n_beam_trees=0 if graph else int(n_beam_trees),
         n_perturbations=int(n_perturbations) if method == "perturb_and_map" else 0)
 
