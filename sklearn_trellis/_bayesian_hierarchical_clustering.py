@@ -12,8 +12,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._hierarchy_mixin import HierarchyMixin
 from .engines.bhc import posterior as bhc_posterior
-from .engines.bhc.build import DEFAULT_SUBSAMPLE_SIZE, greedy_tree, kernel_params, randomized_tree
-from .engines.bhc.hyperparameters import select_hyperparameters
+from .engines.bhc.build import (DEFAULT_SUBSAMPLE_SIZE, approximation_notes, greedy_tree,
+                                kernel_params, randomized_tree)
+from .engines.bhc.hyperparameters import MAX_SELECTION_ITEMS, select_hyperparameters
 from .engines.sparse.seeds import LINKAGES
 from .models.conjugate import LIKELIHOODS, make_likelihood
 from .models.likelihood import ClusterLikelihood
@@ -117,6 +118,10 @@ ClusterLikelihood, default='gaussian'
     n_features_in_ : int
     model_ : ClusterLikelihood
         The fitted likelihood.
+    approximation_ : str
+        What the fit does not compute exactly: the tree is greedy (or
+        randomized), the evidence of the tree a lower bound, and the
+        hyperparameters may come from a random subset of rows.
 
     See Also
     --------
@@ -152,6 +157,8 @@ ClusterLikelihood, default='gaussian'
     True
     >>> bhc.predict([[0.1, 0.1], [5.0, 5.0]]).tolist()
     [0, 1]
+    >>> bhc.approximation_
+    'greedy BHC binary tree (merges by the highest r_k, not the most probable tree); ...'
     """
 
     _parameter_constraints: dict = {
@@ -244,6 +251,9 @@ ClusterLikelihood, default='gaussian'
             self.log_evidence_family_bound_ = bhc_posterior.family_lower_bound(
                 self.model_, data, X, self.alpha, [self.children_], self.family, params)[0]
             self._log(start, "family bound")
+        self.approximation_ = approximation_notes(
+            n, method=self.method, rose=rose, subsample_size=self.subsample_size,
+            selection_items=MAX_SELECTION_ITEMS if self.hyperparameters == "evidence" else None)
         self._data = data
         return self
 
