@@ -132,6 +132,25 @@ def tree_clusters(tree):
     return out
 
 
+def is_connected(cluster, dense):
+    """Whether ``cluster`` (items) is connected in the boolean adjacency matrix ``dense``."""
+    cluster = list(cluster)
+    reached, stack = {cluster[0]}, [cluster[0]]
+    while stack:
+        i = stack.pop()
+        for j in cluster:
+            if dense[i, j] and j not in reached:
+                reached.add(j)
+                stack.append(j)
+    return len(reached) == len(cluster)
+
+
+def connected_trees(n, dense):
+    """Every binary tree on ``n`` items whose clusters are all connected in ``dense``."""
+    return [t for t in binary_trees(tuple(range(n)))
+            if all(is_connected(c, dense) for c in tree_clusters(t))]
+
+
 def tree_sibling_pairs(tree):
     """``(left, right)`` item tuples of every internal node (left holds the lowest item)."""
     out = []
@@ -458,11 +477,11 @@ def pairwise_losses(estimates, pairwise, loss, a=1.0, b=1.0):
     return np.array(out)
 
 
-
 def all_partitions_binder_losses(pairwise, a=1.0, b=1.0):
     """``(partitions, losses)``: the expected Binder loss of every set partition."""
     partitions = set_partitions(pairwise.shape[0])
     return partitions, pairwise_losses(partitions, pairwise, "binder", a=a, b=b)
+
 
 def conjugate_log_marginal(lik, X):
     """``log m(X)`` of a fitted conjugate likelihood from its textbook formula (no kernel)."""
