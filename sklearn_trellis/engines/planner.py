@@ -118,6 +118,11 @@ class HierarchicalPlan:
     n_beam_trees: int = 0
     n_perturbations: int = 0
 
+    def __post_init__(self):
+        if self.engine not in HIERARCHICAL_ENGINES:
+            raise ValueError(f"Unknown hierarchical engine {self.engine!r}; one of "
+                             f"{HIERARCHICAL_ENGINES}.")
+
     @property
     def needs_seeds(self):
         """Whether the run needs seed trees (:meth:`seed_trees`)."""

@@ -233,3 +233,10 @@ def test_flat_perturb_and_map_run():
 def test_approximation_joins_the_notes():
     assert planner.approximation([]) is None
     assert planner.approximation(["a", "b"]) == "a; b"
+
+
+def test_a_hierarchical_plan_names_a_known_engine():
+    for engine in planner.HIERARCHICAL_ENGINES:
+        assert planner.HierarchicalPlan(engine, 5).engine == engine
+    with pytest.raises(ValueError, match="Unknown hierarchical engine 'greedy'"):
+        planner.HierarchicalPlan("greedy", 5)
