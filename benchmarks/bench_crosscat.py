@@ -163,7 +163,7 @@ OUR_RUNS = [("CrossCat", {}), ("CrossCat sm=0", {"n_split_merge": 0}),
 
 def run_ours(X, truth, n_sweeps, seed, **params):
     types = ["categorical" if t == "categorical" else t for t in truth["types"]]
-    model = CrossCat(column_types=types, n_sweeps=n_sweeps, burn_in=n_sweeps - 1,
+    model = CrossCat(likelihood=types, n_sweeps=n_sweeps, burn_in=n_sweeps - 1,
                      random_state=seed, **params)
     start = time.perf_counter()
     model.fit(X)
