@@ -169,7 +169,7 @@ def run_ours(X, truth, n_sweeps, seed, **params):
     model.fit(X)
     seconds = time.perf_counter() - start
     imputed = model.impute(X)
-    return model.views_, model.row_labels_, imputed, model.seconds_per_sweep_, seconds
+    return model.views_, model.view_row_labels_, imputed, model.seconds_per_sweep_, seconds
 
 
 LACE_SCRIPT = r"""
