@@ -230,9 +230,9 @@ class CrossCat(ClusterMixin, _BaseGibbs):
                                                  cell.n_categories or 0))
             cells.append(cell.fit(data[:, j]))
         hyperprior = gamma_hyperprior(self.alpha_prior)
-        model = engine.CrossCatModel(cells, data,
-                                     engine.ConcentrationPrior(float(self.alpha_views), hyperprior),
-                                     engine.ConcentrationPrior(float(self.alpha_rows), hyperprior),
+        alpha_views, alpha_rows = (engine.ConcentrationPrior(float(alpha), hyperprior)
+                                   for alpha in (self.alpha_views, self.alpha_rows))
+        model = engine.CrossCatModel(cells, data, alpha_views, alpha_rows,
                                      row_sampler=self.row_sampler,
                                      split_merge=(self.n_split_merge, self.n_split_merge))
         return encoder, cells, model
