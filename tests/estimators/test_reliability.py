@@ -144,8 +144,8 @@ def test_fast_tiwd_partition_does_not_depend_on_the_units():
         model = FastTIWD(n_sweeps=30, random_state=0).fit(c * D)
         np.testing.assert_array_equal(model.labels_, reference.labels_, err_msg=str(c))
         assert model.data_scale_ == pytest.approx(c * reference.data_scale_, rel=1.0)
-        assert model.alpha_posterior_["mean"] == pytest.approx(
-            c * reference.alpha_posterior_["mean"], rel=1e-6)
+        assert model.scale_posterior_["mean"] == pytest.approx(
+            c * reference.scale_posterior_["mean"], rel=1e-6)
 
 
 def test_fast_tiwd_feature_rows_do_not_depend_on_the_units():
