@@ -18,10 +18,7 @@ made public (a public module, a public name, or a re-export in its
 """
 
 import ast
-import os
 from pathlib import Path
-
-import pytest
 
 import sklearn_trellis
 

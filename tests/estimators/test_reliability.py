@@ -211,7 +211,6 @@ def test_point_estimate_refuses_a_pairwise_matrix_without_unit_diagonal():
 @pytest.mark.parametrize("scale", [1.0, 1e4, 1e8, 1e11])
 def test_marginals_meet_the_stated_precision_bound(scale):
     """|P - P_exact| <= 1e-12 + N * eps * max |log phi| (README, Precision)."""
-    from sklearn_trellis.models.correlation import CorrelationClusteringModel  # noqa: F401
     rng = np.random.default_rng(int(np.log10(scale)))
     eps = np.finfo(float).eps
     cases = [np.array([[0, 1, 1], [1, 0, -1], [1, -1, 0.0]]) * scale]
