@@ -95,7 +95,7 @@ def planted_structure(quick):
             ("SpectralBiclustering", SpectralBiclustering(n_clusters=(kr, kc), random_state=0),
              filled + 1e-9),
             ("InfiniteBiclustering", InfiniteBiclustering(
-                cells="bernoulli" if name.startswith("binary") else "normal",
+                likelihood="bernoulli" if name.startswith("binary") else "normal",
                 n_sweeps=60 if quick else 200, random_state=0), X),
         ]
         for label, model, data in methods:

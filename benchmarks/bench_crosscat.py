@@ -163,13 +163,13 @@ OUR_RUNS = [("CrossCat", {}), ("CrossCat sm=0", {"n_split_merge": 0}),
 
 def run_ours(X, truth, n_sweeps, seed, **params):
     types = ["categorical" if t == "categorical" else t for t in truth["types"]]
-    model = CrossCat(column_types=types, n_sweeps=n_sweeps, burn_in=n_sweeps - 1,
+    model = CrossCat(likelihood=types, n_sweeps=n_sweeps, burn_in=n_sweeps - 1,
                      random_state=seed, **params)
     start = time.perf_counter()
     model.fit(X)
     seconds = time.perf_counter() - start
     imputed = model.impute(X)
-    return model.views_, model.row_labels_, imputed, model.seconds_per_sweep_, seconds
+    return model.views_, model.view_row_labels_, imputed, model.seconds_per_sweep_, seconds
 
 
 LACE_SCRIPT = r"""

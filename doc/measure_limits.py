@@ -78,10 +78,9 @@ def main_new(quick=False):
               lambda: InfiniteBiclustering(n_sweeps=100, random_state=0),
               checkerboard(*shape, rng))
     CrossCat(n_sweeps=2).fit(two_view_table(20, rng))
-    timed("CrossCat exact, 8 x 4 (auto)", lambda: CrossCat(alpha_views=1.0, alpha_rows=1.0),
+    timed("CrossCat exact, 8 x 4 (auto)", lambda: CrossCat(alpha_prior=None),
           two_view_table(8, rng))
-    timed("CrossCat exact, 8 x 6", lambda: CrossCat(alpha_views=1.0, alpha_rows=1.0),
-          views_table(8, 2, 3, rng))
+    timed("CrossCat exact, 8 x 6", lambda: CrossCat(alpha_prior=None), views_table(8, 2, 3, rng))
     for n in (100, 500):
         timed(f"CrossCat Gibbs, {n} x 4, 100 sweeps",
               lambda: CrossCat(n_sweeps=100, random_state=0), two_view_table(n, rng))

@@ -50,7 +50,7 @@ print("column types:", dict(zip(table.columns, model.column_types_)))
 # The views of the most probable sample, and how each view clusters the wines
 for v in range(model.n_views_):
     columns = list(table.columns[model.views_ == v])
-    rows = model.row_labels_[v]
+    rows = model.view_row_labels_[v]
     ari = adjusted_rand_score(wine.target, rows)
     print(f"view {v}: {len(columns)} columns, {rows.max() + 1} row clusters, "
           f"ARI with the cultivars {ari:.2f}\n    {columns}")

@@ -9,7 +9,7 @@ distances to the fitted ones: :meth:`~sklearn_trellis.FastTIWD.predict_proba`
 places each of them by its exact Gibbs conditional with each kept partition
 held fixed (columns: the fitted clusters, then "new cluster"), and
 :meth:`~sklearn_trellis.FastTIWD.score` is the mean log predictive density of
-the held-out rows (usable by ``GridSearchCV`` to tune ``concentration`` or
+the held-out rows (usable by ``GridSearchCV`` to tune ``alpha`` or
 ``theta`` without labels).
 """
 

@@ -10,16 +10,17 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._core.trees import cut_children
+from ._hierarchy_mixin import HierarchyMixin
 from .engines.bhc import posterior as bhc_posterior
-from .engines.bhc.build import DEFAULT_SUBSAMPLE_SIZE, greedy_tree, kernel_params, randomized_tree
-from .engines.bhc.hyperparameters import select_hyperparameters
+from .engines.bhc.build import (DEFAULT_SUBSAMPLE_SIZE, approximation_notes, greedy_tree,
+                                kernel_params, randomized_tree)
+from .engines.bhc.hyperparameters import MAX_SELECTION_ITEMS, select_hyperparameters
 from .engines.sparse.seeds import LINKAGES
 from .models import LIKELIHOODS, make_likelihood
 from .models.likelihood import ClusterLikelihood
 
 
-class BayesianHierarchicalClustering(ClusterMixin, BaseEstimator):
+class BayesianHierarchicalClustering(HierarchyMixin, ClusterMixin, BaseEstimator):
     """Bayesian hierarchical clustering (Heller & Ghahramani 2005) on conjugate likelihoods.
 
     Agglomerates the rows of ``X`` by the posterior probability ``r_k`` that
@@ -33,14 +34,14 @@ class BayesianHierarchicalClustering(ClusterMixin, BaseEstimator):
 
     Parameters
     ----------
-    alpha : float, default=1.0
-        Concentration of the Dirichlet process.
     likelihood : {'gaussian', 'diagonal', 'bernoulli', 'multinomial'} or \
 ClusterLikelihood, default='gaussian'
         Cluster likelihood: Normal-inverse-Wishart (full covariance),
         Normal-Gamma (diagonal), Beta-Bernoulli (0/1 data), Dirichlet-multinomial
         (counts), or an instance (its hyperparameters are reachable as
         ``likelihood__<name>``).
+    alpha : float, default=1.0
+        Concentration of the Dirichlet process.
     hyperparameters : {'evidence', 'fixed'}, default='evidence'
         ``'evidence'``: when the likelihood has a grid hyperprior (the
         default ``'gaussian'``; ``'diagonal'`` with ``hyperprior='grid'``),
@@ -95,7 +96,11 @@ ClusterLikelihood, default='gaussian'
         ``log r_k`` of each merge (``-inf`` on the virtual merges of a rose tree).
     merge_is_cluster_ : ndarray of bool, shape (n_samples - 1,)
     labels_ : ndarray of shape (n_samples,)
+        Flat cut of the tree (see ``n_clusters``), labels in order of first appearance.
     n_clusters_ : int
+    n_leaves_ : int
+    n_connected_components_ : int
+        Always 1.
     log_marginal_likelihood_ : float
         ``log p(D | T)`` (natural log).
     log_evidence_lower_bound_ : float
@@ -113,6 +118,10 @@ ClusterLikelihood, default='gaussian'
     n_features_in_ : int
     model_ : ClusterLikelihood
         The fitted likelihood.
+    approximation_ : str
+        What the fit does not compute exactly: the tree is greedy (or
+        randomized), the evidence of the tree a lower bound, and the
+        hyperparameters may come from a random subset of rows.
 
     See Also
     --------
@@ -148,11 +157,13 @@ ClusterLikelihood, default='gaussian'
     True
     >>> bhc.predict([[0.1, 0.1], [5.0, 5.0]]).tolist()
     [0, 1]
+    >>> bhc.approximation_
+    'greedy BHC binary tree (merges by the highest r_k, not the most probable tree); ...'
     """
 
     _parameter_constraints: dict = {
-        "alpha": [Interval(Real, 0, None, closed="neither")],
         "likelihood": [StrOptions(set(LIKELIHOODS)), ClusterLikelihood],
+        "alpha": [Interval(Real, 0, None, closed="neither")],
         "hyperparameters": [StrOptions({"evidence", "fixed"})],
         "method": [StrOptions({"greedy", "randomized"})],
         "tree": [StrOptions({"binary", "rose"})],
@@ -163,11 +174,11 @@ ClusterLikelihood, default='gaussian'
         "verbose": [Interval(Integral, 0, None, closed="left")],
     }
 
-    def __init__(self, alpha=1.0, likelihood="gaussian", hyperparameters="evidence",
+    def __init__(self, likelihood="gaussian", *, alpha=1.0, hyperparameters="evidence",
                  method="greedy", tree="binary", n_clusters=None, family=None,
                  subsample_size=DEFAULT_SUBSAMPLE_SIZE, random_state=None, verbose=0):
-        self.alpha = alpha
         self.likelihood = likelihood
+        self.alpha = alpha
         self.hyperparameters = hyperparameters
         self.method = method
         self.tree = tree
@@ -196,8 +207,7 @@ ClusterLikelihood, default='gaussian'
         """
         X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
         n = X.shape[0]
-        if self.n_clusters is not None and self.n_clusters > n:
-            raise ValueError(f"n_clusters={self.n_clusters} exceeds n_samples={n}.")
+        self._check_n_clusters(n)
         if self.method == "randomized" and self.tree == "rose":
             raise ValueError("method='randomized' builds binary trees: use tree='binary'.")
         self.model_ = make_likelihood(self.likelihood).fit(X)
@@ -229,7 +239,7 @@ ClusterLikelihood, default='gaussian'
         self._log(start, f"{self.method} {self.tree} tree")
         log_m = bhc_posterior.node_log_marginals(self.model_, data, children, params)
         post = bhc_posterior.TreePosterior(children, is_cluster, log_m, self.alpha)
-        self._set_tree(post, n)
+        self._store_tree(post, n)
         self.log_marginal_likelihood_ = post.log_marginal_likelihood
         self.log_evidence_lower_bound_ = post.log_evidence_lower_bound
         self.log_marginal_likelihood_dp_ = (
@@ -241,28 +251,25 @@ ClusterLikelihood, default='gaussian'
             self.log_evidence_family_bound_ = bhc_posterior.family_lower_bound(
                 self.model_, data, X, self.alpha, [self.children_], self.family, params)[0]
             self._log(start, "family bound")
+        self.approximation_ = approximation_notes(
+            n, method=self.method, rose=rose, subsample_size=self.subsample_size,
+            selection_items=MAX_SELECTION_ITEMS if self.hyperparameters == "evidence" else None)
         self._data = data
         return self
 
-    def _set_tree(self, post, n):
-        """Sort the merges by height and store the tree, its cut and the predictive weights."""
+    def _store_tree(self, post, n):
+        """Sort the merges by height; store the tree and its cut (:class:`HierarchyMixin`)
+        and the predictive weights."""
         heights = post.heights()
         order = np.lexsort((np.arange(n - 1), post.sizes[n:], heights))
         new_id = np.arange(2 * n - 1)
         new_id[n + order] = n + np.arange(n - 1)
-        self.children_ = new_id[post.children[order]].astype(np.intp)
-        self.distances_ = heights[order]
-        sizes = post.sizes[n:][order]
-        self.linkage_matrix_ = np.column_stack([self.children_, self.distances_, sizes]).astype(
-            np.float64)
+        # n_clusters=None: BHC's own cut where r_k < 0.5, top-down from the root.
+        self._set_tree(new_id[post.children[order]], heights[order],
+                       labels=post.cut_labels() if self.n_clusters is None else None)
         nodes = np.concatenate([np.arange(n), n + order])   # old id of every new id
         self.merge_log_probabilities_ = post.log_r[n + order]
         self.merge_is_cluster_ = post.is_cluster[n + order]
-        if self.n_clusters is None:
-            self.labels_ = post.cut_labels()
-        else:
-            self.labels_ = cut_children(self.children_, n, self.n_clusters)
-        self.n_clusters_ = int(self.labels_.max()) + 1
         self._predictive_log_weights = post.predictive_log_weights()[nodes]
 
     # -- new points ------------------------------------------------------------

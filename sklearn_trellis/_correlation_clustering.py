@@ -11,22 +11,22 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._core.budget import check_exact_budget, check_memory, rows_or_zero
-from ._core.pairwise import check_square_symmetric, upper_triangle
+from ._core.budget import check_memory, rows_or_zero
+from ._core.pairwise import check_square_symmetric
 from ._core.validation import check_scalar_param
 from .engines.exact.binder import bayes_estimate
-from .engines.exact.flat import BYTES_PER_SUBSET, ExactFlatTrellis
-from .engines.map.milp import correlation_clustering_map_milp
-from .engines.sparse.family_search import linkage_trees, seed_family
+from .engines.planner import plan_flat
 from .engines.sparse.seeds import LINKAGES, OTHER_SEEDS, check_linkages
-from .engines.sparse.sparse_flat import SparseFlatTrellis
 from .models.correlation import CorrelationClusteringModel
 from .preprocessing.affinity import mean_off_diagonal, similarity
-from .summaries.point_estimates import PAIRWISE_LOSSES, loss_name
+from .summaries.point_estimates import LOSSES, PAIRWISE_LOSSES
 
 
 #: N x N float64 matrices alive at once in fit (affinities, centred affinities, the model's).
 N_AFFINITY_COPIES = 3
+
+#: Exact draws searched by the point estimates of losses that need samples.
+POINT_ESTIMATE_SAMPLES = 1000
 
 
 class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
@@ -67,7 +67,7 @@ class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
         - ``'exact'``: the full trellis; refuses N above ``max_exact_size``
           with the memory and time it would need.
         - ``'sparse'``: a sparse trellis whose clusters are the nodes of
-          agglomerative seed trees (``linkage``) on the dissimilarities
+          agglomerative seed trees (``seed_linkages``) on the dissimilarities
           ``max(w) - w``: every quantity is exact over the clusterings made
           of those clusters (paper Section 4). Starting from the seed tree of
           largest ``Z`` (its cuts, ``O(N)``), the other trees join the union
@@ -87,7 +87,8 @@ class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
           MILP; the rest as ``'milp'``.
     max_exact_size : int, default=20
         Largest N for which ``'auto'`` runs the exact trellis.
-    linkage : {'all', 'single', 'average', 'complete', 'ward', 'diana'} or list, default='all'
+    seed_linkages : {'all', 'single', 'average', 'complete', 'ward', 'diana'} or list, \
+default='all'
         Seed trees of the sparse trellis (Ward only with feature affinities):
         ``'all'`` is the four linkages; ``'diana'`` adds the divisive tree of
         the same dissimilarities (Kaufman & Rousseeuw's DIANA).
@@ -99,18 +100,31 @@ class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
         uncertified MAPs there, counted in ``approximation_``.
     n_perturbations : int, default=100
         Number of perturbed MAP clusterings of ``'perturb_and_map'``.
+    point_estimate : {'map', 'binder', 'vi', 'omari', 'nvi', 'nid', 'omari_approx', \
+'vi_lb'}, default='map'
+        How ``labels_`` summarises the distribution: ``'map'``, the most
+        probable clustering, or the clustering of smallest posterior expected
+        loss (a Bayes estimate). For Binder's loss it depends only on the
+        pairwise marginals, so when the trellis is exact the estimate is
+        *exact*: minimised over every clustering
+        (:func:`~sklearn_trellis.engines.exact.binder.binder_point_estimate`).
+        Losses of the pairwise marginals alone (``'omari_approx'``,
+        ``'vi_lb'``, and Binder on a sparse trellis) are searched on
+        ``pairwise_marginals_``; the others on 1,000 exact draws
+        (:func:`~sklearn_trellis.summaries.point_estimate`).
     random_state : int, RandomState instance or None, default=None
-        Seed of :meth:`sample` when it is called without one, and of the
-        perturbations.
+        Seed of :meth:`sample` when it is called without one, of the
+        perturbations and of the draws of ``point_estimate``.
     verbose : int, default=0
         Print progress of the ``O(3^N)`` pass for large N and of the MILP.
 
     Attributes
     ----------
     labels_ : ndarray of shape (n_samples,)
-        The MAP clustering, labels ``0..K-1`` in order of first appearance.
+        The clustering chosen by ``point_estimate`` (the MAP by default),
+        labels ``0..K-1`` in order of first appearance.
     n_clusters_ : int
-        Number of clusters of the MAP clustering.
+        Number of clusters of ``labels_``.
     log_partition_function_ : float
         Natural log of ``Z``.
     partition_function_ : float
@@ -125,7 +139,8 @@ class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
         ``None`` when every fitted quantity is exact; otherwise what is
         approximate and how.
     map_is_exact_ : bool
-        Whether ``labels_`` is certified to be the MAP over all clusterings.
+        Whether the MAP clustering (``map_log_potential_``) is certified to be
+        the MAP over all clusterings.
     map_gap_ : float or None
         Relative gap between the MAP's log-potential and a proven upper bound
         (0 when certified; ``None`` when no bound is known: sparse trellis).
@@ -169,6 +184,12 @@ class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
     array([0, 0, 0, 1, 1])
     >>> bool(model.pairwise_marginals_[0, 1] > model.pairwise_marginals_[0, 3])
     True
+
+    The exact Bayes clustering under Binder's loss instead of the MAP:
+
+    >>> X = np.r_[np.zeros((3, 2)), np.full((3, 2), 3.0)]
+    >>> ExactCorrelationClustering(beta=2.0, point_estimate="binder").fit(X).labels_
+    array([0, 0, 0, 1, 1, 1])
     """
 
     _parameter_constraints = {
@@ -179,25 +200,27 @@ class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
         "method": [StrOptions({"auto", "exact", "sparse", "milp", "perturb_and_map"})],
         "max_exact_size": [Interval(Integral, 1, None, closed="left")],
         # Names are checked in fit (check_linkages): 'all', one name or a list.
-        "linkage": [StrOptions({"all", *LINKAGES, *OTHER_SEEDS}), "array-like"],
+        "seed_linkages": [StrOptions({"all", *LINKAGES, *OTHER_SEEDS}), "array-like"],
         "time_limit": [Interval(Real, 0, None, closed="neither")],
         "n_perturbations": [Interval(Integral, 1, None, closed="left")],
+        "point_estimate": [StrOptions({"map", *LOSSES})],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
 
-    def __init__(self, beta=1.0, affinity="exp_euclidean", center=True, gamma=None,
-                 method="auto", max_exact_size=20, linkage="all", time_limit=60.0,
-                 n_perturbations=100, random_state=None, verbose=0):
+    def __init__(self, beta=1.0, *, affinity="exp_euclidean", center=True, gamma=None,
+                 method="auto", max_exact_size=20, seed_linkages="all", time_limit=60.0,
+                 n_perturbations=100, point_estimate="map", random_state=None, verbose=0):
         self.beta = beta
         self.affinity = affinity
         self.center = center
         self.gamma = gamma
         self.method = method
         self.max_exact_size = max_exact_size
-        self.linkage = linkage
+        self.seed_linkages = seed_linkages
         self.time_limit = time_limit
         self.n_perturbations = n_perturbations
+        self.point_estimate = point_estimate
         self.random_state = random_state
         self.verbose = verbose
 
@@ -207,9 +230,6 @@ class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
         return tags
 
     # -- fitting ---------------------------------------------------------------
-    def _linkages(self):
-        return check_linkages(self.linkage)
-
     def _affinity_from_input(self, X):
         if self.affinity == "precomputed":
             check_square_symmetric(X)
@@ -238,7 +258,7 @@ class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
         -------
         self : ExactCorrelationClustering
         """
-        self._linkages()
+        seed_linkages = check_linkages(self.seed_linkages)
         # Refuse before any N x N matrix (even validation's float64 copy of a precomputed
         # one): the affinities, their centred copy and the model's.
         n = rows_or_zero(X)
@@ -246,103 +266,44 @@ class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
                      way_out="Use fewer items (e.g. a subsample, or cluster the centres of "
                              "a k-means fit), or a method without an N x N matrix (DPMixture).")
         X = validate_data(self, X, dtype=np.float64)
-        n = X.shape[0]
-        exact = n <= self.max_exact_size and self.method != "sparse"
-        if self.method == "exact" or exact:
-            # Refuse before computing any N x N or 2**N table.
-            check_exact_budget(n, BYTES_PER_SUBSET, max_items=self.max_exact_size,
-                               what="exact flat trellis")
+        # The engines, refused before computing any N x N or 2**N table if they cannot fit.
+        plan = plan_flat(X.shape[0], method=self.method, max_exact_size=self.max_exact_size,
+                         n_perturbations=self.n_perturbations)
         w = self._affinity_from_input(X)
         self.affinity_matrix_ = w
         self.model_ = CorrelationClusteringModel(beta=self.beta).fit(w)
-        self._constant = self.model_.log_potential_constant()
-        self._pairwise = None
         self._n_clusters_distribution = None
-        notes = []
-        if exact:
-            trellis = ExactFlatTrellis(self.model_.log_potential_table(),
-                                       max_items=self.max_exact_size,
-                                       verbose=self.verbose).fit()
-            self.n_trellis_vertices_ = (1 << n) - 1
-            self.map_is_exact_ = True
-            self.map_gap_ = 0.0
-        else:
-            trellis, note = self._sparse_trellis(X, w)
-            notes.append(note)
-            self.n_trellis_vertices_ = int(trellis.family.n_vertices)
-            self.map_is_exact_ = False
-            self.map_gap_ = None
-        self._trellis = trellis
-        self.log_partition_function_ = trellis.log_partition_function + self._constant
+        found = plan.run(self.model_, w,
+                         features=X if self.affinity != "precomputed" else None,
+                         seed_linkages=seed_linkages, time_limit=self.time_limit,
+                         random_state=self.random_state, verbose=self.verbose)
+        self._trellis = found.trellis
+        self._pairwise = found.pairwise_marginals
+        self.log_partition_function_ = found.log_partition_function
         with np.errstate(over="ignore"):
             self.partition_function_ = float(np.exp(self.log_partition_function_))
-        self._set_map(trellis.map_labels, trellis.map_log_potential)
-        if self.method == "milp" or (self.method == "perturb_and_map" and not exact):
-            note = self._fit_milp()
-            if not exact:
-                notes.append(note)
-        if self.method == "perturb_and_map":
-            notes.append(self._fit_perturb_and_map(exact))
-        if exact and self._pairwise is None:
-            # The exact path's pairwise marginals are cheap: keep fit's old contract.
-            self._pairwise = trellis.pairwise_marginals()
-        self.approximation_ = "; ".join(notes) if notes else None
+        self.map_log_potential_ = found.map_log_potential
+        self.map_is_exact_ = found.map_is_exact
+        self.map_gap_ = found.map_gap
+        self.n_trellis_vertices_ = found.n_trellis_vertices
+        if found.perturbed_maps is not None:
+            self.perturbed_maps_ = found.perturbed_maps
+        self.approximation_ = found.approximation
+        self.labels_ = found.labels if self.point_estimate == "map" else self._bayes_labels()
+        self.n_clusters_ = int(self.labels_.max()) + 1
         if not self.affinity == "precomputed":
             self._X_fit = X.copy()  # predictions must not follow edits of the caller's X
         return self
 
-    def _set_map(self, labels, log_potential):
-        self.labels_ = np.asarray(labels)
-        self.n_clusters_ = int(self.labels_.max()) + 1
-        self.map_log_potential_ = float(log_potential) + self._constant
-
-    def _sparse_trellis(self, X, w):
-        """The sparse flat trellis over the linkage trees of ``max(w) - w``, and its note."""
-        dissimilarity = upper_triangle(w)
-        top = float(dissimilarity.max()) if dissimilarity.size else 0.0
-        np.subtract(top, dissimilarity, out=dissimilarity)
-        features = X if self.affinity != "precomputed" else None
-        trees, names = linkage_trees(self._linkages(), dissimilarity, features)
-        del dissimilarity
-        found = seed_family(
-            lambda family, **budget: SparseFlatTrellis.from_model(self.model_, family,
-                                                                  **budget).fit(),
-            trees, X.shape[0], names=names)
-        return found.trellis, found.note("clusterings")
-
-    def _fit_milp(self):
-        """Replace the MAP by the MILP's (certified when it finishes in time)."""
-        weights = 2.0 * float(self.beta) * self.affinity_matrix_
-        result = correlation_clustering_map_milp(
-            weights, time_limit=float(self.time_limit), initial_labels=self.labels_,
-            verbose=self.verbose)
-        if result.objective + self._constant >= self.map_log_potential_:
-            self._set_map(result.labels, result.objective)
-        # The exact trellis already certifies its MAP; the MILP may add a certificate.
-        self.map_is_exact_ = self.map_is_exact_ or bool(result.certified)
-        self.map_gap_ = 0.0 if self.map_is_exact_ else float(result.gap)
-        if result.certified:
-            return "MAP certified optimal by integer programming"
-        return (f"MAP by integer programming not certified within time_limit="
-                f"{self.time_limit} s (relative gap {result.gap:.3g})")
-
-    def _fit_perturb_and_map(self, exact):
-        """Pairwise marginals from the MAPs of Gumbel-perturbed affinities."""
-        from .engines.map.perturb_and_map import MilpMapSolver, perturb_and_map
-
-        # time_limit is the budget of all perturbations together (each is a MILP).
-        per_map = max(1.0, float(self.time_limit) / int(self.n_perturbations))
-        solver = "trellis" if exact else MilpMapSolver(time_limit=per_map)
-        result = perturb_and_map(2.0 * float(self.beta) * self.affinity_matrix_,
-                                 n_samples=int(self.n_perturbations), map_solver=solver,
-                                 random_state=self.random_state, verbose=self.verbose)
-        self._pairwise = result.pairwise_marginals
-        self.perturbed_maps_ = result.samples
-        uncertified = ("" if not result.n_uncertified else
-                       f", {result.n_uncertified} of them not certified optimal")
-        return (f"pairwise_marginals_ estimated by perturb-and-MAP from "
-                f"{self.n_perturbations} Gumbel-perturbed MAP clusterings ({result.solver} "
-                f"MAPs{uncertified})")
+    def _bayes_labels(self):
+        """The clustering of smallest posterior expected loss ``point_estimate``."""
+        loss = self.point_estimate
+        rng = check_random_state(self.random_state)
+        exact = self.n_trellis_vertices_ == (1 << self.affinity_matrix_.shape[0]) - 1
+        samples = (None if loss in PAIRWISE_LOSSES
+                   else self._trellis.sample(POINT_ESTIMATE_SAMPLES, rng))
+        return bayes_estimate(loss, pairwise=self.pairwise_marginals_, samples=samples,
+                              exact=exact, random_state=rng)
 
     # -- queries on the fitted distribution ---------------------------------
     @property
@@ -423,49 +384,6 @@ class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
         rng = check_random_state(self.random_state if random_state is None else random_state)
         return self._trellis.sample(int(n_samples), rng)
 
-    def bayes_estimate(self, loss="binder", *, n_samples=1000, random_state=None):
-        """The clustering of smallest posterior expected ``loss`` (a Bayes estimate).
-
-        ``labels_`` is the most probable clustering (MAP); a Bayes estimate
-        minimises the expected loss under the whole distribution instead. For
-        Binder's loss it depends only on the pairwise marginals, so when the
-        trellis is exact the estimate is *exact*: minimised over every
-        clustering (:func:`~sklearn_trellis.engines.exact.binder.binder_point_estimate`).
-        Losses of the pairwise marginals alone (``'omari_approx'``,
-        ``'vi_lb'``, and Binder on a sparse trellis) are searched on
-        ``pairwise_marginals_``; the others on ``n_samples`` exact draws
-        (:func:`~sklearn_trellis.summaries.point_estimate`).
-
-        Parameters
-        ----------
-        loss : {'binder', 'vi', 'omari', 'nvi', 'nid', 'omari_approx', 'vi_lb'}, default='binder'
-        n_samples : int, default=1000
-            Draws for the losses that need samples.
-        random_state : int, RandomState instance or None, default=None
-            ``None`` uses the estimator's ``random_state``.
-
-        Returns
-        -------
-        labels : ndarray of shape (n_samples_fit,)
-            Labels in order of first appearance.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from sklearn_trellis import ExactCorrelationClustering
-        >>> X = np.r_[np.zeros((3, 2)), np.full((3, 2), 3.0)]
-        >>> ExactCorrelationClustering(beta=2.0).fit(X).bayes_estimate("binder")
-        array([0, 0, 0, 1, 1, 1])
-        """
-        check_is_fitted(self)
-        loss = loss_name(loss)
-        check_scalar_param(n_samples, "n_samples", kind=numbers.Integral, low=1)
-        rng = check_random_state(self.random_state if random_state is None else random_state)
-        exact = self.n_trellis_vertices_ == (1 << self.labels_.shape[0]) - 1
-        samples = None if loss in PAIRWISE_LOSSES else self.sample(n_samples, rng)
-        return bayes_estimate(loss, pairwise=self.pairwise_marginals_, samples=samples,
-                              exact=exact, random_state=rng)
-
     # -- new items (feature affinities only) ------------------------------------
     def _has_features(self):
         return self.affinity != "precomputed"
@@ -478,7 +396,7 @@ class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
 
     @available_if(_has_features)
     def predict(self, X):
-        """Assign new rows to the cluster of the MAP clustering that gains most.
+        """Assign new rows to the cluster of ``labels_`` that gains most.
 
         A new item ``x`` joining cluster ``k`` changes ``log phi`` by
         ``beta * (2 * sum_{j in C_k} w_xj - sum_j w_xj)``; each row is given the
@@ -501,8 +419,8 @@ class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
     def score(self, X, y=None):
         """Mean log-probability of the best assignment of each new row (higher is better).
 
-        Each row ``x`` is given, conditionally on the MAP clustering of the
-        training items, the probabilities ``softmax(gains)`` of joining each
+        Each row ``x`` is given, conditionally on the clustering ``labels_`` of
+        the training items, the probabilities ``softmax(gains)`` of joining each
         cluster or opening a new one (gains as in :meth:`predict`); the score
         is the mean over rows of the log of the largest. It is 0 when every row
         clearly belongs to one cluster.

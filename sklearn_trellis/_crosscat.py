@@ -4,38 +4,23 @@ from numbers import Integral, Real
 
 import numpy as np
 from scipy.special import logsumexp
-from sklearn.base import BaseEstimator, ClusterMixin, _fit_context, clone
+from sklearn.base import ClusterMixin, _fit_context, clone
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_feature_names, check_is_fitted
 
-from ._gibbs_base import fingerprint
+from ._gibbs_base import MAX_PREDICTIVE_SAMPLES, _BaseGibbs, gamma_hyperprior
 from .engines.exact.crosscat import MAX_EXACT_COLUMNS, MAX_EXACT_ROWS, exact_crosscat
 from .models import cell_loops as ck
 from .engines.gibbs import crosscat as engine
 from .models import CELL_MODELS
 from .models.column_types import TableEncoder
-from .models.priors import GammaHyperprior
 
-#: Posterior samples (evenly spaced) used by impute / score / simulate.
-MAX_PREDICTIVE_SAMPLES = 25
 #: Largest number of rows for which ``row_similarity`` is computed.
 MAX_SIMILARITY_ROWS = 5000
 
 
-def _concentration(value, name):
-    if isinstance(value, Real) and not isinstance(value, bool):
-        if not value > 0:
-            raise ValueError(f"{name} must be > 0, got {value}.")
-        return engine.ConcentrationPrior(float(value))
-    if isinstance(value, tuple) and len(value) == 2:
-        prior = GammaHyperprior(*value)
-        return engine.ConcentrationPrior(prior.shape / prior.rate, prior)
-    raise ValueError(f"{name} must be a positive number (fixed) or a (shape, rate) tuple "
-                     f"(Gamma hyperprior), got {value!r}.")
-
-
-class CrossCat(ClusterMixin, BaseEstimator):
+class CrossCat(ClusterMixin, _BaseGibbs):
     """CrossCat: a Dirichlet process over views of columns, a DP mixture of rows in each view.
 
     The columns of a table are partitioned into *views*; each view clusters the
@@ -47,8 +32,8 @@ class CrossCat(ClusterMixin, BaseEstimator):
 
     Parameters
     ----------
-    column_types : 'auto' or list, default='auto'
-        One entry per column: ``'normal'`` (Normal-Gamma), ``'bernoulli'``
+    likelihood : 'auto' or list, default='auto'
+        The cell model of each column, one entry per column: ``'normal'`` (Normal-Gamma), ``'bernoulli'``
         (Beta-Bernoulli), ``'poisson'`` (Poisson-Gamma), ``'categorical'``
         (Dirichlet-categorical), or a cell model instance of
         :mod:`sklearn_trellis.models.cells`. ``'auto'`` infers: pandas
@@ -56,12 +41,18 @@ class CrossCat(ClusterMixin, BaseEstimator):
         non-negative integers below 10 -> categorical; other numbers ->
         normal. String columns must be declared categorical (a list entry or a
         pandas ``category`` dtype).
-    alpha_views : float or tuple (shape, rate), default=(1.0, 1.0)
-        CRP concentration of the column partition: a number is fixed, a tuple
-        is a Gamma hyperprior resampled every sweep.
-    alpha_rows : float or tuple (shape, rate), default=(1.0, 1.0)
-        Concentration of each view's row CRP (each view has its own when a
-        hyperprior is given).
+    alpha_views : float, default=1.0
+        CRP concentration of the column partition (held fixed when
+        ``alpha_prior`` is None).
+    alpha_rows : float, default=1.0
+        Concentration of each view's row CRP (held fixed when ``alpha_prior``
+        is None).
+    alpha_prior : tuple (shape, rate) or None, default=(1.0, 1.0)
+        Gamma hyperprior on the concentrations: ``alpha_views`` and each
+        view's own row concentration are resampled every sweep (Escobar &
+        West). Each chain then starts them from draws of this prior, as every
+        new view draws its row concentration, so ``alpha_views`` and
+        ``alpha_rows`` are used only when ``alpha_prior`` is None.
     n_sweeps : int, default=200
         Gibbs sweeps per chain; exact mode: the number of exact draws stored.
     burn_in : int, default=None
@@ -77,9 +68,14 @@ class CrossCat(ClusterMixin, BaseEstimator):
         at once); the samples do not depend on either.
     method : {'auto', 'gibbs', 'exact'}, default='auto'
         ``'exact'`` enumerates every column partition and every row partition
-        of each view (at most 8 rows and 6 columns, fixed concentrations);
-        ``'auto'`` does so when the table is that small and the concentrations
-        are fixed.
+        of each view (at most 8 rows and 6 columns, ``alpha_prior=None``),
+        ``'gibbs'`` samples them; ``'auto'`` is exact when the concentrations
+        are fixed, the fit is not a warm start, the table has at most 6
+        columns and at most ``max_exact_size`` rows.
+    max_exact_size : int, default=8
+        The size of the largest problem ``'auto'`` solves exactly; the size is
+        the number of rows (at most 8, the exact engine's limit; it also needs
+        at most 6 columns).
     row_sampler : {'slice', 'collapsed'}, default='slice'
         How Gibbs moves the rows of each view. ``'slice'``: an uncollapsed
         slice-sampler step (Walker 2007; Kalli et al. 2011, Lace's row move)
@@ -100,10 +96,13 @@ class CrossCat(ClusterMixin, BaseEstimator):
     random_state : int, RandomState instance or None, default=None
     verbose : int, default=0
     warm_start : bool, default=False
-        Continue the stored chains for ``n_sweeps`` more sweeps (no burn-in)
-        and append their samples when ``fit`` is called again on the same
-        data. On other data the fit starts afresh (the views' statistics
-        belong to the old data).
+        If True and a Gibbs fit came before, its chains go on. On the same data
+        ``fit`` continues them for ``n_sweeps`` more sweeps (no burn-in) and
+        appends the new samples. On new data of the same shape the cell models
+        are refitted and every statistic recomputed from the new table; each
+        chain restarts from its last views, row partitions and concentrations,
+        runs a burn-in, and the samples of the old data are dropped. Data of
+        another shape raises a ValueError.
 
     Attributes
     ----------
@@ -112,7 +111,7 @@ class CrossCat(ClusterMixin, BaseEstimator):
         the lowest column) in the kept sample of highest ``log_joints_``.
     views_ : ndarray of shape (n_features,)
         Column -> view of that sample (views numbered by first column).
-    row_labels_ : ndarray of shape (n_views, n_samples)
+    view_row_labels_ : ndarray of shape (n_views, n_samples)
         Row clustering of each view of that sample.
     view_samples_ : ndarray of shape (n_kept, n_features)
         Column -> view labels of every kept sample.
@@ -126,8 +125,18 @@ class CrossCat(ClusterMixin, BaseEstimator):
     log_marginal_likelihood_ : float or None
         Exact mode: ``log p(X)``; Gibbs: None.
     column_types_ : list of str
+        The type of each column (``likelihood`` resolved).
     cell_models_ : list of fitted cell models
+    model_ : CrossCatModel
+        The fitted model the chains (or the enumeration) ran on: the cell
+        models, the encoded table and the concentrations' priors.
     method_ : str
+        ``'exact'`` or ``'gibbs'``.
+    approximation_ : str or None
+        None for an exact fit; for a Gibbs fit, says so ("Gibbs sampling: ..."
+        with the number of kept samples and chains).
+    interrupted_ : bool
+        True when a Ctrl-C ended sampling early (the samples so far are kept).
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Column names of a DataFrame input.
@@ -178,40 +187,29 @@ class CrossCat(ClusterMixin, BaseEstimator):
     """
 
     _parameter_constraints: dict = {
-        "column_types": [StrOptions({"auto"}), list, tuple],
-        "alpha_views": [Interval(Real, 0, None, closed="neither"), tuple],
-        "alpha_rows": [Interval(Real, 0, None, closed="neither"), tuple],
-        "n_sweeps": [Interval(Integral, 1, None, closed="left")],
-        "burn_in": [Interval(Integral, 0, None, closed="left"), None],
-        "thin": [Interval(Integral, 1, None, closed="left")],
-        "n_chains": [Interval(Integral, 1, None, closed="left")],
-        "n_jobs": [Integral, None],
-        "method": [StrOptions({"auto", "gibbs", "exact"})],
+        **_BaseGibbs._parameter_constraints,
+        "likelihood": [StrOptions({"auto"}), list, tuple],
+        "alpha_views": [Interval(Real, 0, None, closed="neither")],
+        "alpha_rows": [Interval(Real, 0, None, closed="neither")],
+        "alpha_prior": ["array-like", None],
+        "max_exact_size": [Interval(Integral, 1, MAX_EXACT_ROWS, closed="both")],
         "row_sampler": [StrOptions({"collapsed", "slice"})],
         "n_split_merge": [Interval(Integral, 0, None, closed="left")],
-        "random_state": ["random_state"],
-        "verbose": [Interval(Integral, 0, None, closed="left")],
-        "warm_start": ["boolean"],
     }
 
-    def __init__(self, *, column_types="auto", alpha_views=(1.0, 1.0), alpha_rows=(1.0, 1.0),
-                 n_sweeps=200, burn_in=None, thin=1, n_chains=1, n_jobs=None, method="auto",
-                 row_sampler="slice", n_split_merge=1, random_state=None, verbose=0,
-                 warm_start=False):
-        self.column_types = column_types
+    def __init__(self, likelihood="auto", *, alpha_views=1.0, alpha_rows=1.0,
+                 alpha_prior=(1.0, 1.0), n_sweeps=200, burn_in=None, thin=1, n_chains=1,
+                 n_jobs=None, method="auto", max_exact_size=MAX_EXACT_ROWS, row_sampler="slice",
+                 n_split_merge=1, random_state=None, verbose=0, warm_start=False):
+        super().__init__(n_sweeps=n_sweeps, burn_in=burn_in, thin=thin, n_chains=n_chains,
+                         n_jobs=n_jobs, method=method, max_exact_size=max_exact_size,
+                         random_state=random_state, verbose=verbose, warm_start=warm_start)
+        self.likelihood = likelihood
         self.alpha_views = alpha_views
         self.alpha_rows = alpha_rows
-        self.n_sweeps = n_sweeps
-        self.burn_in = burn_in
-        self.thin = thin
-        self.n_chains = n_chains
-        self.n_jobs = n_jobs
-        self.method = method
+        self.alpha_prior = alpha_prior
         self.row_sampler = row_sampler
         self.n_split_merge = n_split_merge
-        self.random_state = random_state
-        self.verbose = verbose
-        self.warm_start = warm_start
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -221,7 +219,7 @@ class CrossCat(ClusterMixin, BaseEstimator):
 
     # -- fit -----------------------------------------------------------------------
     def _build_model(self, X):
-        encoder = TableEncoder(self.column_types).fit(X)
+        encoder = TableEncoder(self.likelihood).fit(X)
         data = np.ascontiguousarray(encoder.transform(X))
         cells = []
         for j, kind in enumerate(encoder.types_):
@@ -231,9 +229,10 @@ class CrossCat(ClusterMixin, BaseEstimator):
                 cell.set_params(n_categories=max(len(encoder.categories_[j]),
                                                  cell.n_categories or 0))
             cells.append(cell.fit(data[:, j]))
-        model = engine.CrossCatModel(cells, data,
-                                     _concentration(self.alpha_views, "alpha_views"),
-                                     _concentration(self.alpha_rows, "alpha_rows"),
+        hyperprior = gamma_hyperprior(self.alpha_prior)
+        alpha_views, alpha_rows = (engine.ConcentrationPrior(float(alpha), hyperprior)
+                                   for alpha in (self.alpha_views, self.alpha_rows))
+        model = engine.CrossCatModel(cells, data, alpha_views, alpha_rows,
                                      row_sampler=self.row_sampler,
                                      split_merge=(self.n_split_merge, self.n_split_merge))
         return encoder, cells, model
@@ -252,49 +251,41 @@ class CrossCat(ClusterMixin, BaseEstimator):
         -------
         self : CrossCat
         """
-        if self.burn_in is not None and self.burn_in >= self.n_sweeps:
-            raise ValueError(f"burn_in must be < n_sweeps={self.n_sweeps}, got {self.burn_in}.")
+        self._check_burn_in()
         _check_feature_names(self, X, reset=True)
         encoder, models, model = self._build_model(X)
         n, d = model.data.shape
-        fixed = (model.alpha_views.hyperprior is None and model.alpha_rows.hyperprior is None)
-        small = n <= MAX_EXACT_ROWS and d <= MAX_EXACT_COLUMNS
+        warm = self._warm_start_mode(model.data)
         rng = check_random_state(self.random_state)
-        warm = (self.warm_start and getattr(self, "_states", None) is not None
-                and getattr(self, "_data_shape", None) == model.data.shape
-                # the views' statistics belong to the data they ran on: other data
-                # starts afresh instead of being scored with stale statistics
-                and fingerprint(model.data) == getattr(self, "_data_fingerprint", None))
-        if self.method == "exact" or (self.method == "auto" and fixed and small and not warm):
+        if self._use_exact(n, self.alpha_prior is None and d <= MAX_EXACT_COLUMNS and not warm):
             exact = exact_crosscat(model)
             samples = exact.sample(self.n_sweeps, rng)
-            self.method_ = "exact"
+            self._set_method("exact")
             self.log_marginal_likelihood_ = exact.log_marginal_likelihood
             self._exact = exact
-            self._states = None
-            self.interrupted_ = False
+            self._chains = None
         else:
-            burn_in = 0 if warm else (self.n_sweeps // 2 if self.burn_in is None
-                                      else self.burn_in)
+            states = None
+            if warm == "continue":
+                states = self._chains
+            elif warm == "restart":  # new data: the last states only initialise the chains
+                states = [engine.restart_state(model, state, rng) for state in self._chains]
             chains = engine.run_chains(
                 model, n_chains=self.n_chains, n_jobs=self.n_jobs, random_state=rng,
-                states=self._states if warm else None, n_sweeps=self.n_sweeps,
-                burn_in=burn_in, thin=self.thin, verbose=self.verbose)
+                states=states, n_sweeps=self.n_sweeps, burn_in=self._burn_in(warm),
+                thin=self.thin, verbose=self.verbose)
             samples = [s for chain in chains for s in chain.samples]
-            if warm:
+            if warm == "continue":
                 samples = self._samples + samples
-            self._states = [chain.state for chain in chains]
-            self.method_ = "gibbs"
-            self.log_marginal_likelihood_ = None
+            self._chains = [chain.state for chain in chains]
+            self._set_method("gibbs", n_kept=len(samples), n_chains=len(chains),
+                             interrupted=any(c.interrupted for c in chains))
             self._exact = None
             self.seconds_per_sweep_ = (sum(c.seconds for c in chains)
                                        / max(1, sum(c.n_sweeps for c in chains)))
-            self.interrupted_ = any(c.interrupted for c in chains)
         if not samples:
             raise RuntimeError("No sample was kept (interrupted during burn-in).")
-        self._data_shape = model.data.shape
-        self._data_fingerprint = fingerprint(model.data)
-        self._encoder, self._model, self._samples = encoder, model, samples
+        self._encoder, self.model_, self._samples = encoder, model, samples
         self.cell_models_ = models
         self.column_types_ = list(encoder.types_)
         self.n_features_in_ = d
@@ -313,7 +304,7 @@ class CrossCat(ClusterMixin, BaseEstimator):
             self.dependence_probability_ = same.mean(axis=0)
         best = samples[int(np.argmax(self.log_joints_))]
         self.views_ = best.views.copy()
-        self.row_labels_ = best.rows.copy()
+        self.view_row_labels_ = best.rows.copy()
         self.n_views_ = int(best.views.max()) + 1
         largest = int(np.argmax(np.bincount(best.views)))
         self.labels_ = best.rows[largest].astype(np.int64)
@@ -382,7 +373,7 @@ class CrossCat(ClusterMixin, BaseEstimator):
         data = self._encode(X)
         per_sample = []
         for sample in self._predictive_samples():
-            views = engine.view_predictives(self._model, sample, data)
+            views = engine.view_predictives(self.model_, sample, data)
             per_sample.append(sum(logsumexp(v.log_weights, axis=1) for v in views))
         per_sample = np.array(per_sample)
         return logsumexp(per_sample, axis=0) - np.log(per_sample.shape[0])
@@ -437,11 +428,11 @@ class CrossCat(ClusterMixin, BaseEstimator):
         proba = {j: np.zeros((data.shape[0], v.size)) for j in range(d)
                  if (v := self._discrete_values(j)) is not None}
         for sample in samples:
-            for view in engine.view_predictives(self._model, sample, data):
+            for view in engine.view_predictives(self.model_, sample, data):
                 resp = np.exp(view.log_weights - logsumexp(view.log_weights, axis=1,
                                                            keepdims=True))
                 for j in view.columns:
-                    t = self._model.code(j)
+                    t = self.model_.code(j)
                     stats, p = view.stats[int(j)], view.params[int(j)]
                     if j in proba:
                         values = self._discrete_values(j)
@@ -510,14 +501,14 @@ class CrossCat(ClusterMixin, BaseEstimator):
         out = np.repeat(condition, n_rows, axis=0)
         for s in np.unique(picks):
             rows_here = np.flatnonzero(picks == s)
-            for view in engine.view_predictives(self._model, samples[s], condition):
+            for view in engine.view_predictives(self.model_, samples[s], condition):
                 w = np.exp(view.log_weights[0] - logsumexp(view.log_weights[0]))
                 slots = rng.choice(w.size, size=rows_here.size, p=w).astype(np.int64)
                 for j in view.columns:
                     if not np.isnan(condition[0, j]):
                         continue
                     draws = np.empty(rows_here.size)
-                    ck.predictive_draws(self._model.code(j),
+                    ck.predictive_draws(self.model_.code(j),
                                         view.params[int(j)], view.stats[int(j)], slots,
                                         rng.randint(np.iinfo(np.int32).max), draws)
                     out[rows_here, j] = draws

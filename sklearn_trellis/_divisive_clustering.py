@@ -11,7 +11,7 @@ from sklearn.utils.validation import validate_data
 
 from ._core.budget import check_memory
 from ._core.pairwise import check_square_symmetric, similarity_from_distances
-from ._core.trees import cut_children
+from ._hierarchy_mixin import HierarchyMixin
 from .engines.divisive import CRITERIA, METHODS, divisive_tree
 from .engines.divisive._diana_kernels import r_dissimilarities
 from .engines.divisive.exact_split import MAX_EXACT_ITEMS
@@ -31,7 +31,7 @@ def _check_squared_scale(X):
                          "rescale X (e.g. with sklearn.preprocessing.StandardScaler).")
 
 
-class DivisiveClustering(ClusterMixin, BaseEstimator):
+class DivisiveClustering(HierarchyMixin, ClusterMixin, BaseEstimator):
     """Divisive (top-down) hierarchical clustering: DIANA, K-means / K-medoids bisection,
     or exactly optimal splits.
 
@@ -270,18 +270,13 @@ class DivisiveClustering(ClusterMixin, BaseEstimator):
         -------
         self : DivisiveClustering
         """
-        if (self.n_clusters is None) == (self.distance_threshold is None):
-            raise ValueError("Exactly one of n_clusters and distance_threshold must be None, "
-                             f"got n_clusters={self.n_clusters!r} and "
-                             f"distance_threshold={self.distance_threshold!r}.")
+        self._check_cut_parameters()
         if self.method == "kmeans" and self.metric == "precomputed":
             raise ValueError("method='kmeans' needs feature rows, not metric='precomputed'; "
                              "use method='kmedoids' (or 'diana') on dissimilarities.")
         X = self._check_input(X)
         n = X.shape[0]
-        if self.n_clusters is not None and self.n_clusters > n:
-            raise ValueError(f"n_clusters={self.n_clusters} exceeds the number of samples "
-                             f"n_samples={n}.")
+        self._check_n_clusters(n)
         features_only = (self.method == "kmeans" and isinstance(self.metric, str)
                          and self.metric in _R_METRICS)
         D = None if features_only else self._dissimilarities(X)
@@ -298,19 +293,16 @@ class DivisiveClustering(ClusterMixin, BaseEstimator):
                              similarities=similarities, criterion=self.criterion,
                              max_exact_size=self.max_exact_size,
                              random_state=self.random_state)
-        self._store(tree, n)
+        self._store(tree)
         return self
 
-    def _store(self, tree, n):
-        self.children_ = tree.children
-        self.distances_ = tree.distances
-        self.linkage_matrix_ = tree.linkage_matrix
+    def _store(self, tree):
+        """The tree and its cut (:class:`HierarchyMixin`), R's banner and ``approximation_``."""
+        self._set_tree(tree.children, tree.distances)
         self.merge_ = tree.merge
         self.order_ = tree.order
         self.heights_ = tree.heights.copy()
         self.divisive_coefficient_ = float(tree.divisive_coefficient)
-        self.n_leaves_ = n
-        self.n_connected_components_ = 1
         self.approximation_ = None
         if tree.fallback_sizes:
             sizes = sorted(tree.fallback_sizes, reverse=True)
@@ -319,12 +311,6 @@ class DivisiveClustering(ClusterMixin, BaseEstimator):
                 f"(sizes {sizes[:10]}{' ...' if len(sizes) > 10 else ''}) were split by "
                 "DIANA, not by the optimal bipartition; every smaller cluster's split "
                 f"minimises criterion={self.criterion!r}.")
-        if self.n_clusters is not None:
-            n_clusters = self.n_clusters
-        else:
-            n_clusters = n - int(np.count_nonzero(self.distances_ < self.distance_threshold))
-        self.labels_ = cut_children(self.children_, n, n_clusters)
-        self.n_clusters_ = int(self.labels_.max()) + 1
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -3,31 +3,25 @@
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import _fit_context
-from sklearn.cluster import KMeans
+from sklearn.base import ClusterMixin, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._core.budget import check_memory
-from ._gibbs_base import _BaseGibbs, predictive_picks
+from ._gibbs_base import (MAX_LOSS_ESTIMATE_ITEMS, _BaseGibbs, check_given_labels,
+                          gamma_hyperprior, initial_labels, predictive_picks)
 from .engines.exact.binder import bayes_estimate
 from .engines.exact.grid_marginal import GridMarginalPosterior
 from .engines.gibbs import sampler as gibbs
 from .models import LIKELIHOODS, make_likelihood
 from .models.likelihood import ClusterLikelihood
-from .models.priors import GammaHyperprior, make_prior
+from .models.priors import make_prior
 from .summaries.point_estimates import LOSSES, PAIRWISE_LOSSES
 from .summaries.point_estimates import point_estimate as _loss_point_estimate
 
-#: Largest n for the loss-based ``labels_``: the losses of P (Binder from P, omARI.approx,
-#: VI.lb) hold an n x n float matrix, and the others' search work grows as n x samples.
-MAX_LOSS_ESTIMATE_ITEMS = 10_000
-#: Number of k-means clusters of ``init='kmeans'``.
-KMEANS_INIT_CLUSTERS = 10
 
-
-class DPMixture(_BaseGibbs):
+class DPMixture(ClusterMixin, _BaseGibbs):
     """Dirichlet-process (or Pitman-Yor) mixture with a conjugate likelihood.
 
     The model is ``z ~ CRP(alpha, discount)`` (two-parameter Chinese
@@ -41,10 +35,6 @@ class DPMixture(_BaseGibbs):
 
     Parameters
     ----------
-    alpha : float, default=1.0
-        Concentration (``> 0``): larger values favour more clusters.
-    discount : float, default=0.0
-        Pitman-Yor discount ``d`` in ``[0, 1)``; 0 gives the Dirichlet process.
     likelihood : {'gaussian', 'diagonal', 'bernoulli', 'multinomial'} or ClusterLikelihood, \
 default='gaussian'
         Cluster model: ``'gaussian'`` = :class:`~sklearn_trellis.models.NormalInverseWishart`
@@ -53,6 +43,10 @@ default='gaussian'
         ``'multinomial'`` = :class:`~sklearn_trellis.models.DirichletMultinomial` (counts),
         or an instance (its hyperparameters are tunable as ``likelihood__<name>``).
         Priors left at ``None`` take the data-dependent defaults documented per class.
+    alpha : float, default=1.0
+        Concentration (``> 0``): larger values favour more clusters.
+    discount : float, default=0.0
+        Pitman-Yor discount ``d`` in ``[0, 1)``; 0 gives the Dirichlet process.
     n_sweeps : int, default=400
         Gibbs sweeps per chain (each: one scan over all items plus
         ``n_split_merge`` split-merge proposals). In exact mode, the number of
@@ -77,8 +71,15 @@ default='gaussian'
         Chains run in parallel through joblib (``sklearn.utils.parallel``), so
         ``joblib.parallel_config(backend="dask")`` runs them on a Dask cluster.
     method : {'auto', 'gibbs', 'exact'}, default='auto'
-        ``'exact'`` enumerates all partitions with the exact trellis
-        (``n <= max_exact_size``); ``'auto'`` uses it when ``n`` is that small.
+        ``'exact'`` computes the posterior exactly with the cluster trellis
+        (all partitions; ``n_samples <= max_exact_size``, ``alpha_prior=None``),
+        ``'gibbs'`` samples it; ``'auto'`` is exact when the likelihood
+        factorises over clusters, ``alpha_prior`` is None, the fit is not a
+        warm start and ``n_samples <= max_exact_size``.
+    max_exact_size : int, default=12
+        The size of the largest problem ``'auto'`` solves exactly; the size
+        is the number of samples (items), and the exact trellis is built for
+        at most that many.
     init : {'kmeans', 'one', 'singletons', 'random'} or array-like of shape (n_samples,), \
 default='kmeans'
         Starting partition of every chain: k-means with 10 clusters, one
@@ -88,13 +89,13 @@ default='kmeans'
     verbose : int, default=0
         Print sampler progress.
     warm_start : bool, default=False
-        If True and a Gibbs fit came before, its last state initialises the
-        next ``fit``. On the same data ``fit`` continues the stored chains for
-        ``n_sweeps`` more sweeps (no new burn-in) and appends the new samples
-        to ``samples_``. On new data (same number of rows) the likelihood is
-        refitted and every statistic recomputed from the new ``X``; the chains
-        start from the last partitions and concentrations, run a burn-in, and
-        the samples of the old data are dropped.
+        If True and a Gibbs fit came before, its chains go on. On the same data
+        ``fit`` continues them for ``n_sweeps`` more sweeps (no burn-in) and
+        appends the new samples to ``samples_``. On new data of the same shape
+        the likelihood is refitted and every statistic recomputed from the new
+        ``X``; each chain restarts from its last partition and concentration,
+        runs a burn-in, and the samples of the old data are dropped. Data of
+        another shape raises a ValueError.
     n_prior_components : int, default=None
         If set, use the finite Dirichlet-multinomial prior with this many
         components (``discount`` must be 0) instead of the CRP.
@@ -103,8 +104,6 @@ default='kmeans'
         the CRP, slice sampling otherwise).
     n_split_merge : int, default=10
         Split-merge proposals per sweep (sequentially allocated, Dahl 2003).
-    max_exact_size : int, default=12
-        Largest ``n`` for exact inference.
     point_estimate : {'vi', 'binder', 'omari', 'nvi', 'nid', 'omari_approx', 'vi_lb', 'map'}, \
             default='vi'
         How ``labels_`` summarises the posterior: the clustering of smallest
@@ -148,6 +147,11 @@ default='kmeans'
         ``P(K = k)`` for ``k = 1..n_samples`` (exact, or sample frequencies).
     method_ : str
         ``'exact'`` or ``'gibbs'``.
+    approximation_ : str or None
+        None for an exact fit; for a Gibbs fit, says so ("Gibbs sampling: ..."
+        with the number of kept samples and chains).
+    interrupted_ : bool
+        True when a Ctrl-C ended sampling early (the samples so far are kept).
     model_ : ClusterLikelihood
         The fitted cluster model: the likelihood of ``likelihood`` fitted to
         ``X`` (resolved hyperparameters; for learned ones, the values the
@@ -215,17 +219,18 @@ default='kmeans'
         "point_estimate": [StrOptions({"map", *LOSSES})],
     }
 
-    def __init__(self, alpha=1.0, discount=0.0, likelihood="gaussian", n_sweeps=400,
+    def __init__(self, likelihood="gaussian", *, alpha=1.0, discount=0.0, n_sweeps=400,
                  burn_in=None, thin=1, n_chains=1, n_jobs=None, method="auto",
-                 init="kmeans", random_state=None, verbose=0, warm_start=False,
-                 n_prior_components=None, alpha_prior=None, n_split_merge=10, max_exact_size=12,
+                 max_exact_size=12, init="kmeans", random_state=None, verbose=0,
+                 warm_start=False, n_prior_components=None, alpha_prior=None, n_split_merge=10,
                  point_estimate="vi"):
         super().__init__(n_sweeps=n_sweeps, burn_in=burn_in, thin=thin, n_chains=n_chains,
-                         n_jobs=n_jobs, method=method, init=init, random_state=random_state,
-                         verbose=verbose, warm_start=warm_start, max_exact_size=max_exact_size)
+                         n_jobs=n_jobs, method=method, max_exact_size=max_exact_size,
+                         random_state=random_state, verbose=verbose, warm_start=warm_start)
+        self.likelihood = likelihood
         self.alpha = alpha
         self.discount = discount
-        self.likelihood = likelihood
+        self.init = init
         self.n_prior_components = n_prior_components
         self.alpha_prior = alpha_prior
         self.n_split_merge = n_split_merge
@@ -236,28 +241,13 @@ default='kmeans'
         """The partition prior, after the checks across parameters (each parameter alone:
         ``_parameter_constraints``)."""
         self._check_burn_in()
-        if self.alpha_prior is not None:
-            if len(self.alpha_prior) != 2:
-                raise ValueError("alpha_prior must be a (shape, rate) pair.")
-            GammaHyperprior(*self.alpha_prior)
+        gamma_hyperprior(self.alpha_prior)
         return make_prior(self.alpha, self.discount, self.n_prior_components)
 
     def _init_labels(self, X, rng):
-        n = X.shape[0]
         if not isinstance(self.init, str):
-            labels = np.asarray(self.init)
-            if labels.shape != (n,) or not np.issubdtype(labels.dtype, np.integer):
-                raise ValueError(f"init labels must be an integer array of shape ({n},).")
-            return labels.astype(np.int64)
-        if self.init == "one":
-            return np.zeros(n, np.int64)
-        if self.init == "singletons":
-            return np.arange(n, dtype=np.int64)
-        if self.init == "random":
-            return rng.randint(max(1, int(np.sqrt(n))), size=n).astype(np.int64)
-        k = min(n, KMEANS_INIT_CLUSTERS)
-        return KMeans(n_clusters=k, n_init=1, random_state=rng.randint(2**31 - 1)).fit(
-            X).labels_.astype(np.int64)
+            return check_given_labels(self.init, X.shape[0])
+        return initial_labels(self.init, X, rng)
 
     # -- fitting ---------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
@@ -275,9 +265,9 @@ default='kmeans'
         """
         prior = self._make_prior()
         given = X
+        self._check_warm_shape(np.shape(X))
         X = validate_data(self, X, dtype=np.float64, reset=not self._has_chains())
         warm = self._warm_start_mode(X)
-        self._remember_data(X)
         rng = check_random_state(self.random_state)
         n = X.shape[0]
         if warm != "continue":  # the data-dependent priors follow the new data
@@ -302,7 +292,7 @@ default='kmeans'
         self._check_exact_size(data.shape[0])
         posterior = GridMarginalPosterior(self.prior_, self.model_,
                                           self.max_exact_size).fit(data)
-        self.method_ = "exact"
+        self._set_method("exact")
         self.log_marginal_likelihood_ = posterior.log_marginal_likelihood
         self.samples_, points = posterior.sample(self.n_sweeps, rng)
         self.samples_ = self.samples_.astype(np.int32)
@@ -323,7 +313,7 @@ default='kmeans'
     def _fit_gibbs(self, X, data, rng, warm):
         n = X.shape[0]
         self._check_samples_memory(n, len(self._chains.states) if warm else self.n_chains, warm)
-        hyper = None if self.alpha_prior is None else GammaHyperprior(*self.alpha_prior)
+        hyper = gamma_hyperprior(self.alpha_prior)
         record = gibbs.record_params if self.model_.resamples_hyperparameters else None
         kwargs = dict(n_sweeps=self.n_sweeps, burn_in=self._burn_in(warm), thin=self.thin,
                       n_split_merge=self.n_split_merge, hyperprior=hyper,

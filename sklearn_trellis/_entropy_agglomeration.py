@@ -7,12 +7,12 @@ from sklearn.base import BaseEstimator, ClusterMixin, _fit_context
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import validate_data
 
-from ._core.trees import cut_children
+from ._hierarchy_mixin import HierarchyMixin
 from .summaries._input import as_sample_set, is_block_list_format
 from .summaries.agglomeration import entropy_agglomeration_tree
 
 
-class EntropyAgglomeration(ClusterMixin, BaseEstimator):
+class EntropyAgglomeration(HierarchyMixin, ClusterMixin, BaseEstimator):
     """Entropy agglomeration (EA) of a sample set of partitions or feature allocations.
 
     Fidaner & Cemgil (2013, Section 5): start from the singletons
@@ -37,8 +37,9 @@ class EntropyAgglomeration(ClusterMixin, BaseEstimator):
         Number of clusters of the flat cut ``labels_`` (the partition after
         ``n - n_clusters`` merges). ``None`` requires ``distance_threshold``.
     distance_threshold : float or None, default=None
-        If given (and ``n_clusters=None``), ``labels_`` is the partition
-        before the first merge whose entropy exceeds it.
+        If given (and ``n_clusters=None``), ``labels_`` keeps the merges whose
+        entropy is below it: every merge at least that high is undone, as in
+        :class:`sklearn.cluster.AgglomerativeClustering`.
 
     Attributes
     ----------
@@ -123,7 +124,7 @@ class EntropyAgglomeration(ClusterMixin, BaseEstimator):
         "distance_threshold": [Interval(Real, 0, None, closed="left"), None],
     }
 
-    def __init__(self, n_clusters=2, distance_threshold=None):
+    def __init__(self, n_clusters=2, *, distance_threshold=None):
         self.n_clusters = n_clusters
         self.distance_threshold = distance_threshold
 
@@ -157,35 +158,20 @@ class EntropyAgglomeration(ClusterMixin, BaseEstimator):
         -------
         self : EntropyAgglomeration
         """
-        if (self.n_clusters is None) == (self.distance_threshold is None):
-            raise ValueError("Exactly one of n_clusters and distance_threshold must be None, "
-                             f"got n_clusters={self.n_clusters!r} and "
-                             f"distance_threshold={self.distance_threshold!r}.")
+        self._check_cut_parameters()
         sample_set = self._read_samples(X)
-        n = sample_set.n_elements
-        if self.n_clusters is not None and self.n_clusters > n:
-            raise ValueError(f"n_clusters={self.n_clusters} exceeds the number of elements "
-                             f"n={n} (the columns of the sample set).")
+        self._check_n_clusters(sample_set.n_elements, what="elements")
         children, distances, counts, cooccurrence = entropy_agglomeration_tree(sample_set)
-        self.children_ = children
-        self.distances_ = np.maximum.accumulate(distances) if distances.size else distances
+        # Concavity makes the entropies non-decreasing; the running maximum removes
+        # floating-point dips (see Notes).
+        heights = np.maximum.accumulate(distances) if distances.size else distances
+        self._set_tree(children, heights)
         self.counts_ = counts
-        self.n_leaves_ = n
-        self.n_connected_components_ = 1
         self.n_samples_fit_ = sample_set.n_samples
         self.cooccurrence_ = cooccurrence / sample_set.n_samples
-        length = max(n, sample_set.max_blocks) + 1
+        length = max(sample_set.n_elements, sample_set.max_blocks) + 1
         self.n_clusters_histogram_ = (np.bincount(sample_set.n_blocks, minlength=length)
                                       / sample_set.n_samples)
-        self.linkage_matrix_ = np.column_stack(
-            [children.astype(np.float64), self.distances_, counts.astype(np.float64)])
-        if self.n_clusters is not None:
-            n_merges = n - self.n_clusters
-        else:
-            above = np.flatnonzero(self.distances_ > self.distance_threshold)
-            n_merges = int(above[0]) if above.size else n - 1
-        self.labels_ = cut_children(children, n, n - n_merges)
-        self.n_clusters_ = int(self.labels_.max()) + 1
         return self
 
     def __sklearn_tags__(self):

@@ -4,7 +4,7 @@ import functools
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import _fit_context
+from sklearn.base import ClusterMixin, _fit_context
 from sklearn.metrics import pairwise_distances
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -13,7 +13,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._core.budget import check_memory, rows_or_zero
 from ._core.pairwise import check_square_symmetric
-from ._gibbs_base import _BaseGibbs, predictive_picks
+from ._gibbs_base import _BaseGibbs, check_given_labels, predictive_picks
 from .engines.exact.trellis_for_model import trellis_for_model
 from .engines.gibbs import sampler as gibbs
 from .models.priors import make_prior
@@ -31,8 +31,8 @@ MAX_SUM = 1e306
 MIN_SQUARED_DISTANCE = 1e-300
 
 
-def _theta_and_alpha_mean(likelihood, state):
-    """``record`` of the chains: ``theta`` and ``E[alpha]`` at each kept sample (``O(K)``)."""
+def _theta_and_scale_mean(likelihood, state):
+    """``record`` of the chains: ``theta`` and ``E[scale]`` at each kept sample (``O(K)``)."""
     theta = float(state.params[0])
     active = state.active[:state.meta[0]]
     return theta, likelihood.alpha_mean(state.stats[active, 0], state.stats[active, 1], theta)
@@ -73,22 +73,22 @@ def _data_scale(dist):
     return scale if scale > 0 and np.isfinite(scale) else 1.0
 
 
-class FastTIWD(_BaseGibbs):
+class FastTIWD(ClusterMixin, _BaseGibbs):
     """Bayesian partitioning of a squared-distance matrix (fastTIWD), ``O(n^2)`` per Gibbs sweep.
 
     The n objects are assumed to have inner products ``S ~ W_d(Sigma)``
     (central Wishart, ``d`` degrees of freedom) with block covariance
-    ``Sigma = alpha (I + theta B)``, ``B`` the unknown partition matrix, and a
+    ``Sigma = scale (I + theta B)``, ``B`` the unknown partition matrix, and a
     Dirichlet-multinomial prior with ``k`` blocks (or its Ewens / CRP limit) on
     ``B``. Distances only determine ``S`` up to a translation; fastTIWD fixes
     one representative ``S* = -Q D Q^T / 2`` with ``Q`` built from a tree
     estimate of ``Sigma`` (single linkage by default, developer notes, fastTIWD (f)), in ``O(n^2)``.
-    ``alpha`` is integrated out under an inverse-gamma prior, ``theta`` is
+    ``scale`` is integrated out under an inverse-gamma prior, ``theta`` is
     sampled on a grid after every sweep, and a collapsed Gibbs sampler (the
     shared engine of :mod:`sklearn_trellis.engines.gibbs`) resamples each object's
     block from its exact conditional in ``O(n + K)`` (Adametz & Roth 2011).
 
-    With ``alpha`` and ``theta`` both fixed the posterior factorises over
+    With ``scale`` and ``theta`` both fixed the posterior factorises over
     blocks; for ``n <= max_exact_size`` ``method='exact'`` then computes it
     exactly with the cluster trellis (all ``Bell(n)`` partitions).
 
@@ -111,22 +111,23 @@ class FastTIWD(_BaseGibbs):
         the posterior sharper (an annealing schedule can be run with
         ``warm_start``). ``'auto'``: the moment estimate of
         :func:`~sklearn_trellis.models.wishart.estimate_dof` on ``S*``.
-    concentration : float, default=1.0
-        Dirichlet rate ``xi`` of the partition prior (CRP concentration when
-        ``n_blocks=None``); smaller values favour fewer blocks.
+    alpha : float, default=1.0
+        Concentration of the partition prior: the Dirichlet rate ``xi`` (CRP
+        concentration when ``n_blocks=None``); smaller values favour fewer blocks.
     n_blocks : int or None, default=None
         Number of population blocks ``k`` of the Dirichlet-multinomial prior
         (at most ``k`` clusters); ``None`` is the Ewens / CRP limit ``k = inf``.
     r0, s0 : float, default=0.01
-        Inverse-gamma prior ``alpha ~ Inv-Gamma(r0 d / 2, s0 d / 2 * data_scale_)``;
-        both 0 give the improper ``1 / alpha`` prior. ``s0`` is *relative to the
+        Inverse-gamma prior ``scale ~ Inv-Gamma(r0 d / 2, s0 d / 2 * data_scale_)``;
+        both 0 give the improper ``1 / scale`` prior. ``s0`` is *relative to the
         data's scale*: it is multiplied by ``data_scale_``, the mean squared
         distance between distinct objects, so that ``fit(c * D)`` gives the same
         partition as ``fit(D)`` for any ``c > 0`` (the posterior over partitions
-        is then unit free; ``alpha`` and the variances reported are in the
+        is then unit free; ``scale`` and the variances reported are in the
         data's units and scale with ``c``).
-    alpha : float or None, default=None
-        ``None`` integrates ``alpha`` out; a number holds it fixed (needed,
+    scale : float or None, default=None
+        The Wishart scale of ``Sigma``: ``None`` integrates it out; a number
+        holds it fixed (needed,
         with ``theta``, for exact inference).
     theta : float or None, default=None
         ``None`` samples ``theta`` on ``theta_grid`` every sweep; a number holds it fixed.
@@ -146,10 +147,14 @@ default='singletons'
         (the "theta-collapse trap" of the developer notes). With finite ``n_blocks``,
         ``'singletons'`` starts from uniform random labels among the ``n_blocks``.
     method : {'auto', 'gibbs', 'exact'}, default='auto'
-        ``'exact'`` needs ``alpha`` and ``theta`` fixed and ``n <= max_exact_size``;
-        ``'auto'`` uses it when those hold.
+        ``'exact'`` computes the posterior exactly with the cluster trellis (it
+        needs ``scale`` and ``theta`` fixed and ``n_samples <= max_exact_size``),
+        ``'gibbs'`` samples it; ``'auto'`` is exact when those hold and the fit
+        is not a warm start.
     max_exact_size : int, default=12
-        Largest ``n`` for exact inference.
+        The size of the largest problem ``'auto'`` solves exactly; the size
+        is the number of objects, and the exact trellis is built for at most
+        that many.
     dtype : {'float64', 'float32'}, default='float64'
         Precision of the stored ``S*``; ``'float32'`` halves its memory (the
         sums of the sampler are accumulated in float64).
@@ -161,14 +166,14 @@ default='singletons'
     verbose : int, default=0
         Print sampler progress (about ten lines per chain).
     warm_start : bool, default=False
-        If True and the estimator is fitted, the last state of each chain
-        initialises the next ``fit``. On the same data ``fit`` continues the
-        stored chains for ``n_sweeps`` more sweeps (no new burn-in, the stored
-        ``S*`` is reused) and appends the new samples; ``dof`` may be changed in
-        between (annealing). On new data (same number of objects) ``S*`` and
-        every statistic are recomputed from the new ``X``, the chains start
-        from the last partitions (and ``theta``), run a burn-in, and the
-        samples of the old data are dropped.
+        If True and a Gibbs fit came before, its chains go on. On the same
+        data ``fit`` continues them for ``n_sweeps`` more sweeps (no burn-in,
+        the stored ``S*`` is reused) and appends the new samples; ``dof`` may
+        be changed in between (annealing). On new data of the same shape
+        ``S*`` and every statistic are recomputed from the new ``X``; each
+        chain restarts from its last partition (and ``theta``), runs a
+        burn-in, and the samples of the old data are dropped. Data of another
+        shape raises a ValueError.
 
     Attributes
     ----------
@@ -180,31 +185,31 @@ default='singletons'
         Kept partitions of all chains (chain after chain).
     log_joints_ : ndarray of shape (n_kept,)
         ``log p(B, theta | S*)`` of each kept sample, up to one additive
-        constant (``alpha`` integrated out; with ``alpha`` fixed, ``log p(B, S* | alpha, theta)``).
+        constant (``scale`` integrated out; with ``scale`` fixed, ``log p(B, S* | scale, theta)``).
     theta_samples_ : ndarray of shape (n_kept,)
         ``theta`` at each kept sample.
-    alpha_means_ : ndarray of shape (n_kept,)
-        Posterior mean of ``alpha`` given each kept sample and its ``theta``
-        (``alpha`` if fixed).
-    alpha_posterior_ : dict
-        For ``labels_``: ``alpha | B, theta, S* ~ Inv-Gamma(shape, scale)``
+    scale_means_ : ndarray of shape (n_kept,)
+        Posterior mean of ``scale`` given each kept sample and its ``theta``
+        (``scale`` if fixed).
+    scale_posterior_ : dict
+        For ``labels_``: ``scale | B, theta, S* ~ Inv-Gamma(shape, scale)``
         with keys ``'shape'``, ``'scale'``, ``'mean'``, ``'std'``, and
         ``'beta_mean'`` = ``theta * mean`` (the between-block variance
-        ``beta``). ``alpha`` is one variance shared by all blocks (eq. 4).
-    block_alpha_means_ : ndarray of shape (n_clusters_,)
+        ``beta``). ``scale`` is one variance shared by all blocks (eq. 4).
+    block_scale_means_ : ndarray of shape (n_clusters_,)
         Per cluster of ``labels_``, a diagnostic: the posterior mean of a
-        within-block variance ``alpha_b`` that only that block's entries of
+        within-block variance ``scale_b`` that only that block's entries of
         ``S*`` inform (same inverse-gamma prior, ``theta`` of ``labels_``),
         ``(d/2)(T_b + s0) / ((n_b + r0) d / 2 - 1)`` with ``T_b = tr S*_bb -
         theta Sbar_b / (1 + n_b theta)``. Blocks much looser than
-        ``alpha_posterior_['mean']`` fit the shared-``alpha`` model poorly.
+        ``scale_posterior_['mean']`` fit the shared-``scale`` model poorly.
     pairwise_marginals_ : ndarray of shape (n_samples, n_samples) or None
         Posterior co-clustering probabilities (exact, or sample frequencies);
         None when ``n_samples > 3000``.
     n_clusters_distribution_ : ndarray of shape (n_samples,)
         ``P(K = k)`` for ``k = 1..n_samples``.
     log_marginal_likelihood_ : float or None
-        Exact mode: ``log p(S* | alpha, theta)`` up to the Wishart terms in
+        Exact mode: ``log p(S* | scale, theta)`` up to the Wishart terms in
         ``S*`` only. Gibbs mode: None.
     inner_products_ : ndarray of shape (n_samples, n_samples)
         The normalised ``S*`` the model partitions.
@@ -217,6 +222,12 @@ default='singletons'
         Conjugate-gradient iterations of the tree normalisation.
     method_ : str
         ``'exact'`` or ``'gibbs'``.
+    approximation_ : str or None
+        None for an exact fit; for a Gibbs fit, says so ("Gibbs sampling: ..."
+        with the number of kept samples and chains).
+    model_ : WishartBlockLikelihood or WishartBlockModel
+        The fitted model of ``S*``: the likelihood the sampler ran on, or (exact
+        mode) the block model the trellis enumerated.
     interrupted_ : bool
         True when a Ctrl-C ended sampling early (the samples so far are kept).
     n_features_in_ : int
@@ -255,11 +266,11 @@ default='singletons'
         **_BaseGibbs._parameter_constraints,
         "metric": [StrOptions({"precomputed", "sqeuclidean"})],
         "dof": [StrOptions({"auto"}), Interval(Real, 0, np.inf, closed="neither")],
-        "concentration": [Interval(Real, 0, np.inf, closed="neither")],
+        "alpha": [Interval(Real, 0, np.inf, closed="neither")],
         "n_blocks": [Interval(Integral, 1, None, closed="left"), None],
         "r0": [Interval(Real, 0, np.inf, closed="left")],
         "s0": [Interval(Real, 0, np.inf, closed="left")],
-        "alpha": [Interval(Real, 0, np.inf, closed="neither"), None],
+        "scale": [Interval(Real, 0, np.inf, closed="neither"), None],
         "theta": [Interval(Real, 0, np.inf, closed="neither"), None],
         "theta_grid": ["array-like", None],
         "normalization": [StrOptions(set(NORMALIZATIONS))],
@@ -267,21 +278,22 @@ default='singletons'
         "dtype": [StrOptions({"float64", "float32"}), type, np.dtype],
     }
 
-    def __init__(self, metric="precomputed", n_sweeps=200, burn_in=None, thin=1, dof="auto",
-                 concentration=1.0, n_blocks=None, r0=0.01, s0=0.01, alpha=None, theta=None,
+    def __init__(self, metric="precomputed", *, n_sweeps=200, burn_in=None, thin=1, dof="auto",
+                 alpha=1.0, n_blocks=None, r0=0.01, s0=0.01, scale=None, theta=None,
                  theta_grid=None, normalization="single", init="singletons", method="auto",
                  max_exact_size=12, dtype="float64", n_chains=1, n_jobs=None,
                  random_state=None, verbose=0, warm_start=False):
         super().__init__(n_sweeps=n_sweeps, burn_in=burn_in, thin=thin, n_chains=n_chains,
-                         n_jobs=n_jobs, method=method, init=init, random_state=random_state,
-                         verbose=verbose, warm_start=warm_start, max_exact_size=max_exact_size)
+                         n_jobs=n_jobs, method=method, max_exact_size=max_exact_size,
+                         random_state=random_state, verbose=verbose, warm_start=warm_start)
         self.metric = metric
         self.dof = dof
-        self.concentration = concentration
+        self.alpha = alpha
         self.n_blocks = n_blocks
         self.r0 = r0
         self.s0 = s0
-        self.alpha = alpha
+        self.scale = scale
+        self.init = init
         self.theta = theta
         self.theta_grid = theta_grid
         self.normalization = normalization
@@ -334,9 +346,7 @@ default='singletons'
         labels = known.copy()
         m = int(free.sum())
         if not isinstance(self.init, str):
-            init = np.asarray(self.init)
-            if init.shape != (n,) or not np.issubdtype(init.dtype, np.integer):
-                raise ValueError(f"init labels must be an integer array of shape ({n},).")
+            init = check_given_labels(self.init, n)
             labels[free] = n_classes + np.unique(init[free], return_inverse=True)[1]
         elif self.init == "one":
             labels[free] = n_classes
@@ -417,14 +427,15 @@ default='singletons'
         """
         self._check_combinations()
         self._check_memory(rows_or_zero(X))
+        self._check_warm_shape(np.shape(X))
         X = validate_data(self, X, dtype=[np.float64, np.float32],
                           reset=not self._has_chains())
-        warm = self._warm_start_mode(X)
         n = X.shape[0]
         if n < 2:
             raise ValueError(f"FastTIWD needs at least 2 samples, got n_samples={n}.")
         rng = check_random_state(self.random_state)
         clamped, known = self._known_labels(y, n)
+        warm = self._warm_start_mode(X)
         if warm:
             if not np.array_equal(clamped, self._clamped):
                 raise ValueError("warm_start needs the same known labels y as the previous fit.")
@@ -433,14 +444,13 @@ default='singletons'
         else:
             S = self._inner_products(X)
             self.inner_products_ = S
-        self._remember_data(X)
         self._clamped = clamped
         if not isinstance(self.dof, str):
             self.dof_ = float(self.dof)
         elif warm != "continue" or getattr(self, "_dof_is_estimate", False) is False:
             self.dof_ = estimate_dof(S)  # S* is unchanged by a continued fit: estimate once
         self._dof_is_estimate = isinstance(self.dof, str)
-        fixed = self.alpha is not None and self.theta is not None
+        fixed = self.scale is not None and self.theta is not None
         if self._use_exact(n, fixed and not warm):
             self._fit_exact(S, known, rng)
         else:
@@ -450,19 +460,19 @@ default='singletons'
 
     def _fit_exact(self, S, known, rng):
         n = S.shape[0]
-        if self.alpha is None or self.theta is None:
-            raise ValueError("method='exact' needs alpha and theta fixed (numbers): only "
+        if self.scale is None or self.theta is None:
+            raise ValueError("method='exact' needs scale and theta fixed (numbers): only "
                              "then does the posterior factorise over blocks.")
         self._check_exact_size(n)
-        model = WishartBlockModel(dof=self.dof_, alpha=self.alpha, theta=self.theta,
-                                  concentration=self.concentration,
+        model = WishartBlockModel(dof=self.dof_, alpha=self.scale, theta=self.theta,
+                                  concentration=self.alpha,
                                   n_blocks=self.n_blocks).fit(S)
+        self.model_ = model
         table = model.log_potential_table()
         if np.any(known >= 0):
             table = _class_constraint(table, known)
         trellis = trellis_for_model(model, table, max_items=self.max_exact_size)
-        self.method_ = "exact"
-        self.interrupted_ = False
+        self._set_method("exact")
         self._chains = None
         self.log_marginal_likelihood_ = (trellis.log_partition_function
                                          + model.log_potential_constant())
@@ -470,12 +480,12 @@ default='singletons'
         self.samples_ = trellis.sample(self.n_sweeps, rng).astype(np.int32)
         self.log_joints_ = np.array([model.log_potential(s) for s in self.samples_])
         self.theta_samples_ = np.full(self.n_sweeps, float(self.theta))
-        self.alpha_means_ = np.full(self.n_sweeps, float(self.alpha))
+        self.scale_means_ = np.full(self.n_sweeps, float(self.scale))
         self.pairwise_marginals_ = trellis.pairwise_marginals()
         self.n_clusters_distribution_ = trellis.n_clusters_distribution()
-        self.alpha_posterior_ = alpha_summary(float(self.theta), alpha=self.alpha)
+        self.scale_posterior_ = alpha_summary(float(self.theta), alpha=self.scale)
         sizes, sbars = block_statistics(S, self.labels_)
-        self.block_alpha_means_ = block_alpha_means(S, self.labels_, sizes, sbars,
+        self.block_scale_means_ = block_alpha_means(S, self.labels_, sizes, sbars,
                                                     float(self.theta), dof=self.dof_,
                                                     r0=self.r0, s0=self._s0())
 
@@ -487,9 +497,10 @@ default='singletons'
         self._check_samples_memory(S.shape[0], len(self._chains.states) if warm
                                    else self.n_chains, warm)
         likelihood = WishartBlockLikelihood(dof=self.dof_, r0=self.r0, s0=self._s0(),
-                                            alpha=self.alpha, theta=self.theta,
+                                            alpha=self.scale, theta=self.theta,
                                             theta_grid=self.theta_grid).fit(S)
-        prior = make_prior(self.concentration, n_components=self.n_blocks)
+        self.model_ = likelihood
+        prior = make_prior(self.alpha, n_components=self.n_blocks)
         data = likelihood.kernel_data(S)
         if warm == "continue":
             states = list(self._chains.states)
@@ -505,7 +516,7 @@ default='singletons'
         else:
             states = None
             inits = [self._init_labels(known, rng) for _ in range(self.n_chains)]
-        record = functools.partial(_theta_and_alpha_mean, likelihood)
+        record = functools.partial(_theta_and_scale_mean, likelihood)
         results = gibbs.run_chains(
             likelihood, prior, data, n_chains=len(states) if warm else self.n_chains,
             n_jobs=self.n_jobs, random_state=rng, init_labels=inits, states=states,
@@ -513,14 +524,14 @@ default='singletons'
             fixed=clamped if clamped.any() else None, verbose=self.verbose, record=record)
         chains = self._store_chains(results, likelihood, prior, record=record, warm=warm)
         self.theta_samples_ = np.array([t for t, _ in chains.records], dtype=np.float64)
-        self.alpha_means_ = np.array([a for _, a in chains.records], dtype=np.float64)
+        self.scale_means_ = np.array([a for _, a in chains.records], dtype=np.float64)
         best = self._best_sample()
         self.labels_ = self.samples_[best].astype(np.int64)
         theta = float(self.theta_samples_[best])
         sizes, sbars = block_statistics(data, self.labels_)
-        self.block_alpha_means_ = block_alpha_means(data, self.labels_, sizes, sbars, theta,
+        self.block_scale_means_ = block_alpha_means(data, self.labels_, sizes, sbars, theta,
                                                     dof=self.dof_, r0=self.r0, s0=self._s0())
-        self.alpha_posterior_ = likelihood.alpha_summary(sizes, sbars, theta)
+        self.scale_posterior_ = likelihood.alpha_summary(sizes, sbars, theta)
 
     def log_posterior(self, labels, theta=None):
         """``log p(B, theta | S*)`` (up to the constant of ``log_joints_``) of any partition.
@@ -545,9 +556,9 @@ default='singletons'
             theta = self.theta if self.theta is not None else self.theta_samples_[
                 self._best_sample()]
         likelihood = WishartBlockLikelihood(dof=self.dof_, r0=self.r0, s0=self._s0(),
-                                            alpha=self.alpha, theta=theta).fit(
+                                            alpha=self.scale, theta=theta).fit(
             self.inner_products_)
-        prior = make_prior(self.concentration, n_components=self.n_blocks)
+        prior = make_prior(self.alpha, n_components=self.n_blocks)
         data = likelihood.kernel_data(self.inner_products_)
         state = gibbs.new_state(likelihood, data, compact, prior.alpha)
         return gibbs.log_joint(state, likelihood, prior.kernel_params())
@@ -582,7 +593,7 @@ default='singletons'
         S = self.inner_products_
         n = S.shape[0]
         trace = float(np.trace(S, dtype=np.float64))
-        prior = make_prior(self.concentration, n_components=self.n_blocks)
+        prior = make_prior(self.alpha, n_components=self.n_blocks)
         clusters = ClusterSums(S, rows)   # clusters shared by samples are summed once
         for index in predictive_picks(self.samples_.shape[0]):
             z = np.unique(self.samples_[index], return_inverse=True)[1]
@@ -590,7 +601,7 @@ default='singletons'
             theta = float(self.theta_samples_[index])
             log_lik = new_item_log_likelihoods(
                 sizes, sbars, row_sums, self_products, trace, n, theta, dof=self.dof_,
-                r0=self.r0, s0=self.s0, alpha=self.alpha)
+                r0=self.r0, s0=self.s0, alpha=self.scale)
             log_prior = prior.log_predictive_weights(sizes) - np.log(n + prior.alpha)
             yield z, log_prior[None, :] + log_lik
 
@@ -603,7 +614,7 @@ default='singletons'
         distances to the fitted items under the fitted normalisation (the
         origin stays where ``S*`` put it), and its block is weighted by the
         partition prior's predictive weight times the Wishart likelihood
-        ratio (``alpha`` integrated out or fixed). A sample's cluster passes
+        ratio (``scale`` integrated out or fixed). A sample's cluster passes
         its probability to the clusters of ``labels_`` in proportion to
         their shared items; the samples are averaged. New items are scored
         one at a time (each against the fitted items only).
@@ -658,8 +669,8 @@ default='singletons'
 
         ``log p(S_x | S*)`` of the new item's row of inner products, up to the
         Wishart terms of the data alone (``log det S``, ``Gamma_n(d/2)``): they
-        depend on ``dof`` and the data only, so scores compare ``concentration``,
-        ``n_blocks``, ``theta``, ``alpha``, ``r0``/``s0`` and normalisations at a
+        depend on ``dof`` and the data only, so scores compare ``alpha``,
+        ``n_blocks``, ``theta``, ``scale``, ``r0``/``s0`` and normalisations at a
         fixed ``dof``, not different ``dof`` values.
 
         Parameters

@@ -1,9 +1,12 @@
-"""The shared base of the Gibbs estimators (``DPMixture``, ``FastTIWD``).
+"""The shared base of the four Gibbs estimators (DPMixture, FastTIWD, InfiniteBiclustering,
+CrossCat).
 
-Modelled on scikit-learn's ``_BaseKMeans``: the parameters both estimators
-have, their constraints, and the steps every fit shares (warm-start
-bookkeeping, choosing exact or Gibbs inference, pooling the chains, the
-sample summaries). The subclasses build their model and call the engines.
+Modelled on scikit-learn's ``_BaseKMeans``: the parameters every Gibbs
+estimator has and their constraints (chains, sweeps, burn-in, thinning, the
+exact-or-sampled switch, ``warm_start``), the steps every fit shares (the
+burn-in check and default, what ``warm_start`` does with the stored chains,
+choosing exact or Gibbs inference, ``method_`` / ``approximation_``) and the
+constants they share. The estimators build their model and call the engines.
 """
 
 import hashlib
@@ -11,18 +14,28 @@ from numbers import Integral
 
 import numpy as np
 from scipy.special import logsumexp
-from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.base import BaseEstimator
+from sklearn.cluster import KMeans
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._core.budget import check_memory
 from .engines.gibbs.chains import collect_chains, n_clusters_frequencies
+from .models.priors import GammaHyperprior
 from .summaries.occurrence import pairwise_cooccurrence
 
-#: Largest n for which ``pairwise_marginals_`` (an n x n matrix) is stored.
+#: Largest number of items (rows, columns) whose pairwise marginals (an n x n matrix) are stored.
 MAX_PAIRWISE_ITEMS = 3000
+
+#: Largest number of items for a loss-based point estimate: the losses of P (Binder from P,
+#: omARI.approx, VI.lb) hold an n x n float matrix, and the others' search work grows as
+#: n x samples. Above it, the kept sample of highest posterior density is used.
+MAX_LOSS_ESTIMATE_ITEMS = 10_000
 
 #: Kept samples (evenly spaced) that the predictive distributions average over.
 MAX_PREDICTIVE_SAMPLES = 25
+
+#: Number of k-means clusters of ``init='kmeans'``.
+KMEANS_INIT_CLUSTERS = 10
 
 
 def predictive_picks(n_kept):
@@ -63,11 +76,65 @@ def fingerprint(X):
     return (X.shape, X.dtype.str, digest)
 
 
-class _BaseGibbs(ClusterMixin, BaseEstimator):
-    """Base class of the estimators that sample partitions with the collapsed Gibbs engine.
+def initial_labels(init, X, rng, *, kmeans_clusters=None):
+    """Starting labels of the rows of ``X`` for a named ``init`` option.
 
-    Subclasses add their parameters to ``_parameter_constraints`` (including
-    ``init``, whose options differ) and implement ``fit``.
+    ``'one'``: one cluster; ``'singletons'``; ``'random'``: uniform labels among
+    ``sqrt(n)``; ``'kmeans'``: k-means with ``kmeans_clusters`` clusters
+    (default ``min(n, KMEANS_INIT_CLUSTERS)``) on ``X`` (no NaN).
+    """
+    n = X.shape[0]
+    if init == "one":
+        return np.zeros(n, np.int64)
+    if init == "singletons":
+        return np.arange(n, dtype=np.int64)
+    if init == "random":
+        return rng.randint(max(1, int(np.sqrt(n))), size=n).astype(np.int64)
+    k = min(n, KMEANS_INIT_CLUSTERS) if kmeans_clusters is None else kmeans_clusters
+    return KMeans(n_clusters=k, n_init=1, random_state=rng.randint(2**31 - 1)).fit(
+        X).labels_.astype(np.int64)
+
+
+def check_given_labels(labels, n, name="init"):
+    """Given starting labels as int64, after checking they are ``n`` integers."""
+    labels = np.asarray(labels)
+    if labels.shape != (n,) or not np.issubdtype(labels.dtype, np.integer):
+        raise ValueError(f"{name} labels must be an integer array of shape ({n},).")
+    return labels.astype(np.int64)
+
+
+def gamma_hyperprior(alpha_prior):
+    """The :class:`GammaHyperprior` of an ``alpha_prior`` ``(shape, rate)``, or None."""
+    if alpha_prior is None:
+        return None
+    if len(alpha_prior) != 2:
+        raise ValueError(f"alpha_prior must be a (shape, rate) pair, got {alpha_prior!r}.")
+    return GammaHyperprior(*alpha_prior)
+
+
+class _BaseGibbs(BaseEstimator):
+    """Base class of the estimators that sample partitions by Gibbs sampling.
+
+    It holds the parameters every Gibbs estimator has (keyword-only, after each
+    estimator's data-facing leading parameter): ``n_sweeps``, ``burn_in``,
+    ``thin``, ``n_chains``, ``n_jobs``, ``method``, ``max_exact_size``,
+    ``random_state``, ``verbose`` and ``warm_start``. Subclasses put
+    ``ClusterMixin`` or ``BiclusterMixin`` first in their bases, add their
+    parameters to ``_parameter_constraints`` and implement ``fit`` with the
+    steps below; they keep the final states of their chains in ``_chains``
+    (None after an exact fit).
+
+    ``warm_start`` means the same on all of them: on the data of the last
+    Gibbs fit the chains continue (no burn-in, the new samples appended); on
+    new data of the same shape each chain restarts from its last state (the
+    statistics recomputed from the new data, a burn-in, the old samples
+    dropped), as scikit-learn's ``warm_start`` reuses a solution as an
+    initialisation; data of another shape is refused.
+
+    ``method`` and ``max_exact_size`` mean the same on all of them:
+    ``'auto'`` computes the posterior exactly when exact inference applies and
+    the problem's size (defined by each estimator) is at most
+    ``max_exact_size``, and samples it otherwise.
     """
 
     _parameter_constraints: dict = {
@@ -77,25 +144,24 @@ class _BaseGibbs(ClusterMixin, BaseEstimator):
         "n_chains": [Interval(Integral, 1, None, closed="left")],
         "n_jobs": [Integral, None],
         "method": [StrOptions({"auto", "gibbs", "exact"})],
+        "max_exact_size": [Interval(Integral, 1, None, closed="left")],
         "random_state": ["random_state"],
         "verbose": [Interval(Integral, 0, None, closed="left")],
         "warm_start": ["boolean"],
-        "max_exact_size": [Interval(Integral, 1, None, closed="left")],
     }
 
-    def __init__(self, *, n_sweeps, burn_in, thin, n_chains, n_jobs, method, init,
-                 random_state, verbose, warm_start, max_exact_size):
+    def __init__(self, *, n_sweeps, burn_in, thin, n_chains, n_jobs, method, max_exact_size,
+                 random_state, verbose, warm_start):
         self.n_sweeps = n_sweeps
         self.burn_in = burn_in
         self.thin = thin
         self.n_chains = n_chains
         self.n_jobs = n_jobs
         self.method = method
-        self.init = init
+        self.max_exact_size = max_exact_size
         self.random_state = random_state
         self.verbose = verbose
         self.warm_start = warm_start
-        self.max_exact_size = max_exact_size
 
     # -- steps of fit ------------------------------------------------------------
     def _check_burn_in(self):
@@ -107,47 +173,60 @@ class _BaseGibbs(ClusterMixin, BaseEstimator):
         """True when ``warm_start`` is on and a Gibbs fit left chains to start from."""
         return bool(self.warm_start) and getattr(self, "_chains", None) is not None
 
-    def _warm_start_mode(self, X):
-        """How this fit uses the stored chains (``warm_start`` after a Gibbs fit).
+    def _check_warm_shape(self, shape):
+        """Refuse a warm start on data of another shape than the last fit's (call it before
+        the data is validated, so that this message comes first)."""
+        if self._has_chains() and tuple(shape) != self._data_fingerprint[0]:
+            raise ValueError(f"warm_start needs data of the previous fit's shape "
+                             f"{self._data_fingerprint[0]} (the same number of samples and "
+                             f"features), got {tuple(shape)}; set warm_start=False to start "
+                             "afresh.")
 
-        ``None``: a cold start. ``'continue'``: ``X`` is the data of the last
-        fit, the stored chains go on and their samples are kept.
-        ``'restart'``: new data; the chains' last states only *initialise* new
-        chains (statistics recomputed from ``X``, a burn-in, old samples
-        dropped), as scikit-learn's ``warm_start`` reuses a solution as an
-        initialisation. ``X`` is the validated data; call before
-        :meth:`_remember_data`.
+    def _warm_start_mode(self, data):
+        """How this fit uses the stored chains: ``None`` (a cold start), ``'continue'``
+        (``data`` is that of the last fit: the chains go on, their samples are kept) or
+        ``'restart'`` (new data of the same shape: the chains' last states only
+        initialise new chains). Data of another shape raises. ``data`` is the
+        validated data; the fingerprint of this fit's data is stored.
         """
-        if not self._has_chains():
-            return None
-        if fingerprint(X) == getattr(self, "_data_fingerprint", None):
-            return "continue"
-        n_before = self._chains.samples.shape[1]
-        if np.shape(X)[0] != n_before:
-            raise ValueError(f"warm_start needs the same number of samples as the previous "
-                             f"fit ({n_before}), got {np.shape(X)[0]}; set warm_start=False "
-                             "to start afresh.")
-        return "restart"
-
-    def _remember_data(self, X):
-        """Keep a fingerprint of the data of this fit (not the data: no reference to ``X``)."""
-        self._data_fingerprint = fingerprint(X)
+        self._check_warm_shape(data.shape)
+        current = fingerprint(data)
+        mode = None
+        if self._has_chains():
+            mode = "continue" if current == self._data_fingerprint else "restart"
+        self._data_fingerprint = current
+        return mode
 
     def _burn_in(self, warm):
         """Sweeps to discard: none when continuing chains, else ``burn_in`` (default half)."""
-        if warm == "continue" or warm is True:
+        if warm == "continue":
             return 0
         return self.n_sweeps // 2 if self.burn_in is None else self.burn_in
 
-    def _use_exact(self, n_samples, exact_possible):
-        """``method='exact'``, or ``'auto'`` when exact inference applies to ``n_samples``."""
+    def _use_exact(self, size, exact_applies):
+        """``method='exact'``, or ``'auto'`` when exact inference applies and ``size`` (the
+        estimator's measure of the problem) is at most ``max_exact_size``."""
         return self.method == "exact" or (
-            self.method == "auto" and exact_possible and n_samples <= self.max_exact_size)
+            self.method == "auto" and exact_applies and size <= self.max_exact_size)
 
     def _check_exact_size(self, n_samples):
+        """Refuse exact inference beyond ``max_exact_size`` items (the trellis's size)."""
         if n_samples > self.max_exact_size:
             raise ValueError(f"method='exact' needs n_samples <= max_exact_size="
                              f"{self.max_exact_size}, got {n_samples}.")
+
+    def _set_method(self, method, *, n_kept=None, n_chains=None, interrupted=False):
+        """``method_``, ``approximation_`` and ``interrupted_`` of an exact or Gibbs fit."""
+        self.method_ = method
+        self.interrupted_ = bool(interrupted)
+        if method == "exact":
+            self.approximation_ = None
+            return
+        self.log_marginal_likelihood_ = None
+        self.approximation_ = (
+            f"Gibbs sampling: {n_kept} kept samples from {n_chains} chain(s); the point "
+            "estimate and every posterior summary are estimated from these samples"
+            + ("; interrupted by Ctrl-C" if interrupted else ""))
 
     def _check_samples_memory(self, n_items, n_chains, warm):
         """Refuse before sampling when the kept samples (int32, plus the co-clustering
@@ -164,18 +243,17 @@ class _BaseGibbs(ClusterMixin, BaseEstimator):
         """Pool the chains into the fitted attributes (appended to the stored ones when
         ``warm == 'continue'``; a ``'restart'`` on new data drops the old samples).
 
-        Sets ``samples_``, ``log_joints_``, ``interrupted_``, ``method_``,
-        ``log_marginal_likelihood_`` (None), ``pairwise_marginals_`` and
+        Sets ``samples_``, ``log_joints_``, ``pairwise_marginals_``,
+        :meth:`_set_method`'s attributes and
         ``n_clusters_distribution_``; returns the :class:`ChainSamples`.
         """
         chains = collect_chains(results, likelihood, prior, record=record,
                                 previous=self._chains if warm == "continue" else None)
         self._chains = chains
-        self.interrupted_ = chains.interrupted
-        self.method_ = "gibbs"
         self.samples_ = chains.samples
         self.log_joints_ = chains.log_joints
-        self.log_marginal_likelihood_ = None
+        self._set_method("gibbs", n_kept=self.samples_.shape[0], n_chains=len(chains.states),
+                         interrupted=chains.interrupted)
         n = self.samples_.shape[1]
         self.pairwise_marginals_ = (pairwise_cooccurrence(self.samples_)
                                     if n <= MAX_PAIRWISE_ITEMS else None)

@@ -3,42 +3,33 @@
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, BiclusterMixin, _fit_context
-from sklearn.cluster import KMeans
+from sklearn.base import BiclusterMixin, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array, validate_data
 
-from ._gibbs_base import fingerprint
+from ._core.labels import first_appearance_labels
+from ._gibbs_base import (KMEANS_INIT_CLUSTERS, MAX_LOSS_ESTIMATE_ITEMS, MAX_PAIRWISE_ITEMS,
+                          _BaseGibbs, check_given_labels, gamma_hyperprior, initial_labels)
 from .engines.exact.bicluster import ExactBiclusterPosterior, bell
 from .engines.exact.binder import bayes_estimate
 from .engines.gibbs import bicluster as engine
-from .models import CELL_MODELS, make_cell_model
-from .models.cells import _CellModel
-from .models.priors import CRP, GammaHyperprior
+from .models import CELL_MODELS, CellModel, make_cell_model
+from .models.priors import CRP
 from .summaries.occurrence import pairwise_cooccurrence
 from .summaries.point_estimates import LOSSES, point_estimate as _loss_point_estimate
 
-#: ``method='auto'`` enumerates exactly up to this many (row partition, column partition)
-#: pairs, ``Bell(n_rows) * Bell(n_columns)`` (6 x 5: 10,556).
-AUTO_EXACT_PAIRS = 20_000
-#: Largest number of rows / columns whose pairwise marginals (an n x n matrix) are stored.
-MAX_PAIRWISE_ITEMS = 3000
-#: Largest number of rows / columns for the loss-based point estimate (else the MAP sample).
-MAX_LOSS_ESTIMATE_ITEMS = 10_000
-#: Clusters of ``init='kmeans'`` on each side.
-KMEANS_INIT_CLUSTERS = 10
+#: Beyond this many rows (or columns) a side has more partitions than any exact run can
+#: enumerate (Bell(25) > 4e18), so ``Bell`` is not computed (it costs O(n**2) big integers).
+_BELL_CAP = 25
 
 
-def _first_appearance(labels):
-    """Labels ``0..K-1`` numbered in order of first appearance."""
-    _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
-    rank = np.empty(first.size, np.int64)
-    rank[np.argsort(first)] = np.arange(first.size)
-    return rank[inverse.ravel()]
+def partition_pairs(n_rows, n_columns):
+    """``Bell(n_rows) * Bell(n_columns)``: the size of the exact enumeration (capped)."""
+    return bell(min(n_rows, _BELL_CAP)) * bell(min(n_columns, _BELL_CAP))
 
 
-class InfiniteBiclustering(BiclusterMixin, BaseEstimator):
+class InfiniteBiclustering(BiclusterMixin, _BaseGibbs):
     """Dirichlet-process biclustering (the infinite relational model of one data matrix).
 
     Each row ``i`` has a cluster ``r_i`` and each column ``j`` a cluster
@@ -55,12 +46,13 @@ class InfiniteBiclustering(BiclusterMixin, BaseEstimator):
 
     Parameters
     ----------
-    cells : {'normal', 'bernoulli', 'poisson', 'categorical'} or cell model, default='normal'
+    likelihood : {'normal', 'bernoulli', 'poisson', 'categorical'} or cell model, \
+default='normal'
         The model of the entries of a block
         (:mod:`sklearn_trellis.models.cells`): Normal-Gamma for reals,
         Beta-Bernoulli for 0/1, Poisson-Gamma for counts, Dirichlet-categorical
         for codes ``0..k-1``; or an instance (hyperparameters tunable as
-        ``cells__<name>``). Its hyperparameters left at ``None`` are learned on
+        ``likelihood__<name>``). Its hyperparameters left at ``None`` are learned on
         grids (units-free defaults from all observed entries).
     alpha_rows, alpha_columns : float, default=1.0
         CRP concentrations of the row and column partitions (starting values
@@ -81,9 +73,14 @@ class InfiniteBiclustering(BiclusterMixin, BaseEstimator):
     n_jobs : int, default=None
         Chains in parallel through joblib.
     method : {'auto', 'gibbs', 'exact'}, default='auto'
-        ``'exact'`` enumerates all row partitions x column partitions
-        (``Bell(n_rows) * Bell(n_columns) <= 200,000``); ``'auto'`` does so
-        up to 20,000 pairs (6 rows x 5 columns) without ``alpha_prior``.
+        ``'exact'`` enumerates all row partitions x column partitions (at most
+        ``Bell(n_rows) * Bell(n_columns) = 200,000`` pairs, fixed
+        concentrations), ``'gibbs'`` samples them; ``'auto'`` is exact without
+        ``alpha_prior``, outside a warm start and up to ``max_exact_size`` pairs.
+    max_exact_size : int, default=20_000
+        The size of the largest problem ``'auto'`` solves exactly; the size is
+        the number of (row partition, column partition) pairs,
+        ``Bell(n_rows) * Bell(n_columns)`` (6 rows x 5 columns: 10,556).
     init : {'kmeans', 'one', 'singletons', 'random'} or tuple of two arrays, default='kmeans'
         Starting partitions of every chain: k-means with 10 clusters on the
         rows and on the columns (missing entries filled with column means for
@@ -100,10 +97,13 @@ default='vi'
     random_state : int, RandomState instance or None, default=None
     verbose : int, default=0
     warm_start : bool, default=False
-        Continue the stored chains for ``n_sweeps`` more sweeps (no burn-in)
-        when ``fit`` is called again on the same data, appending the samples.
-        On other data of the same shape the fit starts afresh (the chains'
-        statistics belong to the old data); another shape is refused.
+        If True and a Gibbs fit came before, its chains go on. On the same data
+        ``fit`` continues them for ``n_sweeps`` more sweeps (no burn-in) and
+        appends the new samples. On new data of the same shape the cell model
+        is refitted and every block statistic recomputed from the new ``X``;
+        each chain restarts from its last row and column partitions and
+        concentrations, runs a burn-in, and the samples of the old data are
+        dropped. Data of another shape raises a ValueError.
 
     Attributes
     ----------
@@ -128,8 +128,13 @@ default='vi'
         exact mode, which sums over them, or when they are fixed).
     log_marginal_likelihood_ : float or None
         Exact mode: ``log p(X)``. Gibbs: None.
-    cells_ : fitted cell model
+    model_ : fitted cell model
+        The cell model of ``likelihood`` fitted to ``X``.
     method_ : str
+        ``'exact'`` or ``'gibbs'``.
+    approximation_ : str or None
+        None for an exact fit; for a Gibbs fit, says so ("Gibbs sampling: ..."
+        with the number of kept samples and chains).
     interrupted_ : bool
     n_features_in_ : int
 
@@ -157,44 +162,30 @@ default='vi'
     """
 
     _parameter_constraints: dict = {
-        "cells": [StrOptions(set(CELL_MODELS)), _CellModel],
+        **_BaseGibbs._parameter_constraints,
+        "likelihood": [StrOptions(set(CELL_MODELS)), CellModel],
         "alpha_rows": [Interval(Real, 0, None, closed="neither")],
         "alpha_columns": [Interval(Real, 0, None, closed="neither")],
         "alpha_prior": ["array-like", None],
-        "n_sweeps": [Interval(Integral, 1, None, closed="left")],
-        "burn_in": [Interval(Integral, 0, None, closed="left"), None],
-        "thin": [Interval(Integral, 1, None, closed="left")],
-        "n_chains": [Interval(Integral, 1, None, closed="left")],
-        "n_jobs": [Integral, None],
-        "method": [StrOptions({"auto", "gibbs", "exact"})],
         "init": [StrOptions({"kmeans", "one", "singletons", "random"}), tuple],
         "n_split_merge": [Interval(Integral, 0, None, closed="left")],
         "point_estimate": [StrOptions({"map", *LOSSES})],
-        "random_state": ["random_state"],
-        "verbose": [Interval(Integral, 0, None, closed="left")],
-        "warm_start": ["boolean"],
     }
 
-    def __init__(self, cells="normal", alpha_rows=1.0, alpha_columns=1.0, alpha_prior=None,
-                 n_sweeps=200, burn_in=None, thin=1, n_chains=1, n_jobs=None, method="auto",
-                 init="kmeans", n_split_merge=10, point_estimate="vi", random_state=None,
-                 verbose=0, warm_start=False):
-        self.cells = cells
+    def __init__(self, likelihood="normal", *, alpha_rows=1.0, alpha_columns=1.0,
+                 alpha_prior=None, n_sweeps=200, burn_in=None, thin=1, n_chains=1, n_jobs=None,
+                 method="auto", max_exact_size=20_000, init="kmeans", n_split_merge=10,
+                 point_estimate="vi", random_state=None, verbose=0, warm_start=False):
+        super().__init__(n_sweeps=n_sweeps, burn_in=burn_in, thin=thin, n_chains=n_chains,
+                         n_jobs=n_jobs, method=method, max_exact_size=max_exact_size,
+                         random_state=random_state, verbose=verbose, warm_start=warm_start)
+        self.likelihood = likelihood
         self.alpha_rows = alpha_rows
         self.alpha_columns = alpha_columns
         self.alpha_prior = alpha_prior
-        self.n_sweeps = n_sweeps
-        self.burn_in = burn_in
-        self.thin = thin
-        self.n_chains = n_chains
-        self.n_jobs = n_jobs
-        self.method = method
         self.init = init
         self.n_split_merge = n_split_merge
         self.point_estimate = point_estimate
-        self.random_state = random_state
-        self.verbose = verbose
-        self.warm_start = warm_start
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -202,46 +193,23 @@ default='vi'
         return tags
 
     # -- validation ------------------------------------------------------------------
-    def _hyperprior(self):
-        if self.alpha_prior is None:
-            return None
-        if len(self.alpha_prior) != 2:
-            raise ValueError("alpha_prior must be a (shape, rate) pair.")
-        return GammaHyperprior(*self.alpha_prior)
-
-    def _check_burn_in(self):
-        if self.burn_in is not None and self.burn_in >= self.n_sweeps:
-            raise ValueError(f"burn_in must be < n_sweeps={self.n_sweeps}, got {self.burn_in}.")
-
-    def _init_side(self, X, option, rng):
-        n = X.shape[0]
-        if option == "one":
-            return np.zeros(n, np.int64)
-        if option == "singletons":
-            return np.arange(n, dtype=np.int64)
-        if option == "random":
-            return rng.randint(max(1, int(np.sqrt(n))), size=n).astype(np.int64)
+    def _init_side(self, X, rng):
+        if self.init != "kmeans":
+            return initial_labels(self.init, X, rng)
         observed = ~np.isnan(X)
         # column means of the observed entries (0 for an all-missing column), for k-means only
         means = np.where(observed, X, 0.0).sum(axis=0) / np.maximum(observed.sum(axis=0), 1)
         filled = np.where(observed, X, means)
         k = min(KMEANS_INIT_CLUSTERS, np.unique(filled, axis=0).shape[0])
-        return KMeans(n_clusters=k, n_init=1, random_state=rng.randint(2**31 - 1)).fit(
-            filled).labels_.astype(np.int64)
+        return initial_labels("kmeans", filled, rng, kmeans_clusters=k)
 
     def _init_labels(self, X, rng):
         if isinstance(self.init, tuple):
             if len(self.init) != 2:
                 raise ValueError("init must be a (row_labels, column_labels) pair.")
-            out = []
-            for labels, size, side in zip(self.init, X.shape, ("row", "column")):
-                labels = np.asarray(labels)
-                if labels.shape != (size,) or not np.issubdtype(labels.dtype, np.integer):
-                    raise ValueError(f"init {side} labels must be an integer array of shape "
-                                     f"({size},).")
-                out.append(labels.astype(np.int64))
-            return tuple(out)
-        return self._init_side(X, self.init, rng), self._init_side(X.T, self.init, rng)
+            return tuple(check_given_labels(labels, size, f"init {side}")
+                         for labels, size, side in zip(self.init, X.shape, ("row", "column")))
+        return self._init_side(X, rng), self._init_side(X.T, rng)
 
     # -- fitting ------------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
@@ -259,42 +227,31 @@ default='vi'
         self : InfiniteBiclustering
         """
         self._check_burn_in()
-        hyperprior = self._hyperprior()
-        warm = bool(self.warm_start) and getattr(self, "_states", None) is not None
+        hyperprior = gamma_hyperprior(self.alpha_prior)
+        self._check_warm_shape(np.shape(X))
         X = validate_data(self, X, dtype=np.float64, ensure_all_finite="allow-nan",
-                          reset=not warm)
-        if warm and X.shape != self._shape:
-            raise ValueError(f"warm_start needs data of the previous shape {self._shape}, got "
-                             f"{X.shape}.")
-        # The stored chains' block statistics belong to the data they ran on: on other
-        # data a warm start would score it with stale statistics, so it starts afresh.
-        warm = warm and fingerprint(X) == getattr(self, "_data_fingerprint", None)
+                          reset=not self._has_chains())
+        warm = self._warm_start_mode(X)
         rng = check_random_state(self.random_state)
-        if not warm:
-            self.cells_ = make_cell_model(self.cells).fit(X)
-        else:
-            self.cells_.check_values(X)
+        if warm == "continue":
+            self.model_.check_values(X)
+        else:  # the data-dependent hyperparameter grids follow the new data
+            self.model_ = make_cell_model(self.likelihood).fit(X)
         self.row_prior_ = CRP(self.alpha_rows)
         self.column_prior_ = CRP(self.alpha_columns)
-        n, d = X.shape
-        exact = self.method == "exact" or (
-            self.method == "auto" and not warm and hyperprior is None
-            and bell(n) * bell(d) <= AUTO_EXACT_PAIRS)
-        if exact:
+        if self._use_exact(partition_pairs(*X.shape), not warm and hyperprior is None):
             if hyperprior is not None:
                 raise ValueError("method='exact' needs fixed concentrations (alpha_prior=None).")
             self._fit_exact(X, rng)
         else:
             self._fit_gibbs(X, rng, hyperprior, warm)
-        self._shape = X.shape
-        self._data_fingerprint = fingerprint(X)
         self._set_biclusters()
         return self
 
     def _fit_exact(self, X, rng):
-        posterior = ExactBiclusterPosterior(self.cells_, self.row_prior_,
+        posterior = ExactBiclusterPosterior(self.model_, self.row_prior_,
                                             self.column_prior_).fit(X)
-        self.method_ = "exact"
+        self._set_method("exact")
         self.log_marginal_likelihood_ = posterior.log_marginal_likelihood
         rows, columns, log_joints = posterior.sample(self.n_sweeps, rng)
         self.row_samples_ = rows.astype(np.int32)
@@ -305,8 +262,7 @@ default='vi'
         self.row_pairwise_marginals_ = posterior.row_pairwise_marginals()
         self.column_pairwise_marginals_ = posterior.column_pairwise_marginals()
         self.hyperparameters_ = None
-        self.interrupted_ = False
-        self._states = None
+        self._chains = None
         if self.point_estimate == "map":
             self.row_labels_, self.column_labels_ = (labels.astype(np.int64)
                                                      for labels in posterior.map_pair())
@@ -321,16 +277,18 @@ default='vi'
     def _fit_gibbs(self, X, rng, hyperprior, warm):
         data = np.ascontiguousarray(X)
         data_t = np.ascontiguousarray(X.T)
-        blocks = engine.make_blocks(self.cells_, data, data_t)
-        burn_in = 0 if warm else (self.n_sweeps // 2 if self.burn_in is None else self.burn_in)
-        kwargs = dict(n_sweeps=self.n_sweeps, burn_in=burn_in, thin=self.thin,
+        blocks = engine.make_blocks(self.model_, data, data_t)
+        kwargs = dict(n_sweeps=self.n_sweeps, burn_in=self._burn_in(warm), thin=self.thin,
                       n_split_merge=self.n_split_merge, hyperprior=hyperprior,
                       verbose=self.verbose)
         if warm:
+            states = list(self._chains)
+            if warm == "restart":  # new data: the last partitions only initialise the chains
+                states = [engine.restart_state(state, blocks) for state in states]
             results = engine.run_bicluster_chains(
                 blocks, data, data_t, self.row_prior_, self.column_prior_,
-                n_chains=len(self._states), n_jobs=self.n_jobs, random_state=rng,
-                states=list(self._states), **kwargs)
+                n_chains=len(states), n_jobs=self.n_jobs, random_state=rng,
+                states=states, **kwargs)
         else:
             results = engine.run_bicluster_chains(
                 blocks, data, data_t, self.row_prior_, self.column_prior_,
@@ -339,7 +297,7 @@ default='vi'
         fields = ("row_samples", "column_samples", "log_joints", "alphas_rows",
                   "alphas_columns", "cell_params")
         pooled = {name: [getattr(r, name) for r in results] for name in fields}
-        if warm:
+        if warm == "continue":
             for name in fields:
                 pooled[name].insert(0, self._pooled[name])
         pooled = {name: np.concatenate(values) for name, values in pooled.items()}
@@ -353,17 +311,16 @@ default='vi'
             pooled["alphas_columns"] = np.array([s.alpha_columns for s in states])
             pooled["cell_params"] = np.array([s.cell_params for s in states])
         self._pooled = pooled
-        self._states = [r.state for r in results]
-        self.method_ = "gibbs"
-        self.interrupted_ = any(r.interrupted for r in results)
-        self.log_marginal_likelihood_ = None
+        self._chains = [r.state for r in results]
+        self._set_method("gibbs", n_kept=pooled["row_samples"].shape[0],
+                         n_chains=len(results), interrupted=any(r.interrupted for r in results))
         self.row_samples_ = pooled["row_samples"]
         self.column_samples_ = pooled["column_samples"]
         self.log_joints_ = pooled["log_joints"]
         self.alphas_rows_ = pooled["alphas_rows"]
         self.alphas_columns_ = pooled["alphas_columns"]
-        self.hyperparameters_ = (self.cells_.describe_params(pooled["cell_params"])
-                                 if self.cells_.resamples_hyperparameters else None)
+        self.hyperparameters_ = (self.model_.describe_params(pooled["cell_params"])
+                                 if self.model_.resamples_hyperparameters else None)
         self.row_pairwise_marginals_ = (pairwise_cooccurrence(self.row_samples_)
                                         if X.shape[0] <= MAX_PAIRWISE_ITEMS else None)
         self.column_pairwise_marginals_ = (pairwise_cooccurrence(self.column_samples_)
@@ -398,8 +355,8 @@ default='vi'
 
     def _set_biclusters(self):
         """``rows_`` / ``columns_``: every (row cluster, column cluster) block is a bicluster."""
-        self.row_labels_ = _first_appearance(self.row_labels_)
-        self.column_labels_ = _first_appearance(self.column_labels_)
+        self.row_labels_ = first_appearance_labels(self.row_labels_)
+        self.column_labels_ = first_appearance_labels(self.column_labels_)
         self.n_row_clusters_ = int(self.row_labels_.max()) + 1
         self.n_column_clusters_ = int(self.column_labels_.max()) + 1
         row_sets = self.row_labels_[None, :] == np.arange(self.n_row_clusters_)[:, None]

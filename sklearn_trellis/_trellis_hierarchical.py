@@ -15,40 +15,19 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils._available_if import available_if
 from sklearn.utils.validation import check_is_fitted, check_memory, validate_data
 
-from ._core.budget import HARD_MAX_ITEMS, check_exact_budget
 from ._core.budget import check_memory as check_memory_bytes
-from ._core.connectivity import (check_connectivity, connected_subset_masks,
-                                 window_union_connected)
-from ._core.family import ClusterFamily
-from ._core.merge_heights import (HEIGHT_LINKAGES, linkage_heights, linkage_matrix,
-                                  monotone_heights, order_by_height)
-from ._core.pairwise import upper_triangle
-from ._core.trees import check_tree, children_to_tree, cut_children, tree_to_children
+from ._core.connectivity import check_connectivity
+from ._core.merge_heights import (HEIGHT_LINKAGES, linkage_heights, monotone_heights,
+                                  order_by_height)
+from ._core.trees import check_tree, children_to_tree
 from ._core.validation import check_indices, check_option, check_scalar_param
+from ._hierarchy_mixin import HierarchyMixin
 from .engines.attachment import attachment_tree, cluster_attachment_proba, log_normalize
-from .engines.exact.hierarchical import BYTES_PER_SUBSET, ExactHierarchicalTrellis
 from .engines.map.search import beam_search_tree, greedy_tree
-from .engines.sparse.family_search import (MAX_BEAM_SEED_ITEMS, beam_trees,
-                                           constrained_linkage_trees, linkage_trees, seed_family)
+from .engines.planner import plan_hierarchical
+from .engines.sparse.family_search import MAX_BEAM_SEED_ITEMS
 from .engines.sparse.seeds import LINKAGES, OTHER_SEEDS, check_linkages
-from .engines.sparse.sparse_hierarchical import BYTES_PER_VERTEX, SparseHierarchicalTrellis
 from .models import ENERGIES, CallableEnergy, DasguptaEnergy, GinkgoEnergy, SplitModel
-
-#: Up to this N, ``method='perturb_and_map'`` perturbs every split of the full
-#: trellis (the powerset family: ``3**N / 2`` splits); beyond, the seed family's.
-MAX_POWERSET_PERTURB_ITEMS = 12
-
-#: Splits the refinement windows of the sparse trellis may add (about 100 bytes
-#: each); ``window_size`` is lowered for large N to stay within it.
-MAX_WINDOW_SPLITS = 20_000_000
-
-
-def check_memory_or_advise(n_bytes, what, way_out):
-    """:func:`check_memory` (refuse before allocating) with a way out in the message."""
-    try:
-        check_memory_bytes(n_bytes, what)
-    except ValueError as error:
-        raise ValueError(f"{error} To go on: {way_out}.") from None
 
 
 def _scores_likelihood(estimator):
@@ -57,7 +36,7 @@ def _scores_likelihood(estimator):
     return energy == "ginkgo" if isinstance(energy, str) else isinstance(energy, GinkgoEnergy)
 
 
-class TrellisHierarchical(ClusterMixin, BaseEstimator):
+class TrellisHierarchical(HierarchyMixin, ClusterMixin, BaseEstimator):
     """Hierarchical clustering with the distribution over binary trees, exact or sparse.
 
     A drop-in replacement of :class:`sklearn.cluster.AgglomerativeClustering`
@@ -426,11 +405,11 @@ default='all'
             return X
         n = X.shape[0]
         # The distances, and the energy's similarity matrix made from them.
-        check_memory_or_advise(16 * n * n, f"the ({n}, {n}) distance and similarity "
-                               "matrices of the energy",
-                               "give a connectivity graph (Dasgupta's energy then keeps "
-                               "O(edges) similarities), an energy on features (e.g. "
-                               "'ginkgo') or fewer samples")
+        check_memory_bytes(16 * n * n, f"the ({n}, {n}) distance and similarity matrices "
+                           "of the energy",
+                           way_out="To go on: give a connectivity graph (Dasgupta's energy "
+                                   "then keeps O(edges) similarities), an energy on features "
+                                   "(e.g. 'ginkgo') or fewer samples.")
         return pairwise_distances(X, metric=self.metric)
 
     def _edge_distances(self, X):
@@ -443,36 +422,6 @@ default='all'
             values = paired_distances(X[rows], X[cols], metric=self.metric)
         n = X.shape[0]
         return sparse.csr_matrix((values, (rows, cols)), shape=(n, n))
-
-    def _window_size(self, n):
-        """``window_size``, lowered for large N so the windows stay within
-        ``MAX_WINDOW_SPLITS`` splits (about ``3**w / 2`` per ``w - 1`` items)."""
-        size = int(self.window_size)
-        while size > 3 and n / (size - 1) * 3 ** size / 2 > MAX_WINDOW_SPLITS:
-            size -= 1
-        return size
-
-    def _engine(self, n, model):
-        """The trellis ``fit`` builds for N items.
-
-        ``'exact'`` (full trellis), ``'connected'`` (the trellis over every
-        connected subset of the connectivity graph: exact under the
-        constraint), ``'powerset'`` (perturb-and-MAP over all subsets) or
-        ``'sparse'``. ``max_exact_size`` guides ``'auto'`` only.
-        """
-        limit = self.max_exact_size
-        if isinstance(model, CallableEnergy):
-            limit = min(limit, model.max_items)   # one Python call per split
-        exact = "connected" if self._graph is not None else "exact"
-        if self.method == "exact":
-            return exact
-        if self.method == "sparse":
-            return "sparse"
-        if self.method == "perturb_and_map":
-            small = n <= min(limit, MAX_POWERSET_PERTURB_ITEMS)
-            return ("connected" if self._graph is not None else "powerset") if small \
-                else "sparse"
-        return exact if n <= limit else "sparse"
 
     def _full_tree(self, n):
         """scikit-learn's ``compute_full_tree`` rule: partial trees need connectivity."""
@@ -498,9 +447,7 @@ default='all'
         self : TrellisHierarchical
         """
         memory = check_memory(self.memory)
-        if (self.n_clusters is None) == (self.distance_threshold is None):
-            raise ValueError("Exactly one of n_clusters and distance_threshold has to be "
-                             "set, and the other needs to be None.")
+        self._check_cut_parameters()
         if self.distance_threshold is not None and not self.compute_full_tree:
             raise ValueError("compute_full_tree must be True if distance_threshold is set.")
         if self.linkage == "ward" and self.metric not in ("euclidean", "l2"):
@@ -511,138 +458,60 @@ default='all'
         if self.metric == "precomputed":
             self._check_precomputed(X)
         n = X.shape[0]
+        self._check_n_clusters(n)
         self._graph = None
-        self.n_connected_components_ = 1
+        n_components = 1
         if self.connectivity is not None:
-            self._graph, self.n_connected_components_ = check_connectivity(
-                self.connectivity, X, self.metric)
+            self._graph, n_components = check_connectivity(self.connectivity, X, self.metric)
         model = self._make_energy()
-        engine = self._engine(n, model)
-        if engine == "exact":
-            # Refuse before computing any N x N or 2**N table; max_exact_size only
-            # guides 'auto', so an explicit method='exact' runs whenever it fits.
-            limit = HARD_MAX_ITEMS if self.method == "exact" else self.max_exact_size
-            check_exact_budget(n, BYTES_PER_SUBSET + 16, max_items=limit,
-                               what="exact hierarchical trellis")
-        elif engine == "connected":
-            limit = HARD_MAX_ITEMS if self.method == "exact" else self.max_exact_size
-            check_exact_budget(n, 8, max_items=limit,
-                               what="enumeration of the connected subsets")
+        # The engine, refused before computing any N x N or 2**N table if it cannot fit.
+        plan = plan_hierarchical(n, model, method=self.method,
+                                 max_exact_size=self.max_exact_size,
+                                 connectivity=self._graph, window_size=self.window_size,
+                                 n_beam_trees=self.n_beam_trees,
+                                 n_perturbations=self.n_perturbations)
         self._X_fit = X
         self.n_leaves_ = n
         # Distances feed distance-based energies and the unconstrained seeds only.
-        needs_seeds = engine == "sparse"
         distances = None
         on_edges = self._graph is not None and isinstance(model, DasguptaEnergy)
         if on_edges:           # similarities on the graph's edges only: O(edges) memory
             distances = self._edge_distances(X)
-        elif model.input_kind != "features" or (needs_seeds and self._graph is None):
+        elif model.input_kind != "features" or (plan.needs_seeds and self._graph is None):
             distances = self._distances(X)
-        trees = None
-        if needs_seeds:
-            # Seeds before the model: the N x N distances can then be dropped as soon
-            # as the model has its similarities (N = 10,000: 800 MB each).
-            features = X if self.metric in ("euclidean", "l2") else None
-            if self._graph is not None:
-                trees = memory.cache(constrained_linkage_trees)(names, X, self._graph,
-                                                                self.metric)[0]
-            else:
-                trees = memory.cache(linkage_trees)(names, upper_triangle(distances),
-                                                    features)[0]
+        # Seeds before the model: the N x N distances can then be dropped as soon
+        # as the model has its similarities (N = 10,000: 800 MB each).
+        trees = plan.seed_trees(names, X, distances, self._graph, self.metric,
+                                cache=memory.cache)
         model.fit(X if model.input_kind == "features" else distances)
         del distances
         self.model_ = model
-        if engine == "exact":
-            self._fit_exact(model)
-        else:
-            self._fit_family(model, trees, engine)
+        self._set_trellis(plan.run(model, self.beta, seed_trees=trees,
+                                   connectivity=self._graph, random_state=self.random_state,
+                                   verbose=self.verbose))
         self._set_heights()
-        self._cut_tree()
+        self._set_tree(self._full_children, self._full_heights,
+                       n_connected_components=n_components)
+        self._report_tree()
         return self
 
-    def _fit_exact(self, model):
-        beta = float(self.beta)
-        split, params, stats = model.kernel_inputs(beta)
-        trellis = ExactHierarchicalTrellis(split, params, stats,
-                                           separable=model.separable_form(beta),
-                                           max_items=HARD_MAX_ITEMS).fit()
-        n = self.n_leaves_
-        self._trellis = trellis
-        self._perturbed_marginals = None
-        self.map_tree_ = trellis.map_tree
-        self.map_log_potential_ = trellis.map_log_potential
-        self.log_partition_function_ = trellis.log_partition_function
-        self.log10_sparsity_index_ = 0.0
-        self.n_trellis_vertices_ = (1 << n) - 1
-        self.map_is_exact_ = True
-        self.approximation_ = None
+    def _set_trellis(self, found):
+        """Copy the planner's run (:class:`~sklearn_trellis.engines.planner.HierarchicalFit`)."""
+        self._trellis = found.trellis
+        self._perturbed_marginals = found.perturbed_marginals
+        self.map_tree_ = found.map_tree
+        self.map_log_potential_ = found.map_log_potential
+        self.log_partition_function_ = found.log_partition_function
+        self.log10_sparsity_index_ = found.log10_sparsity_index
+        self.n_trellis_vertices_ = found.n_trellis_vertices
+        self.map_is_exact_ = found.map_is_exact
+        self.approximation_ = found.approximation
         # Rows by level for now (children first); _set_heights reorders them.
-        self._map_children = tree_to_children(trellis.map_tree, n)[0]
-        self._row_keys = None
-
-    def _connected_family(self):
-        """Every connected subset of the connectivity graph: the exact constrained trellis."""
-        n = self.n_leaves_
-        masks = connected_subset_masks(self._graph, n)
-        check_memory_or_advise(
-            BYTES_PER_VERTEX * masks.size + 8 * n * masks.size,
-            f"the trellis over the {masks.size:,} connected subsets",
-            "use method='sparse' or a sparser connectivity graph")
-        bits = np.arange(n)
-        clusters = [bits[(int(mask) >> bits) & 1 == 1] for mask in masks.tolist()]
-        return ClusterFamily.from_clusters(clusters, n)
-
-    def _fit_family(self, model, trees, engine):
-        n = self.n_leaves_
-        beta = float(self.beta)
-        graph = self._graph
-
-        def build(family, **budget):
-            allowed = None if graph is None else window_union_connected(family, graph)
-            try:
-                return SparseHierarchicalTrellis.from_model(family, model, beta,
-                                                            allowed_vertices=allowed,
-                                                            verbose=self.verbose,
-                                                            **budget).fit()
-            except ValueError as error:
-                if not str(error).startswith("Not enough memory"):
-                    raise
-                raise ValueError(f"{error} To go on: lower window_size, use fewer "
-                                 "seed_linkages or fewer samples.") from None
-
-        full = engine in ("powerset", "connected")
-        if full:
-            family = ClusterFamily.powerset(n) if engine == "powerset" \
-                else self._connected_family()
-            trellis = build(family)
-            notes = []
-        else:
-            # Beam search ignores the graph: with connectivity, the seeds are the
-            # constrained linkage trees only.
-            beams = [] if graph is not None else beam_trees(model, self.n_beam_trees, beta)
-            found = seed_family(build, trees + beams, n, window_size=self._window_size(n))
-            trellis, family = found.trellis, found.family
-            notes = [found.note("trees")]
-        self._trellis = trellis
-        self.map_log_potential_ = trellis.map_log_potential
-        self.log_partition_function_ = trellis.log_partition_function
-        self._map_children, _, self._row_keys = trellis.tree_children(
-            trellis.map_edges, return_vertices=True)
-        self.map_tree_ = children_to_tree(self._map_children.tolist(), n)
-        self.log10_sparsity_index_ = float(trellis.log10_sparsity_index)
-        self.n_trellis_vertices_ = int(family.n_vertices)
-        self.map_is_exact_ = full
-        self._perturbed_marginals = None
-        if self.method == "perturb_and_map":
-            _, self._perturbed_marginals = trellis.perturb_and_map(
-                int(self.n_perturbations), 1.0, random_state=self.random_state)
-            notes.append(f"cluster marginals estimated by perturb-and-MAP "
-                         f"({self.n_perturbations} Gumbel-perturbed MAP trees over "
-                         f"{'the full trellis' if full else 'the sparse trellis'})")
-        self.approximation_ = "; ".join(notes) if notes else None
+        self._map_children = found.map_children
+        self._row_keys = found.row_keys
 
     def _set_heights(self):
-        """``children_`` of the MAP tree by non-decreasing ``linkage`` height (data units)."""
+        """The full MAP tree by non-decreasing ``linkage`` height (data units)."""
         X = self._X_fit
         precomputed = self.metric == "precomputed"
         raw = linkage_heights(self._map_children, self.linkage,
@@ -655,28 +524,20 @@ default='all'
                                                                   heights)
         self._row_keys = None if self._row_keys is None else self._row_keys[order]
         self._row_order = order
-        self.linkage_matrix_ = linkage_matrix(self._full_children, self._full_heights)
 
-    def _cut_tree(self):
-        """``labels_``, ``n_clusters_``, ``children_`` and ``distances_`` from the MAP tree.
+    def _report_tree(self):
+        """``children_`` and ``distances_`` as scikit-learn reports them.
 
-        The one place where the tree is cut, as scikit-learn cuts its own: with
-        ``distance_threshold``, every merge at least that high is undone; with
-        ``n_clusters``, the ``n_clusters - 1`` highest merges. A partial tree
-        (``compute_full_tree``) keeps the ``N - n_clusters`` lowest merges.
+        :class:`HierarchyMixin` stored and cut the full MAP tree; a partial tree
+        (``compute_full_tree``) keeps the ``N - n_clusters`` lowest merges, and
+        ``distances_`` needs ``compute_distances`` or ``distance_threshold``.
         """
         n = self.n_leaves_
-        if self.distance_threshold is not None:
-            self.n_clusters_ = int(np.count_nonzero(
-                self._full_heights >= self.distance_threshold)) + 1
-        else:
-            self.n_clusters_ = int(self.n_clusters)
-        self.labels_ = cut_children(self._full_children, n, self.n_clusters_)
         rows = n - 1 if self._full_tree(n) else n - self.n_clusters_
-        self.children_ = self._full_children[:rows]
+        self.children_ = self.children_[:rows]
         if self.compute_distances or self.distance_threshold is not None:
-            self.distances_ = self._full_heights[:rows]
-        elif hasattr(self, "distances_"):
+            self.distances_ = self.distances_[:rows]
+        else:
             del self.distances_
         self._node_marginals = None
 
@@ -703,7 +564,6 @@ default='all'
         """
         check_is_fitted(self)
         if self._node_marginals is None:
-            rows = self.children_.shape[0]
             if self._row_keys is not None:           # sparse: one vertex per row
                 if self._perturbed_marginals is not None:
                     values = self._perturbed_marginals[self._row_keys]

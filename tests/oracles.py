@@ -132,6 +132,25 @@ def tree_clusters(tree):
     return out
 
 
+def is_connected(cluster, dense):
+    """Whether ``cluster`` (items) is connected in the boolean adjacency matrix ``dense``."""
+    cluster = list(cluster)
+    reached, stack = {cluster[0]}, [cluster[0]]
+    while stack:
+        i = stack.pop()
+        for j in cluster:
+            if dense[i, j] and j not in reached:
+                reached.add(j)
+                stack.append(j)
+    return len(reached) == len(cluster)
+
+
+def connected_trees(n, dense):
+    """Every binary tree on ``n`` items whose clusters are all connected in ``dense``."""
+    return [t for t in binary_trees(tuple(range(n)))
+            if all(is_connected(c, dense) for c in tree_clusters(t))]
+
+
 def tree_sibling_pairs(tree):
     """``(left, right)`` item tuples of every internal node (left holds the lowest item)."""
     out = []
@@ -458,6 +477,12 @@ def pairwise_losses(estimates, pairwise, loss, a=1.0, b=1.0):
     return np.array(out)
 
 
+def all_partitions_binder_losses(pairwise, a=1.0, b=1.0):
+    """``(partitions, losses)``: the expected Binder loss of every set partition."""
+    partitions = set_partitions(pairwise.shape[0])
+    return partitions, pairwise_losses(partitions, pairwise, "binder", a=a, b=b)
+
+
 def conjugate_log_marginal(lik, X):
     """``log m(X)`` of a fitted conjugate likelihood from its textbook formula (no kernel)."""
     from scipy.special import betaln, gammaln
@@ -474,3 +499,178 @@ def conjugate_log_marginal(lik, X):
         return float(coefficients + gammaln(beta.sum()) - gammaln(beta.sum() + counts.sum())
                      + np.sum(gammaln(beta + counts) - gammaln(beta)))
     return lik.log_marginal_closed_form(X)   # NormalInverseWishart, NormalGamma
+
+
+# -- partition posteriors, pair marginals, subset tables --------------------------------
+
+def partition_log_joints(n, log_prior, log_cluster):
+    """``log p(C) + sum_{B in C} log m(B)`` of every set partition ``C`` of ``n`` items.
+
+    ``log_prior(counts)`` takes the cluster sizes in label order,
+    ``log_cluster(members)`` the sorted item indices of one cluster (cached).
+    Returns ``(partitions, log_joint)``.
+    """
+    partitions = set_partitions(n)
+    cache = {}
+
+    def log_m(members):
+        key = tuple(members.tolist())
+        if key not in cache:
+            cache[key] = log_cluster(members)
+        return cache[key]
+
+    log_joint = np.array([
+        log_prior(np.bincount(row)) + sum(log_m(np.flatnonzero(row == c)) for c in np.unique(row))
+        for row in partitions])
+    return partitions, log_joint
+
+
+def correlation_pairwise_by_enumeration(w, beta):
+    """Pairwise marginals of correlation clustering by enumeration.
+
+    Each log-potential is summed exactly (math.fsum).
+    """
+    n = w.shape[0]
+    labelings, logs = [], []
+    for labels in itertools.product(range(n), repeat=n):
+        if any(labels[i] > max(labels[:i], default=-1) + 1 for i in range(n)):
+            continue  # not in canonical form
+        terms = [beta * (w[i, j] if labels[i] == labels[j] else -w[i, j])
+                 for i in range(n) for j in range(i + 1, n)]
+        labelings.append(labels)
+        logs.append(math.fsum(terms))
+    logs = np.array(logs)
+    p = np.exp(logs - logs.max())
+    p /= p.sum()
+    lab = np.array(labelings)
+    return np.einsum("t,tij->ij", p, lab[:, :, None] == lab[:, None, :])
+
+
+def subset_convolution(a, b, n_bits, op):
+    """Subset convolution: ``out[j]`` is the sum (``op=np.multiply``) or the maximum
+    (``op=np.add``) over the subsets ``t`` of ``j`` of ``op(a[t], b[j ^ t])``."""
+    out = np.empty(1 << n_bits)
+    for j in range(1 << n_bits):
+        values = [op(a[t], b[j ^ t]) for t in range(1 << n_bits) if t & j == t]
+        out[j] = sum(values) if op is np.multiply else max(values)
+    return out
+
+
+def flat_log_z_table(table, n):
+    """log Z of every subset by the lowest-item recursion, summing every term."""
+    log_z = np.zeros(1 << n)
+    for subset in range(1, 1 << n):
+        low = subset & -subset
+        rest = subset ^ low
+        terms, sub = [], rest
+        while True:
+            terms.append(table[sub | low] + log_z[rest ^ sub])
+            if sub == 0:
+                break
+            sub = (sub - 1) & rest
+        log_z[subset] = logsumexp(terms)
+    return log_z
+
+
+def min_over_bipartitions(m, score):
+    """Smallest ``score(mask)`` over all ``2^(m-1) - 1`` bipartitions of ``m`` items (itertools)."""
+    best = np.inf
+    for size in range(1, m):
+        for left in itertools.combinations(range(m), size):
+            mask = np.zeros(m, bool)
+            mask[list(left)] = True
+            best = min(best, score(mask))
+    return best
+
+
+def family_log_sum(items, allowed, value):
+    """``log sum`` over the partitions of ``items`` into allowed clusters of ``sum value(B)``."""
+    items = sorted(items)
+    local = {frozenset(items.index(i) for i in b) for b in allowed if b <= set(items)}
+    _, log_phi = family_partitions(len(items), local,
+                                   lambda b: value(frozenset(items[i] for i in b)))
+    return logsumexp(log_phi)
+
+
+# -- tree counts and split edges ----------------------------------------------------------
+
+def allowed_tree_count(n, allowed):
+    """Binary trees over ``n`` items whose every split ``allowed(left, right)`` (bitmasks), counted
+    by a plain big-integer recursion over subsets."""
+    count = {1 << i: 1 for i in range(n)}
+    for parent in range(1, 1 << n):
+        if parent & (parent - 1) == 0:
+            continue
+        low = parent & -parent
+        rest = parent ^ low
+        total = 0
+        sub = (rest - 1) & rest
+        while True:
+            left = sub | low
+            if allowed(left, parent ^ left):
+                total += count[left] * count[parent ^ left]
+            if sub == 0:
+                break
+            sub = (sub - 1) & rest
+        count[parent] = total
+    return count[(1 << n) - 1]
+
+
+def family_split_edges(members):
+    """``(S, L, S - L)`` vertex triples of every split within a family (frozensets ``members``)
+    with ``L`` holding the lowest item of ``S``."""
+    index = {m: v for v, m in enumerate(members)}
+    edges = set()
+    for s, S in enumerate(members):
+        low = min(S)
+        for L in members:
+            if low in L and L < S and (S - L) in index:
+                edges.add((s, index[L], index[S - L]))
+    return edges
+
+
+def family_tree_counts(members):
+    """Number of binary trees of each vertex whose nodes are all vertices (members in
+    children-before-parents order)."""
+    index = {m: v for v, m in enumerate(members)}
+    count = {}
+    for v, S in enumerate(members):
+        if len(S) == 1:
+            count[v] = 1
+            continue
+        low = min(S)
+        count[v] = sum(count[index[L]] * count[index[S - L]] for L in members
+                       if low in L and L < S and (S - L) in index)
+    return count
+
+
+# -- expected losses of every partition ---------------------------------------------------
+
+def _entropies(counts):
+    """Entropy (nats) of each row of a count array (last axis)."""
+    counts = counts.astype(float)
+    total = counts.sum(axis=-1, keepdims=True)
+    p = np.where(counts > 0, counts / total, 1.0)
+    return -(np.where(counts > 0, counts / total, 0.0) * np.log(p)).sum(axis=-1)
+
+
+def expected_losses_by_enumeration(samples, loss):
+    """Expected Binder (``loss="binder"``) or VI loss of every set partition against samples."""
+    n = samples.shape[1]
+    partitions = set_partitions(n)
+    if loss == "binder":
+        iu, ju = np.triu_indices(n, 1)
+        same_c = (partitions[:, iu] == partitions[:, ju]).astype(float)
+        same_s = (samples[:, iu] == samples[:, ju]).astype(float)
+        disagreements = same_c @ (1 - same_s).T + (1 - same_c) @ same_s.T
+        return partitions, disagreements.mean(axis=1)
+    # VI = 2 H(C, S) - H(C) - H(S) from the joint label counts of every (partition, sample)
+    codes = partitions[:, None, :] * n + samples[None, :, :]
+    joint = np.zeros(codes.shape[:2] + (n * n,))
+    b_idx, t_idx = np.indices(codes.shape[:2])
+    for i in range(n):
+        np.add.at(joint, (b_idx, t_idx, codes[:, :, i]), 1)
+    h_joint = _entropies(joint)
+    h_c = _entropies(joint.reshape(joint.shape[:2] + (n, n)).sum(axis=3))
+    h_s = _entropies(joint.reshape(joint.shape[:2] + (n, n)).sum(axis=2))
+    return partitions, (2 * h_joint - h_c - h_s).mean(axis=1)

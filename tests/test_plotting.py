@@ -178,7 +178,7 @@ def test_dependence_probability_display():
     from sklearn_trellis import CrossCat
     from sklearn_trellis.plotting import DependenceProbabilityDisplay
     X = np.array([[0.1, 0, 1], [0.3, 0, 2], [2.2, 1, 1], [2.5, 1, 0]], dtype=float)
-    model = CrossCat(alpha_views=1.0, alpha_rows=1.0, n_sweeps=20, random_state=0).fit(X)
+    model = CrossCat(alpha_views=1.0, alpha_rows=1.0, alpha_prior=None, n_sweeps=20, random_state=0).fit(X)
     display = DependenceProbabilityDisplay.from_estimator(model, column_names=["a", "b", "c"])
     drawn = display.image_.get_array()
     order = display.order

@@ -127,17 +127,6 @@ def order_by_height(children, heights):
     return new_id[children[order]].astype(np.intp).reshape(-1, 2), np.asarray(heights)[order]
 
 
-def linkage_matrix(children, heights):
-    """scipy's linkage matrix ``[a, b, height, size]`` of a full ``children_`` tree."""
-    children = np.asarray(children, dtype=np.int64)
-    n = children.shape[0] + 1
-    sizes = np.ones(2 * n - 1)
-    for row, (a, b) in enumerate(children.tolist()):
-        sizes[n + row] = sizes[a] + sizes[b]
-    return np.column_stack([children.astype(np.float64), np.asarray(heights, np.float64),
-                            sizes[n:]])
-
-
 def _graph_average_heights(children, rows, cols, weights):
     """scikit-learn's constrained average linkage replayed on a given merge sequence.
 
@@ -272,5 +261,4 @@ def _graph_heights(children, start, stop, position, rows, cols, weights, code):
     return best
 
 
-__all__ = ["HEIGHT_LINKAGES", "linkage_heights", "linkage_matrix", "monotone_heights",
-           "order_by_height"]
+__all__ = ["HEIGHT_LINKAGES", "linkage_heights", "monotone_heights", "order_by_height"]

@@ -1,20 +1,26 @@
 """Tree formats shared by every engine and estimator.
 
-A binary hierarchy appears in four encodings:
+A binary hierarchy appears in these encodings:
 
 - nested pairs ``((0, 1), (2, (3, 4)))`` of item indices (``map_tree_``);
 - scikit-learn's ``children_`` (``(N - 1, 2)``, node ``N + k`` made at row ``k``);
 - scipy's linkage matrix ``Z`` (``(N - 1, 4)``);
-- bit masks: an internal node is ``(parent, left)`` masks (exact engines, N <= 62).
+- bit masks: an internal node is ``(parent, left)`` masks (exact engines, N <= 62);
+- R's divisive *banner* (objects in order, the height between neighbours) and
+  R's ``merge`` matrix (1-based, negative = object), as ``cluster::diana`` returns.
 
 This module holds the one checker per format (:func:`check_tree`,
-:func:`check_children`) and the converters between them.
+:func:`check_children`, :func:`check_merge_heights`), the converters between
+them and the flat cut of a ``children_`` tree with scikit-learn's semantics
+(:func:`threshold_n_clusters`, :func:`cut_children`).
 """
 
 import heapq
 
 import numpy as np
 from numba import njit
+
+from .labels import first_appearance_labels
 
 
 def _fold_tree(tree, leaf, node, *, node_types=(tuple,)):
@@ -83,31 +89,48 @@ def check_tree(tree, n_items):
 
 
 # -- scikit-learn children_ -------------------------------------------------
-def check_children(children, n_items):
+def check_children(children, n_items, *, what="seed tree"):
     """Validate a scikit-learn ``children_`` tree over ``n_items`` leaves; int64 copy.
 
     Row ``k`` merges two nodes into node ``n_items + k``; each node (a leaf
-    ``0..n_items-1`` or an earlier merge) is merged exactly once.
+    ``0..n_items-1`` or an earlier merge) is merged exactly once. ``what``
+    names the tree in the error messages.
     """
     children = np.asarray(children)
     if children.ndim != 2 or children.shape != (n_items - 1, 2):
-        raise ValueError("A seed tree must be a scikit-learn `children_` array of shape "
+        raise ValueError(f"A {what} must be a scikit-learn `children_` array of shape "
                          f"({n_items - 1}, 2) for {n_items} items, got shape {children.shape}.")
     if not np.issubdtype(children.dtype, np.integer):
         if not np.all(np.equal(np.mod(children, 1), 0)):
-            raise TypeError("A seed tree's `children_` must hold integer node ids.")
+            raise TypeError(f"A {what}'s `children_` must hold integer node ids.")
     children = children.astype(np.int64)
     n_nodes = 2 * n_items - 1
     seen = np.zeros(n_nodes, dtype=bool)
-    for row, (a, b) in enumerate(children):
+    for row, (a, b) in enumerate(children.tolist()):
         for child in (a, b):
             # Nodes are numbered like scikit-learn: leaves 0..N-1, merge k is N + k.
             if not 0 <= child < n_items + row or seen[child]:
                 raise ValueError(
-                    f"Invalid seed tree: merge {row} uses node {child}, which is not a "
+                    f"Invalid {what}: merge {row} uses node {child}, which is not a "
                     "leaf or an earlier merge, or was already merged.")
             seen[child] = True
     return children
+
+
+def check_merge_heights(heights, n_items):
+    """Validate the heights (``distances_``) of the ``n_items - 1`` merges; float64 copy.
+
+    Heights must not decrease from one row to the next (``+inf`` allowed, NaN
+    not), so that a threshold cuts the tree as scikit-learn cuts its own.
+    """
+    heights = np.asarray(heights, dtype=np.float64)
+    if heights.shape != (n_items - 1,):
+        raise ValueError(f"A tree over {n_items} items has {n_items - 1} merge heights, got "
+                         f"shape {heights.shape}.")
+    if np.isnan(heights).any() or np.any(np.diff(heights) < 0):
+        raise ValueError("Merge heights must be non-decreasing from the first merge to the "
+                         "last (and not NaN).")
+    return heights.copy()
 
 
 def tree_to_postorder_children(tree, n_items):
@@ -170,8 +193,22 @@ def children_to_tree(children, n_leaves):
     return nodes[-1]
 
 
+def threshold_n_clusters(heights, distance_threshold):
+    """Number of clusters of a cut at ``distance_threshold``, as scikit-learn's.
+
+    ``AgglomerativeClustering`` keeps the merges lower than the threshold and
+    undoes every merge at least that high (ties at the threshold are undone).
+    ``heights`` are non-decreasing merge heights.
+    """
+    return int(np.count_nonzero(np.asarray(heights) >= distance_threshold)) + 1
+
+
 def cut_children(children, n_leaves, n_clusters):
-    """Flat labels from the top ``n_clusters - 1`` merges (labels by first appearance)."""
+    """Flat labels from the top ``n_clusters - 1`` merges (labels by first appearance).
+
+    The clusters of scikit-learn's ``_hc_cut``: the merges with the largest
+    node ids are undone first, so ties in height are undone latest-row first.
+    """
     if n_clusters > n_leaves:
         raise ValueError(f"Cannot extract more clusters ({n_clusters}) than samples "
                          f"({n_leaves}).")
@@ -181,9 +218,8 @@ def cut_children(children, n_leaves, n_clusters):
         node = -heapq.heappop(heap)
         for child in children[node - n_leaves]:
             heapq.heappush(heap, -int(child))
-    roots = sorted(-node for node in heap)
     labels = np.empty(n_leaves, dtype=np.intp)
-    for label, root in enumerate(roots):
+    for label, root in enumerate(-node for node in heap):
         stack = [root]
         while stack:
             node = stack.pop()
@@ -191,9 +227,7 @@ def cut_children(children, n_leaves, n_clusters):
                 labels[node] = label
             else:
                 stack.extend(int(c) for c in children[node - n_leaves])
-    mapping = {}
-    return np.array([mapping.setdefault(v, len(mapping)) for v in labels.tolist()],
-                    dtype=np.intp)
+    return first_appearance_labels(labels).astype(np.intp)
 
 
 def leaf_order(children, n_items):
@@ -258,6 +292,24 @@ def permute_leaves(children, leaf_of):
 
 
 # -- scipy linkage matrices and bit masks -----------------------------------
+def children_to_linkage(children, heights):
+    """scipy's linkage matrix ``[a, b, height, size]`` of a full ``children_`` tree.
+
+    Examples
+    --------
+    >>> from sklearn_trellis._core.trees import children_to_linkage
+    >>> children_to_linkage([[0, 1], [2, 3]], [0.5, 2.0]).tolist()
+    [[0.0, 1.0, 0.5, 2.0], [2.0, 3.0, 2.0, 3.0]]
+    """
+    children = np.asarray(children, dtype=np.int64).reshape(-1, 2)
+    n = children.shape[0] + 1
+    sizes = np.ones(2 * n - 1)
+    for row, (a, b) in enumerate(children.tolist()):
+        sizes[n + row] = sizes[a] + sizes[b]
+    return np.column_stack([children.astype(np.float64), np.asarray(heights, np.float64),
+                            sizes[n:]])
+
+
 def scipy_to_children(linkage_matrix):
     """scikit-learn ``children_`` (int64, ``(N - 1, 2)``) of a scipy linkage matrix.
 
@@ -316,6 +368,65 @@ def tree_masks(tree):
     return walk(tree), splits
 
 
-__all__ = ["check_children", "check_tree", "children_to_tree", "cut_children", "leaf_order",
-           "permute_leaves", "scipy_to_children", "tree_from_splits", "tree_masks",
+# -- R: banners and merge matrices -------------------------------------------
+def banner_to_merge(order, banner):
+    """R's ``merge`` matrix (1-based, negative = object) and the merge heights.
+
+    A divisive tree over ``n`` objects is fully described by its *banner*
+    (Rousseeuw 1986): the objects in the order ``order`` in which the splits
+    leave them, and for every position ``k >= 1`` the height ``banner[k]`` at
+    which position ``k - 1`` was separated from position ``k``. R's
+    ``cluster::diana`` reads its ``merge`` matrix off the banner (``twins.c``,
+    step 500): repeatedly join the two neighbours at the lowest remaining
+    height, the rightmost one among equal heights.
+
+    Parameters
+    ----------
+    order : ndarray of int, shape (n,)
+        Objects (0-based) in banner order.
+    banner : ndarray of float, shape (n,)
+        ``banner[k]`` for ``k >= 1`` as above; ``banner[0]`` is ignored.
+
+    Returns
+    -------
+    merge : ndarray of int64, shape (n - 1, 2)
+        R's encoding: ``-j`` is object ``j - 1``, ``r > 0`` the cluster of row ``r``.
+    heights : ndarray of float64, shape (n - 1,)
+        Height of each merge (non-decreasing).
+    """
+    order = np.asarray(order, dtype=np.int64)
+    banner = np.asarray(banner, dtype=np.float64)
+    n = order.size
+    positions = np.arange(1, n)
+    # Lowest height first; among equal heights the last position (R scans with >=).
+    sequence = positions[np.lexsort((-positions, banner[1:]))]
+    parent = np.arange(n)
+    cluster_code = -(order + 1)  # R's code of the cluster each root stands for
+
+    def find(x):
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    merge = np.empty((max(n - 1, 0), 2), dtype=np.int64)
+    for row, position in enumerate(sequence):
+        left = find(position - 1)
+        right = find(position)
+        merge[row] = cluster_code[left], cluster_code[right]
+        parent[right] = left
+        cluster_code[left] = row + 1
+    return merge, banner[sequence].copy()
+
+
+def merge_to_children(merge):
+    """scikit-learn ``children_`` (int64) of an R ``merge`` matrix."""
+    merge = np.asarray(merge, dtype=np.int64)
+    n = merge.shape[0] + 1
+    return np.where(merge < 0, -merge - 1, n + merge - 1).astype(np.int64)
+
+
+__all__ = ["banner_to_merge", "check_children", "check_merge_heights", "check_tree", "children_to_linkage",
+           "children_to_tree", "cut_children", "leaf_order", "merge_to_children",
+           "permute_leaves", "scipy_to_children", "threshold_n_clusters", "tree_from_splits", "tree_masks",
            "tree_splits", "tree_to_children", "tree_to_postorder_children"]

@@ -19,7 +19,7 @@ from sklearn.base import clone
 from ._flat import FlatModel
 from ._split import SplitKernelInputs, SplitModel
 from .callable_energy import CallableEnergy
-from .cells import BernoulliCells, CategoricalCells, NormalCells, PoissonCells, _CellModel
+from .cells import BernoulliCells, CategoricalCells, CellModel, NormalCells, PoissonCells
 from .conjugate import BetaBernoulli, DirichletMultinomial, NormalGamma, NormalInverseWishart
 from .correlation import CorrelationClusteringModel
 from .dasgupta import DasguptaEnergy
@@ -74,12 +74,12 @@ def make_likelihood(likelihood):
 
 def make_cell_model(cells):
     """A fresh cell model from a name of :data:`CELL_MODELS` or a clone of an instance."""
-    return _make(cells, CELL_MODELS, _CellModel, "cells", "cell model")
+    return _make(cells, CELL_MODELS, CellModel, "cells", "cell model")
 
 
 __all__ = ["FlatModel", "CorrelationClusteringModel", "SplitModel", "SplitKernelInputs",
            "DasguptaEnergy", "HCCEnergy", "GinkgoEnergy", "CallableEnergy",
            "NormalInverseWishart", "NormalGamma", "BetaBernoulli", "DirichletMultinomial",
-           "NormalCells", "BernoulliCells", "PoissonCells", "CategoricalCells",
+           "CellModel", "NormalCells", "BernoulliCells", "PoissonCells", "CategoricalCells",
            "WishartBlockModel", "WishartBlockLikelihood", "ENERGIES", "LIKELIHOODS",
            "CELL_MODELS", "make_likelihood", "make_cell_model"]

@@ -9,7 +9,6 @@
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from .._core.subsets import mask_of, members
 
 
 class FlatModel(BaseEstimator):
@@ -79,9 +78,4 @@ class FlatModel(BaseEstimator):
         return float(total)
 
 
-def table_from_masks(model, masks):
-    """Cluster log-potentials of the given bitmasks (a helper for sparse engines)."""
-    return np.array([model.cluster_log_potential(members(m)) for m in masks])
-
-
-__all__ = ["FlatModel", "table_from_masks", "mask_of"]
+__all__ = ["FlatModel"]

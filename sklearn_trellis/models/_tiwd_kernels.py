@@ -163,19 +163,6 @@ def block_sums(S, labels, n_clusters, sizes, sbars):
 
 
 @njit(cache=True)
-def index_block_sum(S, idx):
-    """``sum_{i, j in idx} S_ij`` without copying the block (``O(|idx|^2)``)."""
-    total = 0.0
-    for a in range(idx.shape[0]):
-        row = S[idx[a]]
-        acc = 0.0
-        for b in range(idx.shape[0]):
-            acc += row[idx[b]]
-        total += acc
-    return total
-
-
-@njit(cache=True)
 def label_column_sums(S, labels, n_slots):
     """``C[b, i] = sum_{j: labels[j] = b} S_ij`` (``O(n^2)``, one pass over ``S``)."""
     n = labels.shape[0]

@@ -58,7 +58,7 @@ import itertools
 import numpy as np
 
 from . import _cell_block_kernels as kb
-from .cells import _CellModel
+from .cells import CellModel
 from .likelihood import ClusterLikelihood, GibbsKernels, zero_global
 
 #: Largest product grid :meth:`CellBlocks.hyperparameter_grid` enumerates.
@@ -111,7 +111,7 @@ class CellBlocks(ClusterLikelihood):
         if not cells:
             raise ValueError("CellBlocks needs at least one cell model.")
         for model in cells:
-            if not isinstance(model, _CellModel):
+            if not isinstance(model, CellModel):
                 raise TypeError(f"cells must be cell models, got {type(model).__name__}.")
             model._check_fitted()
         d = X.shape[1]

@@ -62,7 +62,7 @@ def _as_values(values, name):
     return values
 
 
-class _CellModel(_GridHyperpriorMixin, BaseEstimator):
+class CellModel(_GridHyperpriorMixin, BaseEstimator):
     """Base class of the cell models (the grid hyperprior and the Python conveniences)."""
 
     cell_type = None
@@ -109,7 +109,7 @@ class _CellModel(_GridHyperpriorMixin, BaseEstimator):
         return {name: params[:, j] for name, j in self._param_names.items()}
 
 
-class NormalCells(_CellModel):
+class NormalCells(CellModel):
     """Real cells, ``x ~ N(mu, 1/tau)`` with a Normal-Gamma prior on ``(mu, tau)``.
 
     ``tau ~ Gamma(shape, rate=b0)``, ``mu | tau ~ N(m0, 1 / (kappa tau))`` (the
@@ -197,7 +197,7 @@ class NormalCells(_CellModel):
         return np.array([self.mean_prior_, self.kappa_, self.shape_, self.rate_])
 
 
-class BernoulliCells(_CellModel):
+class BernoulliCells(CellModel):
     """Binary cells (0/1), ``x ~ Bernoulli(p)`` with a Beta(a, b) prior on ``p``.
 
     The prior is ``a = s m``, ``b = s (1 - m)``: mean ``m``, strength ``s``.
@@ -262,7 +262,7 @@ class BernoulliCells(_CellModel):
         return np.array([self.strength_ * self.mean_, self.strength_ * (1.0 - self.mean_)])
 
 
-class PoissonCells(_CellModel):
+class PoissonCells(CellModel):
     """Count cells (non-negative integers), ``x ~ Poisson(lam)`` with a Gamma prior on ``lam``.
 
     ``lam ~ Gamma(shape=s m, rate=s)``: mean ``m``, strength ``s`` (a prior
@@ -325,7 +325,7 @@ class PoissonCells(_CellModel):
         return np.array([self.strength_ * self.mean_, self.strength_])
 
 
-class CategoricalCells(_CellModel):
+class CategoricalCells(CellModel):
     """Category cells coded ``0..k-1``, ``x ~ Categorical(p)`` with a Dirichlet prior on ``p``.
 
     ``p ~ Dirichlet(s m)``: mean ``m`` (a probability vector), strength ``s``.
@@ -416,4 +416,5 @@ class CategoricalCells(_CellModel):
         return {"strength": np.atleast_2d(params)[:, 1]}
 
 
-__all__ = ["NormalCells", "BernoulliCells", "PoissonCells", "CategoricalCells", "STRENGTH_GRID"]
+__all__ = ["CellModel", "NormalCells", "BernoulliCells", "PoissonCells", "CategoricalCells",
+           "STRENGTH_GRID"]

@@ -92,7 +92,7 @@ def _as_numbers(values, name):
             else:
                 raise TypeError(
                     f"Column {name} holds non-numeric values (e.g. {v!r}); declare it "
-                    "categorical (column_types=[..., 'categorical', ...] or a pandas "
+                    "categorical (likelihood=[..., 'categorical', ...] or a pandas "
                     "'category' dtype).")
     if np.isinf(out).any():
         raise ValueError(f"Column {name} holds infinite values; CrossCat accepts finite "
@@ -118,7 +118,7 @@ def _model_name(model):
     for name, cls in CELL_MODELS.items():
         if isinstance(model, cls):
             return name
-    raise TypeError(f"column_types entries are names in {sorted(CELL_MODELS)} or cell "
+    raise TypeError(f"likelihood entries are names in {sorted(CELL_MODELS)} or cell "
                     f"model instances, got {model!r}.")
 
 
@@ -140,13 +140,13 @@ class TableEncoder:
         d = len(columns)
         if isinstance(self.column_types, str):
             if self.column_types != "auto":
-                raise ValueError(f"column_types must be 'auto' or a list of {d} types, "
+                raise ValueError(f"likelihood must be 'auto' or a list of {d} types, "
                                  f"got {self.column_types!r}.")
             requested = [None] * d
         else:
             requested = list(self.column_types)
             if len(requested) != d:
-                raise ValueError(f"column_types has {len(requested)} entries for {d} columns.")
+                raise ValueError(f"likelihood has {len(requested)} entries for {d} columns.")
         self.names_ = names
         self.types_, self.categories_, self.models_ = [], [], []
         for j in range(d):

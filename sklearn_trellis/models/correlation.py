@@ -10,37 +10,10 @@ constant is ``-beta * sum_{i<j} w_ij``.
 """
 
 import numpy as np
-from numba import njit, prange
 
+from .._core.subsets import subset_pair_sums
 from .._core.validation import check_log_potential_scale
 from ._flat import FlatModel
-
-
-@njit(cache=True, parallel=True)
-def _pair_sum_table(weights, n_items, scale):
-    """``table[B] = scale * sum_{i<j in B} w_ij`` for every bitmask B."""
-    size = 1 << n_items
-    table = np.zeros(size)
-    # Subsets whose highest item is h extend subsets below 2**h by item h.
-    for top in range(1, n_items):
-        base = 1 << top
-        for lower in prange(base):
-            acc = 0.0
-            bits = lower + 0  # a copy: parfors forbids writing the loop index
-            index = 0
-            while bits:
-                if bits & 1:
-                    acc += weights[top, index]
-                bits >>= 1
-                index += 1
-            table[base | lower] = table[lower] + scale * acc
-    return table
-
-
-# Small tables: thread start-up costs more than the work (up to 0.1 s per call
-# on a loaded machine), which repeated MAP problems (Perturb-and-MAP) pay.
-_pair_sum_table_serial = njit(cache=True)(_pair_sum_table.py_func)
-_SERIAL_MAX_ITEMS = 16
 
 
 class CorrelationClusteringModel(FlatModel):
@@ -92,8 +65,7 @@ class CorrelationClusteringModel(FlatModel):
         return float(-float(self.beta) * np.triu(self.affinity_, 1).sum())
 
     def log_potential_table(self):
-        kernel = _pair_sum_table_serial if self.n_items_ <= _SERIAL_MAX_ITEMS else _pair_sum_table
-        return kernel(self.affinity_, self.n_items_, 2.0 * float(self.beta))
+        return subset_pair_sums(self.affinity_, 2.0 * float(self.beta))
 
     def family_log_potentials(self, family):
         """``e(B) = 2 beta W(B)`` of every vertex, from the family's pair sums ``W``."""

@@ -16,10 +16,10 @@ from numba import njit
 from scipy import sparse
 
 from .._core.pairwise import new_item_similarities, similarity_from_distances
+from .._core.subsets import subset_pair_sums
 from .._core.validation import check_scalar_param
 from ._family_stats import family_graph_pair_sums, family_item_sums_per_row, family_pair_sums
 from ._split import InsertionInputs, SplitKernelInputs, SplitModel
-from .correlation import _pair_sum_table
 
 
 @njit(cache=True, inline="always")
@@ -125,7 +125,7 @@ class DasguptaEnergy(SplitModel):
     def kernel_inputs(self, beta=1.0):
         n = self.n_items_
         stats = np.empty((2, 1 << n))
-        stats[0] = _pair_sum_table(self._dense_similarity(), n, 1.0)
+        stats[0] = subset_pair_sums(self._dense_similarity())
         stats[1] = _sizes(n)
         return SplitKernelInputs(dasgupta_split, np.array([float(beta)]), stats)
 
@@ -162,7 +162,7 @@ class DasguptaEnergy(SplitModel):
     def separable_form(self, beta=1.0):
         # psi = -|S| W(S) + |S| (W(L) + W(R))
         n = self.n_items_
-        pair_sums = _pair_sum_table(self._dense_similarity(), n, 1.0)
+        pair_sums = subset_pair_sums(self._dense_similarity())
         sizes = _sizes(n)
         scale = float(beta) * np.arange(n + 1, dtype=np.float64)
         return pair_sums, scale, -float(beta) * sizes * pair_sums

@@ -23,10 +23,10 @@ import numpy as np
 from numba import njit
 
 from .._core.pairwise import new_item_similarities, similarity_from_distances
+from .._core.subsets import subset_pair_sums
 from ..preprocessing.affinity import mean_off_diagonal
 from ._family_stats import family_item_sums_per_row, family_pair_sums
 from ._split import InsertionInputs, SplitKernelInputs, SplitModel
-from .correlation import _pair_sum_table
 
 
 @njit(cache=True, inline="always")
@@ -111,8 +111,8 @@ class HCCEnergy(SplitModel):
     def kernel_inputs(self, beta=1.0):
         n = self.n_items_
         stats = np.empty((2, 1 << n))
-        stats[0] = _pair_sum_table(np.clip(self.affinity_, 0, None), n, 1.0)
-        stats[1] = _pair_sum_table(np.clip(-self.affinity_, 0, None), n, 1.0)
+        stats[0] = subset_pair_sums(np.clip(self.affinity_, 0, None))
+        stats[1] = subset_pair_sums(np.clip(-self.affinity_, 0, None))
         return SplitKernelInputs(hcc_split, np.array([float(beta)]), stats)
 
     def family_kernel_inputs(self, family, beta=1.0):

@@ -45,7 +45,7 @@ class PartitionPrior:
         return f"{type(self).__name__}(alpha={self.alpha!r}{extra})"
 
     def kernel_params(self):
-        """``[alpha, discount, n_components or 0]`` as read by ``_prior_kernels``."""
+        """``[alpha, discount, n_components or 0]`` as read by ``prior_kernels``."""
         k = 0.0 if self.n_components is None else float(self.n_components)
         return np.array([float(self.alpha), float(self.discount), k])
 

@@ -23,10 +23,10 @@ engine is :class:`~.wishart_likelihood.WishartBlockLikelihood`.
 import numpy as np
 from scipy.special import gammaln, logsumexp
 
+from .._core.subsets import subset_pair_sums
 from .._core.validation import check_scalar_param
 from . import _tiwd_kernels as _tk
 from ._flat import FlatModel
-from .correlation import _pair_sum_table
 from .priors import make_prior
 
 
@@ -294,7 +294,7 @@ class WishartBlockModel(FlatModel):
         off = S.copy()
         np.fill_diagonal(off, 0.0)
         # Sbar(B) = 2 sum_{i<j in B} S_ij + sum_{i in B} S_ii
-        sbars = _pair_sum_table(off, n, 2.0)
+        sbars = subset_pair_sums(off, 2.0)
         masks = np.arange(1 << n)
         sizes = np.zeros(1 << n)
         for i in range(n):

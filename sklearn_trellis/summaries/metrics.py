@@ -39,7 +39,12 @@ def pair_counts(labels_a, labels_b):
     return both, in_a - both, in_b - both, n * (n - 1) // 2
 
 
-def _check_costs(a, b=None):
+def check_costs(a, b=None):
+    """Check the costs ``a`` (splitting a pair) and ``b`` (joining one) of Binder's loss.
+
+    Raises TypeError unless each given cost is a real number, ValueError unless
+    it is finite and ``>= 0``; ``b=None`` is not checked.
+    """
     for name, value in (("a", a), ("b", b)):
         if value is None:
             continue
@@ -88,7 +93,7 @@ def binder_loss(labels_a, labels_b, *, a=1.0, b=1.0, normalize=False):
     >>> binder_loss([0, 0, 1, 1], [0, 0, 0, 1], a=2.0, b=0.5)  # 1 split, 2 joins
     3.0
     """
-    _check_costs(a, b)
+    check_costs(a, b)
     _, split, joined, n_pairs = pair_counts(labels_a, labels_b)
     loss = float(a * split + b * joined)
     return loss / n_pairs if normalize and n_pairs else loss
@@ -140,7 +145,7 @@ def variation_of_information(labels_a, labels_b, *, a=1.0):
     >>> round(variation_of_information([0, 0, 1, 1], [0, 0, 0, 0], a=0.5), 4)
     1.0397
     """
-    _check_costs(a)
+    check_costs(a)
     if a > 2:
         raise ValueError(f"a must lie in [0, 2], got {a!r}.")
     table = _contingency(labels_a, labels_b)

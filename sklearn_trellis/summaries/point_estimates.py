@@ -34,7 +34,7 @@ from ._input import as_sample_set, relabel_rows, sample_major
 from ._kernels import cooccurrence_counts
 from ._loss_kernels import (BINDER, BINDER_PSM, N_CONTINGENCY_KINDS, NID, NVI, OMARI, OMARI_APPROX,
                             VI, VI_LB, cm_losses, greedy_search, psm_losses)
-from .metrics import _check_costs
+from .metrics import check_costs
 
 #: Loss names and their kernel kind; Binder switches to its pairwise form on ``P``.
 LOSSES = {"binder": BINDER, "vi": VI, "omari": OMARI, "nvi": NVI, "nid": NID,
@@ -58,12 +58,17 @@ def loss_name(loss):
 
 def check_loss_parameters(loss, a, b):
     """Validate ``a`` (and ``b`` for Binder)."""
-    _check_costs(a, b)
+    check_costs(a, b)
     if loss == "vi" and a > 2:
         raise ValueError(f"a must lie in [0, 2] for the generalised VI, got {a!r}.")
 
 
-def _check_pairwise(pairwise):
+def check_pairwise(pairwise):
+    """A pairwise co-clustering probability matrix, checked, as floats in ``[0, 1]``.
+
+    Raises ValueError unless the matrix is finite, within ``[0, 1]`` (up to
+    rounding), symmetric and, if 2-D, with a unit diagonal.
+    """
     pairwise = np.asarray(pairwise, dtype=np.float64)
     if not np.all(np.isfinite(pairwise)):
         raise ValueError("The pairwise matrix contains NaN or infinite values.")
@@ -94,7 +99,7 @@ class Target:
         if isinstance(value, np.ndarray) and value.dtype.kind == "f" and value.ndim == 2 \
                 and value.shape[0] == value.shape[1]:
             self.samples = None
-            self._pairwise = _check_pairwise(value)
+            self._pairwise = check_pairwise(value)
             self.n = value.shape[0]
         else:
             if isinstance(value, np.ndarray) and value.ndim == 2 and value.dtype.kind in "iu" \
@@ -118,7 +123,7 @@ class Target:
             if self._sample_set is None:
                 self._sample_set = as_sample_set(self.samples)
             counts = cooccurrence_counts(sample_major(self._sample_set))
-            self._pairwise = _check_pairwise(counts / self.samples.shape[0])
+            self._pairwise = check_pairwise(counts / self.samples.shape[0])
         return self._pairwise
 
     @property

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from oracles import pairwise_losses, set_partitions
+from oracles import all_partitions_binder_losses, pairwise_losses
 from sklearn_trellis import DPMixture, ExactCorrelationClustering
 from sklearn_trellis.models import NormalInverseWishart
 from sklearn_trellis.summaries import expected_loss
@@ -12,15 +12,14 @@ from sklearn_trellis.summaries.point_estimates import LOSSES
 
 def exhaustive_binder_minimum(pairwise):
     """Smallest expected Binder loss over every partition, from the exact marginals."""
-    parts = set_partitions(pairwise.shape[0])
-    return pairwise_losses(parts, pairwise, "binder").min()
+    return all_partitions_binder_losses(pairwise)[1].min()
 
 
 @pytest.mark.parametrize("seed", range(3))
 def test_correlation_clustering_binder_estimate_is_the_exhaustive_minimiser(seed):
     X = np.random.default_rng(seed).normal(size=(8, 2))
     model = ExactCorrelationClustering(beta=1.5).fit(X)
-    labels = model.bayes_estimate("binder")
+    labels = ExactCorrelationClustering(beta=1.5, point_estimate="binder").fit(X).labels_
     P = model.pairwise_marginals_
     got = pairwise_losses(labels[None, :], P, "binder")[0]
     assert got == pytest.approx(exhaustive_binder_minimum(P), abs=1e-9)
@@ -29,18 +28,18 @@ def test_correlation_clustering_binder_estimate_is_the_exhaustive_minimiser(seed
 
 
 @pytest.mark.parametrize("loss", sorted(LOSSES))
-def test_correlation_clustering_bayes_estimate_accepts_every_loss(loss):
+def test_correlation_clustering_point_estimate_accepts_every_loss(loss):
     X = np.random.default_rng(0).normal(size=(7, 2))
-    model = ExactCorrelationClustering(beta=1.0, random_state=0).fit(X)
-    labels = model.bayes_estimate(loss, n_samples=200)
+    model = ExactCorrelationClustering(beta=1.0, point_estimate=loss, random_state=0)
+    labels = model.fit(X).labels_
     assert labels.shape == (7,) and labels[0] == 0
-    assert np.array_equal(labels, model.bayes_estimate(loss, n_samples=200))  # reproducible
+    assert np.array_equal(labels, model.fit(X).labels_)  # reproducible
 
 
-def test_bayes_estimate_rejects_unknown_loss():
-    model = ExactCorrelationClustering().fit(np.random.default_rng(0).normal(size=(5, 2)))
-    with pytest.raises(ValueError, match="loss"):
-        model.bayes_estimate("hamming")
+def test_point_estimate_rejects_unknown_loss():
+    model = ExactCorrelationClustering(point_estimate="hamming")
+    with pytest.raises(ValueError, match="point_estimate"):
+        model.fit(np.random.default_rng(0).normal(size=(5, 2)))
 
 
 def test_dp_mixture_exact_binder_estimate_is_the_exhaustive_minimiser():

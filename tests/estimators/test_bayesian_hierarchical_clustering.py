@@ -128,6 +128,9 @@ def test_randomized_large_n_is_finite_and_correct():
     assert np.isfinite(model.log_evidence_lower_bound_)
     assert np.all(np.isfinite(model.distances_))
     check_children(model.children_, 10_000)
+    assert model.approximation_.startswith("randomized BHC binary tree: each split decided by "
+                                           "greedy BHC on 100 random rows")
+    assert "hyperparameters chosen on 1000 random rows of 10000" in model.approximation_
 
 
 @pytest.mark.slow
@@ -137,6 +140,16 @@ def test_greedy_large_n_is_finite_and_correct():
     model = BayesianHierarchicalClustering().fit(X)
     assert adjusted_rand_score(y, model.labels_) == 1.0
     assert np.isfinite(model.log_evidence_lower_bound_)
+
+
+@pytest.mark.parametrize("tree", ["binary", "rose"])
+def test_approximation_says_what_is_not_exact(blobs, tree):
+    model = BayesianHierarchicalClustering(tree=tree).fit(blobs[0])
+    assert model.approximation_.startswith(f"greedy BHC {tree} tree")
+    assert "bounds the DP-mixture evidence from below" in model.approximation_
+    assert "random rows" not in model.approximation_        # 90 rows: no subset drawn
+    fixed = BayesianHierarchicalClustering(hyperparameters="fixed").fit(blobs[0])
+    assert "hyperparameters" not in fixed.approximation_
 
 
 def test_pickle_round_trip(blobs):

@@ -190,8 +190,8 @@ def test_too_many_items_refused_before_work():
     ({"beta": -1.0}, ValueError), ({"beta": "a"}, TypeError),
     ({"affinity": "cosine"}, ValueError), ({"method": "fast"}, ValueError),
     ({"center": "yes"}, TypeError), ({"gamma": 0.0}, ValueError),
-    ({"max_exact_size": 0}, ValueError), ({"linkage": "median"}, ValueError),
-    ({"linkage": []}, ValueError), ({"linkage": 3}, TypeError),
+    ({"max_exact_size": 0}, ValueError), ({"seed_linkages": "median"}, ValueError),
+    ({"seed_linkages": []}, ValueError), ({"seed_linkages": 3}, TypeError),
     ({"time_limit": 0.0}, ValueError), ({"n_perturbations": 0}, ValueError),
 ])
 def test_bad_parameters(params, error):

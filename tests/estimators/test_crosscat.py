@@ -37,10 +37,10 @@ def test_recovers_two_views_and_their_rows(fitted):
     np.testing.assert_allclose(model.dependence_probability_, model.dependence_probability_.T)
     np.testing.assert_allclose(np.diag(model.dependence_probability_), 1.0)
     from sklearn.metrics import adjusted_rand_score
-    assert adjusted_rand_score(a, model.row_labels_[0]) == 1.0
-    assert adjusted_rand_score(b, model.row_labels_[1]) == 1.0
+    assert adjusted_rand_score(a, model.view_row_labels_[0]) == 1.0
+    assert adjusted_rand_score(b, model.view_row_labels_[1]) == 1.0
     # labels_: the rows of the view with most columns (a tie here: the view of column 0)
-    np.testing.assert_array_equal(model.labels_, model.row_labels_[0])
+    np.testing.assert_array_equal(model.labels_, model.view_row_labels_[0])
     assert model.view_samples_.shape == (100, 4) and len(model.row_samples_) == 100
     assert model.log_joints_.shape == (100,)
     similarity = model.row_similarity(view_of=3)
@@ -58,7 +58,7 @@ def test_labels_follow_the_largest_view():
     model = CrossCat(n_sweeps=40, random_state=0).fit(X)
     largest = np.argmax(np.bincount(model.views_))
     assert np.bincount(model.views_)[largest] == 3
-    np.testing.assert_array_equal(model.labels_, model.row_labels_[largest])
+    np.testing.assert_array_equal(model.labels_, model.view_row_labels_[largest])
     np.testing.assert_array_equal(model.fit_predict(X), model.labels_)
 
 
@@ -76,10 +76,10 @@ def test_mixed_dataframe_types_and_queries():
     })
     frame.loc[3, "height"] = np.nan
     frame.loc[5, "colour"] = np.nan
-    model = CrossCat(column_types="auto", n_sweeps=30, random_state=0).fit(frame)
+    model = CrossCat(likelihood="auto", n_sweeps=30, random_state=0).fit(frame)
     assert model.column_types_ == ["normal", "bernoulli", "categorical", "categorical", "normal"]
     assert list(model.feature_names_in_) == list(frame.columns)
-    declared = CrossCat(column_types=["normal", "bernoulli", "categorical", "categorical",
+    declared = CrossCat(likelihood=["normal", "bernoulli", "categorical", "categorical",
                                       "poisson"], n_sweeps=30, random_state=0).fit(frame)
     assert declared.column_types_[-1] == "poisson"
 
@@ -114,7 +114,7 @@ def test_mixed_dataframe_types_and_queries():
 
 def test_exact_mode_on_a_tiny_table():
     X = np.array([[0.1, 0, 1], [0.3, 0, 2], [2.2, 1, 1], [2.5, 1, 0]], dtype=float)
-    model = CrossCat(alpha_views=1.0, alpha_rows=1.0, n_sweeps=50, random_state=0).fit(X)
+    model = CrossCat(alpha_views=1.0, alpha_rows=1.0, alpha_prior=None, n_sweeps=50, random_state=0).fit(X)
     assert model.method_ == "exact"
     assert np.isfinite(model.log_marginal_likelihood_)
     assert model.view_samples_.shape == (50, 3)
@@ -159,13 +159,13 @@ def test_bad_input_gets_clear_errors(make, error, match):
 def test_declared_types_are_checked():
     X, _, _ = _two_views(20)
     with pytest.raises(ValueError, match="4 columns"):
-        CrossCat(column_types=["normal"], n_sweeps=2).fit(X)
+        CrossCat(likelihood=["normal"], n_sweeps=2).fit(X)
     with pytest.raises(ValueError, match="Unknown column type"):
-        CrossCat(column_types=["normal", "normal", "normal", "gamma"], n_sweeps=2).fit(X)
+        CrossCat(likelihood=["normal", "normal", "normal", "gamma"], n_sweeps=2).fit(X)
     with pytest.raises(ValueError, match="bernoulli"):
-        CrossCat(column_types=["bernoulli"] * 4, n_sweeps=2).fit(X)
+        CrossCat(likelihood=["bernoulli"] * 4, n_sweeps=2).fit(X)
     strings = pd.DataFrame({"x": X[:, 0], "s": ["a", "b"] * 10})
-    model = CrossCat(column_types=["normal", "categorical"], n_sweeps=4,
+    model = CrossCat(likelihood=["normal", "categorical"], n_sweeps=4,
                      random_state=0).fit(strings)
     assert model.column_types_ == ["normal", "categorical"]
     with pytest.raises(ValueError, match="not one of the categories"):
@@ -176,16 +176,19 @@ def test_declared_types_are_checked():
         CrossCat(alpha_views=(1.0, 2.0, 3.0), n_sweeps=2).fit(X)
 
 
-def test_warm_start_on_new_data_starts_afresh():
-    # The views' statistics belong to the first table: other data of the same
-    # shape is fitted as a cold start would fit it; the same data appends.
+def test_warm_start_on_new_data_restarts_from_the_last_state():
+    # The views' statistics belong to the first table: on other data of the same
+    # shape each chain restarts from its last state with the new table's statistics
+    # (a burn-in, the old samples dropped); the same data appends.
     rng = np.random.default_rng(0)
     X1, X2 = rng.normal(size=(20, 6)), rng.normal(5.0, 1.0, size=(20, 6))
     model = CrossCat(n_sweeps=10, warm_start=True, random_state=0).fit(X1)
     n_first = model.log_joints_.size
+    first = model.log_joints_.copy()
     model.fit(X2)
     cold = CrossCat(n_sweeps=10, random_state=0).fit(X2)
-    assert model.log_joints_.size == n_first
-    np.testing.assert_allclose(model.log_joints_, cold.log_joints_)
+    assert model.log_joints_.size == n_first == cold.log_joints_.size
+    assert not np.isin(model.log_joints_, first).any()
+    assert np.all(model.view_samples_.shape == cold.view_samples_.shape)
     model.fit(X2)
     assert model.log_joints_.size == n_first + 10   # continuing: no burn-in

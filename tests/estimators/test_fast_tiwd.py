@@ -44,7 +44,7 @@ def _brute_force(S, alpha, theta, dof, xi, k=None, known=None):
 @pytest.mark.parametrize("k,normalization", [(None, "single"), (3, "linf"), (None, "center")])
 def test_exact_mode_matches_enumeration(k, normalization):
     D = _small_distances(0, 7)
-    model = FastTIWD(alpha=0.5, theta=2.0, dof=3.0, n_blocks=k, concentration=0.7,
+    model = FastTIWD(scale=0.5, theta=2.0, dof=3.0, n_blocks=k, alpha=0.7,
                      normalization=normalization, method="exact", n_sweeps=50,
                      random_state=0).fit(D)
     assert model.method_ == "exact"
@@ -59,7 +59,7 @@ def test_exact_mode_matches_enumeration(k, normalization):
 def test_exact_mode_semi_supervised_matches_enumeration():
     D = _small_distances(1, 7)
     y = np.array([0, -1, 0, 1, -1, -1, 1])
-    model = FastTIWD(alpha=0.5, theta=2.0, dof=3.0, method="exact").fit(D, y)
+    model = FastTIWD(scale=0.5, theta=2.0, dof=3.0, method="exact").fit(D, y)
     exact = _brute_force(model.inner_products_, 0.5, 2.0, 3.0, 1.0, None, known=y)
     np.testing.assert_allclose(model.pairwise_marginals_, exact["pairwise"], atol=1e-10)
     assert model.labels_[0] == model.labels_[2] != model.labels_[3] == model.labels_[6]
@@ -67,10 +67,10 @@ def test_exact_mode_semi_supervised_matches_enumeration():
 
 @pytest.mark.parametrize("semi_supervised", [False, True])
 def test_sampler_matches_exact_posterior(semi_supervised):
-    """alpha, theta fixed: sampled co-clustering frequencies within Monte Carlo error."""
+    """scale, theta fixed: sampled co-clustering frequencies within Monte Carlo error."""
     D = _small_distances(2, 6)
     y = np.array([0, -1, -1, 1, -1, -1]) if semi_supervised else None
-    params = dict(alpha=0.6, theta=1.5, dof=2.0, random_state=0)
+    params = dict(scale=0.6, theta=1.5, dof=2.0, random_state=0)
     exact = FastTIWD(method="exact", **params).fit(D, y).pairwise_marginals_
     n_sweeps, n_batches = 8000, 20
     sampled = FastTIWD(method="gibbs", n_sweeps=n_sweeps + 50, burn_in=50, **params).fit(D, y)
@@ -102,9 +102,9 @@ def test_benchmark_fast():
     assert scores["fastTIWD"] > 0.8
     assert scores["fastTIWD"] > max(scores["single"], scores["complete"])
     assert 0.02 < np.median(model.theta_samples_) < 0.12  # true theta = 0.05
-    assert 1.5 < model.alpha_posterior_["mean"] < 2.5  # true alpha = 2
+    assert 1.5 < model.scale_posterior_["mean"] < 2.5  # true scale = 2
     big = np.bincount(model.labels_) >= 20
-    assert np.all(np.abs(model.block_alpha_means_[big] - 2.0) < 0.5)
+    assert np.all(np.abs(model.block_scale_means_[big] - 2.0) < 0.5)
     assert model.pairwise_marginals_.shape == (200, 200)
     assert model.samples_.shape == (50, 200)
 
@@ -181,8 +181,8 @@ def test_log_posterior_of_labels_matches_trace():
 
 
 @pytest.mark.parametrize("params,X_kind,y,match", [
-    (dict(method="exact"), "D", None, "alpha and theta fixed"),
-    (dict(method="exact", alpha=1.0, theta=1.0), "big", None, "max_exact_size"),
+    (dict(method="exact"), "D", None, "scale and theta fixed"),
+    (dict(method="exact", scale=1.0, theta=1.0), "big", None, "max_exact_size"),
     (dict(normalization="none"), "D", None, "feature rows"),
     (dict(normalization="tree"), "D", None, "normalization"),
     (dict(dof=-1.0), "D", None, "dof"),

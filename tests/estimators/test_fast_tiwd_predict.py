@@ -62,7 +62,7 @@ def test_exact_mode_matches_enlarged_matrix(normalization):
     new = _points(rng, 3)
     D = pairwise_distances(X, metric="sqeuclidean")
     D_new = pairwise_distances(new, X, metric="sqeuclidean")
-    model = FastTIWD(alpha=0.5, theta=2.0, dof=3.0, concentration=0.7, n_sweeps=20,
+    model = FastTIWD(scale=0.5, theta=2.0, dof=3.0, alpha=0.7, n_sweeps=20,
                      normalization=normalization, random_state=0).fit(D)
     assert model.method_ == "exact"
 

@@ -81,11 +81,11 @@ def small_matrix(kind, seed=0, shape=(5, 4)):
 @pytest.mark.parametrize("kind", ["normal", "bernoulli", "poisson"])
 def test_exact_equals_brute_force(kind):
     X = small_matrix(kind)
-    model = InfiniteBiclustering(cells=kind, alpha_rows=0.8, alpha_columns=1.3,
+    model = InfiniteBiclustering(likelihood=kind, alpha_rows=0.8, alpha_columns=1.3,
                                  point_estimate="map", n_sweeps=50, random_state=0).fit(X)
     assert model.method_ == "exact"
     log_z, row_pairwise, column_pairwise, map_rows, map_columns = brute_force(
-        kind, X, model.cells_, 0.8, 1.3)
+        kind, X, model.model_, 0.8, 1.3)
     assert model.log_marginal_likelihood_ == pytest.approx(log_z, abs=1e-8)
     assert np.allclose(model.row_pairwise_marginals_, row_pairwise, atol=1e-10)
     assert np.allclose(model.column_pairwise_marginals_, column_pairwise, atol=1e-10)
@@ -97,13 +97,13 @@ def test_exact_equals_brute_force(kind):
 def test_missing_entries_are_marginalised_not_zero():
     X = small_matrix("normal")
     cells = NormalCells(hyperprior="fixed", mean_prior=0.0, variance_prior=1.0, kappa=0.1)
-    with_nan = InfiniteBiclustering(cells=cells, random_state=0).fit(X)
+    with_nan = InfiniteBiclustering(likelihood=cells, random_state=0).fit(X)
     filled = X.copy()
     filled[np.isnan(filled)] = 0.0
-    with_zero = InfiniteBiclustering(cells=cells, random_state=0).fit(filled)
+    with_zero = InfiniteBiclustering(likelihood=cells, random_state=0).fit(filled)
     assert not np.isclose(with_nan.log_marginal_likelihood_, with_zero.log_marginal_likelihood_)
     assert with_nan.log_marginal_likelihood_ == pytest.approx(
-        brute_force("normal", X, with_nan.cells_, 1.0, 1.0)[0])
+        brute_force("normal", X, with_nan.model_, 1.0, 1.0)[0])
 
 
 @pytest.mark.parametrize("init", ["one", "singletons"])
@@ -121,7 +121,7 @@ def test_gibbs_coclustering_frequencies_match_exact(init):
 
 def test_concentration_hyperprior_moves_both_alphas():
     X = small_matrix("bernoulli", seed=2)
-    model = InfiniteBiclustering(cells="bernoulli", alpha_prior=(2.0, 1.0), n_sweeps=200,
+    model = InfiniteBiclustering(likelihood="bernoulli", alpha_prior=(2.0, 1.0), n_sweeps=200,
                                  random_state=0).fit(X)
     assert model.method_ == "gibbs"
     assert np.unique(model.alphas_rows_).size > 10
@@ -184,18 +184,18 @@ def test_count_and_category_cells_run():
     rates = np.array([[0.5, 6.0], [6.0, 0.5]])
     rows, columns = np.repeat([0, 1], 15), np.repeat([0, 1], 10)
     X = rng.poisson(rates[rows][:, columns]).astype(float)
-    model = InfiniteBiclustering(cells=PoissonCells(), n_sweeps=30, random_state=0).fit(X)
+    model = InfiniteBiclustering(likelihood=PoissonCells(), n_sweeps=30, random_state=0).fit(X)
     assert adjusted_rand_score(rows, model.row_labels_) == 1.0
     codes = np.where(rng.random_sample(X.shape) < 0.9, (rows[:, None] + columns[None, :]) % 3,
                      rng.randint(3, size=X.shape))
-    model = InfiniteBiclustering(cells="categorical", n_sweeps=30, random_state=0).fit(codes)
+    model = InfiniteBiclustering(likelihood="categorical", n_sweeps=30, random_state=0).fit(codes)
     assert adjusted_rand_score(rows, model.row_labels_) == 1.0
     assert adjusted_rand_score(columns, model.column_labels_) == 1.0
 
 
 @pytest.mark.parametrize("params, X, error, match", [
-    (dict(cells="gaussian"), np.zeros((3, 3)), ValueError, "cells"),
-    (dict(cells="bernoulli"), np.full((3, 3), 2.0), ValueError, "binary"),
+    (dict(likelihood="gaussian"), np.zeros((3, 3)), ValueError, "likelihood"),
+    (dict(likelihood="bernoulli"), np.full((3, 3), 2.0), ValueError, "binary"),
     (dict(method="exact"), np.zeros((9, 9)), ValueError, "partition pairs"),
     (dict(init=(np.zeros(3, int),), method="gibbs"), np.zeros((3, 3)), ValueError, "pair"),
     (dict(init=(np.zeros(2, int), np.zeros(3, int)), method="gibbs"), np.zeros((3, 3)),
@@ -204,7 +204,7 @@ def test_count_and_category_cells_run():
     (dict(alpha_prior=(1.0, 2.0, 3.0)), np.zeros((3, 3)), ValueError, "alpha_prior"),
     (dict(alpha_rows=0.0), np.zeros((3, 3)), ValueError, "alpha_rows"),
     (dict(), np.array([[0.0, np.inf]]), ValueError, "infinity"),
-    (dict(cells=BernoulliCells(strength=-1.0)), np.zeros((3, 3)), ValueError, "strength"),
+    (dict(likelihood=BernoulliCells(strength=-1.0)), np.zeros((3, 3)), ValueError, "strength"),
 ])
 def test_bad_input_raises(params, X, error, match):
     with pytest.raises(error, match=match):
@@ -214,23 +214,25 @@ def test_bad_input_raises(params, X, error, match):
 def test_verbose_progress_and_fixed_hyperparameters(capsys):
     X, _, _ = planted(seed=2)
     cells = NormalCells(hyperprior="fixed")
-    model = InfiniteBiclustering(cells=cells, n_sweeps=10, verbose=1, random_state=0).fit(X)
+    model = InfiniteBiclustering(likelihood=cells, n_sweeps=10, verbose=1, random_state=0).fit(X)
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 10 and "[Bicluster chain 0] sweep 10/10" in lines[-1]
     assert model.hyperparameters_ is None
     assert model.alphas_rows_.tolist() == [1.0] * 5
 
 
-def test_warm_start_on_new_data_starts_afresh():
+def test_warm_start_on_new_data_restarts_from_the_last_state():
     # The stored chains' block statistics belong to the first matrix: on other
-    # data of the same shape the fit equals a cold fit (no old samples, no stale
-    # statistics); on the same data it appends.
+    # data of the same shape the fit equals a fit started from the chains' last
+    # partitions (no old samples, no stale statistics); on the same data it appends.
     rng = np.random.default_rng(0)
     X1, X2 = rng.normal(size=(20, 6)), rng.normal(5.0, 1.0, size=(20, 6))
     model = InfiniteBiclustering(n_sweeps=10, warm_start=True, random_state=0).fit(X1)
     n_first = model.log_joints_.size
+    last = model._chains[0]
     model.fit(X2)
-    cold = InfiniteBiclustering(n_sweeps=10, random_state=0).fit(X2)
+    cold = InfiniteBiclustering(n_sweeps=10, init=(last.row_labels, last.column_labels),
+                                random_state=0).fit(X2)
     assert model.log_joints_.size == n_first
     np.testing.assert_allclose(model.log_joints_, cold.log_joints_)
     np.testing.assert_array_equal(model.row_samples_, cold.row_samples_)

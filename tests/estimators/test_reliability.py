@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from oracles import correlation_pairwise_by_enumeration
 
 from sklearn_trellis import DPMixture, ExactCorrelationClustering, FastTIWD
 from sklearn_trellis.datasets import make_wishart_blocks
@@ -143,8 +144,8 @@ def test_fast_tiwd_partition_does_not_depend_on_the_units():
         model = FastTIWD(n_sweeps=30, random_state=0).fit(c * D)
         np.testing.assert_array_equal(model.labels_, reference.labels_, err_msg=str(c))
         assert model.data_scale_ == pytest.approx(c * reference.data_scale_, rel=1.0)
-        assert model.alpha_posterior_["mean"] == pytest.approx(
-            c * reference.alpha_posterior_["mean"], rel=1e-6)
+        assert model.scale_posterior_["mean"] == pytest.approx(
+            c * reference.scale_posterior_["mean"], rel=1e-6)
 
 
 def test_fast_tiwd_feature_rows_do_not_depend_on_the_units():
@@ -207,30 +208,9 @@ def test_point_estimate_refuses_a_pairwise_matrix_without_unit_diagonal():
 
 
 # -- item 8: the precision bound, relative to max |log phi| ----------------------------------
-def _brute_force_pairwise(w, beta):
-    """Pairwise marginals by enumeration, each log-potential summed exactly (math.fsum)."""
-    import math
-    from itertools import product
-    n = w.shape[0]
-    labelings, logs = [], []
-    for labels in product(range(n), repeat=n):
-        if any(labels[i] > max(labels[:i], default=-1) + 1 for i in range(n)):
-            continue  # not in canonical form
-        terms = [beta * (w[i, j] if labels[i] == labels[j] else -w[i, j])
-                 for i in range(n) for j in range(i + 1, n)]
-        labelings.append(labels)
-        logs.append(math.fsum(terms))
-    logs = np.array(logs)
-    p = np.exp(logs - logs.max())
-    p /= p.sum()
-    lab = np.array(labelings)
-    return np.einsum("t,tij->ij", p, lab[:, :, None] == lab[:, None, :])
-
-
 @pytest.mark.parametrize("scale", [1.0, 1e4, 1e8, 1e11])
 def test_marginals_meet_the_stated_precision_bound(scale):
     """|P - P_exact| <= 1e-12 + N * eps * max |log phi| (README, Precision)."""
-    from sklearn_trellis.models.correlation import CorrelationClusteringModel  # noqa: F401
     rng = np.random.default_rng(int(np.log10(scale)))
     eps = np.finfo(float).eps
     cases = [np.array([[0, 1, 1], [1, 0, -1], [1, -1, 0.0]]) * scale]
@@ -243,7 +223,8 @@ def test_marginals_meet_the_stated_precision_bound(scale):
         n = w.shape[0]
         max_log_phi = beta * np.abs(np.triu(w, 1)).sum()
         bound = 1e-12 + n * eps * max_log_phi
-        error = np.abs(model.pairwise_marginals_ - _brute_force_pairwise(w, beta)).max()
+        exact = correlation_pairwise_by_enumeration(w, beta)
+        error = np.abs(model.pairwise_marginals_ - exact).max()
         assert error <= bound, (error, bound)
 
 

@@ -13,8 +13,9 @@ from sklearn.datasets import make_blobs
 from sklearn.model_selection import GridSearchCV
 from sklearn.neighbors import kneighbors_graph
 
-from oracles import (binary_trees, canonical_tree, cluster_node_probabilities,
-                     ginkgo_energy, hierarchy_summaries, small_ginkgo_jets, tree_clusters)
+from oracles import (binary_trees, canonical_tree, cluster_node_probabilities, connected_trees,
+                     ginkgo_energy, hierarchy_summaries, is_connected, small_ginkgo_jets,
+                     tree_clusters)
 from sklearn_trellis import TrellisHierarchical
 from sklearn_trellis._core.merge_heights import linkage_heights
 from sklearn_trellis._core.trees import children_to_tree
@@ -29,23 +30,6 @@ def random_graph(rng, n, p=0.35):
     dense = np.triu(dense, 1)
     dense = dense | dense.T
     return sparse.csr_matrix(dense.astype(float))
-
-
-def is_connected(cluster, dense):
-    cluster = list(cluster)
-    reached, stack = {cluster[0]}, [cluster[0]]
-    while stack:
-        i = stack.pop()
-        for j in cluster:
-            if dense[i, j] and j not in reached:
-                reached.add(j)
-                stack.append(j)
-    return len(reached) == len(cluster)
-
-
-def connected_trees(n, dense):
-    return [t for t in binary_trees(tuple(range(n)))
-            if all(is_connected(c, dense) for c in tree_clusters(t))]
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

@@ -8,7 +8,7 @@ from scipy import integrate
 from scipy.special import gammaln, logsumexp
 
 from oracles import set_partitions
-from sklearn_trellis.models import _prior_kernels as pk
+from sklearn_trellis.models import prior_kernels as pk
 from sklearn_trellis.models.priors import (CRP, DirichletMultinomialPrior, GammaHyperprior,
                                              PitmanYor, make_prior)
 

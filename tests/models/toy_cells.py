@@ -15,7 +15,7 @@ import sys
 import numpy as np
 from numba import njit
 
-from sklearn_trellis.models.cells import _CellModel
+from sklearn_trellis.models.cells import CellModel
 
 
 @njit(cache=True)
@@ -92,7 +92,7 @@ def add_log_kernels(theta, t0, x, i0, i1, out):
             out[i - i0] += log_rate - rate * x[i]
 
 
-class ExponentialCells(_CellModel):
+class ExponentialCells(CellModel):
     """Positive cells, ``x ~ Exponential(rate)`` with a Gamma(shape, rate=shape * mean) prior
     on ``rate`` (prior mean of ``1 / rate`` about ``mean``), fixed hyperparameters."""
 

@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 import pytest
-from oracles import set_partitions
+from oracles import expected_losses_by_enumeration
 from sklearn.metrics import (adjusted_rand_score, mutual_info_score,
                              normalized_mutual_info_score, rand_score)
 from oracles import random_partition_samples
@@ -32,36 +32,6 @@ def _brute_vi(a, b):
     return _entropy(a) + _entropy(b) - 2.0 * mutual_info_score(a, b)
 
 
-def _entropies(counts):
-    """Entropy (nats) of each row of a count array (last axis)."""
-    counts = counts.astype(float)
-    total = counts.sum(axis=-1, keepdims=True)
-    p = np.where(counts > 0, counts / total, 1.0)
-    return -(np.where(counts > 0, counts / total, 0.0) * np.log(p)).sum(axis=-1)
-
-
-def _expected_losses_by_enumeration(samples, loss):
-    """Expected loss of every set partition of n elements: the exhaustive oracle."""
-    n = samples.shape[1]
-    partitions = set_partitions(n)
-    if loss == "binder":
-        iu, ju = np.triu_indices(n, 1)
-        same_c = (partitions[:, iu] == partitions[:, ju]).astype(float)
-        same_s = (samples[:, iu] == samples[:, ju]).astype(float)
-        disagreements = same_c @ (1 - same_s).T + (1 - same_c) @ same_s.T
-        return partitions, disagreements.mean(axis=1)
-    # VI = 2 H(C, S) - H(C) - H(S) from the joint label counts of every (partition, sample)
-    codes = partitions[:, None, :] * n + samples[None, :, :]
-    joint = np.zeros(codes.shape[:2] + (n * n,))
-    b_idx, t_idx = np.indices(codes.shape[:2])
-    for i in range(n):
-        np.add.at(joint, (b_idx, t_idx, codes[:, :, i]), 1)
-    h_joint = _entropies(joint)
-    h_c = _entropies(joint.reshape(joint.shape[:2] + (n, n)).sum(axis=3))
-    h_s = _entropies(joint.reshape(joint.shape[:2] + (n, n)).sum(axis=2))
-    return partitions, (2 * h_joint - h_c - h_s).mean(axis=1)
-
-
 def _posterior_samples(rng, n, n_samples):
     model = ExactCorrelationClustering(beta=float(rng.uniform(0.3, 1.5)), random_state=0)
     model.fit(rng.normal(size=(n, 2)))
@@ -74,7 +44,7 @@ def test_point_estimate_equals_exhaustive_minimum(loss):
     for trial in range(3):
         n = [6, 7, 8][trial]
         samples = _posterior_samples(rng, n, 25)
-        partitions, losses = _expected_losses_by_enumeration(samples, loss)
+        partitions, losses = expected_losses_by_enumeration(samples, loss)
         labels, value = point_estimate(samples, loss=loss, random_state=trial, return_loss=True)
         assert value == pytest.approx(losses.min(), abs=1e-9)
         index = [tuple(p) for p in partitions].index(tuple(labels))
@@ -89,7 +59,7 @@ def test_point_estimate_on_noisy_samples_and_pairwise_input():
     rng = np.random.default_rng(1)
     for trial in range(3):
         samples = random_partition_samples(rng, 15, 7, noise=0.35)
-        partitions, losses = _expected_losses_by_enumeration(samples, "binder")
+        partitions, losses = expected_losses_by_enumeration(samples, "binder")
         labels = point_estimate(samples, random_state=trial)
         from_pairwise, value = point_estimate(pairwise_cooccurrence(samples),
                                               random_state=trial, return_loss=True)

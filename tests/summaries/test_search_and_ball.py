@@ -2,7 +2,8 @@
 
 import numpy as np
 import pytest
-from oracles import pairwise_losses, partition_losses, random_partition_samples, set_partitions
+from oracles import (all_partitions_binder_losses, pairwise_losses, partition_losses,
+                     random_partition_samples, set_partitions)
 
 from sklearn_trellis import ExactCorrelationClustering
 from sklearn_trellis.engines.exact import binder_point_estimate
@@ -98,11 +99,6 @@ def test_max_n_clusters_draws_and_threads():
         point_estimate(pairwise_cooccurrence(samples), method="draws")
 
 
-def _exhaustive_binder(pairwise, a, b):
-    partitions = set_partitions(pairwise.shape[0])
-    return partitions, pairwise_losses(partitions, pairwise, "binder", a=a, b=b)
-
-
 @pytest.mark.parametrize("n", [4, 6, 9])
 def test_exact_binder_estimate_equals_exhaustive_minimum(n):
     rng = np.random.default_rng(n)
@@ -112,7 +108,7 @@ def test_exact_binder_estimate_equals_exhaustive_minimum(n):
         pairwise = model.pairwise_marginals_
         for a, b in [(1.0, 1.0), (1.5, 0.5), (0.4, 1.6)]:
             labels, value = binder_point_estimate(pairwise, a=a, b=b, return_loss=True)
-            partitions, losses = _exhaustive_binder(pairwise, a, b)
+            partitions, losses = all_partitions_binder_losses(pairwise, a, b)
             assert value == pytest.approx(losses.min(), abs=1e-9)
             assert expected_loss(pairwise, labels, a=a, b=b) == pytest.approx(value,
                                                                               abs=1e-9)

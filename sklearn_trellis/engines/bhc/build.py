@@ -228,3 +228,35 @@ def _append_local(rows, merges, items, n):
 
 __all__ = ["kernel_params", "greedy_tree", "randomized_tree", "rose_children", "binarize_rose", "bhc_kernels",
            "DEFAULT_SUBSAMPLE_SIZE"]
+
+
+def approximation_notes(n, *, method, rose, subsample_size, selection_items=None):
+    """What a BHC fit does not compute exactly, in words (the estimator's ``approximation_``).
+
+    Parameters
+    ----------
+    n : int
+        Rows of the fit.
+    method : {'greedy', 'randomized'}
+    rose : bool
+    subsample_size : int
+        Sample size of randomized BHC.
+    selection_items : int or None
+        Rows on which the hyperparameters were chosen when that was a random
+        subset (``None``: all rows, or no choice made).
+
+    Returns
+    -------
+    str
+    """
+    kind = "rose tree" if rose else "binary tree"
+    if method == "randomized":
+        notes = [f"randomized BHC {kind}: each split decided by greedy BHC on "
+                 f"{subsample_size} random rows"]
+    else:
+        notes = [f"greedy BHC {kind} (merges by the highest r_k, not the most probable tree)"]
+    notes.append("log_evidence_lower_bound_ bounds the DP-mixture evidence from below "
+                 "(tree-consistent partitions only)")
+    if selection_items is not None and selection_items < n:
+        notes.append(f"hyperparameters chosen on {selection_items} random rows of {n}")
+    return "; ".join(notes) + "."

@@ -1,7 +1,7 @@
 """What a BHC tree says about the data: ``p(D|T)``, merge posteriors, DP bounds, predictive.
 
 A tree's Dirichlet-process quantities are the flat sparse trellis's tree
-recursion (:func:`~sklearn_trellis.engines.sparse._sparse_flat_kernels.tree_inside`)
+recursion (``sparse_flat.tree_log_partition_functions``)
 over the tree's nodes with the DP cluster potential
 ``e(B) = log alpha + log Gamma(|B|) + log m(X_B)``:
 
@@ -17,7 +17,7 @@ over the tree's nodes with the DP cluster potential
 import math
 
 import numpy as np
-from scipy.special import gammaln, logsumexp
+from scipy.special import gammaln
 
 from ..._core.budget import check_memory
 from ..._core.family import ClusterFamily
@@ -25,9 +25,8 @@ from ..._core.labels import first_appearance_labels
 from ...models.dp_mixture import MixturePartitionModel
 from ...models.priors import CRP
 from ..exact.trellis_for_model import trellis_for_model
-from ..sparse._sparse_flat_kernels import tree_inside
 from ..sparse.seeds import linkage_seed_trees
-from ..sparse.sparse_flat import SparseFlatTrellis
+from ..sparse.sparse_flat import SparseFlatTrellis, tree_log_partition_functions
 from .build import bhc_kernels, kernel_params
 
 #: Largest ``n`` for which the exact DP-mixture marginal is computed (flat trellis).
@@ -94,8 +93,8 @@ class TreePosterior:
         e_prior = np.where(self.is_cluster, log_alpha + gammaln(self.sizes), -np.inf)
         e = e_prior + log_marginals
         self.log_potentials = e
-        self.log_s = tree_inside(e, left, right)[0]
-        self.log_d = tree_inside(e_prior, left, right)[0]
+        self.log_s = tree_log_partition_functions(e, left, right)
+        self.log_d = tree_log_partition_functions(e_prior, left, right)
         with np.errstate(invalid="ignore"):
             self.log_r = np.where(self.is_cluster, e - self.log_s, -np.inf)
         root = 2 * n - 2
@@ -240,11 +239,6 @@ def family_lower_bound(likelihood, data, X, alpha, trees, linkage="all", params=
     trellis = SparseFlatTrellis(family, e).fit()
     bound = trellis.log_partition_function + gammaln(alpha) - gammaln(n + alpha)
     return float(bound), family, trellis
-
-
-def log_predictive_total(grouped):
-    """``log p(x | D)`` per row from the grouped log predictive."""
-    return logsumexp(grouped, axis=1)
 
 
 __all__ = ["TreePosterior", "node_log_marginals", "node_groups", "grouped_log_predictive",

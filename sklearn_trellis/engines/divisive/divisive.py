@@ -2,7 +2,8 @@
 
 Every method splits each cluster independently, so the tree is grown by
 visiting the clusters in any order; the banner (``order`` and the diameters)
-records it and R's banner reading (:mod:`.banner`) turns it into merges. The
+records it and R's banner reading
+(:func:`sklearn_trellis._core.trees.banner_to_merge`) turns it into merges. The
 splitters:
 
 - ``'diana'``: Kaufman & Rousseeuw's dissimilarity analysis, exactly as R's
@@ -22,8 +23,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from sklearn.utils import check_random_state
 
+from ..._core.trees import banner_to_merge, merge_to_children
 from ._diana_kernels import cluster_diameter, diana_banner, diana_split
-from .banner import banner_to_merge, divisive_coefficient, linkage_from_children, merge_to_children
+from .banner import divisive_coefficient
 from .bisection import feature_diameter, two_means, two_medoids
 from .exact_split import CRITERIA, MAX_EXACT_ITEMS, best_bipartition
 
@@ -49,8 +51,6 @@ class DivisiveTree:
         scikit-learn's bottom-up ``children_``.
     distances : ndarray of float64, shape (n - 1,)
         Height (diameter) of each merge, non-decreasing.
-    linkage_matrix : ndarray of float64, shape (n - 1, 4)
-        scipy's linkage matrix of the same tree.
     divisive_coefficient : float
         R's ``dc``.
     fallback_sizes : list of int
@@ -62,7 +62,6 @@ class DivisiveTree:
     merge: np.ndarray
     children: np.ndarray
     distances: np.ndarray
-    linkage_matrix: np.ndarray
     divisive_coefficient: float
     fallback_sizes: list = field(default_factory=list)
 
@@ -79,7 +78,6 @@ class DivisiveTree:
         children = merge_to_children(merge)
         return cls(order=order, banner=banner, merge=merge, children=children,
                    distances=distances,
-                   linkage_matrix=linkage_from_children(children, distances),
                    divisive_coefficient=divisive_coefficient(banner),
                    fallback_sizes=list(fallback_sizes))
 

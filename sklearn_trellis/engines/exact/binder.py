@@ -14,9 +14,9 @@ It lives with the engines because ``summaries`` may depend only on ``_core``.
 
 import numpy as np
 
-from ...models.correlation import _pair_sum_table_serial
-from ...summaries.metrics import _check_costs
-from ...summaries.point_estimates import PAIRWISE_LOSSES, _check_pairwise, loss_name, point_estimate
+from ..._core.subsets import subset_pair_sums
+from ...summaries.metrics import check_costs
+from ...summaries.point_estimates import PAIRWISE_LOSSES, check_pairwise, loss_name, point_estimate
 from .flat import DEFAULT_MAX_EXACT_FLAT, exact_flat_map
 
 
@@ -58,8 +58,8 @@ def binder_point_estimate(pairwise, *, a=1.0, b=1.0, max_items=DEFAULT_MAX_EXACT
     >>> binder_point_estimate(P, a=1.0, b=0.2)  # joining is cheap: one cluster
     array([0, 0, 0])
     """
-    _check_costs(a, b)
-    pairwise = _check_pairwise(pairwise)
+    check_costs(a, b)
+    pairwise = check_pairwise(pairwise)
     n = pairwise.shape[0]
     if n > max_items:
         raise ValueError(f"The exact Binder estimate enumerates all subsets of the {n} "
@@ -70,7 +70,7 @@ def binder_point_estimate(pairwise, *, a=1.0, b=1.0, max_items=DEFAULT_MAX_EXACT
         return (labels, 0.0) if return_loss else labels
     weights = (a + b) * pairwise - b
     np.fill_diagonal(weights, 0.0)
-    table = _pair_sum_table_serial(np.ascontiguousarray(weights), n, 1.0)
+    table = subset_pair_sums(weights)
     gain, labels = exact_flat_map(table, max_items=max_items)
     if not return_loss:
         return labels

@@ -92,8 +92,8 @@ def exact_crosscat(model):
     Concentrations must be fixed (no hyperprior).
     """
     if model.alpha_views.hyperprior is not None or model.alpha_rows.hyperprior is not None:
-        raise ValueError("Exact CrossCat needs fixed concentrations: give alpha_views and "
-                         "alpha_rows as numbers, not (shape, rate) hyperpriors.")
+        raise ValueError("Exact CrossCat needs fixed concentrations (alpha_prior=None): it "
+                         "sums over partitions, not over concentrations.")
     data = model.data
     n, d = data.shape
     if n > MAX_EXACT_ROWS or d > MAX_EXACT_COLUMNS:

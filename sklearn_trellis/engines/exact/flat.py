@@ -20,7 +20,7 @@ import time
 import numpy as np
 
 from ..._core.budget import HARD_MAX_ITEMS, NS_PER_STEP, check_exact_budget
-from ..._core.subsets import checked_mask, mask_of, members
+from ..._core.subsets import checked_mask, members
 from . import _flat_kernels as kernels
 from ._flat_passes import map_pass, n_clusters_pass, partition_pass, together_marginals
 
@@ -40,12 +40,6 @@ def masks_to_labels(cluster_masks, n_items):
     for label, mask in enumerate(ordered):
         labels[members(mask)] = label
     return labels
-
-
-def labels_to_masks(labels):
-    """Cluster bitmasks of a label vector."""
-    labels = np.asarray(labels)
-    return [mask_of(np.flatnonzero(labels == value)) for value in np.unique(labels)]
 
 
 #: Bytes per subset of :func:`exact_flat_map`: cluster log-potentials and MAP values.

@@ -29,7 +29,7 @@ each existing cluster, then of a new one, unnormalised - the common
 denominator ``n - 1 + alpha`` is dropped), ``log_count(K)``, ``log_block(m)``,
 ``kernel_params()``. Inside numba the prior is the float array
 ``pp = kernel_params() = [alpha, discount, n_components]`` (``n_components = 0``
-means infinite) read by :mod:`sklearn_trellis.models._prior_kernels` (``log_weight_existing(pp, m)``,
+means infinite) read by ``sklearn_trellis.models.prior_kernels`` (``log_weight_existing(pp, m)``,
 ``log_weight_new(pp, K)``, ``log_block(pp, m)``, ``log_count(pp, K)``).
 ``GammaHyperprior(shape, rate)`` resamples ``alpha`` once per sweep
 (Escobar & West's auxiliary-variable update for the CRP, slice sampling on

@@ -28,7 +28,7 @@ import numpy as np
 from numba import njit
 
 from ..._core.specialise import specialise as _specialise, template
-from ...models._prior_kernels import log_block, log_count, log_weight_existing, log_weight_new
+from ...models.prior_kernels import log_block, log_count, log_weight_existing, log_weight_new
 from ...models.likelihood import protocol_bindings
 
 

@@ -145,12 +145,7 @@ def run_bicluster_chain(blocks, data, data_t, row_prior, column_prior, *, n_swee
         n, d = data.shape
         rows, columns = ((np.zeros(n, np.int64), np.zeros(d, np.int64)) if init_labels is None
                          else init_labels)
-        state = BiclusterState(
-            row_labels=np.unique(np.asarray(rows), return_inverse=True)[1].astype(np.int64),
-            column_labels=np.unique(np.asarray(columns),
-                                    return_inverse=True)[1].astype(np.int64),
-            cell_params=blocks[0].cells_[0].kernel_params(), alpha_rows=row_prior.alpha,
-            alpha_columns=column_prior.alpha)
+        state = new_bicluster_state(blocks, rows, columns, row_prior.alpha, column_prior.alpha)
     kept = {key: [] for key in ("rows", "columns", "log_joints", "alphas_rows",
                                 "alphas_columns", "params")}
     accepted, done, interrupted = 0, 0, False
@@ -194,6 +189,24 @@ def run_bicluster_chain(blocks, data, data_t, row_prior, column_prior, *, n_swee
         accepted_split_merge=accepted)
 
 
+def new_bicluster_state(blocks, row_labels, column_labels, alpha_rows, alpha_columns):
+    """A chain's start: the given partitions (relabelled ``0..K-1``) and concentrations,
+    with the cell model's starting parameters."""
+    return BiclusterState(
+        row_labels=np.unique(np.asarray(row_labels), return_inverse=True)[1].astype(np.int64),
+        column_labels=np.unique(np.asarray(column_labels),
+                                return_inverse=True)[1].astype(np.int64),
+        cell_params=blocks[0].cells_[0].kernel_params(), alpha_rows=alpha_rows,
+        alpha_columns=alpha_columns)
+
+
+def restart_state(state, blocks):
+    """A new chain's start on new data from a chain's last ``state``: its partitions and
+    concentrations, the (refitted) cell model's starting parameters of ``blocks``."""
+    return new_bicluster_state(blocks, state.row_labels, state.column_labels,
+                               state.alpha_rows, state.alpha_columns)
+
+
 def make_blocks(cells, data, data_t):
     """``(row_blocks, column_blocks)``: the fitted cell model's CellBlocks of the matrix and of its transpose."""
     zeros = np.zeros
@@ -217,4 +230,5 @@ def run_bicluster_chains(blocks, data, data_t, row_prior, column_prior, *, n_cha
 
 
 __all__ = ["BiclusterState", "BiclusterChainResult", "bicluster_sweep", "bicluster_log_joint",
-           "run_bicluster_chain", "run_bicluster_chains", "make_blocks"]
+           "run_bicluster_chain", "run_bicluster_chains", "make_blocks", "new_bicluster_state",
+           "restart_state"]

@@ -232,6 +232,18 @@ def new_crosscat_state(model, rng, view_labels=None, row_labels=None):
     return state
 
 
+def restart_state(model, state, rng):
+    """A new chain's start on new data (``model``) from a chain's last ``state``: its views,
+    row partitions and concentrations, with the statistics of the new data and the cell
+    models' starting parameters."""
+    views = state.views
+    new = new_crosscat_state(model, rng, view_labels=state.view_of,
+                             row_labels=[state.labels[v] for v in views])
+    new.alpha_views = state.alpha_views
+    new.alphas[:views.size] = state.alphas[views]
+    return new
+
+
 def refill_view(model, state, v):
     """Counts and column statistics of view slot ``v`` recomputed from its labels."""
     _, constants = model._by_column
@@ -473,7 +485,7 @@ def view_predictives(model, sample, data_new):
 
 
 __all__ = ["ConcentrationPrior", "ViewPredictive", "view_predictives", "CrossCatModel",
-           "CrossCatState", "CrossCatSample", "new_crosscat_state", "refill_view",
+           "CrossCatState", "CrossCatSample", "new_crosscat_state", "restart_state", "refill_view",
            "sweep_rows", "move_columns", "split_merge_columns", "resample_column_params",
            "resample_concentrations", "sweep", "log_joint", "snapshot", "run_chain",
            "run_chains", "PARALLEL_CELLS", "ROW_THREADS"]

@@ -3,9 +3,8 @@
 A sparse trellis is exact over the clusterings (flat) or trees (hierarchical)
 made of the clusters of its family; the family is the union of the nodes of
 *seed trees* (:mod:`~sklearn_trellis.engines.sparse.seeds`). This module holds
-the strategy that picks the family, shared by
-:class:`~sklearn_trellis.ExactCorrelationClustering` and
-:class:`~sklearn_trellis.TrellisHierarchical`:
+the search that picks the family, run by both trellis planners
+(:mod:`~sklearn_trellis.engines.planner`):
 
 - :func:`linkage_trees` / :func:`beam_trees`: the seed trees;
 - :func:`seed_family`: the union of all seeds, or a union grown tree by tree

@@ -21,10 +21,12 @@ import numbers
 import numpy as np
 
 from ..._core.budget import check_memory
+from ..._core.pairwise import check_pairwise_matrix, upper_triangle
 from ..._core.trees import check_children, leaf_order, scipy_to_children, tree_to_postorder_children
+from ..map.search import beam_search_trees
 from ._nn_chain import linkage_matrices
 
-#: The linkages ``linkage='all'`` uses, in this order.
+#: The linkages ``'all'`` names, in this order.
 LINKAGES = ("single", "average", "complete", "ward")
 #: Seed trees that are not linkages, available by name but not part of ``'all'``:
 #: ``'diana'``, Kaufman & Rousseeuw's divisive tree (:mod:`sklearn_trellis.engines.divisive`).
@@ -52,7 +54,6 @@ def check_linkages(linkage):
 
 def _condensed_from_square(distances):
     # The shared checks scan the matrix once without N x N temporaries.
-    from ..._core.pairwise import check_pairwise_matrix, upper_triangle
     distances = check_pairwise_matrix(distances, "distances")
     if np.any(np.diag(distances) != 0):
         raise ValueError("distances must have a zero diagonal.")
@@ -196,8 +197,6 @@ def beam_seed_trees(model, n_trees, *, beam_width=None, beta=1.0):
     >>> len(trees), trees[0].shape, bool(values[0] >= values[-1])
     (3, (4, 2), True)
     """
-    from ..map.search import beam_search_trees
-
     if isinstance(n_trees, (bool, np.bool_)) or not isinstance(n_trees, numbers.Integral):
         raise TypeError(f"n_trees must be an int, got {n_trees!r}.")
     if n_trees < 1:

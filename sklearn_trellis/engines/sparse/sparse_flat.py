@@ -49,6 +49,36 @@ _STATE_OVERHEAD = 8 * 11
 _TRANSITION_BYTES = 32
 
 
+def tree_log_partition_functions(log_potentials, left, right):
+    """``log Z`` of every vertex of a tree-structured family (the inside pass).
+
+    ``log Z(v) = logaddexp(e(v), log Z(left(v)) + log Z(right(v)))``: the log
+    of the sum, over the partitions of ``v``'s items into vertices of the tree,
+    of ``prod exp(e)``.
+
+    Parameters
+    ----------
+    log_potentials : ndarray of shape (n_vertices,)
+        Cluster log-potential ``e(v)`` of each vertex (``-inf`` forbids it).
+    left, right : ndarray of shape (n_vertices,), dtype int64
+        Children of each vertex (``-1`` for a leaf), children before parents.
+
+    Returns
+    -------
+    log_z : ndarray of shape (n_vertices,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_trellis.engines.sparse.sparse_flat import tree_log_partition_functions
+    >>> left, right = np.array([-1, -1, 0]), np.array([-1, -1, 1])
+    >>> z = np.exp(tree_log_partition_functions(np.zeros(3), left, right))
+    >>> [round(float(value), 6) for value in z]   # the root: {0, 1} or {0}, {1}
+    [1.0, 1.0, 2.0]
+    """
+    return kernels.tree_inside(np.asarray(log_potentials, dtype=np.float64), left, right)[0]
+
+
 def vertex_labels(vertices, family):
     """Label vector (labels in order of first appearance) of a partition given by vertices."""
     cluster_of = np.empty((1, family.n_items), dtype=np.int64)

@@ -521,12 +521,6 @@ class SparseHierarchicalTrellis:
         """``log10(n_trees / (2N - 3)!!)``: the paper's sparsity index, in log10."""
         return self.log10_n_trees - log_double_factorial_trees(self.n_items) / math.log(10)
 
-    @property
-    def sparsity_index(self):
-        """``n_trees / (2N - 3)!!`` as a float (0.0 if it underflows; see
-        :attr:`log10_sparsity_index`)."""
-        return 10.0 ** self.log10_sparsity_index
-
     # ------------------------------------------------------------ marginals
     def _outside(self):
         if self._log_out is None:

@@ -12,7 +12,8 @@ import os
 import numpy as np
 import pytest
 
-from sklearn_trellis.engines.divisive import banner_to_merge, diana
+from sklearn_trellis._core.trees import banner_to_merge
+from sklearn_trellis.engines.divisive import diana
 from sklearn_trellis.engines.divisive._diana_kernels import r_dissimilarities
 
 REFERENCE_PATH = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "data",

@@ -6,8 +6,8 @@ from scipy.cluster.hierarchy import cophenet, dendrogram, is_valid_linkage
 from scipy.spatial.distance import pdist, squareform
 
 from sklearn_trellis._core.family import ClusterFamily
-from sklearn_trellis.engines.divisive import (METHODS, divisive_seed_trees, divisive_tree,
-                                              merge_to_children)
+from sklearn_trellis._core.trees import children_to_linkage, merge_to_children
+from sklearn_trellis.engines.divisive import METHODS, divisive_seed_trees, divisive_tree
 from sklearn_trellis.engines.divisive.bisection import (feature_diameter, two_means,
                                                          two_medoids)
 
@@ -80,15 +80,16 @@ def test_every_method_gives_a_valid_monotone_tree(method):
     n = X.shape[0]
     assert tree.children.shape == (n - 1, 2)
     ClusterFamily.from_trees([tree.children], n)
-    assert is_valid_linkage(tree.linkage_matrix)
+    linkage_matrix = children_to_linkage(tree.children, tree.distances)
+    assert is_valid_linkage(linkage_matrix)
     assert np.all(np.diff(tree.distances) >= 0)
     np.testing.assert_array_equal(merge_to_children(tree.merge), tree.children)
     # Heights are diameters: the cophenetic distance never falls below the distance.
-    coph = squareform(cophenet(tree.linkage_matrix))
+    coph = squareform(cophenet(linkage_matrix))
     assert np.all(coph >= D - 1e-12)
     assert tree.distances[-1] == pytest.approx(D.max())
     # scipy's dendrogram draws it in the banner order.
-    assert dendrogram(tree.linkage_matrix, no_plot=True)["leaves"] == tree.order.tolist()
+    assert dendrogram(linkage_matrix, no_plot=True)["leaves"] == tree.order.tolist()
     # The top two splits find the three blobs.
     sets = [frozenset([i]) for i in range(n)]
     for a, b in tree.children:

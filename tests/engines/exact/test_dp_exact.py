@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from oracles import (cluster_probability, flat_summaries, random_subsets, set_partitions,
-                         together_probability)
+from oracles import (cluster_probability, flat_summaries, partition_log_joints, random_subsets,
+                     set_partitions, together_probability)
 from sklearn_trellis import DPMixture
 from sklearn_trellis.models import (BetaBernoulli, DirichletMultinomial, NormalGamma,
                                     NormalInverseWishart)
@@ -17,21 +17,8 @@ from sklearn_trellis._core.subsets import mask_of
 
 def enumerate_posterior(prior, lik, X):
     """log p(C, X) of every partition, from the EPPF formula and closed-form marginals."""
-    parts = set_partitions(X.shape[0])
     closed = getattr(lik, "log_marginal_closed_form", lik.log_marginal)
-    cache = {}
-
-    def log_m(members):
-        key = mask_of(members)
-        if key not in cache:
-            cache[key] = closed(X[members])
-        return cache[key]
-
-    log_joint = np.array([
-        prior.log_eppf(np.bincount(row))
-        + sum(log_m(np.flatnonzero(row == c)) for c in np.unique(row))
-        for row in parts])
-    return parts, log_joint
+    return partition_log_joints(X.shape[0], prior.log_eppf, lambda members: closed(X[members]))
 
 
 def data_for(lik, rng, n):

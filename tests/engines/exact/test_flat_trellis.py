@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from oracles import (canonical, cluster_probability, flat_summaries,
-                         random_subsets, set_partitions, together_probability)
+from oracles import (canonical, cluster_probability, flat_log_z_table, flat_summaries,
+                     random_subsets, set_partitions, subset_convolution, together_probability)
 from sklearn_trellis.engines import ExactFlatTrellis
 from sklearn_trellis._core.subsets import mask_of, sum_exp_shifted
 
@@ -133,14 +133,6 @@ from sklearn_trellis.engines.exact import _flat_passes as passes  # noqa: E402
 from sklearn_trellis.engines.exact import flat  # noqa: E402
 
 
-def naive_convolution(a, b, n_bits, op):
-    out = np.empty(1 << n_bits)
-    for j in range(1 << n_bits):
-        values = [op(a[t], b[j ^ t]) for t in range(1 << n_bits) if t & j == t]
-        out[j] = sum(values) if op is np.multiply else max(values)
-    return out
-
-
 def test_generated_kernels_are_up_to_date():
     with open(_block_codegen.target_path()) as handle:
         assert handle.read() == _block_codegen.generate()
@@ -151,7 +143,7 @@ def test_block_convolutions_match_naive(n_bits):
     rng = np.random.default_rng(n_bits)
     a, b = rng.random(1 << n_bits), rng.random(1 << n_bits)
     n_blocks = 1 << (n_bits - _block_codegen.BLOCK_BITS)
-    expected = naive_convolution(a, b, n_bits, np.multiply)
+    expected = subset_convolution(a, b, n_bits, np.multiply)
     for run in (lambda out: _flat_block_kernels.conv_sum_blocks(a, b, out, n_bits, 0),
                 lambda out: _flat_block_kernels.conv_sum_range(a, b, out, 0, n_blocks, 0)):
         out = np.full(1 << n_bits, np.nan)
@@ -161,7 +153,7 @@ def test_block_convolutions_match_naive(n_bits):
     log_a[rng.random(1 << n_bits) < 0.3] = -np.inf
     log_b[rng.random(1 << n_bits) < 0.3] = -np.inf
     log_a[0] = -np.inf  # so out[0] = -inf
-    expected = naive_convolution(log_a, log_b, n_bits, np.add)
+    expected = subset_convolution(log_a, log_b, n_bits, np.add)
     assert np.isneginf(expected).any() and np.isfinite(expected).any()
     for run in (lambda out: _flat_block_kernels.conv_max_blocks(log_a, log_b, out, n_bits),
                 lambda out: _flat_block_kernels.conv_max_range(log_a, log_b, out, 0,
@@ -320,28 +312,11 @@ def test_budget_uses_the_engines_cost_per_step():
         _budget.check_exact_budget(12, 8, max_items=10, ns_per_step=3.0)
 
 
-def naive_log_z_table(table, n):
-    """log Z of every subset by the lowest-item recursion, summing every term."""
-    from scipy.special import logsumexp
-    log_z = np.zeros(1 << n)
-    for subset in range(1, 1 << n):
-        low = subset & -subset
-        rest = subset ^ low
-        terms, sub = [], rest
-        while True:
-            terms.append(table[sub | low] + log_z[rest ^ sub])
-            if sub == 0:
-                break
-            sub = (sub - 1) & rest
-        log_z[subset] = logsumexp(terms)
-    return log_z
-
-
 @pytest.mark.parametrize("scale", [3.0, 60.0, 5e4])
 def test_every_subset_log_z_matches_full_sums(scale):
     n = 8
     table = random_table(np.random.default_rng(int(scale)), n, scale=scale, forbid=0.2)
-    expected = naive_log_z_table(table, n)
+    expected = flat_log_z_table(table, n)
     for trellis in fit_both_ways(table):  # pruned log-space sums and linear layers
         finite = np.isfinite(expected)
         np.testing.assert_array_equal(np.isfinite(trellis.log_z), finite)

@@ -5,7 +5,7 @@ import itertools
 import numpy as np
 import pytest
 
-from oracles import (binary_trees, canonical_tree,
+from oracles import (allowed_tree_count, binary_trees, canonical_tree,
                          cluster_node_probabilities, cluster_node_probability,
                          random_split_table,
                          hierarchy_summaries, tree_log_potential, tree_sibling_pairs)
@@ -179,27 +179,6 @@ def test_ginkgo_matches_enumeration():
             cluster_node_probability(trees, ref["probs"], subset), abs=1e-9)
 
 
-def python_tree_count(n, allowed):
-    """Allowed trees by a plain big-integer recursion over subsets."""
-    count = {1 << i: 1 for i in range(n)}
-    for parent in range(1, 1 << n):
-        if parent & (parent - 1) == 0:
-            continue
-        low = parent & -parent
-        rest = parent ^ low
-        total = 0
-        sub = (rest - 1) & rest
-        while True:
-            left = sub | low
-            if allowed(left, parent ^ left):
-                total += count[left] * count[parent ^ left]
-            if sub == 0:
-                break
-            sub = (sub - 1) & rest
-        count[parent] = total
-    return count[(1 << n) - 1]
-
-
 def test_tree_count_is_exact_beyond_one_prime():
     n = 12  # 21!! * ... = 3.2e11 trees: two primes and the Chinese remainder theorem
     def rule(left, right):
@@ -213,7 +192,7 @@ def test_tree_count_is_exact_beyond_one_prime():
         return rule([i for i in range(n) if lmask >> i & 1],
                     [i for i in range(n) if rmask >> i & 1])
 
-    expected = python_tree_count(n, allowed)
+    expected = allowed_tree_count(n, allowed)
     assert 2 ** 31 < expected < double_factorial_trees(n)
     assert trellis.n_trees == expected  # int64 counts in the main pass
     assert trellis._count_allowed_trees() == expected  # int64 count pass

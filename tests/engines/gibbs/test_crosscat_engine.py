@@ -66,7 +66,7 @@ def test_gibbs_matches_exact_on_tiny_mixed_table(row_sampler):
     X = _tiny_mixed_table()
     assert np.isnan(X).any()
     types = ["normal", "bernoulli", "categorical"]
-    kwargs = dict(column_types=types, alpha_views=0.8, alpha_rows=1.2)
+    kwargs = dict(likelihood=types, alpha_views=0.8, alpha_rows=1.2, alpha_prior=None)
     exact = CrossCat(method="exact", **kwargs).fit(X)
     gibbs = CrossCat(method="gibbs", n_sweeps=5000, burn_in=200, n_chains=2, random_state=0,
                      row_sampler=row_sampler, **kwargs).fit(X)
@@ -289,7 +289,7 @@ def test_estimator_samplers_and_split_merge_options():
             model = CrossCat(**kwargs).fit(X)
             again = CrossCat(**kwargs).fit(X)
             assert model.method_ == "gibbs"
-            np.testing.assert_array_equal(model.row_labels_, again.row_labels_)
+            np.testing.assert_array_equal(model.view_row_labels_, again.view_row_labels_)
     with pytest.raises(ValueError, match="row_sampler"):
         CrossCat(row_sampler="uncollapsed", n_sweeps=2).fit(X)
     with pytest.raises(ValueError, match="n_split_merge"):

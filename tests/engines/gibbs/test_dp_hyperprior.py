@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy.special import gammaln, logsumexp, multigammaln
 
-from oracles import flat_summaries, set_partitions
+from oracles import flat_summaries, partition_log_joints, set_partitions
 from sklearn_trellis import DPMixture
 from sklearn_trellis.models import NormalGamma, NormalInverseWishart
 from sklearn_trellis.engines.exact.grid_marginal import GridMarginalPosterior
@@ -32,21 +32,14 @@ def grid_points(lik):
 
 def enumerate_grid_posterior(prior, lik, X):
     """log p(C, g, X) for every partition C and grid point g (uniform grid prior)."""
-    parts = set_partitions(X.shape[0])
     points = grid_points(lik)
-    cache = {}
-
-    def log_m(members, g):
-        key = (tuple(members), g)
-        if key not in cache:
-            psi, dof = points[g]
-            cache[key] = textbook_log_marginal(X[members], lik.kappa, dof, lik.mean_prior_, psi)
-        return cache[key]
-
-    table = np.array([[prior.log_eppf(np.bincount(row)) - np.log(len(points))
-                       + sum(log_m(np.flatnonzero(row == c), g) for c in np.unique(row))
-                       for g in range(len(points))] for row in parts])
-    return parts, table
+    columns = []
+    for psi, dof in points:
+        parts, column = partition_log_joints(
+            X.shape[0], lambda counts: prior.log_eppf(counts) - np.log(len(points)),
+            lambda members: textbook_log_marginal(X[members], lik.kappa, dof, lik.mean_prior_, psi))
+        columns.append(column)
+    return parts, np.column_stack(columns)
 
 
 def two_groups(rng, n, d=2):

@@ -94,7 +94,7 @@ def test_estimators_accept_the_diana_seed():
     from sklearn_trellis import ExactCorrelationClustering, TrellisHierarchical
 
     X = np.random.default_rng(1).normal(size=(40, 2))
-    flat = ExactCorrelationClustering(linkage=["average", "diana"], max_exact_size=8).fit(X)
+    flat = ExactCorrelationClustering(seed_linkages=["average", "diana"], max_exact_size=8).fit(X)
     assert "diana" in flat.approximation_
     tree = TrellisHierarchical(seed_linkages=["diana"], max_exact_size=8, window_size=0,
                                n_beam_trees=0).fit(X)
@@ -119,7 +119,7 @@ def test_no_seed_tree_is_a_clear_error():
     W = np.corrcoef(X) - 0.3
     np.fill_diagonal(W, 0.0)
     with pytest.raises(ValueError, match="No seed tree"):
-        ExactCorrelationClustering(linkage="ward", affinity="precomputed",
+        ExactCorrelationClustering(seed_linkages="ward", affinity="precomputed",
                                    max_exact_size=10).fit(W)
     with pytest.raises(ValueError, match="No seed tree"):
         seed_family(lambda family, **budget: None, [], 5)

@@ -7,8 +7,8 @@ import pytest
 from scipy import stats as scipy_stats
 from scipy.cluster.hierarchy import linkage
 
-from oracles import (binary_trees, canonical_tree, random_split_table, tree_clusters,
-                         tree_log_potential)
+from oracles import (binary_trees, canonical_tree, family_split_edges, family_tree_counts,
+                     random_split_table, tree_clusters, tree_log_potential)
 from oracles import ginkgo_energy, small_ginkgo_jets
 from sklearn_trellis.models import CallableEnergy, DasguptaEnergy, GinkgoEnergy, HCCEnergy
 from sklearn_trellis.models.callable_energy import table_split
@@ -172,18 +172,6 @@ def random_family(rng, n, n_trees, n_extra):
     return ClusterFamily.from_trees(trees, n, extra_clusters=extras)
 
 
-def brute_force_edges(family):
-    members = family_members(family)
-    index = {m: v for v, m in enumerate(members)}
-    edges = set()
-    for s, S in enumerate(members):
-        low = min(S)
-        for L in members:
-            if low in L and L < S and (S - L) in index:
-                edges.add((s, index[L], index[S - L]))
-    return edges
-
-
 @pytest.mark.parametrize("seed", range(6))
 def test_edges_are_exactly_the_splits_within_the_family(seed):
     rng = np.random.default_rng(seed)
@@ -194,7 +182,7 @@ def test_edges_are_exactly_the_splits_within_the_family(seed):
     got = set(zip(trellis.edge_parent.tolist(), trellis.edge_left.tolist(),
                   trellis.edge_right.tolist()))
     assert len(got) == trellis.n_edges
-    assert got == brute_force_edges(family)
+    assert got == family_split_edges(family_members(family))
     assert np.all(np.diff(trellis.edge_parent) >= 0)
 
 
@@ -329,20 +317,6 @@ def test_verbose_reports_stages(capsys):
 
 
 # -- counting, deep trees -----------------------------------------------------------------
-def python_tree_count(family):
-    members = family_members(family)
-    index = {m: v for v, m in enumerate(members)}
-    count = {}
-    for v, S in enumerate(members):
-        if len(S) == 1:
-            count[v] = 1
-            continue
-        low = min(S)
-        count[v] = sum(count[index[L]] * count[index[S - L]] for L in members
-                       if low in L and L < S and (S - L) in index)
-    return count[family.root]
-
-
 def test_tree_count_beyond_int64_is_exact():
     rng = np.random.default_rng(1)
     n = 48
@@ -368,7 +342,7 @@ def test_tree_count_beyond_int64_is_exact():
     family = ClusterFamily.from_trees(trees, n)
     trellis = SparseHierarchicalTrellis(family, split_function=lambda l, r: 0.0).fit()
     assert trellis.n_trees > 2 ** 63
-    assert trellis.n_trees == python_tree_count(family)
+    assert trellis.n_trees == family_tree_counts(family_members(family))[family.root]
     assert trellis.log_partition_function == pytest.approx(math.log(trellis.n_trees))
     assert trellis.log10_sparsity_index == pytest.approx(
         math.log10(trellis.n_trees) - log_double_factorial_trees(n) / math.log(10))
@@ -481,7 +455,7 @@ def test_window_families_find_every_window_split(seed):
         family, split_function=lambda left, right: 0.0, verify_edges=True).fit()
     got = set(zip(trellis.edge_parent.tolist(), trellis.edge_left.tolist(),
                   trellis.edge_right.tolist()))
-    expected = brute_force_edges(family)
+    expected = family_split_edges(family_members(family))
     assert got <= expected
     # Only splits mixing part of a window with clusters outside it may be left out.
     windowed = family.vertex_window
