@@ -33,7 +33,7 @@ def log_predictive(params, p0, stats, s0, x):
     return math.log((b + n - n1) / (a + b + n))
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def predictive_cache(params, p0, stats, s0, cache, c0):
     a, b, n, n1 = params[p0], params[p0 + 1], stats[s0], stats[s0 + 1]
     log_total = math.log(a + b + n)
@@ -41,7 +41,7 @@ def predictive_cache(params, p0, stats, s0, cache, c0):
     cache[c0 + 1] = math.log(a + n1) - log_total
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def cached_log_predictive(params, p0, stats, s0, cache, c0, x):
     return cache[c0 + 1] if x != 0.0 else cache[c0]
 

@@ -32,7 +32,7 @@ def log_predictive(params, p0, stats, s0, x):
     return math.log((params[p0 + 2 + k] + stats[s0 + 1 + k]) / (params[p0 + 1] + stats[s0]))
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def predictive_cache(params, p0, stats, s0, cache, c0):
     k = int(params[p0])
     for c in range(k):
@@ -40,7 +40,7 @@ def predictive_cache(params, p0, stats, s0, cache, c0):
     cache[c0 + k] = math.log(params[p0 + 1] + stats[s0])
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def cached_log_predictive(params, p0, stats, s0, cache, c0, x):
     return cache[c0 + int(x)] - cache[c0 + int(params[p0])]
 

@@ -50,7 +50,7 @@ def log_predictive(params, p0, stats, s0, x):
             - _log_marginal_of(params, p0, n, s1, s2))
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def predictive_cache(params, p0, stats, s0, cache, c0):
     n = stats[s0]
     kappa = params[p0 + 1] + n
@@ -63,7 +63,7 @@ def predictive_cache(params, p0, stats, s0, cache, c0):
     cache[c0 + 2] = r
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def cached_log_predictive(params, p0, stats, s0, cache, c0, x):
     d = x - params[p0] - cache[c0 + 1]
     return cache[c0] - (params[p0 + 2] + 0.5 * stats[s0] + 0.5) * math.log(

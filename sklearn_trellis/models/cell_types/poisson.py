@@ -53,7 +53,7 @@ def log_predictive(params, p0, stats, s0, x):
             - _log_marginal_of(params, p0, n, total, lf))
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def predictive_cache(params, p0, stats, s0, cache, c0):
     rate = params[p0 + 1] + stats[s0]
     log_next = math.log(rate + 1.0)
@@ -61,7 +61,7 @@ def predictive_cache(params, p0, stats, s0, cache, c0):
     cache[c0 + 1] = log_next
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def cached_log_predictive(params, p0, stats, s0, cache, c0, x):
     a = params[p0] + stats[s0 + 1]
     if x <= _SMALL_COUNT:
