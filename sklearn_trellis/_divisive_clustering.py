@@ -12,8 +12,7 @@ from sklearn.utils.validation import validate_data
 from ._core.budget import check_memory
 from ._core.pairwise import check_square_symmetric, similarity_from_distances
 from ._hierarchy_mixin import HierarchyMixin
-from .engines.divisive import CRITERIA, METHODS, divisive_tree
-from .engines.divisive._diana_kernels import r_dissimilarities
+from .engines.divisive import CRITERIA, METHODS, divisive_tree, r_dissimilarities
 from .engines.divisive.exact_split import MAX_EXACT_ITEMS
 
 #: Metrics computed as R's ``daisy`` / ``diana`` do, missing features (NaN) included.

@@ -8,7 +8,7 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import validate_data
 
 from ._hierarchy_mixin import HierarchyMixin
-from .summaries._input import as_sample_set, is_block_list_format
+from .summaries import as_sample_set, is_block_list_format
 from .summaries.agglomeration import entropy_agglomeration_tree
 
 

@@ -13,6 +13,7 @@ feature allocations given as lists of blocks (iterables of element indices
 ``0..n-1``), or a binary array (T, n_blocks, n).
 """
 
+from ._input import as_sample_set, is_block_list_format  # noqa: F401 (EntropyAgglomeration)
 from .credible_ball import CredibleBall, credible_ball
 from .cumulative import cumulative_occurrence_distribution, cumulative_statistic, projection
 from .entropy import entropy_sequence, projection_entropy

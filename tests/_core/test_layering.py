@@ -157,15 +157,6 @@ def test_the_checker_sees_violations(tmp_path):
     assert layer("sklearn_trellis.engines.exact.flat") > layer("sklearn_trellis.models.mod")
 
 
-#: Cross-package private imports in files that parallel work on issue 27 owns
-#: (``importer path: imported name``, both relative to the package). Owned by parallel work, removed at merge:
-#: the lead empties this set once those branches are in.
-KNOWN_CROSS_PACKAGE_PRIVATE = {
-    "_divisive_clustering.py: engines.divisive._diana_kernels.r_dissimilarities",
-    "_entropy_agglomeration.py: summaries._input.as_sample_set",
-    "_entropy_agglomeration.py: summaries._input.is_block_list_format",
-}
-
 
 def is_private(part):
     return part.startswith("_") and not part.startswith("__")
@@ -209,19 +200,11 @@ def all_cross_package_private_imports():
 
 
 def test_no_cross_package_private_import():
-    found = [(path, line, name) for path, line, name in all_cross_package_private_imports()
-             if f"{path}: {name}" not in KNOWN_CROSS_PACKAGE_PRIVATE]
+    found = all_cross_package_private_imports()
     assert not found, ("private names imported from outside their package (make them public "
                        "in the owning package):\n"
                        + "\n".join(f"sklearn_trellis/{path}:{line}: imports sklearn_trellis.{name}"
                                     for path, line, name in found))
-
-
-def test_known_cross_package_private_imports_still_occur():
-    """An entry of the allow-list that no longer occurs is removed from it."""
-    found = {f"{path}: {name}" for path, _, name in all_cross_package_private_imports()}
-    stale = sorted(KNOWN_CROSS_PACKAGE_PRIVATE - found)
-    assert not stale, "remove from KNOWN_CROSS_PACKAGE_PRIVATE:\n" + "\n".join(stale)
 
 
 def test_private_rule(tmp_path):
