@@ -72,9 +72,10 @@ def make_likelihood(likelihood):
     return _make(likelihood, LIKELIHOODS, ClusterLikelihood, "likelihood", "ClusterLikelihood")
 
 
-def make_cell_model(cells):
-    """A fresh cell model from a name of :data:`CELL_MODELS` or a clone of an instance."""
-    return _make(cells, CELL_MODELS, CellModel, "cells", "cell model")
+def make_cell_model(likelihood):
+    """A fresh cell model from a name of :data:`CELL_MODELS` or a clone of an instance
+    (the ``likelihood`` of ``InfiniteBiclustering``)."""
+    return _make(likelihood, CELL_MODELS, CellModel, "likelihood", "cell model")
 
 
 __all__ = ["FlatModel", "CorrelationClusteringModel", "SplitModel", "SplitKernelInputs",

@@ -203,7 +203,7 @@ def test_unfitted_and_registry_errors():
         NormalCells().kernel_params()
     with pytest.raises(TypeError, match="numeric"):
         NormalCells().fit(["a", "b"])
-    with pytest.raises(ValueError, match="cells must be one of"):
+    with pytest.raises(ValueError, match="likelihood must be one of"):
         make_cell_model("gaussian")
     with pytest.raises(TypeError, match="cell model"):
         make_cell_model(3)
