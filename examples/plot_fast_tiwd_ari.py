@@ -3,7 +3,7 @@ fastTIWD versus linkage and naive normalisations (Adametz & Roth 2011, Figure 3)
 ================================================================================
 
 Reproduces the synthetic comparison of the paper (§4) as recorded in the
-specification: n = 200 objects in 3 blocks, dimension d = 300, alpha = 2,
+specification: n = 200 objects in 3 blocks, dimension d = 300, scale = 2,
 theta = 15 / d, block labels drawn uniformly (near-equal blocks) or with
 Dirichlet(1, 1, 1) proportions (unequal blocks). Only the squared distances
 are given to the methods; the table shows the median [minimum] adjusted Rand
@@ -44,7 +44,7 @@ from sklearn_trellis.datasets import make_wishart_blocks
 # %%
 # One data set drawn from the generative model: the blocks are hardly visible
 # in the distances (the left half of Figure 3).
-example = make_wishart_blocks(n_samples=200, n_blocks=3, dof=300, alpha=2.0, theta=15 / 300,
+example = make_wishart_blocks(n_samples=200, n_blocks=3, dof=300, scale=2.0, theta=15 / 300,
                               proportions="dirichlet", random_state=0)
 sort = np.argsort(example.target, kind="stable")
 fig, axes = plt.subplots(1, 3, figsize=(11, 3.6))
@@ -75,7 +75,7 @@ def mds_embedding(dist):
 
 
 def scores_for(seed, proportions, n_sweeps):
-    data = make_wishart_blocks(n_samples=200, n_blocks=3, dof=300, alpha=2.0, theta=15 / 300,
+    data = make_wishart_blocks(n_samples=200, n_blocks=3, dof=300, scale=2.0, theta=15 / 300,
                                proportions=proportions, random_state=seed)
     D, truth = data.distances, data.target
     condensed = squareform(D, checks=False)

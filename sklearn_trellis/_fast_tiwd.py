@@ -17,8 +17,8 @@ from ._gibbs_base import _BaseGibbs, check_given_labels, predictive_picks
 from .engines.exact.trellis_for_model import trellis_for_model
 from .engines.gibbs import sampler as gibbs
 from .models.priors import make_prior
-from .models.wishart import (ClusterSums, WishartBlockModel, alpha_summary, block_alpha_means,
-                             block_statistics, estimate_dof, new_item_log_likelihoods)
+from .models.wishart import (ClusterSums, WishartBlockModel, block_scale_means, block_statistics,
+                             estimate_dof, new_item_log_likelihoods, scale_summary)
 from .models.wishart_likelihood import WishartBlockLikelihood
 from .preprocessing.distance_normalization import (NORMALIZATIONS, mean_squared_distance,
                                                    new_item_inner_products,
@@ -35,7 +35,7 @@ def _theta_and_scale_mean(likelihood, state):
     """``record`` of the chains: ``theta`` and ``E[scale]`` at each kept sample (``O(K)``)."""
     theta = float(state.params[0])
     active = state.active[:state.meta[0]]
-    return theta, likelihood.alpha_mean(state.stats[active, 0], state.stats[active, 1], theta)
+    return theta, likelihood.scale_mean(state.stats[active, 0], state.stats[active, 1], theta)
 
 
 def _class_constraint(table, y):
@@ -464,9 +464,8 @@ default='singletons'
             raise ValueError("method='exact' needs scale and theta fixed (numbers): only "
                              "then does the posterior factorise over blocks.")
         self._check_exact_size(n)
-        model = WishartBlockModel(dof=self.dof_, alpha=self.scale, theta=self.theta,
-                                  concentration=self.alpha,
-                                  n_blocks=self.n_blocks).fit(S)
+        model = WishartBlockModel(dof=self.dof_, scale=self.scale, theta=self.theta,
+                                  alpha=self.alpha, n_blocks=self.n_blocks).fit(S)
         self.model_ = model
         table = model.log_potential_table()
         if np.any(known >= 0):
@@ -483,9 +482,9 @@ default='singletons'
         self.scale_means_ = np.full(self.n_sweeps, float(self.scale))
         self.pairwise_marginals_ = trellis.pairwise_marginals()
         self.n_clusters_distribution_ = trellis.n_clusters_distribution()
-        self.scale_posterior_ = alpha_summary(float(self.theta), alpha=self.scale)
+        self.scale_posterior_ = scale_summary(float(self.theta), fixed=self.scale)
         sizes, sbars = block_statistics(S, self.labels_)
-        self.block_scale_means_ = block_alpha_means(S, self.labels_, sizes, sbars,
+        self.block_scale_means_ = block_scale_means(S, self.labels_, sizes, sbars,
                                                     float(self.theta), dof=self.dof_,
                                                     r0=self.r0, s0=self._s0())
 
@@ -497,7 +496,7 @@ default='singletons'
         self._check_samples_memory(S.shape[0], len(self._chains.states) if warm
                                    else self.n_chains, warm)
         likelihood = WishartBlockLikelihood(dof=self.dof_, r0=self.r0, s0=self._s0(),
-                                            alpha=self.scale, theta=self.theta,
+                                            scale=self.scale, theta=self.theta,
                                             theta_grid=self.theta_grid).fit(S)
         self.model_ = likelihood
         prior = make_prior(self.alpha, n_components=self.n_blocks)
@@ -529,9 +528,9 @@ default='singletons'
         self.labels_ = self.samples_[best].astype(np.int64)
         theta = float(self.theta_samples_[best])
         sizes, sbars = block_statistics(data, self.labels_)
-        self.block_scale_means_ = block_alpha_means(data, self.labels_, sizes, sbars, theta,
+        self.block_scale_means_ = block_scale_means(data, self.labels_, sizes, sbars, theta,
                                                     dof=self.dof_, r0=self.r0, s0=self._s0())
-        self.scale_posterior_ = likelihood.alpha_summary(sizes, sbars, theta)
+        self.scale_posterior_ = likelihood.scale_summary(sizes, sbars, theta)
 
     def log_posterior(self, labels, theta=None):
         """``log p(B, theta | S*)`` (up to the constant of ``log_joints_``) of any partition.
@@ -556,7 +555,7 @@ default='singletons'
             theta = self.theta if self.theta is not None else self.theta_samples_[
                 self._best_sample()]
         likelihood = WishartBlockLikelihood(dof=self.dof_, r0=self.r0, s0=self._s0(),
-                                            alpha=self.scale, theta=theta).fit(
+                                            scale=self.scale, theta=theta).fit(
             self.inner_products_)
         prior = make_prior(self.alpha, n_components=self.n_blocks)
         data = likelihood.kernel_data(self.inner_products_)
@@ -601,7 +600,7 @@ default='singletons'
             theta = float(self.theta_samples_[index])
             log_lik = new_item_log_likelihoods(
                 sizes, sbars, row_sums, self_products, trace, n, theta, dof=self.dof_,
-                r0=self.r0, s0=self.s0, alpha=self.scale)
+                r0=self.r0, s0=self.s0, scale=self.scale)
             log_prior = prior.log_predictive_weights(sizes) - np.log(n + prior.alpha)
             yield z, log_prior[None, :] + log_lik
 

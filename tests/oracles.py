@@ -10,7 +10,7 @@ import itertools
 import math
 
 import numpy as np
-from scipy.special import logsumexp
+from scipy.special import betaln, gammaln, logsumexp
 
 
 def set_partitions(n):
@@ -485,8 +485,6 @@ def all_partitions_binder_losses(pairwise, a=1.0, b=1.0):
 
 def conjugate_log_marginal(lik, X):
     """``log m(X)`` of a fitted conjugate likelihood from its textbook formula (no kernel)."""
-    from scipy.special import betaln, gammaln
-
     from sklearn_trellis.models.conjugate import BetaBernoulli, DirichletMultinomial
     if isinstance(lik, BetaBernoulli):
         ones = X.sum(axis=0)
@@ -674,3 +672,157 @@ def expected_losses_by_enumeration(samples, loss):
     h_c = _entropies(joint.reshape(joint.shape[:2] + (n, n)).sum(axis=3))
     h_s = _entropies(joint.reshape(joint.shape[:2] + (n, n)).sum(axis=2))
     return partitions, (2 * h_joint - h_c - h_s).mean(axis=1)
+
+
+# -- exchangeable partition priors, Wishart block model, biclustering -------------------
+
+def log_eppf(sizes, alpha, n_blocks=None):
+    """Textbook log prior probability of one partition with these cluster sizes.
+
+    Ewens / CRP(``alpha``) when ``n_blocks`` is None:
+    ``K log alpha + log Gamma(alpha) - log Gamma(alpha + n) + sum_b log Gamma(n_b)``;
+    else a symmetric Dirichlet(``alpha / k``)-multinomial over ``k = n_blocks``
+    components with the labels forgotten (``-inf`` beyond ``k`` clusters).
+    """
+    sizes = np.asarray(sizes, dtype=np.float64)
+    sizes = sizes[sizes > 0]
+    n, n_clusters = sizes.sum(), sizes.size
+    normaliser = gammaln(alpha) - gammaln(alpha + n)
+    if n_blocks is None:
+        return float(n_clusters * math.log(alpha) + normaliser + np.sum(gammaln(sizes)))
+    if n_clusters > n_blocks:
+        return -np.inf
+    a = alpha / n_blocks
+    return float(normaliser + gammaln(n_blocks + 1.0) - gammaln(n_blocks - n_clusters + 1.0)
+                 + np.sum(gammaln(sizes + a) - gammaln(a)))
+
+
+def dense_wishart_loglik(S, labels, scale, theta, dof):
+    """``(d/2) log det Psi - (d/2) tr(Psi S)``, ``Psi = (scale (I + theta B))^{-1}``, densely.
+
+    The Wishart log-likelihood of fastTIWD up to terms free of the partition
+    ``B``, ``scale`` and ``theta``, by dense linear algebra (no block formula).
+    """
+    labels = np.asarray(labels)
+    sigma = scale * (np.eye(len(labels)) + theta * (labels[:, None] == labels[None, :]))
+    psi = np.linalg.inv(sigma)
+    return 0.5 * dof * np.linalg.slogdet(psi)[1] - 0.5 * dof * np.trace(psi @ S)
+
+
+def wishart_log_posteriors(S, partitions, scale, theta, dof, alpha, n_blocks=None):
+    """``log p(B) + log L(B)`` of each partition (rows of ``partitions``), scale and theta fixed.
+
+    The unnormalised log posterior of the Wishart block model: :func:`log_eppf`
+    plus :func:`dense_wishart_loglik`.
+    """
+    return np.array([log_eppf(np.bincount(p), alpha, n_blocks)
+                     + dense_wishart_loglik(S, p, scale, theta, dof) for p in partitions])
+
+
+def wishart_posterior_summaries(S, scale, theta, dof, alpha, n_blocks=None, known=None):
+    """:func:`flat_summaries` of the Wishart block posterior by enumerating every partition.
+
+    ``known`` (labels, ``-1`` unknown) keeps the partitions that hold each
+    known class whole and the classes apart (semi-supervised mode).
+    """
+    partitions = set_partitions(S.shape[0])
+    if known is not None:
+        classes = np.unique(known[known >= 0])
+        keep = []
+        for p in partitions:
+            whole = all(np.unique(p[known == c]).size == 1 for c in classes)
+            blocks = [p[known == c][0] for c in classes]
+            keep.append(whole and len(set(blocks)) == len(blocks))
+        partitions = partitions[np.array(keep)]
+    values = wishart_log_posteriors(S, partitions, scale, theta, dof, alpha, n_blocks)
+    finite = np.isfinite(values)
+    return flat_summaries(partitions[finite], values[finite])
+
+
+def new_item_predictive_by_enumeration(samples, labels, n_clusters, enlarged, log_joint):
+    """Predictive of new items averaged over partition samples, by enumerating their placements.
+
+    For each sample ``z`` (relabelled ``0..k-1``) and each new item with
+    ``enlarged`` inner-product matrix ``S_x`` (fitted items, then the new one),
+    the item joins each of ``z``'s ``k`` clusters or a new one:
+    ``v_c = log_joint(S_x, z + [c]) - log_joint(S_x[:-1, :-1], z)``.
+
+    Returns ``(proba, log_density)``: ``proba`` of shape (m, n_clusters + 1),
+    each sample's cluster probabilities shared out over the point estimate
+    ``labels`` by overlap (last column: a new cluster), averaged over the
+    samples; ``log_density`` the log of the samples' mean ``sum_c exp(v_c)``.
+    """
+    probas, densities = [], []
+    for z in samples:
+        z = np.unique(z, return_inverse=True)[1]
+        k_s = z.max() + 1
+        rows_p, rows_d = [], []
+        for S_big in enlarged:
+            values = np.array([log_joint(S_big, np.append(z, c)) for c in range(k_s + 1)])
+            values -= log_joint(S_big[:-1, :-1], z)
+            rows_d.append(logsumexp(values))
+            p = np.exp(values - logsumexp(values))
+            mapped = np.zeros(n_clusters + 1)
+            for c in range(k_s):
+                share = np.bincount(labels[z == c], minlength=n_clusters) / np.sum(z == c)
+                mapped[:n_clusters] += p[c] * share
+            mapped[n_clusters] = p[k_s]
+            rows_p.append(mapped)
+        probas.append(rows_p)
+        densities.append(rows_d)
+    return (np.mean(probas, axis=0),
+            logsumexp(densities, axis=0) - np.log(len(densities)))
+
+
+def cell_block_log_marginal(kind, values, p):
+    """Textbook closed forms on the observed values of one block, at every grid row of ``p``.
+
+    ``kind`` is ``'normal'`` (Normal-Gamma, rows ``m0, kappa0, a0, b0``),
+    ``'bernoulli'`` (Beta, rows ``a, b``) or ``'poisson'`` (Gamma(shape, rate),
+    rows ``a0, b0``); NaN entries are missing and skipped.
+    """
+    x = values[~np.isnan(values)]
+    n = x.size
+    if n == 0:
+        return np.zeros(len(p))
+    if kind == "normal":
+        m0, kappa0, a0, b0 = p.T
+        mean = x.mean()
+        kappa_n, a_n = kappa0 + n, a0 + n / 2
+        b_n = b0 + 0.5 * np.sum((x - mean) ** 2) + kappa0 * n * (mean - m0) ** 2 / (2 * kappa_n)
+        return (gammaln(a_n) - gammaln(a0) + a0 * np.log(b0) - a_n * np.log(b_n)
+                + 0.5 * np.log(kappa0 / kappa_n) - 0.5 * n * math.log(2 * math.pi))
+    if kind == "bernoulli":
+        a, b = p.T
+        return betaln(a + x.sum(), b + n - x.sum()) - betaln(a, b)
+    a0, b0 = p.T   # poisson, Gamma(shape a0, rate b0)
+    return (a0 * np.log(b0) - gammaln(a0) + gammaln(a0 + x.sum())
+            - (a0 + x.sum()) * np.log(b0 + n) - np.sum(gammaln(x + 1)))
+
+
+def biclustering_by_enumeration(kind, X, cells, alpha_rows, alpha_columns):
+    """The infinite biclustering posterior by enumerating every pair of row and column partitions.
+
+    CRP priors on both axes, :func:`cell_block_log_marginal` per block,
+    summed over the cell model's hyperparameter grid (``cells``: a fitted cell
+    model, read through ``hyperparameter_grid()`` and ``kernel_params()``).
+    Returns ``(log_z, row_pairwise, column_pairwise, map_rows, map_columns)``.
+    """
+    grid = cells.hyperparameter_grid()
+    params, log_prior = (cells.kernel_params()[None], np.zeros(1)) if grid is None else grid
+    rows, columns = set_partitions(X.shape[0]), set_partitions(X.shape[1])
+    joint = np.empty((len(rows), len(columns)))
+    for a, r in enumerate(rows):
+        for b, c in enumerate(columns):
+            per_grid = log_prior + sum(
+                cell_block_log_marginal(kind, X[np.ix_(r == u, c == v)].ravel(), params)
+                for u in range(r.max() + 1) for v in range(c.max() + 1))
+            joint[a, b] = (logsumexp(per_grid) + log_eppf(np.bincount(r), alpha_rows)
+                           + log_eppf(np.bincount(c), alpha_columns))
+    log_z = logsumexp(joint)
+    prob = np.exp(joint - log_z)
+    row_pairwise = np.einsum("p,pij->ij", prob.sum(1), rows[:, :, None] == rows[:, None, :])
+    column_pairwise = np.einsum("p,pij->ij", prob.sum(0),
+                                columns[:, :, None] == columns[:, None, :])
+    a, b = np.unravel_index(np.argmax(joint), joint.shape)
+    return log_z, row_pairwise, column_pairwise, rows[a], columns[b]

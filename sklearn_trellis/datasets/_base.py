@@ -49,16 +49,16 @@ def load_tumour_subset(n_per_class=6, random_state=0):
                  feature_names=full.feature_names, ids=rows)
 
 
-def make_wishart_blocks(n_samples=200, n_blocks=3, dof=300, alpha=2.0, theta=0.05,
+def make_wishart_blocks(n_samples=200, n_blocks=3, dof=300, scale=2.0, theta=0.05,
                         proportions="dirichlet", offset=40.0, dtype=np.float64,
                         random_state=None):
     """Squared distances of the "normal clusters" benchmark of Adametz & Roth (2011, §4).
 
-    Rows of ``X = offset + sqrt(alpha) (E + sqrt(theta) U[z])`` with ``E`` and
+    Rows of ``X = offset + sqrt(scale) (E + sqrt(theta) U[z])`` with ``E`` and
     ``U`` standard normal, i.e. ``X ~ N(offset, Sigma_B (x) I_d)`` with block
-    covariance ``Sigma_B = alpha (I + theta B)``; the distances are those of
+    covariance ``Sigma_B = scale (I + theta B)``; the distances are those of
     ``S = X X^T / d``: ``D_ij = ||x_i - x_j||^2 / d``. Mean within-block
-    distance ``2 alpha``, between blocks ``2 alpha (1 + theta)``.
+    distance ``2 scale``, between blocks ``2 scale (1 + theta)``.
 
     Parameters
     ----------
@@ -66,7 +66,8 @@ def make_wishart_blocks(n_samples=200, n_blocks=3, dof=300, alpha=2.0, theta=0.0
     n_blocks : int, default=3
     dof : int, default=300
         Dimension ``d`` (the Wishart degrees of freedom).
-    alpha : float, default=2.0
+    scale : float, default=2.0
+        The within-block variance (the Wishart scale of ``Sigma_B``).
     theta : float, default=0.05
         The paper's ``15 / d``.
     proportions : {'dirichlet', 'uniform'}, default='dirichlet'
@@ -81,7 +82,7 @@ def make_wishart_blocks(n_samples=200, n_blocks=3, dof=300, alpha=2.0, theta=0.0
     Returns
     -------
     data : Bunch
-        ``distances`` (n, n), ``target`` (n,) true blocks, ``theta``, ``alpha``, ``dof``.
+        ``distances`` (n, n), ``target`` (n,) true blocks, ``theta``, ``scale``, ``dof``.
 
     Examples
     --------
@@ -99,7 +100,7 @@ def make_wishart_blocks(n_samples=200, n_blocks=3, dof=300, alpha=2.0, theta=0.0
         raise ValueError(f"proportions must be 'dirichlet' or 'uniform', got {proportions!r}.")
     target = rng.choice(n_blocks, size=n_samples, p=weights)
     centres = rng.standard_normal((n_blocks, dof))
-    X = offset + np.sqrt(alpha) * (rng.standard_normal((n_samples, dof))
+    X = offset + np.sqrt(scale) * (rng.standard_normal((n_samples, dof))
                                    + np.sqrt(theta) * centres[target])
     X -= X.mean(axis=0)  # distances are translation invariant; centring helps rounding
     sq = np.einsum("ij,ij->i", X, X)
@@ -111,4 +112,4 @@ def make_wishart_blocks(n_samples=200, n_blocks=3, dof=300, alpha=2.0, theta=0.0
     np.fill_diagonal(dist, 0.0)
     np.maximum(dist, 0.0, out=dist)
     return Bunch(distances=dist.astype(dtype, copy=False), target=target, theta=theta,
-                 alpha=alpha, dof=dof)
+                 scale=scale, dof=dof)

@@ -19,7 +19,7 @@ def _f(m, s, theta):
 
 
 # -- the Wishart block likelihood as a plug-in of the shared Gibbs engine ------------------
-# params = [theta, dof, exponent a, s0, 1/alpha (0: alpha integrated out), tr S]
+# params = [theta, dof, exponent a, s0, 1/scale (0: scale integrated out), tr S]
 # stats[c] = [n_c, Sbar_c]
 # shared = [sum_b f(n_b, Sbar_b), sum_b log(1 + n_b theta), log-likelihood of the current
 #           state, theta of the table, log(1 + m theta) for m = 0..n]
@@ -29,10 +29,10 @@ SHARED_HEADER = 4
 
 @njit(cache=True, inline="always")
 def _log_lik(params, t_sum, l_sum):
-    """The Wishart log-likelihood (alpha integrated or fixed) from the running sums."""
-    dof, exponent, s0, inv_alpha, trace = params[1], params[2], params[3], params[4], params[5]
-    if inv_alpha > 0.0:
-        return -0.5 * dof * l_sum - 0.5 * dof * inv_alpha * (trace - t_sum)
+    """The Wishart log-likelihood (scale integrated or fixed) from the running sums."""
+    dof, exponent, s0, inv_scale, trace = params[1], params[2], params[3], params[4], params[5]
+    if inv_scale > 0.0:
+        return -0.5 * dof * l_sum - 0.5 * dof * inv_scale * (trace - t_sum)
     return -0.5 * dof * l_sum - exponent * math.log(trace - t_sum + s0)
 
 

@@ -2,18 +2,18 @@
 
 An inner-product matrix ``S`` (n x n, positive semi-definite) is central
 Wishart with ``d`` degrees of freedom and block covariance
-``Sigma = alpha (I + theta B)``, ``B`` the partition matrix. Per block ``b`` of
+``Sigma = scale (I + theta B)``, ``B`` the partition matrix. Per block ``b`` of
 size ``n_b`` only ``Sbar_b = 1_b^T S 1_b`` matters::
 
-    T_B(theta) = tr S - sum_b theta Sbar_b / (1 + n_b theta)      (alpha tr(Psi S))
-    L_B(theta) = sum_b log(1 + n_b theta)                         (-log det Psi at alpha=1)
-    log L      = -(n d / 2) log alpha - (d / 2) L_B - d T_B / (2 alpha)
+    T_B(theta) = tr S - sum_b theta Sbar_b / (1 + n_b theta)      (scale tr(Psi S))
+    L_B(theta) = sum_b log(1 + n_b theta)                         (-log det Psi at scale=1)
+    log L      = -(n d / 2) log scale - (d / 2) L_B - d T_B / (2 scale)
 
-With ``alpha ~ Inv-Gamma(r0 d / 2, s0 d / 2)`` integrated out (eq. 7)::
+With ``scale ~ Inv-Gamma(r0 d / 2, s0 d / 2)`` integrated out (eq. 7)::
 
     log P(B | S, theta) = log p(B) - (d/2) L_B - ((n + r0) d / 2) log(T_B + s0) + const
 
-which couples the blocks; with ``alpha`` and ``theta`` fixed the posterior
+which couples the blocks; with ``scale`` and ``theta`` fixed the posterior
 factorises over blocks, which is :class:`WishartBlockModel` (a flat model for
 the exact trellis). This module holds these formulas, that flat model and the
 predictive of new items; the same model as a plug-in of the collapsed Gibbs
@@ -64,12 +64,12 @@ def wishart_terms(sizes, sbars, trace, theta):
     return t_value, l_value
 
 
-def partition_log_prior(sizes, concentration, n_blocks=None):
-    """``log p(B | xi, k)`` (developer notes, fastTIWD (e)): Dirichlet-multinomial with ``k`` blocks, Ewens if ``k = None``.
+def partition_log_prior(sizes, alpha, n_blocks=None):
+    """``log p(B | alpha, k)`` (developer notes, fastTIWD (e)): Dirichlet-multinomial with ``k`` blocks, Ewens if ``k = None``.
 
     A thin wrapper of the shared priors of :mod:`sklearn_trellis.models.priors`.
     """
-    return make_prior(concentration, n_components=n_blocks).log_eppf(sizes)
+    return make_prior(alpha, n_components=n_blocks).log_eppf(sizes)
 
 
 def estimate_dof(S, chunk=2048):
@@ -114,55 +114,59 @@ def log_likelihood_exponent(n_items, dof, r0):
 
 
 def collapsed_log_likelihood(sizes, sbars, trace, n_items, theta, *, dof, r0=0.01, s0=0.01,
-                             alpha=None):
+                             scale=None):
     """Log-likelihood of a partition (up to terms free of ``B`` and ``theta``).
 
-    ``alpha=None``: ``alpha`` integrated out (eq. 7),
-    ``-(d/2) L_B - a log(T_B + s0)``; a number: ``alpha`` fixed,
-    ``-(d/2) L_B - d T_B / (2 alpha)``. ``theta`` may be an array (a grid).
+    ``scale=None``: ``scale`` integrated out (eq. 7),
+    ``-(d/2) L_B - a log(T_B + s0)``; a number: ``scale`` fixed,
+    ``-(d/2) L_B - d T_B / (2 scale)``. ``theta`` may be an array (a grid).
     """
     t_value, l_value = wishart_terms(sizes, sbars, trace, theta)
-    if alpha is None:
+    if scale is None:
         return -0.5 * dof * l_value - log_likelihood_exponent(n_items, dof, r0) * np.log(
             t_value + s0)
-    return -0.5 * dof * l_value - 0.5 * dof * t_value / alpha
+    return -0.5 * dof * l_value - 0.5 * dof * t_value / scale
 
 
-def theta_log_weights(sizes, sbars, trace, n_items, theta_grid, *, dof, r0, s0, alpha=None,
+def theta_log_weights(sizes, sbars, trace, n_items, theta_grid, *, dof, r0, s0, scale=None,
                       log_prior=None):
     """Normalised log posterior of ``theta`` over its grid given the partition (developer notes, fastTIWD (d))."""
     weights = collapsed_log_likelihood(sizes, sbars, trace, n_items, theta_grid, dof=dof,
-                                       r0=r0, s0=s0, alpha=alpha)
+                                       r0=r0, s0=s0, scale=scale)
     if log_prior is not None:
         weights = weights + log_prior
     return weights - logsumexp(weights)
 
 
-def alpha_posterior(t_value, n_items, *, dof, r0, s0):
-    """``(shape, scale)`` of ``alpha | B, theta, S ~ Inv-Gamma`` (developer notes, fastTIWD (b))."""
+def scale_posterior(t_value, n_items, *, dof, r0, s0):
+    """``(shape, scale)`` of ``scale | B, theta, S ~ Inv-Gamma`` (developer notes, fastTIWD (b))."""
     return log_likelihood_exponent(n_items, dof, r0), 0.5 * dof * (t_value + s0)
 
 
-def alpha_summary(theta, *, shape=None, scale=None, alpha=None):
-    """Summary of ``alpha | B, theta, S ~ Inv-Gamma(shape, scale)``, or of a fixed ``alpha``.
+def scale_summary(theta, *, posterior=None, fixed=None):
+    """Summary of ``scale | B, theta, S ~ Inv-Gamma(shape, scale)``, or of a fixed ``scale``.
 
-    Returns a dict with ``'shape'``, ``'scale'``, ``'mean'``, ``'std'`` and
-    ``'beta_mean'`` = ``theta * mean`` (the between-block variance ``beta``).
-    A fixed ``alpha`` (a number) has infinite shape and scale and zero spread.
+    ``posterior`` is the ``(shape, scale)`` pair of :func:`scale_posterior`;
+    ``fixed`` a number, the value of a fixed ``scale`` (then ``posterior`` is
+    unused). Returns a dict with ``'shape'``, ``'scale'`` (the inverse-gamma's
+    parameters), ``'mean'``, ``'std'`` and ``'beta_mean'`` = ``theta * mean``
+    (the between-block variance ``beta``). A fixed ``scale`` has infinite
+    shape and scale parameters and zero spread.
     """
-    if alpha is None:
+    if fixed is None:
+        shape, scale = posterior
         mean = scale / (shape - 1.0)
         std = mean / np.sqrt(shape - 2.0) if shape > 2 else np.inf
     else:
         shape = scale = np.inf
-        mean, std = float(alpha), 0.0
+        mean, std = float(fixed), 0.0
     return dict(shape=shape, scale=scale, mean=mean, std=std, beta_mean=theta * mean)
 
 
-def block_alpha_means(S, labels, sizes, sbars, theta, *, dof, r0, s0):
-    """Per block, the posterior mean of a block-own within-block variance ``alpha_b`` (a diagnostic).
+def block_scale_means(S, labels, sizes, sbars, theta, *, dof, r0, s0):
+    """Per block, the posterior mean of a block-own within-block variance ``scale_b`` (a diagnostic).
 
-    Only the block's entries of ``S`` inform ``alpha_b`` (same inverse-gamma
+    Only the block's entries of ``S`` inform ``scale_b`` (same inverse-gamma
     prior): ``(d/2)(T_b + s0) / ((n_b + r0) d / 2 - 1)`` with
     ``T_b = tr S_bb - theta Sbar_b / (1 + n_b theta)``.
 
@@ -186,32 +190,32 @@ def block_alpha_means(S, labels, sizes, sbars, theta, *, dof, r0, s0):
 
 
 class WishartBlockModel(FlatModel):
-    """Partition posterior of the Wishart block model with ``alpha`` and ``theta`` fixed.
+    """Partition posterior of the Wishart block model with ``scale`` and ``theta`` fixed.
 
     The log posterior of a partition ``B`` of the n items is, up to terms that
-    depend on ``S`` only, ``log p(B | xi, k) + log L(B)`` with the Wishart
-    likelihood of the module docstring. With ``alpha`` and ``theta`` fixed it
+    depend on ``S`` only, ``log p(B | alpha, k) + log L(B)`` with the Wishart
+    likelihood of the module docstring. With ``scale`` and ``theta`` fixed it
     is a sum of cluster log-potentials::
 
         e(b) = log_block(n_b) - (d/2) log(1 + n_b theta)
-               + d theta Sbar_b / (2 alpha (1 + n_b theta))
+               + d theta Sbar_b / (2 scale (1 + n_b theta))
 
-    plus the constant ``log_normaliser(n) - (n d / 2) log alpha - d tr(S) / (2 alpha)``
+    plus the constant ``log_normaliser(n) - (n d / 2) log scale - d tr(S) / (2 scale)``
     and, for a Dirichlet-multinomial prior with ``k`` blocks, the factor
     ``log k! / (k - K)!`` of the number of blocks ``K`` (for the Ewens / CRP
-    prior, ``k = None``, it is ``K log xi`` and folds into ``e``). The prior
+    prior, ``k = None``, it is ``K log alpha`` and folds into ``e``). The prior
     factors come from :mod:`sklearn_trellis.models.priors`.
 
     Parameters
     ----------
     dof : float, default=1.0
         Wishart degrees of freedom ``d``.
-    alpha : float, default=1.0
-        Within-block variance ``alpha > 0``.
+    scale : float, default=1.0
+        Within-block variance ``scale > 0``.
     theta : float, default=1.0
         Ratio of between- to within-block variance ``theta > 0``.
-    concentration : float, default=1.0
-        Dirichlet rate / CRP concentration ``xi``.
+    alpha : float, default=1.0
+        Dirichlet rate / CRP concentration ``alpha``.
     n_blocks : int or None, default=None
         Number of population blocks ``k`` of the Dirichlet-multinomial prior;
         ``None`` is its Ewens (CRP) limit.
@@ -228,24 +232,24 @@ class WishartBlockModel(FlatModel):
     >>> import numpy as np
     >>> from sklearn_trellis.models import WishartBlockModel
     >>> S = np.array([[2., 1.9, 0.], [1.9, 2., 0.], [0., 0., 2.]])
-    >>> model = WishartBlockModel(dof=10, alpha=0.1, theta=10.).fit(S)
+    >>> model = WishartBlockModel(dof=10, scale=0.1, theta=10.).fit(S)
     >>> bool(model.log_potential([0, 0, 1]) > model.log_potential([0, 1, 2]))
     True
     """
 
-    def __init__(self, dof=1.0, alpha=1.0, theta=1.0, concentration=1.0, n_blocks=None):
+    def __init__(self, dof=1.0, scale=1.0, theta=1.0, alpha=1.0, n_blocks=None):
         self.dof = dof
-        self.alpha = alpha
+        self.scale = scale
         self.theta = theta
-        self.concentration = concentration
+        self.alpha = alpha
         self.n_blocks = n_blocks
 
     def fit(self, inner_products, y=None):
         """Bind the model to a symmetric (n, n) inner-product matrix."""
         check_scalar_param(self.dof, "dof", low=0.0, include_low=False)
-        check_scalar_param(self.alpha, "alpha", low=0.0, include_low=False)
+        check_scalar_param(self.scale, "scale", low=0.0, include_low=False)
         check_scalar_param(self.theta, "theta", low=0.0, include_low=False)
-        self.prior_ = make_prior(self.concentration, n_components=self.n_blocks)
+        self.prior_ = make_prior(self.alpha, n_components=self.n_blocks)
         S = np.asarray(inner_products, dtype=np.float64)
         if S.ndim != 2 or S.shape[0] != S.shape[1]:
             raise ValueError(f"inner_products must be a square matrix, got shape {S.shape}.")
@@ -255,15 +259,15 @@ class WishartBlockModel(FlatModel):
 
     @property
     def folds_count(self):
-        """True for the CRP prior, whose ``K log xi`` folds into the clusters."""
+        """True for the CRP prior, whose ``K log alpha`` folds into the clusters."""
         return self.n_blocks is None
 
     def _block_log_potential(self, sizes, sbars):
-        d, alpha, theta = float(self.dof), float(self.alpha), float(self.theta)
+        d, scale, theta = float(self.dof), float(self.scale), float(self.theta)
         sizes = np.asarray(sizes, dtype=np.float64)
         one_plus = 1.0 + sizes * theta
         value = (self.prior_.log_block(sizes) - 0.5 * d * np.log(one_plus)
-                 + 0.5 * d * theta * sbars / (alpha * one_plus))
+                 + 0.5 * d * theta * sbars / (scale * one_plus))
         if self.folds_count:
             value = value + np.log(self.prior_.alpha)
         return value
@@ -274,9 +278,9 @@ class WishartBlockModel(FlatModel):
         return float(self._block_log_potential(np.array([idx.size]), sbar)[0])
 
     def log_potential_constant(self):
-        n, d, alpha = self.n_items_, float(self.dof), float(self.alpha)
-        return float(self.prior_.log_normaliser(n) - 0.5 * n * d * np.log(alpha)
-                     - 0.5 * d * np.trace(self.inner_products_) / alpha)
+        n, d, scale = self.n_items_, float(self.dof), float(self.scale)
+        return float(self.prior_.log_normaliser(n) - 0.5 * n * d * np.log(scale)
+                     - 0.5 * d * np.trace(self.inner_products_) / scale)
 
     def log_count_table(self):
         """``log_count(K)`` of the prior for ``K = 0..n``."""
@@ -391,7 +395,7 @@ class ClusterSums:
 
 
 def new_item_log_likelihoods(sizes, sbars, row_sums, self_products, trace, n_items, theta,
-                             *, dof, r0, s0, alpha=None):
+                             *, dof, r0, s0, scale=None):
     """Change of the collapsed log-likelihood when a new item joins each block or a new one.
 
     The partition of the ``n`` fitted items is held fixed; the new item ``x``
@@ -400,10 +404,10 @@ def new_item_log_likelihoods(sizes, sbars, row_sums, self_products, trace, n_ite
     Joining block ``b`` adds ``2 r_b + S_xx`` to ``Sbar_b`` (``r_b = sum_{j in
     b} S_xj``) and one to ``n_b``; ``tr S`` grows by ``S_xx`` and ``n`` by one
     (the exponent ``a = (n + r0) d / 2``). The value is the log-likelihood of
-    the enlarged matrix (alpha integrated out, or fixed) minus that of the
-    fitted one. Included are the factors of ``alpha``'s prior integral
-    (``log Gamma(a) - a log(d / 2)``; with ``alpha`` fixed, ``-(d / 2) log
-    alpha`` per item), so the value is ``log p(S_x | S*, B, theta)`` up to the
+    the enlarged matrix (scale integrated out, or fixed) minus that of the
+    fitted one. Included are the factors of ``scale``'s prior integral
+    (``log Gamma(a) - a log(d / 2)``; with ``scale`` fixed, ``-(d / 2) log
+    scale`` per item), so the value is ``log p(S_x | S*, B, theta)`` up to the
     Wishart terms of ``S`` alone (``log det S``, ``Gamma_n(d / 2)``), which
     depend on ``d`` and the data but on nothing else.
 
@@ -421,7 +425,7 @@ def new_item_log_likelihoods(sizes, sbars, row_sums, self_products, trace, n_ite
         ``n``.
     theta : float
     dof, r0, s0 : float
-    alpha : float or None, default=None
+    scale : float or None, default=None
 
     Returns
     -------
@@ -446,24 +450,24 @@ def new_item_log_likelihoods(sizes, sbars, row_sums, self_products, trace, n_ite
     l_new = l_sum + np.log1p((old_sizes + 1.0) * theta) - np.log1p(old_sizes * theta)
     old_trace = trace - t_sum
     new_trace = trace + sxx - t_new
-    if alpha is None:
+    if scale is None:
         before = -0.5 * dof * l_sum - log_likelihood_exponent(n_items, dof, r0) * np.log(
             old_trace + s0)
         after = -0.5 * dof * l_new - log_likelihood_exponent(n_items + 1, dof, r0) * np.log(
             new_trace + s0)
-        # alpha's integral: Gamma(a) ((d/2)(T + s0))^-a, a grows by d/2
+        # scale's integral: Gamma(a) ((d/2)(T + s0))^-a, a grows by d/2
         constant = (gammaln(log_likelihood_exponent(n_items + 1, dof, r0))
                     - gammaln(log_likelihood_exponent(n_items, dof, r0))
                     - 0.5 * dof * np.log(0.5 * dof))
     else:
-        before = -0.5 * dof * l_sum - 0.5 * dof * old_trace / alpha
-        after = -0.5 * dof * l_new - 0.5 * dof * new_trace / alpha
-        constant = -0.5 * dof * np.log(alpha)
+        before = -0.5 * dof * l_sum - 0.5 * dof * old_trace / scale
+        after = -0.5 * dof * l_new - 0.5 * dof * new_trace / scale
+        constant = -0.5 * dof * np.log(scale)
     return after - before + constant
 
 
 __all__ = ["block_statistics", "estimate_dof",
            "wishart_terms", "partition_log_prior", "collapsed_log_likelihood",
-           "theta_log_weights", "alpha_posterior", "alpha_summary", "block_alpha_means",
+           "theta_log_weights", "scale_posterior", "scale_summary", "block_scale_means",
            "log_likelihood_exponent", "WishartBlockModel", "new_item_log_likelihoods",
            "ClusterSums"]

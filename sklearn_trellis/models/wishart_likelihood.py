@@ -1,6 +1,6 @@
 """The Wishart block model of (fast)TIWD as a cluster likelihood of the collapsed Gibbs engine.
 
-The formulas (the collapsed likelihood, the posteriors of ``alpha`` and ``theta``)
+The formulas (the collapsed likelihood, the posteriors of ``scale`` and ``theta``)
 are those of :mod:`.wishart`; this module adapts them to the engine's protocol
 (:mod:`.likelihood`).
 """
@@ -10,7 +10,7 @@ import numpy as np
 from .._core.validation import check_scalar_param
 from . import _tiwd_kernels as _tk
 from .likelihood import ClusterLikelihood, GibbsKernels
-from .wishart import (alpha_posterior, alpha_summary, log_likelihood_exponent, theta_log_weights,
+from .wishart import (log_likelihood_exponent, scale_posterior, scale_summary, theta_log_weights,
                       wishart_terms)
 
 DEFAULT_THETA_GRID = np.geomspace(1e-3, 10.0, 81)
@@ -26,7 +26,7 @@ class WishartBlockLikelihood(ClusterLikelihood):
     the conditional of one item costs ``O(n)`` for its row block sums plus
     ``O(1)`` per candidate block, ``O(n^2)`` per sweep (developer notes, fastTIWD (c)). The whole
     likelihood is the engine's ``log_global`` (it does not split over blocks
-    once ``alpha`` is integrated out). ``theta`` is resampled on its grid once
+    once ``scale`` is integrated out). ``theta`` is resampled on its grid once
     per sweep (developer notes, fastTIWD (d)) through :meth:`resample_params`.
 
     Parameters
@@ -34,10 +34,10 @@ class WishartBlockLikelihood(ClusterLikelihood):
     dof : float, default=1.0
         Wishart degrees of freedom ``d``.
     r0, s0 : float, default=0.01
-        ``alpha ~ Inv-Gamma(r0 d / 2, s0 d / 2)``; ``0`` gives the improper
-        ``1 / alpha`` prior.
-    alpha : float or None, default=None
-        ``None`` integrates ``alpha`` out (eq. 7); a number holds it fixed.
+        ``scale ~ Inv-Gamma(r0 d / 2, s0 d / 2)``; ``0`` gives the improper
+        ``1 / scale`` prior.
+    scale : float or None, default=None
+        ``None`` integrates ``scale`` out (eq. 7); a number holds it fixed.
     theta : float or None, default=None
         ``None`` samples ``theta`` on ``theta_grid`` (starting from the grid's
         geometric middle); a number holds it fixed.
@@ -65,11 +65,11 @@ class WishartBlockLikelihood(ClusterLikelihood):
         """Running sums, cached log-likelihood and a ``log(1 + m theta)`` table (``m = 0..n``)."""
         return _tk.SHARED_HEADER + self.n_items_ + 1
 
-    def __init__(self, dof=1.0, r0=0.01, s0=0.01, alpha=None, theta=None, theta_grid=None):
+    def __init__(self, dof=1.0, r0=0.01, s0=0.01, scale=None, theta=None, theta_grid=None):
         self.dof = dof
         self.r0 = r0
         self.s0 = s0
-        self.alpha = alpha
+        self.scale = scale
         self.theta = theta
         self.theta_grid = theta_grid
 
@@ -78,7 +78,7 @@ class WishartBlockLikelihood(ClusterLikelihood):
         check_scalar_param(self.dof, "dof", low=0.0, include_low=False)
         check_scalar_param(self.r0, "r0", low=0.0)
         check_scalar_param(self.s0, "s0", low=0.0)
-        check_scalar_param(self.alpha, "alpha", low=0.0, include_low=False, allow_none=True)
+        check_scalar_param(self.scale, "scale", low=0.0, include_low=False, allow_none=True)
         check_scalar_param(self.theta, "theta", low=0.0, include_low=False, allow_none=True)
         if (self.r0 == 0) != (self.s0 == 0):
             raise ValueError("r0 and s0 must both be positive or both be 0 (improper prior), "
@@ -105,10 +105,10 @@ class WishartBlockLikelihood(ClusterLikelihood):
 
     def kernel_params(self, theta=None):
         theta = self.initial_theta() if theta is None else float(theta)
-        inv_alpha = 0.0 if self.alpha is None else 1.0 / float(self.alpha)
+        inv_scale = 0.0 if self.scale is None else 1.0 / float(self.scale)
         return np.array([theta, float(self.dof),
                          log_likelihood_exponent(self.n_items_, float(self.dof), float(self.r0)),
-                         float(self.s0), inv_alpha, self.trace_])
+                         float(self.s0), inv_scale, self.trace_])
 
     def describe_params(self, params):
         """``{'theta'}`` of kernel parameter rows."""
@@ -127,7 +127,7 @@ class WishartBlockLikelihood(ClusterLikelihood):
         """Normalised log posterior of ``theta`` over ``theta_grid_`` given a partition (developer notes, fastTIWD (d))."""
         return theta_log_weights(sizes, sbars, self.trace_, self.n_items_, self.theta_grid_,
                                  dof=float(self.dof), r0=float(self.r0), s0=float(self.s0),
-                                 alpha=self.alpha)
+                                 scale=self.scale)
 
     def resample_params(self, params, stats, shared, counts, active, random_state):
         """Draw ``theta`` from its grid posterior given the blocks (``O(G K)``)."""
@@ -139,25 +139,24 @@ class WishartBlockLikelihood(ClusterLikelihood):
         new[0] = self.theta_grid_[min(index, probs.size - 1)]
         return new
 
-    def alpha_posterior(self, sizes, sbars, theta):
-        """``(shape, scale)`` of ``alpha | B, theta, S ~ Inv-Gamma``."""
+    def scale_posterior(self, sizes, sbars, theta):
+        """``(shape, scale)`` of ``scale | B, theta, S ~ Inv-Gamma``."""
         t_value, _ = wishart_terms(sizes, sbars, self.trace_, theta)
-        return alpha_posterior(float(t_value), self.n_items_, dof=float(self.dof),
+        return scale_posterior(float(t_value), self.n_items_, dof=float(self.dof),
                                r0=float(self.r0), s0=float(self.s0))
 
-    def alpha_mean(self, sizes, sbars, theta):
-        """``E[alpha | B, theta, S]`` given the blocks' sizes and sums (``alpha`` itself if fixed)."""
-        if self.alpha is not None:
-            return float(self.alpha)
-        shape, scale = self.alpha_posterior(sizes, sbars, theta)
-        return scale / (shape - 1.0)
+    def scale_mean(self, sizes, sbars, theta):
+        """``E[scale | B, theta, S]`` given the blocks' sizes and sums (``scale`` itself if fixed)."""
+        if self.scale is not None:
+            return float(self.scale)
+        shape, ig_scale = self.scale_posterior(sizes, sbars, theta)
+        return ig_scale / (shape - 1.0)
 
-    def alpha_summary(self, sizes, sbars, theta):
-        """:func:`alpha_summary` of the posterior of ``alpha`` given the blocks and ``theta``."""
-        if self.alpha is not None:
-            return alpha_summary(theta, alpha=self.alpha)
-        shape, scale = self.alpha_posterior(sizes, sbars, theta)
-        return alpha_summary(theta, shape=shape, scale=scale)
+    def scale_summary(self, sizes, sbars, theta):
+        """:func:`scale_summary` of the posterior of ``scale`` given the blocks and ``theta``."""
+        if self.scale is not None:
+            return scale_summary(theta, fixed=self.scale)
+        return scale_summary(theta, posterior=self.scale_posterior(sizes, sbars, theta))
 
 
 __all__ = ["WishartBlockLikelihood", "DEFAULT_THETA_GRID"]

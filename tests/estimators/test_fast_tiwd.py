@@ -6,10 +6,9 @@ from scipy.cluster.hierarchy import fcluster, linkage
 from scipy.spatial.distance import pdist, squareform
 from sklearn.metrics import adjusted_rand_score
 
-from oracles import flat_summaries, set_partitions
+from oracles import wishart_posterior_summaries
 from sklearn_trellis import FastTIWD
 from sklearn_trellis.datasets import make_wishart_blocks
-from sklearn_trellis.models.wishart import partition_log_prior
 
 
 def _small_distances(seed, n, dim=3):
@@ -19,28 +18,6 @@ def _small_distances(seed, n, dim=3):
     return squareform(pdist(X, "sqeuclidean"))
 
 
-def _brute_force(S, alpha, theta, dof, xi, k=None, known=None):
-    """Exact posterior summaries by enumerating every partition (dense linear algebra)."""
-    n = S.shape[0]
-    partitions = set_partitions(n)
-    if known is not None:  # clamped classes: each class whole, classes apart
-        keep = []
-        for p in partitions:
-            ok = all(np.unique(p[known == c]).size == 1 for c in np.unique(known[known >= 0]))
-            blocks = [p[known == c][0] for c in np.unique(known[known >= 0])]
-            keep.append(ok and len(set(blocks)) == len(blocks))
-        partitions = partitions[np.array(keep)]
-    values = []
-    for p in partitions:
-        sigma = alpha * (np.eye(n) + theta * (p[:, None] == p[None, :]))
-        psi = np.linalg.inv(sigma)
-        loglik = 0.5 * dof * (np.linalg.slogdet(psi)[1] - np.trace(psi @ S))
-        values.append(partition_log_prior(np.bincount(p), xi, k) + loglik)
-    values = np.array(values)
-    finite = np.isfinite(values)
-    return flat_summaries(partitions[finite], values[finite])
-
-
 @pytest.mark.parametrize("k,normalization", [(None, "single"), (3, "linf"), (None, "center")])
 def test_exact_mode_matches_enumeration(k, normalization):
     D = _small_distances(0, 7)
@@ -48,7 +25,7 @@ def test_exact_mode_matches_enumeration(k, normalization):
                      normalization=normalization, method="exact", n_sweeps=50,
                      random_state=0).fit(D)
     assert model.method_ == "exact"
-    exact = _brute_force(model.inner_products_, 0.5, 2.0, 3.0, 0.7, k)
+    exact = wishart_posterior_summaries(model.inner_products_, 0.5, 2.0, 3.0, 0.7, k)
     np.testing.assert_allclose(model.pairwise_marginals_, exact["pairwise"], atol=1e-10)
     assert np.isclose(model.log_marginal_likelihood_, exact["log_z"], rtol=1e-10)
     assert model.samples_.shape == (50, 7)
@@ -60,7 +37,8 @@ def test_exact_mode_semi_supervised_matches_enumeration():
     D = _small_distances(1, 7)
     y = np.array([0, -1, 0, 1, -1, -1, 1])
     model = FastTIWD(scale=0.5, theta=2.0, dof=3.0, method="exact").fit(D, y)
-    exact = _brute_force(model.inner_products_, 0.5, 2.0, 3.0, 1.0, None, known=y)
+    exact = wishart_posterior_summaries(model.inner_products_, 0.5, 2.0, 3.0, 1.0, None,
+                                        known=y)
     np.testing.assert_allclose(model.pairwise_marginals_, exact["pairwise"], atol=1e-10)
     assert model.labels_[0] == model.labels_[2] != model.labels_[3] == model.labels_[6]
 

@@ -5,6 +5,7 @@ import pytest
 from scipy.special import gammaln, logsumexp
 from sklearn.metrics import adjusted_rand_score, pairwise_distances
 
+from oracles import new_item_predictive_by_enumeration
 from sklearn_trellis import FastTIWD
 from sklearn_trellis.datasets import make_wishart_blocks
 from sklearn_trellis.models.wishart import (WishartBlockModel, block_statistics,
@@ -30,29 +31,10 @@ def _enlarged_inner_products(D, d_new, normalization):
 
 
 def _reference(model, D, D_new, log_joint):
-    """Average over kept samples of the brute-force conditional, mapped to labels_ (+ new)."""
-    K = model.n_clusters_
-    probas, densities = [], []
-    for z in model.samples_:
-        z = np.unique(z, return_inverse=True)[1]
-        k_s = z.max() + 1
-        rows_p, rows_d = [], []
-        for d_new in D_new:
-            S_big = _enlarged_inner_products(D, d_new, model.normalization)
-            values = np.array([log_joint(S_big, np.append(z, c)) for c in range(k_s + 1)])
-            values -= log_joint(S_big[:-1, :-1], z)
-            rows_d.append(logsumexp(values))
-            p = np.exp(values - logsumexp(values))
-            mapped = np.zeros(K + 1)
-            for c in range(k_s):
-                share = np.bincount(model.labels_[z == c], minlength=K) / np.sum(z == c)
-                mapped[:K] += p[c] * share
-            mapped[K] = p[k_s]
-            rows_p.append(mapped)
-        probas.append(rows_p)
-        densities.append(rows_d)
-    return (np.mean(probas, axis=0),
-            logsumexp(densities, axis=0) - np.log(len(densities)))
+    """:func:`~oracles.new_item_predictive_by_enumeration` of ``model``'s samples on ``D_new``."""
+    enlarged = [_enlarged_inner_products(D, d_new, model.normalization) for d_new in D_new]
+    return new_item_predictive_by_enumeration(model.samples_, model.labels_, model.n_clusters_,
+                                              enlarged, log_joint)
 
 
 @pytest.mark.parametrize("normalization", ["single", "center"])
@@ -67,8 +49,8 @@ def test_exact_mode_matches_enlarged_matrix(normalization):
     assert model.method_ == "exact"
 
     def log_joint(S, labels):
-        # log p(B, S | alpha, theta) (log_potential includes log_potential_constant)
-        flat = WishartBlockModel(dof=3.0, alpha=0.5, theta=2.0, concentration=0.7).fit(S)
+        # log p(B, S | scale, theta) (log_potential includes log_potential_constant)
+        flat = WishartBlockModel(dof=3.0, scale=0.5, theta=2.0, alpha=0.7).fit(S)
         return flat.log_potential(labels)
 
     proba, density = _reference(model, D, D_new, log_joint)
@@ -94,7 +76,7 @@ def test_gibbs_mode_matches_enlarged_matrix(n_blocks):
         n = S.shape[0]
         sizes, sbars = block_statistics(S, labels)
         lik = collapsed_log_likelihood(sizes, sbars, np.trace(S), n, theta, dof=4.0)
-        # alpha's integral Gamma(a) ((d/2)(T + s0))^-a: the factors that depend on n
+        # scale's integral Gamma(a) ((d/2)(T + s0))^-a: the factors that depend on n
         a = log_likelihood_exponent(n, 4.0, 0.01)
         return prior.log_eppf(sizes) + lik + gammaln(a) - a * np.log(2.0)
 

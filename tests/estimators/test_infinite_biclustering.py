@@ -1,65 +1,13 @@
 """InfiniteBiclustering: exact mode against an independent brute force, Gibbs co-clustering
 frequencies against exact mode, the bicluster API, missing entries, warm starts, errors."""
 
-import math
-
 import numpy as np
 import pytest
-from scipy.special import betaln, gammaln, logsumexp
 from sklearn.metrics import adjusted_rand_score, consensus_score
 
-from oracles import set_partitions
+from oracles import biclustering_by_enumeration
 from sklearn_trellis import InfiniteBiclustering
 from sklearn_trellis.models.cells import BernoulliCells, NormalCells, PoissonCells
-
-
-# ---------------------------------------------------------------- independent brute force
-def crp_log_eppf(labels, alpha):
-    sizes = np.bincount(labels)
-    return (len(sizes) * math.log(alpha) + gammaln(alpha) - gammaln(alpha + labels.size)
-            + np.sum(gammaln(sizes)))
-
-
-def block_log_marginal(kind, values, p):
-    """Textbook closed forms on the observed values of one block, at every grid row of ``p``."""
-    x = values[~np.isnan(values)]
-    n = x.size
-    if n == 0:
-        return np.zeros(len(p))
-    if kind == "normal":
-        m0, kappa0, a0, b0 = p.T
-        mean = x.mean()
-        kappa_n, a_n = kappa0 + n, a0 + n / 2
-        b_n = b0 + 0.5 * np.sum((x - mean) ** 2) + kappa0 * n * (mean - m0) ** 2 / (2 * kappa_n)
-        return (gammaln(a_n) - gammaln(a0) + a0 * np.log(b0) - a_n * np.log(b_n)
-                + 0.5 * np.log(kappa0 / kappa_n) - 0.5 * n * math.log(2 * math.pi))
-    if kind == "bernoulli":
-        a, b = p.T
-        return betaln(a + x.sum(), b + n - x.sum()) - betaln(a, b)
-    a0, b0 = p.T   # poisson, Gamma(shape a0, rate b0)
-    return (a0 * np.log(b0) - gammaln(a0) + gammaln(a0 + x.sum())
-            - (a0 + x.sum()) * np.log(b0 + n) - np.sum(gammaln(x + 1)))
-
-
-def brute_force(kind, X, cells, alpha_rows, alpha_columns):
-    grid = cells.hyperparameter_grid()
-    params, log_prior = (cells.kernel_params()[None], np.zeros(1)) if grid is None else grid
-    rows, columns = set_partitions(X.shape[0]), set_partitions(X.shape[1])
-    joint = np.empty((len(rows), len(columns)))
-    for a, r in enumerate(rows):
-        for b, c in enumerate(columns):
-            per_grid = log_prior + sum(
-                block_log_marginal(kind, X[np.ix_(r == u, c == v)].ravel(), params)
-                for u in range(r.max() + 1) for v in range(c.max() + 1))
-            joint[a, b] = (logsumexp(per_grid) + crp_log_eppf(r, alpha_rows)
-                           + crp_log_eppf(c, alpha_columns))
-    log_z = logsumexp(joint)
-    prob = np.exp(joint - log_z)
-    row_pairwise = np.einsum("p,pij->ij", prob.sum(1), rows[:, :, None] == rows[:, None, :])
-    column_pairwise = np.einsum("p,pij->ij", prob.sum(0),
-                                columns[:, :, None] == columns[:, None, :])
-    a, b = np.unravel_index(np.argmax(joint), joint.shape)
-    return log_z, row_pairwise, column_pairwise, rows[a], columns[b]
 
 
 def small_matrix(kind, seed=0, shape=(5, 4)):
@@ -84,7 +32,7 @@ def test_exact_equals_brute_force(kind):
     model = InfiniteBiclustering(likelihood=kind, alpha_rows=0.8, alpha_columns=1.3,
                                  point_estimate="map", n_sweeps=50, random_state=0).fit(X)
     assert model.method_ == "exact"
-    log_z, row_pairwise, column_pairwise, map_rows, map_columns = brute_force(
+    log_z, row_pairwise, column_pairwise, map_rows, map_columns = biclustering_by_enumeration(
         kind, X, model.model_, 0.8, 1.3)
     assert model.log_marginal_likelihood_ == pytest.approx(log_z, abs=1e-8)
     assert np.allclose(model.row_pairwise_marginals_, row_pairwise, atol=1e-10)
@@ -103,7 +51,7 @@ def test_missing_entries_are_marginalised_not_zero():
     with_zero = InfiniteBiclustering(likelihood=cells, random_state=0).fit(filled)
     assert not np.isclose(with_nan.log_marginal_likelihood_, with_zero.log_marginal_likelihood_)
     assert with_nan.log_marginal_likelihood_ == pytest.approx(
-        brute_force("normal", X, with_nan.model_, 1.0, 1.0)[0])
+        biclustering_by_enumeration("normal", X, with_nan.model_, 1.0, 1.0)[0])
 
 
 @pytest.mark.parametrize("init", ["one", "singletons"])

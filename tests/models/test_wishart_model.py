@@ -5,7 +5,8 @@ import pytest
 from scipy.integrate import quad
 from scipy.special import gammaln, logsumexp
 
-from oracles import flat_summaries, set_partitions
+from oracles import (dense_wishart_loglik, flat_summaries, set_partitions,
+                     wishart_log_posteriors)
 from sklearn_trellis.models import WishartBlockModel
 from sklearn_trellis.models.wishart import (block_statistics, collapsed_log_likelihood,
                                             partition_log_prior, wishart_terms)
@@ -26,13 +27,6 @@ def _partition_matrix(labels):
     return (labels[:, None] == labels[None, :]).astype(float)
 
 
-def _dense_wishart_loglik(S, labels, alpha, theta, dof):
-    """(d/2) log det Psi - (d/2) tr(Psi S) with Psi = (alpha (I + theta B))^{-1}, densely."""
-    sigma = alpha * (np.eye(len(labels)) + theta * _partition_matrix(labels))
-    psi = np.linalg.inv(sigma)
-    return 0.5 * dof * np.linalg.slogdet(psi)[1] - 0.5 * dof * np.trace(psi @ S)
-
-
 @pytest.mark.parametrize("seed", range(3))
 def test_block_determinant_and_trace_identities(seed):
     rng = np.random.default_rng(seed)
@@ -40,26 +34,26 @@ def test_block_determinant_and_trace_identities(seed):
     S = _random_gram(rng, n)
     labels = rng.integers(0, 4, n)
     labels = np.unique(labels, return_inverse=True)[1]
-    alpha, theta = rng.uniform(0.5, 3.0), rng.uniform(0.01, 5.0)
-    sigma = alpha * (np.eye(n) + theta * _partition_matrix(labels))
+    scale, theta = rng.uniform(0.5, 3.0), rng.uniform(0.01, 5.0)
+    sigma = scale * (np.eye(n) + theta * _partition_matrix(labels))
     psi = np.linalg.inv(sigma)
     sizes, sbars = block_statistics(S, labels)
     t_value, l_value = wishart_terms(sizes, sbars, np.trace(S), theta)
-    assert np.isclose(np.linalg.slogdet(psi)[1], -n * np.log(alpha) - l_value, rtol=1e-12)
-    assert np.isclose(np.trace(psi @ S), t_value / alpha, rtol=1e-12)
+    assert np.isclose(np.linalg.slogdet(psi)[1], -n * np.log(scale) - l_value, rtol=1e-12)
+    assert np.isclose(np.trace(psi @ S), t_value / scale, rtol=1e-12)
     # Sbar_b is the sum of the diagonal block
     for b in range(sizes.size):
         m = labels == b
         assert np.isclose(sbars[b], S[np.ix_(m, m)].sum())
-    # fixed-alpha log-likelihood equals the dense formula up to nothing but the dropped constant
+    # fixed-scale log-likelihood equals the dense formula up to nothing but the dropped constant
     dof = 4.0
-    dense = _dense_wishart_loglik(S, labels, alpha, theta, dof)
+    dense = dense_wishart_loglik(S, labels, scale, theta, dof)
     formula = (collapsed_log_likelihood(sizes, sbars, np.trace(S), n, theta, dof=dof,
-                                        alpha=alpha) - 0.5 * n * dof * np.log(alpha))
+                                        scale=scale) - 0.5 * n * dof * np.log(scale))
     assert np.isclose(dense, formula, rtol=1e-12)
 
 
-def test_alpha_integral_matches_numerical_integration():
+def test_scale_integral_matches_numerical_integration():
     rng = np.random.default_rng(4)
     n, dof, r0, s0, theta = 5, 3.0, 0.5, 0.7, 0.8
     S = _random_gram(rng, n)
@@ -67,9 +61,9 @@ def test_alpha_integral_matches_numerical_integration():
     sizes, sbars = block_statistics(S, labels)
     a0, b0 = r0 * dof / 2, s0 * dof / 2
 
-    def log_integrand(alpha):
-        log_prior = a0 * np.log(b0) - gammaln(a0) - (a0 + 1) * np.log(alpha) - b0 / alpha
-        return _dense_wishart_loglik(S, labels, alpha, theta, dof) + log_prior
+    def log_integrand(scale):
+        log_prior = a0 * np.log(b0) - gammaln(a0) - (a0 + 1) * np.log(scale) - b0 / scale
+        return dense_wishart_loglik(S, labels, scale, theta, dof) + log_prior
 
     peak = max(log_integrand(x) for x in np.geomspace(1e-3, 1e3, 400))
     numeric = np.log(quad(lambda x: np.exp(log_integrand(x) - peak), 0, np.inf,
@@ -90,7 +84,7 @@ def test_partition_prior_sums_to_one(n_blocks):
         assert np.isneginf(partition_log_prior([2, 2, 2], 1.7, 2))
 
 
-def _candidate_log_posteriors(S, labels, item, candidates, theta, dof, r0, s0, xi, k, alpha):
+def _candidate_log_posteriors(S, labels, item, candidates, theta, dof, r0, s0, xi, k, scale):
     """Full recomputation: log posterior of every candidate move of ``item``."""
     out = []
     for target in candidates:
@@ -99,7 +93,7 @@ def _candidate_log_posteriors(S, labels, item, candidates, theta, dof, r0, s0, x
         moved = np.unique(moved, return_inverse=True)[1]
         sizes, sbars = block_statistics(S, moved)
         out.append(partition_log_prior(sizes, xi, k) + collapsed_log_likelihood(
-            sizes, sbars, np.trace(S), len(labels), theta, dof=dof, r0=r0, s0=s0, alpha=alpha))
+            sizes, sbars, np.trace(S), len(labels), theta, dof=dof, r0=r0, s0=s0, scale=scale))
     out = np.array(out)
     return out - logsumexp(out)
 
@@ -129,13 +123,13 @@ class _KernelState:
                                  active, active.size)
 
 
-@pytest.mark.parametrize("alpha,k", [(None, None), (None, 5), (1.3, None), (0.7, 6)])
-def test_incremental_conditionals_match_full_recomputation(alpha, k):
+@pytest.mark.parametrize("scale,k", [(None, None), (None, 5), (1.3, None), (0.7, 6)])
+def test_incremental_conditionals_match_full_recomputation(scale, k):
     rng = np.random.default_rng(11)
     n, dof, r0, s0, xi, theta = 10, 6.0, 0.3, 0.2, 1.4, 0.9
     S = _random_gram(rng, n)
     prior = make_prior(xi, n_components=k)
-    lik = WishartBlockLikelihood(dof=dof, r0=r0, s0=s0, alpha=alpha, theta=theta).fit(S)
+    lik = WishartBlockLikelihood(dof=dof, r0=r0, s0=s0, scale=scale, theta=theta).fit(S)
     kern = lik.kernels
     for trial in range(6):
         labels = rng.integers(0, 4, n)
@@ -146,7 +140,7 @@ def test_incremental_conditionals_match_full_recomputation(alpha, k):
         sizes, sbars = block_statistics(S, labels)
         assert np.isclose(kern.log_global(state.params, state.shared),
                           collapsed_log_likelihood(sizes, sbars, np.trace(S), n, theta, dof=dof,
-                                                   r0=r0, s0=s0, alpha=alpha), rtol=1e-12)
+                                                   r0=r0, s0=s0, scale=scale), rtol=1e-12)
         item = trial if trial % 2 == 0 else int(rng.integers(n))
         c0 = labels[item]
         kern.prepare(state.params, state.S, state.labels, state.stats, state.shared,
@@ -163,7 +157,7 @@ def test_incremental_conditionals_match_full_recomputation(alpha, k):
         log_w += np.array([kern.log_predictive(state.params, state.S, state.stats, state.shared,
                                                state.work, c, item) for c in others + [fresh]])
         expected = _candidate_log_posteriors(S, labels, item, others + [n + 1], theta, dof, r0,
-                                             s0, xi, k, alpha)
+                                             s0, xi, k, scale)
         np.testing.assert_allclose(np.exp(log_w - logsumexp(log_w)), np.exp(expected),
                                    rtol=1e-9, atol=1e-14)
         # adding the item back restores the statistics of a recomputation from scratch
@@ -176,7 +170,7 @@ def test_incremental_conditionals_match_full_recomputation(alpha, k):
         np.testing.assert_allclose(state.stats[active, 1], sbars, rtol=1e-12, atol=1e-12)
         assert np.isclose(kern.log_global(state.params, state.shared),
                           collapsed_log_likelihood(sizes, sbars, np.trace(S), n, theta, dof=dof,
-                                                   r0=r0, s0=s0, alpha=alpha), rtol=1e-12)
+                                                   r0=r0, s0=s0, scale=scale), rtol=1e-12)
 
 
 def test_theta_grid_posterior_matches_direct_evaluation():
@@ -201,27 +195,19 @@ def test_theta_grid_posterior_matches_direct_evaluation():
     assert np.all(np.abs(freq - probs) < 5 * np.sqrt(probs * (1 - probs) / 4000) + 1e-3)
 
 
-def _brute_force_log_posterior(S, partitions, alpha, theta, dof, xi, k=None):
-    values = []
-    for p in partitions:
-        prior = partition_log_prior(np.bincount(p), xi, k)
-        values.append(prior + _dense_wishart_loglik(S, p, alpha, theta, dof))
-    return np.array(values)
-
-
 @pytest.mark.parametrize("seed,k", [(0, None), (1, None), (2, 3)])
 def test_exact_model_matches_enumeration(seed, k):
     rng = np.random.default_rng(seed)
-    n, alpha, theta, dof, xi = 6, 0.8, 1.5, 3.0, 0.9
+    n, scale, theta, dof, xi = 6, 0.8, 1.5, 3.0, 0.9
     S = _random_gram(rng, n, dim=3)
-    model = WishartBlockModel(dof=dof, alpha=alpha, theta=theta, concentration=xi,
+    model = WishartBlockModel(dof=dof, scale=scale, theta=theta, alpha=xi,
                               n_blocks=k).fit(S)
     table = model.log_potential_table()
     for mask in rng.integers(1, 1 << n, 10):
         members = [i for i in range(n) if mask >> i & 1]
         assert np.isclose(table[mask], model.cluster_log_potential(members), rtol=1e-12)
     partitions = set_partitions(n)
-    brute = _brute_force_log_posterior(S, partitions, alpha, theta, dof, xi, k)
+    brute = wishart_log_posteriors(S, partitions, scale, theta, dof, xi, k)
     ours = np.array([model.log_potential(p) for p in partitions])
     np.testing.assert_allclose(ours, brute, rtol=1e-11, atol=1e-10)
     finite = np.isfinite(brute)
@@ -235,16 +221,16 @@ def test_exact_model_matches_enumeration(seed, k):
 @pytest.mark.parametrize("n_sweeps", [
     5000, pytest.param(80000, marks=pytest.mark.slow)])
 def test_gibbs_matches_exact_posterior(n_sweeps):
-    """alpha and theta fixed, n = 7: co-clustering frequencies within Monte Carlo error."""
+    """scale and theta fixed, n = 7: co-clustering frequencies within Monte Carlo error."""
     rng = np.random.default_rng(5)
-    n, alpha, theta, dof, xi = 7, 1.0, 2.0, 2.0, 1.0
+    n, scale, theta, dof, xi = 7, 1.0, 2.0, 2.0, 1.0
     X = rng.standard_normal((n, 2)) + np.repeat([[0.0, 0.0], [1.5, 1.5]], [4, 3], axis=0)
     S = X @ X.T / 2.0
-    model = WishartBlockModel(dof=dof, alpha=alpha, theta=theta, concentration=xi).fit(S)
+    model = WishartBlockModel(dof=dof, scale=scale, theta=theta, alpha=xi).fit(S)
     exact = ExactFlatTrellis(model.log_potential_table()).fit().pairwise_marginals()
     iu = np.triu_indices(n, 1)
     assert np.sum((exact[iu] > 0.1) & (exact[iu] < 0.9)) >= 5  # a spread-out posterior
-    lik = WishartBlockLikelihood(dof=dof, r0=0.0, s0=0.0, alpha=alpha, theta=theta).fit(S)
+    lik = WishartBlockLikelihood(dof=dof, r0=0.0, s0=0.0, scale=scale, theta=theta).fit(S)
     n_batches = 20
     result = run_chain(lik, CRP(xi), lik.kernel_data(S), n_sweeps=n_sweeps + 100, burn_in=100,
                        init_labels=np.arange(n), random_state=1)
