@@ -1,1 +1,4 @@
-"""The numba kernels of the cell types, one module per type (the protocol: :mod:`..cell_kernels`)."""
+"""The numba kernels of the cell types, one module per type.
+
+The protocol: :mod:`sklearn_trellis.models.cell_kernels`.
+"""
