@@ -123,7 +123,7 @@ def exact_cost(n_items, bytes_per_subset, steps_base=3, ns_per_step=None):
 
 
 def check_exact_budget(n_items, bytes_per_subset, *, max_items, what="exact trellis",
-                       ns_per_step=None):
+                       way_out=None, ns_per_step=None):
     """Raise ``ValueError`` if an exact trellis over ``n_items`` is out of reach.
 
     Parameters
@@ -136,6 +136,9 @@ def check_exact_budget(n_items, bytes_per_subset, *, max_items, what="exact trel
         The caller's limit (e.g. an estimator's ``max_exact_size``).
     what : str
         Name of the computation, for the message.
+    way_out : str, optional
+        What lifts the refusal, in the caller's parameters; default: fewer
+        items, or a higher ``max_items`` when that is below the hard limit.
     ns_per_step : float, optional
         The engine's cost per ``3**N`` step on one core; default ``NS_PER_STEP``.
     """
@@ -143,14 +146,16 @@ def check_exact_budget(n_items, bytes_per_subset, *, max_items, what="exact trel
     cost = (f"an {what} over N={n_items} items would need about "
             f"{format_bytes(n_bytes)} of memory and {format_seconds(seconds)} "
             f"of CPU time (O(3^N))")
-    if n_items > min(max_items, HARD_MAX_ITEMS):
-        raise ValueError(
-            f"N={n_items} is above the exact limit of {min(max_items, HARD_MAX_ITEMS)} "
-            f"items: {cost}. Use fewer items, or raise the limit "
-            f"(max_exact_size) if you can afford it.")
+    limit = min(max_items, HARD_MAX_ITEMS)
+    if way_out is None:
+        way_out = ("Use fewer items." if n_items > HARD_MAX_ITEMS or n_items <= max_items
+                   else f"Use fewer items, or raise max_items to {n_items} if you can afford it.")
+    if n_items > limit:
+        raise ValueError(f"N={n_items} is above the exact limit of {limit} items: {cost}. "
+                         f"{way_out}")
     available = available_memory_bytes()
     if available is not None and n_bytes > 0.8 * available:
         raise ValueError(
             f"Not enough memory: {cost}, but only {format_bytes(available)} "
-            f"is available.")
+            f"is available. {way_out}")
     return n_bytes, seconds

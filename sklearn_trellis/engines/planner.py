@@ -251,6 +251,16 @@ def connected_family(graph, n_items):
     return ClusterFamily.from_clusters(clusters, n_items)
 
 
+def _exact_way_out(n_items, method, max_exact_size, raise_limit=""):
+    """The advice of an exact-trellis refusal: only parameters that lift it."""
+    if method == "exact":
+        auto = (f", or method='auto' (sparse above max_exact_size={max_exact_size})"
+                if max_exact_size < n_items else "")
+        return f"To go on: {raise_limit}use fewer items, or method='sparse'{auto}."
+    return (f"To go on: lower max_exact_size below {n_items} (the sparse trellis then "
+            f"takes over), use method='sparse', or use fewer items.")
+
+
 def plan_hierarchical(n_items, model, *, method="auto", max_exact_size=16, connectivity=None,
                       window_size=8, n_beam_trees=8, n_perturbations=100):
     """Choose the trellis of a hierarchical fit over ``n_items`` items.
@@ -297,12 +307,13 @@ def plan_hierarchical(n_items, model, *, method="auto", max_exact_size=16, conne
         engine = exact if n <= limit else "sparse"
     # max_exact_size only guides 'auto': an explicit method='exact' runs whenever it fits
     budget_limit = HARD_MAX_ITEMS if method == "exact" else int(max_exact_size)
+    way_out = _exact_way_out(n, method, max_exact_size)
     if engine == "exact":
         check_exact_budget(n, HIERARCHICAL_BYTES_PER_SUBSET + 16, max_items=budget_limit,
-                           what="exact hierarchical trellis")
+                           what="exact hierarchical trellis", way_out=way_out)
     elif engine == "connected":
         check_exact_budget(n, 8, max_items=budget_limit,
-                           what="enumeration of the connected subsets")
+                           what="enumeration of the connected subsets", way_out=way_out)
     return HierarchicalPlan(
         engine=engine, n_items=n,
         window_size=lowered_window_size(window_size, n) if engine == "sparse" else 0,
@@ -483,8 +494,12 @@ def plan_flat(n_items, *, method="auto", max_exact_size=20, n_perturbations=100)
     n = int(n_items)
     exact = n <= max_exact_size and method != "sparse"
     if method == "exact" or exact:
+        # Here max_exact_size limits an explicit 'exact' too: raising it may lift the refusal.
+        raise_limit = (f"raise max_exact_size to {n} if you can afford it, "
+                       if method == "exact" and max_exact_size < n <= HARD_MAX_ITEMS else "")
         check_exact_budget(n, FLAT_BYTES_PER_SUBSET, max_items=max_exact_size,
-                           what="exact flat trellis")
+                           what="exact flat trellis",
+                           way_out=_exact_way_out(n, method, max_exact_size, raise_limit))
     return FlatPlan(exact=exact, n_items=n, max_exact_size=int(max_exact_size),
                     milp=method == "milp" or (method == "perturb_and_map" and not exact),
                     n_perturbations=int(n_perturbations) if method == "perturb_and_map" else 0)

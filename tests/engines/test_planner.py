@@ -240,3 +240,43 @@ def test_a_hierarchical_plan_names_a_known_engine():
         assert planner.HierarchicalPlan(engine, 5).engine == engine
     with pytest.raises(ValueError, match="Unknown hierarchical engine 'greedy'"):
         planner.HierarchicalPlan("greedy", 5)
+
+
+# -- every refusal's advice names a parameter that lifts it ----------------------------
+N_OVER = HARD_MAX_ITEMS + 2
+REFUSALS = [  # (refused plan, memory patched, advice it must give, the plan that advice allows)
+    (lambda: plan_hierarchical(N_OVER, DasguptaEnergy(), method="exact"), False,
+     r"method='sparse'", lambda: plan_hierarchical(N_OVER, DasguptaEnergy(), method="sparse")),
+    (lambda: plan_hierarchical(N_OVER, DasguptaEnergy(), method="exact"), False,
+     r"method='auto'", lambda: plan_hierarchical(N_OVER, DasguptaEnergy(), method="auto")),
+    (lambda: plan_hierarchical(N_OVER, DasguptaEnergy(), max_exact_size=40), False,
+     rf"lower max_exact_size below {N_OVER}",
+     lambda: plan_hierarchical(N_OVER, DasguptaEnergy(), max_exact_size=N_OVER - 1)),
+    (lambda: plan_hierarchical(24, DasguptaEnergy(), method="exact"), True,
+     r"method='sparse'", lambda: plan_hierarchical(24, DasguptaEnergy(), method="sparse")),
+    (lambda: plan_hierarchical(20, DasguptaEnergy(), max_exact_size=20), True,
+     r"lower max_exact_size below 20",
+     lambda: plan_hierarchical(20, DasguptaEnergy(), max_exact_size=19)),
+    (lambda: plan_flat(22, method="exact"), False, r"raise max_exact_size to 22",
+     lambda: plan_flat(22, method="exact", max_exact_size=22)),
+    (lambda: plan_flat(N_OVER, method="exact", max_exact_size=40), False, r"method='sparse'",
+     lambda: plan_flat(N_OVER, method="sparse", max_exact_size=40)),
+    (lambda: plan_flat(N_OVER, method="milp", max_exact_size=40), False,
+     rf"lower max_exact_size below {N_OVER}",
+     lambda: plan_flat(N_OVER, method="milp", max_exact_size=N_OVER - 1)),
+    (lambda: plan_flat(20), True, r"lower max_exact_size below 20",
+     lambda: plan_flat(20, max_exact_size=19)),
+]
+
+
+@pytest.mark.parametrize("refused, low_memory, advice, lifted", REFUSALS,
+                         ids=[f"{i}-{advice}" for i, (_, _, advice, _) in enumerate(REFUSALS)])
+def test_every_refusal_names_a_parameter_that_lifts_it(monkeypatch, refused, low_memory,
+                                                       advice, lifted):
+    if low_memory:
+        monkeypatch.setattr(budget, "available_memory_bytes", lambda: 1 << 20)
+    with pytest.raises(ValueError, match=advice) as refusal:
+        refused()
+    # Only what lifts it: max_exact_size does not limit an explicit hierarchical 'exact'.
+    assert "raise the limit" not in str(refusal.value)
+    lifted()  # following the advice is not refused

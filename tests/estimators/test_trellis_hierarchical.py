@@ -189,8 +189,11 @@ def test_errors():
         TrellisHierarchical(n_clusters=None).fit(X)
     with pytest.raises(ValueError, match="more clusters"):
         TrellisHierarchical(n_clusters=9).fit(X)
-    with pytest.raises(ValueError, match="exact limit"):
+    with pytest.raises(ValueError, match="exact limit") as refusal:
         TrellisHierarchical(method="exact").fit(np.zeros((29, 2)))
+    # max_exact_size does not limit method='exact': the advice is the sparse trellis
+    assert "method='sparse'" in str(refusal.value)
+    assert "raise the limit" not in str(refusal.value)
     with pytest.raises(ValueError, match="beta"):
         TrellisHierarchical(beta=-1.0).fit(X)
     with pytest.raises(ValueError, match="shape"):
