@@ -68,14 +68,20 @@ def _node_positions(linkage_matrix, leaves):
     """``(position, height)`` of every merge as scipy's ``dendrogram`` draws it.
 
     scipy puts the leaf at place ``p`` of the leaf order at ``5 + 10 p`` and a
-    merge midway between its children, at its height.
+    merge midway between its children, at its height. With truncation, the
+    leaves include collapsed clusters (ids ``n + t``); the merges inside them
+    are not drawn and get position NaN.
     """
-    n = len(leaves)
-    position = np.empty(2 * n - 1)
-    position[np.asarray(leaves)] = 5.0 + 10.0 * np.arange(n)
-    for t, (a, b) in enumerate(np.asarray(linkage_matrix)[:, :2].astype(np.int64)):
-        position[n + t] = 0.5 * (position[a] + position[b])
-    return position[n:], np.asarray(linkage_matrix)[:, 2]
+    linkage_matrix = np.asarray(linkage_matrix)
+    n = len(linkage_matrix) + 1
+    position = np.full(2 * n - 1, np.nan)
+    drawn = np.zeros(2 * n - 1, dtype=bool)
+    position[np.asarray(leaves)] = 5.0 + 10.0 * np.arange(len(leaves))
+    for t, (a, b) in enumerate(linkage_matrix[:, :2].astype(np.int64)):
+        if not np.isnan(position[a]) and not np.isnan(position[b]):
+            position[n + t] = 0.5 * (position[a] + position[b])
+            drawn[n + t] = True
+    return np.where(drawn[n:], position[n:], np.nan), linkage_matrix[:, 2]
 
 
 class DendrogramDisplay:
@@ -99,7 +105,10 @@ class DendrogramDisplay:
         what the estimator's heights measure).
     node_probabilities : array-like of shape (m,), default=None
         A probability for each of the first ``m`` rows of ``linkage_matrix``
-        (``m <= n - 1``), printed at its node; ``None``: no annotation.
+        (``m <= n - 1``), printed at its node; ``None``: no annotation. With
+        scipy's truncation (``plot(truncate_mode="lastp", p=...)``), only the
+        drawn merges are annotated: a leaf standing for a collapsed cluster
+        shows its size, as scipy draws it, and no probability.
 
     Attributes
     ----------
@@ -108,7 +117,8 @@ class DendrogramDisplay:
     leaves_ : list of int
         The leaf order.
     annotations_ : list of matplotlib Text
-        The node labels (empty without ``node_probabilities``).
+        The node labels, one per annotated merge in row order (empty without
+        ``node_probabilities``).
     ax_, figure_ : matplotlib Axes and Figure
 
     Examples
@@ -162,6 +172,8 @@ class DendrogramDisplay:
         if probabilities is not None:
             positions, heights = _node_positions(linkage, self.leaves_)
             for t, p in enumerate(probabilities):
+                if np.isnan(positions[t]):   # inside a leaf collapsed by truncation
+                    continue
                 xy = ((heights[t], positions[t]) if value_axis == "x"
                       else (positions[t], heights[t]))
                 self.annotations_.append(self.ax_.annotate(

@@ -61,6 +61,30 @@ def test_dendrogram_node_probabilities_sit_on_scipys_links(orientation):
     assert label == "ward linkage distance"
 
 
+@pytest.mark.parametrize("orientation", ["left", "top"])
+def test_truncated_dendrogram_prints_probabilities_on_the_drawn_merges(orientation):
+    from sklearn.datasets import make_blobs
+
+    from sklearn_trellis import TrellisHierarchical
+    X, _ = make_blobs(n_samples=200, centers=3, random_state=0)
+    model = TrellisHierarchical(n_clusters=3, compute_full_tree=True).fit(X)
+    display = DendrogramDisplay.from_estimator(model, node_probabilities=True,
+                                               orientation=orientation,
+                                               truncate_mode="lastp", p=12)
+    assert len(display.leaves_) == 12
+    # 'lastp' draws the last 11 merges; the collapsed leaves carry no probability
+    drawn_rows = range(200 - 12, 199)
+    assert ([a.get_text() for a in display.annotations_]
+            == [f"{model.node_marginals_[t]:.2f}" for t in drawn_rows])
+    tops = {(round((i[1] + i[2]) / 2, 9), round(d[1], 9))
+            for i, d in zip(display.dendrogram_["icoord"], display.dendrogram_["dcoord"])}
+    drawn = set()
+    for a in display.annotations_:
+        height, position = a.xy if orientation == "left" else a.xy[::-1]
+        drawn.add((round(position, 9), round(height, 9)))
+    assert drawn == tops
+
+
 def test_dendrogram_display_height_labels_and_errors():
     from sklearn_trellis import DivisiveClustering
     ea = EntropyAgglomeration().fit(E3)
