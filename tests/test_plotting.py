@@ -39,6 +39,17 @@ def test_dendrogram_display():
 
 
 
+def assert_annotations_on_link_tops(display, orientation):
+    """Each annotation sits at the top (midpoint, height) of one of scipy's drawn links."""
+    tops = {(round((i[1] + i[2]) / 2, 9), round(d[1], 9))
+            for i, d in zip(display.dendrogram_["icoord"], display.dendrogram_["dcoord"])}
+    drawn = set()
+    for a in display.annotations_:
+        height, position = a.xy if orientation == "left" else a.xy[::-1]
+        drawn.add((round(position, 9), round(height, 9)))
+    assert drawn == tops
+
+
 @pytest.mark.parametrize("orientation", ["left", "top"])
 def test_dendrogram_node_probabilities_sit_on_scipys_links(orientation):
     from sklearn_trellis import TrellisHierarchical
@@ -50,13 +61,7 @@ def test_dendrogram_node_probabilities_sit_on_scipys_links(orientation):
     assert len(display.annotations_) == probabilities.size == 8
     assert [a.get_text() for a in display.annotations_] == [f"{p:.2f}" for p in probabilities]
     # every annotation at the top of one of scipy's links (midpoint, height)
-    tops = {(round((i[1] + i[2]) / 2, 9), round(d[1], 9))
-            for i, d in zip(display.dendrogram_["icoord"], display.dendrogram_["dcoord"])}
-    drawn = set()
-    for a in display.annotations_:
-        height, position = a.xy if orientation == "left" else a.xy[::-1]
-        drawn.add((round(position, 9), round(height, 9)))
-    assert drawn == tops
+    assert_annotations_on_link_tops(display, orientation)
     label = display.ax_.get_xlabel() if orientation == "left" else display.ax_.get_ylabel()
     assert label == "ward linkage distance"
 
@@ -76,13 +81,7 @@ def test_truncated_dendrogram_prints_probabilities_on_the_drawn_merges(orientati
     drawn_rows = range(200 - 12, 199)
     assert ([a.get_text() for a in display.annotations_]
             == [f"{model.node_marginals_[t]:.2f}" for t in drawn_rows])
-    tops = {(round((i[1] + i[2]) / 2, 9), round(d[1], 9))
-            for i, d in zip(display.dendrogram_["icoord"], display.dendrogram_["dcoord"])}
-    drawn = set()
-    for a in display.annotations_:
-        height, position = a.xy if orientation == "left" else a.xy[::-1]
-        drawn.add((round(position, 9), round(height, 9)))
-    assert drawn == tops
+    assert_annotations_on_link_tops(display, orientation)
 
 
 def test_dendrogram_display_height_labels_and_errors():
