@@ -362,13 +362,9 @@ def predictive_log_weights(likelihood, prior_params, data_train, labels, data_ne
     state = new_state(likelihood, data_train, labels, prior_params[0], params=params)
     _ensure_free(state, likelihood, 1)
     spare = int(state.free[state.meta[1] - 1])
-    order = np.empty(state.labels.size, np.int64)
-    compact_labels(state.labels, order)
     # active slots in order of first appearance of their cluster
-    first = {}
-    for i, c in enumerate(state.labels):
-        first.setdefault(int(c), len(first))
-    active = np.array(sorted(first, key=first.get), dtype=np.int64)
+    slots, first = np.unique(state.labels, return_index=True)
+    active = slots[np.argsort(first)].astype(np.int64)
     out = np.empty((data_new.shape[0], active.size + 1))
     _engine(likelihood).predictive_log_weights(state.params, prior_params, data_new,
                                    state.stats, state.shared, state.work, state.counts,
