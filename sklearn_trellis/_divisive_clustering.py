@@ -48,9 +48,14 @@ class DivisiveClustering(HierarchyMixin, ClusterMixin, BaseEstimator):
     - ``'diana'``: *dissimilarity analysis* (Kaufman & Rousseeuw 1990, ch. 6;
       the notes' Eqs. 30-32): the object with the largest average
       dissimilarity starts a splinter group; the object maximising
-      ``d_i^G - d_i^H`` joins it while that is positive. The result is
-      identical to R's ``cluster::diana`` (merges, order, heights and ``dc``,
+      ``d_i^G - d_i^H`` joins it while that is positive. The splits are
+      those of R's ``cluster::diana`` (order, heights and ``dc`` identical,
       ties included), at ``O(m^2)`` per split instead of R's ``O(m^3)``.
+      R's ``merge`` matrix reads them off the banner, which is ambiguous
+      where a cluster and its part have one diameter: there R joins
+      neighbours that never formed a cluster, while ``merge_`` and
+      ``children_`` hold the splits actually made (same rows as R's
+      elsewhere).
     - ``'kmeans'``: K-means with ``K = 2`` on the feature rows (k-means++ seeds
       from ``random_state``); not with ``metric='precomputed'``.
     - ``'kmedoids'``: PAM with ``K = 2`` on the dissimilarities.
@@ -104,7 +109,8 @@ class DivisiveClustering(HierarchyMixin, ClusterMixin, BaseEstimator):
     linkage_matrix_ : ndarray of shape (n_samples - 1, 4)
         The same tree for :func:`scipy.cluster.hierarchy.dendrogram`.
     merge_ : ndarray of shape (n_samples - 1, 2)
-        R's ``merge`` matrix (``-j``: sample ``j - 1``; ``k > 0``: row ``k``).
+        The tree in R's ``merge`` encoding (``-j``: sample ``j - 1``; ``k > 0``:
+        row ``k``); each row is a split made, also at tied heights.
     order_ : ndarray of shape (n_samples,)
         Samples in banner order (R's ``order - 1``), the dendrogram's leaf order.
     heights_ : ndarray of shape (n_samples - 1,)

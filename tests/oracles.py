@@ -826,3 +826,40 @@ def biclustering_by_enumeration(kind, X, cells, alpha_rows, alpha_columns):
                                 columns[:, :, None] == columns[:, None, :])
     a, b = np.unravel_index(np.argmax(joint), joint.shape)
     return log_z, row_pairwise, column_pairwise, rows[a], columns[b]
+
+
+# -- divisive trees ------------------------------------------------------------
+def tree_splits_with_heights(children, heights, n):
+    """``{(parent, left, right): height}`` of a ``children_`` tree (frozensets)."""
+    sets = [frozenset([i]) for i in range(n)]
+    out = {}
+    for (a, b), height in zip(children, heights):
+        sets.append(sets[a] | sets[b])
+        out[(sets[-1], sets[a], sets[b])] = height
+    return out
+
+
+def assert_merges_match_r(merge, r_merge, heights):
+    """Same clusters as R's ``merge`` at every height no other merge has.
+
+    R reads its banner without knowing which of two tied splits came first, so
+    at tied heights it may join neighbours that never formed a cluster (issue
+    31); every merge at an untied height joins the same clusters in both.
+    """
+    n = len(heights) + 1
+    values, counts = np.unique(heights, return_counts=True)
+    untied = set(values[counts == 1].tolist())
+
+    def clusters(children):
+        sets = [frozenset([i]) for i in range(n)]
+        for a, b in children:
+            sets.append(sets[a] | sets[b])
+        return {(s, h) for s, h in zip(sets[n:], heights) if h in untied}
+
+    def children(merge):
+        merge = np.asarray(merge)
+        return np.where(merge < 0, -merge - 1, n + merge - 1)
+
+    assert clusters(children(merge)) == clusters(children(r_merge))
+    if len(untied) == n - 1:
+        np.testing.assert_array_equal(merge, r_merge)

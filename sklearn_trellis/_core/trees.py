@@ -369,16 +369,23 @@ def tree_masks(tree):
 
 
 # -- R: banners and merge matrices -------------------------------------------
-def banner_to_merge(order, banner):
+def banner_to_merge(order, banner, split_order):
     """R's ``merge`` matrix (1-based, negative = object) and the merge heights.
 
-    A divisive tree over ``n`` objects is fully described by its *banner*
+    A divisive tree over ``n`` objects is described by its *banner*
     (Rousseeuw 1986): the objects in the order ``order`` in which the splits
     leave them, and for every position ``k >= 1`` the height ``banner[k]`` at
-    which position ``k - 1`` was separated from position ``k``. R's
-    ``cluster::diana`` reads its ``merge`` matrix off the banner (``twins.c``,
-    step 500): repeatedly join the two neighbours at the lowest remaining
-    height, the rightmost one among equal heights.
+    which position ``k - 1`` was separated from position ``k``. Heights alone
+    are ambiguous when a cluster and one of its parts have the same diameter
+    (``a |2| b |2| c`` is ``(a, (b, c))`` or ``((a, b), c)``), so ``split_order``
+    says which split came first: R's ``cluster::diana`` reads the banner
+    without it (``twins.c``, step 500) and, in that case, joins neighbours that
+    never formed a cluster.
+
+    The merges are the splits, bottom-up: among the merges whose parts are
+    already formed, the lowest first and, among equal heights, the rightmost
+    position first (R's rule, so the matrix is R's wherever R's reading is a
+    valid tree).
 
     Parameters
     ----------
@@ -386,6 +393,10 @@ def banner_to_merge(order, banner):
         Objects (0-based) in banner order.
     banner : ndarray of float, shape (n,)
         ``banner[k]`` for ``k >= 1`` as above; ``banner[0]`` is ignored.
+    split_order : ndarray of int, shape (n,)
+        ``split_order[k]`` for ``k >= 1``: when the split at position ``k`` was
+        made, in any numbering in which a cluster is split before its parts
+        (``split_order[0]`` is ignored).
 
     Returns
     -------
@@ -393,15 +404,26 @@ def banner_to_merge(order, banner):
         R's encoding: ``-j`` is object ``j - 1``, ``r > 0`` the cluster of row ``r``.
     heights : ndarray of float64, shape (n - 1,)
         Height of each merge (non-decreasing).
+
+    Examples
+    --------
+    >>> from sklearn_trellis._core.trees import banner_to_merge
+    >>> merge, heights = banner_to_merge([0, 1, 2], [0.0, 2.0, 2.0], [0, 1, 0])
+    >>> merge.tolist(), heights.tolist()
+    ([[-1, -2], [1, -3]], [2.0, 2.0])
     """
     order = np.asarray(order, dtype=np.int64)
     banner = np.asarray(banner, dtype=np.float64)
+    split_order = np.asarray(split_order, dtype=np.int64)
     n = order.size
     positions = np.arange(1, n)
-    # Lowest height first; among equal heights the last position (R scans with >=).
-    sequence = positions[np.lexsort((-positions, banner[1:]))]
+    # The tree: the split at k joins the maximal runs around k already joined
+    # when splits are undone lowest first, later splits first among equal heights.
     parent = np.arange(n)
-    cluster_code = -(order + 1)  # R's code of the cluster each root stands for
+    node_of_root = -1 - np.arange(n)  # leaf at position p: -1 - p; split at k: k
+    left_of = np.zeros(n, dtype=np.int64)
+    right_of = np.zeros(n, dtype=np.int64)
+    above = np.full(n, -1, dtype=np.int64)  # the split whose part a split is
 
     def find(x):
         while parent[x] != x:
@@ -409,14 +431,34 @@ def banner_to_merge(order, banner):
             x = parent[x]
         return x
 
-    merge = np.empty((max(n - 1, 0), 2), dtype=np.int64)
-    for row, position in enumerate(sequence):
-        left = find(position - 1)
-        right = find(position)
-        merge[row] = cluster_code[left], cluster_code[right]
+    for k in positions[np.lexsort((-split_order[1:], banner[1:]))]:
+        left, right = find(k - 1), find(k)
+        left_of[k], right_of[k] = node_of_root[left], node_of_root[right]
+        for child in (left_of[k], right_of[k]):
+            if child > 0:
+                above[child] = k
         parent[right] = left
-        cluster_code[left] = row + 1
-    return merge, banner[sequence].copy()
+        node_of_root[left] = k
+    # Bottom-up by R's rule among the merges whose parts exist.
+    waiting = ((left_of > 0).astype(np.int64) + (right_of > 0))
+    ready = [(banner[k], -k) for k in positions if waiting[k] == 0]
+    heapq.heapify(ready)
+    code = np.zeros(n, dtype=np.int64)
+    merge = np.empty((max(n - 1, 0), 2), dtype=np.int64)
+    heights = np.empty(max(n - 1, 0))
+    for row in range(n - 1):
+        height, k = heapq.heappop(ready)
+        k = -k
+        code[k] = row + 1
+        merge[row] = [code[c] if c > 0 else -(order[-1 - c] + 1)
+                      for c in (left_of[k], right_of[k])]
+        heights[row] = height
+        up = above[k]
+        if up > 0:
+            waiting[up] -= 1
+            if waiting[up] == 0:
+                heapq.heappush(ready, (banner[up], -up))
+    return merge, heights
 
 
 def merge_to_children(merge):

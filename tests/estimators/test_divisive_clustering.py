@@ -9,6 +9,7 @@ from scipy.cluster.hierarchy import dendrogram
 from scipy.spatial.distance import pdist, squareform
 
 from sklearn_examples import plot_dendrogram
+from oracles import assert_merges_match_r, min_over_bipartitions
 from sklearn_trellis import DivisiveClustering
 
 REFERENCE_PATH = os.path.join(os.path.dirname(__file__), os.pardir, "data",
@@ -28,7 +29,7 @@ def reference_fit(entry):
 def test_estimator_reproduces_r(name):
     entry = REFERENCE[name]
     model = reference_fit(entry)
-    np.testing.assert_array_equal(model.merge_, entry["merge"])
+    assert_merges_match_r(model.merge_, entry["merge"], model.distances_)
     np.testing.assert_array_equal(model.order_ + 1, entry["order"])
     assert model.heights_.tolist() == entry["height"]
     assert model.divisive_coefficient_ == entry["dc"]
@@ -165,3 +166,31 @@ def test_kmeans_is_reproducible_with_random_state():
     b = DivisiveClustering(method="kmeans", random_state=7).fit(X)
     np.testing.assert_array_equal(a.children_, b.children_)
     np.testing.assert_array_equal(a.distances_, b.distances_)
+
+
+@pytest.mark.parametrize("method", ["diana", "exact", "kmedoids"])
+def test_every_node_is_a_split_made_at_its_diameter_when_heights_tie(method):
+    # Issue 31: tied successive diameters made the banner reading build clusters
+    # that were never formed, at heights that were not their diameters, and the
+    # 'exact' tree's splits were then not optimal.
+    for seed in range(25):
+        rng = np.random.default_rng(seed)
+        n = int(rng.integers(4, 11))
+        D = squareform(rng.choice([0.5, 1.0, 1.5], size=n * (n - 1) // 2))
+        model = DivisiveClustering(method=method, metric="precomputed").fit(D)
+        sets = [frozenset([i]) for i in range(n)]
+        for (a, b), height in zip(model.children_, model.distances_):
+            sets.append(sets[a] | sets[b])
+            members = sorted(sets[-1])
+            assert height == D[np.ix_(members, members)].max()
+            if method == "exact":
+                sub = D[np.ix_(members, members)]
+
+                def average(mask):
+                    return sum(sub[np.ix_(part, part)].sum() / (2 * part.sum())
+                               for part in (mask, ~mask))
+                left = np.isin(members, sorted(sets[a]))
+                assert average(left) == pytest.approx(
+                    min_over_bipartitions(len(members), average), abs=1e-12)
+        np.testing.assert_array_equal(model.linkage_matrix_[:, :2], model.children_)
+        assert np.all(np.diff(model.distances_) >= 0)

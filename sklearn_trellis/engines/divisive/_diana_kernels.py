@@ -185,15 +185,19 @@ def diana_split(D, ner, ja, jb, sum_a, sum_b):
 
 @njit(cache=True)
 def diana_banner(D):
-    """R's DIANA on a full dissimilarity matrix: ``(order, banner)``.
+    """R's DIANA on a full dissimilarity matrix: ``(order, banner, split_order)``.
 
     ``order`` is R's ``order - 1``; ``banner[k]`` (``k >= 1``) is the diameter of
     the cluster whose split separated position ``k - 1`` from position ``k``
-    (R's ``height`` is ``banner[1:]``); ``banner[0] = 0``.
+    (R's ``height`` is ``banner[1:]``); ``banner[0] = 0``. ``split_order[k]``
+    numbers that split (clusters before their parts), which the banner
+    alone does not tell when diameters tie.
     """
     n = D.shape[0]
     ner = np.arange(n).astype(np.int64)
     ban = np.zeros(n)
+    split_order = np.zeros(n, np.int64)
+    n_splits = 0
     sum_a = np.zeros(n)
     sum_b = np.zeros(n)
     # Clusters are independent once formed, so a stack visits them in any order.
@@ -208,12 +212,15 @@ def diana_banner(D):
         top -= 1
         ja = stack_start[top]
         jb = stack_stop[top]
+        n_splits += 1
         if jb - ja == 1:
             ban[jb] = D[ner[ja], ner[jb]]
+            split_order[jb] = n_splits
             continue
         diameter = cluster_diameter(D, ner, ja, jb)
         jmb = diana_split(D, ner, ja, jb, sum_a, sum_b)
         ban[jmb] = diameter
+        split_order[jmb] = n_splits
         if jmb - 1 > ja:
             stack_start[top] = ja
             stack_stop[top] = jmb - 1
@@ -222,4 +229,4 @@ def diana_banner(D):
             stack_start[top] = jmb
             stack_stop[top] = jb
             top += 1
-    return ner, ban
+    return ner, ban, split_order

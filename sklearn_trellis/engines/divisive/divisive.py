@@ -2,8 +2,9 @@
 
 Every method splits each cluster independently, so the tree is grown by
 visiting the clusters in any order; the banner (``order`` and the diameters)
-records it and R's banner reading
-(:func:`sklearn_trellis._core.trees.banner_to_merge`) turns it into merges. The
+and the order of the splits record it, and
+:func:`sklearn_trellis._core.trees.banner_to_merge` turns them into merges
+(the banner alone is ambiguous where a cluster and its part have one diameter). The
 splitters:
 
 - ``'diana'``: Kaufman & Rousseeuw's dissimilarity analysis, exactly as R's
@@ -51,6 +52,9 @@ class DivisiveTree:
         scikit-learn's bottom-up ``children_``.
     distances : ndarray of float64, shape (n - 1,)
         Height (diameter) of each merge, non-decreasing.
+    split_order : ndarray of int64, shape (n,)
+        ``split_order[k]`` numbers the split at position ``k`` (a cluster
+        before its parts).
     divisive_coefficient : float
         R's ``dc``.
     fallback_sizes : list of int
@@ -59,6 +63,7 @@ class DivisiveTree:
 
     order: np.ndarray
     banner: np.ndarray
+    split_order: np.ndarray
     merge: np.ndarray
     children: np.ndarray
     distances: np.ndarray
@@ -71,12 +76,14 @@ class DivisiveTree:
         return self.banner[1:]
 
     @classmethod
-    def from_banner(cls, order, banner, fallback_sizes=()):
+    def from_banner(cls, order, banner, split_order, fallback_sizes=()):
         order = np.asarray(order, dtype=np.int64)
         banner = np.asarray(banner, dtype=np.float64)
-        merge, distances = banner_to_merge(order, banner)
+        split_order = np.asarray(split_order, dtype=np.int64)
+        merge, distances = banner_to_merge(order, banner, split_order)
         children = merge_to_children(merge)
-        return cls(order=order, banner=banner, merge=merge, children=children,
+        return cls(order=order, banner=banner, split_order=split_order, merge=merge,
+                   children=children,
                    distances=distances,
                    divisive_coefficient=divisive_coefficient(banner),
                    fallback_sizes=list(fallback_sizes))
@@ -107,8 +114,7 @@ def diana(distances):
     0.76
     """
     D = np.ascontiguousarray(distances, dtype=np.float64)
-    order, banner = diana_banner(D)
-    return DivisiveTree.from_banner(order, banner)
+    return DivisiveTree.from_banner(*diana_banner(D))
 
 
 def _stable_split(ner, ja, jb, labels):
@@ -215,17 +221,22 @@ def divisive_tree(method="diana", *, distances=None, X=None, manhattan=False,
     n = distances.shape[0] if distances is not None else X.shape[0]
     ner = np.arange(n, dtype=np.int64)
     banner = np.zeros(n)
+    split_order = np.zeros(n, dtype=np.int64)
     stack = [(0, n - 1)] if n >= 2 else []
+    n_splits = 0
     while stack:
         ja, jb = stack.pop()
+        n_splits += 1
         if jb - ja == 1:
             banner[jb] = splitter.diameter(ner, ja, jb)
+            split_order[jb] = n_splits
             continue
         diameter = splitter.diameter(ner, ja, jb)
         jmb = splitter.split(ner, ja, jb)
         banner[jmb] = diameter
+        split_order[jmb] = n_splits
         if jmb - 1 > ja:
             stack.append((ja, jmb - 1))
         if jb > jmb:
             stack.append((jmb, jb))
-    return DivisiveTree.from_banner(ner, banner, splitter.fallback_sizes)
+    return DivisiveTree.from_banner(ner, banner, split_order, splitter.fallback_sizes)

@@ -1,4 +1,5 @@
-"""DIANA against R's ``cluster::diana``: identical merges, orders, heights and ``dc``.
+"""DIANA against R's ``cluster::diana``: identical orders, heights and ``dc``; the merges
+are the splits DIANA made, which are R's ``merge`` except where R misreads tied heights.
 
 The reference values come from ``tests/data/make_diana_reference.py`` (R's
 ``cluster`` package); the inputs are stored with them, so no R is needed here.
@@ -12,6 +13,7 @@ import os
 import numpy as np
 import pytest
 
+from oracles import assert_merges_match_r, tree_splits_with_heights
 from sklearn_trellis._core.trees import banner_to_merge
 from sklearn_trellis.engines.divisive import diana
 from sklearn_trellis.engines.divisive._diana_kernels import r_dissimilarities
@@ -40,15 +42,19 @@ def test_reference_covers_the_required_datasets():
 def test_identical_to_r(name):
     entry = REFERENCE[name]
     tree = diana(reference_input(entry))
-    np.testing.assert_array_equal(tree.merge, entry["merge"])
+    assert_merges_match_r(tree.merge, entry["merge"], tree.distances)
     np.testing.assert_array_equal(tree.order + 1, entry["order"])
     # Bit for bit: same distances, same choices, same diameters.
     assert tree.heights.tolist() == entry["height"]
     assert tree.divisive_coefficient == entry["dc"]
 
 
-def r_splyt(D):
-    """R's ``splyt`` (twins.c) transcribed literally, 0-based: ``(order, banner)``."""
+def r_splyt(D, splits=None):
+    """R's ``splyt`` (twins.c) transcribed literally, 0-based: ``(order, banner)``.
+
+    ``splits``, a list, receives every split as ``(parent, left, right, diameter)``
+    (frozensets of objects): the tree the banner encodes.
+    """
     n = D.shape[0]
     ner = list(range(n))
     ban = [0.0] * n
@@ -57,6 +63,9 @@ def r_splyt(D):
         ja, jb = todo.pop()
         if jb - ja == 1:
             ban[jb] = D[ner[ja], ner[jb]]
+            if splits is not None:
+                splits.append((frozenset(ner[ja:jb + 1]), frozenset([ner[ja]]),
+                               frozenset([ner[jb]]), ban[jb]))
             continue
         diameter = max(D[ner[a], ner[b]] for a in range(ja, jb + 1) for b in range(ja, jb + 1))
         best, first = -1.0, -1
@@ -98,6 +107,9 @@ def r_splyt(D):
             ner[ja:jb + 1] = ner[jmb:jb + 1] + ner[ja:jmb]
             jmb = ja + (jb - jmb + 1)
         ban[jmb] = diameter
+        if splits is not None:
+            splits.append((frozenset(ner[ja:jb + 1]), frozenset(ner[ja:jmb]),
+                           frozenset(ner[jmb:jb + 1]), diameter))
         for a, b in ((ja, jmb - 1), (jmb, jb)):
             if b > a:
                 todo.append((a, b))
@@ -135,13 +147,32 @@ def test_banner_reading_matches_the_split_tree_without_ties():
     # Distinct heights: the merges are exactly the splits, read bottom-up.
     x = np.array([0.0, 1.0, 3.5, 10.0, 10.7, 30.0])
     tree = diana(np.abs(x[:, None] - x[None, :]))
-    merge, heights = banner_to_merge(tree.order, tree.banner)
+    merge, heights = banner_to_merge(tree.order, tree.banner, tree.split_order)
     assert np.all(np.diff(heights) >= 0)
     assert heights[-1] == 30.0
     sets = [frozenset([i]) for i in range(6)]
     for a, b in tree.children:
         sets.append(sets[a] | sets[b])
     assert frozenset({3, 4}) in sets and frozenset({0, 1, 2}) in sets
+
+
+@pytest.mark.parametrize("kind", ["integer_points", "binary_manhattan", "few_values"])
+@pytest.mark.parametrize("seed", range(40))
+def test_tree_is_the_split_tree_when_successive_heights_tie(kind, seed):
+    # Issue 31: a cluster split at the same height as its parent made the banner
+    # reading join the wrong neighbours (a cluster never formed, at a height that
+    # is not its diameter). The merges must be exactly the splits R's splyt made.
+    rng = np.random.default_rng(seed)
+    D = random_dissimilarities(rng, kind, int(rng.integers(3, 14)))
+    n = D.shape[0]
+    splits = []
+    r_splyt(D, splits)
+    tree = diana(D)
+    assert tree_splits_with_heights(tree.children, tree.distances, n) == {
+        (parent, left, right): height for parent, left, right, height in splits}
+    assert np.all(np.diff(tree.distances) >= 0)
+    np.testing.assert_array_equal(tree.children, np.where(tree.merge < 0, -tree.merge - 1,
+                                                          n + tree.merge - 1))
 
 
 def test_coincident_points():
