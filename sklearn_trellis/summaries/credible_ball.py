@@ -19,9 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._core.validation import check_scalar_param
-from ._loss_kernels import cm_losses
 from .._core.labels import first_appearance_labels
+from .._core.validation import check_scalar_param
+from ._input import check_labels
+from ._loss_kernels import cm_losses
 from .point_estimates import Target, check_loss_parameters, loss_name
 
 #: Distances usable for the ball (metrics or losses computed from the samples).
@@ -117,7 +118,7 @@ def credible_ball(samples, estimate, loss="vi", level=0.95, *, a=1.0, b=1.0):
     target = Target(samples)
     if target.samples is None:
         raise ValueError("A credible ball needs sampled partitions, not a pairwise matrix.")
-    estimate = first_appearance_labels(np.asarray(estimate).reshape(-1))
+    estimate = first_appearance_labels(check_labels(estimate, "estimate"))
     if estimate.size != target.n:
         raise ValueError(f"estimate has {estimate.size} entries for {target.n} elements.")
     # each sample is the reference, as in expected_loss: distances[t] = L(c_t, estimate)

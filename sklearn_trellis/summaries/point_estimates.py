@@ -30,7 +30,7 @@ from sklearn.utils import check_random_state
 
 from .._core.labels import canonical_rows, first_appearance_labels
 from .._core.validation import check_option, check_scalar_param
-from ._input import as_sample_set, relabel_rows, sample_major
+from ._input import as_sample_set, check_labels, relabel_rows, sample_major
 from ._kernels import cooccurrence_counts
 from ._loss_kernels import (BINDER, BINDER_PSM, N_CONTINGENCY_KINDS, NID, NVI, OMARI, OMARI_APPROX,
                             VI, VI_LB, cm_losses, greedy_search, psm_losses)
@@ -186,7 +186,7 @@ def expected_loss(samples_or_pairwise, labels, loss="binder", *, a=1.0, b=1.0):
     loss = loss_name(loss)
     check_loss_parameters(loss, a, b)
     target = Target(samples_or_pairwise)
-    labels = first_appearance_labels(np.asarray(labels).reshape(-1))
+    labels = first_appearance_labels(check_labels(labels))
     if labels.size != target.n:
         raise ValueError(f"labels has {labels.size} entries for {target.n} elements.")
     return float(target.losses(labels[None], loss, a, b)[0])

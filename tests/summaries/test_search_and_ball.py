@@ -178,3 +178,31 @@ def test_credible_ball_errors():
         credible_ball(samples, [0, 0, 1], loss="vi_lb")
     with pytest.raises(ValueError, match="pairwise matrix"):
         credible_ball(pairwise_cooccurrence(samples), [0, 0, 1])
+
+
+BAD_LABEL_VECTORS = [([0, np.nan, 1], "NaN"), ([0, np.inf, 1], "infinite"),
+                     ([0, 0.5, 1], "integers"), (np.array(["a", "b", "a"]), "integers")]
+
+
+@pytest.mark.parametrize("bad, match", BAD_LABEL_VECTORS)
+def test_label_vectors_are_validated_by_one_validator(bad, match):
+    # Issue 31: credible_ball took NaN (and 0.5) as a cluster label.
+    samples = np.array([[0, 0, 1], [0, 1, 1], [0, 0, 0]])
+    from sklearn_trellis.summaries import cumulative_statistic, projection
+    calls = [lambda v: credible_ball(samples, v), lambda v: expected_loss(samples, v),
+             lambda v: expected_loss(pairwise_cooccurrence(samples), v),
+             lambda v: variation_of_information(v, [0, 0, 1]),
+             lambda v: binder_loss([0, 0, 1], v), lambda v: cumulative_statistic(v),
+             lambda v: projection(v, [0, 1]), lambda v: point_estimate(np.array([v, v]))]
+    for call in calls:
+        with pytest.raises((ValueError, TypeError), match=match):
+            call(bad)
+
+
+def test_label_vectors_of_the_wrong_shape_are_refused():
+    samples = np.array([[0, 0, 1], [0, 1, 1]])
+    for call in (credible_ball, expected_loss):
+        with pytest.raises(ValueError, match="1-D"):
+            call(samples, [[0, 0, 1]])
+        with pytest.raises(ValueError, match="3 elements"):
+            call(samples, [0, 1])
