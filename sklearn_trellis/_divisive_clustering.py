@@ -200,12 +200,22 @@ class DivisiveClustering(HierarchyMixin, ClusterMixin, BaseEstimator):
                 and (self.metric in _R_METRICS or self.metric == "nan_euclidean")
                 and self.method != "kmeans")
 
+    def _check_memory(self, n, copy):
+        """Refuse, before allocating, the (n, n) matrices the fit will make."""
+        parts = ["the dissimilarity matrix"] if copy else []
+        if self.method == "exact" and CRITERIA[self.criterion] == "similarity":
+            parts.append("the similarities of the criterion")
+        if parts:
+            check_memory(8 * n * n * len(parts), f"{' and '.join(parts)} ({n}, {n}) float64",
+                         way_out="Use fewer samples.")
+
     def _dissimilarities(self, X):
         """The (n, n) dissimilarity matrix, checked; memory is checked first."""
         n = X.shape[0]
         if self.metric == "precomputed":
+            self._check_memory(n, copy=not (X.flags.c_contiguous and X.dtype == np.float64))
             D = check_square_symmetric(X, "X")
-            if np.any(D < 0):
+            if D.min() < 0:  # a reduction: no (N, N) temporary
                 raise ValueError("Negative values in data passed to DivisiveClustering "
                                  "(metric='precomputed'): dissimilarities must be "
                                  "non-negative.")
@@ -213,7 +223,7 @@ class DivisiveClustering(HierarchyMixin, ClusterMixin, BaseEstimator):
                 raise ValueError("A dissimilarity matrix has a zero diagonal; X "
                                  "(metric='precomputed') has non-zero diagonal entries.")
             return np.ascontiguousarray(D, dtype=np.float64)
-        check_memory(8 * n * n, f"the ({n}, {n}) dissimilarity matrix")
+        self._check_memory(n, copy=True)
         if isinstance(self.metric, str) and self.metric in _R_METRICS:
             manhattan, squared = _R_METRICS[self.metric]
             D, ok = r_dissimilarities(np.ascontiguousarray(X, dtype=np.float64),

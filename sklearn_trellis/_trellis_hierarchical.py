@@ -387,7 +387,7 @@ default='all'
         if X.shape[0] != X.shape[1]:
             raise ValueError(f"Distance matrix should be square, got matrix of shape "
                              f"{X.shape}")
-        if np.any(X < 0):
+        if X.min() < 0:  # a reduction: no (N, N) temporary
             raise ValueError("Negative values in data passed to TrellisHierarchical: "
                              "with metric='precomputed', X must hold non-negative "
                              "distances.")
@@ -401,9 +401,16 @@ default='all'
 
     def _distances(self, X):
         """The (N, N) distance matrix, refused before allocation if it does not fit."""
-        if self.metric == "precomputed":
-            return X
         n = X.shape[0]
+        if self.metric == "precomputed":
+            # The energy's similarities, and a condensed copy of the distances for
+            # their median and the seed trees (X itself may be a view taking no memory).
+            check_memory_bytes(12 * n * n, f"the energy's ({n}, {n}) similarity matrix and "
+                               "a condensed copy of the distances",
+                               way_out="To go on: give a connectivity graph (Dasgupta's "
+                                       "energy then keeps O(edges) similarities) or fewer "
+                                       "samples.")
+            return X
         # The distances, and the energy's similarity matrix made from them.
         check_memory_bytes(16 * n * n, f"the ({n}, {n}) distance and similarity matrices "
                            "of the energy",

@@ -12,6 +12,7 @@ similarities themselves.
 import numpy as np
 from numba import njit
 
+from .budget import check_memory
 from .validation import check_scalar_param
 
 SIMILARITIES = ("exp", "precomputed")
@@ -84,8 +85,14 @@ def _symmetrized(matrix, tile):
 
 
 def upper_triangle(matrix):
-    """The entries above the diagonal, row by row (scipy's condensed form)."""
+    """The entries above the diagonal, row by row (scipy's condensed form).
+
+    A copy of half the matrix: refused before allocating if it does not fit.
+    """
     n = matrix.shape[0]
+    check_memory(matrix.dtype.itemsize * (n * (n - 1) // 2),
+                 f"a condensed copy of the ({n}, {n}) matrix's upper triangle",
+                 way_out="Use fewer samples.")
     out = np.empty(n * (n - 1) // 2, dtype=matrix.dtype)
     position = 0
     for i in range(n - 1):
@@ -130,7 +137,7 @@ def similarity_from_distances(distances, kind, scale, return_scale=False):
             s = s.copy()
     elif kind == "exp":
         d = check_pairwise_matrix(distances, "The distance matrix")
-        if np.any(d < 0):
+        if d.size and d.min() < 0:  # a reduction: no (N, N) temporary
             raise ValueError("Distances must be non-negative.")
         width = median_off_diagonal(d) if scale is None else float(scale)
         # Work in place when the check already made a private copy.
