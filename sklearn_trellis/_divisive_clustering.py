@@ -11,6 +11,7 @@ from sklearn.utils.validation import validate_data
 
 from ._core.budget import check_memory
 from ._core.pairwise import check_square_symmetric, similarity_from_distances
+from ._core.units import from_units, metric_degree, to_units, unit_exponent
 from ._hierarchy_mixin import HierarchyMixin
 from .engines.divisive import CRITERIA, METHODS, divisive_tree, r_dissimilarities
 from .engines.divisive.exact_split import MAX_EXACT_ITEMS
@@ -21,13 +22,31 @@ _R_METRICS = {"euclidean": (False, False), "l2": (False, False),
               "cityblock": (True, False), "manhattan": (True, False), "l1": (True, False)}
 
 
-def _check_squared_scale(X):
-    """Refuse feature rows whose squared distances overflow float64 (k-means heights)."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        spread = float(np.nanmax(np.nanmax(X, axis=0) - np.nanmin(X, axis=0)))
-    if not (spread == 0 or 2 * np.log(spread) + np.log(X.size) < np.log(1e306)):
-        raise ValueError(f"The squared distances of X overflow float64 (spread {spread:.3g}): "
-                         "rescale X (e.g. with sklearn.preprocessing.StandardScaler).")
+def _in_data_units(tree, exponent, metric):
+    """The tree with its heights multiplied back by ``2^(exponent * degree)``.
+
+    Refuses heights that float64 cannot hold in the units of X (squared
+    distances of tiny or huge rows), naming the range of scales that works.
+    """
+    if exponent == 0:
+        return tree
+    heights = from_units(tree.banner, exponent, metric)
+    lost = np.any((tree.banner > 0) & (heights < np.finfo(np.float64).tiny))
+    if lost or not np.all(np.isfinite(heights)):
+        degree = metric_degree(metric)
+        top = float(tree.banner.max())
+        # largest |x| about 2^e: heights h 2^(e * degree) must stay normal and finite
+        low = (-1021 - np.frexp(tree.banner[tree.banner > 0].min())[1]) / degree
+        high = (1023 - np.frexp(top)[1]) / degree
+        raise ValueError(
+            f"The merge heights of metric={metric!r} {'underflow' if lost else 'overflow'} "
+            f"float64 in the units of X (largest |x| about 1e{exponent * np.log10(2):.0f}): "
+            f"multiply X by a factor that brings its largest |x| between about "
+            f"1e{low * np.log10(2):.0f} and 1e{high * np.log10(2):.0f}"
+            + (", or use a metric of degree 1 (e.g. 'euclidean')." if degree > 1 else "."))
+    tree.banner = heights
+    tree.distances = from_units(tree.distances, exponent, metric)
+    return tree
 
 
 class DivisiveClustering(HierarchyMixin, ClusterMixin, BaseEstimator):
@@ -292,6 +311,10 @@ class DivisiveClustering(HierarchyMixin, ClusterMixin, BaseEstimator):
         X = self._check_input(X)
         n = X.shape[0]
         self._check_n_clusters(n)
+        # Rows in units where float64 holds squared distances (an exact power of
+        # two); the heights go back to the units of X at the end.
+        exponent = 0 if self.metric == "precomputed" else unit_exponent(X, self.metric)
+        X = to_units(X, exponent)
         features_only = (self.method == "kmeans" and isinstance(self.metric, str)
                          and self.metric in _R_METRICS)
         D = None if features_only else self._dissimilarities(X)
@@ -300,15 +323,13 @@ class DivisiveClustering(HierarchyMixin, ClusterMixin, BaseEstimator):
             similarities = similarity_from_distances(D, "exp", None)
         manhattan, squared = _R_METRICS.get(self.metric, (False, False)) \
             if isinstance(self.metric, str) else (False, False)
-        if features_only:  # the k-means heights hold squared distances of the rows
-            _check_squared_scale(X)
         tree = divisive_tree(self.method, distances=D,
                              X=X if self.method == "kmeans" else None,
                              manhattan=manhattan, squared=squared,
                              similarities=similarities, criterion=self.criterion,
                              max_exact_size=self.max_exact_size,
                              random_state=self.random_state)
-        self._store(tree)
+        self._store(_in_data_units(tree, exponent, self.metric))
         return self
 
     def _store(self, tree):

@@ -8,7 +8,6 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin, _fit_context, clone
 from sklearn.cluster import AgglomerativeClustering
 from scipy import sparse
-from sklearn.metrics import pairwise_distances
 from sklearn.metrics.pairwise import paired_distances
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
@@ -16,6 +15,7 @@ from sklearn.utils._available_if import available_if
 from sklearn.utils.validation import check_is_fitted, check_memory, validate_data
 
 from ._core.budget import check_memory as check_memory_bytes
+from ._core.units import from_units, scaled_pairwise_distances, to_units, unit_exponent
 from ._core.connectivity import check_connectivity
 from ._core.merge_heights import (HEIGHT_LINKAGES, linkage_heights, monotone_heights,
                                   order_by_height)
@@ -417,7 +417,8 @@ default='all'
                            way_out="To go on: give a connectivity graph (Dasgupta's energy "
                                    "then keeps O(edges) similarities), an energy on features "
                                    "(e.g. 'ginkgo') or fewer samples.")
-        return pairwise_distances(X, metric=self.metric)
+        return scaled_pairwise_distances(X, metric=self.metric,
+                                         exponent=self._metric_exponent)
 
     def _edge_distances(self, X):
         """Sparse (N, N) matrix of the distances on the connectivity graph's edges."""
@@ -426,7 +427,10 @@ default='all'
         if self.metric == "precomputed":
             values = np.asarray(X[rows, cols], dtype=np.float64).ravel()
         else:
-            values = paired_distances(X[rows], X[cols], metric=self.metric)
+            exponent = self._metric_exponent
+            values = paired_distances(to_units(X[rows], exponent), to_units(X[cols], exponent),
+                                      metric=self.metric)
+            values = from_units(values, exponent, self.metric)
         n = X.shape[0]
         return sparse.csr_matrix((values, (rows, cols)), shape=(n, n))
 
@@ -478,6 +482,10 @@ default='all'
                                  n_beam_trees=self.n_beam_trees,
                                  n_perturbations=self.n_perturbations)
         self._X_fit = X
+        # Distances and heights from rows scaled by a power of two, so that float64
+        # holds their squares at any scale of X (_core/units.py).
+        self._metric_exponent = 0 if self.metric == "precomputed" else \
+            unit_exponent(X, self.metric)
         self.n_leaves_ = n
         # Distances feed distance-based energies and the unconstrained seeds only.
         distances = None
@@ -488,8 +496,8 @@ default='all'
             distances = self._distances(X)
         # Seeds before the model: the N x N distances can then be dropped as soon
         # as the model has its similarities (N = 10,000: 800 MB each).
-        trees = plan.seed_trees(names, X, distances, self._graph, self.metric,
-                                cache=memory.cache)
+        trees = plan.seed_trees(names, to_units(X, self._metric_exponent), distances,
+                                self._graph, self.metric, cache=memory.cache)
         model.fit(X if model.input_kind == "features" else distances)
         del distances
         self.model_ = model
@@ -521,10 +529,16 @@ default='all'
         """The full MAP tree by non-decreasing ``linkage`` height (data units)."""
         X = self._X_fit
         precomputed = self.metric == "precomputed"
+        exponent = self._metric_exponent
         raw = linkage_heights(self._map_children, self.linkage,
-                              X=None if precomputed else X,
+                              X=None if precomputed else to_units(X, exponent),
                               distances=X if precomputed else None, metric=self.metric,
                               connectivity=self._graph)
+        raw = from_units(raw, exponent, self.metric)
+        if not np.all(np.isfinite(raw)):
+            raise ValueError(f"The {self.linkage!r} merge heights overflow float64 at the "
+                             f"scale of X (largest |x| about 1e{exponent * np.log10(2):.0f}):"
+                             " divide X by a constant (the tree does not depend on it).")
         heights = monotone_heights(self._map_children, raw)
         order = np.argsort(heights, kind="stable")
         self._full_children, self._full_heights = order_by_height(self._map_children,
@@ -791,7 +805,8 @@ default='all'
                                  "with metric='precomputed', X must hold non-negative "
                                  "distances.")
             return X
-        return pairwise_distances(X, self._X_fit, metric=self.metric)
+        return scaled_pairwise_distances(X, self._X_fit, metric=self.metric,
+                                         exponent=self._metric_exponent)
 
     def attachment_log_proba(self, X):
         """Log posterior of each new item's position in the MAP tree.

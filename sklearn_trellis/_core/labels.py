@@ -65,4 +65,27 @@ def canonical_rows(label_rows):
     return out
 
 
-__all__ = ["first_appearance_labels", "compact_labels", "canonical_rows"]
+def set_partitions(n, max_clusters=None):
+    """Every partition of ``n`` items as first-appearance labels, int64 ``(Bell(n), n)``.
+
+    Rows are restricted growth strings (item ``i`` joins one of the clusters of
+    items ``0..i-1`` or opens the next one), in lexicographic order; with
+    ``max_clusters``, only those with at most that many clusters.
+
+    Examples
+    --------
+    >>> set_partitions(3).tolist()
+    [[0, 0, 0], [0, 0, 1], [0, 1, 0], [0, 1, 1], [0, 1, 2]]
+    """
+    top = n if max_clusters is None else max(1, min(int(max_clusters), n))
+    rows = np.zeros((1, min(n, 1)), np.int64)
+    for _ in range(1, n):
+        n_clusters = rows.max(axis=1) + 1
+        choices = np.minimum(n_clusters + 1, top)  # join a cluster or open one
+        parent = np.repeat(np.arange(rows.shape[0]), choices)
+        label = np.arange(parent.size) - np.repeat(np.cumsum(choices) - choices, choices)
+        rows = np.column_stack([rows[parent], label])
+    return rows
+
+
+__all__ = ["first_appearance_labels", "compact_labels", "canonical_rows", "set_partitions"]

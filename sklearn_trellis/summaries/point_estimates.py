@@ -28,7 +28,7 @@ import numpy as np
 from joblib import Parallel, delayed
 from sklearn.utils import check_random_state
 
-from .._core.labels import canonical_rows, first_appearance_labels
+from .._core.labels import canonical_rows, first_appearance_labels, set_partitions
 from .._core.validation import check_option, check_scalar_param
 from ._input import as_sample_set, check_labels, relabel_rows, sample_major
 from ._kernels import cooccurrence_counts
@@ -41,6 +41,11 @@ LOSSES = {"binder": BINDER, "vi": VI, "omari": OMARI, "nvi": NVI, "nid": NID,
           "omari_approx": OMARI_APPROX, "vi_lb": VI_LB}
 #: Losses that are functions of ``P`` alone (computable from a pairwise matrix).
 PAIRWISE_LOSSES = {"binder", "omari_approx", "vi_lb"}
+
+# The search ends with an exhaustive check over all Bell(n) partitions when
+# n <= _EXHAUSTIVE_MAX_N and Bell(n) * (U * n or n * n) is at most this (U distinct samples).
+_EXHAUSTIVE_WORK = 2 * 10 ** 7
+_EXHAUSTIVE_MAX_N = 10
 
 # Distinct sampled partitions scored as candidates: at most this many
 # contingency (candidates * T * n) or pairwise (candidates * n * n) entries.
@@ -192,6 +197,57 @@ def expected_loss(samples_or_pairwise, labels, loss="binder", *, a=1.0, b=1.0):
     return float(target.losses(labels[None], loss, a, b)[0])
 
 
+def _bell(n):
+    """Number of partitions of ``n`` items (Bell triangle)."""
+    row = [1]
+    for _ in range(n - 1):
+        new = [row[-1]]
+        for value in row:
+            new.append(new[-1] + value)
+        row = new
+    return row[-1]
+
+
+def _distinct_with_weights(target):
+    """Distinct sampled partitions (canonical rows) and their frequencies."""
+    rows, counts = np.unique(target.samples, axis=0, return_counts=True)
+    return np.ascontiguousarray(rows), counts / target.samples.shape[0]
+
+
+def exhaustive_is_cheap(target, kind):
+    """True when :func:`exhaustive_minimum` scores every partition within the work budget."""
+    n = target.n
+    if n > _EXHAUSTIVE_MAX_N:
+        return False
+    work = (_distinct_with_weights(target)[0].shape[0] * n if kind < N_CONTINGENCY_KINDS
+            else n * n)
+    return _bell(n) * work <= _EXHAUSTIVE_WORK
+
+
+def exhaustive_minimum(target, kind, a, b, max_clusters):
+    """``(labels, value)``: the partition of smallest expected loss among all of them
+    (at most ``max_clusters`` clusters; the first in lexicographic order among ties)."""
+    partitions = set_partitions(target.n, max_clusters)
+    if kind < N_CONTINGENCY_KINDS:  # the distinct samples, weighted by their frequency
+        rows, weights = _distinct_with_weights(target)
+
+        def losses(candidates):
+            return cm_losses(candidates, rows, kind, float(a), float(b)) @ weights
+    else:
+        rows = np.zeros(0)
+
+        def losses(candidates):
+            return psm_losses(candidates, target.pairwise, kind, float(a), float(b))
+    chunk = max(1, (1 << 22) // max(rows.shape[0], target.n))  # tables of 32 MiB at most
+    best, best_value = 0, np.inf
+    for start in range(0, partitions.shape[0], chunk):
+        values = losses(partitions[start:start + chunk])
+        k = int(np.argmin(values))
+        if values[k] < best_value:
+            best, best_value = start + k, float(values[k])
+    return partitions[best], best_value
+
+
 def _one_run(kind, target, start, seed, loss, a, b, max_sweeps, max_clusters,
              max_zealous_updates):
     """Sequential allocation + sweetening from ``start``, then zealous updates."""
@@ -244,12 +300,18 @@ def point_estimate(samples_or_pairwise, loss="binder", *, a=1.0, b=1.0, method="
     (``n_jobs`` threads); the best result is returned. ``method='draws'``:
     the sampled partition of smallest expected loss (``mcclust``'s ``draws``).
 
-    Guarantee: with samples, the estimate's expected loss is never above that
-    of any sampled partition scored (all distinct samples unless
-    ``distinct * T * n > 5e7``), and no single-element move improves it. It is
-    a local optimum: the tests compare it with exhaustive minimisation over all
-    partitions for n <= 8. For an *exact* Binder estimate from exact pairwise
-    marginals see :func:`sklearn_trellis.engines.exact.binder_point_estimate`.
+    Guarantee: for ``n <= 10`` items, whenever ``Bell(n) * U * n <= 2e7``
+    (losses of the samples; ``U`` distinct sampled partitions) or
+    ``Bell(n) * n**2 <= 2e7`` (losses from ``P``), e.g. always for
+    ``n <= 7`` with up to 3,000 distinct samples, the search ends with an exhaustive check over all
+    ``Bell(n)`` partitions (with at most ``max_n_clusters`` clusters): the
+    estimate is then an exact minimiser of the expected loss (up to rounding,
+    ties to the search's result). Otherwise it is a local optimum: no
+    single-element move improves it, and with samples its expected loss is
+    never above that of any sampled partition scored (all distinct samples
+    unless ``distinct * T * n > 5e7``). For an *exact* Binder estimate from
+    exact pairwise marginals at larger ``n`` see
+    :func:`sklearn_trellis.engines.exact.binder_point_estimate`.
 
     Parameters
     ----------
@@ -348,6 +410,11 @@ def point_estimate(samples_or_pairwise, loss="binder", *, a=1.0, b=1.0, method="
     values = np.array([value for _, value in runs])
     labels = runs[int(np.argmin(values))][0]
     value = float(values.min())
+    if exhaustive_is_cheap(target, kind):
+        # Local moves can miss the optimum (e.g. all singletons under 'nvi'): check all.
+        best, best_value = exhaustive_minimum(target, kind, a, b, max_clusters)
+        if best_value < value - 1e-12 * max(1.0, abs(value)):
+            labels, value = best, best_value
     return (labels, value) if return_loss else labels
 
 

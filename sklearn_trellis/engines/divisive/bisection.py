@@ -57,13 +57,15 @@ def feature_diameter(X, members, manhattan):
         if value > best:
             best = value
     # Radii carry rounding; pruning keeps a relative margin so no pair is missed.
+    # A pair that can at most equal the best cannot improve it (<=): coincident
+    # points cost O(m), not O(m^2).
     slack = 1.0 + 1e-9
     for a in range(m):
         ra = radius[order[a]]
-        if 2.0 * ra * slack < best:
+        if 2.0 * ra * slack <= best:
             break
         for b in range(a + 1, m):
-            if (ra + radius[order[b]]) * slack < best:
+            if (ra + radius[order[b]]) * slack <= best:
                 break
             value = _distance(X, members[order[a]], members[order[b]], manhattan)
             if value > best:

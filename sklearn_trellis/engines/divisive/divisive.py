@@ -232,7 +232,12 @@ def divisive_tree(method="diana", *, distances=None, X=None, manhattan=False,
             split_order[jb] = n_splits
             continue
         diameter = splitter.diameter(ner, ja, jb)
-        jmb = splitter.split(ner, ja, jb)
+        if diameter == 0.0 and method in ("kmeans", "kmedoids"):
+            # Coincident points: every split costs 0; halves keep the tree shallow
+            # (O(n log n) instead of peeling one point per split).
+            jmb = (ja + jb + 1) // 2
+        else:
+            jmb = splitter.split(ner, ja, jb)
         banner[jmb] = diameter
         split_order[jmb] = n_splits
         if jmb - 1 > ja:
