@@ -252,8 +252,12 @@ def test_memory_refusal_before_allocating(monkeypatch, make):
 
 
 def test_divisive_clustering_refuses_overflowing_distances():
-    """Found by tests/test_fuzz.py: 1e299-apart points gave distances_ = [inf]."""
+    """Found by tests/test_fuzz.py: 1e299-apart points gave distances_ = [inf]. Since
+    issue 31 the distances are computed on rows scaled by a power of two: a distance
+    float64 holds is returned, one it cannot hold is refused."""
     from sklearn_trellis import DivisiveClustering
     for method in ("diana", "kmeans"):
-        with pytest.raises(ValueError, match="rescale X"):
-            DivisiveClustering(method=method).fit(np.array([[1.26e299], [-1.32e299]]))
+        model = DivisiveClustering(method=method).fit(np.array([[1.26e299], [-1.32e299]]))
+        assert model.distances_[0] == pytest.approx(2.58e299, rel=1e-12)
+        with pytest.raises(ValueError, match="overflow float64"):
+            DivisiveClustering(method=method).fit(np.array([[1.7e308], [-1.7e308]]))
