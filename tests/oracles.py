@@ -826,3 +826,20 @@ def biclustering_by_enumeration(kind, X, cells, alpha_rows, alpha_columns):
                                 columns[:, :, None] == columns[:, None, :])
     a, b = np.unravel_index(np.argmax(joint), joint.shape)
     return log_z, row_pairwise, column_pairwise, rows[a], columns[b]
+
+
+def crp_log_evidence_by_enumeration(n, alpha, cluster_log_marginal):
+    """``log p(X)`` of a CRP(alpha) mixture by enumerating every partition of ``n`` items.
+
+    ``cluster_log_marginal(indices)`` is ``log m`` of the items at ``indices`` as one
+    cluster. The CRP normaliser ``log G(alpha) - log G(alpha + n)`` is taken as
+    ``-sum_{j<n} log(alpha + j)`` (the rising factorial, term by term), which stays
+    exact where the two log-gammas cancel (``alpha >> n``).
+    """
+    log_normaliser = -math.fsum(math.log(alpha + j) for j in range(n))
+    terms = []
+    for labels in set_partitions(n):
+        blocks = [np.flatnonzero(labels == b) for b in range(labels.max() + 1)]
+        terms.append(sum(math.log(alpha) + math.lgamma(len(b)) + cluster_log_marginal(b)
+                         for b in blocks))
+    return float(logsumexp(terms)) + log_normaliser
