@@ -6,7 +6,7 @@ import numpy as np
 from sklearn.base import BiclusterMixin, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_array, validate_data
+from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from ._core.labels import first_appearance_labels
 from ._gibbs_base import (KMEANS_INIT_CLUSTERS, MAX_LOSS_ESTIMATE_ITEMS, MAX_PAIRWISE_ITEMS,
@@ -161,6 +161,7 @@ default='vi'
     (15, 10)
     """
 
+    _nested_models = {"likelihood": "NormalCells()"}
     _parameter_constraints: dict = {
         **_BaseGibbs._parameter_constraints,
         "likelihood": [StrOptions(set(CELL_MODELS)), CellModel],
@@ -336,6 +337,26 @@ default='vi'
                     samples, loss=self.point_estimate, n_runs=0,
                     random_state=rng.randint(2**31 - 1)).astype(np.int64))
         self.row_labels_, self.column_labels_ = labels
+
+    def get_indices(self, i):
+        """Row and column indices of bicluster ``i`` (negative ``i`` counts from the end).
+
+        Parameters
+        ----------
+        i : int
+            In ``[-n_biclusters, n_biclusters)``, ``n_biclusters = rows_.shape[0]``.
+
+        Returns
+        -------
+        row_ind, col_ind : ndarray of intp
+        """
+        check_is_fitted(self)
+        n = self.rows_.shape[0]
+        if not isinstance(i, Integral) or isinstance(i, bool) or not -n <= i < n:
+            raise ValueError(f"i={i!r} is not a bicluster index: this fit has {n} biclusters "
+                             f"({self.n_row_clusters_} row x {self.n_column_clusters_} column "
+                             f"clusters), indices in [0, {n}).")
+        return super().get_indices(i)
 
     def get_submatrix(self, i, data):
         """The submatrix of ``data`` (NaN entries allowed) of bicluster ``i``.

@@ -44,12 +44,16 @@ from .._core.validation import check_option, check_scalar_param
 from .cell_kernels import KERNELS, code_of
 from .cell_loops import grid_sum_log_marginals, values_stats
 from .cell_types import bernoulli, categorical, normal, poisson
-from .conjugate import NormalInverseWishart, _GridHyperpriorMixin, _rate_factor
+from .conjugate import (NormalInverseWishart, _GridHyperpriorMixin, _rate_factor,
+                        check_count_total)
 
 #: Strengths (prior pseudo-counts) of the Beta / Gamma / Dirichlet grids, 1 to 100. Not
 #: lower: a Beta prior of strength 0.1 is so U-shaped that a block holding a single 0
 #: among many 1s is split off (rows with one flipped cell became their own clusters).
 STRENGTH_GRID = np.logspace(0.0, 2.0, 9)
+
+#: Category codes are below this (each block keeps one count per category).
+MAX_CATEGORIES = 2**16
 
 
 def _as_values(values, name):
@@ -299,6 +303,7 @@ class PoissonCells(CellModel):
     def _check_domain(self, observed):
         if np.any(observed < 0) or np.any(observed != np.round(observed)):
             raise ValueError("PoissonCells needs non-negative integer cells (NaN for missing).")
+        check_count_total(observed, "PoissonCells")
 
     def fit(self, values, y=None):
         values = self.check_values(values)
@@ -361,9 +366,11 @@ class CategoricalCells(CellModel):
         self.hyperprior = hyperprior
 
     def _check_domain(self, observed):
-        if np.any(observed < 0) or np.any(observed != np.round(observed)):
-            raise ValueError("CategoricalCells needs integer category codes 0..k-1 "
-                             "(NaN for missing).")
+        if (np.any(observed < 0) or np.any(observed != np.round(observed))
+                or np.any(observed >= MAX_CATEGORIES)):
+            raise ValueError(f"CategoricalCells needs integer category codes in [0, "
+                             f"{MAX_CATEGORIES}) (NaN for missing); recode labels with "
+                             "sklearn.preprocessing.OrdinalEncoder.")
         limit = getattr(self, "n_categories_", None)
         if limit is not None and observed.size and observed.max() >= limit:
             raise ValueError(f"CategoricalCells was fitted with {limit} categories; got code "
@@ -379,8 +386,8 @@ class CategoricalCells(CellModel):
             del self.n_categories_
         values = self.check_values(values)
         observed = values[~np.isnan(values)].astype(np.int64)
-        check_scalar_param(self.n_categories, "n_categories", low=1, allow_none=True,
-                           kind=numbers.Integral)
+        check_scalar_param(self.n_categories, "n_categories", low=1, high=MAX_CATEGORIES,
+                           allow_none=True, kind=numbers.Integral)
         check_scalar_param(self.strength, "strength", low=0.0, include_low=False,
                            allow_none=True)
         check_option(self.hyperprior, "hyperprior", {"grid", "fixed"})
@@ -417,4 +424,4 @@ class CategoricalCells(CellModel):
 
 
 __all__ = ["CellModel", "NormalCells", "BernoulliCells", "PoissonCells", "CategoricalCells",
-           "STRENGTH_GRID"]
+           "STRENGTH_GRID", "MAX_CATEGORIES"]

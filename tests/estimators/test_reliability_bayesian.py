@@ -55,8 +55,9 @@ def test_crosscat_uses_the_codes_of_a_categorical_cell_model():
     assert crosscat.log_marginal_likelihood_ == pytest.approx(
         biclustering.log_marginal_likelihood_, rel=1e-12)
     assert crosscat.cell_models_[0].n_categories_ == 3
-    imputed = crosscat.impute(np.array([[np.nan]]))
-    assert imputed[0, 0] in (1.0, 2.0)   # codes come back as given
+    imputed, proba = crosscat.impute(np.array([[np.nan]]), return_proba=True)
+    assert proba[0].shape == (1, 3)   # the three codes, as given
+    assert imputed.dtype == np.float64 and imputed[0, 0] == np.argmax(proba[0])
 
 
 @pytest.mark.parametrize("bad", [3.0, 1.5, -1.0])
@@ -210,7 +211,7 @@ def test_infinite_biclustering_infers_the_cell_type_like_crosscat():
     (CrossCat(), "likelihood__strength"),
 ])
 def test_nested_parameters_of_a_named_model_are_a_clear_error(estimator, key):
-    with pytest.raises(ValueError, match="model instance"):
+    with pytest.raises(ValueError, match="not an estimator"):
         estimator.set_params(**{key: -1})
 
 
