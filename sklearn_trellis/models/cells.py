@@ -66,6 +66,29 @@ def _as_values(values, name):
     return values
 
 
+def _location_unit_variance(observed):
+    """Mean, ``unit`` (a power of two, :attr:`NormalCells.unit_`) and variance in ``unit**2``.
+
+    Computed on ``observed / max |observed|`` and from binary exponents, so no
+    intermediate over- or underflows at any finite scale.
+    """
+    magnitude = float(np.max(np.abs(observed))) if observed.size else 0.0
+    if magnitude == 0.0:
+        return 0.0, 1.0, 1.0
+    relative = observed / magnitude
+    location = float(relative.mean()) * magnitude
+    spread = float(relative.std()) if observed.size > 1 else 0.0
+    m_fraction, m_exponent = np.frexp(magnitude)
+    s_fraction, s_exponent = np.frexp(spread) if spread > 0 else (1.0, 0)
+    exponent = int(m_exponent) + int(s_exponent)
+    # a normal power of two whose inverse is one too
+    unit_exponent = min(max(exponent, -1021), 1021)
+    if spread == 0:   # all values equal: the prior variance is their magnitude squared
+        return location, float(np.ldexp(1.0, min(max(int(m_exponent), -1021), 1021))), 1.0
+    ratio = float(np.ldexp(m_fraction * s_fraction, exponent - unit_exponent))
+    return location, float(np.ldexp(1.0, unit_exponent)), ratio * ratio
+
+
 class CellModel(_GridHyperpriorMixin, BaseEstimator):
     """Base class of the cell models (the grid hyperprior and the Python conveniences)."""
 
@@ -140,12 +163,35 @@ class NormalCells(CellModel):
         their grids (the product grid), drawn by the sampler and summed over by
         exact inference.
 
+    Attributes
+    ----------
+    unit_ : float
+        The power of two in ``(s, 4 s]`` for the spread ``s`` of the observed
+        values (of their magnitude if they are all equal, 1 if all zero): the
+        kernels compute with ``(x - m0) / unit_``, so no value is squared in
+        its own units and any scale from ``1e-300`` to ``1e300`` works (scaling
+        the data by a power of two changes the log densities by the Jacobian
+        ``-n log 2**k`` only).
+    mean_prior_ : float
+        ``m0``.
+    kappa_, rate_ : float
+        The starting grid point; ``rate_`` (``b0``) in units of ``unit_**2``.
+
+    Notes
+    -----
+    A continuous density on data with atoms (0/1 or small integer codes) rewards
+    blocks whose values are all equal without bound as their variance goes to 0:
+    only the prior's rate (down to ``10^-3`` of the data's variance on the grid)
+    limits it, so Normal cells split binary blocks into pure sub-blocks. Model
+    such data with :class:`BernoulliCells` or :class:`CategoricalCells`
+    (``InfiniteBiclustering(likelihood='auto')`` chooses them).
+
     Examples
     --------
     >>> from sklearn_trellis.models.cells import NormalCells
     >>> model = NormalCells(hyperprior="fixed").fit([0.2, 1.1, -0.3, float("nan")])
-    >>> model.kernel_params().round(3).tolist()      # m0, kappa0, a0, b0
-    [0.333, 0.1, 2.0, 0.034]
+    >>> model.kernel_params().round(3).tolist()   # m0, kappa0, a0, b0, 1/unit, log(1/unit)
+    [0.333, 0.1, 2.0, 0.034, 1.0, 0.0]
     """
 
     cell_type = normal
@@ -170,35 +216,47 @@ class NormalCells(CellModel):
                            allow_none=True)
         check_option(self.hyperprior, "hyperprior", {"grid", "fixed"})
         observed = values[~np.isnan(values)]
+        location, self.unit_, variance = _location_unit_variance(observed)
         self.mean_prior_ = (float(self.mean_prior) if self.mean_prior is not None
-                            else float(observed.mean()) if observed.size else 0.0)
-        variance = float(observed.var()) if observed.size > 1 else 0.0
-        self.data_variance_ = variance if variance > 0 else 1.0
+                            else location)
         self.shape_ = float(self.shape)
         learn = self.hyperprior == "grid"
         kappas = (self.KAPPA_GRID if learn and self.kappa is None
                   else np.array([0.1 if self.kappa is None else float(self.kappa)]))
         if learn and self.variance_prior is None:
-            scales = NormalInverseWishart.SCALE_GRID * self.data_variance_
+            scales = NormalInverseWishart.SCALE_GRID * variance
         else:
-            expected = (0.1 * self.data_variance_ if self.variance_prior is None
-                        else float(self.variance_prior))
+            expected = (0.1 * variance if self.variance_prior is None
+                        else float(self.variance_prior) / self.unit_ / self.unit_)
             scales = np.array([expected * _rate_factor(self.shape_)])
         rate, kappa = np.meshgrid(scales, kappas, indexing="ij")
         self.grid_rate_ = rate.ravel()
         self.grid_kappa_ = kappa.ravel()
-        self.grid_scale_ = self.grid_rate_ / self.data_variance_
+        self.grid_scale_ = self.grid_rate_ / variance
         start = int(np.argmin(np.abs(np.log(self.grid_scale_ / (0.1 * _rate_factor(self.shape_))))
                               + np.abs(np.log(self.grid_kappa_ / 0.1))))
         self.kappa_, self.rate_ = float(self.grid_kappa_[start]), float(self.grid_rate_[start])
         return self
 
     def _grid_params(self, g):
-        return np.array([self.mean_prior_, self.grid_kappa_[g], self.shape_, self.grid_rate_[g]])
+        return self._params(self.grid_kappa_[g], self.grid_rate_[g])
+
+    def _params(self, kappa, rate):
+        inverse_unit = 1.0 / self.unit_
+        return np.array([self.mean_prior_, kappa, self.shape_, rate, inverse_unit,
+                         np.log(inverse_unit)])
 
     def kernel_params(self):
         self._check_fitted()
-        return np.array([self.mean_prior_, self.kappa_, self.shape_, self.rate_])
+        return self._params(self.kappa_, self.rate_)
+
+    def describe_params(self, params):
+        """The hyperparameters by name, ``rate`` (``b0``) in the data's units (squared)."""
+        params = np.atleast_2d(params)
+        with np.errstate(over="ignore"):
+            rate = params[:, 3] / params[:, 4] / params[:, 4]
+        return {"mean": params[:, 0], "kappa": params[:, 1], "shape": params[:, 2],
+                "rate": rate}
 
 
 class BernoulliCells(CellModel):

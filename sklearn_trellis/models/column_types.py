@@ -105,6 +105,16 @@ def _as_numbers(values, name):
     return out
 
 
+def infer_cell_type(values):
+    """The cell type ``'auto'`` gives numeric values (any shape, NaN missing).
+
+    Values all in {0, 1} -> ``'bernoulli'``; non-negative integers below
+    :data:`MAX_AUTO_CATEGORIES` -> ``'categorical'``; other numbers -> ``'normal'``.
+    The one inference of CrossCat's columns and InfiniteBiclustering's matrix.
+    """
+    return _infer(np.asarray(values, dtype=np.float64).ravel(), False)
+
+
 def _infer(numbers_, is_category):
     if is_category:
         return "categorical"
@@ -289,4 +299,4 @@ def _check_values(numbers_, kind, name):
                          "non-negative integers.")
 
 
-__all__ = ["TableEncoder", "MAX_AUTO_CATEGORIES"]
+__all__ = ["TableEncoder", "MAX_AUTO_CATEGORIES", "infer_cell_type"]
