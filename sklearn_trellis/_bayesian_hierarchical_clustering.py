@@ -10,6 +10,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._core.validation import NestedModelParamsMixin
 from ._hierarchy_mixin import HierarchyMixin
 from .engines.bhc import posterior as bhc_posterior
 from .engines.bhc.build import (DEFAULT_SUBSAMPLE_SIZE, approximation_notes, greedy_tree,
@@ -20,7 +21,8 @@ from .models import LIKELIHOODS, make_likelihood
 from .models.likelihood import ClusterLikelihood
 
 
-class BayesianHierarchicalClustering(HierarchyMixin, ClusterMixin, BaseEstimator):
+class BayesianHierarchicalClustering(NestedModelParamsMixin, HierarchyMixin, ClusterMixin,
+                                     BaseEstimator):
     """Bayesian hierarchical clustering (Heller & Ghahramani 2005) on conjugate likelihoods.
 
     Agglomerates the rows of ``X`` by the posterior probability ``r_k`` that
@@ -161,6 +163,7 @@ ClusterLikelihood, default='gaussian'
     'greedy BHC binary tree (merges by the highest r_k, not the most probable tree); ...'
     """
 
+    _nested_models = {"likelihood": "NormalInverseWishart()"}
     _parameter_constraints: dict = {
         "likelihood": [StrOptions(set(LIKELIHOODS)), ClusterLikelihood],
         "alpha": [Interval(Real, 0, None, closed="neither")],

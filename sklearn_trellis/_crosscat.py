@@ -186,6 +186,9 @@ class CrossCat(ClusterMixin, _BaseGibbs):
     True
     """
 
+    _nested_models = {"likelihood": "Its cell models are set as a whole: give a list of "
+                                    "model instances, e.g. likelihood=[NormalCells(kappa=0.5), "
+                                    "'bernoulli', ...]."}
     _parameter_constraints: dict = {
         **_BaseGibbs._parameter_constraints,
         "likelihood": [StrOptions({"auto"}), list, tuple],
@@ -357,7 +360,11 @@ class CrossCat(ClusterMixin, _BaseGibbs):
     def _encode(self, X):
         check_is_fitted(self)
         _check_feature_names(self, X, reset=False)
-        return np.ascontiguousarray(self._encoder.transform(X))
+        data = np.ascontiguousarray(self._encoder.transform(X))
+        if data.shape[0] == 0:
+            raise ValueError(f"Found array with 0 sample(s) (shape={data.shape}) while a "
+                             "minimum of 1 is required by CrossCat.")
+        return data
 
     def score_samples(self, X):
         """Log posterior predictive density of each row (its missing cells marginalised).

@@ -207,6 +207,7 @@ default='kmeans'
     True
     """
 
+    _nested_models = {"likelihood": "NormalInverseWishart()"}
     _parameter_constraints: dict = {
         **_BaseGibbs._parameter_constraints,
         "alpha": [Interval(Real, 0, np.inf, closed="neither")],

@@ -600,7 +600,7 @@ default='singletons'
             theta = float(self.theta_samples_[index])
             log_lik = new_item_log_likelihoods(
                 sizes, sbars, row_sums, self_products, trace, n, theta, dof=self.dof_,
-                r0=self.r0, s0=self.s0, scale=self.scale)
+                r0=self.r0, s0=self._s0(), scale=self.scale)
             log_prior = prior.log_predictive_weights(sizes) - np.log(n + prior.alpha)
             yield z, log_prior[None, :] + log_lik
 

@@ -19,6 +19,7 @@ from sklearn.cluster import KMeans
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._core.budget import check_memory
+from ._core.validation import NestedModelParamsMixin
 from .engines.gibbs.chains import collect_chains, n_clusters_frequencies
 from .models.priors import GammaHyperprior
 from .summaries.occurrence import pairwise_cooccurrence
@@ -112,7 +113,7 @@ def gamma_hyperprior(alpha_prior):
     return GammaHyperprior(*alpha_prior)
 
 
-class _BaseGibbs(BaseEstimator):
+class _BaseGibbs(NestedModelParamsMixin, BaseEstimator):
     """Base class of the estimators that sample partitions by Gibbs sampling.
 
     It holds the parameters every Gibbs estimator has (keyword-only, after each

@@ -6,7 +6,7 @@ import numpy as np
 from sklearn.base import BiclusterMixin, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_array, validate_data
+from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from ._core.labels import first_appearance_labels
 from ._gibbs_base import (KMEANS_INIT_CLUSTERS, MAX_LOSS_ESTIMATE_ITEMS, MAX_PAIRWISE_ITEMS,
@@ -15,6 +15,7 @@ from .engines.exact.bicluster import ExactBiclusterPosterior, bell
 from .engines.exact.binder import bayes_estimate
 from .engines.gibbs import bicluster as engine
 from .models import CELL_MODELS, CellModel, make_cell_model
+from .models.column_types import infer_cell_type
 from .models.priors import CRP
 from .summaries.occurrence import pairwise_cooccurrence
 from .summaries.point_estimates import LOSSES, point_estimate as _loss_point_estimate
@@ -46,14 +47,20 @@ class InfiniteBiclustering(BiclusterMixin, _BaseGibbs):
 
     Parameters
     ----------
-    likelihood : {'normal', 'bernoulli', 'poisson', 'categorical'} or cell model, \
-default='normal'
+    likelihood : {'auto', 'normal', 'bernoulli', 'poisson', 'categorical'} or cell model, \
+default='auto'
         The model of the entries of a block
         (:mod:`sklearn_trellis.models.cells`): Normal-Gamma for reals,
         Beta-Bernoulli for 0/1, Poisson-Gamma for counts, Dirichlet-categorical
         for codes ``0..k-1``; or an instance (hyperparameters tunable as
-        ``likelihood__<name>``). Its hyperparameters left at ``None`` are learned on
-        grids (units-free defaults from all observed entries).
+        ``likelihood__<name>``). ``'auto'`` infers the type from the observed
+        entries as ``CrossCat`` does for a column: all in {0, 1} -> bernoulli,
+        non-negative integers below 10 -> categorical (codes as given), other
+        numbers -> normal. Normal cells on 0/1 data over-split: blocks of equal
+        values have unbounded density as their variance goes to 0 (see
+        :class:`~sklearn_trellis.models.cells.NormalCells`). Hyperparameters
+        left at ``None`` are learned on grids (units-free defaults from all
+        observed entries).
     alpha_rows, alpha_columns : float, default=1.0
         CRP concentrations of the row and column partitions (starting values
         when ``alpha_prior`` is set).
@@ -129,7 +136,7 @@ default='vi'
     log_marginal_likelihood_ : float or None
         Exact mode: ``log p(X)``. Gibbs: None.
     model_ : fitted cell model
-        The cell model of ``likelihood`` fitted to ``X``.
+        The cell model of ``likelihood`` (``'auto'`` resolved) fitted to ``X``.
     method_ : str
         ``'exact'`` or ``'gibbs'``.
     approximation_ : str or None
@@ -161,9 +168,10 @@ default='vi'
     (15, 10)
     """
 
+    _nested_models = {"likelihood": "NormalCells()"}
     _parameter_constraints: dict = {
         **_BaseGibbs._parameter_constraints,
-        "likelihood": [StrOptions(set(CELL_MODELS)), CellModel],
+        "likelihood": [StrOptions({"auto", *CELL_MODELS}), CellModel],
         "alpha_rows": [Interval(Real, 0, None, closed="neither")],
         "alpha_columns": [Interval(Real, 0, None, closed="neither")],
         "alpha_prior": ["array-like", None],
@@ -172,7 +180,7 @@ default='vi'
         "point_estimate": [StrOptions({"map", *LOSSES})],
     }
 
-    def __init__(self, likelihood="normal", *, alpha_rows=1.0, alpha_columns=1.0,
+    def __init__(self, likelihood="auto", *, alpha_rows=1.0, alpha_columns=1.0,
                  alpha_prior=None, n_sweeps=200, burn_in=None, thin=1, n_chains=1, n_jobs=None,
                  method="auto", max_exact_size=20_000, init="kmeans", n_split_merge=10,
                  point_estimate="vi", random_state=None, verbose=0, warm_start=False):
@@ -200,6 +208,9 @@ default='vi'
         # column means of the observed entries (0 for an all-missing column), for k-means only
         means = np.where(observed, X, 0.0).sum(axis=0) / np.maximum(observed.sum(axis=0), 1)
         filled = np.where(observed, X, means)
+        magnitude = float(np.max(np.abs(filled))) if filled.size else 0.0
+        if magnitude > 0:   # k-means squares distances: by a power of two to O(1) values
+            filled = filled / np.ldexp(1.0, int(np.frexp(magnitude)[1]))
         k = min(KMEANS_INIT_CLUSTERS, np.unique(filled, axis=0).shape[0])
         return initial_labels("kmeans", filled, rng, kmeans_clusters=k)
 
@@ -236,7 +247,8 @@ default='vi'
         if warm == "continue":
             self.model_.check_values(X)
         else:  # the data-dependent hyperparameter grids follow the new data
-            self.model_ = make_cell_model(self.likelihood).fit(X)
+            likelihood = infer_cell_type(X) if self.likelihood == "auto" else self.likelihood
+            self.model_ = make_cell_model(likelihood).fit(X)
         self.row_prior_ = CRP(self.alpha_rows)
         self.column_prior_ = CRP(self.alpha_columns)
         if self._use_exact(partition_pairs(*X.shape), not warm and hyperprior is None):
@@ -336,6 +348,26 @@ default='vi'
                     samples, loss=self.point_estimate, n_runs=0,
                     random_state=rng.randint(2**31 - 1)).astype(np.int64))
         self.row_labels_, self.column_labels_ = labels
+
+    def get_indices(self, i):
+        """Row and column indices of bicluster ``i`` (negative ``i`` counts from the end).
+
+        Parameters
+        ----------
+        i : int
+            In ``[-n_biclusters, n_biclusters)``, ``n_biclusters = rows_.shape[0]``.
+
+        Returns
+        -------
+        row_ind, col_ind : ndarray of intp
+        """
+        check_is_fitted(self)
+        n = self.rows_.shape[0]
+        if not isinstance(i, Integral) or isinstance(i, bool) or not -n <= i < n:
+            raise ValueError(f"i={i!r} is not a bicluster index: this fit has {n} biclusters "
+                             f"({self.n_row_clusters_} row x {self.n_column_clusters_} column "
+                             f"clusters), indices in [0, {n}).")
+        return super().get_indices(i)
 
     def get_submatrix(self, i, data):
         """The submatrix of ``data`` (NaN entries allowed) of bicluster ``i``.

@@ -20,7 +20,8 @@ from ._core.connectivity import check_connectivity
 from ._core.merge_heights import (HEIGHT_LINKAGES, linkage_heights, monotone_heights,
                                   order_by_height)
 from ._core.trees import check_tree, children_to_tree
-from ._core.validation import check_indices, check_option, check_scalar_param
+from ._core.validation import (NestedModelParamsMixin, check_indices, check_option,
+                               check_scalar_param)
 from ._hierarchy_mixin import HierarchyMixin
 from .engines.attachment import attachment_tree, cluster_attachment_proba, log_normalize
 from .engines.map.search import beam_search_tree, greedy_tree
@@ -36,7 +37,7 @@ def _scores_likelihood(estimator):
     return energy == "ginkgo" if isinstance(energy, str) else isinstance(energy, GinkgoEnergy)
 
 
-class TrellisHierarchical(HierarchyMixin, ClusterMixin, BaseEstimator):
+class TrellisHierarchical(NestedModelParamsMixin, HierarchyMixin, ClusterMixin, BaseEstimator):
     """Hierarchical clustering with the distribution over binary trees, exact or sparse.
 
     A drop-in replacement of :class:`sklearn.cluster.AgglomerativeClustering`
@@ -296,6 +297,7 @@ default='all'
     [30, 30]
     """
 
+    _nested_models = {"energy": "GinkgoEnergy()"}
     _parameter_constraints = {
         "n_clusters": [Interval(Integral, 1, None, closed="left"), None],
         "metric": [str, callable],
@@ -348,18 +350,6 @@ default='all'
         tags.input_tags.pairwise = self.metric == "precomputed"
         tags.input_tags.positive_only = self.metric == "precomputed"
         return tags
-
-    def set_params(self, **params):
-        """Set parameters; ``energy__name`` needs ``energy`` to be a model instance."""
-        energy = params.get("energy", self.energy)
-        nested = [key for key in params if key.startswith("energy__")]
-        if nested and not hasattr(energy, "set_params"):
-            raise ValueError(
-                f"Invalid parameter {nested[0]!r} for estimator {self}: energy={energy!r} "
-                "is not an estimator, so it has no parameters to set. Pass a model "
-                "instance (e.g. energy=GinkgoEnergy()) to tune its hyperparameters as "
-                "energy__<name>.")
-        return super().set_params(**params)
 
     # -- fitting ---------------------------------------------------------------
     def _seed_names(self):

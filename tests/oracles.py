@@ -777,7 +777,8 @@ def new_item_predictive_by_enumeration(samples, labels, n_clusters, enlarged, lo
 def cell_block_log_marginal(kind, values, p):
     """Textbook closed forms on the observed values of one block, at every grid row of ``p``.
 
-    ``kind`` is ``'normal'`` (Normal-Gamma, rows ``m0, kappa0, a0, b0``),
+    ``kind`` is ``'normal'`` (Normal-Gamma, rows ``m0, kappa0, a0, b0, 1 / unit,
+    log(1 / unit)`` with ``b0`` in units of ``unit**2``, the cell kernels' layout),
     ``'bernoulli'`` (Beta, rows ``a, b``) or ``'poisson'`` (Gamma(shape, rate),
     rows ``a0, b0``); NaN entries are missing and skipped.
     """
@@ -786,7 +787,8 @@ def cell_block_log_marginal(kind, values, p):
     if n == 0:
         return np.zeros(len(p))
     if kind == "normal":
-        m0, kappa0, a0, b0 = p.T
+        m0, kappa0, a0, b0, inverse_unit, _ = p.T
+        b0 = b0 / inverse_unit ** 2   # in the data's units
         mean = x.mean()
         kappa_n, a_n = kappa0 + n, a0 + n / 2
         b_n = b0 + 0.5 * np.sum((x - mean) ** 2) + kappa0 * n * (mean - m0) ** 2 / (2 * kappa_n)
@@ -863,3 +865,20 @@ def assert_merges_match_r(merge, r_merge, heights):
     assert clusters(children(merge)) == clusters(children(r_merge))
     if len(untied) == n - 1:
         np.testing.assert_array_equal(merge, r_merge)
+
+
+def crp_log_evidence_by_enumeration(n, alpha, cluster_log_marginal):
+    """``log p(X)`` of a CRP(alpha) mixture by enumerating every partition of ``n`` items.
+
+    ``cluster_log_marginal(indices)`` is ``log m`` of the items at ``indices`` as one
+    cluster. The CRP normaliser ``log G(alpha) - log G(alpha + n)`` is taken as
+    ``-sum_{j<n} log(alpha + j)`` (the rising factorial, term by term), which stays
+    exact where the two log-gammas cancel (``alpha >> n``).
+    """
+    log_normaliser = -math.fsum(math.log(alpha + j) for j in range(n))
+    terms = []
+    for labels in set_partitions(n):
+        blocks = [np.flatnonzero(labels == b) for b in range(labels.max() + 1)]
+        terms.append(sum(math.log(alpha) + math.lgamma(len(b)) + cluster_log_marginal(b)
+                         for b in blocks))
+    return float(logsumexp(terms)) + log_normaliser

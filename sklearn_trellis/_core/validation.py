@@ -83,3 +83,31 @@ def check_log_potential_scale(weights, scale, what="the scaled potentials",
             f"{what} overflow float64: |log phi| can reach about 10^{log_bound / np.log(10):.4g} "
             f"(more than {MAX_LOG_POTENTIAL:g}); {remedy}.")
     return float(np.exp(log_bound))
+
+
+class NestedModelParamsMixin:
+    """``set_params`` that refuses ``<name>__<param>`` while ``<name>`` is not an estimator.
+
+    An estimator whose parameter ``<name>`` may be a model given by name (a string)
+    or a list lists it in ``_nested_models``; scikit-learn's ``set_params`` would
+    fail on ``"'str' object has no attribute 'set_params'"``. Put the mixin before
+    ``BaseEstimator`` in the bases.
+    """
+
+    #: parameter name -> the way out, said to the user (or an example instance, in
+    #: ``"Pass a model instance (e.g. <name>=<example>) ..."``)
+    _nested_models: dict = {}
+
+    def set_params(self, **params):
+        """Set parameters; ``<model>__<name>`` needs ``<model>`` to be a model instance."""
+        for name, example in self._nested_models.items():
+            model = params.get(name, getattr(self, name, None))
+            nested = [key for key in params if key.startswith(f"{name}__")]
+            if nested and not hasattr(model, "set_params"):
+                way_out = example if example.endswith(".") else (
+                    f"Pass a model instance (e.g. {name}={example}) to tune its "
+                    f"hyperparameters as {name}__<name>.")
+                raise ValueError(
+                    f"Invalid parameter {nested[0]!r} for estimator {self}: {name}={model!r} "
+                    f"is not an estimator, so it has no parameters to set. {way_out}")
+        return super().set_params(**params)

@@ -44,12 +44,16 @@ from .._core.validation import check_option, check_scalar_param
 from .cell_kernels import KERNELS, code_of
 from .cell_loops import grid_sum_log_marginals, values_stats
 from .cell_types import bernoulli, categorical, normal, poisson
-from .conjugate import NormalInverseWishart, _GridHyperpriorMixin, _rate_factor
+from .conjugate import (NormalInverseWishart, _GridHyperpriorMixin, _rate_factor,
+                        check_count_total)
 
 #: Strengths (prior pseudo-counts) of the Beta / Gamma / Dirichlet grids, 1 to 100. Not
 #: lower: a Beta prior of strength 0.1 is so U-shaped that a block holding a single 0
 #: among many 1s is split off (rows with one flipped cell became their own clusters).
 STRENGTH_GRID = np.logspace(0.0, 2.0, 9)
+
+#: Category codes are below this (each block keeps one count per category).
+MAX_CATEGORIES = 2**16
 
 
 def _as_values(values, name):
@@ -60,6 +64,29 @@ def _as_values(values, name):
     if np.any(np.isinf(values)):
         raise ValueError(f"{name}: values contain infinity (NaN marks a missing cell).")
     return values
+
+
+def _location_unit_variance(observed):
+    """Mean, ``unit`` (a power of two, :attr:`NormalCells.unit_`) and variance in ``unit**2``.
+
+    Computed on ``observed / max |observed|`` and from binary exponents, so no
+    intermediate over- or underflows at any finite scale.
+    """
+    magnitude = float(np.max(np.abs(observed))) if observed.size else 0.0
+    if magnitude == 0.0:
+        return 0.0, 1.0, 1.0
+    relative = observed / magnitude
+    location = float(relative.mean()) * magnitude
+    spread = float(relative.std()) if observed.size > 1 else 0.0
+    m_fraction, m_exponent = np.frexp(magnitude)
+    s_fraction, s_exponent = np.frexp(spread) if spread > 0 else (1.0, 0)
+    exponent = int(m_exponent) + int(s_exponent)
+    # a normal power of two whose inverse is one too
+    unit_exponent = min(max(exponent, -1021), 1021)
+    if spread == 0:   # all values equal: the prior variance is their magnitude squared
+        return location, float(np.ldexp(1.0, min(max(int(m_exponent), -1021), 1021))), 1.0
+    ratio = float(np.ldexp(m_fraction * s_fraction, exponent - unit_exponent))
+    return location, float(np.ldexp(1.0, unit_exponent)), ratio * ratio
 
 
 class CellModel(_GridHyperpriorMixin, BaseEstimator):
@@ -136,12 +163,35 @@ class NormalCells(CellModel):
         their grids (the product grid), drawn by the sampler and summed over by
         exact inference.
 
+    Attributes
+    ----------
+    unit_ : float
+        The power of two in ``(s, 4 s]`` for the spread ``s`` of the observed
+        values (of their magnitude if they are all equal, 1 if all zero): the
+        kernels compute with ``(x - m0) / unit_``, so no value is squared in
+        its own units and any scale from ``1e-300`` to ``1e300`` works (scaling
+        the data by a power of two changes the log densities by the Jacobian
+        ``-n log 2**k`` only).
+    mean_prior_ : float
+        ``m0``.
+    kappa_, rate_ : float
+        The starting grid point; ``rate_`` (``b0``) in units of ``unit_**2``.
+
+    Notes
+    -----
+    A continuous density on data with atoms (0/1 or small integer codes) rewards
+    blocks whose values are all equal without bound as their variance goes to 0:
+    only the prior's rate (down to ``10^-3`` of the data's variance on the grid)
+    limits it, so Normal cells split binary blocks into pure sub-blocks. Model
+    such data with :class:`BernoulliCells` or :class:`CategoricalCells`
+    (``InfiniteBiclustering(likelihood='auto')`` chooses them).
+
     Examples
     --------
     >>> from sklearn_trellis.models.cells import NormalCells
     >>> model = NormalCells(hyperprior="fixed").fit([0.2, 1.1, -0.3, float("nan")])
-    >>> model.kernel_params().round(3).tolist()      # m0, kappa0, a0, b0
-    [0.333, 0.1, 2.0, 0.034]
+    >>> model.kernel_params().round(3).tolist()   # m0, kappa0, a0, b0, 1/unit, log(1/unit)
+    [0.333, 0.1, 2.0, 0.034, 1.0, 0.0]
     """
 
     cell_type = normal
@@ -166,35 +216,47 @@ class NormalCells(CellModel):
                            allow_none=True)
         check_option(self.hyperprior, "hyperprior", {"grid", "fixed"})
         observed = values[~np.isnan(values)]
+        location, self.unit_, variance = _location_unit_variance(observed)
         self.mean_prior_ = (float(self.mean_prior) if self.mean_prior is not None
-                            else float(observed.mean()) if observed.size else 0.0)
-        variance = float(observed.var()) if observed.size > 1 else 0.0
-        self.data_variance_ = variance if variance > 0 else 1.0
+                            else location)
         self.shape_ = float(self.shape)
         learn = self.hyperprior == "grid"
         kappas = (self.KAPPA_GRID if learn and self.kappa is None
                   else np.array([0.1 if self.kappa is None else float(self.kappa)]))
         if learn and self.variance_prior is None:
-            scales = NormalInverseWishart.SCALE_GRID * self.data_variance_
+            scales = NormalInverseWishart.SCALE_GRID * variance
         else:
-            expected = (0.1 * self.data_variance_ if self.variance_prior is None
-                        else float(self.variance_prior))
+            expected = (0.1 * variance if self.variance_prior is None
+                        else float(self.variance_prior) / self.unit_ / self.unit_)
             scales = np.array([expected * _rate_factor(self.shape_)])
         rate, kappa = np.meshgrid(scales, kappas, indexing="ij")
         self.grid_rate_ = rate.ravel()
         self.grid_kappa_ = kappa.ravel()
-        self.grid_scale_ = self.grid_rate_ / self.data_variance_
+        self.grid_scale_ = self.grid_rate_ / variance
         start = int(np.argmin(np.abs(np.log(self.grid_scale_ / (0.1 * _rate_factor(self.shape_))))
                               + np.abs(np.log(self.grid_kappa_ / 0.1))))
         self.kappa_, self.rate_ = float(self.grid_kappa_[start]), float(self.grid_rate_[start])
         return self
 
     def _grid_params(self, g):
-        return np.array([self.mean_prior_, self.grid_kappa_[g], self.shape_, self.grid_rate_[g]])
+        return self._params(self.grid_kappa_[g], self.grid_rate_[g])
+
+    def _params(self, kappa, rate):
+        inverse_unit = 1.0 / self.unit_
+        return np.array([self.mean_prior_, kappa, self.shape_, rate, inverse_unit,
+                         np.log(inverse_unit)])
 
     def kernel_params(self):
         self._check_fitted()
-        return np.array([self.mean_prior_, self.kappa_, self.shape_, self.rate_])
+        return self._params(self.kappa_, self.rate_)
+
+    def describe_params(self, params):
+        """The hyperparameters by name, ``rate`` (``b0``) in the data's units (squared)."""
+        params = np.atleast_2d(params)
+        with np.errstate(over="ignore"):
+            rate = params[:, 3] / params[:, 4] / params[:, 4]
+        return {"mean": params[:, 0], "kappa": params[:, 1], "shape": params[:, 2],
+                "rate": rate}
 
 
 class BernoulliCells(CellModel):
@@ -299,6 +361,7 @@ class PoissonCells(CellModel):
     def _check_domain(self, observed):
         if np.any(observed < 0) or np.any(observed != np.round(observed)):
             raise ValueError("PoissonCells needs non-negative integer cells (NaN for missing).")
+        check_count_total(observed, "PoissonCells")
 
     def fit(self, values, y=None):
         values = self.check_values(values)
@@ -361,9 +424,11 @@ class CategoricalCells(CellModel):
         self.hyperprior = hyperprior
 
     def _check_domain(self, observed):
-        if np.any(observed < 0) or np.any(observed != np.round(observed)):
-            raise ValueError("CategoricalCells needs integer category codes 0..k-1 "
-                             "(NaN for missing).")
+        if (np.any(observed < 0) or np.any(observed != np.round(observed))
+                or np.any(observed >= MAX_CATEGORIES)):
+            raise ValueError(f"CategoricalCells needs integer category codes in [0, "
+                             f"{MAX_CATEGORIES}) (NaN for missing); recode labels with "
+                             "sklearn.preprocessing.OrdinalEncoder.")
         limit = getattr(self, "n_categories_", None)
         if limit is not None and observed.size and observed.max() >= limit:
             raise ValueError(f"CategoricalCells was fitted with {limit} categories; got code "
@@ -379,8 +444,8 @@ class CategoricalCells(CellModel):
             del self.n_categories_
         values = self.check_values(values)
         observed = values[~np.isnan(values)].astype(np.int64)
-        check_scalar_param(self.n_categories, "n_categories", low=1, allow_none=True,
-                           kind=numbers.Integral)
+        check_scalar_param(self.n_categories, "n_categories", low=1, high=MAX_CATEGORIES,
+                           allow_none=True, kind=numbers.Integral)
         check_scalar_param(self.strength, "strength", low=0.0, include_low=False,
                            allow_none=True)
         check_option(self.hyperprior, "hyperprior", {"grid", "fixed"})
@@ -417,4 +482,4 @@ class CategoricalCells(CellModel):
 
 
 __all__ = ["CellModel", "NormalCells", "BernoulliCells", "PoissonCells", "CategoricalCells",
-           "STRENGTH_GRID"]
+           "STRENGTH_GRID", "MAX_CATEGORIES"]

@@ -8,7 +8,11 @@ for missing cells and one cell model per column (:mod:`.cells`):
 - ``'poisson'`` (Poisson-Gamma): non-negative integers;
 - ``'categorical'`` (Dirichlet-categorical): any labels; they are coded
   ``0..k-1`` in sorted order (a pandas ``category`` column keeps its
-  categories and their order).
+  categories and their order). A column given a
+  :class:`~.cells.CategoricalCells` *instance* holds the codes themselves,
+  as in ``InfiniteBiclustering``: integers in ``[0, n_categories)`` (``n_categories``
+  the instance's, or one more than the largest code), used as given, so the
+  instance's ``mean`` refers to them.
 
 ``'auto'`` infers per column: pandas ``category`` / boolean dtype ->
 categorical / bernoulli; numbers whose observed values are all in {0, 1} ->
@@ -24,6 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import CELL_MODELS
+from .cells import MAX_CATEGORIES, CategoricalCells
 
 #: 'auto' codes non-negative integer columns with values below this as categorical.
 MAX_AUTO_CATEGORIES = 10
@@ -100,6 +105,16 @@ def _as_numbers(values, name):
     return out
 
 
+def infer_cell_type(values):
+    """The cell type ``'auto'`` gives numeric values (any shape, NaN missing).
+
+    Values all in {0, 1} -> ``'bernoulli'``; non-negative integers below
+    :data:`MAX_AUTO_CATEGORIES` -> ``'categorical'``; other numbers -> ``'normal'``.
+    The one inference of CrossCat's columns and InfiniteBiclustering's matrix.
+    """
+    return _infer(np.asarray(values, dtype=np.float64).ravel(), False)
+
+
 def _infer(numbers_, is_category):
     if is_category:
         return "categorical"
@@ -148,7 +163,7 @@ class TableEncoder:
             if len(requested) != d:
                 raise ValueError(f"likelihood has {len(requested)} entries for {d} columns.")
         self.names_ = names
-        self.types_, self.categories_, self.models_ = [], [], []
+        self.types_, self.categories_, self.models_, self.codes_ = [], [], [], []
         for j in range(d):
             name = _column_name(names, j)
             values = columns[j]
@@ -160,7 +175,14 @@ class TableEncoder:
                 raise ValueError(f"Unknown column type {kind!r} for column {name}; "
                                  f"expected one of {sorted(CELL_MODELS)}.")
             categories = None
-            if is_category[j] or kind == "categorical":
+            codes = isinstance(requested[j], CategoricalCells)
+            if codes:
+                if is_category[j]:
+                    raise ValueError(f"Column {name} has a pandas 'category' dtype: give it "
+                                     "the type 'categorical' (its categories are coded in "
+                                     "their order), not a CategoricalCells instance (codes).")
+                categories = _check_codes(_as_numbers(values, name), requested[j], name)
+            elif is_category[j] or kind == "categorical":
                 if kind not in (None, "categorical"):
                     raise ValueError(f"Column {name} has a pandas 'category' dtype but was "
                                      f"declared {kind!r}.")
@@ -181,6 +203,7 @@ class TableEncoder:
                 _check_values(numbers_, kind, name)
             self.types_.append(kind)
             self.categories_.append(categories)
+            self.codes_.append(codes)
             model = requested[j] if (requested[j] is not None
                                      and not isinstance(requested[j], str)) else None
             self.models_.append(model)
@@ -222,6 +245,8 @@ class TableEncoder:
         """Category labels of codes of column ``j`` (object array); other columns unchanged."""
         if self.types_[j] != "categorical":
             return codes
+        if self.codes_[j]:
+            return np.asarray(codes, dtype=np.float64)
         categories = np.array(self.categories_[j], dtype=object)
         return categories[np.asarray(codes, dtype=int)]
 
@@ -245,6 +270,24 @@ def _check_no_infinite(observed, name):
                              "numbers and NaN (missing) only.")
 
 
+def _check_codes(numbers_, cell, name):
+    """The categories ``0..k-1`` of a column of codes given a CategoricalCells instance."""
+    observed = numbers_[~np.isnan(numbers_)]
+    k = cell.n_categories
+    if k is None:
+        k = int(min(observed.max(), MAX_CATEGORIES)) + 1 if observed.size else 1
+    if not (isinstance(k, numbers.Integral) and 1 <= k <= MAX_CATEGORIES):
+        raise ValueError(f"Column {name}: n_categories must be an integer in [1, "
+                         f"{MAX_CATEGORIES}], got {cell.n_categories!r}.")
+    bad = observed[(observed < 0) | (observed >= k) | (observed != np.round(observed))]
+    if bad.size:
+        raise ValueError(f"Column {name}: a CategoricalCells instance takes integer codes in "
+                         f"[0, {k}) (its n_categories, or one more than the largest code), "
+                         f"got {bad[0]!r}. Declare the column 'categorical' instead to have "
+                         "any labels coded in sorted order.")
+    return list(range(k))
+
+
 def _check_values(numbers_, kind, name):
     observed = numbers_[~np.isnan(numbers_)]
     if kind == "bernoulli" and not np.all((observed == 0) | (observed == 1)):
@@ -256,4 +299,4 @@ def _check_values(numbers_, kind, name):
                          "non-negative integers.")
 
 
-__all__ = ["TableEncoder", "MAX_AUTO_CATEGORIES"]
+__all__ = ["TableEncoder", "MAX_AUTO_CATEGORIES", "infer_cell_type"]

@@ -59,6 +59,23 @@ def _vector(value, name, d, default):
     return arr
 
 
+#: Largest total of count data (Dirichlet-multinomial rows, Poisson cells): the
+#: log-gammas of the totals lose about ``eps * N log N`` to rounding, 2e-5 nats at
+#: ``N = 2**32`` and every digit at ``N = 1e300``.
+MAX_TOTAL_COUNT = 2**32
+
+
+def check_count_total(observed, name):
+    """Refuse counts whose total is past :data:`MAX_TOTAL_COUNT` (log-probabilities lost)."""
+    with np.errstate(over="ignore"):
+        total = float(np.sum(observed))
+    if not total <= MAX_TOTAL_COUNT:
+        raise ValueError(f"{name}: the counts total {total:.3g}, more than 2**32 = "
+                         f"{MAX_TOTAL_COUNT}: float64 cannot hold their log-probabilities "
+                         "(the log-gammas of the totals lose all their digits). Divide the "
+                         "counts (e.g. np.round(X / k)) or model log counts as real values.")
+
+
 #: Matrix entries per batch of the grid hyperprior's determinants (32 MB of float64).
 GRID_CHUNK_ENTRIES = 1 << 22
 
@@ -73,13 +90,24 @@ def _rate_factor(shape):
     return shape - 1.0 if shape > 1 else 1.0
 
 
+#: A feature's empirical variance is floored at ``(VARIANCE_FLOOR * max |x_j|)**2``.
+VARIANCE_FLOOR = 1e-8
+
+
 def _empirical_variance(X):
+    """Per-feature variances of the default priors, each floored in its own units.
+
+    A spread below ``1e-8`` of the feature's largest magnitude is rounding, not
+    signal: the variance is floored at ``(1e-8 max_i |x_ij|)**2`` (a constant
+    feature gets that floor, an all-zero one 1). The floor of a feature depends on
+    that feature alone, so rescaling one feature rescales its prior only and the
+    Gaussian models stay invariant to per-feature units. One row: all 1.
+    """
     if X.shape[0] < 2:
         return np.ones(X.shape[1])
     var = X.var(axis=0)
-    positive = var[var > 0]
-    floor = 1e-6 * (positive.mean() if positive.size else 1.0)
-    return np.where(var > floor, var, max(floor, 1e-12) if positive.size else 1.0)
+    floor = (VARIANCE_FLOOR * np.max(np.abs(X), axis=0)) ** 2
+    return np.where(floor > 0, np.maximum(var, floor), 1.0)
 
 
 class _FittedMixin(ClusterLikelihood):
@@ -173,7 +201,9 @@ class NormalInverseWishart(_GridHyperpriorMixin, _FittedMixin):
         ``Psi_0 = t diag(var(X))`` with ``t`` on the grid
         :attr:`SCALE_GRID` (``10^-3 .. 10^2``, 31 points;
         ``hyperprior='grid'``), or ``E[Sigma] = 0.1 diag(var(X))``
-        (``hyperprior='fixed'``).
+        (``hyperprior='fixed'``). Each feature's variance is floored at
+        ``(1e-8 max_i |x_ij|)**2`` (1 for an all-zero feature), in that
+        feature's own units: the model does not depend on per-feature units.
     hyperprior : {'grid', 'fixed'}, default='grid'
         ``'grid'``: the hyperparameters left at ``None`` (``covariance_prior``,
         ``dof``) get a uniform prior on their grids (log-uniform in ``t``) and
@@ -424,7 +454,9 @@ class NormalGamma(_GridHyperpriorMixin, _FittedMixin):
         variances. ``None``: the rates are learned, ``b0 = t var(X)`` with
         ``t`` on :attr:`NormalInverseWishart.SCALE_GRID`
         (``hyperprior='grid'``), or ``E[1/tau_j] = 0.1 var_j``
-        (``hyperprior='fixed'``).
+        (``hyperprior='fixed'``). ``var_j`` is floored at
+        ``(1e-8 max_i |x_ij|)**2`` (1 for an all-zero feature), in feature
+        ``j``'s own units.
     hyperprior : {'grid', 'fixed'}, default='fixed'
         As for :class:`NormalInverseWishart`: with ``'grid'`` the
         hyperparameters left at ``None`` get a uniform grid prior, drawn every
@@ -651,6 +683,7 @@ class DirichletMultinomial(_FittedMixin):
         X = _check_features(X, type(self).__name__)
         if np.any(X < 0) or np.any(X != np.round(X)):
             raise ValueError("DirichletMultinomial needs non-negative integer counts.")
+        check_count_total(X, "DirichletMultinomial")
         return X
 
     def fit(self, X, y=None):

@@ -28,6 +28,7 @@ import numpy as np
 from scipy.special import gammaln
 
 from .._core.validation import check_scalar_param
+from .prior_kernels import log_rising_factorial
 
 
 class PartitionPrior:
@@ -62,8 +63,8 @@ class PartitionPrior:
         raise NotImplementedError
 
     def log_normaliser(self, n_items):
-        """``log Gamma(alpha) - log Gamma(alpha + n)``."""
-        return float(gammaln(self.alpha) - gammaln(self.alpha + n_items))
+        """``log Gamma(alpha) - log Gamma(alpha + n)`` (exact for any ``alpha``, also ``>> n``)."""
+        return -float(log_rising_factorial(self.alpha, float(n_items)))
 
     def log_count_table(self, n_items):
         """``log_count(K)`` for ``K = 0..n_items`` (array of length ``n_items + 1``)."""
@@ -169,7 +170,8 @@ class DirichletMultinomialPrior(PartitionPrior):
 
     def log_block(self, sizes):
         a = self.alpha / self.n_components
-        return gammaln(np.asarray(sizes, dtype=np.float64) + a) - gammaln(a)
+        sizes = np.asarray(sizes, dtype=np.float64)
+        return np.array([log_rising_factorial(a, m) for m in sizes.ravel()]).reshape(sizes.shape)
 
     def log_count(self, n_clusters):
         k = self.n_components

@@ -125,7 +125,8 @@ def test_block_statistics_and_resample_params():
     drawn = blocks.cell_params(new)[0]
     g = int(np.flatnonzero(np.all(np.isclose(grid_params, drawn), axis=1))[0])
     assert expected[g] > expected.max() - 15   # a plausible grid point was drawn
-    assert blocks.describe_params(new)["rate"][0] == pytest.approx(drawn[3])
+    # the rate in the data's units: the kernels' b0 is in units of unit**2
+    assert blocks.describe_params(new)["rate"][0] == pytest.approx(drawn[3] * cells.unit_ ** 2)
 
 
 def test_hyperparameter_grid_is_the_product_of_the_cell_grids():

@@ -39,7 +39,8 @@ def numerical_log_marginal(name, model, values):
     x = values[~np.isnan(values)]
     p = model.kernel_params()
     if name == "normal":
-        m0, kappa, a0, b0 = p
+        m0, kappa, a0, b0, inverse_unit, _ = p
+        b0 = b0 / inverse_unit ** 2   # the kernels' b0 is in units of unit**2
         log_norm = a0 * math.log(b0) - math.lgamma(a0)
 
         def integrand(mu, u):
@@ -255,7 +256,8 @@ def test_normal_cells_equal_the_normal_gamma_likelihood():
     lik = NormalGamma(kappa=0.3, shape=2.5, mean_prior=[0.5], variance_prior=[1.7]).fit(
         x[:, None])
     params = lik.kernel_params()          # [d, kappa0, a0, m0, b0]
-    cell_params = np.array([params[3], params[1], params[2], params[4]])   # [m0, kappa0, a0, b0]
+    # [m0, kappa0, a0, b0, 1 / unit, log(1 / unit)] with unit 1
+    cell_params = np.array([params[3], params[1], params[2], params[4], 1.0, 0.0])
     stats = np.zeros(3)
     fns = lik.kernels
     table = np.zeros((1, lik.n_stats))

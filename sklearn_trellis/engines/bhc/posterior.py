@@ -23,6 +23,7 @@ from ..._core.budget import check_memory
 from ..._core.family import ClusterFamily
 from ..._core.labels import first_appearance_labels
 from ...models.dp_mixture import MixturePartitionModel
+from ...models.prior_kernels import log_rising_factorial
 from ...models.priors import CRP
 from ..exact.trellis_for_model import trellis_for_model
 from ..sparse.seeds import linkage_seed_trees
@@ -100,7 +101,7 @@ class TreePosterior:
         root = 2 * n - 2
         self.log_marginal_likelihood = float(self.log_s[root] - self.log_d[root])
         self.log_evidence_lower_bound = float(
-            self.log_s[root] + gammaln(alpha) - gammaln(n + alpha))
+            self.log_s[root] - log_rising_factorial(alpha, float(n)))
 
     def heights(self):
         """Height of every merge: the largest ``-log r`` in its subtree (rose chains share one)."""
@@ -237,7 +238,7 @@ def family_lower_bound(likelihood, data, X, alpha, trees, linkage="all", params=
         e[family.seed_tree_vertices[t]] = node_log_marginals(likelihood, data, tree, params)
     e = e + log_alpha + gammaln(family.sizes)
     trellis = SparseFlatTrellis(family, e).fit()
-    bound = trellis.log_partition_function + gammaln(alpha) - gammaln(n + alpha)
+    bound = trellis.log_partition_function - log_rising_factorial(alpha, float(n))
     return float(bound), family, trellis
 
 

@@ -28,6 +28,7 @@ from numba import njit
 from ...models.cell_kernels import (accumulate_at, accumulate_with_constant_at,
                                     cached_log_predictive_at, grid_log_scores_at,
                                     log_marginal_at, predictive_cache_at)
+from ...models.prior_kernels import log_rising_factorial
 
 
 @njit(cache=True)
@@ -196,7 +197,7 @@ def sequential_allocation(t, p, x, alpha, order, labels, stats, counts, sample):
 @njit(cache=True)
 def crp_log_eppf(alpha, counts, n_clusters, n):
     """``log`` CRP(alpha) probability of a partition of ``n`` items with these cluster sizes."""
-    total = n_clusters * math.log(alpha) + math.lgamma(alpha) - math.lgamma(alpha + n)
+    total = n_clusters * math.log(alpha) - log_rising_factorial(alpha, float(n))
     for k in range(n_clusters):
         total += math.lgamma(float(counts[k]))
     return total

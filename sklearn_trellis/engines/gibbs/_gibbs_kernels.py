@@ -28,7 +28,8 @@ import numpy as np
 from numba import njit
 
 from ..._core.specialise import specialise as _specialise, template
-from ...models.prior_kernels import log_block, log_count, log_weight_existing, log_weight_new
+from ...models.prior_kernels import (log_block, log_count, log_rising_factorial,
+                                     log_weight_existing, log_weight_new)
 from ...models.likelihood import protocol_bindings
 
 
@@ -341,7 +342,7 @@ def split_merge(params, pp, data, labels, counts, active, where, free, meta,
 def log_joint(params, pp, stats, shared, counts, active, n_active, n_items):
     """``log p(z, X)``: EPPF (with its normaliser) plus the collapsed likelihood."""
     alpha = pp[0]
-    total = math.lgamma(alpha) - math.lgamma(alpha + n_items) + log_count(pp, n_active)
+    total = -log_rising_factorial(alpha, float(n_items)) + log_count(pp, n_active)
     for a in range(n_active):
         c = active[a]
         total += log_block(pp, counts[c]) + lik_log_cluster(params, stats, shared, c)
