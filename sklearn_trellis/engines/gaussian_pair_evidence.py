@@ -24,11 +24,12 @@ from .exact.flat import ExactFlatTrellis
 from .planner import _sparse_flat_trellis
 from .sparse.sparse_flat import SparseFlatTrellis
 
-#: Bounds of ``log b`` searched by empirical Bayes (``b = 2 beta``).
-LOG_B_BOUNDS = (-12.0, 12.0)
+#: ``log b`` is searched within this distance of ``log(1 / sd)``, ``sd`` the root mean
+#: square of the shifted affinities (``b = 2 beta``; the scale of ``b`` is ``1 / sd``).
+LOG_B_RANGE = 15.0
 
-#: Starting values of ``log b`` of the gradient searches (the best end point wins).
-LOG_B_STARTS = (-0.5, 2.0, 4.5)
+#: Starting values of ``log(b sd)`` of the gradient searches (the best end point wins).
+LOG_B_STARTS = (-1.0, 1.5, 4.0)
 
 #: Bytes of new-item sums per chunk of the exact predictive (rows x 2**N floats).
 PREDICTIVE_CHUNK_BYTES = 64 * 2 ** 20
@@ -78,6 +79,7 @@ def maximise_evidence(similarity, *, beta, offset, learn_beta, learn_offset, alp
     two parameters (``log b`` and ``c``) are found by L-BFGS-B with the exact
     gradient, which needs the pairwise marginals of one trellis fit per step.
     When ``beta`` is learned, the search starts from a few values of ``b``
+    (relative to ``1 / sd``, the inverse spread of the shifted affinities)
     and the best end point wins (the evidence need not be concave in ``b``:
     ``b -> 0``, no structure, is often a local maximum).
 
@@ -86,7 +88,8 @@ def maximise_evidence(similarity, *, beta, offset, learn_beta, learn_offset, alp
     similarity : ndarray of shape (N, N)
         The unshifted affinities ``s`` (the diagonal is ignored).
     beta, offset : float
-        The fixed values, or the starting values of the learned ones.
+        The fixed values (``beta`` is not used when learned; a learned offset
+        starts there).
     learn_beta, learn_offset : bool
     alpha : float or None, default=None
         Ewens concentration (``None``: uniform prior over partitions).
@@ -123,11 +126,14 @@ def maximise_evidence(similarity, *, beta, offset, learn_beta, learn_offset, alp
     if not (learn_beta or learn_offset):
         raise ValueError("Nothing to learn: set learn_beta or learn_offset.")
     offset_start = [offset] if learn_offset else []
+    n_pairs, _, sum_sq = pair_moments(shifted_affinities(similarity, offset))
+    log_scale = -0.5 * np.log(max(sum_sq / max(n_pairs, 1), np.finfo(np.float64).tiny))
     if learn_beta:   # the evidence can have a "no structure" mode at b -> 0: several starts
-        starts = [np.r_[log_b, offset_start] for log_b in LOG_B_STARTS]
+        starts = [np.r_[log_scale + log_b, offset_start] for log_b in LOG_B_STARTS]
     else:
         starts = [np.asarray(offset_start, dtype=np.float64)]
-    bounds = ([LOG_B_BOUNDS] if learn_beta else []) + ([(None, None)] if learn_offset else [])
+    bounds = (([(log_scale - LOG_B_RANGE, log_scale + LOG_B_RANGE)] if learn_beta else [])
+              + ([(None, None)] if learn_offset else []))
     result = min((minimize(objective, theta, jac=True, method="L-BFGS-B", bounds=bounds)
                   for theta in starts), key=lambda found: found.fun)
     b, c = unpack(result.x)
