@@ -1,6 +1,6 @@
 """sklearn-trellis: exact and sampled distributions over clusterings and hierarchies."""
 
-from . import summaries
+from . import metrics, summaries
 from ._bayesian_hierarchical_clustering import BayesianHierarchicalClustering
 from ._correlation_clustering import ExactCorrelationClustering
 from ._crosscat import CrossCat
@@ -15,4 +15,4 @@ __version__ = "0.1.0.dev0"
 
 __all__ = ["ExactCorrelationClustering", "TrellisHierarchical", "DPMixture", "FastTIWD",
            "EntropyAgglomeration", "DivisiveClustering", "InfiniteBiclustering",
-           "BayesianHierarchicalClustering", "CrossCat", "summaries", "__version__"]
+           "BayesianHierarchicalClustering", "CrossCat", "metrics", "summaries", "__version__"]

@@ -4,20 +4,21 @@ import numbers
 from numbers import Integral, Real
 
 import numpy as np
-from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClusterMixin, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._core.budget import check_memory, rows_or_zero
 from ._core.pairwise import check_square_symmetric
 from ._core.validation import check_scalar_param
 from .engines.exact.binder import bayes_estimate
+from .engines.gaussian_pair_evidence import (evidence_family, log_evidence, log_predictive,
+                                             maximise_evidence, shifted_affinities)
 from .engines.planner import plan_flat
 from .engines.sparse.seeds import LINKAGES, OTHER_SEEDS, check_linkages
 from .models.correlation import CorrelationClusteringModel
+from .models.gaussian_pairs import noise_variance, pair_moments
 from .preprocessing.affinity import mean_off_diagonal, similarity
 from .summaries.point_estimates import LOSSES, PAIRWISE_LOSSES
 
@@ -43,11 +44,25 @@ class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
     of clusters and exact samples in ``O(3^N)`` time and ``O(2^N)`` memory, so
     N up to about 20 (seconds) or 22 (a minute) is practical.
 
+    It is also the exact posterior of a generative model, the *Gaussian pair
+    model* (:mod:`sklearn_trellis.models.gaussian_pairs`): a partition is
+    drawn from a partition prior (uniform, or Ewens with ``alpha``), then
+    every pair's affinity independently, ``N(mu_same, s2)`` inside a cluster
+    and ``N(mu_diff, s2)`` across. Then
+    ``beta = (mu_same - mu_diff) / (2 s2)`` and the affinity offset is
+    ``c = (mu_same + mu_diff) / 2``; the model gives the exact evidence
+    ``log_evidence_``, the held-out :meth:`score` and empirical Bayes
+    (``beta='auto'``, ``center='auto'``).
+
     Parameters
     ----------
-    beta : float, default=1.0
+    beta : float or 'auto', default=1.0
         Inverse temperature multiplying every affinity (``beta >= 0``).
         Large values concentrate the distribution on the MAP clustering.
+        ``'auto'``: empirical Bayes, the value maximising the evidence
+        ``log_evidence_`` (exact, or on the sparse trellis's family), found
+        with its exact gradient (a posterior expectation of pair
+        co-membership); ``beta_`` holds the value used.
     affinity : {'exp_euclidean', 'rbf', 'precomputed'} or callable, default='exp_euclidean'
         How the signed affinities ``w`` are obtained.
 
@@ -56,9 +71,24 @@ class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
         - ``'precomputed'``: ``X`` is the (N, N) symmetric signed affinity
           matrix, used as is (diagonal ignored, ``center`` not applied).
         - callable ``f(X, Y) -> (len(X), len(Y))`` similarity matrix.
-    center : bool, default=True
-        For feature affinities, subtract the mean off-diagonal similarity so
-        that affinities take both signs (as the paper does).
+    center : bool or 'auto', default=True
+        The affinity offset ``c`` subtracted from the similarities (the
+        Gaussian pair model's midpoint ``(mu_same + mu_diff) / 2``: pairs
+        above it favour sharing a cluster). ``True``: for feature affinities,
+        the mean off-diagonal similarity (as the paper does; the midpoint
+        when about half the pairs share a cluster), with ``'precomputed'``
+        no offset; ``False``: no offset; ``'auto'``: the offset maximising
+        the evidence (empirical Bayes, with ``'precomputed'`` too), learned
+        jointly with ``beta`` when ``beta='auto'``. ``affinity_offset_``
+        holds the value used.
+    alpha : float or None, default=None
+        Partition prior of the Gaussian pair model. ``None``: uniform over
+        all partitions (the classical correlation-clustering distribution);
+        a float: the Ewens (Chinese restaurant process) prior of that
+        concentration, whose cluster term ``log(alpha) + log((|B| - 1)!)``
+        joins the potentials (fewer, larger clusters for small ``alpha``).
+        It is the coherent choice for :meth:`score` on new items: the
+        Ewens prior of N items is the marginal of that of N + 1.
     gamma : float, default=None
         RBF width; ``None`` means ``1 / n_features``.
     method : {'auto', 'exact', 'sparse', 'milp', 'perturb_and_map'}, default='auto'
@@ -120,6 +150,18 @@ default='all'
 
     Attributes
     ----------
+    beta_ : float
+        The ``beta`` used: ``beta``, or the empirical Bayes value.
+    noise_variance_ : float
+        The Gaussian pair model's ``s2`` maximising the evidence at ``beta_``
+        and ``affinity_offset_`` (closed form); then
+        ``mu_same = c + beta_ s2`` and ``mu_diff = c - beta_ s2``. ``nan``
+        for a single item.
+    log_evidence_ : float
+        ``log p(W)``, the log marginal likelihood of the affinities under the
+        Gaussian pair model at the fitted parameters: exact on the exact
+        trellis, the sum over the family's partitions (a lower bound)
+        on the sparse one.
     labels_ : ndarray of shape (n_samples,)
         The clustering chosen by ``point_estimate`` (the MAP by default),
         labels ``0..K-1`` in order of first appearance.
@@ -152,7 +194,7 @@ default='all'
     affinity_matrix_ : ndarray of shape (n_samples, n_samples)
         The signed affinities ``w`` used (diagonal zero).
     affinity_offset_ : float
-        The mean similarity subtracted when ``center=True`` (else 0).
+        The offset ``c`` subtracted from the similarities (``center``).
     n_clusters_distribution_ : ndarray of shape (n_samples,)
         ``P(K = k)`` for ``k = 1..n_samples``. Computed on first access: it
         costs one more ``O(3^N)`` pass and about ``(N + 1) * 4.5`` bytes per
@@ -193,9 +235,10 @@ default='all'
     """
 
     _parameter_constraints = {
-        "beta": [Interval(Real, 0, None, closed="left")],
+        "beta": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
         "affinity": [StrOptions({"exp_euclidean", "rbf", "precomputed"}), callable],
-        "center": ["boolean"],
+        "center": ["boolean", StrOptions({"auto"})],
+        "alpha": [Interval(Real, 0, None, closed="neither"), None],
         "gamma": [Interval(Real, 0, None, closed="neither"), None],
         "method": [StrOptions({"auto", "exact", "sparse", "milp", "perturb_and_map"})],
         "max_exact_size": [Interval(Integral, 1, None, closed="left")],
@@ -208,12 +251,14 @@ default='all'
         "verbose": ["verbose"],
     }
 
-    def __init__(self, beta=1.0, *, affinity="exp_euclidean", center=True, gamma=None,
-                 method="auto", max_exact_size=20, seed_linkages="all", time_limit=60.0,
-                 n_perturbations=100, point_estimate="map", random_state=None, verbose=0):
+    def __init__(self, beta=1.0, *, affinity="exp_euclidean", center=True, alpha=None,
+                 gamma=None, method="auto", max_exact_size=20, seed_linkages="all",
+                 time_limit=60.0, n_perturbations=100, point_estimate="map", random_state=None,
+                 verbose=0):
         self.beta = beta
         self.affinity = affinity
         self.center = center
+        self.alpha = alpha
         self.gamma = gamma
         self.method = method
         self.max_exact_size = max_exact_size
@@ -230,19 +275,36 @@ default='all'
         return tags
 
     # -- fitting ---------------------------------------------------------------
-    def _affinity_from_input(self, X):
+    def _similarity_from_input(self, X):
+        """The unshifted similarities ``s`` (zero diagonal) and the starting offset."""
         if self.affinity == "precomputed":
             check_square_symmetric(X)
-            self.affinity_offset_ = 0.0
-            w = np.array(X, dtype=np.float64)
+            s = np.array(X, dtype=np.float64)
         else:
             s = similarity(X, X, self.affinity, self.gamma)
             if not np.all(np.isfinite(s)):
                 raise ValueError("The affinity produced non-finite values.")
-            self.affinity_offset_ = mean_off_diagonal(s) if self.center else 0.0
-            w = s - self.affinity_offset_
-        np.fill_diagonal(w, 0.0)
-        return w
+        np.fill_diagonal(s, 0.0)
+        centred = self.center == "auto" or (self.center is True or self.center == 1) \
+            and self.affinity != "precomputed"
+        return s, mean_off_diagonal(s) if centred else 0.0
+
+    def _learn_parameters(self, s, offset, plan, features, seed_linkages):
+        """``(beta, offset)``: the given ones, or empirical Bayes values (``'auto'``)."""
+        learn_beta, learn_offset = self.beta == "auto", self.center == "auto"
+        beta = 1.0 if learn_beta else float(self.beta)
+        if not (learn_beta or learn_offset) or s.shape[0] < 2:
+            return beta, offset
+        family = evidence_family(plan, s, beta=beta, offset=offset, alpha=self.alpha,
+                                 features=features, seed_linkages=seed_linkages)
+        found = maximise_evidence(s, beta=beta, offset=offset, learn_beta=learn_beta,
+                                  learn_offset=learn_offset, alpha=self.alpha, family=family,
+                                  max_items=plan.max_exact_size)
+        if self.verbose:
+            print(f"[ExactCorrelationClustering] empirical Bayes: beta={found.beta:.6g}, "
+                  f"offset={found.offset:.6g}, log evidence={found.log_evidence:.6g} "
+                  f"({found.n_evaluations} trellis fits)")
+        return found.beta, found.offset
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
@@ -269,12 +331,16 @@ default='all'
         # The engines, refused before computing any N x N or 2**N table if they cannot fit.
         plan = plan_flat(X.shape[0], method=self.method, max_exact_size=self.max_exact_size,
                          n_perturbations=self.n_perturbations)
-        w = self._affinity_from_input(X)
+        s, offset = self._similarity_from_input(X)
+        features = X if self.affinity != "precomputed" else None
+        self.beta_, self.affinity_offset_ = self._learn_parameters(s, offset, plan, features,
+                                                                   seed_linkages)
+        w = shifted_affinities(s, self.affinity_offset_)
+        del s
         self.affinity_matrix_ = w
-        self.model_ = CorrelationClusteringModel(beta=self.beta).fit(w)
+        self.model_ = CorrelationClusteringModel(beta=self.beta_, alpha=self.alpha).fit(w)
         self._n_clusters_distribution = None
-        found = plan.run(self.model_, w,
-                         features=X if self.affinity != "precomputed" else None,
+        found = plan.run(self.model_, w, features=features,
                          seed_linkages=seed_linkages, time_limit=self.time_limit,
                          random_state=self.random_state, verbose=self.verbose)
         self._trellis = found.trellis
@@ -289,6 +355,10 @@ default='all'
         if found.perturbed_maps is not None:
             self.perturbed_maps_ = found.perturbed_maps
         self.approximation_ = found.approximation
+        n_pairs, _, sum_sq = pair_moments(w)
+        self.noise_variance_ = (noise_variance(2.0 * self.beta_, n_pairs, sum_sq) if n_pairs
+                                else float("nan"))
+        self.log_evidence_ = log_evidence(self._trellis, self.model_, w, self.noise_variance_)
         self.labels_ = found.labels if self.point_estimate == "map" else self._bayes_labels()
         self.n_clusters_ = int(self.labels_.max()) + 1
         if not self.affinity == "precomputed":
@@ -384,59 +454,99 @@ default='all'
         rng = check_random_state(self.random_state if random_state is None else random_state)
         return self._trellis.sample(int(n_samples), rng)
 
-    # -- new items (feature affinities only) ------------------------------------
-    def _has_features(self):
-        return self.affinity != "precomputed"
+    # -- new items ----------------------------------------------------------------
+    def _new_affinities(self, X):
+        """Shifted affinities ``w'`` of new rows to the fitted items, shape (n_new, N).
 
-    def _gains(self, X):
+        With ``'precomputed'``, ``X`` holds the similarities of the new items to
+        the fitted ones (scikit-learn's convention for pairwise estimators,
+        which model selection follows: ``X[test][:, train]``).
+        """
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
-        w = similarity(X, self._X_fit, self.affinity, self.gamma) - self.affinity_offset_
-        return self.model_.assignment_gains(w, self.labels_)
+        if self.affinity == "precomputed":
+            s = X
+        else:
+            s = similarity(X, self._X_fit, self.affinity, self.gamma)
+        if not np.all(np.isfinite(s)):
+            raise ValueError("The affinities of the new rows contain non-finite values.")
+        return s - self.affinity_offset_
 
-    @available_if(_has_features)
     def predict(self, X):
         """Assign new rows to the cluster of ``labels_`` that gains most.
 
         A new item ``x`` joining cluster ``k`` changes ``log phi`` by
-        ``beta * (2 * sum_{j in C_k} w_xj - sum_j w_xj)``; each row is given the
-        existing cluster with the largest gain (clusters of the training data are
-        not changed, and no new cluster is opened). Not available with
-        ``affinity='precomputed'``.
+        ``beta * (2 * sum_{j in C_k} w_xj - sum_j w_xj)`` (plus ``log |C_k|``
+        with ``alpha``); each row is given the existing cluster with the
+        largest gain (clusters of the training data are not changed, and no
+        new cluster is opened).
 
         Parameters
         ----------
-        X : array-like of shape (n_new, n_features)
+        X : array-like of shape (n_new, n_features) or (n_new, n_samples_fit)
+            Feature rows, or with ``affinity='precomputed'`` the similarities
+            of the new items to the fitted ones.
 
         Returns
         -------
         labels : ndarray of shape (n_new,)
         """
-        gains = self._gains(X)
+        new = self._new_affinities(X)
+        gains = self.model_.assignment_gains(new, self.labels_)
         return np.argmax(gains[:, :-1], axis=1)
 
-    @available_if(_has_features)
-    def score(self, X, y=None):
-        """Mean log-probability of the best assignment of each new row (higher is better).
+    def score_samples(self, X):
+        """Log predictive density of each new row's affinities given the fitted items.
 
-        Each row ``x`` is given, conditionally on the clustering ``labels_`` of
-        the training items, the probabilities ``softmax(gains)`` of joining each
-        cluster or opening a new one (gains as in :meth:`predict`); the score
-        is the mean over rows of the log of the largest. It is 0 when every row
-        clearly belongs to one cluster.
+        ``log p(w_x | W)`` under the Gaussian pair model at the fitted
+        parameters (``beta_``, ``affinity_offset_``, ``noise_variance_``,
+        ``alpha``): the density of the new item's N affinities ``w_xj`` to
+        the fitted items, the partition of the fitted items and the new
+        item's cluster summed out (:func:`~sklearn_trellis.models.gaussian_pairs.new_item_log_predictive`).
+        Each row is scored on its own, given the fitted items only. Exact on
+        the exact trellis (``O(2**N)`` per row); on the sparse trellis, the
+        predictive density of the model restricted to the trellis's family.
+        With the uniform prior (``alpha=None``) it is the predictive density
+        of the uniform prior over the partitions of the N + 1 items.
 
         Parameters
         ----------
-        X : array-like of shape (n_new, n_features)
+        X : array-like of shape (n_new, n_features) or (n_new, n_samples_fit)
+            Feature rows, or with ``affinity='precomputed'`` the similarities
+            of the new items to the fitted ones.
+
+        Returns
+        -------
+        log_density : ndarray of shape (n_new,)
+        """
+        new = self._new_affinities(X)
+        if self.affinity_matrix_.shape[0] < 2:
+            raise ValueError("score needs a fit on at least two items: the Gaussian pair "
+                             "model's noise variance is estimated from the fitted pairs.")
+        return log_predictive(self._trellis, self.model_, self.noise_variance_, new)
+
+    def score(self, X, y=None):
+        """Mean held-out log predictive density of new rows (higher is better).
+
+        The mean of :meth:`score_samples`: a proper score, comparable across
+        ``beta``, ``center`` and ``alpha`` (the densities are of the same
+        affinities), so ``GridSearchCV`` with its default scoring selects
+        them; not comparable across ``affinity`` or ``gamma``, which change
+        the affinities themselves. Use a labelled scorer
+        (:mod:`sklearn_trellis.metrics`) for those.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_new, n_features) or (n_new, n_samples_fit)
+            Feature rows, or with ``affinity='precomputed'`` the similarities
+            of the new items to the fitted ones.
         y : Ignored
 
         Returns
         -------
         score : float
         """
-        gains = self._gains(X)
-        log_probs = gains - logsumexp(gains, axis=1, keepdims=True)
-        return float(np.mean(np.max(log_probs, axis=1)))
+        return float(np.mean(self.score_samples(X)))
 
 
 __all__ = ["ExactCorrelationClustering"]

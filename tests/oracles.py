@@ -882,3 +882,43 @@ def crp_log_evidence_by_enumeration(n, alpha, cluster_log_marginal):
         terms.append(sum(math.log(alpha) + math.lgamma(len(b)) + cluster_log_marginal(b)
                          for b in blocks))
     return float(logsumexp(terms)) + log_normaliser
+
+
+def gaussian_pair_log_priors(partitions, alpha):
+    """Log prior of each partition: uniform over all (``alpha=None``) or Ewens(``alpha``)."""
+    if alpha is None:
+        return np.full(len(partitions), -math.log(len(partitions)))
+    return np.array([log_eppf(np.bincount(p), alpha) for p in partitions])
+
+
+def gaussian_pair_log_joint(partitions, w, mu_same, mu_diff, variance, alpha, n_scored=None):
+    """``log p(pi) + log p(W | pi)`` of each partition under the Gaussian pair model,
+    straight from the Gaussian densities of every pair (the pairs among the first
+    ``n_scored`` items only, when given: the marginal density of those items' pairs)."""
+    n = partitions.shape[1]
+    m = n if n_scored is None else n_scored
+    iu, ju = np.triu_indices(m, 1)
+    values = w[iu, ju]
+    same = partitions[:, iu] == partitions[:, ju]
+    means = np.where(same, mu_same, mu_diff)
+    log_lik = (-0.5 * np.log(2 * np.pi * variance)
+               - (values[None, :] - means) ** 2 / (2 * variance)).sum(axis=1)
+    return gaussian_pair_log_priors(partitions, alpha) + log_lik
+
+
+def gaussian_pair_log_evidence(w, mu_same, mu_diff, variance, alpha=None):
+    """``log p(W)`` by summing over every partition."""
+    parts = set_partitions(w.shape[0])
+    return float(logsumexp(gaussian_pair_log_joint(parts, w, mu_same, mu_diff, variance,
+                                                   alpha)))
+
+
+def gaussian_pair_log_predictive(w, mu_same, mu_diff, variance, alpha=None):
+    """``log p(w_{N, :N} | W_N)`` of the last item of ``w`` (N + 1 items) given the others:
+    ``log p(W_{N+1}) - log p(W_N)``, both over the partitions of the N + 1 items (the
+    second is the marginal density of the first N items' pairs)."""
+    parts = set_partitions(w.shape[0])
+    joint = gaussian_pair_log_joint(parts, w, mu_same, mu_diff, variance, alpha)
+    marginal = gaussian_pair_log_joint(parts, w, mu_same, mu_diff, variance, alpha,
+                                       n_scored=w.shape[0] - 1)
+    return float(logsumexp(joint) - logsumexp(marginal))

@@ -7,9 +7,15 @@ For signed pairwise affinities ``w`` and inverse temperature ``beta``::
 
 so the cluster log-potential is ``e(B) = 2 beta sum_{i<j in B} w_ij`` and the
 constant is ``-beta * sum_{i<j} w_ij``.
+
+With ``alpha`` the distribution is multiplied by an Ewens (Chinese restaurant
+process) partition prior: each cluster also carries
+``log(alpha) + log((|B| - 1)!)``. It is the posterior of the Gaussian pair
+model of :mod:`~sklearn_trellis.models.gaussian_pairs` under that prior.
 """
 
 import numpy as np
+from scipy.special import gammaln
 
 from .._core.subsets import subset_pair_sums
 from .._core.validation import check_log_potential_scale
@@ -23,6 +29,10 @@ class CorrelationClusteringModel(FlatModel):
     ----------
     beta : float, default=1.0
         Inverse temperature.
+    alpha : float or None, default=None
+        Concentration of an Ewens partition prior (cluster term
+        ``log(alpha) + log((|B| - 1)!)``); ``None``: no prior term (uniform
+        over partitions).
 
     Attributes
     ----------
@@ -42,8 +52,16 @@ class CorrelationClusteringModel(FlatModel):
     3.0
     """
 
-    def __init__(self, beta=1.0):
+    def __init__(self, beta=1.0, alpha=None):
         self.beta = beta
+        self.alpha = alpha
+
+    def _prior_terms(self, sizes):
+        """The Ewens prior's cluster terms ``log(alpha) + log((|B| - 1)!)`` (0 without)."""
+        sizes = np.asarray(sizes, dtype=np.float64)
+        if self.alpha is None:
+            return np.zeros_like(sizes)
+        return np.log(float(self.alpha)) + gammaln(sizes)
 
     def fit(self, affinity, y=None):
         """Bind the model to an (N, N) symmetric affinity matrix (checked by the caller)."""
@@ -59,13 +77,20 @@ class CorrelationClusteringModel(FlatModel):
     def cluster_log_potential(self, indices):
         idx = np.asarray(indices, dtype=np.int64)
         block = self.affinity_[np.ix_(idx, idx)]
-        return float(float(self.beta) * block.sum())  # = 2 beta sum_{i<j}
+        # = 2 beta sum_{i<j}, plus the prior's cluster term
+        return float(float(self.beta) * block.sum() + self._prior_terms(idx.size))
 
     def log_potential_constant(self):
         return float(-float(self.beta) * np.triu(self.affinity_, 1).sum())
 
     def log_potential_table(self):
-        return subset_pair_sums(self.affinity_, 2.0 * float(self.beta))
+        table = subset_pair_sums(self.affinity_, 2.0 * float(self.beta))
+        if self.alpha is not None:
+            sizes = np.zeros(1, np.int64)
+            for _ in range(self.n_items_):   # popcounts by doubling
+                sizes = np.concatenate([sizes, sizes + 1])
+            table[1:] += self._prior_terms(sizes[1:])
+        return table
 
     def family_log_potentials(self, family):
         """``e(B) = 2 beta W(B)`` of every vertex, from the family's pair sums ``W``."""
@@ -73,7 +98,8 @@ class CorrelationClusteringModel(FlatModel):
         if family.n_items != self.n_items_:
             raise ValueError(f"The family is over {family.n_items} items, the model over "
                              f"{self.n_items_}.")
-        return 2.0 * float(self.beta) * family_pair_sums(self.affinity_, family)
+        return (2.0 * float(self.beta) * family_pair_sums(self.affinity_, family)
+                + self._prior_terms(family.sizes))
 
     def assignment_gains(self, affinity_to_items, labels):
         """Log-potential gain of adding new items to each existing cluster.
@@ -91,6 +117,8 @@ class CorrelationClusteringModel(FlatModel):
             Column ``k < K``: change of ``log phi`` when the new item joins
             cluster ``k``, ``beta * (2 sum_{j in C_k} w_xj - sum_j w_xj)``; the
             last column: joining as a new singleton, ``-beta * sum_j w_xj``.
+            With ``alpha``, the prior's gains are added: ``log |C_k|`` to
+            join, ``log(alpha)`` to open a cluster.
         """
         n_clusters = int(labels.max()) + 1
         one_hot = np.zeros((labels.size, n_clusters))
@@ -100,4 +128,7 @@ class CorrelationClusteringModel(FlatModel):
         gains = np.empty((affinity_to_items.shape[0], n_clusters + 1))
         gains[:, :n_clusters] = float(self.beta) * (2.0 * within - total)
         gains[:, n_clusters] = -float(self.beta) * total[:, 0]
+        if self.alpha is not None:
+            gains[:, :n_clusters] += np.log(one_hot.sum(axis=0))[None, :]
+            gains[:, n_clusters] += np.log(float(self.alpha))
         return gains

@@ -9,7 +9,7 @@ negative otherwise; the same offset is applied to new items in ``predict``.
 """
 
 import numpy as np
-from sklearn.metrics import pairwise_distances
+from scipy.spatial.distance import cdist
 
 AFFINITIES = ("exp_euclidean", "rbf", "precomputed")
 
@@ -34,11 +34,14 @@ def similarity(X, Y, kind, gamma=None):
             raise ValueError("The affinity callable must be symmetric: affinity(X, X) "
                              f"differs from its transpose by up to {np.abs(out - out.T).max():.3g}.")
         return out
+    # cdist sums squared differences: a row's distance to itself is exactly 0 whichever
+    # rows are asked for together (the dot-product expansion leaves ~1e-8 noise), so the
+    # affinities of new rows do not depend on their batch.
     if kind == "exp_euclidean":
-        return np.exp(-pairwise_distances(X, Y, metric="euclidean"))
+        return np.exp(-cdist(X, Y, metric="euclidean"))
     if kind == "rbf":
         g = 1.0 / X.shape[1] if gamma is None else float(gamma)
-        return np.exp(-g * pairwise_distances(X, Y, metric="sqeuclidean"))
+        return np.exp(-g * cdist(X, Y, metric="sqeuclidean"))
     raise ValueError(f"Unknown affinity {kind!r}; expected one of {AFFINITIES} or a callable.")
 
 

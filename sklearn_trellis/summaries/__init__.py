@@ -5,7 +5,8 @@ projection entropy and entropy sequences (Fidaner & Cemgil 2013), pairwise
 co-occurrence, the number-of-blocks histogram, point estimates minimising a
 posterior expected loss (Binder, generalised VI, omARI, NVI, NID and the
 pairwise approximations of salso), credible balls (Wade & Ghahramani 2018),
-and losses/scores between two clusterings.
+losses/scores between two clusterings, and the calibration of pairwise
+co-membership probabilities against labels.
 
 A *sample set* is an int array (T, n) of label vectors (one sampled
 partition per row: the elements are the columns), a list of partitions or
@@ -14,6 +15,8 @@ feature allocations given as lists of blocks (iterables of element indices
 """
 
 from ._input import as_sample_set, is_block_list_format  # noqa: F401 (EntropyAgglomeration)
+from .calibration import (expected_calibration_error, pairwise_brier_score,
+                          pairwise_calibration_curve, pairwise_from_proba, pairwise_log_loss)
 from .credible_ball import CredibleBall, credible_ball
 from .cumulative import cumulative_occurrence_distribution, cumulative_statistic, projection
 from .entropy import entropy_sequence, projection_entropy
@@ -40,4 +43,9 @@ __all__ = [
     "normalized_information_distance",
     "adjusted_rand_loss",
     "purity_score",
+    "pairwise_log_loss",
+    "pairwise_brier_score",
+    "pairwise_calibration_curve",
+    "expected_calibration_error",
+    "pairwise_from_proba",
 ]

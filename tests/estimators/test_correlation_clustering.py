@@ -130,20 +130,16 @@ def test_predict_assigns_to_best_cluster():
     gains = model.model_.assignment_gains(
         np.exp(-np.abs(np.array([[0.05]]) - X.T)) - model.affinity_offset_, model.labels_)
     assert np.argmax(gains[0, :-1]) == pred[0]
-    assert model.score(np.array([[0.05], [6.05]])) <= 0.0
 
 
-def test_score_higher_for_well_separated_points():
-    X = np.array([[0.0], [0.2], [0.1], [6.0], [6.2], [6.1]])
-    model = ExactCorrelationClustering(beta=5.0).fit(X)
-    assert model.score(np.array([[0.1]])) > model.score(np.array([[3.0]]))
-
-
-def test_precomputed_has_no_predict():
-    w = random_affinity(np.random.default_rng(0), 4)
-    model = ExactCorrelationClustering(affinity="precomputed").fit(w)
-    assert not hasattr(model, "predict")
-    assert not hasattr(model, "score")
+def test_precomputed_predicts_from_affinities_to_the_fitted_items():
+    w = random_affinity(np.random.default_rng(0), 6)
+    model = ExactCorrelationClustering(affinity="precomputed").fit(w[:4, :4])
+    gains = model.model_.assignment_gains(w[4:, :4], model.labels_)
+    np.testing.assert_array_equal(model.predict(w[4:, :4]), np.argmax(gains[:, :-1], axis=1))
+    assert np.isfinite(model.score(w[4:, :4]))
+    with pytest.raises(ValueError, match="features"):
+        model.predict(w[4:, :5])
 
 
 def test_fit_predict_equals_labels():

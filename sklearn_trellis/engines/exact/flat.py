@@ -197,6 +197,14 @@ class ExactFlatTrellis:
                  - self.log_partition_function)
         return float(np.exp(value))
 
+    def log_cluster_marginals(self):
+        """``log P(B is a cluster)`` for every bitmask ``B`` (entry 0 is ``-inf``)."""
+        masks = np.arange(1 << self.n_items)
+        out = (self.log_potentials + self.log_z[self.full ^ masks]
+               - self.log_partition_function)
+        out[0] = -np.inf
+        return out
+
     def together_marginal(self, indices):
         """Probability that all these items share a cluster."""
         return float(min(1.0, self._together[self._mask(indices)]))

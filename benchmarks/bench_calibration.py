@@ -1,0 +1,249 @@
+"""Calibration of the library's probabilities and recovery of its hyperparameters (issue 28).
+
+Prints two tables:
+
+- **Recovery**: data drawn from a model at a known hyperparameter; the value
+  ``GridSearchCV`` selects with the estimator's default scoring (its
+  ``score``), the value the fit learns (``'auto'``, where built), and their
+  relative errors (goal: within 15 %).
+- **Calibration**: the expected calibration error (ECE, 10 equal-width bins)
+  of pairwise co-membership probabilities against the true co-membership of
+  the labels, at the default settings and with the learned hyperparameters,
+  next to scikit-learn's ``BayesianGaussianMixture.predict_proba`` turned
+  into co-membership probabilities (``sum_k p_ik p_jk``) on the same data.
+
+The correlation-clustering rows (``ExactCorrelationClustering``) are built
+here. Other estimators' rows come from optional modules next to this file,
+imported when present:
+
+- ``benchmarks/_calibration_trees.py`` (TrellisHierarchical energies),
+- ``benchmarks/_calibration_models.py`` (Ginkgo, FastTIWD, DPMixture, ...).
+
+Each may define either or both of these functions (``quick`` asks for a
+small, fast version, as ``--quick`` does here)::
+
+    recovery_rows(quick: bool) -> list of dict with keys
+        model (str), parameter (str), data (str), true (float),
+        grid (float or None: selected by GridSearchCV default scoring),
+        auto (float or None: learned by the fit), note (str)
+    calibration_rows(quick: bool) -> list of dict with keys
+        model (str), data (str), setting (str), engine (str),
+        ece (float), note (str)
+
+Missing keys print as blank; relative errors are computed here.
+
+Run: ``python benchmarks/bench_calibration.py [--quick]``. The load average
+is printed with the timings (a shared machine's figures vary with it).
+"""
+
+import argparse
+import importlib
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from sklearn.datasets import load_digits, load_iris, load_wine
+from sklearn.mixture import BayesianGaussianMixture
+from sklearn.model_selection import GridSearchCV, KFold
+from sklearn.preprocessing import StandardScaler
+
+from sklearn_trellis import ExactCorrelationClustering
+from sklearn_trellis.metrics import expected_calibration_error, pairwise_from_proba
+
+#: True ``beta`` values of the recovery rows (pairs N(+-beta, 1): beta = (mu_s - mu_d) / 2s2).
+TRUE_BETAS = (0.5, 1.0, 2.0)
+
+#: The grid GridSearchCV searches (the same for every true value; steps of 10 %).
+BETA_GRID = np.geomspace(0.1, 2.5, 35)
+
+#: Concentration of the CRP drawing the planted partitions (and of the fitted prior).
+ALPHA = 1.5
+
+SECTIONS = ("_calibration_trees", "_calibration_models")
+
+
+def draw_gaussian_pairs(rng, n, mu, variance=1.0, alpha=ALPHA):
+    """The Gaussian pair model: a CRP(alpha) partition, then N(+-mu, variance) pairs."""
+    labels = [0]
+    for _ in range(1, n):
+        weights = np.r_[np.bincount(labels), alpha]
+        labels.append(rng.choice(weights.size, p=weights / weights.sum()))
+    labels = np.asarray(labels)
+    same = labels[:, None] == labels[None, :]
+    w = np.triu(np.where(same, mu, -mu) + np.sqrt(variance) * rng.standard_normal((n, n)), 1)
+    return w + w.T, labels
+
+
+def known_partition_beta(w, labels):
+    """The maximum-likelihood beta when the partition is known: the best any estimate can do."""
+    rows, cols = np.triu_indices(labels.size, 1)
+    same = labels[rows] == labels[cols]
+    values = w[rows, cols]
+    if same.all() or not same.any():
+        return float("nan")
+    mu_same, mu_diff = values[same].mean(), values[~same].mean()
+    variance = np.mean((values - np.where(same, mu_same, mu_diff)) ** 2)
+    return float((mu_same - mu_diff) / (2 * variance))
+
+
+def ecc_recovery_rows(quick):
+    """beta of ExactCorrelationClustering under the Gaussian pair model (median of draws)."""
+    n_items, n_draws = (12, 2) if quick else (14, 5)
+    rows = []
+    for true in TRUE_BETAS[1:2] if quick else TRUE_BETAS:
+        grid, auto, oracle = [], [], []
+        for draw in range(n_draws):
+            w, labels = draw_gaussian_pairs(np.random.default_rng(1000 * draw + 7), n_items,
+                                            true)
+            oracle.append(known_partition_beta(w, labels))
+            base = ExactCorrelationClustering(affinity="precomputed", center=False, alpha=ALPHA)
+            search = GridSearchCV(base, {"beta": BETA_GRID[::3] if quick else BETA_GRID},
+                                  cv=KFold(4, shuffle=True, random_state=draw)).fit(w)
+            grid.append(search.best_params_["beta"])
+            auto.append(base.set_params(beta="auto").fit(w).beta_)
+        print(f"  recovery beta={true}: grid {np.round(grid, 3)}, auto {np.round(auto, 3)}",
+              flush=True)
+        rows.append(dict(model="ExactCorrelationClustering", parameter="beta",
+                         data=f"Gaussian pairs, N={n_items}, CRP({ALPHA})", true=true,
+                         grid=float(np.median(grid)), auto=float(np.median(auto)),
+                         note=f"median of {n_draws} draws, exact trellis; with the true "
+                              f"partition known: {np.median(oracle):.3g}"))
+    return rows
+
+
+def planted_blobs(seed=0, n_per=6, centres=((0, 0), (3, 0), (0, 3))):
+    rng = np.random.default_rng(seed)
+    X = np.concatenate([rng.normal(c, 0.7, (n_per, 2)) for c in centres])
+    return X, np.repeat(np.arange(len(centres)), n_per)
+
+
+def datasets(quick):
+    """``(name, X, y)``: planted data, then iris, wine and a 300-point digits subset."""
+    w, labels = draw_gaussian_pairs(np.random.default_rng(3), 16, 0.5)
+    yield "Gaussian pairs N=16 (planted)", w, labels
+    yield "3 blobs N=18 (planted)", *planted_blobs()
+    iris = load_iris()
+    wine = load_wine()
+    digits = load_digits()
+    subset = np.random.default_rng(0).choice(digits.target.size, 300, replace=False)
+    if quick:
+        rng = np.random.default_rng(1)
+        pick = rng.choice(150, 20, replace=False)
+        yield "iris (20-point subset)", iris.data[pick], iris.target[pick]
+        return
+    yield "iris", iris.data, iris.target
+    yield "wine (standardised)", StandardScaler().fit_transform(wine.data), wine.target
+    yield ("digits (300, standardised)",
+           StandardScaler().fit_transform(digits.data[subset]), digits.target[subset])
+
+
+def engine_of(est):
+    n = est.affinity_matrix_.shape[0]
+    return "exact" if est.approximation_ is None else f"sparse (N={n})"
+
+
+def ecc_calibration_rows(quick):
+    rows = []
+    for name, X, y in datasets(quick):
+        precomputed = name.startswith("Gaussian pairs")
+        affinity = "precomputed" if precomputed else "exp_euclidean"
+        settings = [("default (beta=1)", dict()),
+                    ("beta='auto'", dict(beta="auto")),
+                    ("beta='auto', center='auto'", dict(beta="auto", center="auto"))]
+        for setting, params in settings:
+            start = time.perf_counter()
+            est = ExactCorrelationClustering(affinity=affinity, **params).fit(X)
+            seconds = time.perf_counter() - start
+            print(f"  {name}, {setting}: {seconds:.1f} s", flush=True)
+            rows.append(dict(model="ExactCorrelationClustering", data=name, setting=setting,
+                             engine=engine_of(est),
+                             ece=expected_calibration_error(y, est.pairwise_marginals_),
+                             note=f"beta_={est.beta_:.3g}, offset={est.affinity_offset_:.3g}, "
+                                  f"{seconds:.1f} s"))
+        if precomputed:
+            continue
+        for n_components in (10,):
+            gmm = BayesianGaussianMixture(n_components=n_components, random_state=0,
+                                          max_iter=500).fit(X)
+            rows.append(dict(model="BayesianGaussianMixture", data=name,
+                             setting=f"n_components={n_components}", engine="variational",
+                             ece=expected_calibration_error(
+                                 y, pairwise_from_proba(gmm.predict_proba(X))),
+                             note="predict_proba on the fitted points"))
+    return rows
+
+
+def optional_sections():
+    """The other helpers' modules that are present (see the module docstring)."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    found = []
+    for name in SECTIONS:
+        try:
+            found.append(importlib.import_module(name))
+        except ModuleNotFoundError as error:
+            if error.name != name:
+                raise
+    return found
+
+
+def fmt(value, spec=".3g"):
+    return "" if value is None else format(value, spec)
+
+
+def relative_error(selected, true):
+    return None if selected is None or not true else abs(selected - true) / abs(true)
+
+
+def print_recovery(rows):
+    print("\nRecovery (goal: relative error <= 15 %)")
+    header = (f"{'model':<28} {'parameter':<10} {'data':<34} {'true':>7} {'grid':>7} "
+              f"{'err':>6} {'auto':>7} {'err':>6}  note")
+    print(header)
+    print("-" * len(header))
+    for row in rows:
+        true = row.get("true")
+        grid_error = relative_error(row.get("grid"), true)
+        auto_error = relative_error(row.get("auto"), true)
+        print(f"{row.get('model', ''):<28} {row.get('parameter', ''):<10} "
+              f"{row.get('data', ''):<34} {fmt(true):>7} {fmt(row.get('grid')):>7} "
+              f"{fmt(grid_error, '.0%'):>6} {fmt(row.get('auto')):>7} "
+              f"{fmt(auto_error, '.0%'):>6}  {row.get('note', '')}")
+
+
+def print_calibration(rows):
+    print("\nCalibration: ECE (10 bins) of pairwise co-membership against the labels "
+          "(goal <= 0.05 where the model is right)")
+    header = (f"{'model':<28} {'data':<30} {'setting':<28} {'engine':<16} {'ECE':>6}  note")
+    print(header)
+    print("-" * len(header))
+    for row in rows:
+        print(f"{row.get('model', ''):<28} {row.get('data', ''):<30} "
+              f"{row.get('setting', ''):<28} {row.get('engine', ''):<16} "
+              f"{fmt(row.get('ece'), '.3f'):>6}  {row.get('note', '')}")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small, fast version")
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    print(f"load average at start: {os.getloadavg()[0]:.1f}", flush=True)
+    sections = optional_sections()
+    print("optional sections: " + (", ".join(m.__name__ for m in sections) or "none"))
+    recovery = ecc_recovery_rows(args.quick)
+    calibration = ecc_calibration_rows(args.quick)
+    for module in sections:
+        if hasattr(module, "recovery_rows"):
+            recovery += module.recovery_rows(args.quick)
+        if hasattr(module, "calibration_rows"):
+            calibration += module.calibration_rows(args.quick)
+    print_recovery(recovery)
+    print_calibration(calibration)
+    print(f"\n{time.perf_counter() - start:.0f} s in all; load average at end: "
+          f"{os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()

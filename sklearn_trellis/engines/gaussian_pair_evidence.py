@@ -1,0 +1,204 @@
+"""Evidence, empirical Bayes and predictive densities of the Gaussian pair model on a flat trellis.
+
+The model and its derivation are in :mod:`~sklearn_trellis.models.gaussian_pairs`;
+here the trellis engines supply what it needs: ``log Z`` and the pairwise
+marginals (evidence and gradient), and the cluster marginals (a new item's
+predictive density). On the exact trellis every quantity is exact; on a
+sparse trellis it is the same quantity *on the family*: the sum over the
+partitions made of the family's clusters only (so the evidence is a lower
+bound of the exact one).
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import minimize
+
+from .._core.budget import check_memory
+from .._core.subsets import subset_sums
+from ..models.correlation import CorrelationClusteringModel
+from ..models.gaussian_pairs import (evidence_gradient, log_prior_normaliser,
+                                     new_item_log_predictive, noise_variance, pair_moments,
+                                     pair_term)
+from .exact.flat import ExactFlatTrellis
+from .planner import _sparse_flat_trellis
+from .sparse.sparse_flat import SparseFlatTrellis
+
+#: ``log b`` is searched within this distance of ``log(1 / sd)``, ``sd`` the root mean
+#: square of the shifted affinities (``b = 2 beta``; the scale of ``b`` is ``1 / sd``).
+LOG_B_RANGE = 15.0
+
+#: Starting values of ``log(b sd)`` of the gradient searches (the best end point wins).
+LOG_B_STARTS = (-1.0, 1.5, 4.0)
+
+#: Bytes of new-item sums per chunk of the exact predictive (rows x 2**N floats).
+PREDICTIVE_CHUNK_BYTES = 64 * 2 ** 20
+
+
+def shifted_affinities(similarity, offset):
+    """``w' = s - c`` with a zero diagonal (a new array)."""
+    shifted = np.asarray(similarity, dtype=np.float64) - float(offset)
+    np.fill_diagonal(shifted, 0.0)
+    return shifted
+
+
+def fit_flat_trellis(model, family=None, *, max_items):
+    """The exact flat trellis of a fitted flat model, or the sparse one over ``family``."""
+    if family is None:
+        return ExactFlatTrellis(model.log_potential_table(), max_items=max_items).fit()
+    return SparseFlatTrellis.from_model(model, family).fit()
+
+
+def log_evidence(trellis, model, shifted, variance):
+    """``log p(W)`` of the Gaussian pair model from a fitted trellis (module docstring)."""
+    n_pairs, _, sum_sq = pair_moments(shifted)
+    log_z = trellis.log_partition_function + model.log_potential_constant()
+    prior = log_prior_normaliser(model.n_items_, model.alpha)
+    if n_pairs == 0:
+        return float(log_z + prior)
+    return pair_term(2.0 * float(model.beta), variance, n_pairs, sum_sq) + log_z + prior
+
+
+@dataclass
+class EvidenceFit:
+    """What :func:`maximise_evidence` found: ``beta`` (= b / 2), the offset ``c``,
+    the noise variance, the log evidence there and the number of trellis fits."""
+
+    beta: float
+    offset: float
+    noise_variance: float
+    log_evidence: float
+    n_evaluations: int
+
+
+def maximise_evidence(similarity, *, beta, offset, learn_beta, learn_offset, alpha=None,
+                      family=None, max_items=22):
+    """Empirical Bayes: the ``beta`` and/or offset maximising the exact evidence.
+
+    The noise variance is profiled out in closed form; the remaining one or
+    two parameters (``log b`` and ``c``) are found by L-BFGS-B with the exact
+    gradient, which needs the pairwise marginals of one trellis fit per step.
+    When ``beta`` is learned, the search starts from a few values of ``b``
+    (relative to ``1 / sd``, the inverse spread of the shifted affinities)
+    and the best end point wins (the evidence need not be concave in ``b``:
+    ``b -> 0``, no structure, is often a local maximum).
+
+    Parameters
+    ----------
+    similarity : ndarray of shape (N, N)
+        The unshifted affinities ``s`` (the diagonal is ignored).
+    beta, offset : float
+        The fixed values (``beta`` is not used when learned; a learned offset
+        starts there).
+    learn_beta, learn_offset : bool
+    alpha : float or None, default=None
+        Ewens concentration (``None``: uniform prior over partitions).
+    family : ClusterFamily, optional
+        Fit on this family (sparse trellis) instead of the exact trellis.
+    max_items : int, default=22
+        The exact trellis's limit.
+
+    Returns
+    -------
+    EvidenceFit
+    """
+    n_evaluations = 0
+
+    def unpack(theta):
+        log_b = theta[0] if learn_beta else np.log(max(2.0 * beta, 1e-300))
+        c = theta[-1] if learn_offset else offset
+        return float(np.exp(log_b)), float(c)
+
+    def objective(theta):
+        nonlocal n_evaluations
+        n_evaluations += 1
+        b, c = unpack(theta)
+        shifted = shifted_affinities(similarity, c)
+        model = CorrelationClusteringModel(beta=b / 2.0, alpha=alpha).fit(shifted)
+        trellis = fit_flat_trellis(model, family, max_items=max_items)
+        n_pairs, _, sum_sq = pair_moments(shifted)
+        variance = noise_variance(b, n_pairs, sum_sq)
+        value = log_evidence(trellis, model, shifted, variance)
+        d_b, d_c = evidence_gradient(b, variance, shifted, trellis.pairwise_marginals())
+        grad = ([b * d_b] if learn_beta else []) + ([d_c] if learn_offset else [])
+        return -value, -np.array(grad)
+
+    if not (learn_beta or learn_offset):
+        raise ValueError("Nothing to learn: set learn_beta or learn_offset.")
+    offset_start = [offset] if learn_offset else []
+    n_pairs, _, sum_sq = pair_moments(shifted_affinities(similarity, offset))
+    log_scale = -0.5 * np.log(max(sum_sq / max(n_pairs, 1), np.finfo(np.float64).tiny))
+    if learn_beta:   # the evidence can have a "no structure" mode at b -> 0: several starts
+        starts = [np.r_[log_scale + log_b, offset_start] for log_b in LOG_B_STARTS]
+    else:
+        starts = [np.asarray(offset_start, dtype=np.float64)]
+    bounds = (([(log_scale - LOG_B_RANGE, log_scale + LOG_B_RANGE)] if learn_beta else [])
+              + ([(None, None)] if learn_offset else []))
+    result = min((minimize(objective, theta, jac=True, method="L-BFGS-B", bounds=bounds)
+                  for theta in starts), key=lambda found: found.fun)
+    b, c = unpack(result.x)
+    n_pairs, _, sum_sq = pair_moments(shifted_affinities(similarity, c))
+    return EvidenceFit(beta=b / 2.0, offset=c, noise_variance=noise_variance(b, n_pairs, sum_sq),
+                       log_evidence=float(-result.fun), n_evaluations=n_evaluations)
+
+
+def _cluster_table(trellis):
+    """``(log cluster marginals, sizes, sums)`` of a fitted flat trellis; ``sums(rows)``
+    gives ``sum_{j in B} rows[:, j]`` for every cluster ``B``."""
+    if isinstance(trellis, ExactFlatTrellis):
+        n = trellis.n_items
+        sizes = subset_sums(np.ones((n, 1)))[0]
+        return (trellis.log_cluster_marginals(), sizes,
+                lambda rows: subset_sums(np.ascontiguousarray(rows.T)))
+    family = trellis.family
+    with np.errstate(divide="ignore"):
+        log_marginals = np.log(trellis.cluster_marginals())
+
+    def sums(rows):
+        cumulative = np.zeros((rows.shape[0], family.items.size + 1))
+        np.cumsum(rows[:, family.items], axis=1, out=cumulative[:, 1:])
+        return cumulative[:, family.stops] - cumulative[:, family.starts]
+    return log_marginals, family.sizes.astype(np.float64), sums
+
+
+def log_predictive(trellis, model, variance, new_shifted):
+    """``log p(w'_x | W)`` of each new item (rows of ``new_shifted``, shape (n_new, N)).
+
+    Exact on the exact trellis (``O(2**N)`` per new item); on a sparse
+    trellis, the predictive density of the model restricted to the family
+    (a new item joins one of its clusters or opens its own).
+    """
+    log_marginals, sizes, sums = _cluster_table(trellis)
+    n_new, n = new_shifted.shape
+    chunk = max(1, int(PREDICTIVE_CHUNK_BYTES // (8 * max(1, log_marginals.size))))
+    check_memory(8 * min(chunk, n_new) * log_marginals.size,
+                 "the new items' sums over the trellis clusters")
+    b = 2.0 * float(model.beta)
+    out = np.empty(n_new)
+    for start in range(0, n_new, chunk):
+        rows = new_shifted[start:start + chunk]
+        out[start:start + chunk] = new_item_log_predictive(
+            log_marginals, sums(rows), sizes, n, b, variance, rows.sum(axis=1),
+            (rows * rows).sum(axis=1), model.alpha)
+    return out
+
+
+
+
+def evidence_family(plan, similarity, *, beta, offset, alpha=None, features=None,
+                    seed_linkages=("single", "average", "complete")):
+    """The family empirical Bayes runs on: ``None`` (exact trellis) or the sparse one's.
+
+    The sparse trellis's seed search depends on the parameters, so the family
+    is chosen once, at the starting values, and kept fixed while they are
+    learned (the evidence is then a smooth function of them).
+    """
+    if plan.exact:
+        return None
+    shifted = shifted_affinities(similarity, offset)
+    model = CorrelationClusteringModel(beta=beta, alpha=alpha).fit(shifted)
+    return _sparse_flat_trellis(model, shifted, features, seed_linkages)[0].family
+
+
+__all__ = ["EvidenceFit", "evidence_family", "fit_flat_trellis", "log_evidence",
+           "log_predictive", "maximise_evidence", "shifted_affinities"]

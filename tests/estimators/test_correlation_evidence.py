@@ -1,0 +1,245 @@
+"""The Gaussian pair reading of ExactCorrelationClustering: evidence, score, empirical Bayes.
+
+Every quantity against enumeration of all partitions (tests/oracles.py), the
+gradient against finite differences, and recovery of beta on data drawn from
+the model.
+"""
+
+import numpy as np
+import pytest
+from scipy.special import logsumexp
+from sklearn.model_selection import GridSearchCV, KFold
+
+from oracles import (family_partitions, gaussian_pair_log_evidence, gaussian_pair_log_joint,
+                     gaussian_pair_log_predictive)
+from sklearn_trellis import ExactCorrelationClustering
+from sklearn_trellis.models.gaussian_pairs import (evidence_gradient, log_bell, noise_variance,
+                                                   pair_moments)
+
+PRIORS = [None, 0.7]
+
+
+def random_similarity(rng, n):
+    s = rng.standard_normal((n, n))
+    s = (s + s.T) / 2
+    np.fill_diagonal(s, 0.0)
+    return s
+
+
+def pair_means(est):
+    """``(mu_same, mu_diff)`` of a fitted estimator."""
+    half_gap = est.beta_ * est.noise_variance_
+    return est.affinity_offset_ + half_gap, est.affinity_offset_ - half_gap
+
+
+def draw_gaussian_pairs(rng, n, mu, variance, alpha):
+    """Affinities drawn from the model: a CRP(alpha) partition, then N(+-mu, variance) pairs."""
+    labels = [0]
+    for _ in range(1, n):
+        weights = np.r_[np.bincount(labels), alpha]
+        labels.append(rng.choice(weights.size, p=weights / weights.sum()))
+    labels = np.asarray(labels)
+    same = labels[:, None] == labels[None, :]
+    w = np.triu(np.where(same, mu, -mu) + np.sqrt(variance) * rng.standard_normal((n, n)), 1)
+    return w + w.T, labels
+
+
+@pytest.mark.parametrize("alpha", PRIORS)
+@pytest.mark.parametrize("n, seed", [(1, 0), (2, 1), (4, 2), (6, 3), (7, 4)])
+def test_evidence_matches_enumeration(n, seed, alpha):
+    rng = np.random.default_rng(seed)
+    s = random_similarity(rng, n)
+    est = ExactCorrelationClustering(beta=rng.uniform(0.1, 2.0), affinity="precomputed",
+                                     center="auto" if n > 1 else True, alpha=alpha)
+    est.set_params(beta="auto" if seed % 2 else est.beta).fit(s)
+    if n == 1:
+        assert est.log_evidence_ == pytest.approx(0.0, abs=1e-12)   # no pair, no data
+        return
+    mu_same, mu_diff = pair_means(est)
+    assert est.log_evidence_ == pytest.approx(
+        gaussian_pair_log_evidence(s, mu_same, mu_diff, est.noise_variance_, alpha), abs=1e-9)
+
+
+@pytest.mark.parametrize("alpha", PRIORS)
+def test_feature_affinities_evidence_matches_enumeration(alpha):
+    X = np.random.default_rng(5).standard_normal((6, 2))
+    est = ExactCorrelationClustering(beta=3.0, alpha=alpha).fit(X)
+    s = est.affinity_matrix_ + est.affinity_offset_
+    np.fill_diagonal(s, 0.0)
+    mu_same, mu_diff = pair_means(est)
+    assert est.log_evidence_ == pytest.approx(
+        gaussian_pair_log_evidence(s, mu_same, mu_diff, est.noise_variance_, alpha), abs=1e-9)
+
+
+@pytest.mark.parametrize("alpha", PRIORS)
+def test_noise_variance_maximises_the_evidence(alpha):
+    s = random_similarity(np.random.default_rng(6), 5)
+    est = ExactCorrelationClustering(beta=0.9, affinity="precomputed", alpha=alpha).fit(s)
+    b, c = 2 * est.beta_, est.affinity_offset_
+
+    def evidence(variance):   # (b, c) fixed: the means move with the variance
+        return gaussian_pair_log_evidence(s, c + b * variance / 2, c - b * variance / 2,
+                                          variance, alpha)
+    best = evidence(est.noise_variance_)
+    for factor in (0.9, 0.99, 1.01, 1.1):
+        assert evidence(factor * est.noise_variance_) < best
+
+
+def test_noise_variance_small_b_limit():
+    assert noise_variance(1e-12, 10, 20.0) == pytest.approx(2.0)
+    assert noise_variance(0.0, 10, 20.0) == pytest.approx(2.0)
+    with pytest.raises(ValueError, match="two items"):
+        noise_variance(1.0, 0, 0.0)
+
+
+def test_log_bell():
+    assert [round(float(np.exp(log_bell(n)))) for n in range(9)] == \
+        [1, 1, 2, 5, 15, 52, 203, 877, 4140]
+
+
+@pytest.mark.parametrize("alpha", PRIORS)
+@pytest.mark.parametrize("n, seed", [(1, 10), (3, 11), (5, 12), (6, 13)])
+def test_score_samples_match_enumeration(n, seed, alpha):
+    rng = np.random.default_rng(seed)
+    s = random_similarity(rng, n + 3)
+    if n == 1:
+        est = ExactCorrelationClustering(affinity="precomputed").fit(s[:1, :1])
+        with pytest.raises(ValueError, match="at least two items"):
+            est.score(s[1:, :1])
+        return
+    est = ExactCorrelationClustering(beta=rng.uniform(0.2, 2.0), affinity="precomputed",
+                                     center="auto", alpha=alpha).fit(s[:n, :n])
+    mu_same, mu_diff = pair_means(est)
+    got = est.score_samples(s[n:, :n])
+    for k in range(3):
+        rows = list(range(n)) + [n + k]
+        assert got[k] == pytest.approx(gaussian_pair_log_predictive(
+            s[np.ix_(rows, rows)], mu_same, mu_diff, est.noise_variance_, alpha), abs=1e-9)
+    assert est.score(s[n:, :n]) == pytest.approx(got.mean())
+
+
+def test_score_with_feature_rows_matches_precomputed():
+    rng = np.random.default_rng(14)
+    X = rng.standard_normal((9, 2))
+    est = ExactCorrelationClustering(beta=2.0, alpha=1.0).fit(X[:6])
+    s = np.exp(-np.linalg.norm(X[:, None] - X[None, :], axis=2))
+    np.fill_diagonal(s, 0.0)
+    pre = ExactCorrelationClustering(beta=2.0, alpha=1.0, affinity="precomputed",
+                                     center="auto").fit(s[:6, :6])
+    mu_same, mu_diff = pair_means(est)
+    rows = list(range(6)) + [7]
+    assert est.score_samples(X[7:8])[0] == pytest.approx(gaussian_pair_log_predictive(
+        s[np.ix_(rows, rows)], mu_same, mu_diff, est.noise_variance_, 1.0), abs=1e-9)
+    assert np.isfinite(pre.score(s[6:, :6]))
+    np.testing.assert_array_equal(pre.predict(s[6:, :6]), est.predict(X[6:]))
+
+
+@pytest.mark.parametrize("alpha", PRIORS)
+def test_sparse_evidence_and_score_are_the_familys(alpha):
+    rng = np.random.default_rng(15)
+    s = random_similarity(rng, 8)
+    est = ExactCorrelationClustering(beta=1.2, affinity="precomputed", method="sparse",
+                                     alpha=alpha).fit(s[:7, :7])
+    family = est._trellis.family
+    clusters = [frozenset(family.members(v).tolist()) for v in range(family.n_vertices)]
+    parts, _ = family_partitions(7, clusters, lambda cluster: 0.0)
+    mu_same, mu_diff = pair_means(est)
+    var = est.noise_variance_
+    # the full space's prior, summed over the family's partitions only
+    exact_prior = gaussian_pair_log_joint(parts, s[:7, :7], mu_same, mu_diff, var, alpha)
+    if alpha is None:
+        exact_prior += np.log(len(parts)) - log_bell(7)
+    assert est.log_evidence_ == pytest.approx(logsumexp(exact_prior), abs=1e-9)
+    exact = ExactCorrelationClustering(beta=1.2, affinity="precomputed",
+                                       alpha=alpha).fit(s[:7, :7])
+    assert est.log_evidence_ <= exact.log_evidence_ + 1e-12
+    assert np.isfinite(est.score(s[7:, :7]))
+
+
+@pytest.mark.parametrize("alpha", PRIORS)
+def test_evidence_gradient_matches_finite_differences(alpha):
+    s = random_similarity(np.random.default_rng(16), 6)
+
+    def evidence(b, c):
+        est = ExactCorrelationClustering(beta=b / 2, affinity="precomputed", center=False,
+                                         alpha=alpha).fit(s - c)
+        return est.log_evidence_, est
+
+    for b, c in [(0.7, 0.1), (2.5, -0.3)]:
+        _, est = evidence(b, c)
+        grad = evidence_gradient(b, est.noise_variance_, est.affinity_matrix_,
+                                 est.pairwise_marginals_)
+        h = 1e-5
+        d_b = (evidence(b + h, c)[0] - evidence(b - h, c)[0]) / (2 * h)
+        d_c = (evidence(b, c + h)[0] - evidence(b, c - h)[0]) / (2 * h)
+        np.testing.assert_allclose(grad, [d_b, d_c], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("center", ["auto", False])
+def test_auto_maximises_the_evidence(center):
+    s, _ = draw_gaussian_pairs(np.random.default_rng(17), 7, 1.0, 1.0, 1.0)
+    auto = ExactCorrelationClustering(beta="auto", affinity="precomputed", center=center,
+                                      alpha=1.0).fit(s)
+    assert auto.beta_ >= 0 and auto.beta != auto.beta_
+    for factor in (0.8, 1.25):
+        other = ExactCorrelationClustering(beta=factor * auto.beta_, affinity="precomputed",
+                                           center=False, alpha=1.0)
+        assert other.fit(s - auto.affinity_offset_).log_evidence_ < auto.log_evidence_
+    if center == "auto":
+        for shift in (-0.05, 0.05):
+            other = ExactCorrelationClustering(beta=auto.beta_, affinity="precomputed",
+                                               center=False, alpha=1.0)
+            assert other.fit(s - auto.affinity_offset_ - shift).log_evidence_ < \
+                auto.log_evidence_
+    else:
+        assert auto.affinity_offset_ == 0.0
+
+
+def test_given_beta_is_kept_and_center_offset_is_the_mean():
+    X = np.random.default_rng(18).standard_normal((6, 2))
+    est = ExactCorrelationClustering(beta=0.4).fit(X)
+    assert est.beta_ == 0.4
+    s = est.affinity_matrix_ + est.affinity_offset_
+    np.fill_diagonal(s, 0.0)
+    assert est.affinity_offset_ == pytest.approx(s.sum() / 30)
+    assert ExactCorrelationClustering(beta=0.4, center=False).fit(X).affinity_offset_ == 0.0
+
+
+def test_auto_recovers_beta_on_model_data():
+    """Median over draws of 12 items, CRP(1.5) partitions, pairs N(+-0.5, 1): beta = 0.5."""
+    selected = []
+    for seed in range(3):
+        w, _ = draw_gaussian_pairs(np.random.default_rng(seed), 12, 0.5, 1.0, 1.5)
+        est = ExactCorrelationClustering(beta="auto", affinity="precomputed", center=False,
+                                         alpha=1.5).fit(w)
+        selected.append(est.beta_)
+    assert 0.3 < np.median(selected) < 0.8
+
+
+def test_grid_search_default_scoring_recovers_beta():
+    w, _ = draw_gaussian_pairs(np.random.default_rng(3), 14, 0.5, 1.0, 1.5)
+    grid = GridSearchCV(ExactCorrelationClustering(affinity="precomputed", center=False,
+                                                   alpha=1.5),
+                        {"beta": [0.05, 0.5, 5.0]}, cv=KFold(3, shuffle=True, random_state=0))
+    assert grid.fit(w).best_params_["beta"] == 0.5
+
+
+def test_score_is_not_maximised_by_large_beta():
+    X = np.r_[np.random.default_rng(19).normal(0, 0.3, (5, 2)),
+              np.random.default_rng(20).normal(3, 0.3, (5, 2))]
+    scores = [ExactCorrelationClustering(beta=beta).fit(X[::2]).score(X[1::2])
+              for beta in (0.1, 3.0, 1000.0)]
+    assert scores[2] < scores[1]
+
+
+@pytest.mark.slow
+def test_grid_search_default_scoring_recovers_beta_within_15_percent():
+    selected = []
+    grid_values = np.geomspace(0.2, 1.25, 9)
+    for seed in range(5):
+        w, _ = draw_gaussian_pairs(np.random.default_rng(100 + seed), 16, 0.5, 1.0, 1.5)
+        grid = GridSearchCV(ExactCorrelationClustering(affinity="precomputed", center=False,
+                                                       alpha=1.5),
+                            {"beta": grid_values}, cv=KFold(4, shuffle=True, random_state=0))
+        selected.append(grid.fit(w).best_params_["beta"])
+    assert abs(np.median(selected) / 0.5 - 1) < 0.3
