@@ -121,10 +121,12 @@ def calibration_rows(seed=0):
 
 def _print(rows):
     keys = list(rows[0])
-    print("  ".join(f"{key:>14}" for key in keys))
-    for row in rows:
-        print("  ".join(f"{value:>14.4g}" if isinstance(value, float) else f"{str(value):>14}"
-                        for value in row.values()))
+    cells = [[f"{row[key]:.4g}" if isinstance(row[key], float) else str(row[key])
+              for key in keys] for row in rows]
+    widths = [max(len(key), *(len(line[i]) for line in cells)) for i, key in enumerate(keys)]
+    print("  ".join(key.rjust(width) for key, width in zip(keys, widths)))
+    for line in cells:
+        print("  ".join(cell.rjust(width) for cell, width in zip(line, widths)))
 
 
 if __name__ == "__main__":
