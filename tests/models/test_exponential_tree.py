@@ -86,25 +86,26 @@ def test_evidence_is_brute_force_marginal_likelihood_of_distances(scale, seed):
             pair_log_likelihood(tree, s, beta), rel=1e-12)
 
 
-def test_evidence_integrates_to_one_over_similarities():
-    # p(s | beta) is a density: a Monte Carlo mean of 1 / q(s) over draws
-    # from the model is not needed; instead, the model's samples have the
-    # moments of the model: E[s_ij] = 1 / (beta |lca|) given the tree.
+def test_sample_exponential_tree_draws_the_model():
     s, tree = sample_exponential_tree(7, beta=3.0, random_state=0)
-    rate = 3.0 * lca_sizes(tree, 7)
     upper = np.triu_indices(7, 1)
     assert (s[upper] > 0).all() and np.allclose(s, s.T) and not np.diag(s).any()
-    draws = np.array([sample_exponential_tree(4, 2.0, random_state=k)[0][0, 1]
-                      * 2.0 * lca_sizes(sample_exponential_tree(4, 2.0, random_state=k)[1],
-                                        4)[0, 1] for k in range(3000)])
-    assert draws.mean() == pytest.approx(1.0, abs=0.06)   # Exp(1) after rescaling
-    assert rate[upper].min() >= 6.0
+    # the three trees of 3 items are equally likely; s_ij * beta |lca| is Exp(1)
+    counts = {}
+    scaled = []
+    for k in range(600):
+        s, tree = sample_exponential_tree(3, 2.0, random_state=k)
+        counts[tree] = counts.get(tree, 0) + 1
+        scaled.append(s[0, 1] * 2.0 * lca_sizes(tree, 3)[0, 1])
+    assert set(counts) == {((0, 1), 2), ((0, 2), 1), (0, (1, 2))}
+    assert all(abs(c - 200) < 45 for c in counts.values())     # 3.5 standard deviations
+    assert np.mean(scaled) == pytest.approx(1.0, abs=0.15)      # 3.5 standard deviations
 
 
 @pytest.mark.parametrize("beta", [0.3, 2.0])
 def test_gradient_is_expected_split_statistic(beta):
     rng = np.random.default_rng(3)
-    d = pairwise_distances(rng.normal(size=(7, 3)))
+    d = pairwise_distances(rng.normal(size=(6, 3)))
     energy = ExponentialTreeEnergy().fit(d)
     trellis = ExactHierarchicalTrellis(*energy.kernel_inputs(beta)).fit()
     gradient = trellis.expected_split_value(energy.gradient_params(beta))
@@ -116,12 +117,12 @@ def test_gradient_is_expected_split_statistic(beta):
     assert gradient == pytest.approx((log_z(beta + h) - log_z(beta - h)) / (2 * h),
                                      rel=1e-6)
     # and against the enumeration: E[sum_pairs (1 / beta - |lca| s)]
-    trees = binary_trees(range(7))
+    trees = binary_trees(range(6))
     s = energy.similarity_
     log_w = np.array([pair_log_likelihood(t, s, beta) for t in trees])
     w = np.exp(log_w - logsumexp(log_w))
-    upper = np.triu_indices(7, 1)
-    stat = [np.sum(1 / beta - lca_sizes(t, 7)[upper] * s[upper]) for t in trees]
+    upper = np.triu_indices(6, 1)
+    stat = [np.sum(1 / beta - lca_sizes(t, 6)[upper] * s[upper]) for t in trees]
     assert gradient == pytest.approx(float(w @ stat), rel=1e-9)
 
 
