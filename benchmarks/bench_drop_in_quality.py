@@ -98,7 +98,9 @@ def main():
     print()
     for scaled in ("raw", "std"):
         print(f"mean ARI over {', '.join(REFERENCE)} ({scaled}): " + ", ".join(
-            f"{name} {np.mean(means[scaled, name]):.3f}" for name in methods))
+            f"{name} {np.mean(means[scaled, name]):.4f}" for name in methods))
+    print("mean ARI over both: " + ", ".join(
+        f"{name} {np.mean(means['raw', name] + means['std', name]):.4f}" for name in methods))
     print(f"load average at end: {os.getloadavg()[0]:.2f}")
     print("'min' is the size of the smallest cluster; 'time' in seconds (Ward's is "
           "the anchor).")
