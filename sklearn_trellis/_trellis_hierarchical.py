@@ -8,6 +8,8 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin, _fit_context, clone
 from sklearn.cluster import AgglomerativeClustering
 from scipy import sparse
+from scipy.special import logsumexp
+from sklearn.metrics import pairwise_distances
 from sklearn.metrics.pairwise import paired_distances
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
@@ -28,13 +30,20 @@ from .engines.map.search import beam_search_tree, greedy_tree
 from .engines.planner import plan_hierarchical
 from .engines.sparse.family_search import MAX_BEAM_SEED_ITEMS
 from .engines.sparse.seeds import LINKAGES, OTHER_SEEDS, check_linkages
-from .models import ENERGIES, CallableEnergy, DasguptaEnergy, GinkgoEnergy, SplitModel
+from .models import (ENERGIES, CallableEnergy, DasguptaEnergy, ExponentialTreeEnergy,
+                     GinkgoEnergy, SplitModel)
+
+
+#: Energies that are likelihoods of the data given a tree: ``score`` exists.
+_LIKELIHOOD_ENERGIES = {"ginkgo": GinkgoEnergy, "exponential_tree": ExponentialTreeEnergy}
 
 
 def _scores_likelihood(estimator):
     """Whether ``energy`` is a likelihood of the data given a tree (``score`` exists)."""
     energy = estimator.energy
-    return energy == "ginkgo" if isinstance(energy, str) else isinstance(energy, GinkgoEnergy)
+    if isinstance(energy, str):
+        return energy in _LIKELIHOOD_ENERGIES
+    return isinstance(energy, tuple(_LIKELIHOOD_ENERGIES.values()))
 
 
 class TrellisHierarchical(NestedModelParamsMixin, HierarchyMixin, ClusterMixin, BaseEstimator):
@@ -114,13 +123,22 @@ default='all'
         the four (Ward only with the euclidean metric on features);
         ``'diana'`` adds the divisive tree of the same distances (Kaufman &
         Rousseeuw's DIANA; not with ``connectivity``).
-    energy : {'dasgupta', 'hcc', 'ginkgo'}, SplitModel or callable, default='dasgupta'
+    energy : {'dasgupta', 'exponential_tree', 'hcc', 'ginkgo'}, SplitModel or callable, \
+default='dasgupta'
         The split log-potential ``psi``:
 
         - ``'dasgupta'``: Dasgupta's cost, ``psi = -(|L| + |R|) sum_{x in L,
-          y in R} w_xy`` on similarities ``w = exp(-d / scale)`` of the
-          distances ``d`` (``scale``: median distance); see
-          :class:`~sklearn_trellis.models.DasguptaEnergy`.
+          y in R} w_xy`` on similarities ``w = exp(-d_xy / sqrt(sigma_x
+          sigma_y))`` of the distances ``d``, ``sigma_x`` the distance of
+          ``x`` to its 20th nearest neighbour (local scales: with one scale
+          for all pairs the MAP tree peels outliers off its top one by one;
+          see :class:`~sklearn_trellis.models.DasguptaEnergy`).
+        - ``'exponential_tree'``: its generative reading, the exact
+          log-likelihood of the similarities given the tree when each is
+          exponential with rate ``beta`` times the size of the pair's common
+          ancestor (``beta`` is then a rate: ``beta='auto'``, ``score`` and
+          ``log_marginal_likelihood_``); see
+          :class:`~sklearn_trellis.models.ExponentialTreeEnergy`.
         - ``'hcc'``: hierarchical correlation clustering on the signed
           affinities ``w = exp(-d / scale) - mean``; see
           :class:`~sklearn_trellis.models.HCCEnergy`.
@@ -131,12 +149,17 @@ default='all'
           none, and ``set_params(energy__x=...)`` on it is a ``ValueError``).
         - a callable ``energy(X, left, right) -> float`` (slow path: one call
           per split; ``'auto'`` is exact up to N = 12, sparse beyond).
-    beta : float, default=1.0
+    beta : float or 'auto', default=1.0
         Inverse temperature multiplying every split log-potential (``>= 0``).
         It sharpens or flattens the distribution over trees (``log Z``,
         marginals, ``node_marginals_``, samples) but does not change the MAP
         tree, so ``labels_``, ``children_`` and ``distances_`` are the same for
-        every ``beta > 0``.
+        every ``beta > 0``. With ``energy='exponential_tree'`` it is the rate
+        of the likelihood (``> 0``; the MAP tree depends on it) and
+        ``'auto'`` chooses it by empirical Bayes: the ``beta`` that maximises
+        the exact evidence (within the family when the trellis is sparse),
+        by EM on its gradient, an expectation of split statistics under the
+        tree posterior. Other energies refuse ``'auto'``.
     method : {'auto', 'exact', 'sparse', 'perturb_and_map'}, default='auto'
         Inference engine.
 
@@ -231,6 +254,13 @@ default='all'
         approximate and how.
     model_ : SplitModel
         The fitted split model.
+    beta_ : float
+        The ``beta`` used: ``beta``, or the one chosen by ``beta='auto'``.
+    log_marginal_likelihood_ : float
+        Only with ``energy='exponential_tree'``: ``log p(data | beta_)``, the
+        evidence of the distances (``log Z - log (2N - 3)!!`` plus the
+        Jacobian of the similarities), exact or a lower bound within the
+        family of a sparse trellis.
 
     Notes
     -----
@@ -271,7 +301,7 @@ default='all'
     >>> model.n_trees_
     105
     >>> round(model.cluster_marginal([0, 1]), 3)
-    0.378
+    0.242
 
     Heights are ``linkage`` distances in the data's units, so thresholds mean
     what they mean in scikit-learn; ``node_marginals_`` gives the posterior
@@ -284,7 +314,7 @@ default='all'
     >>> model.labels_
     array([0, 0, 0, 0, 1])
     >>> model.node_marginals_.round(3).tolist()
-    [0.378, 0.345, 0.605, 1.0]
+    [0.242, 0.227, 0.545, 1.0]
 
     Beyond ``max_exact_size`` the sparse trellis takes over:
 
@@ -311,7 +341,7 @@ default='all'
         "seed_linkages": [StrOptions({"all", *LINKAGES, *OTHER_SEEDS}), "array-like"],
         # A name is looked up in the ENERGIES registry at fit time (it may grow).
         "energy": [str, SplitModel, callable],
-        "beta": [Interval(Real, 0, None, closed="left")],
+        "beta": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
         "method": [StrOptions({"auto", "exact", "sparse", "perturb_and_map"})],
         "max_exact_size": [Interval(Integral, 1, None, closed="left")],
         "n_beam_trees": [Interval(Integral, 0, None, closed="left")],
@@ -491,14 +521,56 @@ default='all'
         model.fit(X if model.input_kind == "features" else distances)
         del distances
         self.model_ = model
-        self._set_trellis(plan.run(model, self.beta, seed_trees=trees,
-                                   connectivity=self._graph, random_state=self.random_state,
-                                   verbose=self.verbose))
+        run = dict(seed_trees=trees, connectivity=self._graph,
+                   random_state=self.random_state, verbose=self.verbose)
+        if self.beta == "auto":
+            self.beta_, found = self._empirical_bayes_beta(plan, model, run)
+        else:
+            self.beta_ = float(self.beta)
+            found = plan.run(model, self.beta_, **run)
+        self._set_trellis(found)
+        if isinstance(model, ExponentialTreeEnergy):
+            self.log_marginal_likelihood_ = model.log_evidence(self.log_partition_function_)
         self._set_heights()
         self._set_tree(self._full_children, self._full_heights,
                        n_connected_components=n_components)
         self._report_tree()
         return self
+
+    def _empirical_bayes_beta(self, plan, model, run):
+        """``beta`` maximising the evidence, by EM: ``beta <- n_pairs / E[cost]``.
+
+        ``d log p / d beta = n_pairs / beta - E[sum_pairs |S_ij| s_ij]`` (the
+        expected split statistic under the tree posterior at the current
+        ``beta``, from the trellis's split marginals), so each step sets the
+        gradient of the expected complete log-likelihood to zero and never
+        lowers the evidence. Returns ``(beta, fit at beta)``.
+        """
+        if not isinstance(model, ExponentialTreeEnergy):
+            raise ValueError(
+                f"beta='auto' maximises the evidence of a likelihood energy; energy="
+                f"{self.energy!r} is not one. Use energy='exponential_tree' (the generative "
+                "reading of Dasgupta's cost) or a numeric beta.")
+        n = model.n_items_
+        n_pairs = n * (n - 1) / 2.0
+        total = float(model.similarity_.sum()) / 2.0
+        if not total > 0:
+            raise ValueError("beta='auto' needs some positive similarity: all are zero.")
+        beta = 2.0 * n_pairs / (n * total)     # every pair meeting at half the set
+        for _ in range(self._max_em_iter):
+            found = plan.run(model, beta, **run)
+            gradient = found.trellis.expected_split_value(model.gradient_params(beta))
+            expected_cost = n_pairs / beta - gradient
+            new = n_pairs / expected_cost
+            if abs(new - beta) <= self._em_tol * beta:
+                beta = new
+                break
+            beta = new
+        return beta, plan.run(model, beta, **run)
+
+    #: EM steps and relative tolerance of beta='auto'.
+    _max_em_iter = 50
+    _em_tol = 1e-4
 
     def _set_trellis(self, found):
         """Copy the planner's run (:class:`~sklearn_trellis.engines.planner.HierarchicalFit`)."""
@@ -592,19 +664,38 @@ default='all'
 
     @available_if(_scores_likelihood)
     def score(self, X, y=None):
-        """Log marginal likelihood of ``X`` over all trees (likelihood energies only).
+        """Held-out log-likelihood of ``X`` (likelihood energies only): higher is better.
 
-        For an energy that is a likelihood of the data given a tree (Ginkgo:
-        ``log phi(H) = log p(X, H)``), ``log Z = log sum_H p(X, H) = log p(X)``
-        is the marginal likelihood of the new data ``X`` under this
-        estimator's hyperparameters (a lower bound when the trellis is
-        sparse); ``GridSearchCV`` over ``energy__lam`` then selects by held-out
-        marginal likelihood. Other energies (Dasgupta, HCC, callables) are not
-        normalised likelihoods and have no score.
+        - ``energy='exponential_tree'``: the mean, over the rows of ``X``, of
+          the log predictive density of each new item's distances to the
+          fitted samples (with ``metric='precomputed'``, the rows of ``X``
+          are those distances, as ``GridSearchCV`` passes them)::
+
+              log p(d_x | T) = log (1 / (2N - 1)) sum_v p(d_x | x inserted above v)
+
+          the new item placed at each of the ``2N - 1`` positions of the
+          fitted MAP tree ``T`` with equal prior probability (the uniform
+          prior over trees of ``N + 1`` leaves restricted to those that
+          contain ``T``), each pair ``(x, j)`` exponential with rate
+          ``beta`` times the size of its common ancestor, and the Jacobian of
+          ``s = exp(-d / scale)`` included: a proper density of ``d_x``
+          given the fitted scales, with every term that depends on ``beta``
+          and ``scale``. ``GridSearchCV`` with default scoring then selects
+          ``beta`` (and ``energy__scale``) by held-out likelihood. With a
+          sparse trellis the MAP tree is the best of the family.
+        - ``energy='ginkgo'`` (``log phi(H) = log p(X, H)``): ``log Z = log
+          sum_H p(X, H) = log p(X)``, the marginal likelihood of the new jet
+          ``X`` under this estimator's hyperparameters (a lower bound when the
+          trellis is sparse), at ``beta=1``.
+
+        Other energies (Dasgupta, HCC, callables) are not normalised
+        likelihoods and have no ``score`` (``hasattr`` is False): score their
+        fits with a scorer of labels or of pairwise marginals.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like of shape (n_samples, n_features) or (n_samples, n_fitted)
+            New rows (distances to the fitted samples with ``metric='precomputed'``).
         y : Ignored
 
         Returns
@@ -612,13 +703,24 @@ default='all'
         score : float
         """
         check_is_fitted(self)
-        if float(self.beta) != 1.0:
+        if isinstance(self.model_, ExponentialTreeEnergy):
+            return self._predictive_score(X)
+        if self.beta_ != 1.0:
             raise ValueError("score is a marginal likelihood only at beta=1.")
         new = clone(self).set_params(n_clusters=2, distance_threshold=None,
                                      connectivity=None, compute_distances=False)
         if len(X) < 2:
             raise ValueError("score needs at least 2 samples (a tree has two leaves).")
         return float(new.fit(X).log_partition_function_)
+
+    def _predictive_score(self, X):
+        """Mean log predictive density of new rows on the MAP tree (exponential tree model)."""
+        data = self._new_item_data(X)
+        n = self.n_leaves_
+        log_lik = self.model_.insertion_log_likelihoods(self._full_children, data, self.beta_)
+        per_item = (logsumexp(log_lik, axis=1) - np.log(2 * n - 1)
+                    + self.model_.new_item_log_jacobian(data))
+        return float(per_item.mean())
 
     # -- the fitted distribution ---------------------------------------------
     def log_potential(self, tree):
@@ -637,7 +739,7 @@ default='all'
         """
         check_is_fitted(self)
         tree = check_tree(tree, self.n_leaves_)
-        return self.model_.log_potential(tree, float(self.beta))
+        return self.model_.log_potential(tree, self.beta_)
 
     def cluster_marginal(self, indices):
         """Probability that exactly these samples form a node (cluster) of the tree.
@@ -722,7 +824,7 @@ default='all'
             raise ValueError(f"Greedy and beam search tabulate the model over all 2**N "
                              f"subsets; N={n} is above their limit of "
                              f"{MAX_BEAM_SEED_ITEMS} items.")
-        return self.model_.kernel_inputs(float(self.beta))
+        return self.model_.kernel_inputs(self.beta_)
 
     def greedy_tree(self):
         """Greedy agglomeration under the same energy (paper Section 4.2).
@@ -834,7 +936,7 @@ default='all'
         data = self._new_item_data(X)
         # the full MAP tree: children_ stops early when compute_full_tree is False
         tree = attachment_tree(self.model_, self._full_children, self.n_leaves_)
-        return tree.insertion_log_potentials(self.model_, data, float(self.beta))
+        return tree.insertion_log_potentials(self.model_, data, self.beta_)
 
     def predict_proba(self, X):
         """Posterior probability that each new item belongs to each cluster of ``labels_``.
@@ -865,8 +967,8 @@ default='all'
         >>> model.predict([[0.05], [4.8]])
         array([0, 1])
         >>> model.predict_proba([[0.05], [3.0]]).round(2)
-        array([[1.  , 0.  ],
-               [0.67, 0.33]])
+        array([[0.99, 0.01],
+               [0.66, 0.34]])
         """
         log_weights = self._attachment_log_weights(X)   # checks that the model is fitted
         return cluster_attachment_proba(self._full_children, self.labels_, log_weights)

@@ -5,9 +5,16 @@ The estimators hand distance-based split models an (N, N) distance matrix
 when ``metric='precomputed'``). ``'exp'`` turns it into similarities
 ``s_ij = exp(-d_ij / scale)`` in ``(0, 1]``, with ``scale`` defaulting to the
 median off-diagonal distance (so the result does not depend on the units of
-``X``). ``'precomputed'`` uses the matrix given to the model as the
-similarities themselves.
+``X``). With ``scale='local'`` the length scale is local to each pair,
+``s_ij = exp(-d_ij / sqrt(sigma_i sigma_j))`` with ``sigma_i`` the distance of
+item ``i`` to its ``n_neighbors``-th nearest neighbour (Zelnik-Manor & Perona's
+self-tuning scale): every item then has similarities of the same order to its
+own neighbourhood, so outliers and items of sparse clusters are not set apart
+by a low total similarity alone. ``'precomputed'`` uses the matrix given to
+the model as the similarities themselves.
 """
+
+import numbers
 
 import numpy as np
 from numba import njit
@@ -121,16 +128,63 @@ def median_off_diagonal(matrix):
     return value if value > 0 else 1.0
 
 
-def similarity_from_distances(distances, kind, scale, return_scale=False):
+SCALES = ("median", "local")
+
+
+def check_scale(scale, n_neighbors=20):
+    """Validate a ``scale`` (positive float, None, 'median' or 'local') and ``n_neighbors``."""
+    if isinstance(scale, str):
+        if scale not in SCALES:
+            raise ValueError(f"scale must be a positive float, None, 'median' or 'local', "
+                             f"got {scale!r}.")
+    else:
+        check_scalar_param(scale, "scale", low=0.0, include_low=False, allow_none=True)
+    check_scalar_param(n_neighbors, "n_neighbors", kind=numbers.Integral, low=1)
+
+
+def local_scales(distances, n_neighbors, *, fitted=True):
+    """``sigma_i``: each row's distance to its ``n_neighbors``-th nearest item.
+
+    ``fitted=True``: the rows of an (N, N) matrix whose diagonal is the item
+    itself (excluded); ``False``: rows of new items against N fitted ones.
+    Non-positive values (duplicates) become the smallest positive scale (1.0
+    if none), so that every pair has a finite length scale. Row blocks keep the
+    extra memory at ``O(N)`` rows of 4,096 floats.
+    """
+    d = np.asarray(distances, dtype=np.float64)
+    n_rows, n_cols = d.shape
+    k = min(int(n_neighbors), n_cols - 1) if fitted else min(int(n_neighbors), n_cols) - 1
+    k = max(k, 0)
+    sigma = np.empty(n_rows)
+    step = max(1, 4096 * 64 // max(n_cols, 1))
+    for start in range(0, n_rows, step):
+        block = np.array(d[start:start + step])
+        block.partition(k, axis=1)
+        sigma[start:start + step] = block[:, k]
+    positive = sigma[sigma > 0]
+    sigma[~(sigma > 0)] = positive.min() if positive.size else 1.0
+    return sigma
+
+
+def _divide_by_pair_scales(d, sigma_rows, sigma_cols, out):
+    """``out = d / sqrt(sigma_i sigma_j)`` without an (N, N) temporary."""
+    np.divide(d, np.sqrt(sigma_rows)[:, None], out=out)
+    out /= np.sqrt(sigma_cols)[None, :]
+    return out
+
+
+def similarity_from_distances(distances, kind, scale, return_scale=False, n_neighbors=20):
     """Similarity matrix (zero diagonal) from a distance matrix, or the matrix itself.
 
-    Validates the models' ``similarity`` and ``scale`` hyperparameters. Makes
-    one (N, N) copy; the input is never modified. With ``return_scale``, also
-    returns the length scale used (``None`` for ``'precomputed'``), which
-    :func:`new_item_similarities` needs to place new items on the same scale.
+    Validates the models' ``similarity``, ``scale`` and ``n_neighbors``
+    hyperparameters. Makes one (N, N) copy; the input is never modified. With
+    ``return_scale``, also returns the length scale used (a float, the
+    ``(N,)`` local scales for ``scale='local'``, ``None`` for
+    ``'precomputed'``), which :func:`new_item_similarities` needs to place new
+    items on the same scale.
     """
     width = None
-    check_scalar_param(scale, "scale", low=0.0, include_low=False, allow_none=True)
+    check_scale(scale, n_neighbors)
     if kind == "precomputed":
         s = check_pairwise_matrix(distances, "The precomputed similarity matrix")
         if np.may_share_memory(s, distances):  # a view (e.g. of a numba result) is no copy
@@ -139,10 +193,15 @@ def similarity_from_distances(distances, kind, scale, return_scale=False):
         d = check_pairwise_matrix(distances, "The distance matrix")
         if d.size and d.min() < 0:  # a reduction: no (N, N) temporary
             raise ValueError("Distances must be non-negative.")
-        width = median_off_diagonal(d) if scale is None else float(scale)
         # Work in place when the check already made a private copy.
         s = np.empty_like(d) if np.may_share_memory(d, distances) else d
-        np.divide(d, -width, out=s)
+        if scale == "local":
+            width = local_scales(d, n_neighbors)
+            _divide_by_pair_scales(d, width, width, s)
+            np.negative(s, out=s)
+        else:
+            width = median_off_diagonal(d) if scale in (None, "median") else float(scale)
+            np.divide(d, -width, out=s)
         np.exp(s, out=s)
     else:
         raise ValueError(f"similarity must be one of {SIMILARITIES}, got {kind!r}.")
@@ -150,7 +209,7 @@ def similarity_from_distances(distances, kind, scale, return_scale=False):
     return (s, width) if return_scale else s
 
 
-def new_item_similarities(distances, kind, width, n_items):
+def new_item_similarities(distances, kind, width, n_items, n_neighbors=20):
     """Similarities of new items to ``n_items`` fitted ones, on the fitted scale.
 
     Parameters
@@ -159,10 +218,13 @@ def new_item_similarities(distances, kind, width, n_items):
         Distances of the new items to the fitted items (``kind='exp'``), or
         the similarities themselves (``kind='precomputed'``).
     kind : {'exp', 'precomputed'}
-    width : float or None
+    width : float, ndarray of shape (n_items,) or None
         The length scale returned by :func:`similarity_from_distances` at fit
-        time (held fixed: a new item does not move the fitted similarities).
+        time (held fixed: a new item does not move the fitted similarities);
+        local scales give each new item its own, from its ``n_neighbors``-th
+        nearest fitted item.
     n_items : int
+    n_neighbors : int, default=20
 
     Returns
     -------
@@ -178,6 +240,10 @@ def new_item_similarities(distances, kind, width, n_items):
         return d.copy()
     if np.any(d < 0):
         raise ValueError("Distances must be non-negative.")
+    if np.ndim(width):
+        s = _divide_by_pair_scales(d, local_scales(d, n_neighbors, fitted=False), width,
+                                   np.empty_like(d))
+        return np.exp(-s)
     return np.exp(d / -float(width))
 
 

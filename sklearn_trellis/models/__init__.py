@@ -22,7 +22,7 @@ from .callable_energy import CallableEnergy
 from .cells import BernoulliCells, CategoricalCells, CellModel, NormalCells, PoissonCells
 from .conjugate import BetaBernoulli, DirichletMultinomial, NormalGamma, NormalInverseWishart
 from .correlation import CorrelationClusteringModel
-from .dasgupta import DasguptaEnergy
+from .dasgupta import DasguptaEnergy, ExponentialTreeEnergy, sample_exponential_tree
 from .ginkgo import GinkgoEnergy
 from .hcc import HCCEnergy
 from .likelihood import ClusterLikelihood
@@ -32,6 +32,7 @@ from .wishart_likelihood import WishartBlockLikelihood
 #: Split energies selectable by name (``TrellisHierarchical(energy=...)``).
 ENERGIES = {
     "dasgupta": DasguptaEnergy,
+    "exponential_tree": ExponentialTreeEnergy,
     "hcc": HCCEnergy,
     "ginkgo": GinkgoEnergy,
 }
@@ -79,7 +80,8 @@ def make_cell_model(likelihood):
 
 
 __all__ = ["FlatModel", "CorrelationClusteringModel", "SplitModel", "SplitKernelInputs",
-           "DasguptaEnergy", "HCCEnergy", "GinkgoEnergy", "CallableEnergy",
+           "DasguptaEnergy", "ExponentialTreeEnergy", "sample_exponential_tree", "HCCEnergy",
+           "GinkgoEnergy", "CallableEnergy",
            "NormalInverseWishart", "NormalGamma", "BetaBernoulli", "DirichletMultinomial",
            "CellModel", "NormalCells", "BernoulliCells", "PoissonCells", "CategoricalCells",
            "WishartBlockModel", "WishartBlockLikelihood", "ENERGIES", "LIKELIHOODS",

@@ -8,15 +8,26 @@ split log-potential is its negative::
 
 with ``W(X) = sum_{i<j in X} w_ij`` computed once per subset, so the MAP tree
 is the tree of minimum cost and ``beta`` is the inverse temperature.
+
+:class:`ExponentialTreeEnergy` is its generative reading: similarities drawn
+from exponential distributions whose rate is ``beta`` times the size of the
+pair's lowest common ancestor, so that ``log phi`` is the exact log-likelihood
+of the similarities given the tree and ``log Z`` the exact evidence.
 """
+
+import math
+import numbers
 
 import numpy as np
 from numba import njit
 
 from scipy import sparse
+from sklearn.utils import check_random_state
 
-from .._core.pairwise import new_item_similarities, similarity_from_distances
+from .._core.pairwise import (check_scale, local_scales, new_item_similarities,
+                              similarity_from_distances)
 from .._core.subsets import subset_pair_sums
+from .._core.trees import check_tree, tree_splits
 from .._core.validation import check_scalar_param
 from ._family_stats import family_graph_pair_sums, family_item_sums_per_row, family_pair_sums
 from ._split import InsertionInputs, SplitKernelInputs, SplitModel
@@ -28,6 +39,20 @@ def dasgupta_split(params, stats, full, parent, left, right):
     return -stats[1, parent] * (stats[0, parent] - stats[0, left] - stats[0, right])
 
 
+@njit(cache=True, inline="always")
+def exponential_tree_split(params, stats, full, parent, left, right):
+    """``-params[1] |S| cut(L, R) + |L||R| (params[2] + params[3] log |S|)``; ``stats = [W, |X|]``.
+
+    With ``params = [1, beta, log beta, 1]`` it is the log-likelihood of the
+    pairs split at ``S`` (:class:`ExponentialTreeEnergy`); with ``[1, 1,
+    1 / beta, 0]`` its derivative in ``beta``.
+    """
+    size = stats[1, parent]
+    cut = stats[0, parent] - stats[0, left] - stats[0, right]
+    return (-params[1] * size * cut
+            + stats[1, left] * stats[1, right] * (params[2] + params[3] * math.log(size)))
+
+
 class DasguptaEnergy(SplitModel):
     """Dasgupta's cost as a split log-potential.
 
@@ -37,8 +62,29 @@ class DasguptaEnergy(SplitModel):
         How the similarities ``w`` come from the matrix given to :meth:`fit`:
         ``'exp'``: it is a distance matrix ``D`` and ``w = exp(-D / scale)``;
         ``'precomputed'``: it is the non-negative similarity matrix itself.
-    scale : float, default=None
-        Length scale of ``'exp'``; ``None`` means the median off-diagonal distance.
+    scale : {'local', 'median'}, float or None, default='local'
+        Length scale of ``'exp'``. ``'local'``: each pair's own,
+        ``w_ij = exp(-d_ij / sqrt(sigma_i sigma_j))`` with ``sigma_i`` the
+        distance of item ``i`` to its ``n_neighbors``-th nearest neighbour
+        (self-tuning scale). ``'median'`` (or ``None``): the median
+        off-diagonal distance for every pair; a float: that length.
+    n_neighbors : int, default=20
+        The neighbour whose distance is ``sigma_i`` with ``scale='local'``.
+
+    Notes
+    -----
+    Why local scales by default: the top split of Dasgupta's cost,
+    ``|S| cut(L, R)``, is weighted by the size of the whole set, so splitting
+    off one item whose similarities to all others are small saves one unit of
+    ``|S|`` on every pair cut by the next (balanced) split at the price of that
+    item's few similarities. With one length scale for all pairs (the
+    median), items far from everything (outliers, the tails of a standardised
+    variable) have total similarities far below the clusters' cut, and the MAP
+    tree peels them off one by one at its top: the ``n_clusters`` cut then
+    returns a few singletons and one big cluster. Local scales give every item
+    similarities of the same order to its own neighbourhood, and the MAP tree
+    splits clusters first (see the user guide, "Choosing ... the energies'
+    parameters", for the figures).
 
     Attributes
     ----------
@@ -47,9 +93,11 @@ class DasguptaEnergy(SplitModel):
         was given a sparse matrix: the similarities then live on its stored
         entries only (a graph's edges; ``O(edges)`` memory), and ``'exp'``
         takes ``scale`` as the median distance over those edges.
-    scale_ : float or None
-        The length scale of ``'exp'`` (``None`` for ``'precomputed'``); new
-        items are placed on it (:meth:`insertion_inputs`).
+    scale_ : float, ndarray of shape (N,) or None
+        The length scale of ``'exp'``: one float, or ``sigma_i`` per item with
+        ``scale='local'`` (``None`` for ``'precomputed'``); new items are
+        placed on it (:meth:`insertion_inputs`), a new item's own ``sigma``
+        being its distance to its ``n_neighbors``-th nearest fitted item.
     n_items_ : int
 
     Examples
@@ -64,16 +112,18 @@ class DasguptaEnergy(SplitModel):
 
     input_kind = "distances"
 
-    def __init__(self, similarity="exp", scale=None):
+    def __init__(self, similarity="exp", scale="local", n_neighbors=20):
         self.similarity = similarity
         self.scale = scale
+        self.n_neighbors = n_neighbors
 
     def fit(self, data, y=None):
         """Bind the model to an (N, N) distance (or similarity) matrix, dense or sparse."""
         if sparse.issparse(data):
             return self._fit_graph(data)
         w, self.scale_ = similarity_from_distances(data, self.similarity, self.scale,
-                                                   return_scale=True)
+                                                   return_scale=True,
+                                                   n_neighbors=self.n_neighbors)
         if np.any(w < 0):
             raise ValueError("Dasgupta's cost needs non-negative similarities.")
         self.similarity_ = w
@@ -82,7 +132,7 @@ class DasguptaEnergy(SplitModel):
 
     def _fit_graph(self, data):
         """Similarities on the stored entries of a sparse (N, N) matrix (a graph's edges)."""
-        check_scalar_param(self.scale, "scale", low=0.0, include_low=False, allow_none=True)
+        check_scale(self.scale, self.n_neighbors)
         graph = sparse.csr_matrix(data, dtype=np.float64)
         n = graph.shape[0]
         if graph.shape != (n, n):
@@ -97,8 +147,12 @@ class DasguptaEnergy(SplitModel):
         _, first = np.unique(low * n + high, return_index=True)
         low, high, values = low[first], high[first], off.data[keep][first]
         self.scale_ = None
-        if self.similarity == "exp":
-            width = float(np.median(values)) if self.scale is None else float(self.scale)
+        if self.similarity == "exp" and self.scale == "local":
+            self.scale_ = _graph_local_scales(low, high, values, n, self.n_neighbors)
+            values = np.exp(-values / np.sqrt(self.scale_[low] * self.scale_[high]))
+        elif self.similarity == "exp":
+            width = (float(np.median(values)) if self.scale in (None, "median")
+                     else float(self.scale))
             self.scale_ = width if width > 0 else 1.0
             values = np.exp(-values / self.scale_)
         elif self.similarity != "precomputed":
@@ -139,7 +193,8 @@ class DasguptaEnergy(SplitModel):
         return SplitKernelInputs(dasgupta_split, np.array([float(beta)]), stats)
 
     def _new_similarities(self, new_data):
-        w = new_item_similarities(new_data, self.similarity, self.scale_, self.n_items_)
+        w = new_item_similarities(new_data, self.similarity, self.scale_, self.n_items_,
+                                  n_neighbors=self.n_neighbors)
         if np.any(w < 0):
             raise ValueError("Dasgupta's cost needs non-negative similarities.")
         return w
@@ -168,6 +223,313 @@ class DasguptaEnergy(SplitModel):
         return pair_sums, scale, -float(beta) * sizes * pair_sums
 
 
+class ExponentialTreeEnergy(DasguptaEnergy):
+    """The generative reading of Dasgupta's cost: a likelihood with exact evidence.
+
+    Given a binary tree ``T``, each similarity ``s_ij`` is drawn independently
+    from an exponential distribution of rate ``beta |S|``, ``S`` the lowest
+    common ancestor of ``i`` and ``j`` (pairs that part early, in large
+    clusters, are dissimilar)::
+
+        log p(s | T) = sum_{i<j} [log(beta |S_ij|) - beta |S_ij| s_ij]
+                     = sum_{splits S -> (L, R)} [|L||R| log(beta |S|) - beta |S| cut(L, R)]
+
+    since the pairs whose common ancestor is ``S`` are those across its two
+    children. Every term is a split term, so ``log phi(T) = log p(s | T)`` is
+    computed by the trellis like any energy: Dasgupta's log-potential times
+    ``beta`` plus ``|L||R| log(beta |S|)``, the normaliser of the exponential
+    densities (which, unlike Dasgupta's cost, changes with the tree: the MAP
+    tree depends on ``beta``). With the uniform prior over the ``(2N - 3)!!``
+    binary trees, the evidence is exact::
+
+        log p(s | beta) = log Z - log (2N - 3)!!,   Z = sum_T phi(T).
+
+    With ``similarity='exp'`` the data are the distances ``d`` and
+    ``s = exp(-d / tau)`` (``tau`` the pair's length scale): the density of
+    ``d`` given the scales adds the Jacobian ``sum_{i<j} (-d_ij / tau_ij -
+    log tau_ij)`` (:attr:`log_jacobian_`), so the evidence also compares
+    values of ``scale``. (The exponential puts mass on
+    ``s > 1``, which distances cannot give: a misspecification the evidence
+    pays for, not a bias of its value.)
+
+    ``beta`` is the rate of the likelihood, not a temperature: the engines
+    evaluate the split function at ``params = [1, beta, log beta, 1]``, so
+    ``beta`` must be positive.
+
+    Parameters
+    ----------
+    similarity : {'exp', 'precomputed'}, default='exp'
+        As in :class:`DasguptaEnergy`.
+    scale : {'local', 'median'}, float or None, default='local'
+        As in :class:`DasguptaEnergy`.
+    n_neighbors : int, default=20
+        As in :class:`DasguptaEnergy`.
+
+    Attributes
+    ----------
+    similarity_, scale_, n_items_ :
+        As in :class:`DasguptaEnergy`. With a sparse matrix (a graph), pairs
+        that are not edges count as observed similarities ``0``.
+    log_jacobian_ : float
+        ``log |ds / dd|`` summed over the pairs (0 for ``'precomputed'``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_trellis.models import ExponentialTreeEnergy
+    >>> s = np.array([[0., 2., .1], [2., 0., .1], [.1, .1, 0.]])
+    >>> energy = ExponentialTreeEnergy(similarity="precomputed").fit(s)
+    >>> # pair (0, 1) meets at {0, 1} (rate 2), the others at the root (rate 3)
+    >>> round(energy.log_potential(((0, 1), 2), beta=1.0), 4)
+    -1.7096
+    """
+
+    def fit(self, data, y=None):
+        """Bind the model to an (N, N) distance (or similarity) matrix, dense or sparse."""
+        super().fit(data, y)
+        self.log_jacobian_ = 0.0
+        if self.similarity == "exp":
+            if sparse.issparse(data):
+                graph = self.similarity_.tocoo()
+                upper = graph.row < graph.col
+                rows, cols = graph.row[upper], graph.col[upper]
+                tau = self._pair_scales(rows, cols)
+                d = -np.log(graph.data[upper]) * tau   # exact up to the last bits
+                self.log_jacobian_ = float(-(d / tau).sum() - np.log(tau).sum())
+            else:
+                self.log_jacobian_ = self._dense_log_jacobian(np.asarray(data, np.float64))
+        return self
+
+    def _pair_scales(self, rows, cols):
+        """The length scale ``tau_ij`` of each fitted pair ``(rows[k], cols[k])``."""
+        if np.ndim(self.scale_):
+            return np.sqrt(self.scale_[rows] * self.scale_[cols])
+        return np.full(len(rows), float(self.scale_))
+
+    def _dense_log_jacobian(self, d):
+        """``sum_{i<j} (-d_ij / tau_ij - log tau_ij)``, by blocks of rows (O(N) memory)."""
+        n = d.shape[0]
+        n_pairs = n * (n - 1) / 2.0
+        if not np.ndim(self.scale_):
+            total = (float(d.sum()) - float(np.trace(d))) / 2.0
+            return -total / self.scale_ - n_pairs * math.log(self.scale_)
+        root = np.sqrt(self.scale_)
+        total = 0.0
+        for start in range(0, n, 256):
+            block = d[start:start + 256] / root[start:start + 256, None] / root[None, :]
+            total += float(block.sum()) - float(np.trace(block, offset=start))
+        log_sigma = np.log(self.scale_)
+        return -total / 2.0 - (n - 1) / 2.0 * float(log_sigma.sum())
+
+    @staticmethod
+    def likelihood_params(beta):
+        """Kernel parameters ``[1, beta, log beta, 1]`` of the log-likelihood at ``beta > 0``."""
+        beta = float(beta)
+        if not beta > 0 or not math.isfinite(beta):
+            raise ValueError(f"The exponential tree likelihood needs a rate beta > 0, got "
+                             f"beta={beta!r}.")
+        return np.array([1.0, beta, math.log(beta), 1.0])
+
+    @staticmethod
+    def gradient_params(beta):
+        """Kernel parameters of ``d log phi / d beta`` per split: ``|L||R| / beta - |S| cut``."""
+        return np.array([1.0, 1.0, 1.0 / float(beta), 0.0])
+
+    def split_log_potential(self, left, right, beta=1.0):
+        """``|L||R| log(beta |S|) - beta |S| cut(L, R)``: the log-likelihood of the pairs split here."""
+        left = np.asarray(left, dtype=np.int64)
+        right = np.asarray(right, dtype=np.int64)
+        size = left.size + right.size
+        cut = float(self.similarity_[np.ix_(left, right)].sum())
+        return left.size * right.size * math.log(float(beta) * size) - float(beta) * size * cut
+
+    def log_potential(self, tree, beta=1.0):
+        """``log p(s | T)`` of a tree given as nested tuples (``beta`` is the rate)."""
+        tree = check_tree(tree, self.n_items_)
+        total = 0.0
+        for left, right in tree_splits(tree):
+            total += self.split_log_potential(left, right, beta)
+        return total
+
+    def kernel_inputs(self, beta=1.0):
+        split, _, stats = super().kernel_inputs()
+        return SplitKernelInputs(exponential_tree_split, self.likelihood_params(beta), stats)
+
+    def family_kernel_inputs(self, family, beta=1.0):
+        _, _, stats = super().family_kernel_inputs(family)
+        return SplitKernelInputs(exponential_tree_split, self.likelihood_params(beta), stats)
+
+    def with_new_item(self, new_row):
+        w = self._new_similarities(np.asarray(new_row, dtype=np.float64).reshape(1, -1))[0]
+        return ExponentialTreeEnergy(similarity="precomputed").fit(
+            _bordered(self._dense_similarity(), w))
+
+    def separable_form(self, beta=1.0):
+        return None   # |L||R| log(beta |S|) is not of the separable form
+
+    def log_evidence(self, log_partition_function):
+        """``log p(data | beta)`` from the trellis's ``log Z`` (uniform tree prior, Jacobian)."""
+        return (float(log_partition_function) - log_double_factorial(self.n_items_)
+                + self.log_jacobian_)
+
+    def new_item_log_jacobian(self, new_data):
+        """``log |ds / dd|`` of each new item's values (shape (m,); 0 for 'precomputed')."""
+        d = np.asarray(new_data, dtype=np.float64)
+        if self.similarity != "exp":
+            return np.zeros(d.shape[0])
+        if np.ndim(self.scale_):
+            sigma = local_scales(d, self.n_neighbors, fitted=False)
+            tau = np.sqrt(sigma[:, None] * self.scale_[None, :])
+        else:
+            tau = np.full(d.shape, float(self.scale_))
+        return -(d / tau).sum(axis=1) - np.log(tau).sum(axis=1)
+
+    def insertion_log_likelihoods(self, children, new_data, beta):
+        """``log p(s_x | T + x at v)`` of each new item for each insertion position ``v``.
+
+        The density of the new item's similarities to the ``N`` fitted items
+        when it is inserted above node ``v`` of the fitted tree ``T`` (sibling
+        of ``v``; ``v = 2N - 2`` is above the root): the pairs ``(x, j)`` with
+        ``j`` in ``v`` meet at ``v + x``, those with ``j`` in the sibling of an
+        ancestor's child on the path meet at that ancestor plus ``x``. The
+        fitted pairs are the data conditioned on and do not enter.
+
+        Parameters
+        ----------
+        children : ndarray of shape (N - 1, 2)
+            The fitted tree, scikit-learn's encoding (node ``N + k`` at row ``k``).
+        new_data : ndarray of shape (m, N)
+            Distances (or with ``'precomputed'`` similarities) of the new items.
+        beta : float
+
+        Returns
+        -------
+        ndarray of shape (m, 2N - 1)
+        """
+        beta = float(beta)
+        self.likelihood_params(beta)
+        s = self._new_similarities(new_data)
+        m, n = s.shape
+        children = np.asarray(children, dtype=np.int64)
+        sizes = np.ones(2 * n - 1)
+        sums = np.empty((2 * n - 1, m))     # sum_{j in v} s_xj, node by node
+        sums[:n] = s.T
+        for k, (a, b) in enumerate(children):
+            sizes[n + k] = sizes[a] + sizes[b]
+            sums[n + k] = sums[a] + sums[b]
+
+        def group_term(group, top):
+            # the pairs (x, j in group) meet at top + x
+            rate = beta * (sizes[top] + 1.0)
+            return sizes[group] * math.log(rate) - rate * sums[group]
+
+        path = np.zeros((2 * n - 1, m))      # terms of the siblings along the path to v
+        for k in range(n - 2, -1, -1):       # parents before children
+            a, b = children[k]
+            path[a] = path[n + k] + group_term(b, n + k)
+            path[b] = path[n + k] + group_term(a, n + k)
+        out = np.empty((m, 2 * n - 1))
+        for v in range(2 * n - 1):
+            out[:, v] = path[v] + group_term(v, v)
+        return out
+
+
+def sample_exponential_tree(n_items, beta, random_state=None):
+    """Draw a tree and similarities from the exponential tree model.
+
+    The tree is uniform over the ``(2N - 3)!!`` rooted binary trees (items
+    inserted one at a time above a uniformly chosen node: each tree arises
+    from exactly one sequence), then ``s_ij ~ Exponential(rate = beta |S_ij|)``
+    with ``S_ij`` the pair's lowest common ancestor: the generative model of
+    :class:`ExponentialTreeEnergy`.
+
+    Parameters
+    ----------
+    n_items : int
+    beta : float
+        The rate per item of the common ancestor (``> 0``).
+    random_state : int, RandomState instance or None, default=None
+
+    Returns
+    -------
+    similarities : ndarray of shape (n_items, n_items)
+        Symmetric, zero diagonal.
+    tree : nested tuples
+
+    Examples
+    --------
+    >>> from sklearn_trellis._core.trees import tree_splits
+    >>> from sklearn_trellis.models import sample_exponential_tree
+    >>> s, tree = sample_exponential_tree(4, beta=2.0, random_state=0)
+    >>> s.shape, bool((s == s.T).all()), len(tree_splits(tree))
+    ((4, 4), True, 3)
+    """
+    check_scalar_param(n_items, "n_items", kind=numbers.Integral, low=1)
+    check_scalar_param(beta, "beta", low=0.0, include_low=False)
+    rng = check_random_state(random_state)
+    nodes = [0]                      # every node, as nested tuples, grown in place
+    parent = {0: None}
+    tree = 0
+    for item in range(1, n_items):
+        target = nodes[rng.randint(len(nodes))]
+        joined = (target, item)
+        if parent[target] is None:
+            tree = joined
+        else:
+            up = parent[target]
+            replaced = (joined, up[1]) if up[0] == target else (up[0], joined)
+            tree = _replace(tree, up, replaced, parent)
+        parent = _parents(tree)
+        nodes = list(parent)
+    s = np.zeros((n_items, n_items))
+    for left, right in tree_splits(tree):
+        rate = beta * (len(left) + len(right))
+        block = rng.exponential(1.0 / rate, size=(len(left), len(right)))
+        s[np.ix_(left, right)] = block
+        s[np.ix_(right, left)] = block.T
+    return s, tree
+
+
+def _parents(tree):
+    """``{node: parent}`` of every node of a nested-tuple tree (the root's is None)."""
+    out = {tree: None}
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, tuple):
+            for child in node:
+                out[child] = node
+                stack.append(child)
+    return out
+
+
+def _replace(tree, old, new, parent):
+    """``tree`` with the node ``old`` replaced by ``new`` (rebuilt up to the root)."""
+    while parent[old] is not None:
+        up = parent[old]
+        new = (new, up[1]) if up[0] == old else (up[0], new)
+        old = up
+    return new
+
+
+def _graph_local_scales(low, high, values, n_items, n_neighbors):
+    """``sigma_i`` on a graph: the ``n_neighbors``-th smallest distance of ``i``'s edges
+    (its largest with fewer edges; the smallest positive scale for none or zero)."""
+    rows = np.concatenate([low, high])
+    dist = np.concatenate([values, values])
+    order = np.lexsort((dist, rows))
+    rows, dist = rows[order], dist[order]
+    starts = np.searchsorted(rows, np.arange(n_items))
+    counts = np.bincount(rows, minlength=n_items)
+    sigma = np.zeros(n_items)
+    has = counts > 0
+    pick = starts[has] + np.minimum(counts[has], int(n_neighbors)) - 1
+    sigma[has] = dist[pick]
+    positive = sigma[sigma > 0]
+    sigma[~(sigma > 0)] = positive.min() if positive.size else 1.0
+    return sigma
+
+
 def _bordered(matrix, row):
     """``matrix`` with ``row`` appended as a last row and column (zero corner)."""
     n = matrix.shape[0]
@@ -176,6 +538,11 @@ def _bordered(matrix, row):
     out[n, :n] = row
     out[:n, n] = row
     return out
+
+
+def log_double_factorial(n_items):
+    """``log (2N - 3)!!``: the number of rooted binary trees of ``N`` labelled leaves."""
+    return float(sum(math.log(k) for k in range(3, 2 * n_items - 2, 2)))
 
 
 def _sizes(n_items):
@@ -187,4 +554,5 @@ def _sizes(n_items):
     return sizes
 
 
-__all__ = ["DasguptaEnergy", "dasgupta_split"]
+__all__ = ["DasguptaEnergy", "ExponentialTreeEnergy", "sample_exponential_tree", "dasgupta_split",
+           "exponential_tree_split"]

@@ -22,6 +22,7 @@ ESTIMATORS = [
     ExactCorrelationClustering(affinity="precomputed"),
     TrellisHierarchical(),
     TrellisHierarchical(metric="precomputed", energy="hcc", linkage="average"),
+    TrellisHierarchical(energy="exponential_tree", beta="auto"),
     DPMixture(n_sweeps=20),
     DPMixture(n_sweeps=20, discount=0.3, likelihood="diagonal", n_chains=2),
     EntropyAgglomeration(),

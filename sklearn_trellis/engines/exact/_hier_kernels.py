@@ -404,6 +404,39 @@ def separable_layer(masks, start, stop, gh, offset, log_z, map_value):
 
 
 @template
+def expected_split_value(params, stats, full, stat_params, log_z, log_out, log_total):
+    """``E[sum over the splits of the tree of g(S, L, R)]`` under the distribution over trees.
+
+    ``g`` is the split function at ``stat_params`` (``stat_params[0] = 1``),
+    each split weighted by its posterior probability
+    ``out(S) phi(L, R) Z(L) Z(R) / Z`` (one serial ``O(3^N)`` pass).
+    """
+    acc = 0.0
+    for subset in range(1, full + 1):
+        low = subset & -subset
+        rest = subset ^ low
+        if rest == 0 or (subset & full) != subset:
+            continue
+        base = log_out[subset] - log_total
+        if base == -np.inf:
+            continue
+        sub = (rest - 1) & rest
+        while True:
+            left = sub | low
+            right = rest ^ sub
+            psi = split_log_potential(params, stats, full, subset, left, right)
+            if psi > -np.inf:
+                weight = math.exp(base + psi + log_z[left] + log_z[right])
+                if weight > 0.0:
+                    acc += weight * split_log_potential(stat_params, stats, full, subset,
+                                                        left, right)
+            if sub == 0:
+                break
+            sub = (sub - 1) & rest
+    return acc
+
+
+@template
 def evaluate_split(params, stats, full, parent, left):
     """``beta * psi`` of one split, callable from Python (the right child is ``parent ^ left``)."""
     return split_log_potential(params, stats, full, parent, left, parent ^ left)

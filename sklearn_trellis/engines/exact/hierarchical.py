@@ -304,6 +304,30 @@ class ExactHierarchicalTrellis:
         out[self.full] = 1.0
         return out
 
+    def expected_split_value(self, stat_params):
+        """``E[sum_{splits of H} g(L, R)]`` over the distribution of trees.
+
+        ``g`` is the model's split function evaluated at ``stat_params``
+        instead of ``params`` (``stat_params[0]`` multiplies it, as ``beta``
+        does), each split weighted by its exact posterior probability (the
+        split marginals ``out(S) phi(L, R) Z(L) Z(R) / Z``): with ``g`` the
+        derivative of ``log phi`` in a parameter, this is the derivative of
+        ``log Z`` (one more ``O(3^N)`` pass after the outside pass).
+
+        Parameters
+        ----------
+        stat_params : ndarray of float64
+            Parameters of the split function for ``g``.
+
+        Returns
+        -------
+        float
+        """
+        stat_params = np.ascontiguousarray(stat_params, dtype=np.float64)
+        return float(self._kernels.expected_split_value(
+            *self._args(), stat_params, self.log_z, self._outside(),
+            self.log_partition_function))
+
     def cluster_marginal(self, indices):
         """Probability that exactly these items form a node (cluster) of the tree."""
         mask = checked_mask(indices, self.n_items)

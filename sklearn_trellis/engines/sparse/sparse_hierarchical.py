@@ -539,6 +539,26 @@ class SparseHierarchicalTrellis:
         out[self.family.root] = 1.0
         return out
 
+    def expected_split_value(self, stat_params):
+        """``E[sum_{splits of H} g(L, R)]`` over the trees the family realises.
+
+        As :meth:`ExactHierarchicalTrellis.expected_split_value`: ``g`` is the
+        model's split function at ``stat_params``, each edge weighted by its
+        posterior probability ``out(S) phi(L, R) Z(L) Z(R) / Z`` within the family.
+        """
+        if self.split_function is not None:
+            raise ValueError("Expected split values need a model with vectorised "
+                             "statistics (family_kernel_inputs).")
+        stat_params = np.ascontiguousarray(stat_params, dtype=np.float64)
+        values, _ = self._kernels.edge_potentials(stat_params, self.stats, self.family.root,
+                                                  self.edge_ptr, self.edge_left,
+                                                  self.edge_right)
+        log_w = (self._outside()[self.edge_parent] + self.edge_log_potential
+                 + self.log_z[self.edge_left] + self.log_z[self.edge_right]
+                 - self.log_partition_function)
+        allowed = log_w > -np.inf
+        return float(np.sum(np.exp(log_w[allowed]) * values[allowed]))
+
     def cluster_marginal(self, indices):
         """Probability that exactly these items form a node (0 if not in the family)."""
         vertex = self.family.vertex_of(check_indices(indices, self.n_items))

@@ -75,7 +75,8 @@ def fitted_and_enlarged(name, rng):
     new_D = pairwise_distances(new_X, X)
     big = [pairwise_distances(np.vstack([X, row])) for row in new_X]
     if name == "dasgupta":
-        model = DasguptaEnergy().fit(D)
+        # one length scale: the enlarged models then see the fitted one
+        model = DasguptaEnergy(scale="median").fit(D)
         return model, new_D, [DasguptaEnergy(scale=model.scale_).fit(d) for d in big]
     model = HCCEnergy().fit(D)
     enlarged = []

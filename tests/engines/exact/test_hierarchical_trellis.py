@@ -123,7 +123,7 @@ def test_pairwise_energies_match_their_definition(energy, layered):
     X = rng.normal(size=(n, 2))
     d = np.sqrt(((X[:, None] - X[None]) ** 2).sum(-1))
     if energy == "dasgupta":
-        model = DasguptaEnergy().fit(d)
+        model = DasguptaEnergy(scale="median").fit(d)
         w = np.exp(-d / np.median(d[~np.eye(n, dtype=bool)]))
         np.fill_diagonal(w, 0)
         def cost(t): return -dasgupta_cost(t, w)

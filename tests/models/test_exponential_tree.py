@@ -1,0 +1,270 @@
+"""The exponential tree model (generative Dasgupta): evidence, gradient, predictive, score.
+
+Every exact quantity is checked against brute-force enumeration of all binary
+trees, computed pair by pair from the lowest common ancestors (not split by
+split as the model does), and the gradient against finite differences.
+"""
+
+import math
+
+import numpy as np
+import pytest
+from scipy.special import logsumexp
+from sklearn.metrics import pairwise_distances
+from sklearn.model_selection import GridSearchCV
+
+from sklearn_trellis import TrellisHierarchical
+from sklearn_trellis._core.pairwise import local_scales
+from sklearn_trellis.engines import ExactHierarchicalTrellis
+from sklearn_trellis.models import (DasguptaEnergy, ExponentialTreeEnergy, GinkgoEnergy,
+                                    HCCEnergy, sample_exponential_tree)
+
+from oracles import binary_trees
+
+
+def lca_sizes(tree, n):
+    """``|lowest common ancestor|`` of every pair, read off the tree's nodes."""
+    sizes = np.zeros((n, n))
+
+    def walk(node):
+        if not isinstance(node, tuple):
+            return [node]
+        left, right = walk(node[0]), walk(node[1])
+        size = len(left) + len(right)
+        for i in left:
+            for j in right:
+                sizes[i, j] = sizes[j, i] = size
+        return left + right
+
+    walk(tree)
+    return sizes
+
+
+def pair_log_likelihood(tree, s, beta):
+    """``sum_{i<j} log Exp(s_ij; beta |lca_ij|)``, pair by pair."""
+    n = s.shape[0]
+    rate = beta * lca_sizes(tree, n)
+    upper = np.triu_indices(n, 1)
+    return float(np.sum(np.log(rate[upper]) - rate[upper] * s[upper]))
+
+
+def pair_scales(d, scale, n_neighbors):
+    """``tau_ij`` of every fitted pair, from the definition."""
+    n = d.shape[0]
+    if scale == "local":
+        sigma = np.array([np.sort(np.delete(d[i], i))[min(n_neighbors, n - 1) - 1]
+                          for i in range(n)])
+        return np.sqrt(np.outer(sigma, sigma))
+    width = np.median(d[np.triu_indices(n, 1)]) if scale == "median" else scale
+    return np.full((n, n), width)
+
+
+@pytest.mark.parametrize("scale", ["local", "median", 0.7])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_evidence_is_brute_force_marginal_likelihood_of_distances(scale, seed):
+    rng = np.random.default_rng(seed)
+    n, beta = 6, 0.8
+    d = pairwise_distances(rng.normal(size=(n, 2)))
+    energy = ExponentialTreeEnergy(scale=scale, n_neighbors=3).fit(d)
+    tau = pair_scales(d, scale, 3)
+    s = np.exp(-d / tau)
+    np.fill_diagonal(s, 0.0)
+    np.testing.assert_allclose(energy.similarity_, s, rtol=1e-12)
+    trees = binary_trees(range(n))
+    assert len(trees) == 945
+    upper = np.triu_indices(n, 1)
+    jacobian = float(np.sum(-d[upper] / tau[upper] - np.log(tau[upper])))
+    brute = (logsumexp([pair_log_likelihood(t, s, beta) for t in trees])
+             - math.log(len(trees)) + jacobian)
+    trellis = ExactHierarchicalTrellis(*energy.kernel_inputs(beta)).fit()
+    assert energy.log_evidence(trellis.log_partition_function) == pytest.approx(brute,
+                                                                              rel=1e-12)
+    for tree in trees[::97]:
+        assert energy.log_potential(tree, beta) == pytest.approx(
+            pair_log_likelihood(tree, s, beta), rel=1e-12)
+        assert trellis.log_potential(tree) == pytest.approx(
+            pair_log_likelihood(tree, s, beta), rel=1e-12)
+
+
+def test_sample_exponential_tree_draws_the_model():
+    s, tree = sample_exponential_tree(7, beta=3.0, random_state=0)
+    upper = np.triu_indices(7, 1)
+    assert (s[upper] > 0).all() and np.allclose(s, s.T) and not np.diag(s).any()
+    # the three trees of 3 items are equally likely; s_ij * beta |lca| is Exp(1)
+    counts = {}
+    scaled = []
+    for k in range(600):
+        s, tree = sample_exponential_tree(3, 2.0, random_state=k)
+        counts[tree] = counts.get(tree, 0) + 1
+        scaled.append(s[0, 1] * 2.0 * lca_sizes(tree, 3)[0, 1])
+    assert set(counts) == {((0, 1), 2), ((0, 2), 1), (0, (1, 2))}
+    assert all(abs(c - 200) < 45 for c in counts.values())     # 3.5 standard deviations
+    assert np.mean(scaled) == pytest.approx(1.0, abs=0.15)      # 3.5 standard deviations
+
+
+@pytest.mark.parametrize("beta", [0.3, 2.0])
+def test_gradient_is_expected_split_statistic(beta):
+    rng = np.random.default_rng(3)
+    d = pairwise_distances(rng.normal(size=(6, 3)))
+    energy = ExponentialTreeEnergy().fit(d)
+    trellis = ExactHierarchicalTrellis(*energy.kernel_inputs(beta)).fit()
+    gradient = trellis.expected_split_value(energy.gradient_params(beta))
+    h = 1e-5 * beta
+
+    def log_z(b):
+        return ExactHierarchicalTrellis(*energy.kernel_inputs(b)).fit().log_partition_function
+
+    assert gradient == pytest.approx((log_z(beta + h) - log_z(beta - h)) / (2 * h),
+                                     rel=1e-6)
+    # and against the enumeration: E[sum_pairs (1 / beta - |lca| s)]
+    trees = binary_trees(range(6))
+    s = energy.similarity_
+    log_w = np.array([pair_log_likelihood(t, s, beta) for t in trees])
+    w = np.exp(log_w - logsumexp(log_w))
+    upper = np.triu_indices(6, 1)
+    stat = [np.sum(1 / beta - lca_sizes(t, 6)[upper] * s[upper]) for t in trees]
+    assert gradient == pytest.approx(float(w @ stat), rel=1e-9)
+
+
+def test_sparse_gradient_is_derivative_of_family_log_z():
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(24, 2))
+    beta = 0.4
+
+    def fit(b):
+        return TrellisHierarchical(energy="exponential_tree", beta=b, method="sparse",
+                                   n_beam_trees=0, window_size=0).fit(X)
+
+    model = fit(beta)
+    gradient = model._trellis.expected_split_value(model.model_.gradient_params(beta))
+    h = 1e-5
+    # the family does not depend on beta without beam seeds and windows
+    assert gradient == pytest.approx((fit(beta + h).log_partition_function_
+                                      - fit(beta - h).log_partition_function_) / (2 * h),
+                                     rel=1e-5)
+
+
+def test_insertion_log_likelihoods_brute_force():
+    rng = np.random.default_rng(5)
+    n, m, beta = 5, 3, 0.7
+    X = rng.normal(size=(n + m, 2))
+    d = pairwise_distances(X)
+    model = TrellisHierarchical(energy=ExponentialTreeEnergy(n_neighbors=2), beta=beta,
+                                n_clusters=2).fit(X[:n])
+    energy = model.model_
+    out = energy.insertion_log_likelihoods(model._full_children, d[n:, :n], beta)
+    assert out.shape == (m, 2 * n - 1)
+    # the enlarged trees, built node by node: position v = 'above node v'
+    nodes = list(range(n))
+    for a, b in model._full_children:
+        nodes.append((nodes[a], nodes[b]))
+
+    def insert(node, target, x):
+        if node == target:
+            return (node, x)
+        if isinstance(node, tuple):
+            return (insert(node[0], target, x), insert(node[1], target, x))
+        return node
+
+    new_s = np.exp(-d[n:, :n] / np.sqrt(local_scales(d[n:, :n], 2, fitted=False)[:, None]
+                                        * energy.scale_[None, :]))
+    for v, target in enumerate(nodes):
+        enlarged = insert(nodes[-1], target, n)
+        sizes = lca_sizes(enlarged, n + 1)[n, :n]
+        expected = np.sum(np.log(beta * sizes) - beta * sizes * new_s, axis=1)
+        np.testing.assert_allclose(out[:, v], expected, rtol=1e-12)
+    # score: uniform positions, Jacobian of the distances
+    sigma_x = local_scales(d[n:, :n], 2, fitted=False)
+    tau = np.sqrt(sigma_x[:, None] * energy.scale_[None, :])
+    jac = np.sum(-d[n:, :n] / tau - np.log(tau), axis=1)
+    expected = np.mean(logsumexp(out, axis=1) - math.log(2 * n - 1) + jac)
+    assert model.score(X[n:]) == pytest.approx(expected, rel=1e-12)
+
+
+def test_score_exists_only_for_likelihood_energies():
+    assert not hasattr(TrellisHierarchical(), "score")
+    assert not hasattr(TrellisHierarchical(energy="hcc"), "score")
+    assert not hasattr(TrellisHierarchical(energy=DasguptaEnergy()), "score")
+    assert not hasattr(TrellisHierarchical(energy=HCCEnergy()), "score")
+    assert not hasattr(TrellisHierarchical(energy=lambda X, l, r: 0.0), "score")
+    assert hasattr(TrellisHierarchical(energy="exponential_tree"), "score")
+    assert hasattr(TrellisHierarchical(energy=ExponentialTreeEnergy()), "score")
+    assert hasattr(TrellisHierarchical(energy="ginkgo"), "score")
+    assert hasattr(TrellisHierarchical(energy=GinkgoEnergy()), "score")
+
+
+def test_auto_beta_is_a_stationary_point_of_the_evidence():
+    rng = np.random.default_rng(6)
+    X = np.concatenate([rng.normal(0, 1, (5, 2)), rng.normal(5, 1, (5, 2))])
+    model = TrellisHierarchical(energy="exponential_tree", beta="auto").fit(X)
+    beta = model.beta_
+    gradient = model._trellis.expected_split_value(model.model_.gradient_params(beta))
+    assert abs(gradient) < 1e-3 * 45 / beta
+    for other in (beta / 1.2, beta * 1.2):
+        fixed = TrellisHierarchical(energy="exponential_tree", beta=other).fit(X)
+        assert fixed.log_marginal_likelihood_ < model.log_marginal_likelihood_
+
+
+def test_auto_beta_needs_a_likelihood_energy():
+    with pytest.raises(ValueError, match="exponential_tree"):
+        TrellisHierarchical(beta="auto").fit(np.arange(8.0).reshape(4, 2))
+    with pytest.raises(ValueError, match="beta > 0"):
+        TrellisHierarchical(energy="exponential_tree", beta=0.0).fit(
+            np.arange(8.0).reshape(4, 2))
+
+
+def recovery(n_items, beta, grid, seed, cv=4):
+    """beta selected by GridSearchCV's default scoring and by beta='auto'.
+
+    The similarities drawn from the model are given as distances
+    ``d = -log s`` with ``scale=1`` (so the energy sees ``s`` again and the
+    seed linkages see distances); ``beta >= 10`` keeps ``s < 1`` (``d > 0``)
+    with probability ``1 - exp(-20)`` per pair.
+    """
+    s, _ = sample_exponential_tree(n_items, beta, random_state=seed)
+    assert s.max() < 1
+    d = -np.log(s + np.eye(n_items))
+    est = TrellisHierarchical(metric="precomputed", linkage="average",
+                              energy=ExponentialTreeEnergy(scale=1.0))
+    search = GridSearchCV(est, {"beta": grid}, cv=cv).fit(d)
+    auto = est.set_params(beta="auto").fit(d)
+    return search.best_params_["beta"], auto.beta_
+
+
+def test_grid_search_default_scoring_recovers_beta_small():
+    grid = [2.5, 5.0, 10.0, 20.0, 40.0]
+    chosen, auto = recovery(40, 10.0, grid, seed=0)
+    assert chosen == 10.0
+    assert auto == pytest.approx(10.0, rel=0.15)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("beta", [10.0, 40.0])
+def test_grid_search_default_scoring_recovers_beta(beta):
+    grid = list(beta * np.array([0.25, 0.5, 0.8, 1.0, 1.25, 2.0, 4.0]))
+    chosen, auto = recovery(150, beta, grid, seed=1, cv=5)
+    assert chosen == pytest.approx(beta, rel=0.25)
+    assert auto == pytest.approx(beta, rel=0.15)
+
+
+def test_local_scales_dense_graph_and_new_items_agree_with_definition():
+    from scipy import sparse
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(12, 3))
+    d = pairwise_distances(X)
+    dense = DasguptaEnergy(n_neighbors=4).fit(d)
+    sigma = np.sort(d, axis=1)[:, 4]          # column 0 is the item itself
+    np.testing.assert_allclose(dense.scale_, sigma)
+    expected = np.exp(-d / np.sqrt(np.outer(sigma, sigma)))
+    np.fill_diagonal(expected, 0.0)
+    np.testing.assert_allclose(dense.similarity_, expected, rtol=1e-12)
+    # every pair an edge: the graph path gives the same similarities
+    graph = DasguptaEnergy(n_neighbors=4).fit(sparse.csr_matrix(d + 1e-300 * (1 - np.eye(12))))
+    np.testing.assert_allclose(graph.similarity_.toarray(), expected, rtol=1e-9)
+    # a new item: its own sigma is the distance to its 4th nearest fitted item
+    new = pairwise_distances(rng.normal(size=(2, 3)), X)
+    own = np.sort(new, axis=1)[:, 3]
+    np.testing.assert_allclose(dense._new_similarities(new),
+                               np.exp(-new / np.sqrt(np.outer(own, sigma))), rtol=1e-12)
+    with pytest.raises(ValueError, match="'median' or 'local'"):
+        DasguptaEnergy(scale="mean").fit(d)
