@@ -33,7 +33,9 @@ from .models import ENERGIES, CallableEnergy, DasguptaEnergy, GinkgoEnergy, Spli
 def _scores_likelihood(estimator):
     """Whether ``energy`` is a likelihood of the data given a tree (``score`` exists)."""
     energy = estimator.energy
-    return energy == "ginkgo" if isinstance(energy, str) else isinstance(energy, GinkgoEnergy)
+    if isinstance(energy, str):
+        return energy == "ginkgo"
+    return isinstance(energy, GinkgoEnergy) and energy.is_density
 
 
 class TrellisHierarchical(HierarchyMixin, ClusterMixin, BaseEstimator):
