@@ -81,7 +81,8 @@ def jets_with(n, jets, count):
 
 
 def ginkgo_engine(jet):
-    model = GinkgoEnergy(lam=jet["lam"], lam_root=jet["lam_root"], t_cut=jet["t_cut"])
+    model = GinkgoEnergy(lam=jet["lam"], lam_root=jet["lam_root"], t_cut=jet["t_cut"],
+                         likelihood="ginkgo")
     model.fit(np.array(jet["leaves"]))
     split, params, stats = model.kernel_inputs()
     return ExactHierarchicalTrellis(split, params, stats).fit()

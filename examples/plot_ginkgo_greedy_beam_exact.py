@@ -34,7 +34,8 @@ jets = load_ginkgo_jets().jets
 rows = []
 start = time.perf_counter()
 for jet in jets:
-    energy = GinkgoEnergy(lam=jet["lam"], lam_root=jet["lam_root"], t_cut=jet["t_cut"])
+    energy = GinkgoEnergy(lam=jet["lam"], lam_root=jet["lam_root"], t_cut=jet["t_cut"],
+                          likelihood="ginkgo")
     model = TrellisHierarchical(energy=energy).fit(np.array(jet["leaves"]))
     _, greedy = model.greedy_tree()
     _, beam = model.beam_search_tree()

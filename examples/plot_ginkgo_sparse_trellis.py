@@ -64,8 +64,8 @@ jets, train = nine[:N_JETS], nine[N_JETS:]
 
 
 def model_of(jet):
-    return GinkgoEnergy(lam=jet["lam"], lam_root=jet["lam_root"],
-                        t_cut=jet["t_cut"]).fit(np.array(jet["leaves"]))
+    return GinkgoEnergy(lam=jet["lam"], lam_root=jet["lam_root"], t_cut=jet["t_cut"],
+                        likelihood="ginkgo").fit(np.array(jet["leaves"]))
 
 
 # %%

@@ -1,6 +1,7 @@
 """``FastTIWD``: Bayesian partitioning of distance matrices (Adametz & Roth 2011)."""
 
 import functools
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -18,7 +19,8 @@ from .engines.exact.trellis_for_model import trellis_for_model
 from .engines.gibbs import sampler as gibbs
 from .models.priors import make_prior
 from .models.wishart import (ClusterSums, WishartBlockModel, block_scale_means, block_statistics,
-                             estimate_dof, new_item_log_likelihoods, scale_summary)
+                             estimate_dof, new_item_data_terms, new_item_log_likelihoods,
+                             scale_summary)
 from .models.wishart_likelihood import WishartBlockLikelihood
 from .preprocessing.distance_normalization import (NORMALIZATIONS, mean_squared_distance,
                                                    new_item_inner_products,
@@ -666,11 +668,20 @@ default='singletons'
     def score_samples(self, X):
         """Log posterior predictive density of each new item (averaged over kept samples).
 
-        ``log p(S_x | S*)`` of the new item's row of inner products, up to the
-        Wishart terms of the data alone (``log det S``, ``Gamma_n(d/2)``): they
-        depend on ``dof`` and the data only, so scores compare ``alpha``,
-        ``n_blocks``, ``theta``, ``scale``, ``r0``/``s0`` and normalisations at a
-        fixed ``dof``, not different ``dof`` values.
+        ``log p(S_x | S*)`` of the new item's inner products (its row of
+        ``S*`` and ``S_xx``) under the Wishart block model, every term
+        included: the partition prior's predictive weight, the block terms,
+        ``scale``'s prior integral (or the fixed ``scale``) and the Wishart
+        terms of the data alone (:func:`~sklearn_trellis.models.wishart.new_item_data_terms`:
+        the Schur complement of the new item, ``pdet S*`` and ``Gamma``
+        functions of ``dof``), so that the score compares every
+        hyperparameter, ``dof`` included. It is ``-inf`` when ``dof`` does not
+        exceed the rank of ``S*`` (``n - 1`` after the translation
+        normalisation): such a Wishart cannot produce the fitted matrix. When
+        ``S*`` is rank-deficient (points in fewer dimensions than ``n - 1``) a
+        Wishart with more degrees of freedom than the rank has no density
+        there: the data terms are then left out with a warning, and the score
+        compares every hyperparameter but ``dof`` (which is the rank).
 
         Parameters
         ----------
@@ -682,12 +693,32 @@ default='singletons'
         log_density : ndarray of shape (n_new,)
         """
         check_is_fitted(self)
-        return self._mean_predictive_log_density(X)
+        rows, self_products = self._new_inner_products(X)
+        S = self.inner_products_
+        data_terms, rank = new_item_data_terms(S, rows, self_products, dof=self.dof_)
+        # a translation-normalised S* has one null direction by construction
+        full_rank = S.shape[0] - (self.normalization != "none")
+        if rank < full_rank:
+            warnings.warn(
+                f"FastTIWD.score leaves out the Wishart terms of the data alone: S* has rank "
+                f"{rank} < {full_rank} (points in {rank} dimensions), where a Wishart with "
+                "dof > rank has no density; scores then compare every hyperparameter but "
+                f"dof (read dof off the rank, {rank}).", UserWarning, stacklevel=2)
+            data_terms = 0.0
+        elif np.isneginf(data_terms).all() and data_terms.size:
+            warnings.warn(
+                f"FastTIWD.score is -inf: dof={self.dof_:g} does not exceed the rank {rank} of "
+                "S* (a Wishart with that few degrees of freedom cannot produce the fitted "
+                "matrix); score dof values above it.", UserWarning, stacklevel=2)
+        return self._mean_predictive_log_density(X) + data_terms
 
     def score(self, X, y=None):
         """Mean log posterior predictive density of held-out items (higher is better).
 
-        See :meth:`score_samples` for what it compares.
+        The held-out log predictive of :meth:`score_samples`, complete in every
+        hyperparameter: ``GridSearchCV`` with its default scoring chooses
+        ``dof``, ``alpha``, ``n_blocks``, ``theta``/``scale``, ``r0``/``s0``.
+        Held-out items are scored one at a time against the fitted items.
 
         Parameters
         ----------

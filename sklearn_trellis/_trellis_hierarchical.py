@@ -43,7 +43,9 @@ def _scores_likelihood(estimator):
     energy = estimator.energy
     if isinstance(energy, str):
         return energy in _LIKELIHOOD_ENERGIES
-    return isinstance(energy, tuple(_LIKELIHOOD_ENERGIES.values()))
+    # A Ginkgo energy scores only as the density of the leaf momenta (its default).
+    return (isinstance(energy, tuple(_LIKELIHOOD_ENERGIES.values()))
+            and getattr(energy, "is_density", True))
 
 
 class TrellisHierarchical(NestedModelParamsMixin, HierarchyMixin, ClusterMixin, BaseEstimator):

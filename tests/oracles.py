@@ -398,9 +398,47 @@ def small_ginkgo_jets():
 
 
 def ginkgo_energy(jet):
-    """The (unfitted) Ginkgo energy with a jet's parameters."""
+    """The (unfitted) public Ginkgo likelihood with a jet's parameters (reference values)."""
     from sklearn_trellis.models import GinkgoEnergy
-    return GinkgoEnergy(lam=jet["lam"], lam_root=jet["lam_root"], t_cut=jet["t_cut"])
+    return GinkgoEnergy(lam=jet["lam"], lam_root=jet["lam_root"], t_cut=jet["t_cut"],
+                        likelihood="ginkgo")
+
+
+def ginkgo_split_by_definition(p_left, p_right, lam, t_cut, likelihood):
+    """Ginkgo's split log-likelihood from its definition, one split of 4-momenta.
+
+    ``lam`` is the rate of this split (``lam_root`` at the jet's). ``'ginkgo'``:
+    the public likelihood (light children's masses censored at ``t_cut``);
+    ``'momenta'``: every child's mass density plus the two-body Jacobian
+    ``4 sqrt(t_P) / p*`` from (t_L, t_R, direction) to the left child's 4-momentum.
+    """
+
+    def mass2(p):
+        return p[0] ** 2 - p[1] ** 2 - p[2] ** 2 - p[3] ** 2
+
+    def log_f(t, t_max):
+        norm = 1.0 - math.exp(-(1.0 - 1e-3) * lam)
+        if likelihood == "ginkgo" and t <= t_cut:
+            return math.log((1.0 - math.exp(-lam * min(t_max, t_cut) / t_max)) / norm)
+        if t < 0 or t >= (1.0 - 1e-3) * t_max:
+            return -math.inf
+        return math.log(lam / t_max / norm) - lam * t / t_max
+
+    p_left, p_right = np.asarray(p_left, float), np.asarray(p_right, float)
+    t_p, t_l, t_r = mass2(p_left + p_right), mass2(p_left), mass2(p_right)
+    if t_p <= t_cut or max(t_l, t_r) >= (1.0 - 1e-3) * t_p:
+        return -math.inf
+    root = math.sqrt(t_p)
+    s_l, s_r = math.sqrt(max(t_l, 0.0)), math.sqrt(max(t_r, 0.0))
+    if s_l + s_r > root:
+        return -math.inf
+    terms = [log_f(t_l, t_p) + log_f(t_r, (root - s_l) ** 2),
+             log_f(t_r, t_p) + log_f(t_l, (root - s_r) ** 2)]
+    value = logsumexp(terms) + math.log(0.5 / (4.0 * math.pi))
+    if likelihood == "momenta":
+        p_star = math.sqrt((t_p - t_l - t_r) ** 2 - 4 * t_l * t_r) / (2.0 * root)
+        value += math.log(4.0 * root / p_star)
+    return value
 
 
 def partition_losses(estimates, references, loss, a=1.0, b=1.0):

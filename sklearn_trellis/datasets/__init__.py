@@ -5,6 +5,7 @@ nothing is downloaded.
 """
 
 from ._base import load_tumour_subset, make_wishart_blocks
-from ._jets import load_ginkgo_jets
+from ._jets import load_ginkgo_jets, make_ginkgo_jets
 
-__all__ = ["load_tumour_subset", "make_wishart_blocks", "load_ginkgo_jets"]
+__all__ = ["load_tumour_subset", "make_wishart_blocks", "load_ginkgo_jets",
+           "make_ginkgo_jets"]
