@@ -12,6 +12,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._core.budget import check_memory, rows_or_zero
+from ._core.compilation import announces_compilation
 from ._core.pairwise import check_square_symmetric
 from ._core.validation import check_scalar_param
 from .engines.exact.binder import bayes_estimate
@@ -245,6 +246,7 @@ default='all'
         return w
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @announces_compilation
     def fit(self, X, y=None):
         """Compute the exact distribution over clusterings of the rows of X.
 

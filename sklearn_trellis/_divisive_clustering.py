@@ -10,6 +10,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import validate_data
 
 from ._core.budget import check_memory
+from ._core.compilation import announces_compilation
 from ._core.pairwise import check_square_symmetric, similarity_from_distances
 from ._hierarchy_mixin import HierarchyMixin
 from .engines.divisive import CRITERIA, METHODS, divisive_tree, r_dissimilarities
@@ -256,6 +257,7 @@ class DivisiveClustering(HierarchyMixin, ClusterMixin, BaseEstimator):
                 "(missing features are skipped as in R's daisy), or impute them.")
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @announces_compilation
     def fit(self, X, y=None):
         """Grow the divisive tree of X and cut it.
 

@@ -16,6 +16,7 @@ from sklearn.utils._available_if import available_if
 from sklearn.utils.validation import check_is_fitted, check_memory, validate_data
 
 from ._core.budget import check_memory as check_memory_bytes
+from ._core.compilation import announces_compilation
 from ._core.connectivity import check_connectivity
 from ._core.merge_heights import (HEIGHT_LINKAGES, linkage_heights, monotone_heights,
                                   order_by_height)
@@ -433,6 +434,7 @@ default='all'
         return False
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @announces_compilation
     def fit(self, X, y=None):
         """Compute the distribution over binary trees of the rows of X.
 
