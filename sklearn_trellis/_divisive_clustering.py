@@ -211,8 +211,8 @@ class DivisiveClustering(HierarchyMixin, ClusterMixin, BaseEstimator):
         check_memory(8 * n * n, f"the ({n}, {n}) dissimilarity matrix")
         if isinstance(self.metric, str) and self.metric in _R_METRICS:
             manhattan, squared = _R_METRICS[self.metric]
-            D, ok = r_dissimilarities(np.ascontiguousarray(X, dtype=np.float64),
-                                      manhattan, squared)
+            X = np.ascontiguousarray(X, dtype=np.float64)
+            D, ok = r_dissimilarities.for_work(X.size * X.shape[0])(X, manhattan, squared)
             if not ok:
                 raise ValueError("Some pair of samples has no feature present (non-NaN) in "
                                  "both rows, so their dissimilarity is undefined.")
