@@ -11,6 +11,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._core.validation import NestedModelParamsMixin
+from ._core.compilation import announces_compilation
 from ._hierarchy_mixin import HierarchyMixin
 from .engines.bhc import posterior as bhc_posterior
 from .engines.bhc.build import (DEFAULT_SUBSAMPLE_SIZE, approximation_notes, greedy_tree,
@@ -196,6 +197,7 @@ ClusterLikelihood, default='gaussian'
             print(f"[BayesianHierarchicalClustering] {what}: {time.perf_counter() - start:.2f} s")
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @announces_compilation
     def fit(self, X, y=None):
         """Build the tree and its DP quantities.
 

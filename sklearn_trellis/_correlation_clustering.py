@@ -10,6 +10,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._core.budget import check_memory, rows_or_zero
+from ._core.compilation import announces_compilation
 from ._core.pairwise import check_square_symmetric
 from ._core.validation import check_scalar_param
 from .engines.exact.binder import bayes_estimate
@@ -307,6 +308,7 @@ default='all'
         return found.beta, found.offset
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @announces_compilation
     def fit(self, X, y=None):
         """Compute the exact distribution over clusterings of the rows of X.
 

@@ -9,6 +9,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_feature_names, check_is_fitted
 
+from ._core.compilation import announces_compilation
 from ._gibbs_base import MAX_PREDICTIVE_SAMPLES, _BaseGibbs, gamma_hyperprior
 from .engines.exact.crosscat import MAX_EXACT_COLUMNS, MAX_EXACT_ROWS, exact_crosscat
 from .models import cell_loops as ck
@@ -241,6 +242,7 @@ class CrossCat(ClusterMixin, _BaseGibbs):
         return encoder, cells, model
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @announces_compilation
     def fit(self, X, y=None):
         """Sample (or enumerate) the posterior over views and row clusterings of ``X``.
 

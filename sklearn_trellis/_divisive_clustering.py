@@ -10,6 +10,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import validate_data
 
 from ._core.budget import check_memory
+from ._core.compilation import announces_compilation
 from ._core.pairwise import check_square_symmetric, similarity_from_distances
 from ._core.units import from_units, metric_degree, to_units, unit_exponent
 from ._hierarchy_mixin import HierarchyMixin
@@ -245,8 +246,8 @@ class DivisiveClustering(HierarchyMixin, ClusterMixin, BaseEstimator):
         self._check_memory(n, copy=True)
         if isinstance(self.metric, str) and self.metric in _R_METRICS:
             manhattan, squared = _R_METRICS[self.metric]
-            D, ok = r_dissimilarities(np.ascontiguousarray(X, dtype=np.float64),
-                                      manhattan, squared)
+            X = np.ascontiguousarray(X, dtype=np.float64)
+            D, ok = r_dissimilarities.for_work(X.size * X.shape[0])(X, manhattan, squared)
             if not ok:
                 raise ValueError("Some pair of samples has no feature present (non-NaN) in "
                                  "both rows, so their dissimilarity is undefined.")
@@ -291,6 +292,7 @@ class DivisiveClustering(HierarchyMixin, ClusterMixin, BaseEstimator):
                 "(missing features are skipped as in R's daisy), or impute them.")
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @announces_compilation
     def fit(self, X, y=None):
         """Grow the divisive tree of X and cut it.
 

@@ -9,6 +9,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._core.budget import check_memory
+from ._core.compilation import announces_compilation
 from ._gibbs_base import (MAX_LOSS_ESTIMATE_ITEMS, _BaseGibbs, check_given_labels,
                           gamma_hyperprior, initial_labels, predictive_picks)
 from .engines.exact.binder import bayes_estimate
@@ -252,6 +253,7 @@ default='kmeans'
 
     # -- fitting ---------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
+    @announces_compilation
     def fit(self, X, y=None):
         """Sample (or compute exactly) the posterior over partitions of the rows of X.
 

@@ -7,6 +7,7 @@ from sklearn.base import BaseEstimator, ClusterMixin, _fit_context
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import validate_data
 
+from ._core.compilation import announces_compilation
 from ._hierarchy_mixin import HierarchyMixin
 from .summaries import as_sample_set, is_block_list_format
 from .summaries.agglomeration import entropy_agglomeration_tree
@@ -143,6 +144,7 @@ class EntropyAgglomeration(HierarchyMixin, ClusterMixin, BaseEstimator):
         return sample_set
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @announces_compilation
     def fit(self, X, y=None):
         """Build the EA tree of a sample set.
 

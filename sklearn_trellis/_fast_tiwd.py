@@ -13,6 +13,7 @@ from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._core.budget import check_memory, rows_or_zero
+from ._core.compilation import announces_compilation
 from ._core.pairwise import check_square_symmetric
 from ._gibbs_base import _BaseGibbs, check_given_labels, predictive_picks
 from .engines.exact.trellis_for_model import trellis_for_model
@@ -413,6 +414,7 @@ default='singletons'
 
     # -- fitting ---------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
+    @announces_compilation
     def fit(self, X, y=None):
         """Sample (or compute exactly) the posterior over partitions of the n objects.
 

@@ -8,6 +8,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
+from ._core.compilation import announces_compilation
 from ._core.labels import first_appearance_labels
 from ._gibbs_base import (KMEANS_INIT_CLUSTERS, MAX_LOSS_ESTIMATE_ITEMS, MAX_PAIRWISE_ITEMS,
                           _BaseGibbs, check_given_labels, gamma_hyperprior, initial_labels)
@@ -224,6 +225,7 @@ default='vi'
 
     # -- fitting ------------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
+    @announces_compilation
     def fit(self, X, y=None):
         """Sample (or enumerate) the posterior over row and column partitions of ``X``.
 

@@ -18,6 +18,7 @@ from sklearn.utils.validation import check_is_fitted, check_memory, validate_dat
 
 from ._core.budget import check_memory as check_memory_bytes
 from ._core.units import from_units, scaled_pairwise_distances, to_units, unit_exponent
+from ._core.compilation import announces_compilation
 from ._core.connectivity import check_connectivity
 from ._core.merge_heights import (HEIGHT_LINKAGES, linkage_heights, monotone_heights,
                                   order_by_height)
@@ -466,6 +467,7 @@ default='dasgupta'
         return False
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @announces_compilation
     def fit(self, X, y=None):
         """Compute the distribution over binary trees of the rows of X.
 

@@ -314,7 +314,8 @@ def _add_tree_nodes(children, n, base, start, stop, codes, rec, hashes, table, n
                     buf, stamp, tick, tree_records):
     """One pass over a seed tree's merges (its leaf order is at ``buf[base:base + n]``)."""
     node_hash = np.empty((2 * n - 1, 2), np.uint64)
-    node_hash[:n] = codes
+    for i in range(n):  # loops: numba's slice copy compiles for seconds
+        node_hash[i, 0], node_hash[i, 1] = codes[i, 0], codes[i, 1]
     for i in range(n):
         tree_records[i] = i
     for node in range(n, 2 * n - 1):
@@ -381,10 +382,10 @@ def _add_window_unions(piece_items, piece_ptr, codes, rec, hashes, table, n_reco
         size = union_size[rest] + union_size[piece]
         union_hash[mask, 0], union_hash[mask, 1], union_size[mask] = h0, h1, size
         lo = fill
-        scratch[fill:fill + union_size[rest]] = \
-            scratch[member_start[rest]:member_start[rest] + union_size[rest]]
-        scratch[fill + union_size[rest]:fill + size] = \
-            scratch[member_start[piece]:member_start[piece] + union_size[piece]]
+        for e in range(union_size[rest]):  # loops: numba's slice copy compiles for seconds
+            scratch[fill + e] = scratch[member_start[rest] + e]
+        for e in range(union_size[piece]):
+            scratch[fill + union_size[rest] + e] = scratch[member_start[piece] + e]
         member_start[mask] = fill
         fill += size
         known = _lookup(rec, hashes, table, h0, h1, size)
@@ -396,7 +397,8 @@ def _add_window_unions(piece_items, piece_ptr, codes, rec, hashes, table, n_reco
             if r == _COLLISION:
                 return -1, offset
         else:
-            buf[offset:offset + size] = scratch[lo:lo + size]
+            for e in range(size):
+                buf[offset + e] = scratch[lo + e]
             r = _insert(rec, hashes, table, n_records, buf, h0, h1, offset, offset + size,
                         row[rest], row[piece], scratch, lo, lo + size, stamp, tick, False)
             offset += size

@@ -33,13 +33,17 @@ import types
 
 from numba import njit
 
+from .parallel import ParallelKernel
+
 _SPECIALISED = {}
 
 
 def template(function=None, **options):
     """Mark ``function`` as a kernel template, compiled per model with ``njit(cache=True, **options)``.
 
-    Use as ``@template`` or ``@template(parallel=True)``.
+    Use as ``@template`` or ``@template(parallel=True)``; a parallel template
+    is compiled as a :class:`~sklearn_trellis._core.parallel.ParallelKernel`
+    (``kernels.name.for_work(n)(...)`` runs its serial twin on small inputs).
     """
     def mark(f):
         f._template_options = options
@@ -106,14 +110,20 @@ def specialise(namespace, bindings):
         copy = types.FunctionType(original.__code__, scope, name, original.__defaults__)
         copy.__qualname__ = f"{name}_{digest}"
         copy.__doc__ = original.__doc__
-        compiled[name] = njit(cache=True, **original._template_options)(copy)
+        options = dict(original._template_options)
+        if options.pop("parallel", False):
+            compiled[name] = ParallelKernel(copy, options)
+        else:
+            compiled[name] = njit(cache=True, **options)(copy)
     # Numba resolves globals when it compiles (on first call): bind them now,
-    # each template also under its own name in its module's scope.
+    # each template also under its own name in its module's scope (a parallel
+    # template called from a kernel runs its parallel twin).
+    in_kernels = {name: getattr(kernel, "parallel", kernel) for name, kernel in compiled.items()}
     for scope in scopes.values():
         scope.update(bindings)
-        scope.update(compiled)
+        scope.update(in_kernels)
     for name in names:
-        scopes[id(namespace[name].__globals__)][namespace[name].__name__] = compiled[name]
+        scopes[id(namespace[name].__globals__)][namespace[name].__name__] = in_kernels[name]
     result = types.SimpleNamespace(**compiled)
     _SPECIALISED[key] = result
     return result

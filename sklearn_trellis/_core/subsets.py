@@ -17,6 +17,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from .parallel import parallel_kernel
 from .validation import check_indices
 
 # Splitting ln 2 in a high and a low part keeps the range reduction exact.
@@ -204,8 +205,8 @@ def subset_sums(values):
     return out
 
 
-@njit(cache=True, parallel=True)
-def _pair_sums_parallel(weights, n_items, scale):
+@parallel_kernel
+def _pair_sums(weights, n_items, scale):
     size = 1 << n_items
     table = np.zeros(size)
     # Subsets whose highest item is h extend subsets below 2**h by item h.
@@ -226,7 +227,6 @@ def _pair_sums_parallel(weights, n_items, scale):
 
 # Small tables: thread start-up costs more than the work (up to 0.1 s per call
 # on a loaded machine), which repeated MAP problems (Perturb-and-MAP) pay.
-_pair_sums_serial = njit(cache=True)(_pair_sums_parallel.py_func)
 _SERIAL_MAX_ITEMS = 16
 
 
@@ -255,5 +255,5 @@ def subset_pair_sums(weights, scale=1.0):
     """
     weights = np.ascontiguousarray(weights, dtype=np.float64)
     n_items = weights.shape[0]
-    kernel = _pair_sums_serial if n_items <= _SERIAL_MAX_ITEMS else _pair_sums_parallel
+    kernel = _pair_sums.serial if n_items <= _SERIAL_MAX_ITEMS else _pair_sums.parallel
     return kernel(weights, n_items, float(scale))

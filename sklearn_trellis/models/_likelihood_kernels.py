@@ -30,7 +30,8 @@ def subset_log_marginals(params, data, n_items, n_stats, work, out):
             depth -= 1
             continue
         nexts[depth] = item + 1
-        rows[depth + 1, :] = rows[depth, :]
+        for col in range(rows.shape[1]):  # a loop: numba's slice copy compiles for seconds
+            rows[depth + 1, col] = rows[depth, col]
         lik_add(params, data, rows, shared, work, depth + 1, item)
         mask = masks[depth] | (1 << item)
         out[mask] = lik_log_cluster(params, rows, shared, depth + 1)

@@ -19,6 +19,8 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from .._core.parallel import parallel_kernel
+
 # Entropies computed by agglomeration are rounded to this many decimals so that
 # exact ties (common with few samples: many subsets have entropy exactly 0) are
 # recognised despite rounding errors (below 1e-11 at n = T = 1000).
@@ -81,7 +83,7 @@ def prefix_statistics(memberships, n_blocks, order, with_cod):
     return events, entropy_sums
 
 
-@njit(cache=True, parallel=True)
+@parallel_kernel
 def cooccurrence_counts(by_sample):
     """``C[i, j]`` = number of (sample, block) pairs holding both ``i`` and ``j``.
 
@@ -197,7 +199,8 @@ def _singleton_columns(labels_by_sample, alive, size):
     columns = np.empty((labels_by_sample.shape[0], count), labels_by_sample.dtype)
     for i in range(n):
         if column_of[i] >= 0:
-            columns[:, column_of[i]] = labels_by_sample[:, i]
+            for t in range(columns.shape[0]):  # a loop: numba's slice copy compiles slowly
+                columns[t, column_of[i]] = labels_by_sample[t, i]
     return columns, column_of
 
 

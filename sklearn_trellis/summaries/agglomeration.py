@@ -44,7 +44,7 @@ def entropy_agglomeration_tree(samples):
                          f"co-occurrence tables); the limit is "
                          f"{MAX_AGGLOMERATION_BYTES / 2 ** 30:.0f} GiB. Use fewer elements.")
     by_sample = sample_major(sample_set)
-    counts = cooccurrence_counts(by_sample)
+    counts = cooccurrence_counts.for_work(by_sample.size * by_sample.shape[1])(by_sample)
     degree = np.diagonal(counts).astype(np.int64).copy()
     dense_bytes = 4 * sample_set.n_elements * sample_set.n_samples * max(sample_set.max_blocks, 1)
     use_dense = dense_bytes <= DENSE_HISTOGRAM_BYTES

@@ -93,7 +93,9 @@ def pairwise_cooccurrence(samples):
     sample_set = as_sample_set(samples)
     if sample_set.is_partition:
         return _label_cooccurrence(sample_set.labels)
-    return cooccurrence_counts(sample_major(sample_set)) / sample_set.n_samples
+    by_sample = sample_major(sample_set)
+    counts = cooccurrence_counts.for_work(by_sample.size * by_sample.shape[1])(by_sample)
+    return counts / sample_set.n_samples
 
 
 def n_clusters_histogram(samples, *, normalize=True):

@@ -127,7 +127,8 @@ class Target:
         if self._pairwise is None:
             if self._sample_set is None:
                 self._sample_set = as_sample_set(self.samples)
-            counts = cooccurrence_counts(sample_major(self._sample_set))
+            by_sample = sample_major(self._sample_set)
+            counts = cooccurrence_counts.for_work(by_sample.size * by_sample.shape[1])(by_sample)
             self._pairwise = check_pairwise(counts / self.samples.shape[0])
         return self._pairwise
 

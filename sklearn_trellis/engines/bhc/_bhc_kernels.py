@@ -39,7 +39,8 @@ COLLAPSE = 3       # new node with the children of a and of b
 def merged_log_marginal(params, data, stats, shared, work, scratch, slot_big, head_small,
                         next_item):
     """``log m`` of a cluster's statistics (row ``slot_big``) plus a list of items, in ``scratch``."""
-    stats[scratch, :] = stats[slot_big, :]
+    for col in range(stats.shape[1]):  # a loop: numba's slice copy compiles for seconds
+        stats[scratch, col] = stats[slot_big, col]
     item = head_small
     while item >= 0:
         lik_add(params, data, stats, shared, work, scratch, item)
@@ -289,7 +290,8 @@ def greedy_bhc(params, data, n_stats, work_size, log_alpha, rose):
         kind = int(out[0])
         s_c = slot[c]
         s_p = slot[partner]
-        stats[s_c, :] = stats[scratch, :]
+        for col in range(stats.shape[1]):
+            stats[s_c, col] = stats[scratch, col]
         next_item[tail[s_c]] = head[s_p]
         tail[s_c] = tail[s_p]
         head[s_p] = -1

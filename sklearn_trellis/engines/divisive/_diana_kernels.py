@@ -17,11 +17,13 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from ..._core.parallel import parallel_kernel
+
 #: Unit roundoff of float64.
 _EPS = 2.220446049250313e-16
 
 
-@njit(cache=True, parallel=True)
+@parallel_kernel
 def r_dissimilarities(X, manhattan, squared):
     """R's ``dysta`` (and ``daisy`` for numeric data): full (n, n) dissimilarities.
 
@@ -30,6 +32,8 @@ def r_dissimilarities(X, manhattan, squared):
     Features missing (NaN) in either row are skipped and the sum is rescaled by
     ``p / n_present``. ``squared`` returns the rescaled sum of squares without the
     root. Returns ``(D, ok)``; ``ok`` is False if some pair shares no feature.
+    Run as ``r_dissimilarities.for_work(X.size * X.shape[0])(X, ...)`` (serial
+    on small inputs).
     """
     n, p = X.shape
     D = np.zeros((n, n))

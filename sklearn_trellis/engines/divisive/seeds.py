@@ -73,7 +73,7 @@ def divisive_seed_trees(X=None, *, distances=None, method="all", metric="euclide
             raise ValueError("X contains NaN or infinity.")
         n = X.shape[0]
         check_memory(8 * n * n, f"the dissimilarities of {n} points")
-        D = r_dissimilarities(X, manhattan, False)[0]
+        D = r_dissimilarities.for_work(X.size * n)(X, manhattan, False)[0]
     else:
         D = np.asarray(distances, dtype=np.float64)
         if D.ndim != 2 or D.shape[0] != D.shape[1]:

@@ -231,8 +231,8 @@ class ExactHierarchicalTrellis:
                                         self._map_value)
             else:
                 flags = np.zeros((256, 2), np.int64)
-                self._kernels.partition_layer(*self._args(), self._masks, lo, hi,
-                                              self.log_z, self._map_value, flags)
+                kernel = self._kernels.partition_layer.for_work((hi - lo) << (k - 1))
+                kernel(*self._args(), self._masks, lo, hi, self.log_z, self._map_value, flags)
                 n_forbidden += int(flags[:, 0].sum())
                 n_invalid += int(flags[:, 1].sum())
             if self.verbose:
@@ -259,8 +259,9 @@ class ExactHierarchicalTrellis:
             self._masks, self._offsets = masks_by_popcount(n)
         prime_array = np.array(primes, np.int64)
         for k in range(2, n + 1):
-            self._kernels.count_layer(*self._args(), self._masks, self._offsets[k],
-                                      self._offsets[k + 1], counts, prime_array)
+            lo, hi = self._offsets[k], self._offsets[k + 1]
+            kernel = self._kernels.count_layer.for_work(((hi - lo) << (k - 1)) * len(primes))
+            kernel(*self._args(), self._masks, lo, hi, counts, prime_array)
         return _crt(counts[:, self.full], primes)
 
     # -- single trees ----------------------------------------------------------
@@ -288,8 +289,9 @@ class ExactHierarchicalTrellis:
             log_out = np.full(1 << n, -np.inf)
             log_out[self.full] = 0.0
             for k in range(n - 1, 0, -1):
-                self._kernels.outside_layer(*self._args(), self._masks, self._offsets[k],
-                                            self._offsets[k + 1], self.log_z, log_out)
+                lo, hi = self._offsets[k], self._offsets[k + 1]
+                kernel = self._kernels.outside_layer.for_work((hi - lo) << (n - k))
+                kernel(*self._args(), self._masks, lo, hi, self.log_z, log_out)
             self._log_out = log_out
         return self._log_out
 
@@ -350,8 +352,8 @@ class ExactHierarchicalTrellis:
     def sample_splits(self, n_samples, random_state):
         """Exact draws as ``(parents, lefts)`` mask arrays of shape (n_samples, N - 1)."""
         uniforms = random_state.random_sample((n_samples, max(self.n_items - 1, 0)))
-        return self._kernels.sample_splits(*self._args(), self.n_items, self.log_z,
-                                           uniforms)
+        kernel = self._kernels.sample_splits.for_work(n_samples << self.n_items)
+        return kernel(*self._args(), self.n_items, self.log_z, uniforms)
 
     def sample(self, n_samples, random_state):
         """Exact posterior draws as a list of nested-tuple trees."""

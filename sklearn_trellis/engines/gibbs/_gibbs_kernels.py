@@ -257,7 +257,8 @@ def split_merge(params, pp, data, labels, counts, active, where, free, meta,
             s = np.random.randint(t + 1)
             items[t], items[s] = items[s], items[t]
         n_clusters = meta[0]
-        saved_shared[:] = shared
+        for col in range(shared.shape[0]):  # loops: numba's slice copy compiles for seconds
+            saved_shared[col] = shared[col]
         for col in range(n_stats):
             saved[0, col] = stats[ci, col]
             saved[1, col] = stats[cj, col]
@@ -293,7 +294,8 @@ def split_merge(params, pp, data, labels, counts, active, where, free, meta,
                 for col in range(n_stats):
                     stats[ci, col] = saved[0, col]
                 lik_reset(params, stats, cs)
-                shared[:] = saved_shared
+                for col in range(shared.shape[0]):
+                    shared[col] = saved_shared[col]
         else:
             old = (lik_log_cluster(params, stats, shared, ci) + lik_log_cluster(params, stats, shared, cj)
                    + lik_log_global(params, shared) + log_block(pp, counts[ci])
@@ -334,7 +336,8 @@ def split_merge(params, pp, data, labels, counts, active, where, free, meta,
                 for col in range(n_stats):
                     stats[ci, col] = saved[0, col]
                     stats[cj, col] = saved[1, col]
-                shared[:] = saved_shared
+                for col in range(shared.shape[0]):
+                    shared[col] = saved_shared[col]
     return accepted
 
 

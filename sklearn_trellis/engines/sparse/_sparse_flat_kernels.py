@@ -237,14 +237,17 @@ def _rehash(slots, h0, h1, sizes, n_states):
 @njit(cache=True)
 def _grow_1d(array, capacity):
     out = np.empty(capacity, array.dtype)
-    out[:array.size] = array
+    for i in range(array.size):  # loops: numba's slice copy compiles for seconds
+        out[i] = array[i]
     return out
 
 
 @njit(cache=True)
 def _grow_2d(array, capacity):
     out = np.empty((capacity, array.shape[1]), array.dtype)
-    out[:array.shape[0]] = array
+    for i in range(array.shape[0]):
+        for j in range(array.shape[1]):
+            out[i, j] = array[i, j]
     return out
 
 
@@ -480,10 +483,13 @@ def _children_sum(table, child_ptr, children, t):
 
 
 @njit(cache=True)
-def states_inside(e, state_size, trans_ptr, trans_vertex, child_ptr, children):
-    """``log Z``, MAP value and MAP transition of every state (smaller states first)."""
-    n_states = state_size.size
-    order = np.argsort(state_size, kind="mergesort")
+def states_inside(e, order, trans_ptr, trans_vertex, child_ptr, children):
+    """``log Z``, MAP value and MAP transition of every state (smaller states first).
+
+    ``order`` is ``np.argsort(state_size, kind="mergesort")``, sorted by NumPy
+    (numba's sorts take seconds to compile; both are stable, so identical).
+    """
+    n_states = order.size
     log_z = np.full(n_states, -np.inf)
     best = np.full(n_states, -np.inf)
     back = np.full(n_states, -1, np.int64)
@@ -511,11 +517,13 @@ def states_inside(e, state_size, trans_ptr, trans_vertex, child_ptr, children):
 
 
 @njit(cache=True)
-def states_cluster_log_marginals(e, log_z, state_size, trans_ptr, trans_vertex, child_ptr,
+def states_cluster_log_marginals(e, log_z, order, trans_ptr, trans_vertex, child_ptr,
                                  children, n_vertices):
-    """``log P(v is a cluster)`` for every vertex (outside pass, larger states first)."""
-    n_states = state_size.size
-    order = np.argsort(-state_size, kind="mergesort")
+    """``log P(v is a cluster)`` for every vertex (outside pass, larger states first).
+
+    ``order`` is ``np.argsort(-state_size, kind="mergesort")`` (see :func:`states_inside`).
+    """
+    n_states = order.size
     log_out = np.full(n_states, -np.inf)
     log_out[0] = 0.0
     out = np.full(n_vertices, -np.inf)
@@ -583,10 +591,13 @@ def states_sample(e, log_z, trans_ptr, trans_vertex, child_ptr, children, items,
 
 
 @njit(cache=True)
-def states_n_clusters(e, state_size, trans_ptr, trans_vertex, child_ptr, children, n_items):
-    """``log Z_k`` of the full set for ``k = 0..N``: a log-space polynomial per state."""
+def states_n_clusters(e, state_size, order, trans_ptr, trans_vertex, child_ptr, children,
+                      n_items):
+    """``log Z_k`` of the full set for ``k = 0..N``: a log-space polynomial per state.
+
+    ``order`` as in :func:`states_inside`.
+    """
     n_states = state_size.size
-    order = np.argsort(state_size, kind="mergesort")
     table = np.full((n_states, n_items + 1), -np.inf)
     poly = np.empty(n_items + 1)
     scratch = np.empty(n_items + 1)
@@ -606,7 +617,8 @@ def states_n_clusters(e, state_size, trans_ptr, trans_vertex, child_ptr, childre
                         if table[c, j] > -np.inf:
                             scratch[i + j] = logaddexp(scratch[i + j], poly[i] + table[c, j])
                 degree += state_size[c]
-                poly[:degree + 1] = scratch[:degree + 1]
+                for i in range(degree + 1):
+                    poly[i] = scratch[i]
             for i in range(degree + 1):
                 table[s, i] = logaddexp(table[s, i], poly[i])
     return table[0]

@@ -246,7 +246,9 @@ def discover_edges(children, tree_vertex, tree_offsets, home, range_vertex, n_it
                 grown = max(2 * out.shape[0], need)
                 grown = min(grown, max_edges + 1)
                 bigger = np.empty((grown, 3), np.int64)
-                bigger[:n_out] = out[:n_out]
+                for e in range(n_out):  # loops: numba's slice copy compiles for seconds
+                    for j in range(3):
+                        bigger[e, j] = out[e, j]
                 out = bigger
             n_out = _splits_of(s, group >= 0, range_vertex[s], lo, hi, starts, stops, sizes,
                                hashes, table, lowest, parents, tree_vertex, extra_ptr,
@@ -537,7 +539,8 @@ def edges_of_children(children, codes, n_items, table, hashes, sizes, lowest, pt
     node_hash = np.empty((n_nodes, 2), np.uint64)
     node_size = np.empty(n_nodes, np.int64)
     node_vertex = np.empty(n_nodes, np.int64)
-    node_hash[:n_items] = codes
+    for i in range(n_items):
+        node_hash[i, 0], node_hash[i, 1] = codes[i, 0], codes[i, 1]
     for i in range(n_items):
         node_size[i] = 1
         node_vertex[i] = i

@@ -297,13 +297,15 @@ class SparseFlatTrellis:
         self.n_transitions_ = int(n_trans)
         self._states = (sizes, ptr, t_vertex, c_ptr, children)
         e = self.log_potentials
-        self._log_z, best, self._back = kernels.states_inside(e, sizes, ptr, t_vertex, c_ptr,
-                                                              children)
+        smaller_first = np.argsort(sizes, kind="mergesort")
+        self._log_z, best, self._back = kernels.states_inside(e, smaller_first, ptr, t_vertex,
+                                                              c_ptr, children)
         self.log_partition_function = float(self._log_z[0])
         self.map_log_potential = float(best[0])
         self.map_vertices = kernels.states_map_vertices(self._back, t_vertex, c_ptr, children)
         self._log_marginals = kernels.states_cluster_log_marginals(
-            e, self._log_z, sizes, ptr, t_vertex, c_ptr, children, f.n_vertices)
+            e, self._log_z, np.argsort(-sizes, kind="mergesort"), ptr, t_vertex, c_ptr,
+            children, f.n_vertices)
 
     # ------------------------------------------------------------ queries
     def _check_fitted(self):
@@ -405,8 +407,9 @@ class SparseFlatTrellis:
             n_bytes = 8 * (f.n_items + 1) * self.n_states_
             check_memory(n_bytes, "the number-of-clusters pass")
             sizes, ptr, t_vertex, c_ptr, children = self._states
-            log_zk = kernels.states_n_clusters(self.log_potentials, sizes, ptr, t_vertex,
-                                               c_ptr, children, f.n_items)
+            log_zk = kernels.states_n_clusters(self.log_potentials, sizes,
+                                               np.argsort(sizes, kind="mergesort"), ptr,
+                                               t_vertex, c_ptr, children, f.n_items)
         probs = np.exp(log_zk[1:] - self.log_partition_function)
         return probs / probs.sum()
 

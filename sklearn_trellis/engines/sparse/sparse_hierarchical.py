@@ -312,7 +312,7 @@ class SparseHierarchicalTrellis:
 
     def _potentials(self):
         if self.split_function is None:
-            psi, self._n_invalid = self._kernels.edge_potentials(
+            psi, self._n_invalid = self._kernels.edge_potentials.for_work(self.n_edges)(
                 self.params, self.stats, self.family.root, self.edge_ptr, self.edge_left,
                 self.edge_right)
             return psi   # invalid splits (-inf here) are refused after the pass (fit)
@@ -339,7 +339,7 @@ class SparseHierarchicalTrellis:
         """``((log Z, MAP), #invalid)`` of the inside pass at ``beta = 1`` (overflow diagnosis)."""
         params = self.params.copy()
         params[0] = 1.0
-        psi, n_invalid = self._kernels.edge_potentials(
+        psi, n_invalid = self._kernels.edge_potentials.for_work(self.n_edges)(
             params, self.stats, self.family.root, self.edge_ptr, self.edge_left,
             self.edge_right)
         if self.allowed_vertices is not None:

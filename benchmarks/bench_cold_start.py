@@ -1,0 +1,156 @@
+"""First fit of every estimator in a fresh environment (empty numba cache).
+
+For each of the package's nine estimators, a fresh Python process with its own
+empty ``NUMBA_CACHE_DIR`` (a new temporary directory) imports
+``sklearn_trellis`` and fits the estimator twice, with default parameters, on
+a small problem:
+
+- ``X``: 40 x 4, three Gaussian blobs (``make_blobs(n_samples=40,
+  n_features=4, centers=3, random_state=0)``);
+- ``FastTIWD``: the 40 x 40 squared Euclidean distances of ``X`` (its default
+  ``metric='precomputed'``);
+- ``EntropyAgglomeration``: 50 sampled clusterings of the 40 points (the true
+  labels with 10% of them redrawn at random, per sample).
+
+The table gives the import time, the first fit (seconds, wall clock and
+the process's CPU time, less sensitive to the machine's load) and the second
+fit (wall clock), and the numba compilations of the first fit: how many functions
+numba compiled (its ``numba:compile`` events; loading a cached function is not
+one) and the seconds spent in them (outermost compilations only; nested ones
+are inside their caller's time). The second fit of a fresh estimator compiles
+nothing: it measures the fit itself. The load average of the machine is
+printed before and after, as other jobs slow compilation down.
+
+Run: ``python benchmarks/bench_cold_start.py [--estimators NAME ...] [--top K]``
+(``--top K`` also lists, per estimator, the K package functions that caused the
+most compilation: their own and that of numba's library code they call, such
+as sorting; ``--warm`` keeps one cache directory across the estimators and runs
+every estimator twice, the second time from the cache the first run wrote,
+to show what a user's second session costs).
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+ESTIMATORS = ("ExactCorrelationClustering", "TrellisHierarchical", "DPMixture", "FastTIWD",
+              "EntropyAgglomeration", "DivisiveClustering", "InfiniteBiclustering",
+              "BayesianHierarchicalClustering", "CrossCat")
+
+_CHILD = r"""
+import json, sys, time
+start = time.perf_counter()
+from numba.core import event
+import numpy as np
+import sklearn_trellis
+from sklearn.base import clone
+from sklearn.datasets import make_blobs
+import_seconds = time.perf_counter() - start
+
+name, top = sys.argv[1], int(sys.argv[2])
+X, y = make_blobs(n_samples=40, n_features=4, centers=3, random_state=0)
+if name == "FastTIWD":
+    X = ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1)
+elif name == "EntropyAgglomeration":
+    rng = np.random.default_rng(0)
+    samples = np.tile(y, (50, 1))
+    redraw = rng.random(samples.shape) < 0.1
+    samples[redraw] = rng.integers(0, 3, redraw.sum())
+    X = samples
+estimator = getattr(sklearn_trellis, name)()
+
+def fit_recorded(model):
+    with event.install_recorder("numba:compile") as recorder:
+        t0, c0 = time.perf_counter(), time.process_time()
+        model.fit(X)
+        seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+    # The package's functions, each with the seconds of compilation it caused
+    # itself: its own and that of numba's library code it pulled in (sorting,
+    # error messages, ...), not that of the package functions it calls.
+    opened, compile_seconds, n_compiled, own = [], 0.0, 0, {}
+    for stamp, ev in recorder.buffer:
+        dispatcher = ev.data["dispatcher"]
+        name = dispatcher.py_func.__module__ + "." + dispatcher.py_func.__qualname__
+        ours = name.startswith("sklearn_trellis")
+        if ev.is_start:
+            n_compiled += 1
+            opened.append([stamp, name, ours, 0.0])
+            continue
+        began, name, ours, nested = opened.pop()
+        if not opened:
+            compile_seconds += stamp - began
+        if ours or not opened:
+            own[name] = own.get(name, 0.0) + stamp - began - nested
+            if opened:
+                opened[-1][3] += stamp - began
+        else:
+            # numba's own code: charged to the package function that pulled it in
+            owner = next((frame for frame in reversed(opened) if frame[2]), opened[0])
+            for frame in opened[opened.index(owner) + 1:]:
+                frame[3] -= stamp - began
+    slowest = sorted(((s, n) for n, s in own.items()), reverse=True)[:top]
+    return seconds, cpu, n_compiled, compile_seconds, slowest
+
+first, cpu, n_compiled, compile_seconds, slowest = fit_recorded(clone(estimator))
+second, _, n_compiled_2, _, _ = fit_recorded(clone(estimator))
+print(json.dumps(dict(import_seconds=import_seconds, first=first, first_cpu=cpu, second=second,
+                      n_compiled=n_compiled, compile_seconds=compile_seconds,
+                      n_compiled_second=n_compiled_2, slowest=slowest)))
+"""
+
+
+def run_child(name, cache_dir, top):
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+    out = subprocess.run([sys.executable, "-c", _CHILD, name, str(top)], env=env,
+                         capture_output=True, text=True)
+    if out.returncode:
+        raise RuntimeError(f"{name} failed:\n{out.stderr}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def print_row(name, r):
+    print(f"{name:<31} {r['import_seconds']:>7.2f} {r['first']:>9.2f} {r['first_cpu']:>9.2f} "
+          f"{r['second']:>9.3f} "
+          f"{r['n_compiled']:>8d} {r['compile_seconds']:>9.2f}", flush=True)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--estimators", nargs="*", default=ESTIMATORS, choices=ESTIMATORS)
+    parser.add_argument("--top", type=int, default=0)
+    parser.add_argument("--warm", action="store_true")
+    args = parser.parse_args(argv)
+
+    print(f"load average at start: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    print(f"{'estimator':<31} {'import':>7} {'first fit':>9} {'(cpu)':>9} {'2nd fit':>9} "
+          f"{'compiled':>8} {'compile s':>9}")
+    start = time.perf_counter()
+    results = {}
+    with tempfile.TemporaryDirectory() as shared:
+        for name in args.estimators:
+            with tempfile.TemporaryDirectory() as own:
+                cache_dir = shared if args.warm else own
+                results[name] = r = run_child(name, cache_dir, args.top)
+                print_row(name, r)
+                if args.warm:
+                    print_row("  (next session)", run_child(name, cache_dir, args.top))
+    worst = max(results, key=lambda n: results[n]["first"])
+    print(f"slowest first fit: {worst} {results[worst]['first']:.2f} s; "
+          f"total {time.perf_counter() - start:.0f} s")
+    print(f"load average at end: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    if args.top:
+        for name, r in results.items():
+            print(f"\n{name}: compile seconds caused by each package function (its own "
+                  f"compilation and the numba library code it pulled in)")
+            for seconds, function in r["slowest"]:
+                print(f"  {seconds:7.2f}  {function}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,65 @@
+"""Parallel kernels with a serial twin: small inputs do not pay numba's parallel compilation.
+
+Compiling a ``parallel=True`` kernel takes several times longer than the same
+loop compiled serially (numba outlines every ``prange`` loop into a gufunc),
+and on a small input the threads gain nothing. :func:`parallel_kernel`
+compiles one source twice, lazily: ``kernel.parallel`` (``prange`` loops run
+on all threads) and ``kernel.serial`` (``prange`` is ``range``); each is
+compiled on its first call and cached on disk under its own name.
+``kernel.for_work(n)`` picks the serial one below :data:`PARALLEL_MIN_WORK`
+inner iterations, so a first fit on a small problem compiles only the serial
+twin.
+
+Only for kernels whose ``prange`` iterations write disjoint outputs (no
+reduction across iterations): both twins then compute bit-for-bit the same
+result, whichever runs.
+"""
+
+import types
+
+import numba
+from numba import njit
+
+#: Inner iterations below which a kernel runs serially: about a millisecond of
+#: work, less than the threads' start-up gains (and than the parallel compilation
+#: a first fit would pay).
+PARALLEL_MIN_WORK = 1 << 20
+
+
+class ParallelKernel:
+    """One ``prange`` kernel source compiled as ``parallel`` and ``serial`` dispatchers."""
+
+    def __init__(self, function, options):
+        self.__wrapped__ = function
+        self.__doc__ = function.__doc__
+        self.__name__ = function.__name__
+        self.parallel = njit(cache=True, parallel=True, **options)(function)
+        # A copy under its own name: numba's disk cache is keyed by the
+        # function's qualified name, not by the compilation flags.
+        twin = types.FunctionType(function.__code__, function.__globals__,
+                                  f"{function.__name__}_serial", function.__defaults__)
+        twin.__qualname__ = f"{function.__qualname__}_serial"
+        twin.__module__ = function.__module__
+        twin.__doc__ = function.__doc__
+        self.serial = njit(cache=True, **options)(twin)
+
+    def for_work(self, work):
+        """The twin to run for ``work`` inner iterations."""
+        if work < PARALLEL_MIN_WORK or numba.get_num_threads() == 1:
+            return self.serial
+        return self.parallel
+
+    def __call__(self, *args):
+        """Run the parallel twin (callers that know the work use :meth:`for_work`)."""
+        return self.parallel(*args)
+
+
+def parallel_kernel(function=None, **options):
+    """Decorate a ``prange`` kernel: ``njit(cache=True, parallel=True, **options)`` plus a serial twin.
+
+    Use as ``@parallel_kernel`` or ``@parallel_kernel(fastmath=...)``; call
+    ``kernel.for_work(n_iterations)(*args)``.
+    """
+    def wrap(f):
+        return ParallelKernel(f, options)
+    return wrap(function) if function is not None else wrap

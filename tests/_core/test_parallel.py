@@ -1,0 +1,44 @@
+"""Parallel kernels with a serial twin (``_core.parallel``)."""
+
+import numpy as np
+from numba import prange
+
+from sklearn_trellis._core import parallel
+from sklearn_trellis._core.parallel import PARALLEL_MIN_WORK, parallel_kernel
+
+
+@parallel_kernel
+def _row_sums(x):
+    out = np.empty(x.shape[0])
+    for i in prange(x.shape[0]):
+        acc = 0.0
+        for j in range(x.shape[1]):
+            acc += x[i, j]
+        out[i] = acc
+    return out
+
+
+def test_twins_agree_bit_for_bit_and_are_picked_by_work():
+    x = np.random.default_rng(0).standard_normal((50, 7))
+    serial = _row_sums.for_work(PARALLEL_MIN_WORK - 1)
+    assert serial is _row_sums.serial
+    np.testing.assert_allclose(serial(x), x.sum(axis=1))
+    np.testing.assert_array_equal(_row_sums.serial(x), _row_sums.parallel(x))
+    np.testing.assert_array_equal(_row_sums(x), _row_sums.parallel(x))
+    assert not _row_sums.serial.targetoptions.get("parallel")
+    assert _row_sums.parallel.targetoptions.get("parallel")
+
+
+def test_large_work_runs_parallel_unless_one_thread(monkeypatch):
+    assert _row_sums.for_work(PARALLEL_MIN_WORK) is _row_sums.parallel
+    monkeypatch.setattr(parallel.numba, "get_num_threads", lambda: 1)
+    assert _row_sums.for_work(PARALLEL_MIN_WORK) is _row_sums.serial
+
+
+def test_twins_have_their_own_disk_cache():
+    """numba keys its cache on the function's name, not on the flags: distinct names."""
+    assert _row_sums.serial.py_func.__qualname__ == "_row_sums_serial"
+    assert _row_sums.parallel.py_func.__qualname__ == "_row_sums"
+    serial, parallel_ = (k._cache._cache_file._index_name
+                         for k in (_row_sums.serial, _row_sums.parallel))
+    assert serial != parallel_
