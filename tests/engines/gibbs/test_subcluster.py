@@ -218,3 +218,34 @@ def test_subcluster_needs_an_uncollapsed_form():
 
     with pytest.raises(ValueError, match="uncollapsed form"):
         DPMixture(Collapsed(), method="subcluster", n_sweeps=2).fit(small_data(20))
+
+
+def test_launch_probabilities_sum_to_one_and_match_the_drawn_split():
+    """The proposal probability ``q`` of a launch, over every split of the rows (the two
+    seeds fixed, the same launch randomness), sums to 1, and a drawn split's ``q`` is the
+    one its evaluation gives: the Hastings ratios use exact proposal probabilities."""
+    import itertools
+    X = small_data(8, seed=5)
+    lik = NormalInverseWishart(kappa=0.2, hyperprior="fixed").fit(X)
+    data = lik.check_sampler_data(X)
+    engine = subcluster._engine(lik)
+    params = lik.kernel_params()
+    rows = np.arange(8, dtype=np.int64)
+    i, j = 2, 5
+    others = [r for r in rows if r not in (i, j)]
+    total = 0.0
+    for bits in itertools.product((0, 1), repeat=len(others)):
+        sides = np.zeros(8, np.int64)
+        sides[j] = 1
+        sides[others] = bits
+        _, log_q, _, _ = subcluster._launch(engine, lik, params, data, rows, i, j,
+                                            np.random.RandomState(11), current=sides)
+        total += np.exp(log_q)
+    assert total == pytest.approx(1.0, rel=1e-10)
+    drawn, log_q, suff, counts = subcluster._launch(engine, lik, params, data, rows, i, j,
+                                                    np.random.RandomState(11))
+    _, again, _, _ = subcluster._launch(engine, lik, params, data, rows, i, j,
+                                        np.random.RandomState(11), current=drawn)
+    assert log_q == pytest.approx(again, rel=1e-12)
+    assert counts.tolist() == [int((drawn == 0).sum()), int((drawn == 1).sum())]
+    assert suff[:, 0].tolist() == counts.tolist()
