@@ -101,7 +101,9 @@ default='kmeans'
         given labels.
     random_state : int, RandomState instance or None, default=None
     verbose : int, default=0
-        Print sampler progress.
+        Print sampler progress (about ten lines per chain; the sub-cluster sampler
+        prints the iteration, the number of clusters, the log joint and the seconds
+        per iteration).
     warm_start : bool, default=False
         If True and a Gibbs fit came before, its chains go on. On the same data
         ``fit`` continues them for ``n_sweeps`` more sweeps (no burn-in) and
@@ -117,7 +119,9 @@ default='kmeans'
         Gamma hyperprior on ``alpha``, resampled every sweep (Escobar-West for
         the CRP, slice sampling otherwise).
     n_split_merge : int, default=10
-        Split-merge proposals per sweep (sequentially allocated, Dahl 2003).
+        Split-merge proposals per sweep (sequentially allocated, Dahl 2003); with
+        ``method='subcluster'``, split or merge proposals per iteration (two
+        sub-clusters launched on the proposed cluster's rows, in parallel).
     point_estimate : {'vi', 'binder', 'omari', 'nvi', 'nid', 'omari_approx', 'vi_lb', 'map'}, \
             default='vi'
         How ``labels_`` summarises the posterior: the clustering of smallest

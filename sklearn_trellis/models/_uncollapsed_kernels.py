@@ -151,9 +151,29 @@ def niw_draw_theta(params, stats, c, theta):
     theta[c, d + d * d] = const
 
 
+#: Up to this many features the NIW density is a plain triangular loop; above, a GEMM.
+NIW_LOOP_FEATURES = 24
+
+
 @njit(cache=True)
 def niw_log_density_rows(params, theta, c, data, rows, out):
     d = int(params[0])
+    const = theta[c, d + d * d]
+    if d <= NIW_LOOP_FEATURES:  # R^T is upper triangular: d (d + 1) / 2 multiply-adds
+        y = np.empty(d)
+        for t in range(rows.size):
+            i = rows[t]
+            for k in range(d):
+                y[k] = data[i, k] - theta[c, k]
+            q = 0.0
+            for a in range(d):
+                acc = 0.0
+                row = d + a * d
+                for k in range(a, d):
+                    acc += theta[c, row + k] * y[k]
+                q += acc * acc
+            out[t] = const - 0.5 * q
+        return
     y = np.empty((rows.size, d))
     for t in range(rows.size):
         i = rows[t]
@@ -161,7 +181,6 @@ def niw_log_density_rows(params, theta, c, data, rows, out):
             y[t, k] = data[i, k] - theta[c, k]
     factor = np.ascontiguousarray(theta[c, d:d + d * d]).reshape((d, d))
     z = np.dot(y, factor.T)
-    const = theta[c, d + d * d]
     for t in range(rows.size):
         q = 0.0
         for k in range(d):

@@ -40,22 +40,24 @@ def row_uniform(key, i):
 
 @njit(cache=True)
 def _pick(logw, n, u):
-    """Index drawn with probability proportional to ``exp(logw[:n])`` from the uniform ``u``."""
+    """Index drawn with probability proportional to ``exp(logw[:n])`` from the uniform ``u``
+    (``logw`` is overwritten with the unnormalised weights)."""
     largest = -np.inf
     for a in range(n):
         if logw[a] > largest:
             largest = logw[a]
     total = 0.0
     for a in range(n):
-        total += math.exp(logw[a] - largest)
+        logw[a] = math.exp(logw[a] - largest)  # in place: the weights themselves
+        total += logw[a]
     target = u * total
     cumulative = 0.0
     for a in range(n):
-        cumulative += math.exp(logw[a] - largest)
+        cumulative += logw[a]
         if cumulative > target:
             return a
     for a in range(n - 1, -1, -1):  # rounding: the last positive weight
-        if logw[a] > -np.inf:
+        if logw[a] > 0:
             return a
     return n - 1
 

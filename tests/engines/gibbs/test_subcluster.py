@@ -249,3 +249,13 @@ def test_launch_probabilities_sum_to_one_and_match_the_drawn_split():
     assert log_q == pytest.approx(again, rel=1e-12)
     assert counts.tolist() == [int((drawn == 0).sum()), int((drawn == 1).sum())]
     assert suff[:, 0].tolist() == counts.tolist()
+
+
+def test_auto_samples_with_the_subcluster_sampler_from_its_threshold(monkeypatch):
+    from sklearn_trellis import DPMixture, _dp_mixture
+    monkeypatch.setattr(_dp_mixture, "SUBCLUSTER_AUTO_SIZE", 40)
+    X = small_data(60)
+    assert DPMixture(n_sweeps=3, random_state=0).fit(X).method_ == "subcluster"
+    assert DPMixture(n_sweeps=3, random_state=0).fit(X[:30]).method_ == "gibbs"
+    assert DPMixture("bernoulli", n_sweeps=3, random_state=0).fit(
+        (X > 1).astype(float)).method_ == "subcluster"
