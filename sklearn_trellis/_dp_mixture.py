@@ -15,11 +15,19 @@ from ._gibbs_base import (MAX_LOSS_ESTIMATE_ITEMS, _BaseGibbs, check_given_label
 from .engines.exact.binder import bayes_estimate
 from .engines.exact.grid_marginal import GridMarginalPosterior
 from .engines.gibbs import sampler as gibbs
+from .engines.gibbs import subcluster
 from .models import LIKELIHOODS, make_likelihood
 from .models.likelihood import ClusterLikelihood
 from .models.priors import make_prior
 from .summaries.point_estimates import LOSSES, PAIRWISE_LOSSES
 from .summaries.point_estimates import point_estimate as _loss_point_estimate
+
+
+#: From this many rows on, ``method='auto'`` samples with the sub-cluster sampler.
+#: ``benchmarks/bench_dp_scale.py`` (20 blobs in 10 dimensions, 2 shared cores) measured a
+#: collapsed sweep at 1.1 sub-cluster iterations at 10,000 rows and at 2.7 at 100,000
+#: (ARI 0.95 after 20 collapsed sweeps, 1.0 after 60 sub-cluster iterations there).
+SUBCLUSTER_AUTO_SIZE = 20_000
 
 
 class DPMixture(ClusterMixin, _BaseGibbs):
@@ -71,12 +79,20 @@ default='gaussian'
     n_jobs : int, default=None
         Chains run in parallel through joblib (``sklearn.utils.parallel``), so
         ``joblib.parallel_config(backend="dask")`` runs them on a Dask cluster.
-    method : {'auto', 'gibbs', 'exact'}, default='auto'
+    method : {'auto', 'gibbs', 'subcluster', 'exact'}, default='auto'
         ``'exact'`` computes the posterior exactly with the cluster trellis
         (all partitions; ``n_samples <= max_exact_size``, ``alpha_prior=None``),
-        ``'gibbs'`` samples it; ``'auto'`` is exact when the likelihood
-        factorises over clusters, ``alpha_prior`` is None, the fit is not a
-        warm start and ``n_samples <= max_exact_size``.
+        ``'gibbs'`` samples it with the collapsed Gibbs sampler, ``'subcluster'``
+        with the sub-cluster split/merge sampler
+        (:mod:`sklearn_trellis.engines.gibbs.subcluster`: cluster weights and
+        parameters drawn each iteration, every label drawn in parallel over numba
+        threads, exact split/merge moves; one iteration of ``n_sweeps`` is one
+        pass over the rows plus ``n_split_merge`` proposals; float32 data stay
+        float32; conjugate likelihoods with an uncollapsed form). ``'auto'`` is
+        exact when the likelihood factorises over clusters, ``alpha_prior`` is
+        None, the fit is not a warm start and ``n_samples <= max_exact_size``;
+        otherwise the sub-cluster sampler from ``SUBCLUSTER_AUTO_SIZE`` rows on
+        (where it is the faster, see ``benchmarks/bench_dp_scale.py``), else Gibbs.
     max_exact_size : int, default=12
         The size of the largest problem ``'auto'`` solves exactly; the size
         is the number of samples (items), and the exact trellis is built for
@@ -88,7 +104,9 @@ default='kmeans'
         given labels.
     random_state : int, RandomState instance or None, default=None
     verbose : int, default=0
-        Print sampler progress.
+        Print sampler progress (about ten lines per chain; the sub-cluster sampler
+        prints the iteration, the number of clusters, the log joint and the seconds
+        per iteration).
     warm_start : bool, default=False
         If True and a Gibbs fit came before, its chains go on. On the same data
         ``fit`` continues them for ``n_sweeps`` more sweeps (no burn-in) and
@@ -104,7 +122,9 @@ default='kmeans'
         Gamma hyperprior on ``alpha``, resampled every sweep (Escobar-West for
         the CRP, slice sampling otherwise).
     n_split_merge : int, default=10
-        Split-merge proposals per sweep (sequentially allocated, Dahl 2003).
+        Split-merge proposals per sweep (sequentially allocated, Dahl 2003); with
+        ``method='subcluster'``, split or merge proposals per iteration (two
+        sub-clusters launched on the proposed cluster's rows, in parallel).
     point_estimate : {'vi', 'binder', 'omari', 'nvi', 'nid', 'omari_approx', 'vi_lb', 'map'}, \
             default='vi'
         How ``labels_`` summarises the posterior: the clustering of smallest
@@ -147,7 +167,7 @@ default='kmeans'
     n_clusters_distribution_ : ndarray of shape (n_samples,)
         ``P(K = k)`` for ``k = 1..n_samples`` (exact, or sample frequencies).
     method_ : str
-        ``'exact'`` or ``'gibbs'``.
+        ``'exact'``, ``'gibbs'`` or ``'subcluster'``.
     approximation_ : str or None
         None for an exact fit; for a Gibbs fit, says so ("Gibbs sampling: ..."
         with the number of kept samples and chains).
@@ -213,6 +233,7 @@ default='kmeans'
         **_BaseGibbs._parameter_constraints,
         "alpha": [Interval(Real, 0, np.inf, closed="neither")],
         "discount": [Interval(Real, 0, 1, closed="left")],
+        "method": [StrOptions({"auto", "gibbs", "subcluster", "exact"})],
         "likelihood": [StrOptions(set(LIKELIHOODS)), ClusterLikelihood],
         "init": [StrOptions({"kmeans", "one", "singletons", "random"}), "array-like"],
         "n_prior_components": [Interval(Integral, 1, None, closed="left"), None],
@@ -269,20 +290,25 @@ default='kmeans'
         prior = self._make_prior()
         given = X
         self._check_warm_shape(np.shape(X))
-        X = validate_data(self, X, dtype=np.float64, reset=not self._has_chains())
+        X = validate_data(self, X, dtype=[np.float64, np.float32],
+                          reset=not self._has_chains())
         warm = self._warm_start_mode(X)
         rng = check_random_state(self.random_state)
         n = X.shape[0]
         if warm != "continue":  # the data-dependent priors follow the new data
             self.model_ = make_likelihood(self.likelihood).fit(X)
         self.prior_ = prior
-        data = self.model_.check_data(X)
+        exact = self._use_exact(n, self.model_.factorizes and not warm
+                                and self.alpha_prior is None)
+        sampler = None if exact else self._sampler(n)
+        data = (self.model_.check_sampler_data(X) if sampler is subcluster
+                else self.model_.check_data(X))
         if isinstance(given, np.ndarray) and np.may_share_memory(data, given):
             data = data.copy()  # predictions must not follow later edits of the caller's X
-        if self._use_exact(n, self.model_.factorizes and not warm and self.alpha_prior is None):
+        if exact:
             self._fit_exact(data, rng)
         else:
-            self._fit_gibbs(X, data, rng, warm)
+            self._fit_gibbs(X, data, rng, warm, sampler)
         self._data = data
         self.n_clusters_ = int(self.labels_.max()) + 1
         self.hyperparameters_ = (None if self._sample_params is None
@@ -313,7 +339,22 @@ default='kmeans'
                                if posterior.grid_params.shape[0] > 1 else None)
         self._chains = None
 
-    def _fit_gibbs(self, X, data, rng, warm):
+    def _sampler(self, n):
+        """The sampling engine: ``method='subcluster'``, or ``'auto'`` from
+        ``SUBCLUSTER_AUTO_SIZE`` rows on when the likelihood has an uncollapsed form."""
+        has_form = getattr(self.model_, "uncollapsed_kernels", None) is not None
+        if self.method == "subcluster":
+            if not has_form:
+                raise ValueError(f"method='subcluster' needs a likelihood with an uncollapsed "
+                                 f"form (cluster parameter draws); "
+                                 f"{type(self.model_).__name__} has none. Use "
+                                 "method='gibbs'.")
+            return subcluster
+        if self.method == "auto" and has_form and n >= SUBCLUSTER_AUTO_SIZE:
+            return subcluster
+        return gibbs
+
+    def _fit_gibbs(self, X, data, rng, warm, sampler):
         n = X.shape[0]
         self._check_samples_memory(n, len(self._chains.states) if warm else self.n_chains, warm)
         hyper = gamma_hyperprior(self.alpha_prior)
@@ -323,18 +364,24 @@ default='kmeans'
                       verbose=self.verbose, record=record)
         if warm:
             states = list(self._chains.states)
-            if warm == "restart":  # new data: the last partitions only initialise the chains
-                states = [gibbs.new_state(self.model_, data, state.compact_labels(), state.alpha)
+            state_type = (subcluster.SubclusterState if sampler is subcluster
+                          else gibbs.GibbsState)
+            if warm == "restart" or not isinstance(states[0], state_type):
+                # new data, or the other sampler: the last partitions initialise the chains
+                states = [sampler.new_state(self.model_, data, state.compact_labels(),
+                                            state.alpha,
+                                            params=state.params if warm == "continue" else None)
                           for state in states]
-            results = gibbs.run_chains(self.model_, self.prior_, data,
-                                       n_chains=len(states), n_jobs=self.n_jobs,
-                                       random_state=rng, states=states, **kwargs)
+            results = sampler.run_chains(self.model_, self.prior_, data,
+                                         n_chains=len(states), n_jobs=self.n_jobs,
+                                         random_state=rng, states=states, **kwargs)
         else:
             init = self._init_labels(X, rng)
-            results = gibbs.run_chains(self.model_, self.prior_, data,
-                                       n_chains=self.n_chains, n_jobs=self.n_jobs,
-                                       random_state=rng, init_labels=init, **kwargs)
-        chains = self._store_chains(results, self.model_, self.prior_, record=record, warm=warm)
+            results = sampler.run_chains(self.model_, self.prior_, data,
+                                         n_chains=self.n_chains, n_jobs=self.n_jobs,
+                                         random_state=rng, init_labels=init, **kwargs)
+        chains = self._store_chains(results, self.model_, self.prior_, record=record, warm=warm,
+                                    method="subcluster" if sampler is subcluster else "gibbs")
         n_params = self.model_.kernel_params().size
         self._sample_params = (None if record is None else
                                np.array(chains.records, dtype=np.float64).reshape(-1, n_params))
@@ -357,13 +404,14 @@ default='kmeans'
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
         data_new = self.model_.check_data(X)
+        data_train = self.model_.kernel_data(self._data)  # float64 (a float32 fit's copy)
         count = self.samples_.shape[0]
         picks = predictive_picks(count)
         for s in picks:
             pp = self.prior_.with_alpha(self.alphas_[s]).kernel_params()
             labels = self.samples_[s].astype(np.int64)
             params = None if self._sample_params is None else self._sample_params[s]
-            yield labels, gibbs.predictive_log_weights(self.model_, pp, self._data,
+            yield labels, gibbs.predictive_log_weights(self.model_, pp, data_train,
                                                        labels, data_new, params)
 
     def predict_proba(self, X):

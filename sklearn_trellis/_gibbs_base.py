@@ -224,8 +224,9 @@ class _BaseGibbs(NestedModelParamsMixin, BaseEstimator):
             self.approximation_ = None
             return
         self.log_marginal_likelihood_ = None
+        sampler = "Gibbs sampling" if method == "gibbs" else "Sub-cluster split/merge MCMC"
         self.approximation_ = (
-            f"Gibbs sampling: {n_kept} kept samples from {n_chains} chain(s); the point "
+            f"{sampler}: {n_kept} kept samples from {n_chains} chain(s); the point "
             "estimate and every posterior summary are estimated from these samples"
             + ("; interrupted by Ctrl-C" if interrupted else ""))
 
@@ -240,9 +241,11 @@ class _BaseGibbs(NestedModelParamsMixin, BaseEstimator):
         check_memory(n_bytes, f"the {kept:,} kept samples of {n_items:,} items",
                      way_out="Raise thin, lower n_sweeps or n_chains, or use fewer items.")
 
-    def _store_chains(self, results, likelihood, prior, *, record=None, warm=False):
+    def _store_chains(self, results, likelihood, prior, *, record=None, warm=False,
+                      method="gibbs"):
         """Pool the chains into the fitted attributes (appended to the stored ones when
         ``warm == 'continue'``; a ``'restart'`` on new data drops the old samples).
+        ``method`` is the sampler's name for ``method_`` (``'gibbs'``, ``'subcluster'``).
 
         Sets ``samples_``, ``log_joints_``, ``pairwise_marginals_``,
         :meth:`_set_method`'s attributes and
@@ -253,7 +256,7 @@ class _BaseGibbs(NestedModelParamsMixin, BaseEstimator):
         self._chains = chains
         self.samples_ = chains.samples
         self.log_joints_ = chains.log_joints
-        self._set_method("gibbs", n_kept=self.samples_.shape[0], n_chains=len(chains.states),
+        self._set_method(method, n_kept=self.samples_.shape[0], n_chains=len(chains.states),
                          interrupted=chains.interrupted)
         n = self.samples_.shape[1]
         self.pairwise_marginals_ = (pairwise_cooccurrence(self.samples_)

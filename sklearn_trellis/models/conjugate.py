@@ -14,11 +14,15 @@ from scipy.special import gammaln, multigammaln
 
 from .._core.validation import check_option, check_scalar_param
 from . import _conjugate_kernels as k
-from .likelihood import ClusterLikelihood, GibbsKernels, no_prepare, no_refresh, zero_global
+from . import _uncollapsed_kernels as u
+from .likelihood import (ClusterLikelihood, GibbsKernels, UncollapsedKernels, no_prepare,
+                         no_refresh, zero_global)
 
 
-def _check_features(X, name):
-    X = np.asarray(X, dtype=np.float64)
+def _check_features(X, name, keep_float32=False):
+    X = np.asarray(X)
+    keep = keep_float32 and X.dtype == np.float32
+    X = np.asarray(X, dtype=np.float32 if keep else np.float64)
     if X.ndim != 2:
         raise ValueError(f"{name} expects a 2-d array, got shape {X.shape}.")
     if not np.all(np.isfinite(X)):
@@ -123,8 +127,16 @@ class _FittedMixin(ClusterLikelihood):
                              f"with {self.n_features_in_}.")
         return self.kernel_data(X)
 
-    def _validate_rows(self, X):
-        return _check_features(X, type(self).__name__)
+    def check_sampler_data(self, X):
+        self._check_fitted()
+        X = self._validate_rows(X, keep_float32=True)
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} was fitted "
+                             f"with {self.n_features_in_}.")
+        return np.require(X, requirements=["C", "W"])
+
+    def _validate_rows(self, X, keep_float32=False):
+        return _check_features(X, type(self).__name__, keep_float32)
 
 
 class _GridHyperpriorMixin:
@@ -270,6 +282,8 @@ class NormalInverseWishart(_GridHyperpriorMixin, _FittedMixin):
 
     kernels = GibbsKernels(k.niw_reset, no_prepare, k.niw_add, k.niw_remove,
                            k.niw_log_predictive, k.niw_log_cluster, zero_global, k.niw_refresh)
+    uncollapsed_kernels = UncollapsedKernels(u.niw_suff_add_rows, u.niw_suff_to_stats,
+                                             u.niw_draw_theta, u.niw_log_density_rows)
 
     #: Multipliers ``t`` of the scale-matrix grid (``Psi_0 = t diag(var(X))``,
     #: 1/6 of a decade apart) used by ``hyperprior='grid'``.
@@ -340,6 +354,16 @@ class NormalInverseWishart(_GridHyperpriorMixin, _FittedMixin):
     def n_stats(self):
         d = self.n_features_in_
         return 2 + d + d * d
+
+    @property
+    def n_suff(self):
+        d = self.n_features_in_
+        return 1 + d + d * d
+
+    @property
+    def n_theta(self):
+        d = self.n_features_in_
+        return 1 + d + d * d
 
     def work_size(self, capacity):
         return self.n_features_in_
@@ -491,6 +515,8 @@ class NormalGamma(_GridHyperpriorMixin, _FittedMixin):
 
     kernels = GibbsKernels(k.ng_reset, no_prepare, k.ng_add, k.ng_remove,
                            k.ng_log_predictive, k.ng_log_cluster, zero_global, k.ng_refresh)
+    uncollapsed_kernels = UncollapsedKernels(u.ng_suff_add_rows, u.ng_suff_to_stats,
+                                             u.ng_draw_theta, u.ng_log_density_rows)
 
     #: Shape grid of ``hyperprior='grid'``: ``(3 + c) / 2``.
     SHAPE_GRID = 0.5 * (3.0 + np.array([0.0, 0.5, 1.0, 2.0, 4.0, 8.0]))
@@ -566,6 +592,14 @@ class NormalGamma(_GridHyperpriorMixin, _FittedMixin):
     def n_stats(self):
         return 2 + 3 * self.n_features_in_
 
+    @property
+    def n_suff(self):
+        return 1 + 2 * self.n_features_in_
+
+    @property
+    def n_theta(self):
+        return 1 + 2 * self.n_features_in_
+
     def kernel_params(self):
         self._check_fitted()
         return np.concatenate([[self.n_features_in_, self.kappa, self.shape_],
@@ -612,13 +646,15 @@ class BetaBernoulli(_FittedMixin):
 
     kernels = GibbsKernels(k.bb_reset, no_prepare, k.bb_add, k.bb_remove,
                            k.bb_log_predictive, k.bb_log_cluster, zero_global, no_refresh)
+    uncollapsed_kernels = UncollapsedKernels(u.bb_suff_add_rows, u.bb_suff_to_stats,
+                                             u.bb_draw_theta, u.bb_log_density_rows)
 
     def __init__(self, a=None, b=None):
         self.a = a
         self.b = b
 
-    def _validate_rows(self, X):
-        X = _check_features(X, type(self).__name__)
+    def _validate_rows(self, X, keep_float32=False):
+        X = _check_features(X, type(self).__name__, keep_float32)
         if not np.all((X == 0) | (X == 1)):
             raise ValueError("BetaBernoulli needs binary data (0/1 entries).")
         return X
@@ -637,6 +673,14 @@ class BetaBernoulli(_FittedMixin):
     @property
     def n_stats(self):
         return 2 + 2 * self.n_features_in_
+
+    @property
+    def n_suff(self):
+        return 1 + self.n_features_in_
+
+    @property
+    def n_theta(self):
+        return 1 + self.n_features_in_
 
     def kernel_params(self):
         self._check_fitted()
@@ -675,12 +719,14 @@ class DirichletMultinomial(_FittedMixin):
 
     kernels = GibbsKernels(k.dm_reset, no_prepare, k.dm_add, k.dm_remove,
                            k.dm_log_predictive, k.dm_log_cluster, zero_global, no_refresh)
+    uncollapsed_kernels = UncollapsedKernels(u.dm_suff_add_rows, u.dm_suff_to_stats,
+                                             u.dm_draw_theta, u.dm_log_density_rows)
 
     def __init__(self, concentration=None):
         self.concentration = concentration
 
-    def _validate_rows(self, X):
-        X = _check_features(X, type(self).__name__)
+    def _validate_rows(self, X, keep_float32=False):
+        X = _check_features(X, type(self).__name__, keep_float32)
         if np.any(X < 0) or np.any(X != np.round(X)):
             raise ValueError("DirichletMultinomial needs non-negative integer counts.")
         check_count_total(X, "DirichletMultinomial")
@@ -700,6 +746,14 @@ class DirichletMultinomial(_FittedMixin):
     @property
     def n_stats(self):
         return 3 + self.n_features_in_
+
+    @property
+    def n_suff(self):
+        return 3 + self.n_features_in_
+
+    @property
+    def n_theta(self):
+        return self.n_features_in_
 
     def kernel_params(self):
         self._check_fitted()

@@ -21,9 +21,30 @@ GibbsKernels = namedtuple("GibbsKernels", [
     "log_global", "refresh"])
 
 
+#: The four numba functions of a likelihood's *uncollapsed* form, for samplers that draw the
+#: cluster parameters (:mod:`sklearn_trellis.engines.gibbs.subcluster`); contracts in
+#: :mod:`sklearn_trellis.models._uncollapsed_kernels`.
+UncollapsedKernels = namedtuple("UncollapsedKernels", [
+    "suff_add_rows", "suff_to_stats", "draw_theta", "log_density_rows"])
+
+
 def protocol_bindings(kernels):
     """A likelihood's :class:`GibbsKernels` under the names kernel templates call (``lik_reset``, ...)."""
     return {"lik_" + name: function for name, function in zip(GibbsKernels._fields, kernels)}
+
+
+def uncollapsed_bindings(likelihood):
+    """A likelihood's collapsed and uncollapsed kernels under the names templates call.
+
+    Raises a ValueError naming the likelihood when it has no uncollapsed form.
+    """
+    if likelihood.uncollapsed_kernels is None:
+        raise ValueError(f"{type(likelihood).__name__} has no uncollapsed form (cluster "
+                         "parameter draws); use a collapsed sampler (method='gibbs').")
+    bindings = protocol_bindings(likelihood.kernels)
+    bindings.update({"lik_" + name: function for name, function
+                     in zip(UncollapsedKernels._fields, likelihood.uncollapsed_kernels)})
+    return bindings
 
 
 @njit(cache=True)
@@ -57,6 +78,10 @@ class ClusterLikelihood(BaseEstimator):
     kernels = None
     #: True when ``log_global`` is identically 0 (exact mode possible).
     factorizes = True
+    #: UncollapsedKernels of a factorising conjugate model (class attribute), or None. With
+    #: them the likelihood also defines ``n_suff`` (length of an additive sufficient
+    #: statistics row) and ``n_theta`` (length of a cluster parameter row).
+    uncollapsed_kernels = None
 
     def fit(self, X, y=None):
         raise NotImplementedError
@@ -112,6 +137,14 @@ class ClusterLikelihood(BaseEstimator):
         """Validate new data against the fitted likelihood (same checks as ``fit``)."""
         return self.kernel_data(X)
 
+    def check_sampler_data(self, X):
+        """Validated rows for the uncollapsed kernels: float32 stays float32 (no float64 copy).
+
+        Returns a C-contiguous writeable float32 or float64 array (the same checks as
+        :meth:`check_data`).
+        """
+        return self.check_data(X)
+
     def log_marginal(self, X):
         """``log m(X)``: the marginal likelihood of the rows of ``X`` as one cluster.
 
@@ -156,5 +189,5 @@ class ClusterLikelihood(BaseEstimator):
         return out
 
 
-__all__ = ["GibbsKernels", "ClusterLikelihood", "protocol_bindings", "no_prepare", "zero_global",
-           "no_refresh"]
+__all__ = ["GibbsKernels", "UncollapsedKernels", "ClusterLikelihood", "protocol_bindings",
+           "uncollapsed_bindings", "no_prepare", "zero_global", "no_refresh"]

@@ -1,0 +1,132 @@
+"""DP mixtures at scale: the sub-cluster sampler against collapsed Gibbs and BayesianGaussianMixture.
+
+Prints, in one process and with the anchors measured in the same run:
+
+1. Gaussian blobs, 10 features, 20 clusters, 10^6 rows (``--quick``: 10^5) and 10^4 rows:
+   seconds per iteration of ``DPMixture(method='subcluster')`` (compilation excluded: a
+   warm-up fit runs first) and its ARI after ``--iterations`` iterations (default 200 at
+   10^4, 60 at 10^6: each iteration is one pass over the rows), next to the collapsed
+   engine's seconds per sweep (a few sweeps only at 10^6, so its ARI there is that of a
+   short chain) and ``BayesianGaussianMixture(n_components=50)``'s time and ARI. Goals
+   (issue 30): <= 1 s per iteration and ARI >= 0.99 at 10^6; <= 15 ms per iteration at 10^4.
+2. An embedding-like set: 100,000 x 128 float32 (``--quick``: 20,000 x 64), 80 clusters of
+   Zipf-distributed sizes, each a Gaussian with its own diagonal spread: total fit time and
+   NMI of ``DPMixture(method='subcluster', likelihood='diagonal')`` next to
+   ``BayesianGaussianMixture(n_components=100, covariance_type='diag')`` (a full covariance
+   costs ``d^2 = 16,384`` multiply-adds per row and cluster, out of reach here for either).
+
+The machine is shared: the load average is printed with every figure; compare ratios.
+
+Run: ``PYTHONPATH=$PWD python benchmarks/bench_dp_scale.py [--quick] [--iterations N]
+[--bgm-max-iter N] [--skip-embedding]`` (``--bgm-max-iter`` caps the EM iterations of
+BayesianGaussianMixture on the large blobs, whose per-iteration time is printed).
+"""
+
+import argparse
+import os
+import time
+
+import numpy as np
+from sklearn.datasets import make_blobs
+from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
+from sklearn.mixture import BayesianGaussianMixture
+
+from sklearn_trellis import DPMixture
+
+
+def load():
+    return "load average %.1f %.1f %.1f" % os.getloadavg()
+
+
+def timed(make, X):
+    start = time.perf_counter()
+    model = make().fit(X)
+    return model, time.perf_counter() - start
+
+
+def blobs(n, seed=0):
+    X, y = make_blobs(n_samples=n, n_features=10, centers=20, cluster_std=1.0,
+                      center_box=(-10, 10), random_state=seed)
+    return X, y
+
+
+def subcluster_fit(X, iterations, seed=0, **kwargs):
+    make = lambda: DPMixture(method="subcluster", n_sweeps=iterations,  # noqa: E731
+                             burn_in=iterations - 1, point_estimate="map", random_state=seed,
+                             **kwargs)
+    return timed(make, X)
+
+
+def section_blobs(n, iterations, collapsed_sweeps, bgm_max_iter=100):
+    X, y = blobs(n)
+    print(f"\n== Gaussian blobs {n:,} x 10, 20 clusters ({load()})")
+    model, seconds = subcluster_fit(X, iterations)
+    print(f"subcluster: {seconds / iterations * 1e3:9.1f} ms/iteration, "
+          f"{iterations} iterations {seconds:.1f} s, K={model.n_clusters_}, "
+          f"ARI {adjusted_rand_score(y, model.labels_):.4f}   ({load()})")
+    make = lambda: DPMixture(method="gibbs", n_sweeps=collapsed_sweeps,  # noqa: E731
+                             burn_in=collapsed_sweeps - 1, point_estimate="map",
+                             random_state=0)
+    collapsed, c_seconds = timed(make, X)
+    print(f"collapsed Gibbs: {c_seconds / collapsed_sweeps * 1e3:9.1f} ms/sweep, "
+          f"{collapsed_sweeps} sweeps {c_seconds:.1f} s, K={collapsed.n_clusters_}, "
+          f"ARI {adjusted_rand_score(y, collapsed.labels_):.4f}   ({load()})")
+    bgm, b_seconds = timed(lambda: BayesianGaussianMixture(
+        n_components=50, max_iter=bgm_max_iter, random_state=0), X)
+    print(f"BayesianGaussianMixture(n_components=50, max_iter={bgm_max_iter}): "
+          f"{b_seconds:.1f} s "
+          f"({b_seconds / bgm.n_iter_ * 1e3:.1f} ms/EM iteration, {bgm.n_iter_} iterations), "
+          f"ARI {adjusted_rand_score(y, bgm.predict(X)):.4f}   ({load()})")
+    print(f"ratios: collapsed sweep / subcluster iteration = "
+          f"{(c_seconds / collapsed_sweeps) / (seconds / iterations):.1f}; "
+          f"BGM fit / subcluster fit = {b_seconds / seconds:.2f}")
+
+
+def embedding(n, d, k=80, seed=0):
+    rng = np.random.default_rng(seed)
+    sizes = 1.0 / np.arange(1, k + 1) ** 0.8
+    y = rng.choice(k, size=n, p=sizes / sizes.sum())
+    centres = rng.normal(0.0, 1.0, (k, d))
+    spreads = rng.uniform(0.15, 0.35, (k, d))
+    X = centres[y] + rng.normal(size=(n, d)) * spreads[y]
+    return X.astype(np.float32), y
+
+
+def section_embedding(n, d, iterations):
+    X, y = embedding(n, d)
+    print(f"\n== embedding-like {n:,} x {d} float32, 80 Zipf-sized clusters ({load()})")
+    model, seconds = subcluster_fit(X, iterations, likelihood="diagonal")
+    print(f"subcluster (diagonal): {seconds:.1f} s total ({iterations} iterations, "
+          f"{seconds / iterations:.2f} s/iteration), K={model.n_clusters_}, "
+          f"NMI {normalized_mutual_info_score(y, model.labels_):.4f}   ({load()})")
+    bgm, b_seconds = timed(lambda: BayesianGaussianMixture(
+        n_components=100, covariance_type="diag", random_state=0), X)
+    print(f"BayesianGaussianMixture(n_components=100, diag): {b_seconds:.1f} s "
+          f"({bgm.n_iter_} iterations), NMI "
+          f"{normalized_mutual_info_score(y, bgm.predict(X)):.4f}   ({load()})")
+    print(f"ratio: BGM time / subcluster time = {b_seconds / seconds:.2f}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--iterations", type=int, default=None)
+    parser.add_argument("--skip-embedding", action="store_true")
+    parser.add_argument("--bgm-max-iter", type=int, default=100,
+                        help="EM iterations of BayesianGaussianMixture on the large blobs")
+    args = parser.parse_args()
+    print(f"numba threads: {__import__('numba').get_num_threads()}, {load()}")
+    warm_X, _ = blobs(2000)
+    subcluster_fit(warm_X, 3)                                   # compile once
+    subcluster_fit(warm_X.astype(np.float32), 3, likelihood="diagonal")
+    big = 100_000 if args.quick else 1_000_000
+    section_blobs(10_000, args.iterations or 200, collapsed_sweeps=20)
+    section_blobs(big, args.iterations or 60, collapsed_sweeps=2,
+                  bgm_max_iter=args.bgm_max_iter)
+    if not args.skip_embedding:
+        n, d = (20_000, 64) if args.quick else (100_000, 128)
+        section_embedding(n, d, args.iterations or 100)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,258 @@
+"""Numba kernels of the sub-cluster sampler (templates over a likelihood's kernels).
+
+The templates call a likelihood's uncollapsed kernels (``lik_suff_add_rows``,
+``lik_suff_to_stats``, ``lik_draw_theta``, ``lik_log_density_rows``) and its collapsed
+``lik_log_cluster``; :func:`specialise` compiles them for one likelihood
+(:mod:`sklearn_trellis._core.specialise`).
+
+Random numbers of the row passes are counter based: row ``i`` of a pass keyed ``key``
+uses the uniform :func:`row_uniform` ``(key, i)``, so a pass draws the same numbers
+whatever the number of threads, the block each row falls in or the order blocks run in
+(the same chain on any number of threads, and on any sharding of the rows).
+"""
+
+import math
+import types
+
+import numpy as np
+from numba import njit, prange
+
+from ..._core.specialise import specialise as _specialise, template
+from ...models.likelihood import uncollapsed_bindings
+
+#: Rows per block of the parallel label pass (fixed: the chain does not depend on threads).
+BLOCK_ROWS = 4096
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX_1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX_2 = np.uint64(0x94D049BB133111EB)
+
+
+@njit(cache=True, inline="always")
+def row_uniform(key, i):
+    """A uniform in ``[0, 1)`` from the pass key and the row index (splitmix64 finaliser)."""
+    x = np.uint64(key) + np.uint64(i + 1) * _GOLDEN
+    x = (x ^ (x >> np.uint64(30))) * _MIX_1
+    x = (x ^ (x >> np.uint64(27))) * _MIX_2
+    x = x ^ (x >> np.uint64(31))
+    return float(x >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+@njit(cache=True)
+def _pick(logw, n, u):
+    """Index drawn with probability proportional to ``exp(logw[:n])`` from the uniform ``u``
+    (``logw`` is overwritten with the unnormalised weights)."""
+    largest = -np.inf
+    for a in range(n):
+        if logw[a] > largest:
+            largest = logw[a]
+    total = 0.0
+    for a in range(n):
+        logw[a] = math.exp(logw[a] - largest)  # in place: the weights themselves
+        total += logw[a]
+    target = u * total
+    cumulative = 0.0
+    for a in range(n):
+        cumulative += logw[a]
+        if cumulative > target:
+            return a
+    for a in range(n - 1, -1, -1):  # rounding: the last positive weight
+        if logw[a] > 0:
+            return a
+    return n - 1
+
+
+@template(parallel=True)
+def propose_labels(params, theta, log_pi, n_clusters, data, labels, pinned, key, out_labels,
+                   block_counts):
+    """Every unpinned row drawn from ``pi_k f(x_i | theta_k)``, ``k < n_clusters``, into
+    ``out_labels`` (pinned rows keep their label); ``block_counts[b, k]``: rows of block
+    ``b`` given ``k``."""
+    n = labels.size
+    n_blocks = block_counts.shape[0]
+    for b in prange(n_blocks):
+        start = b * BLOCK_ROWS
+        stop = min(n, start + BLOCK_ROWS)
+        rows = np.arange(start, stop)
+        logp = np.empty((n_clusters, stop - start))
+        for c in range(n_clusters):
+            lik_log_density_rows(params, theta, c, data, rows, logp[c])
+        logw = np.empty(n_clusters)
+        for c in range(n_clusters):
+            block_counts[b, c] = 0
+        for t in range(stop - start):
+            i = start + t
+            if pinned[i]:
+                choice = labels[i]
+            else:
+                for c in range(n_clusters):
+                    logw[c] = log_pi[c] + logp[c, t]
+                choice = _pick(logw, n_clusters, row_uniform(key, i))
+            out_labels[i] = choice
+            block_counts[b, choice] += 1
+
+
+@njit(cache=True)
+def group_rows(labels, n_clusters):
+    """Rows sorted by label (stable): ``(rows, offsets)``, cluster ``c`` at ``offsets[c]:offsets[c+1]``."""
+    offsets = np.zeros(n_clusters + 1, np.int64)
+    for i in range(labels.size):
+        offsets[labels[i] + 1] += 1
+    for c in range(n_clusters):
+        offsets[c + 1] += offsets[c]
+    fill = offsets[:-1].copy()
+    rows = np.empty(labels.size, np.int64)
+    for i in range(labels.size):
+        c = labels[i]
+        rows[fill[c]] = i
+        fill[c] += 1
+    return rows, offsets
+
+
+@template(parallel=True)
+def accumulate_suff(params, data, rows, offsets, suff):
+    """``suff[c]`` = sufficient statistics of ``data[rows[offsets[c]:offsets[c+1]]]``.
+
+    One thread per cluster, rows added in fixed chunks: the sums do not depend on threads.
+    """
+    n_clusters = offsets.size - 1
+    for c in prange(n_clusters):
+        for k in range(suff.shape[1]):
+            suff[c, k] = 0.0
+        for start in range(offsets[c], offsets[c + 1], BLOCK_ROWS):
+            stop = min(offsets[c + 1], start + BLOCK_ROWS)
+            lik_suff_add_rows(params, data, rows[start:stop], suff, c)
+
+
+@template
+def draw_thetas(params, suff, stats, theta, n_clusters, seed):
+    """``theta[c]`` ~ posterior given ``suff[c]`` for ``c < n_clusters`` (``stats`` is scratch)."""
+    np.random.seed(seed)
+    for c in range(n_clusters):
+        lik_suff_to_stats(params, suff, stats, c)
+        lik_draw_theta(params, stats, c, theta)
+
+
+@template
+def log_marginals(params, suff, stats, n_clusters, out):
+    """``out[c] = log m(X_c)`` from ``suff[c]``; ``stats`` receives the collapsed rows."""
+    shared = np.zeros(1)
+    for c in range(n_clusters):
+        lik_suff_to_stats(params, suff, stats, c)
+        out[c] = lik_log_cluster(params, stats, shared, c)
+
+
+@template(parallel=True)
+def two_way_pass(params, theta, log_pi, data, members, target, counted, key, sides,
+                 chunk_log_q):
+    """One pass of a two-sub-cluster launch over the rows ``members``.
+
+    Position ``t`` goes to side 0 or 1 with probability proportional to
+    ``pi_s f(x | theta_s)``: drawn when ``target[t] < 0``, else forced to ``target[t]``;
+    ``sides[t]`` receives it. ``chunk_log_q[chunk]`` sums the log probabilities of the
+    sides of the positions with ``counted[t]`` (the proposal's probability).
+    """
+    m = members.size
+    n_chunks = chunk_log_q.size
+    for ch in prange(n_chunks):
+        start = ch * BLOCK_ROWS
+        stop = min(m, start + BLOCK_ROWS)
+        rows = members[start:stop]
+        lp0 = np.empty(stop - start)
+        lp1 = np.empty(stop - start)
+        lik_log_density_rows(params, theta, 0, data, rows, lp0)
+        lik_log_density_rows(params, theta, 1, data, rows, lp1)
+        total = 0.0
+        for t in range(stop - start):
+            a = lp0[t] + log_pi[0]
+            b = lp1[t] + log_pi[1]
+            largest = max(a, b)
+            if largest == -np.inf:
+                a = 0.0
+                b = 0.0
+                largest = 0.0
+            norm = largest + math.log(math.exp(a - largest) + math.exp(b - largest))
+            side = target[start + t]
+            if side < 0:
+                side = 0 if row_uniform(key, rows[t]) < math.exp(a - norm) else 1
+            sides[start + t] = side
+            if counted[start + t]:
+                total += (a if side == 0 else b) - norm
+        chunk_log_q[ch] = total
+
+
+@njit(cache=True)
+def members_of(labels, first, second):
+    """Rows whose label is ``first`` or ``second`` (increasing), and their labels' side (0 or 1)."""
+    count = 0
+    for i in range(labels.size):
+        if labels[i] == first or labels[i] == second:
+            count += 1
+    rows = np.empty(count, np.int64)
+    sides = np.empty(count, np.int64)
+    count = 0
+    for i in range(labels.size):
+        if labels[i] == first or labels[i] == second:
+            rows[count] = i
+            sides[count] = 0 if labels[i] == first else 1
+            count += 1
+    return rows, sides
+
+
+@njit(cache=True)
+def row_at_rank(labels, cluster, rank, skip, inside):
+    """The ``rank``-th row (increasing) of ``cluster`` other than ``skip`` (``inside``), or
+    of the rows outside ``cluster`` (not ``inside``)."""
+    seen = 0
+    for i in range(labels.size):
+        if i == skip or (labels[i] == cluster) != inside:
+            continue
+        if seen == rank:
+            return i
+        seen += 1
+    return -1
+
+
+@njit(cache=True)
+def rows_at_ranks(labels, ranks, out):
+    """``out[c]`` = the ``ranks[c]``-th row (increasing) of cluster ``c``."""
+    seen = np.zeros(ranks.size, np.int64)
+    for i in range(labels.size):
+        c = labels[i]
+        if seen[c] == ranks[c]:
+            out[c] = i
+        seen[c] += 1
+
+
+@njit(cache=True)
+def relabel(labels, rows, sides, side, new_label):
+    """``labels[rows[t]] = new_label`` where ``sides[t] == side``."""
+    for t in range(rows.size):
+        if sides[t] == side:
+            labels[rows[t]] = new_label
+
+
+@njit(cache=True)
+def replace_label(labels, old, new):
+    for i in range(labels.size):
+        if labels[i] == old:
+            labels[i] = new
+
+
+def _serial_twin(function):
+    """A copy of a parallel template compiled without threads (``prange`` runs as ``range``):
+    the same numbers, without the cost of waking threads for a few rows."""
+    twin = types.FunctionType(function.__code__, function.__globals__,
+                              function.__name__ + "_serial", function.__defaults__)
+    twin._template_options = {}
+    return twin
+
+
+propose_labels_serial = _serial_twin(propose_labels)
+accumulate_suff_serial = _serial_twin(accumulate_suff)
+two_way_pass_serial = _serial_twin(two_way_pass)
+
+
+def specialise(likelihood):
+    """A namespace of the sub-cluster kernels compiled for one likelihood."""
+    return _specialise(globals(), uncollapsed_bindings(likelihood))

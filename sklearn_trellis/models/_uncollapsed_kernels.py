@@ -1,0 +1,344 @@
+"""Numba kernels of the conjugate likelihoods for *uncollapsed* samplers (cluster parameters drawn).
+
+The sub-cluster sampler (:mod:`sklearn_trellis.engines.gibbs.subcluster`) keeps, per
+cluster, additive sufficient statistics (``suff`` rows: sums over the cluster's rows, so
+the statistics of row blocks, threads or Dask shards add), draws the cluster parameters
+``theta`` from their conjugate posterior and scores rows by ``log f(x | theta)``. Four
+functions per likelihood (see :class:`sklearn_trellis.models.likelihood.UncollapsedKernels`):
+
+``suff_add_rows(params, data, rows, suff, c)``
+    Add the rows ``data[rows]`` to ``suff[c]`` (``data`` float32 or float64).
+``suff_to_stats(params, suff, stats, c)``
+    Row ``c`` of the collapsed ``stats`` table (the layout of :mod:`._conjugate_kernels`)
+    from ``suff[c]``: the collapsed kernels (``log_cluster``, the hyperparameter grid)
+    then apply unchanged.
+``draw_theta(params, stats, c, theta)``
+    ``theta[c]`` ~ the posterior of the cluster parameters given ``stats[c]`` (numba's
+    generator, seeded by the caller).
+``log_density_rows(params, theta, c, data, rows, out)``
+    ``out[t] = log f(data[rows[t]] | theta[c])`` up to a function of the row alone (the
+    multinomial coefficient of count data is left out).
+
+Layouts (``d`` features; sums are of ``y = x - m0``, the prior mean, which keeps the sums
+of squares free of cancellation):
+
+- NIW: suff ``[n, sum y (d), sum y y^T (d*d)]``; theta ``[mu (d), R^T (d*d), c]`` with
+  ``Sigma^-1 = R R^T`` (``R`` lower Cholesky) and ``c = -d/2 log 2 pi + sum log R_kk``.
+- Normal-Gamma: suff ``[n, sum y (d), sum y^2 (d)]``; theta ``[mu (d), tau (d), c]``.
+- Beta-Bernoulli: suff ``[n, n1 (d)]``; theta ``[log p/(1-p) (d), sum log(1-p)]``.
+- Dirichlet-multinomial: suff = the collapsed stats row; theta ``[log p (d)]``.
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+
+from ._conjugate_kernels import _bb_cache, _ng_c_pred, _niw_c_pred
+
+_LOG_2PI = math.log(2.0 * math.pi)
+
+
+# ---------------------------------------------------------------- NIW (full covariance)
+@njit(cache=True)
+def _centred_rows(params, data, rows):
+    d = int(params[0])
+    out = np.empty((rows.size, d))
+    for t in range(rows.size):
+        i = rows[t]
+        for k in range(d):
+            out[t, k] = data[i, k] - params[3 + k]
+    return out
+
+
+@njit(cache=True)
+def niw_suff_add_rows(params, data, rows, suff, c):
+    d = int(params[0])
+    if rows.size == 0:
+        return
+    y = _centred_rows(params, data, rows)
+    suff[c, 0] += rows.size
+    for t in range(rows.size):
+        for k in range(d):
+            suff[c, 1 + k] += y[t, k]
+    scatter = np.dot(y.T, y)
+    for a in range(d):
+        for b in range(d):
+            suff[c, 1 + d + a * d + b] += scatter[a, b]
+
+
+@njit(cache=True)
+def _cholesky_into(matrix, out, row, base, d):
+    """Lower Cholesky factor of ``matrix`` into ``out[row, base:base+d*d]`` (row-major);
+    a pivot lost to rounding is floored at a tiny positive value."""
+    for j in range(d):
+        s = matrix[j, j]
+        for k in range(j):
+            s -= out[row, base + j * d + k] ** 2
+        pivot = math.sqrt(s) if s > 1e-300 else 1e-150
+        out[row, base + j * d + j] = pivot
+        for i in range(j + 1, d):
+            s = matrix[i, j]
+            for k in range(j):
+                s -= out[row, base + i * d + k] * out[row, base + j * d + k]
+            out[row, base + i * d + j] = s / pivot
+        for i in range(j):
+            out[row, base + i * d + j] = 0.0
+
+
+@njit(cache=True)
+def niw_suff_to_stats(params, suff, stats, c):
+    d = int(params[0])
+    n = suff[c, 0]
+    kappa = params[1] + n
+    psi = np.empty((d, d))
+    for a in range(d):
+        stats[c, 1 + a] = params[3 + a] + suff[c, 1 + a] / kappa
+        for b in range(d):
+            prior = 0.0
+            for k in range(d):
+                prior += params[3 + d + a * d + k] * params[3 + d + b * d + k]
+            psi[a, b] = (prior + suff[c, 1 + d + a * d + b]
+                         - suff[c, 1 + a] * suff[c, 1 + b] / kappa)
+    stats[c, 0] = n
+    _cholesky_into(psi, stats, c, 1 + d, d)
+    _niw_c_pred(params, stats, c)
+
+
+@njit(cache=True)
+def niw_draw_theta(params, stats, c, theta):
+    """``Sigma^-1 ~ Wishart(nu_n, Psi_n^-1)`` (Bartlett), ``mu ~ N(mu_n, Sigma / kappa_n)``."""
+    d = int(params[0])
+    n = stats[c, 0]
+    kappa = params[1] + n
+    nu = params[2] + n
+    base = 1 + d
+    # Bartlett factor A (lower): A_kk^2 ~ chi2(nu - k), A_ik ~ N(0, 1) below the diagonal
+    a = np.zeros((d, d))
+    for k in range(d):
+        a[k, k] = math.sqrt(2.0 * np.random.gamma(0.5 * (nu - k), 1.0))
+        for i in range(k + 1, d):
+            a[i, k] = np.random.standard_normal()
+    # W = L^-T A (L: Cholesky of Psi_n), so that W W^T ~ Wishart(nu, Psi_n^-1)
+    w = np.empty((d, d))
+    for col in range(d):
+        for i in range(d - 1, -1, -1):
+            s = a[i, col]
+            for k in range(i + 1, d):
+                s -= stats[c, base + k * d + i] * w[k, col]
+            w[i, col] = s / stats[c, base + i * d + i]
+    precision = np.dot(w, w.T)
+    r = np.zeros((1, d * d))
+    _cholesky_into(precision, r, 0, 0, d)
+    # mu = mu_n + R^-T z / sqrt(kappa): back substitution with R^T (upper)
+    z = np.empty(d)
+    for k in range(d):
+        z[k] = np.random.standard_normal() / math.sqrt(kappa)
+    mu = np.empty(d)
+    for i in range(d - 1, -1, -1):
+        s = z[i]
+        for k in range(i + 1, d):
+            s -= r[0, k * d + i] * mu[k]
+        mu[i] = s / r[0, i * d + i]
+    const = -0.5 * d * _LOG_2PI
+    for k in range(d):
+        theta[c, k] = stats[c, 1 + k] + mu[k]
+        const += math.log(r[0, k * d + k])
+    # store R^T row-major: (x - mu)^T Sigma^-1 (x - mu) = |R^T (x - mu)|^2
+    for i in range(d):
+        for k in range(d):
+            theta[c, d + i * d + k] = r[0, k * d + i]
+    theta[c, d + d * d] = const
+
+
+#: Up to this many features the NIW density is a plain triangular loop; above, a GEMM.
+NIW_LOOP_FEATURES = 24
+
+
+@njit(cache=True)
+def niw_log_density_rows(params, theta, c, data, rows, out):
+    d = int(params[0])
+    const = theta[c, d + d * d]
+    if d <= NIW_LOOP_FEATURES:  # R^T is upper triangular: d (d + 1) / 2 multiply-adds
+        y = np.empty(d)
+        for t in range(rows.size):
+            i = rows[t]
+            for k in range(d):
+                y[k] = data[i, k] - theta[c, k]
+            q = 0.0
+            for a in range(d):
+                acc = 0.0
+                row = d + a * d
+                for k in range(a, d):
+                    acc += theta[c, row + k] * y[k]
+                q += acc * acc
+            out[t] = const - 0.5 * q
+        return
+    y = np.empty((rows.size, d))
+    for t in range(rows.size):
+        i = rows[t]
+        for k in range(d):
+            y[t, k] = data[i, k] - theta[c, k]
+    factor = np.ascontiguousarray(theta[c, d:d + d * d]).reshape((d, d))
+    z = np.dot(y, factor.T)
+    for t in range(rows.size):
+        q = 0.0
+        for k in range(d):
+            q += z[t, k] * z[t, k]
+        out[t] = const - 0.5 * q
+
+
+# ---------------------------------------------------------------- Normal-Gamma (diagonal)
+@njit(cache=True)
+def ng_suff_add_rows(params, data, rows, suff, c):
+    d = int(params[0])
+    suff[c, 0] += rows.size
+    for t in range(rows.size):
+        i = rows[t]
+        for k in range(d):
+            y = data[i, k] - params[3 + k]
+            suff[c, 1 + k] += y
+            suff[c, 1 + d + k] += y * y
+
+
+@njit(cache=True)
+def ng_suff_to_stats(params, suff, stats, c):
+    d = int(params[0])
+    n = suff[c, 0]
+    kappa = params[1] + n
+    stats[c, 0] = n
+    for k in range(d):
+        s1 = suff[c, 1 + k]
+        stats[c, 1 + k] = params[3 + k] + s1 / kappa
+        b = params[3 + d + k] + 0.5 * (suff[c, 1 + d + k] - s1 * s1 / kappa)
+        stats[c, 1 + d + k] = max(b, 1e-300)
+    _ng_c_pred(params, stats, c)
+
+
+@njit(cache=True)
+def ng_draw_theta(params, stats, c, theta):
+    """Per feature ``tau ~ Gamma(a_n, rate b_n)``, ``mu ~ N(mu_n, 1 / (kappa_n tau))``."""
+    d = int(params[0])
+    n = stats[c, 0]
+    kappa = params[1] + n
+    a = params[2] + 0.5 * n
+    const = -0.5 * d * _LOG_2PI
+    for k in range(d):
+        tau = max(np.random.gamma(a, 1.0) / stats[c, 1 + d + k], 1e-300)
+        theta[c, k] = stats[c, 1 + k] + np.random.standard_normal() / math.sqrt(kappa * tau)
+        theta[c, d + k] = tau
+        const += 0.5 * math.log(tau)
+    theta[c, 2 * d] = const
+
+
+@njit(cache=True)
+def ng_log_density_rows(params, theta, c, data, rows, out):
+    d = int(params[0])
+    const = theta[c, 2 * d]
+    for t in range(rows.size):
+        i = rows[t]
+        q = 0.0
+        for k in range(d):
+            delta = data[i, k] - theta[c, k]
+            q += theta[c, d + k] * delta * delta
+        out[t] = const - 0.5 * q
+
+
+# ---------------------------------------------------------------- Beta-Bernoulli
+@njit(cache=True)
+def bb_suff_add_rows(params, data, rows, suff, c):
+    d = int(params[0])
+    suff[c, 0] += rows.size
+    for t in range(rows.size):
+        i = rows[t]
+        for k in range(d):
+            suff[c, 1 + k] += data[i, k]
+
+
+@njit(cache=True)
+def bb_suff_to_stats(params, suff, stats, c):
+    d = int(params[0])
+    for k in range(d + 1):
+        stats[c, k] = suff[c, k]
+    _bb_cache(params, stats, c)
+
+
+@njit(cache=True)
+def bb_draw_theta(params, stats, c, theta):
+    """Per feature ``p ~ Beta(a + n1, b + n - n1)``."""
+    d = int(params[0])
+    n = stats[c, 0]
+    total = 0.0
+    for k in range(d):
+        n1 = stats[c, 1 + k]
+        g1 = np.random.gamma(params[1 + k] + n1, 1.0)
+        g0 = np.random.gamma(params[1 + d + k] + n - n1, 1.0)
+        # log p and log(1 - p) from the two gamma draws (no 1 - p cancellation)
+        log_sum = math.log(g1 + g0)
+        log_p = math.log(max(g1, 1e-300)) - log_sum
+        log_q = math.log(max(g0, 1e-300)) - log_sum
+        theta[c, k] = log_p - log_q
+        total += log_q
+    theta[c, d] = total
+
+
+@njit(cache=True)
+def bb_log_density_rows(params, theta, c, data, rows, out):
+    d = int(params[0])
+    for t in range(rows.size):
+        i = rows[t]
+        value = theta[c, d]
+        for k in range(d):
+            if data[i, k] != 0:
+                value += theta[c, k]
+        out[t] = value
+
+
+# ---------------------------------------------------------------- Dirichlet-multinomial
+@njit(cache=True)
+def dm_suff_add_rows(params, data, rows, suff, c):
+    d = int(params[0])
+    for t in range(rows.size):
+        i = rows[t]
+        suff[c, 0] += 1.0
+        total = 0.0
+        log_coefficient = 0.0
+        for k in range(d):
+            x = data[i, k]
+            suff[c, 2 + k] += x
+            total += x
+            if x > 0:
+                log_coefficient -= math.lgamma(x + 1.0)
+        suff[c, 1] += total
+        suff[c, 2 + d] += log_coefficient + math.lgamma(total + 1.0)
+
+
+@njit(cache=True)
+def dm_suff_to_stats(params, suff, stats, c):
+    for k in range(suff.shape[1]):
+        stats[c, k] = suff[c, k]
+
+
+@njit(cache=True)
+def dm_draw_theta(params, stats, c, theta):
+    """``p ~ Dirichlet(beta + counts)``."""
+    d = int(params[0])
+    total = 0.0
+    for k in range(d):
+        g = max(np.random.gamma(params[1 + k] + stats[c, 2 + k], 1.0), 1e-300)
+        theta[c, k] = g
+        total += g
+    for k in range(d):
+        theta[c, k] = math.log(theta[c, k] / total)
+
+
+@njit(cache=True)
+def dm_log_density_rows(params, theta, c, data, rows, out):
+    d = int(params[0])
+    for t in range(rows.size):
+        i = rows[t]
+        value = 0.0
+        for k in range(d):
+            if data[i, k] != 0:
+                value += data[i, k] * theta[c, k]
+        out[t] = value

@@ -1,0 +1,261 @@
+"""The sub-cluster sampler against the exact posterior, its likelihood kernels and its driver."""
+
+import numba
+import numpy as np
+import pytest
+
+from sklearn_trellis.engines.exact.trellis_for_model import trellis_for_model
+from sklearn_trellis.engines.gibbs import subcluster
+from sklearn_trellis.models import (BetaBernoulli, DirichletMultinomial, NormalGamma,
+                                    NormalInverseWishart)
+from sklearn_trellis.models.dp_mixture import MixturePartitionModel
+from sklearn_trellis.models.priors import CRP, DirichletMultinomialPrior, PitmanYor
+from sklearn_trellis.summaries import pairwise_cooccurrence
+
+
+def small_data(n, seed=0):
+    rng = np.random.default_rng(seed)
+    centres = np.array([[0.0, 0.0], [2.5, 0.0], [0.0, 2.5]])
+    return centres[np.arange(n) % 3] + rng.normal(0, 0.9, (n, 2))
+
+
+def exact_summaries(prior, lik, X):
+    trellis = trellis_for_model(MixturePartitionModel(prior, lik).fit(X), max_items=12)
+    return trellis.pairwise_marginals(), trellis.n_clusters_distribution()
+
+
+def check_against_exact(prior, X, n_sweeps, tol, lik=None, seed=0, **kwargs):
+    lik = lik or NormalInverseWishart(kappa=0.2, hyperprior="fixed").fit(X)
+    pair_exact, k_exact = exact_summaries(prior, lik, X)
+    n = X.shape[0]
+    result = subcluster.run_chain(lik, prior, lik.check_sampler_data(X), n_sweeps=n_sweeps,
+                                  burn_in=50, init_labels=np.zeros(n, np.int64),
+                                  random_state=seed, **kwargs)
+    k = result.samples.max(axis=1) + 1
+    k_dist = np.bincount(k - 1, minlength=n) / k.size
+    assert np.abs(pairwise_cooccurrence(result.samples) - pair_exact).max() < tol
+    assert np.abs(k_dist - k_exact).max() < tol
+    # the exact values must not be trivial, or the test could not fail
+    assert pair_exact[np.triu_indices(n, 1)].std() > 0.1
+    return result
+
+
+LIKELIHOOD_DATA = {
+    "niw": (NormalInverseWishart(kappa=0.3, dof=4.0, hyperprior="fixed"),
+            lambda rng: rng.normal(size=(9, 2)) * 3 + 1),
+    "normal_gamma": (NormalGamma(), lambda rng: rng.normal(size=(9, 3)) * 2 - 1),
+    "bernoulli": (BetaBernoulli(), lambda rng: (rng.random((9, 4)) < 0.3).astype(float)),
+    "multinomial": (DirichletMultinomial(), lambda rng: rng.poisson(2.0, (9, 3)).astype(float)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LIKELIHOOD_DATA))
+def test_sufficient_statistics_give_the_marginal_likelihood(name):
+    """``suff`` of blocks add up, and ``suff_to_stats`` + ``log_cluster`` is ``log m(X)``."""
+    lik, make = LIKELIHOOD_DATA[name]
+    rng = np.random.default_rng(1)
+    X = make(rng)
+    lik.fit(X)
+    params = lik.kernel_params()
+    fns = lik.uncollapsed_kernels
+    suff = np.zeros((2, lik.n_suff))
+    fns.suff_add_rows(params, X, np.arange(4), suff, 0)
+    fns.suff_add_rows(params, X, np.arange(4, 9), suff, 1)
+    whole = np.zeros((1, lik.n_suff))
+    fns.suff_add_rows(params, X, np.arange(9), whole, 0)
+    np.testing.assert_allclose(suff.sum(axis=0), whole[0], rtol=1e-12, atol=1e-12)
+    stats = np.zeros((1, lik.n_stats))
+    fns.suff_to_stats(params, whole, stats, 0)
+    value = lik.kernels.log_cluster(params, stats, np.zeros(1), 0)
+    assert value == pytest.approx(lik.log_marginal(X), rel=1e-10, abs=1e-10)
+
+
+def _posterior_draws(lik, X, n_draws):
+    params = lik.kernel_params()
+    fns = lik.uncollapsed_kernels
+    suff = np.zeros((1, lik.n_suff))
+    fns.suff_add_rows(params, X, np.arange(X.shape[0]), suff, 0)
+    stats = np.zeros((1, lik.n_stats))
+    fns.suff_to_stats(params, suff, stats, 0)
+    theta = np.empty((n_draws, lik.n_theta))
+    numba.njit(lambda: np.random.seed(3))()
+    for t in range(n_draws):
+        fns.draw_theta(params, stats, 0, theta[t:t + 1])
+    return theta
+
+
+def test_niw_draws_match_the_posterior_and_score_gaussian_densities():
+    """Posterior means of the precision (``nu_n Psi_n^-1``) and of the mean (``mu_n``),
+    and ``log_density_rows`` equals scipy's Gaussian log density of each draw."""
+    from scipy.stats import multivariate_normal
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(12, 3)) @ np.array([[1.0, 0.4, 0], [0, 1, 0.3], [0, 0, 0.5]])
+    lik = NormalInverseWishart(kappa=0.5, dof=5.0, hyperprior="fixed").fit(X)
+    d, n = 3, 12
+    theta = _posterior_draws(lik, X, 4000)
+    kappa_n, nu_n = 0.5 + n, 5.0 + n
+    mean = X.mean(axis=0)
+    diff = mean - lik.mean_prior_
+    psi_n = (lik.scale_matrix_ + (X - mean).T @ (X - mean)
+             + 0.5 * n / kappa_n * np.outer(diff, diff))
+    mu_n = (0.5 * lik.mean_prior_ + n * mean) / kappa_n
+    factors = theta[:, d:d + d * d].reshape(-1, d, d)          # R^T
+    precisions = np.swapaxes(factors, 1, 2) @ factors
+    expected = nu_n * np.linalg.inv(psi_n)
+    spread = precisions.std(axis=0) / np.sqrt(theta.shape[0])
+    assert np.all(np.abs(precisions.mean(axis=0) - expected) < 5 * spread + 1e-12)
+    mu_spread = theta[:, :d].std(axis=0) / np.sqrt(theta.shape[0])
+    assert np.all(np.abs(theta[:, :d].mean(axis=0) - mu_n) < 5 * mu_spread)
+    out = np.empty(4)
+    lik.uncollapsed_kernels.log_density_rows(lik.kernel_params(), theta, 7, X, np.arange(4), out)
+    reference = multivariate_normal(theta[7, :d], np.linalg.inv(precisions[7])).logpdf(X[:4])
+    np.testing.assert_allclose(out, reference, rtol=1e-10)
+
+
+def test_normal_gamma_draws_match_the_posterior():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(10, 2)) * [1.0, 3.0]
+    lik = NormalGamma(kappa=0.5, shape=2.0, hyperprior="fixed").fit(X)
+    theta = _posterior_draws(lik, X, 4000)
+    n, mean = 10, X.mean(axis=0)
+    b_n = (lik.rate_ + 0.5 * ((X - mean) ** 2).sum(axis=0)
+           + 0.5 * n * (mean - lik.mean_prior_) ** 2 / (2 * (0.5 + n)))
+    taus = theta[:, 2:4]
+    spread = taus.std(axis=0) / np.sqrt(taus.shape[0])
+    assert np.all(np.abs(taus.mean(axis=0) - (2.0 + 0.5 * n) / b_n) < 5 * spread)
+
+
+PRIORS = [CRP(1.0), PitmanYor(0.8, 0.4)]
+
+
+@pytest.mark.parametrize("prior", PRIORS, ids=repr)
+def test_subcluster_matches_exact_fast(prior):
+    check_against_exact(prior, small_data(7), n_sweeps=6000, tol=0.05, n_split_merge=2)
+
+
+def test_split_merge_alone_matches_exact():
+    """The split/merge moves with no restricted Gibbs step are a valid kernel on their own."""
+    X = small_data(6, seed=1)
+    prior = CRP(1.0)
+    lik = NormalInverseWishart(kappa=0.2, hyperprior="fixed").fit(X)
+    pair_exact, _ = exact_summaries(prior, lik, X)
+    data = lik.check_sampler_data(X)
+    state = subcluster.new_state(lik, data, np.zeros(6, np.int64), prior.alpha)
+    rng = np.random.RandomState(0)
+    samples = []
+    for _ in range(6000):
+        subcluster.iterate(state, lik, prior.kernel_params(), data, rng, n_split_merge=2,
+                           gibbs=False)
+        samples.append(state.compact_labels())
+    assert np.abs(pairwise_cooccurrence(np.array(samples)) - pair_exact).max() < 0.05
+
+
+def test_dirichlet_multinomial_prior_and_diagonal_likelihood_match_exact():
+    X = small_data(6, seed=2)
+    lik = NormalGamma(kappa=0.2).fit(X)
+    check_against_exact(DirichletMultinomialPrior(2.0, 3), X, n_sweeps=6000, tol=0.05,
+                        lik=lik, n_split_merge=2)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("prior", PRIORS, ids=repr)
+def test_subcluster_matches_exact_long(prior):
+    check_against_exact(prior, small_data(9, seed=3), n_sweeps=60000, tol=0.015,
+                        n_split_merge=2)
+
+
+def test_same_seed_same_chain_on_any_number_of_threads():
+    rng = np.random.default_rng(4)
+    X = np.vstack([rng.normal(c, 1.0, (3000, 3)) for c in (0, 6, 12)]).astype(np.float32)
+    lik = NormalInverseWishart().fit(X)
+    data = lik.check_sampler_data(X)
+    assert data.dtype == np.float32
+    runs = []
+    previous = numba.get_num_threads()
+    try:
+        for threads in (1, min(2, numba.config.NUMBA_NUM_THREADS)):
+            numba.set_num_threads(threads)
+            result = subcluster.run_chain(lik, CRP(1.0), data, n_sweeps=6, random_state=5,
+                                          n_split_merge=4)
+            runs.append(result)
+    finally:
+        numba.set_num_threads(previous)
+    np.testing.assert_array_equal(runs[0].samples, runs[1].samples)
+    np.testing.assert_array_equal(runs[0].log_joints, runs[1].log_joints)
+    assert runs[0].samples[-1].max() + 1 >= 3   # the three blobs are apart
+
+
+def test_dp_mixture_subcluster_fit_predict_warm_start_and_progress(capsys):
+    from sklearn.datasets import make_blobs
+    from sklearn.metrics import adjusted_rand_score
+    from sklearn_trellis import DPMixture
+    X, y = make_blobs(600, centers=[[0, 0], [6, 0], [0, 6]], random_state=0)
+    X32 = X.astype(np.float32)
+    model = DPMixture(method="subcluster", n_sweeps=30, init="one", random_state=0,
+                      verbose=1).fit(X32)
+    assert model.method_ == "subcluster" and "Sub-cluster" in model.approximation_
+    assert model._data.dtype == np.float32
+    assert adjusted_rand_score(y, model.labels_) > 0.9
+    proba = model.predict_proba(X[:5])
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    assert model.predict(X[:5]).shape == (5,) and np.isfinite(model.score(X[:50]))
+    assert model.pairwise_marginals_.shape == (600, 600)
+    out = capsys.readouterr().out
+    assert "iteration 30/30" in out and "log joint" in out and "s/iteration" in out
+    again = DPMixture(method="subcluster", n_sweeps=30, init="one", random_state=0).fit(X32)
+    np.testing.assert_array_equal(again.samples_, model.samples_)
+    model.set_params(warm_start=True, n_sweeps=4, verbose=0)
+    kept = model.samples_.shape[0]
+    model.fit(X32)
+    assert model.samples_.shape[0] == kept + 4
+
+
+def test_subcluster_needs_an_uncollapsed_form():
+    from sklearn_trellis import DPMixture
+
+    class Collapsed(NormalInverseWishart):
+        uncollapsed_kernels = None
+
+    with pytest.raises(ValueError, match="uncollapsed form"):
+        DPMixture(Collapsed(), method="subcluster", n_sweeps=2).fit(small_data(20))
+
+
+def test_launch_probabilities_sum_to_one_and_match_the_drawn_split():
+    """The proposal probability ``q`` of a launch, over every split of the rows (the two
+    seeds fixed, the same launch randomness), sums to 1, and a drawn split's ``q`` is the
+    one its evaluation gives: the Hastings ratios use exact proposal probabilities."""
+    import itertools
+    X = small_data(8, seed=5)
+    lik = NormalInverseWishart(kappa=0.2, hyperprior="fixed").fit(X)
+    data = lik.check_sampler_data(X)
+    engine = subcluster._engine(lik)
+    params = lik.kernel_params()
+    rows = np.arange(8, dtype=np.int64)
+    i, j = 2, 5
+    others = [r for r in rows if r not in (i, j)]
+    total = 0.0
+    for bits in itertools.product((0, 1), repeat=len(others)):
+        sides = np.zeros(8, np.int64)
+        sides[j] = 1
+        sides[others] = bits
+        _, log_q, _, _ = subcluster._launch(engine, lik, params, data, rows, i, j,
+                                            np.random.RandomState(11), current=sides)
+        total += np.exp(log_q)
+    assert total == pytest.approx(1.0, rel=1e-10)
+    drawn, log_q, suff, counts = subcluster._launch(engine, lik, params, data, rows, i, j,
+                                                    np.random.RandomState(11))
+    _, again, _, _ = subcluster._launch(engine, lik, params, data, rows, i, j,
+                                        np.random.RandomState(11), current=drawn)
+    assert log_q == pytest.approx(again, rel=1e-12)
+    assert counts.tolist() == [int((drawn == 0).sum()), int((drawn == 1).sum())]
+    assert suff[:, 0].tolist() == counts.tolist()
+
+
+def test_auto_samples_with_the_subcluster_sampler_from_its_threshold(monkeypatch):
+    from sklearn_trellis import DPMixture, _dp_mixture
+    monkeypatch.setattr(_dp_mixture, "SUBCLUSTER_AUTO_SIZE", 40)
+    X = small_data(60)
+    assert DPMixture(n_sweeps=3, random_state=0).fit(X).method_ == "subcluster"
+    assert DPMixture(n_sweeps=3, random_state=0).fit(X[:30]).method_ == "gibbs"
+    assert DPMixture("bernoulli", n_sweeps=3, random_state=0).fit(
+        (X > 1).astype(float)).method_ == "subcluster"
