@@ -82,9 +82,9 @@ def test_gibbs_mode_matches_enlarged_matrix(n_blocks):
     def log_joint(S, labels):
         n = S.shape[0]
         sizes, sbars = block_statistics(S, labels)
-        # s0 is relative to the fitted data's scale, as in the fit
+        # s0 in the data's units, as the fit and the predictive use it (issue 31 item 2)
         lik = collapsed_log_likelihood(sizes, sbars, np.trace(S), n, theta, dof=4.0,
-                                       s0=0.01 * model.data_scale_)
+                                       s0=model._s0())
         # scale's integral Gamma(a) ((d/2)(T + s0))^-a: the factors that depend on n
         a = log_likelihood_exponent(n, 4.0, 0.01)
         return prior.log_eppf(sizes) + lik + gammaln(a) - a * np.log(2.0)
