@@ -294,8 +294,12 @@ default='all'
         """``(beta, offset)``: the given ones, or empirical Bayes values (``'auto'``)."""
         learn_beta, learn_offset = self.beta == "auto", self.center == "auto"
         beta = 1.0 if learn_beta else float(self.beta)
-        if not (learn_beta or learn_offset) or s.shape[0] < 2:
+        if not (learn_beta or learn_offset):
             return beta, offset
+        if s.shape[0] < 3:
+            raise ValueError(f"beta='auto' and center='auto' need at least 3 items (got "
+                             f"{s.shape[0]}): one pair's affinity is fitted exactly, with no "
+                             "noise left. Give beta and center values.")
         family = evidence_family(plan, s, beta=beta, offset=offset, alpha=self.alpha,
                                  features=features, seed_linkages=seed_linkages)
         found = maximise_evidence(s, beta=beta, offset=offset, learn_beta=learn_beta,

@@ -24,12 +24,12 @@ from .exact.flat import ExactFlatTrellis
 from .planner import _sparse_flat_trellis
 from .sparse.sparse_flat import SparseFlatTrellis
 
-#: ``log b`` is searched within this distance of ``log(1 / sd)``, ``sd`` the root mean
-#: square of the shifted affinities (``b = 2 beta``; the scale of ``b`` is ``1 / sd``).
-LOG_B_RANGE = 15.0
+#: The grid of ``log(b sd)`` empirical Bayes evaluates first, ``sd`` the root mean square
+#: of the shifted affinities (the scale of ``b = 2 beta`` is ``1 / sd``).
+LOG_B_GRID = tuple(np.arange(-4.0, 6.5, 1.0))
 
-#: Starting values of ``log(b sd)`` of the gradient searches (the best end point wins).
-LOG_B_STARTS = (-1.0, 1.5, 4.0)
+#: How far beyond the grid's ends the gradient search may go (in ``log b``).
+LOG_B_BEYOND = 15.0
 
 #: Bytes of new-item sums per chunk of the exact predictive (rows x 2**N floats).
 PREDICTIVE_CHUNK_BYTES = 64 * 2 ** 20
@@ -78,9 +78,10 @@ def maximise_evidence(similarity, *, beta, offset, learn_beta, learn_offset, alp
     The noise variance is profiled out in closed form; the remaining one or
     two parameters (``log b`` and ``c``) are found by L-BFGS-B with the exact
     gradient, which needs the pairwise marginals of one trellis fit per step.
-    When ``beta`` is learned, the search starts from a few values of ``b``
-    (relative to ``1 / sd``, the inverse spread of the shifted affinities)
-    and the best end point wins (the evidence need not be concave in ``b``:
+    When ``beta`` is learned, the evidence is first evaluated on a grid of
+    ``b`` (relative to ``1 / sd``, the inverse spread of the shifted
+    affinities), then searched within a grid step of the two best points;
+    the best end point wins (the evidence need not be concave in ``b``:
     ``b -> 0``, no structure, is often a local maximum).
 
     Parameters
@@ -127,15 +128,23 @@ def maximise_evidence(similarity, *, beta, offset, learn_beta, learn_offset, alp
         raise ValueError("Nothing to learn: set learn_beta or learn_offset.")
     offset_start = [offset] if learn_offset else []
     n_pairs, _, sum_sq = pair_moments(shifted_affinities(similarity, offset))
-    log_scale = -0.5 * np.log(max(sum_sq / max(n_pairs, 1), np.finfo(np.float64).tiny))
-    if learn_beta:   # the evidence can have a "no structure" mode at b -> 0: several starts
-        starts = [np.r_[log_scale + log_b, offset_start] for log_b in LOG_B_STARTS]
+    spread = np.sqrt(sum_sq / max(n_pairs, 1))
+    log_scale = -np.log(spread) if spread > 1e-150 else 0.0
+    c_bounds = [(None, None)] if learn_offset else []
+    if learn_beta:
+        # The evidence often has a "no structure" maximum at b -> 0 besides the structured
+        # one: a coarse grid of b first, then a gradient search within a step of each of
+        # the two best grid points (a free search can jump between the two basins).
+        grid = log_scale + np.asarray(LOG_B_GRID)
+        values = [objective(np.r_[log_b, offset_start])[0] for log_b in grid]
+        # The ends open outwards: the maximum may lie beyond the grid (b -> 0 included).
+        edges = np.r_[grid[0] - LOG_B_BEYOND, grid, grid[-1] + LOG_B_BEYOND]
+        searches = [(np.r_[grid[k], offset_start], [(edges[k], edges[k + 2])] + c_bounds)
+                    for k in np.argsort(values)[:2]]
     else:
-        starts = [np.asarray(offset_start, dtype=np.float64)]
-    bounds = (([(log_scale - LOG_B_RANGE, log_scale + LOG_B_RANGE)] if learn_beta else [])
-              + ([(None, None)] if learn_offset else []))
+        searches = [(np.asarray(offset_start, dtype=np.float64), c_bounds)]
     result = min((minimize(objective, theta, jac=True, method="L-BFGS-B", bounds=bounds)
-                  for theta in starts), key=lambda found: found.fun)
+                  for theta, bounds in searches), key=lambda found: found.fun)
     b, c = unpack(result.x)
     n_pairs, _, sum_sq = pair_moments(shifted_affinities(similarity, c))
     return EvidenceFit(beta=b / 2.0, offset=c, noise_variance=noise_variance(b, n_pairs, sum_sq),
