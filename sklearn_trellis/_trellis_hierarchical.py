@@ -590,8 +590,11 @@ default='all'
         is the marginal likelihood of the new data ``X`` under this
         estimator's hyperparameters (a lower bound when the trellis is
         sparse); ``GridSearchCV`` over ``energy__lam`` then selects by held-out
-        marginal likelihood. Other energies (Dasgupta, HCC, callables) are not
-        normalised likelihoods and have no score.
+        marginal likelihood. Only ``GinkgoEnergy(likelihood='momenta')`` (the
+        default) is a density of ``X``; a jet is one sample, so to choose
+        ``lam`` from several jets sum their scores. Other energies (Dasgupta,
+        HCC, callables, the public ``likelihood='ginkgo'``) are not normalised
+        likelihoods and have no score.
 
         Parameters
         ----------
