@@ -161,6 +161,13 @@ class DivisiveClustering(HierarchyMixin, ClusterMixin, BaseEstimator):
     ``'nan_euclidean'`` handles NaN its own way; the other metrics,
     ``'precomputed'`` and ``method='kmeans'`` refuse NaN with a clear error.
 
+    No ``score``: DIANA and bisecting k-means are not probability models, so
+    there is no held-out likelihood (``GridSearchCV`` with its default
+    scoring raises scikit-learn's TypeError). Choose ``n_clusters``,
+    ``metric`` or ``method`` against labels with a scorer that refits on each
+    fold, e.g. ``scoring=lambda est, X, y: adjusted_rand_score(y,
+    est.fit_predict(X))``.
+
     Memory and time: every method but ``'kmeans'`` keeps the (n, n) float64
     dissimilarity matrix (200 MB at n = 5,000; refused up front if it does not
     fit). DIANA costs ``O(m^2)`` per split of a cluster of ``m`` objects;

@@ -95,6 +95,13 @@ class EntropyAgglomeration(HierarchyMixin, ClusterMixin, BaseEstimator):
     live subsets with the smallest slot indices (a merged subset takes the
     slot of its lower part), so results are deterministic.
 
+    No ``score``: the input is a set of sampled partitions, not data under a
+    model, so there is no likelihood to hold out (``GridSearchCV`` with its
+    default scoring raises scikit-learn's TypeError). Choose the cut
+    (``n_clusters``, ``distance_threshold``) against labels with a scorer
+    that refits on each fold, e.g. ``scoring=lambda est, X, y:
+    adjusted_rand_score(y, est.fit_predict(X))``.
+
     References
     ----------
     I. B. Fidaner and A. T. Cemgil. Summary Statistics for Partitionings and

@@ -146,6 +146,17 @@ default='vi'
     interrupted_ : bool
     n_features_in_ : int
 
+    Notes
+    -----
+    No ``score``: held-out rows would need the predictive of a new row over
+    the column partition, which is not implemented, so ``GridSearchCV`` with
+    its default scoring raises scikit-learn's TypeError. Exact fits report
+    the evidence ``log_marginal_likelihood_`` (compare ``alpha_rows``,
+    ``alpha_columns`` and the cell priors by it on the whole matrix), Gibbs
+    fits learn both concentrations with ``alpha_prior``; against known row
+    labels use a scorer that refits on each fold, e.g. ``scoring=lambda est,
+    X, y: adjusted_rand_score(y, est.fit(X).row_labels_)``.
+
     References
     ----------
     C. Kemp, J. B. Tenenbaum, T. L. Griffiths, T. Yamada, N. Ueda. Learning

@@ -690,11 +690,16 @@ default='dasgupta'
         - ``energy='ginkgo'`` (``log phi(H) = log p(X, H)``): ``log Z = log
           sum_H p(X, H) = log p(X)``, the marginal likelihood of the new jet
           ``X`` under this estimator's hyperparameters (a lower bound when the
-          trellis is sparse), at ``beta=1``.
+          trellis is sparse), at ``beta=1``; ``GridSearchCV`` over
+          ``energy__lam`` then selects by held-out marginal likelihood. Only
+          ``GinkgoEnergy(likelihood='momenta')`` (the default) is a density of
+          ``X``; a jet is one sample, so to choose ``lam`` from several jets
+          sum their scores.
 
-        Other energies (Dasgupta, HCC, callables) are not normalised
-        likelihoods and have no ``score`` (``hasattr`` is False): score their
-        fits with a scorer of labels or of pairwise marginals.
+        Other energies (Dasgupta, HCC, callables, Ginkgo's public
+        ``likelihood='ginkgo'``) are not normalised likelihoods and have no
+        ``score`` (``hasattr`` is False): score their fits with a scorer of
+        labels or of pairwise marginals.
 
         Parameters
         ----------
