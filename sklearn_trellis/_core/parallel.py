@@ -55,7 +55,7 @@ class ParallelKernel:
 
 
 def parallel_kernel(function=None, **options):
-    """Decorate a ``prange`` kernel: ``njit(cache=True, parallel=True, **options)`` plus a serial twin.
+    """Decorate a ``prange`` kernel: ``njit(cache=True, parallel=True)`` plus a serial twin.
 
     Use as ``@parallel_kernel`` or ``@parallel_kernel(fastmath=...)``; call
     ``kernel.for_work(n_iterations)(*args)``.

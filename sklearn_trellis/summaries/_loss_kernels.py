@@ -454,7 +454,11 @@ def greedy_search(kind, labels, order, pairwise, samples_t, n_sample_blocks, max
                 if kind < N_CONTINGENCY_KINDS and slot >= counts.shape[0]:
                     grown = np.zeros((min(n, 2 * counts.shape[0]), n_samples,
                                       n_sample_blocks), np.int32)
-                    grown[:counts.shape[0]] = counts
+                    # loops: numba's slice copy compiles for seconds
+                    for old_slot in range(counts.shape[0]):
+                        for sample in range(n_samples):
+                            for block in range(n_sample_blocks):
+                                grown[old_slot, sample, block] = counts[old_slot, sample, block]
                     counts = grown
             if sizes[slot] == 0:
                 n_clusters += 1
