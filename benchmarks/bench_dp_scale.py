@@ -1,4 +1,4 @@
-"""DP mixtures at scale: the sub-cluster sampler against collapsed Gibbs and BayesianGaussianMixture.
+"""DP mixtures at scale: the sub-cluster sampler, collapsed Gibbs and BayesianGaussianMixture.
 
 Prints, in one process and with the anchors measured in the same run:
 

@@ -94,7 +94,8 @@ def propose_labels(params, theta, log_pi, n_clusters, data, labels, pinned, key,
 
 @njit(cache=True)
 def group_rows(labels, n_clusters):
-    """Rows sorted by label (stable): ``(rows, offsets)``, cluster ``c`` at ``offsets[c]:offsets[c+1]``."""
+    """Rows sorted by label (stable): ``(rows, offsets)``; cluster ``c`` holds
+    ``rows[offsets[c]:offsets[c + 1]]``."""
     offsets = np.zeros(n_clusters + 1, np.int64)
     for i in range(labels.size):
         offsets[labels[i] + 1] += 1
