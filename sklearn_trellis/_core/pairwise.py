@@ -83,6 +83,54 @@ def _symmetrized(matrix, tile):
     return out
 
 
+#: Metrics :func:`condensed_distances` takes from scipy's ``pdist`` (sklearn name: scipy name).
+_PDIST_METRICS = {"euclidean": "euclidean", "l2": "euclidean", "manhattan": "cityblock",
+                  "l1": "cityblock", "cityblock": "cityblock", "cosine": "cosine"}
+
+
+def condensed_distances(X, metric="euclidean"):
+    """The distances of the rows of ``X`` in scipy's condensed form, ``N (N - 1) / 2`` values.
+
+    scipy's ``pdist`` for the euclidean, manhattan and cosine metrics (the
+    euclidean distances of scipy's and scikit-learn's Ward trees, computed
+    exactly, not by the dot-product expansion); any other
+    :func:`sklearn.metrics.pairwise_distances` metric row block by row block.
+    No N x N array is made.
+    """
+    from scipy.spatial.distance import pdist
+    from sklearn.metrics import pairwise_distances_chunked
+
+    X = np.asarray(X, dtype=np.float64)
+    n = X.shape[0]
+    if isinstance(metric, str) and metric in _PDIST_METRICS:
+        if _PDIST_METRICS[metric] == "cosine" and np.any(np.linalg.norm(X, axis=1) == 0):
+            raise ValueError("Cosine affinity cannot be used when X contains zero vectors")
+        return pdist(X, _PDIST_METRICS[metric])
+    out = np.empty(n * (n - 1) // 2)
+    position, row = 0, 0
+    for block in pairwise_distances_chunked(X, metric=metric):
+        for values in block:
+            tail = values[row + 1:]
+            out[position:position + tail.size] = tail
+            position += tail.size
+            row += 1
+    return out
+
+
+@njit(cache=True)
+def square_from_condensed(condensed, out):
+    """Fill ``out`` (N, N) with the symmetric matrix of ``condensed``, zero diagonal."""
+    n = out.shape[0]
+    p = 0
+    for i in range(n):
+        out[i, i] = 0.0
+        for j in range(i + 1, n):
+            out[i, j] = condensed[p]
+            out[j, i] = condensed[p]
+            p += 1
+    return out
+
+
 def upper_triangle(matrix):
     """The entries above the diagonal, row by row (scipy's condensed form)."""
     n = matrix.shape[0]
@@ -114,11 +162,13 @@ def median_off_diagonal(matrix):
     return value if value > 0 else 1.0
 
 
-def similarity_from_distances(distances, kind, scale, return_scale=False):
+def similarity_from_distances(distances, kind, scale, return_scale=False, copy=True):
     """Similarity matrix (zero diagonal) from a distance matrix, or the matrix itself.
 
     Validates the models' ``similarity`` and ``scale`` hyperparameters. Makes
-    one (N, N) copy; the input is never modified. With ``return_scale``, also
+    one (N, N) copy, and never modifies the input, unless ``copy=False`` and
+    ``distances`` is a float64 array: it then becomes the similarities (one
+    N x N array less; the caller gives it up). With ``return_scale``, also
     returns the length scale used (``None`` for ``'precomputed'``), which
     :func:`new_item_similarities` needs to place new items on the same scale.
     """
@@ -126,15 +176,15 @@ def similarity_from_distances(distances, kind, scale, return_scale=False):
     check_scalar_param(scale, "scale", low=0.0, include_low=False, allow_none=True)
     if kind == "precomputed":
         s = check_pairwise_matrix(distances, "The precomputed similarity matrix")
-        if np.may_share_memory(s, distances):  # a view (e.g. of a numba result) is no copy
+        if copy and np.may_share_memory(s, distances):  # a view (e.g. of a numba result)
             s = s.copy()
     elif kind == "exp":
         d = check_pairwise_matrix(distances, "The distance matrix")
         if np.any(d < 0):
             raise ValueError("Distances must be non-negative.")
         width = median_off_diagonal(d) if scale is None else float(scale)
-        # Work in place when the check already made a private copy.
-        s = np.empty_like(d) if np.may_share_memory(d, distances) else d
+        # Work in place when the check already made a private copy (or may overwrite).
+        s = np.empty_like(d) if copy and np.may_share_memory(d, distances) else d
         np.divide(d, -width, out=s)
         np.exp(s, out=s)
     else:

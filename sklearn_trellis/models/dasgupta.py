@@ -68,12 +68,16 @@ class DasguptaEnergy(SplitModel):
         self.similarity = similarity
         self.scale = scale
 
-    def fit(self, data, y=None):
-        """Bind the model to an (N, N) distance (or similarity) matrix, dense or sparse."""
+    def fit(self, data, y=None, *, copy=True):
+        """Bind the model to an (N, N) distance (or similarity) matrix, dense or sparse.
+
+        ``copy=False``: a dense float64 ``data`` may be overwritten by the
+        similarities (one N x N array less; the caller gives it up).
+        """
         if sparse.issparse(data):
             return self._fit_graph(data)
         w, self.scale_ = similarity_from_distances(data, self.similarity, self.scale,
-                                                   return_scale=True)
+                                                   return_scale=True, copy=copy)
         if np.any(w < 0):
             raise ValueError("Dasgupta's cost needs non-negative similarities.")
         self.similarity_ = w
