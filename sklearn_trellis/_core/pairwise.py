@@ -131,6 +131,18 @@ def square_from_condensed(condensed, out):
     return out
 
 
+@njit(cache=True)
+def finite_nonnegative(values):
+    """``(all finite, all >= 0)`` of a 1-d array, without a temporary of its size."""
+    finite, nonnegative = True, True
+    for value in values:
+        if not np.isfinite(value):
+            finite = False
+        elif value < 0:
+            nonnegative = False
+    return finite, nonnegative
+
+
 def upper_triangle(matrix):
     """The entries above the diagonal, row by row (scipy's condensed form)."""
     n = matrix.shape[0]

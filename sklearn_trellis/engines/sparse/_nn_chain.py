@@ -21,7 +21,7 @@ import numpy as np
 from numba import njit
 
 from ..._core.budget import check_memory
-from ..._core.pairwise import square_from_condensed
+from ..._core.pairwise import finite_nonnegative, square_from_condensed
 from ..._core.union_find import find_root
 
 #: Linkage codes of :func:`nn_chain_linkage`.
@@ -237,7 +237,7 @@ def linkage_matrices(jobs, n_threads=2, progress=None, work=None):
 
     def chain(condensed, method):
         condensed = np.ascontiguousarray(condensed, dtype=np.float64)
-        if not np.all(np.isfinite(condensed)):
+        if not finite_nonnegative(condensed)[0]:     # no N**2 / 2 temporary
             raise ValueError("The condensed distance matrix must contain only "
                              "finite values.")
         n = int(round((1 + math.sqrt(1 + 8 * condensed.size)) / 2))

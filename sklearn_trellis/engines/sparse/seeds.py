@@ -21,7 +21,7 @@ import numbers
 import numpy as np
 
 from ..._core.budget import check_memory
-from ..._core.pairwise import check_pairwise_matrix, upper_triangle
+from ..._core.pairwise import check_pairwise_matrix, finite_nonnegative, upper_triangle
 from ..._core.trees import check_children, leaf_order, scipy_to_children, tree_to_postorder_children
 from ..map.search import beam_search_trees
 from ._nn_chain import linkage_matrices
@@ -155,9 +155,10 @@ default='all'
                              f"got shape {distances.shape}.")
         if n == 1:
             return [np.zeros((0, 2), dtype=np.int64) for _ in names]
-        if not np.all(np.isfinite(condensed)):
+        finite, nonnegative = finite_nonnegative(condensed)   # no N**2 / 2 temporaries
+        if not finite:
             raise ValueError("distances contain NaN or infinity.")
-        if np.any(condensed < 0):
+        if not nonnegative:
             raise ValueError("distances must be non-negative.")
     return [scipy_to_children(Z) for Z in
             linkage_matrices([(name, condensed) for name in names], progress=progress,
