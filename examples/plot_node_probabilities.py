@@ -49,12 +49,17 @@ sizes = np.array([len(m) for m in members[n:]], dtype=float)
 ward_linkage = np.column_stack([ward.children_, ward.distances_, sizes])
 
 # %%
-# Both trees, heights in Ward distance (``TrellisHierarchical`` measures its
-# MAP tree's merges with the same ``linkage`` as scikit-learn), each node
-# labelled with its posterior probability.
+# Both trees, each node labelled with its posterior probability. The Ward
+# tree is drawn at its Ward distances. ``TrellisHierarchical`` measures its
+# MAP tree's merges with the same ``linkage`` as scikit-learn, but a MAP tree
+# is not greedy: a merge can be closer than one below it, and is then lifted
+# to that height (``distances_`` stay monotone, as scikit-learn cuts them), so
+# several merges can share one height and look like a multi-way split.
+# ``heights="rank"`` draws the merges in their order instead, each at a level
+# of its own.
 fig, (ax_map, ax_ward) = plt.subplots(1, 2, figsize=(11, 4.5))
 DendrogramDisplay.from_estimator(model, element_labels=names, node_probabilities=True,
-                                 ax=ax_map)
+                                 heights="rank", ax=ax_map)
 ax_map.set_title("MAP tree, node_marginals_")
 DendrogramDisplay(ward_linkage, names, height_label="ward linkage distance",
                   node_probabilities=ward_probabilities).plot(ax=ax_ward)

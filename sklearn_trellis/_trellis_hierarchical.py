@@ -1,6 +1,7 @@
 """``TrellisHierarchical``: a drop-in ``AgglomerativeClustering`` with the exact MAP tree,
 the partition function, cluster marginals and exact tree sampling."""
 
+import inspect
 import numbers
 from numbers import Integral, Real
 
@@ -20,6 +21,8 @@ from ._core.budget import check_memory as check_memory_bytes
 from ._core.units import from_units, scaled_pairwise_distances, to_units, unit_exponent
 from ._core.compilation import announces_compilation
 from ._core.connectivity import check_connectivity
+from ._core.pairwise import condensed_distances, square_from_condensed
+from ._core.progress import Progress
 from ._core.merge_heights import (HEIGHT_LINKAGES, linkage_heights, monotone_heights,
                                   order_by_height)
 from ._core.trees import check_tree, children_to_tree
@@ -201,7 +204,9 @@ default='dasgupta'
     random_state : int, RandomState instance or None, default=None
         Seed of :meth:`sample_trees` and of the perturbations.
     verbose : int, default=0
-        Print the stages of the sparse trellis and their times.
+        Print each stage of the fit as it starts (distances, each seed linkage,
+        the energy, the trellis passes, the merge heights) with the time
+        elapsed, and progress within a long stage at least every 10 s.
 
     Attributes
     ----------
@@ -423,7 +428,14 @@ default='dasgupta'
                 "to 0 (np.fill_diagonal(X, 0)).")
 
     def _distances(self, X):
-        """The (N, N) distance matrix, refused before allocation if it does not fit."""
+        """The distances: ``X`` itself if precomputed, else condensed (scipy's form).
+
+        Computed on the rows in units (``X / 2^_metric_exponent``, exact), where
+        float64 holds the squares of euclidean distances at any scale of ``X``;
+        :func:`~sklearn_trellis._core.units.from_units` brings them back. Refused
+        before allocation if they, the linkages' working copy and the energy's
+        (N, N) matrix do not fit (12 N**2 bytes at the peak).
+        """
         n = X.shape[0]
         if self.metric == "precomputed":
             # The energy's similarities, and a condensed copy of the distances for
@@ -434,14 +446,12 @@ default='dasgupta'
                                        "energy then keeps O(edges) similarities) or fewer "
                                        "samples.")
             return X
-        # The distances, and the energy's similarity matrix made from them.
-        check_memory_bytes(16 * n * n, f"the ({n}, {n}) distance and similarity matrices "
-                           "of the energy",
+        check_memory_bytes(12 * n * n, f"the ({n}, {n}) distances and similarities of the "
+                           "energy",
                            way_out="To go on: give a connectivity graph (Dasgupta's energy "
                                    "then keeps O(edges) similarities), an energy on features "
                                    "(e.g. 'ginkgo') or fewer samples.")
-        return scaled_pairwise_distances(X, metric=self.metric,
-                                         exponent=self._metric_exponent)
+        return condensed_distances(to_units(X, self._metric_exponent), self.metric)
 
     def _edge_distances(self, X):
         """Sparse (N, N) matrix of the distances on the connectivity graph's edges."""
@@ -511,20 +521,45 @@ default='dasgupta'
         self._metric_exponent = 0 if self.metric == "precomputed" else \
             unit_exponent(X, self.metric)
         self.n_leaves_ = n
+        progress = Progress(type(self).__name__, self.verbose)
         # Distances feed distance-based energies and the unconstrained seeds only.
         distances = None
         on_edges = self._graph is not None and isinstance(model, DasguptaEnergy)
         if on_edges:           # similarities on the graph's edges only: O(edges) memory
+            progress.stage("distances on the connectivity graph's edges")
             distances = self._edge_distances(X)
         elif model.input_kind != "features" or (plan.needs_seeds and self._graph is None):
+            progress.stage(f"({n:,}, {n:,}) distances")
             distances = self._distances(X)
-        # Seeds before the model: the N x N distances can then be dropped as soon
-        # as the model has its similarities (N = 10,000: 800 MB each).
+        # Condensed distances (N = 20,000: 1.6 GB) feed the seeds; the energy's
+        # (N, N) matrix is lent to the linkages as their working copy, then
+        # holds the distances and becomes the similarities in place.
+        square = None
+        if distances is not None and distances.ndim == 1 and model.input_kind != "features":
+            square = np.empty((n, n))
+        if plan.needs_seeds:
+            progress.stage(f"seed trees ({', '.join(names)})")
         trees = plan.seed_trees(names, to_units(X, self._metric_exponent), distances,
-                                self._graph, self.metric, cache=memory.cache)
-        model.fit(X if model.input_kind == "features" else distances)
+                                self._graph, self.metric, cache=memory.cache,
+                                progress=progress, work=square)
+        if distances is not None and distances.ndim == 1:   # back in X's units
+            distances = from_units(distances, self._metric_exponent, self.metric,
+                                   out=distances)
+        progress.stage(f"energy ({type(model).__name__})")
+        if model.input_kind == "features":
+            model.fit(X)
+        elif square is not None:
+            distances = square_from_condensed(distances, square)
+            del square
+            if "copy" in inspect.signature(model.fit).parameters:
+                model.fit(distances, copy=False)
+            else:
+                model.fit(distances)
+        else:
+            model.fit(distances)
         del distances
         self.model_ = model
+        progress.stage(f"{plan.engine} trellis")
         run = dict(seed_trees=trees, connectivity=self._graph,
                    random_state=self.random_state, verbose=self.verbose)
         if self.beta == "auto":
@@ -535,6 +570,7 @@ default='dasgupta'
         self._set_trellis(found)
         if isinstance(model, ExponentialTreeEnergy):
             self.log_marginal_likelihood_ = model.log_evidence(self.log_partition_function_)
+        progress.stage(f"{self.linkage} merge heights")
         self._set_heights()
         self._set_tree(self._full_children, self._full_heights,
                        n_connected_components=n_components)

@@ -84,6 +84,78 @@ def _node_positions(linkage_matrix, leaves):
     return np.where(drawn[n:], position[n:], np.nan), linkage_matrix[:, 2]
 
 
+#: Height scales of :class:`DendrogramDisplay` (``plot(heights=...)``).
+HEIGHT_SCALES = ("distance", "rank", "log")
+#: Trees with more leaves than this are truncated by default (``truncate_mode='auto'``).
+AUTO_TRUNCATE_ABOVE = 50
+#: Share of the value axis by which a merge as high as one of its children is raised
+#: on the ``'log'`` scale, so that it shows as a merge of its own.
+_TIE_STEP = 0.04
+
+
+def scaled_heights(linkage_matrix, heights="distance"):
+    """Merge heights on a dendrogram's value axis.
+
+    Parameters
+    ----------
+    linkage_matrix : ndarray of shape (n - 1, 4)
+        SciPy linkage matrix: children precede their parents, heights do not
+        decrease from a child to its parent.
+    heights : {'distance', 'rank', 'log'}, default='distance'
+        ``'distance'``: the matrix's own heights (scikit-learn's
+        ``distances_``); merges of equal height stack on one level. ``'rank'``:
+        merge ``k`` (row order) at height ``k + 1``, so every merge has a level
+        of its own and the horizontal line at ``n - c + 0.5`` cuts the tree
+        into the ``c`` clusters of ``n_clusters=c``. ``'log'``:
+        ``log(1 + d / d_min)`` with ``d_min`` the smallest positive height
+        (spreads the low merges of a tree whose heights span orders of
+        magnitude), and a merge as high as one of its children raised by
+        4 % of the axis above it, so that every binary merge shows.
+
+    Returns
+    -------
+    ndarray of shape (n - 1,)
+        Non-decreasing from every child to its parent; with ``'rank'`` and
+        ``'log'`` strictly increasing.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_trellis.plotting import scaled_heights
+    >>> Z = np.array([[0, 1, 1.0, 2], [2, 3, 1.0, 2], [4, 5, 1.0, 4]])
+    >>> scaled_heights(Z, "rank")
+    array([1., 2., 3.])
+    >>> bool(np.all(np.diff(scaled_heights(Z, "log")[1:]) > 0))
+    True
+    """
+    if heights not in HEIGHT_SCALES:
+        raise ValueError(f"heights must be one of {HEIGHT_SCALES}; got {heights!r}.")
+    linkage_matrix = np.asarray(linkage_matrix, dtype=np.float64)
+    distance = linkage_matrix[:, 2]
+    n = len(linkage_matrix) + 1
+    if heights == "distance" or n == 1:
+        return distance.copy()
+    if heights == "rank":
+        return np.arange(1.0, n)
+    positive = distance[distance > 0]
+    logged = np.log1p(distance / positive.min()) if positive.size else np.zeros(n - 1)
+    step = _TIE_STEP * max(float(logged.max() - logged.min()), 1.0)
+    lifted = np.zeros(2 * n - 1)
+    children = linkage_matrix[:, :2].astype(np.int64)
+    for t in range(n - 1):       # children precede their parents
+        a, b = children[t]
+        below = max(lifted[a] if a >= n else -np.inf, lifted[b] if b >= n else -np.inf)
+        lifted[n + t] = max(logged[t], below + step)
+    return lifted[n:]
+
+
+def _points(ax, value_axis):
+    """Length (in points) of the axes' leaf axis."""
+    box = ax.get_window_extent()
+    length = box.height if value_axis == "x" else box.width
+    return length * 72.0 / ax.figure.dpi
+
+
 class DendrogramDisplay:
     """Dendrogram of a hierarchy, optionally with the posterior probability of each node.
 
@@ -94,6 +166,13 @@ class DendrogramDisplay:
     ``pvclust`` approximates by bootstrap), a
     :class:`~sklearn_trellis.BayesianHierarchicalClustering` or a
     :class:`~sklearn_trellis.DivisiveClustering` tree.
+
+    A tree of more than 50 leaves is drawn truncated by default (scipy's
+    ``truncate_mode='lastp'``, as many leaves as fit the axes); node
+    probabilities are printed at a size that fits the leaf spacing, and only
+    where they do not overlap one already printed (higher merges first);
+    ``heights='rank'`` or ``'log'`` draws every binary merge at a level of its
+    own (:func:`scaled_heights`).
 
     Parameters
     ----------
@@ -106,19 +185,21 @@ class DendrogramDisplay:
     node_probabilities : array-like of shape (m,), default=None
         A probability for each of the first ``m`` rows of ``linkage_matrix``
         (``m <= n - 1``), printed at its node; ``None``: no annotation. With
-        scipy's truncation (``plot(truncate_mode="lastp", p=...)``), only the
-        drawn merges are annotated: a leaf standing for a collapsed cluster
-        shows its size, as scipy draws it, and no probability.
+        truncation, only the drawn merges are annotated: a leaf standing for a
+        collapsed cluster shows its size, as scipy draws it, and no probability.
 
     Attributes
     ----------
     dendrogram_ : dict
         What :func:`scipy.cluster.hierarchy.dendrogram` returned.
     leaves_ : list of int
-        The leaf order.
+        The leaf order (ids ``>= n`` are clusters collapsed by truncation).
+    heights_ : ndarray of shape (n - 1,)
+        The merge heights as drawn (on the ``heights`` scale).
     annotations_ : list of matplotlib Text
-        The node labels, one per annotated merge in row order (empty without
-        ``node_probabilities``).
+        The printed node labels, in row order (empty without ``node_probabilities``).
+    annotated_merges_ : ndarray of int
+        The row of ``linkage_matrix`` of each label in ``annotations_``.
     ax_, figure_ : matplotlib Axes and Figure
 
     Examples
@@ -131,15 +212,19 @@ class DendrogramDisplay:
     >>> display.leaves_
     [3, 2, 0, 1]
 
-    A MAP tree with the probability of each node:
+    A MAP tree with the probability of each node, every merge on a level of
+    its own:
 
     >>> import numpy as np
     >>> from sklearn_trellis import TrellisHierarchical
     >>> X = np.array([[0.0], [0.1], [1.0], [1.2], [3.0]])
     >>> model = TrellisHierarchical(n_clusters=2, compute_full_tree=True).fit(X)
-    >>> display = DendrogramDisplay.from_estimator(model, node_probabilities=True)
+    >>> display = DendrogramDisplay.from_estimator(model, node_probabilities=True,
+    ...                                            heights="rank")
     >>> len(display.annotations_)
     4
+    >>> display.heights_
+    array([1., 2., 3., 4.])
     """
 
     def __init__(self, linkage_matrix, element_labels=None, *, height_label=None,
@@ -149,8 +234,34 @@ class DendrogramDisplay:
         self.height_label = height_label
         self.node_probabilities = node_probabilities
 
-    def plot(self, ax=None, *, orientation="left", **kwargs):
-        """Draw the dendrogram (heights on the value axis); extra kwargs go to scipy."""
+    def plot(self, ax=None, *, orientation="left", heights="distance", truncate_mode="auto",
+             p=None, **kwargs):
+        """Draw the dendrogram (heights on the value axis).
+
+        Parameters
+        ----------
+        ax : matplotlib Axes, default=None
+        orientation : {'left', 'right', 'top', 'bottom'}, default='left'
+            Where the root is (scipy's meaning).
+        heights : {'distance', 'rank', 'log'}, default='distance'
+            The value axis (:func:`scaled_heights`): the tree's own heights,
+            the merge order (among the drawn merges when truncated), or a log
+            scale; the last two draw every binary merge at a level of its own.
+        truncate_mode : {'auto', None, 'lastp', 'level'}, default='auto'
+            scipy's truncation; ``'auto'``: none up to 50 leaves, above it
+            ``'lastp'`` with ``p`` leaves. ``None`` draws every leaf (leaf
+            names are then left out if they do not fit).
+        p : int, default=None
+            scipy's ``p``; ``None`` with ``'auto'``: as many leaves as fit the
+            axes at 10 points each, between 10 and 50; with ``'lastp'`` or
+            ``'level'``: scipy's default, 30.
+        **kwargs
+            Passed to :func:`scipy.cluster.hierarchy.dendrogram`.
+
+        Returns
+        -------
+        self : DendrogramDisplay
+        """
         linkage = np.asarray(self.linkage_matrix, dtype=np.float64)
         n = len(linkage) + 1
         probabilities = None
@@ -160,26 +271,66 @@ class DendrogramDisplay:
                 raise ValueError(f"node_probabilities has {probabilities.size} entries for "
                                  f"a tree of {n - 1} merges.")
         self.figure_, self.ax_ = _axes(ax)
-        self.dendrogram_ = dendrogram(linkage, ax=self.ax_, orientation=orientation,
+        value_axis = "x" if orientation in ("left", "right") else "y"
+        room = _points(self.ax_, value_axis)
+        if truncate_mode == "auto":
+            if p is None:
+                p = int(np.clip(room // 10, 10, AUTO_TRUNCATE_ABOVE))
+            truncate_mode = "lastp" if n > max(p, AUTO_TRUNCATE_ABOVE) else None
+        if truncate_mode is not None:
+            kwargs.update(truncate_mode=truncate_mode, p=30 if p is None else p)
+        if truncate_mode is None and room / n < 6.0:
+            kwargs.setdefault("no_labels", True)    # names would overlap
+        self.heights_ = scaled_heights(linkage, heights)
+        if heights == "rank" and truncate_mode is not None:
+            # rank among the drawn merges: the hidden ones would squeeze the drawn ones
+            shown = ~np.isnan(_node_positions(linkage, dendrogram(
+                linkage, no_plot=True, truncate_mode=truncate_mode, p=kwargs["p"])["leaves"])[0])
+            self.heights_ = np.where(shown, np.cumsum(shown), 0.0)
+        drawn_linkage = linkage.copy()
+        drawn_linkage[:, 2] = self.heights_
+        self.dendrogram_ = dendrogram(drawn_linkage, ax=self.ax_, orientation=orientation,
                                       labels=_names(self.element_labels, n),
                                       color_threshold=0, above_threshold_color="k", **kwargs)
         self.leaves_ = list(self.dendrogram_["leaves"])
-        value_axis = "x" if orientation in ("left", "right") else "y"
         if value_axis == "x":  # first leaf on top, matching CoClusteringDisplay's rows
             self.ax_.invert_yaxis()
-        getattr(self.ax_, f"set_{value_axis}label")(self.height_label or "height")
-        self.annotations_ = []
+        label = self.height_label or "height"
+        if heights != "distance":
+            label = ("merge rank" if heights == "rank"
+                     else f"log(1 + {label} / smallest), ties raised")
+        getattr(self.ax_, f"set_{value_axis}label")(label)
+        self.annotations_, self.annotated_merges_ = [], np.zeros(0, dtype=np.intp)
         if probabilities is not None:
-            positions, heights = _node_positions(linkage, self.leaves_)
-            for t, p in enumerate(probabilities):
-                if np.isnan(positions[t]):   # inside a leaf collapsed by truncation
-                    continue
-                xy = ((heights[t], positions[t]) if value_axis == "x"
-                      else (positions[t], heights[t]))
-                self.annotations_.append(self.ax_.annotate(
-                    f"{p:.2f}", xy, xytext=(2, 2), textcoords="offset points", fontsize=7,
-                    color="tab:red"))
+            # a label spans ~1.3 font sizes across, ~2.4 along its text ("0.00")
+            spacing = room / len(self.leaves_) / (1.3 if value_axis == "x" else 2.4)
+            self._annotate(probabilities, drawn_linkage, value_axis,
+                           fontsize=float(np.clip(spacing, 5.0, 10.0)))
         return self
+
+    def _annotate(self, probabilities, drawn_linkage, value_axis, fontsize):
+        """Print the probabilities at the link tops, higher merges first, skipping any
+        label that would overlap one already printed."""
+        positions, heights = _node_positions(drawn_linkage, self.leaves_)
+        renderer = self.figure_.canvas.get_renderer()
+        placed, boxes = [], np.empty((0, 4))
+        for t in range(probabilities.size - 1, -1, -1):
+            if np.isnan(positions[t]):   # inside a leaf collapsed by truncation
+                continue
+            xy = (heights[t], positions[t]) if value_axis == "x" else (positions[t], heights[t])
+            text = self.ax_.annotate(f"{probabilities[t]:.2f}", xy, xytext=(2, 2),
+                                     textcoords="offset points", fontsize=fontsize,
+                                     color="tab:red")
+            box = text.get_window_extent(renderer).extents
+            if np.any((boxes[:, 0] < box[2]) & (box[0] < boxes[:, 2])
+                      & (boxes[:, 1] < box[3]) & (box[1] < boxes[:, 3])):
+                text.remove()
+                continue
+            boxes = np.vstack([boxes, box])
+            placed.append((t, text))
+        placed.reverse()
+        self.annotations_ = [text for _, text in placed]
+        self.annotated_merges_ = np.array([t for t, _ in placed], dtype=np.intp)
 
     @classmethod
     def from_estimator(cls, estimator, *, element_labels=None, node_probabilities=False,
@@ -187,7 +338,8 @@ class DendrogramDisplay:
         """From a fitted hierarchical estimator with a ``linkage_matrix_``.
 
         ``node_probabilities=True`` prints ``node_marginals_`` at the nodes
-        (estimators that have it: :class:`~sklearn_trellis.TrellisHierarchical`).
+        (estimators that have it: :class:`~sklearn_trellis.TrellisHierarchical`);
+        ``kwargs`` go to :meth:`plot`.
         """
         check_is_fitted(estimator, "linkage_matrix_")
         probabilities = None
@@ -610,6 +762,6 @@ class DependenceProbabilityDisplay:
         return cls(estimator.dependence_probability_, order, column_names).plot(ax=ax, **kwargs)
 
 
-__all__ = ["DependenceProbabilityDisplay", "DendrogramDisplay", "CoClusteringDisplay",
+__all__ = ["DependenceProbabilityDisplay", "DendrogramDisplay", "scaled_heights", "CoClusteringDisplay",
            "NClustersHistogramDisplay",
            "EntropySequenceDisplay", "CredibleBallDisplay", "BannerDisplay"]

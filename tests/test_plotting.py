@@ -39,15 +39,102 @@ def test_dendrogram_display():
 
 
 
-def assert_annotations_on_link_tops(display, orientation):
-    """Each annotation sits at the top (midpoint, height) of one of scipy's drawn links."""
+def assert_annotations_on_link_tops(display, orientation, every_link=True):
+    """Each annotation sits at the top (midpoint, height) of one of scipy's drawn links
+    (of every one, unless labels were left out for lack of room)."""
     tops = {(round((i[1] + i[2]) / 2, 9), round(d[1], 9))
             for i, d in zip(display.dendrogram_["icoord"], display.dendrogram_["dcoord"])}
     drawn = set()
     for a in display.annotations_:
-        height, position = a.xy if orientation == "left" else a.xy[::-1]
+        height, position = a.xy if orientation in ("left", "right") else a.xy[::-1]
         drawn.add((round(position, 9), round(height, 9)))
-    assert drawn == tops
+    assert len(drawn) == len(display.annotations_)
+    assert drawn == tops if every_link else drawn <= tops
+
+
+def _tree(n, seed=0, ties=False):
+    """A scipy Ward linkage of n random points; ``ties``: heights lifted to the largest
+    below, with non-monotone raw heights (as a MAP tree's), so merges share heights."""
+    from scipy.cluster.hierarchy import linkage
+    rng = np.random.default_rng(seed)
+    Z = linkage(rng.normal(size=(n, 2)), "ward")
+    if ties:
+        raw = rng.permutation(Z[:, 2])
+        lifted = np.zeros(2 * n - 1)
+        for t, (a, b) in enumerate(Z[:, :2].astype(int)):
+            lifted[n + t] = max(raw[t], lifted[a], lifted[b])
+        Z[:, 2] = lifted[n:]
+    return Z
+
+
+def test_dendrogram_truncates_by_default_above_50_leaves():
+    fig, ax = plt.subplots(figsize=(6, 4))
+    assert len(DendrogramDisplay(_tree(50)).plot(ax=ax).leaves_) == 50
+    # above 50: scipy's 'lastp' with as many leaves as fit the axes at 10 points each
+    display = DendrogramDisplay(_tree(120)).plot(ax=ax)
+    room = ax.get_window_extent().height * 72 / fig.dpi
+    assert len(display.leaves_) == int(np.clip(room // 10, 10, 50)) < 50
+    assert display.dendrogram_["ivl"][0].startswith("(")      # collapsed clusters
+    tall = plt.subplots(figsize=(6, 12))[1]
+    assert len(DendrogramDisplay(_tree(120)).plot(ax=tall).leaves_) == 50
+    # overridable: p, another mode, or no truncation (names left out when they do not fit)
+    assert len(DendrogramDisplay(_tree(120)).plot(ax=ax, p=40).leaves_) == 40
+    assert len(DendrogramDisplay(_tree(120)).plot(ax=ax, truncate_mode="lastp").leaves_) == 30
+    full = DendrogramDisplay(_tree(120)).plot(ax=ax, truncate_mode=None)
+    assert len(full.leaves_) == 120
+    assert not any(label.get_text() for label in ax.get_yticklabels())
+
+
+@pytest.mark.parametrize("heights", ["distance", "rank", "log"])
+@pytest.mark.parametrize("orientation", ["left", "top"])
+def test_probability_labels_sit_on_link_tops_and_never_overlap(heights, orientation):
+    n = 150
+    probabilities = np.random.default_rng(1).uniform(size=n - 1)
+    for truncate_mode in ("auto", None):
+        fig, ax = plt.subplots(figsize=(5, 4))
+        display = DendrogramDisplay(_tree(n, ties=True), node_probabilities=probabilities).plot(
+            ax=ax, heights=heights, orientation=orientation, truncate_mode=truncate_mode)
+        assert_annotations_on_link_tops(display, orientation, every_link=False)
+        assert [a.get_text() for a in display.annotations_] == [
+            f"{p:.2f}" for p in probabilities[display.annotated_merges_]]
+        renderer = fig.canvas.get_renderer()
+        boxes = np.array([a.get_window_extent(renderer).extents for a in display.annotations_])
+        apart = ((boxes[:, None, 2] <= boxes[None, :, 0]) | (boxes[None, :, 2] <= boxes[:, None, 0])
+                 | (boxes[:, None, 3] <= boxes[None, :, 1])
+                 | (boxes[None, :, 3] <= boxes[:, None, 1]))
+        assert apart[~np.eye(len(boxes), dtype=bool)].all()
+        if truncate_mode is None:     # 150 leaves in 4 inches: many labels left out
+            assert 0 < len(boxes) < n - 1
+        # font size follows the leaf spacing, within [5, 10] points
+        sizes = {a.get_fontsize() for a in display.annotations_}
+        assert len(sizes) == 1 and 5 <= sizes.pop() <= 10
+
+
+@pytest.mark.parametrize("heights", ["rank", "log"])
+def test_height_scales_draw_every_merge_at_its_own_level(heights):
+    from sklearn_trellis.plotting import scaled_heights
+    Z = _tree(40, seed=2, ties=True)
+    n = len(Z) + 1
+    assert np.unique(Z[:, 2]).size < n - 1          # the distances stack merges
+    drawn = scaled_heights(Z, heights)
+    assert np.unique(drawn).size == n - 1
+    for t, (a, b) in enumerate(Z[:, :2].astype(int)):   # a parent strictly above its children
+        for child in (a, b):
+            if child >= n:
+                assert drawn[t] > drawn[child - n]
+    if heights == "rank":
+        np.testing.assert_array_equal(drawn, np.arange(1, n))
+    np.testing.assert_array_equal(scaled_heights(Z), Z[:, 2])
+    with pytest.raises(ValueError, match="heights must be one of"):
+        scaled_heights(Z, "sqrt")
+
+
+def test_rank_scale_of_a_truncated_tree_ranks_the_drawn_merges():
+    display = DendrogramDisplay(_tree(200)).plot(heights="rank", p=20)
+    assert len(display.leaves_) == 20
+    tops = sorted(d[1] for d in display.dendrogram_["dcoord"])
+    np.testing.assert_array_equal(tops, np.arange(1, 20))
+    assert display.ax_.get_xlabel() == "merge rank"
 
 
 @pytest.mark.parametrize("orientation", ["left", "top"])
@@ -78,10 +165,13 @@ def test_truncated_dendrogram_prints_probabilities_on_the_drawn_merges(orientati
                                                truncate_mode="lastp", p=12)
     assert len(display.leaves_) == 12
     # 'lastp' draws the last 11 merges; the collapsed leaves carry no probability
-    drawn_rows = range(200 - 12, 199)
+    drawn_rows = np.arange(200 - 12, 199)
+    assert set(display.annotated_merges_) <= set(drawn_rows)
     assert ([a.get_text() for a in display.annotations_]
-            == [f"{model.node_marginals_[t]:.2f}" for t in drawn_rows])
-    assert_annotations_on_link_tops(display, orientation)
+            == [f"{model.node_marginals_[t]:.2f}" for t in display.annotated_merges_])
+    every_link = display.annotated_merges_.size == drawn_rows.size
+    assert every_link or orientation == "top"     # side by side, two labels may not fit
+    assert_annotations_on_link_tops(display, orientation, every_link=every_link)
 
 
 def test_dendrogram_display_height_labels_and_errors():

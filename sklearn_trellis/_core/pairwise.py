@@ -91,6 +91,66 @@ def _symmetrized(matrix, tile):
     return out
 
 
+#: Metrics :func:`condensed_distances` takes from scipy's ``pdist`` (sklearn name: scipy name).
+_PDIST_METRICS = {"euclidean": "euclidean", "l2": "euclidean", "manhattan": "cityblock",
+                  "l1": "cityblock", "cityblock": "cityblock", "cosine": "cosine"}
+
+
+def condensed_distances(X, metric="euclidean"):
+    """The distances of the rows of ``X`` in scipy's condensed form, ``N (N - 1) / 2`` values.
+
+    scipy's ``pdist`` for the euclidean, manhattan and cosine metrics (the
+    euclidean distances of scipy's and scikit-learn's Ward trees, computed
+    exactly, not by the dot-product expansion); any other
+    :func:`sklearn.metrics.pairwise_distances` metric row block by row block.
+    No N x N array is made.
+    """
+    from scipy.spatial.distance import pdist
+    from sklearn.metrics import pairwise_distances_chunked
+
+    X = np.asarray(X, dtype=np.float64)
+    n = X.shape[0]
+    if isinstance(metric, str) and metric in _PDIST_METRICS:
+        if _PDIST_METRICS[metric] == "cosine" and np.any(np.linalg.norm(X, axis=1) == 0):
+            raise ValueError("Cosine affinity cannot be used when X contains zero vectors")
+        return pdist(X, _PDIST_METRICS[metric])
+    out = np.empty(n * (n - 1) // 2)
+    position, row = 0, 0
+    for block in pairwise_distances_chunked(X, metric=metric):
+        for values in block:
+            tail = values[row + 1:]
+            out[position:position + tail.size] = tail
+            position += tail.size
+            row += 1
+    return out
+
+
+@njit(cache=True)
+def square_from_condensed(condensed, out):
+    """Fill ``out`` (N, N) with the symmetric matrix of ``condensed``, zero diagonal."""
+    n = out.shape[0]
+    p = 0
+    for i in range(n):
+        out[i, i] = 0.0
+        for j in range(i + 1, n):
+            out[i, j] = condensed[p]
+            out[j, i] = condensed[p]
+            p += 1
+    return out
+
+
+@njit(cache=True)
+def finite_nonnegative(values):
+    """``(all finite, all >= 0)`` of a 1-d array, without a temporary of its size."""
+    finite, nonnegative = True, True
+    for value in values:
+        if not np.isfinite(value):
+            finite = False
+        elif value < 0:
+            nonnegative = False
+    return finite, nonnegative
+
+
 def upper_triangle(matrix):
     """The entries above the diagonal, row by row (scipy's condensed form).
 
@@ -173,11 +233,14 @@ def _divide_by_pair_scales(d, sigma_rows, sigma_cols, out):
     return out
 
 
-def similarity_from_distances(distances, kind, scale, return_scale=False, n_neighbors=20):
+def similarity_from_distances(distances, kind, scale, return_scale=False, n_neighbors=20,
+                              copy=True):
     """Similarity matrix (zero diagonal) from a distance matrix, or the matrix itself.
 
     Validates the models' ``similarity``, ``scale`` and ``n_neighbors``
-    hyperparameters. Makes one (N, N) copy; the input is never modified. With
+    hyperparameters. Makes one (N, N) copy, and never modifies the input,
+    unless ``copy=False`` and ``distances`` is a float64 array: it then becomes
+    the similarities (one N x N array less; the caller gives it up). With
     ``return_scale``, also returns the length scale used (a float, the
     ``(N,)`` local scales for ``scale='local'``, ``None`` for
     ``'precomputed'``), which :func:`new_item_similarities` needs to place new
@@ -187,14 +250,14 @@ def similarity_from_distances(distances, kind, scale, return_scale=False, n_neig
     check_scale(scale, n_neighbors)
     if kind == "precomputed":
         s = check_pairwise_matrix(distances, "The precomputed similarity matrix")
-        if np.may_share_memory(s, distances):  # a view (e.g. of a numba result) is no copy
+        if copy and np.may_share_memory(s, distances):  # a view (e.g. of a numba result)
             s = s.copy()
     elif kind == "exp":
         d = check_pairwise_matrix(distances, "The distance matrix")
         if d.size and d.min() < 0:  # a reduction: no (N, N) temporary
             raise ValueError("Distances must be non-negative.")
-        # Work in place when the check already made a private copy.
-        s = np.empty_like(d) if np.may_share_memory(d, distances) else d
+        # Work in place when the check already made a private copy (or may overwrite).
+        s = np.empty_like(d) if copy and np.may_share_memory(d, distances) else d
         if scale == "local":
             width = local_scales(d, n_neighbors)
             _divide_by_pair_scales(d, width, width, s)

@@ -129,7 +129,7 @@ class HierarchicalPlan:
         return self.engine == "sparse"
 
     def seed_trees(self, seed_linkages, X, distances=None, connectivity=None,
-                   metric="euclidean", cache=None):
+                   metric="euclidean", cache=None, progress=None, work=None):
         """The linkage seed trees of the sparse trellis (``[]`` for the other engines).
 
         Parameters
@@ -138,21 +138,32 @@ class HierarchicalPlan:
             Validated linkage names.
         X : ndarray of shape (N, n_features) or (N, N)
             Feature rows (Ward's tree, and every tree under ``connectivity``).
-        distances : ndarray of shape (N, N), optional
-            The distances of the unconstrained trees.
+        distances : ndarray of shape (N, N) or (N (N - 1) / 2,), optional
+            The distances of the unconstrained trees, square or condensed
+            (condensed ones are taken to be ``metric``'s distances of ``X``'s
+            rows by :func:`~sklearn_trellis._core.pairwise.condensed_distances`,
+            and Ward's tree reuses them when euclidean).
         connectivity : sparse matrix, optional
             The trees are then scikit-learn's connectivity-constrained ones.
         metric : str or callable, default='euclidean'
         cache : callable, optional
             ``joblib.Memory.cache``, to cache the linkages.
+        progress : Progress, optional
+            Reporter of a fit with ``verbose`` (the unconstrained linkages report
+            their progress; not part of the cache key).
+        work : ndarray of shape (N, N), optional
+            float64 scratch space the linkages may overwrite (not part of the cache key).
         """
         if not self.needs_seeds:
             return []
-        cache = cache if cache is not None else (lambda function: function)
+        cache = cache if cache is not None else (lambda function, ignore=(): function)
         if connectivity is not None:
             return cache(constrained_linkage_trees)(seed_linkages, X, connectivity, metric)[0]
         features = X if metric in ("euclidean", "l2") else None
-        return cache(linkage_trees)(seed_linkages, upper_triangle(distances), features)[0]
+        condensed = distances.ndim == 1
+        return cache(linkage_trees, ignore=["progress", "work"])(
+            seed_linkages, distances if condensed else upper_triangle(distances), features,
+            progress=progress, work=work, euclidean=condensed and features is not None)[0]
 
     def run(self, model, beta=1.0, *, seed_trees=(), connectivity=None, random_state=None,
             verbose=0):

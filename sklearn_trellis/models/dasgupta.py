@@ -117,12 +117,16 @@ class DasguptaEnergy(SplitModel):
         self.scale = scale
         self.n_neighbors = n_neighbors
 
-    def fit(self, data, y=None):
-        """Bind the model to an (N, N) distance (or similarity) matrix, dense or sparse."""
+    def fit(self, data, y=None, *, copy=True):
+        """Bind the model to an (N, N) distance (or similarity) matrix, dense or sparse.
+
+        ``copy=False``: a dense float64 ``data`` may be overwritten by the
+        similarities (one N x N array less; the caller gives it up).
+        """
         if sparse.issparse(data):
             return self._fit_graph(data)
         w, self.scale_ = similarity_from_distances(data, self.similarity, self.scale,
-                                                   return_scale=True,
+                                                   return_scale=True, copy=copy,
                                                    n_neighbors=self.n_neighbors)
         if np.any(w < 0):
             raise ValueError("Dasgupta's cost needs non-negative similarities.")
@@ -284,9 +288,13 @@ class ExponentialTreeEnergy(DasguptaEnergy):
     -1.7096
     """
 
-    def fit(self, data, y=None):
-        """Bind the model to an (N, N) distance (or similarity) matrix, dense or sparse."""
-        super().fit(data, y)
+    def fit(self, data, y=None, *, copy=True):
+        """Bind the model to an (N, N) distance (or similarity) matrix, dense or sparse.
+
+        The Jacobian needs the distances after the similarities are made, so
+        ``data`` is never overwritten (``copy`` is accepted and ignored).
+        """
+        super().fit(data, y, copy=True)
         self.log_jacobian_ = 0.0
         if self.similarity == "exp":
             if sparse.issparse(data):

@@ -82,16 +82,20 @@ class HCCEnergy(SplitModel):
         self.scale = scale
         self.center = center
 
-    def fit(self, data, y=None):
-        """Bind the model to an (N, N) distance (or signed affinity) matrix."""
+    def fit(self, data, y=None, *, copy=True):
+        """Bind the model to an (N, N) distance (or signed affinity) matrix.
+
+        ``copy=False``: a float64 ``data`` may be overwritten by the affinities
+        (one N x N array less; the caller gives it up).
+        """
         if not isinstance(self.center, (bool, np.bool_)):
             raise TypeError(f"center must be a bool, got {self.center!r}.")
         w, self.scale_ = similarity_from_distances(data, self.similarity, self.scale,
-                                                   return_scale=True)
+                                                   return_scale=True, copy=copy)
         self.offset_ = 0.0
         if self.similarity == "exp" and self.center and w.shape[0] > 1:
             self.offset_ = mean_off_diagonal(w)
-            w -= self.offset_  # w is a fresh array: no N x N copy
+            w -= self.offset_  # w is a fresh array (or given up): no N x N copy
             np.fill_diagonal(w, 0.0)
         self.affinity_ = w
         self.n_items_ = w.shape[0]

@@ -1,6 +1,8 @@
-"""similarity_from_distances never writes into the caller's matrix, views included."""
+"""Pairwise helpers: similarities never write into the caller's matrix (views included) unless
+given it (copy=False); condensed distances of every metric without an N x N array."""
 
 import numpy as np
+import pytest
 
 from sklearn_trellis._core.pairwise import similarity_from_distances
 
@@ -12,3 +14,37 @@ def test_a_view_of_the_distances_is_left_alone():
     for kind in ("exp", "precomputed"):
         similarity_from_distances(view, kind, None)
         np.testing.assert_array_equal(base, before)
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "l2", "manhattan", "cosine", "chebyshev"])
+def test_condensed_distances_are_the_metrics_pairwise_distances(metric):
+    from scipy.spatial.distance import squareform
+    from sklearn.metrics import pairwise_distances
+
+    from sklearn_trellis._core.pairwise import condensed_distances, square_from_condensed
+    X = np.random.default_rng(0).normal(size=(37, 4))
+    condensed = condensed_distances(X, metric)
+    assert condensed.shape == (37 * 36 // 2,)
+    np.testing.assert_allclose(squareform(condensed), pairwise_distances(X, metric=metric),
+                               atol=1e-12)
+    square = square_from_condensed(condensed, np.full((37, 37), np.nan))
+    np.testing.assert_array_equal(square, squareform(condensed))
+    with pytest.raises(ValueError, match="zero vectors"):
+        condensed_distances(np.zeros((3, 2)), "cosine")
+
+
+def test_similarities_overwrite_the_distances_only_when_allowed():
+    from sklearn_trellis._core.pairwise import similarity_from_distances
+    rng = np.random.default_rng(1)
+    D = squareform_of(rng.uniform(1, 2, size=10 * 9 // 2), 10)
+    kept = D.copy()
+    S = similarity_from_distances(D, "exp", None)
+    np.testing.assert_array_equal(D, kept)           # default: the input is not touched
+    S_in_place = similarity_from_distances(D, "exp", None, copy=False)
+    assert S_in_place is D
+    np.testing.assert_array_equal(S_in_place, S)
+
+
+def squareform_of(condensed, n):
+    from scipy.spatial.distance import squareform
+    return squareform(condensed).astype(np.float64)

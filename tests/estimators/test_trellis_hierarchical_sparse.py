@@ -188,3 +188,43 @@ def test_callable_energy_goes_sparse_above_its_exact_limit():
     assert small.approximation_ is None
     with pytest.raises(ValueError, match="max_items"):
         TrellisHierarchical(energy=negative_cut, method="exact").fit(X[:13])
+
+
+def test_verbose_reports_every_stage_and_progress_within_the_seed_linkages(capsys, monkeypatch):
+    from sklearn_trellis._core import progress
+    # a zero throttle interval: every compiled chunk of the linkages reports
+    monkeypatch.setattr(progress.Progress, "__init__", _tiny_interval(progress.Progress.__init__))
+    X = np.random.default_rng(0).normal(size=(120, 3))
+    TrellisHierarchical(n_clusters=3, method="sparse", verbose=1).fit(X)
+    out = capsys.readouterr().out
+    for stage in ("(120, 120) distances", "seed trees", "average linkage of 120 items: ",
+                  "ward linkage of 120 items: ", "energy (DasguptaEnergy)", "sparse trellis",
+                  "[SparseHierarchicalTrellis]", "ward merge heights"):
+        assert stage in out, stage
+
+
+def _tiny_interval(init):
+    def patched(self, name, verbose, *, interval=0.0, **kwargs):
+        init(self, name, verbose, interval=0.0, **kwargs)
+    return patched
+
+
+@pytest.mark.parametrize("energy", ["dasgupta", "hcc"])
+def test_energy_made_in_place_from_exact_condensed_distances(energy):
+    # the (N, N) matrix lent to the seed linkages ends as the energy's similarities,
+    # made from scipy's exact euclidean distances; the caller's X is untouched
+    from scipy.spatial.distance import pdist, squareform
+    X = np.random.default_rng(4).normal(size=(70, 3))
+    before = X.copy()
+    model = TrellisHierarchical(n_clusters=3, method="sparse", energy=energy).fit(X)
+    np.testing.assert_array_equal(X, before)
+    D = squareform(pdist(X))
+    width = float(np.median(pdist(X)))
+    S = np.exp(D / -width)
+    np.fill_diagonal(S, 0.0)
+    if energy == "hcc":
+        S -= S[~np.eye(70, dtype=bool)].mean()
+        np.fill_diagonal(S, 0.0)
+    got = model.model_.similarity_ if energy == "dasgupta" else model.model_.affinity_
+    np.testing.assert_allclose(got, S, rtol=1e-12, atol=1e-14)
+    assert model.model_.scale_ == pytest.approx(width, rel=1e-15)

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from sklearn.utils import check_random_state
 
+from ..._core.progress import Progress
 from ...models.cell_blocks import CellBlocks
 from . import sampler as gibbs
 
@@ -151,6 +152,7 @@ def run_bicluster_chain(blocks, data, data_t, row_prior, column_prior, *, n_swee
     accepted, done, interrupted = 0, 0, False
     start = time.perf_counter()
     report_every = max(1, n_sweeps // 10)
+    progress = Progress(f"Bicluster chain {chain_id}", verbose)  # every 10 % and every 10 s
     try:
         for t in range(n_sweeps):
             accepted += bicluster_sweep(state, blocks, data, data_t, row_prior, column_prior,
@@ -164,13 +166,13 @@ def run_bicluster_chain(blocks, data, data_t, row_prior, column_prior, *, n_swee
                 kept["alphas_rows"].append(state.alpha_rows)
                 kept["alphas_columns"].append(state.alpha_columns)
                 kept["params"].append(state.cell_params.copy())
-            if verbose and ((t + 1) % report_every == 0 or t + 1 == n_sweeps):
+            if verbose and ((t + 1) % report_every == 0 or t + 1 == n_sweeps or progress.due()):
                 elapsed = time.perf_counter() - start
-                print(f"[Bicluster chain {chain_id}] sweep {t + 1}/{n_sweeps}: "
-                      f"{state.row_labels.max() + 1} row x {state.column_labels.max() + 1} "
-                      f"column clusters, alpha_rows={state.alpha_rows:.3g}, "
-                      f"alpha_columns={state.alpha_columns:.3g}, "
-                      f"{elapsed / (t + 1):.3g} s/sweep", flush=True)
+                progress.note(f"sweep {t + 1}/{n_sweeps}: "
+                              f"{state.row_labels.max() + 1} row x {state.column_labels.max() + 1} "
+                              f"column clusters, alpha_rows={state.alpha_rows:.3g}, "
+                              f"alpha_columns={state.alpha_columns:.3g}, "
+                              f"{elapsed / (t + 1):.3g} s/sweep")
     except KeyboardInterrupt:
         interrupted = True
         if verbose:

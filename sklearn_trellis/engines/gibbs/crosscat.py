@@ -46,6 +46,7 @@ from joblib import effective_n_jobs
 from sklearn.utils import check_random_state
 
 from ..._core.budget import check_memory
+from ..._core.progress import Progress
 from ...models.cell_loops import cell_constants, column_stats, rows_log_predictive
 from ...models.priors import CRP
 from . import _crosscat_columns as cols_k
@@ -403,6 +404,7 @@ def run_chain(model, *, n_sweeps, burn_in=0, thin=1, state=None, random_state=No
     done = 0
     interrupted = False
     report_every = max(1, n_sweeps // 10)
+    progress = Progress(f"CrossCat chain {chain_id}", verbose)  # every 10 % and every 10 s
     threads_before = numba.get_num_threads()
     numba.set_num_threads(max(1, min(ROW_THREADS if n_threads is None else n_threads,
                                      numba.config.NUMBA_NUM_THREADS)))
@@ -412,12 +414,12 @@ def run_chain(model, *, n_sweeps, burn_in=0, thin=1, state=None, random_state=No
             done += 1
             if t >= burn_in and (t - burn_in) % thin == 0:
                 samples.append(snapshot(model, state))
-            if verbose and ((t + 1) % report_every == 0 or t + 1 == n_sweeps):
+            if verbose and ((t + 1) % report_every == 0 or t + 1 == n_sweeps or progress.due()):
                 elapsed = time.perf_counter() - start
                 sizes = sorted((len(c) for c in state.columns), reverse=True)
-                print(f"[CrossCat chain {chain_id}] sweep {t + 1}/{n_sweeps}: "
-                      f"{len(sizes)} views (columns {sizes}), "
-                      f"{elapsed / (t + 1):.3g} s/sweep", flush=True)
+                progress.note(f"sweep {t + 1}/{n_sweeps}: "
+                              f"{len(sizes)} views (columns {sizes}), "
+                              f"{elapsed / (t + 1):.3g} s/sweep")
     except KeyboardInterrupt:
         interrupted = True
     finally:

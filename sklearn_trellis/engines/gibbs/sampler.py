@@ -11,6 +11,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.parallel import Parallel, delayed
 
 from ..._core.labels import compact_labels
+from ..._core.progress import Progress
 from . import _gibbs_kernels as kernels
 
 _MAX_SEED = np.iinfo(np.int32).max
@@ -258,6 +259,7 @@ def run_chain(likelihood, prior, data, *, n_sweeps, burn_in=0, thin=1, init_labe
     interrupted = False
     done = 0
     report_every = max(1, n_sweeps // 10)
+    progress = Progress(f"Gibbs chain {chain_id}", verbose)  # every 10 % and every 10 s
     try:
         for t in range(n_sweeps):
             current = prior.with_alpha(state.alpha)
@@ -280,14 +282,14 @@ def run_chain(likelihood, prior, data, *, n_sweeps, burn_in=0, thin=1, init_labe
                 alphas.append(state.alpha)
                 if record is not None:
                     records.append(record(state))
-            if verbose and ((t + 1) % report_every == 0 or t + 1 == n_sweeps):
+            if verbose and ((t + 1) % report_every == 0 or t + 1 == n_sweeps or progress.due()):
                 elapsed = time.perf_counter() - start
                 named = likelihood.describe_params(state.params)
                 hyper = "".join(f"{name}={float(value[0]):.3g}, "
                                 for name, value in named.items())
-                print(f"[Gibbs chain {chain_id}] sweep {t + 1}/{n_sweeps}: "
-                      f"{state.n_clusters} clusters, alpha={state.alpha:.3g}, {hyper}"
-                      f"{elapsed / (t + 1):.3g} s/sweep", flush=True)
+                progress.note(f"sweep {t + 1}/{n_sweeps}: "
+                              f"{state.n_clusters} clusters, alpha={state.alpha:.3g}, {hyper}"
+                              f"{elapsed / (t + 1):.3g} s/sweep")
     except KeyboardInterrupt:
         interrupted = True
         if verbose:

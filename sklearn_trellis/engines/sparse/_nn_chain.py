@@ -21,6 +21,7 @@ import numpy as np
 from numba import njit
 
 from ..._core.budget import check_memory
+from ..._core.pairwise import finite_nonnegative, square_from_condensed
 from ..._core.union_find import find_root
 
 #: Linkage codes of :func:`nn_chain_linkage`.
@@ -47,7 +48,11 @@ def _new_distance(method, d_xi, d_yi, d_xy, size_x, size_y, size_i):
                      - size_i * t * d_xy * d_xy)
 
 
-def nn_chain_linkage(dists, n, method, square=None):
+#: Merges per compiled call of the chain (progress is reported between calls).
+_CHUNKS = 50
+
+
+def nn_chain_linkage(dists, n, method, square=None, progress=None, work=None):
     """scipy's ``nn_chain`` then ``label``: the linkage matrix ``(n - 1, 4)``.
 
     ``dists`` (condensed, not modified) and ``method`` one of
@@ -56,35 +61,45 @@ def nn_chain_linkage(dists, n, method, square=None):
     it runs about twice as fast as on a condensed copy (``4 N**2`` bytes,
     every other entry a cache miss). ``square=None`` takes the square copy when
     it fits in memory (:func:`~sklearn_trellis._core.budget.check_memory`).
-    Both give scipy's matrix.
+    Both give scipy's matrix. The merges run in about 50 compiled chunks;
+    ``progress`` (a :class:`~sklearn_trellis._core.progress.Progress`) hears
+    of each. ``work``: an ``(n, n)`` float64 array to hold the square copy
+    (its content is overwritten; nothing of size N x N is allocated).
     """
-    if square is None:
+    if work is not None:
+        square = True
+    elif square is None:
         try:
             check_memory(8 * n * n, "a square working copy of the distances")
             square = True
         except ValueError:
             square = False
-    kernel = _nn_chain_square if square else _nn_chain_condensed
-    return kernel(np.ascontiguousarray(dists, dtype=np.float64), int(n), int(method))
+    dists = np.ascontiguousarray(dists, dtype=np.float64)
+    n, method = int(n), int(method)
+    if square:
+        D = square_from_condensed(dists, np.empty((n, n)) if work is None else work)
+    else:
+        D = dists.copy()
+    steps = _square_steps if square else _condensed_steps
+    Z = np.empty((n - 1, 4))
+    size = np.ones(n, np.int64)
+    chain = np.empty(n, np.int64)
+    state = np.zeros(2, np.int64)          # chain length, y
+    chunk = max(1, (n - 1) // _CHUNKS)
+    for k in range(0, n - 1, chunk):
+        steps(D, n, method, Z, size, chain, state, k, min(k + chunk, n - 1))
+        if progress is not None:
+            progress.update(min(k + chunk, n - 1), n - 1, "merges")
+    del D
+    return _sorted_labelled(Z, n)
 
 
 @njit(cache=True, nogil=True)
-def _nn_chain_square(dists, n, method):
-    """The chain on a square symmetric copy (row scans are contiguous)."""
-    Z = np.empty((n - 1, 4))
-    D = np.empty((n, n))
-    p = 0
-    for i in range(n):
-        D[i, i] = 0.0
-        for j in range(i + 1, n):
-            D[i, j] = dists[p]
-            D[j, i] = dists[p]
-            p += 1
-    size = np.ones(n, np.int64)
-    chain = np.empty(n, np.int64)
-    chain_length = 0
-    y = 0
-    for k in range(n - 1):
+def _square_steps(D, n, method, Z, size, chain, state, k_start, k_stop):
+    """Merges ``k_start .. k_stop - 1`` of the chain on a square symmetric copy
+    (row scans are contiguous); ``state`` carries the chain between calls."""
+    chain_length, y = state[0], state[1]
+    for k in range(k_start, k_stop):
         if chain_length == 0:
             chain_length = 1
             for i in range(n):
@@ -125,19 +140,15 @@ def _nn_chain_square(dists, n, method):
         for i in range(n):           # keep the copy symmetric
             if size[i] != 0 and i != y:
                 D[i, y] = row_y[i]
-    return _sorted_labelled(Z, n)
+    state[0], state[1] = chain_length, y
 
 
 @njit(cache=True, nogil=True)
-def _nn_chain_condensed(dists, n, method):
-    """The chain on a condensed copy, exactly as scipy's ``nn_chain``."""
-    Z = np.empty((n - 1, 4))
-    D = dists.copy()
-    size = np.ones(n, np.int64)
-    chain = np.empty(n, np.int64)
-    chain_length = 0
-    y = 0
-    for k in range(n - 1):
+def _condensed_steps(D, n, method, Z, size, chain, state, k_start, k_stop):
+    """Merges ``k_start .. k_stop - 1`` of the chain on a condensed copy, exactly as
+    scipy's ``nn_chain``; ``state`` carries the chain between calls."""
+    chain_length, y = state[0], state[1]
+    for k in range(k_start, k_stop):
         if chain_length == 0:
             chain_length = 1
             for i in range(n):
@@ -177,7 +188,7 @@ def _nn_chain_condensed(dists, n, method):
             D[_condensed_index(n, i, y)] = _new_distance(
                 method, D[_condensed_index(n, i, x)], D[_condensed_index(n, i, y)],
                 current_min, nx, ny, ni)
-    return _sorted_labelled(Z, n)
+    state[0], state[1] = chain_length, y
 
 
 @njit(cache=True)
@@ -210,24 +221,30 @@ def _label(Z, n):
         next_label += 1
 
 
-def linkage_matrices(jobs, n_threads=2):
+def linkage_matrices(jobs, n_threads=2, progress=None, work=None):
     """scipy linkage matrices of ``jobs`` = ``[(method, condensed), ...]``, in order.
 
     Average, complete and Ward run :func:`nn_chain_linkage` (no GIL) one
     after the other, each on its own working copy; other methods (single
     linkage: scipy's minimum spanning tree, no copy) call
     :func:`scipy.cluster.hierarchy.linkage` in a background thread meanwhile
-    when ``n_threads >= 2``. No two working copies exist at once.
+    when ``n_threads >= 2``. No two working copies exist at once. ``progress``
+    (a :class:`~sklearn_trellis._core.progress.Progress`) gets a stage line per
+    chain and throttled progress lines within it. ``work``: an ``(N, N)``
+    float64 array each chain uses in turn as its square working copy.
     """
     from scipy.cluster.hierarchy import linkage
 
     def chain(condensed, method):
         condensed = np.ascontiguousarray(condensed, dtype=np.float64)
-        if not np.all(np.isfinite(condensed)):
+        if not finite_nonnegative(condensed)[0]:     # no N**2 / 2 temporary
             raise ValueError("The condensed distance matrix must contain only "
                              "finite values.")
         n = int(round((1 + math.sqrt(1 + 8 * condensed.size)) / 2))
-        return nn_chain_linkage(condensed, n, NN_CHAIN_METHODS[method])
+        if progress is not None:
+            progress.stage(f"{method} linkage of {n:,} items")
+        return nn_chain_linkage(condensed, n, NN_CHAIN_METHODS[method], progress=progress,
+                                work=work)
 
     jobs = list(jobs)
     others = [k for k, (method, _) in enumerate(jobs) if method not in NN_CHAIN_METHODS]

@@ -85,7 +85,7 @@ def constrained_linkage_trees(names, X, connectivity, metric="euclidean"):
     return trees, built
 
 
-def linkage_trees(names, dissimilarities, X=None):
+def linkage_trees(names, dissimilarities, X=None, progress=None, work=None, euclidean=False):
     """Seed trees of the linkages ``names``, and the names of the trees built.
 
     Parameters
@@ -96,6 +96,14 @@ def linkage_trees(names, dissimilarities, X=None):
         Condensed dissimilarities of the items (every tree but Ward's).
     X : ndarray of shape (N, n_features), optional
         Feature rows for Ward's linkage (euclidean); without them Ward is skipped.
+    progress : Progress, optional
+        Reporter of a fit with ``verbose`` (stage and progress lines of the linkages).
+    work : ndarray of shape (N, N), optional
+        float64 scratch space of the linkages (``linkage_seed_trees``).
+    euclidean : bool, default=False
+        The dissimilarities are the euclidean distances of ``X``'s rows
+        (scipy's ``pdist``): Ward's tree is built from them, not from ``X``
+        again (the same tree, without a second distance computation).
 
     Returns
     -------
@@ -105,12 +113,15 @@ def linkage_trees(names, dissimilarities, X=None):
         The linkage of each tree, in the same order.
     """
     others = [name for name in names if name not in ("ward", "diana")]
-    trees = linkage_seed_trees(distances=dissimilarities, linkage=others) if others else []
+    trees = (linkage_seed_trees(distances=dissimilarities, linkage=others, progress=progress,
+                                work=work) if others else [])
     if "diana" in names:  # the divisive tree of the same dissimilarities
         trees += divisive_seed_trees(distances=squareform(dissimilarities), method="diana")
         others.append("diana")
     if "ward" in names and X is not None:
-        trees += linkage_seed_trees(X, linkage="ward")
+        trees += (linkage_seed_trees(distances=dissimilarities, linkage="ward",
+                                     progress=progress, work=work) if euclidean
+                  else linkage_seed_trees(X, linkage="ward", progress=progress, work=work))
         others.append("ward")
     return trees, others
 

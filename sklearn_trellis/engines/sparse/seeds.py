@@ -21,7 +21,7 @@ import numbers
 import numpy as np
 
 from ..._core.budget import check_memory
-from ..._core.pairwise import check_pairwise_matrix, upper_triangle
+from ..._core.pairwise import check_pairwise_matrix, finite_nonnegative, upper_triangle
 from ..._core.trees import check_children, leaf_order, scipy_to_children, tree_to_postorder_children
 from ..map.search import beam_search_trees
 from ._nn_chain import linkage_matrices
@@ -62,7 +62,8 @@ def _condensed_from_square(distances):
 
 
 
-def linkage_seed_trees(X=None, *, distances=None, linkage="all", metric="euclidean"):
+def linkage_seed_trees(X=None, *, distances=None, linkage="all", metric="euclidean",
+                       progress=None, work=None):
     """Agglomerative seed trees (scipy's linkages) as scikit-learn ``children_`` arrays.
 
     Parameters
@@ -82,6 +83,12 @@ default='all'
         Which trees to build; ``'all'`` builds the four, in that order.
     metric : str, default='euclidean'
         Metric of ``pdist`` when ``X`` is given. Ward needs ``'euclidean'``.
+    progress : Progress, optional
+        Reporter of a fit with ``verbose`` (:mod:`sklearn_trellis._core.progress`):
+        a stage line per linkage, progress lines within each.
+    work : ndarray of shape (N, N), optional
+        float64 scratch space for the linkages' square working copy (overwritten):
+        a caller that needs an N x N array afterwards lends it, and no other is made.
 
     Returns
     -------
@@ -148,12 +155,14 @@ default='all'
                              f"got shape {distances.shape}.")
         if n == 1:
             return [np.zeros((0, 2), dtype=np.int64) for _ in names]
-        if not np.all(np.isfinite(condensed)):
+        finite, nonnegative = finite_nonnegative(condensed)   # no N**2 / 2 temporaries
+        if not finite:
             raise ValueError("distances contain NaN or infinity.")
-        if np.any(condensed < 0):
+        if not nonnegative:
             raise ValueError("distances must be non-negative.")
     return [scipy_to_children(Z) for Z in
-            linkage_matrices([(name, condensed) for name in names])]
+            linkage_matrices([(name, condensed) for name in names], progress=progress,
+                             work=work)]
 
 
 def beam_seed_trees(model, n_trees, *, beam_width=None, beta=1.0):

@@ -123,3 +123,17 @@ def test_no_seed_tree_is_a_clear_error():
                                    max_exact_size=10).fit(W)
     with pytest.raises(ValueError, match="No seed tree"):
         seed_family(lambda family, **budget: None, [], 5)
+
+
+def test_ward_seed_from_the_shared_euclidean_distances_is_wards_tree_of_x():
+    from scipy.spatial.distance import pdist
+
+    from sklearn_trellis.engines.sparse.family_search import linkage_trees
+    X = np.random.default_rng(5).normal(size=(80, 3))
+    names = ["single", "average", "complete", "ward"]
+    shared, built = linkage_trees(names, pdist(X), X, euclidean=True,
+                                  work=np.empty((80, 80)))
+    again, _ = linkage_trees(names, pdist(X), X)
+    assert built == names
+    for a, b in zip(shared, again):
+        np.testing.assert_array_equal(a, b)

@@ -45,3 +45,32 @@ def test_threads_give_the_same_matrices():
 def test_non_finite_refused():
     with pytest.raises(ValueError, match="finite"):
         linkage_matrices([("average", np.array([1.0, np.inf, 2.0]))])
+
+
+@pytest.mark.parametrize("square", [True, False])
+def test_chunked_chain_reports_progress_and_gives_scipys_matrix(square):
+    import io
+
+    from sklearn_trellis._core.progress import Progress
+    condensed = pdist(np.random.default_rng(2).normal(size=(120, 3)))
+    stream = io.StringIO()
+    progress = Progress("fit", verbose=1, interval=0.0, stream=stream)
+    got = linkage_matrices([("single", condensed), ("ward", condensed)], progress=progress)
+    np.testing.assert_array_equal(got[1], linkage(condensed, method="ward"))
+    lines = stream.getvalue().splitlines()
+    # a stage line for the chain, then one line per compiled chunk of merges
+    assert lines[0].startswith("[fit] ward linkage of 120 items")
+    assert lines[-1].startswith("[fit] ward linkage of 120 items: 119/119 merges")
+    assert len(lines) == 1 + 119 // (119 // 50) + (119 % (119 // 50) > 0)
+    got = nn_chain_linkage(condensed, 120, 0, square=square, progress=progress)
+    np.testing.assert_array_equal(got, linkage(condensed, method="average"))
+
+
+def test_chain_in_a_lent_working_array_gives_scipys_matrix():
+    condensed = pdist(np.random.default_rng(3).normal(size=(90, 2)))
+    work = np.full((90, 90), np.nan)
+    for method, code in (("average", 0), ("ward", 2)):
+        got = nn_chain_linkage(condensed, 90, code, work=work)
+        np.testing.assert_array_equal(got, linkage(condensed, method=method))
+    got = linkage_matrices([("single", condensed), ("complete", condensed)], work=work)
+    np.testing.assert_array_equal(got[1], linkage(condensed, method="complete"))
