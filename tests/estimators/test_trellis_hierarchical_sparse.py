@@ -10,6 +10,7 @@ from sklearn_examples import plot_dendrogram
 from sklearn_trellis import TrellisHierarchical
 from sklearn_trellis._core.trees import children_to_tree
 from sklearn_trellis.engines.exact.hierarchical import double_factorial_trees
+from sklearn_trellis.models import DasguptaEnergy
 
 
 def blobs(n, seed=0):
@@ -159,7 +160,6 @@ def test_window_refinement_never_loses_and_grows_the_family(energy):
 
 def test_deep_trees_need_no_recursion():
     """A 3,000-level chain: tree checks and log-potentials are iterative."""
-    from sklearn_trellis.models import DasguptaEnergy
     from sklearn_trellis._core.trees import check_tree, tree_splits
     n = 3000
     chain = 0
@@ -216,7 +216,9 @@ def test_energy_made_in_place_from_exact_condensed_distances(energy):
     from scipy.spatial.distance import pdist, squareform
     X = np.random.default_rng(4).normal(size=(70, 3))
     before = X.copy()
-    model = TrellisHierarchical(n_clusters=3, method="sparse", energy=energy).fit(X)
+    # one length scale for all pairs (Dasgupta's default is local: issue 29)
+    chosen = DasguptaEnergy(scale="median") if energy == "dasgupta" else energy
+    model = TrellisHierarchical(n_clusters=3, method="sparse", energy=chosen).fit(X)
     np.testing.assert_array_equal(X, before)
     D = squareform(pdist(X))
     width = float(np.median(pdist(X)))
