@@ -92,8 +92,11 @@ def main():
             if r is None:
                 print("    R: not run (no Rscript with the cluster package)")
             else:
+                # R misreads tied heights (issue 31): compare where heights are untied.
                 same = np.array_equal(r[1], model.merge_)
-                print(f"    R cluster::diana {r[0]:7.2f} s (inside R); identical merge: {same}",
+                tied = np.unique(model.distances_).size < model.distances_.size
+                print(f"    R cluster::diana {r[0]:7.2f} s (inside R); identical merge: {same}"
+                      f"{' (tied heights: R joins clusters never formed)' if tied else ''}",
                       flush=True)
         else:
             print(f"    R cluster::diana: skipped above --r-max-n={args.r_max_n}")
@@ -113,6 +116,17 @@ def main():
                   f"({k - 1} splits, no tree heights)", flush=True)
         if n == 20000:
             print(f"  target n=20,000 kmeans <= 10 s: {'met' if seconds <= 10 else 'MISSED'}")
+
+    # Issue 31: identical rows split in halves (every split costs 0), not one by one.
+    print("method='kmeans' on identical rows (anchor: the same n of distinct rows)")
+    for n in (8000, 100000):
+        distinct = rng.normal(size=(n, 2))
+        anchor, _ = time_call(
+            lambda: DivisiveClustering(method="kmeans", random_state=0).fit(distinct))
+        seconds, _ = time_call(
+            lambda: DivisiveClustering(method="kmeans", random_state=0).fit(np.zeros((n, 2))))
+        print(f"  n={n:6d}  identical {seconds:7.2f} s, distinct {anchor:7.2f} s "
+              f"(ratio {seconds / anchor:.2f}); load {os.getloadavg()[0]:.1f}", flush=True)
 
 
 if __name__ == "__main__":

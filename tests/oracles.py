@@ -508,7 +508,9 @@ def pairwise_losses(estimates, pairwise, loss, a=1.0, b=1.0):
                 same * pairwise)[upper].sum()
             expected = together * prob / upper.sum()
             maximum = (together + prob) / 2
-            out.append(1 - (both - expected) / (maximum - expected))
+            # 0/0 (e.g. P and the estimate both all-together): perfect agreement, as omari
+            out.append(0.0 if maximum == expected else
+                       1 - (both - expected) / (maximum - expected))
         else:
             out.append(np.mean(np.log(same.sum(axis=1)) + np.log(pairwise.sum(axis=1))
                                - 2 * np.log((same * pairwise).sum(axis=1))))

@@ -38,8 +38,9 @@ def unit_exponent(X, metric):
 
 
 def to_units(X, exponent):
-    """``X / 2^exponent`` (exact)."""
-    return np.ldexp(np.asarray(X, dtype=np.float64), -exponent)
+    """``X / 2^exponent`` (exact; ``X`` itself, no copy, when ``exponent == 0``)."""
+    X = np.asarray(X, dtype=np.float64)
+    return X if exponent == 0 else np.ldexp(X, -exponent)
 
 
 def from_units(values, exponent, metric, out=None):
