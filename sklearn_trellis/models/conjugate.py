@@ -42,6 +42,10 @@ def _check_gaussian_scale(X, name):
         raise ValueError(f"{name}: the features' spread ({spread:.3g}) is too large a scale "
                          "for float64 sums of squares; rescale X (e.g. with "
                          "sklearn.preprocessing.StandardScaler).")
+    with np.errstate(under="ignore"):
+        magnitude = float(np.max(np.abs(X)))
+    if spread == 0 and 0 < magnitude < 1e-150:   # the variance floor's square underflows
+        spread = magnitude
     if 0 < spread < 1e-150:
         raise ValueError(f"{name}: the features' spread ({spread:.3g}) is too small a scale: "
                          "its squares underflow float64; rescale X (e.g. with "
