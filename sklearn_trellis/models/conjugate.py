@@ -35,17 +35,15 @@ def _check_gaussian_scale(X, name):
     """
     if X.shape[0] == 0:
         return
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore", under="ignore"):
         spread = float(np.max(X.max(axis=0) - X.min(axis=0)))
+        if spread == 0:   # identical rows: the variance floor follows their magnitude
+            spread = float(np.max(np.abs(X)))
     too_large = not (spread == 0 or 2 * np.log(spread) + np.log(X.shape[0]) < np.log(1e306))
     if too_large:
         raise ValueError(f"{name}: the features' spread ({spread:.3g}) is too large a scale "
                          "for float64 sums of squares; rescale X (e.g. with "
                          "sklearn.preprocessing.StandardScaler).")
-    with np.errstate(under="ignore"):
-        magnitude = float(np.max(np.abs(X)))
-    if spread == 0 and 0 < magnitude < 1e-150:   # the variance floor's square underflows
-        spread = magnitude
     if 0 < spread < 1e-150:
         raise ValueError(f"{name}: the features' spread ({spread:.3g}) is too small a scale: "
                          "its squares underflow float64; rescale X (e.g. with "
