@@ -366,7 +366,25 @@ class CrossCat(ClusterMixin, _BaseGibbs):
         if data.shape[0] == 0:
             raise ValueError(f"Found array with 0 sample(s) (shape={data.shape}) while a "
                              "minimum of 1 is required by CrossCat.")
+        for j in range(data.shape[1]):
+            self._check_in_range(j, data[:, j])
         return data
+
+    def _check_in_range(self, j, values):
+        """Refuse values of a normal column that its cells cannot place: ``(x - m0) / unit``
+        must be a float64 (the cells compute in units of ``unit_``, near the fitted spread)."""
+        cell = self.cell_models_[j]
+        if not hasattr(cell, "unit_"):
+            return
+        with np.errstate(over="ignore", invalid="ignore"):
+            standardized = values / cell.unit_ - cell.mean_prior_ / cell.unit_
+            limit = np.finfo(np.float64).max * cell.unit_
+        far = ~np.isnan(values) & ~np.isfinite(standardized)
+        if far.any():
+            raise ValueError(f"Column {j}: value {values[far][0]!r} is too far from the fitted "
+                             f"values (mean {cell.mean_prior_:.3g}) for float64 at their scale "
+                             f"(unit {cell.unit_:.3g}): |x - mean| must stay below "
+                             f"{limit:.3g}.")
 
     def score_samples(self, X):
         """Log posterior predictive density of each row (its missing cells marginalised).
@@ -505,6 +523,7 @@ class CrossCat(ClusterMixin, _BaseGibbs):
             column_values = np.empty(1, dtype=object)
             column_values[0] = value
             condition[0, j] = self._encoder.transform_column(j, column_values)[0]
+            self._check_in_range(j, condition[0, j:j + 1])
         samples = self._predictive_samples()
         picks = rng.randint(len(samples), size=n_rows)
         out = np.repeat(condition, n_rows, axis=0)

@@ -277,7 +277,15 @@ class _BaseGibbs(NestedModelParamsMixin, BaseEstimator):
         total = None
         n_used = 0
         for labels, logw in self._predictive(X):
-            probs = np.exp(logw - logsumexp(logw, axis=1, keepdims=True))
+            with np.errstate(invalid="ignore"):
+                normaliser = logsumexp(logw, axis=1, keepdims=True)
+            lost = np.flatnonzero(~np.isfinite(normaliser[:, 0]))
+            if lost.size:   # 0 / 0: float64 holds no density of that row under any cluster
+                raise ValueError(f"Row {lost[0]} of X has no predictive density float64 can "
+                                 "hold under any cluster (it lies too far from the fitted "
+                                 "data at their scale): its probabilities are undefined. "
+                                 "Rescale X and the training data together.")
+            probs = np.exp(logw - normaliser)
             mapped = to_fitted_columns(probs, labels, self.labels_, K)
             total = mapped if total is None else total + mapped
             n_used += 1

@@ -190,8 +190,8 @@ class NormalCells(CellModel):
     --------
     >>> from sklearn_trellis.models.cells import NormalCells
     >>> model = NormalCells(hyperprior="fixed").fit([0.2, 1.1, -0.3, float("nan")])
-    >>> model.kernel_params().round(3).tolist()   # m0, kappa0, a0, b0, 1/unit, log(1/unit)
-    [0.333, 0.1, 2.0, 0.034, 1.0, 0.0]
+    >>> model.kernel_params().round(3).tolist()   # m0, kappa0, a0, b0 / unit**2, 1/unit, log(1/unit)
+    [0.333, 0.1, 2.0, 0.008, 0.5, -0.693]
     """
 
     cell_type = normal

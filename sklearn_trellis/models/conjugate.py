@@ -39,8 +39,10 @@ def _check_gaussian_scale(X, name):
     """
     if X.shape[0] == 0:
         return
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore", under="ignore"):
         spread = float(np.max(X.max(axis=0) - X.min(axis=0)))
+        if spread == 0:   # identical rows: the variance floor follows their magnitude
+            spread = float(np.max(np.abs(X)))
     too_large = not (spread == 0 or 2 * np.log(spread) + np.log(X.shape[0]) < np.log(1e306))
     if too_large:
         raise ValueError(f"{name}: the features' spread ({spread:.3g}) is too large a scale "
