@@ -70,6 +70,16 @@ def _check_squared_distance_range(dist, X=None):
                          "sklearn.preprocessing.StandardScaler).")
 
 
+def _check_new_squared_distances(D_new, n_fitted):
+    """Refuse new items' squared distances whose sums with the fitted ones overflow."""
+    top = float(np.max(D_new)) if D_new.size else 0.0
+    if not top * (n_fitted + 1) ** 2 <= MAX_SUM:
+        raise ValueError(f"The squared distances of the new items to the fitted ones reach "
+                         f"{top:.3g}: with n={n_fitted} fitted objects their sums overflow "
+                         f"float64 (n**2 * max must stay below {MAX_SUM:g}); the new items "
+                         "lie too far from the fitted data for float64.")
+
+
 def _data_scale(dist):
     """The mean squared distance between distinct objects (1 if all coincide)."""
     scale = mean_squared_distance(dist)
@@ -582,6 +592,7 @@ default='singletons'
             if self.normalization == "none":
                 return X @ self._X_fit.T, np.einsum("ij,ij->i", X, X)
             D_new = pairwise_distances(X, self._X_fit, metric="sqeuclidean")
+        _check_new_squared_distances(D_new, S.shape[0])
         return new_item_inner_products(S, self._projection_weights, D_new)
 
     def _predictive(self, X):

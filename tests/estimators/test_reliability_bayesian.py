@@ -46,6 +46,17 @@ def test_fast_tiwd_predict_proba_does_not_depend_on_the_distances_units():
         np.testing.assert_allclose(proba, reference[1], atol=1e-9)
 
 
+def test_fast_tiwd_new_items_whose_squared_distances_overflow_are_refused():
+    # found by the slow fuzz: identical fitted rows, a query at 1.26e299
+    model = FastTIWD(metric="sqeuclidean", n_sweeps=4, random_state=0).fit(np.zeros((2, 1)))
+    for method in (model.predict_proba, model.score_samples):
+        with pytest.raises(ValueError, match="new items .* overflow float64"):
+            method(np.array([[1.26e299]]))
+    with warnings.catch_warnings():   # rank-0 S*: the dof terms are left out, with a warning
+        warnings.simplefilter("ignore", UserWarning)
+        assert np.all(np.isfinite(model.score_samples(np.array([[1.0]]))))
+
+
 # -- item 3: CrossCat keeps the codes of a categorical cell model ---------------------
 def test_crosscat_uses_the_codes_of_a_categorical_cell_model():
     values = np.array([[1.0], [2.0], [1.0], [1.0], [2.0]])

@@ -35,21 +35,23 @@ def _close(draws, expected, sd):
 @pytest.mark.parametrize("with_cells", [False, True])
 def test_normal_posterior_draw_moments(with_cells):
     m0, kappa0, a0, b0 = 0.5, 2.0, 3.0, 1.5
-    params = np.array([m0, kappa0, a0, b0])
+    params = np.array([m0, kappa0, a0, b0, 1.0, 0.0])   # unit 1: y = x - m0
     x = np.array([1.0, 2.5, -0.3, 0.7]) if with_cells else np.zeros(0)
     stats = np.array([x.size, np.sum(x - m0), np.sum((x - m0) ** 2)])
     kappa, a = kappa0 + x.size, a0 + x.size / 2
     mean = (kappa0 * m0 + x.sum()) / kappa
     b = b0 + 0.5 * (np.sum((x - x.mean()) ** 2) if x.size else 0.0) + (
         kappa0 * x.size * (x.mean() - m0) ** 2 / (2 * kappa) if x.size else 0.0)
-    theta = _draws(ck.NORMAL, params, stats, 3)
+    theta = _draws(ck.NORMAL, params, stats, 5)
     precision = st.gamma(a, scale=1 / b)
     _close(theta[:, 1], precision.mean(), precision.std())
-    # mu | tau ~ N(mean, 1 / (kappa tau)): the standardised draws are N(0, 1)
-    z = (theta[:, 0] - mean) * np.sqrt(kappa * theta[:, 1])
+    # mu | tau ~ N(mean, 1 / (kappa tau)), drawn as the mean of y = x - m0: the
+    # standardised draws are N(0, 1)
+    z = (theta[:, 0] + m0 - mean) * np.sqrt(kappa * theta[:, 1])
     _close(z, 0.0, 1.0)
     _close(z ** 2, 1.0, np.sqrt(2.0))
     np.testing.assert_allclose(theta[:, 2], 0.5 * np.log(theta[:, 1] / (2 * np.pi)))
+    np.testing.assert_array_equal(theta[:, 3:], [[m0, 1.0]] * N_DRAWS)
 
 
 def test_bernoulli_posterior_draw_moments():
@@ -87,7 +89,7 @@ def test_categorical_posterior_draw_moments():
 
 
 @pytest.mark.parametrize("code, theta, values, reference", [
-    (ck.NORMAL, [0.4, 2.5, 0.5 * np.log(2.5 / (2 * np.pi))], [-1.0, 0.4, 3.2],
+    (ck.NORMAL, [0.4, 2.5, 0.5 * np.log(2.5 / (2 * np.pi)), 0.0, 1.0], [-1.0, 0.4, 3.2],
      lambda x: st.norm(0.4, 1 / np.sqrt(2.5)).logpdf(x)),
     (ck.BERNOULLI, [np.log(0.7), np.log(0.3)], [0.0, 1.0], lambda x: st.bernoulli(0.3).logpmf(x)),
     (ck.POISSON, [2.2, np.log(2.2)], [0.0, 1.0, 7.0], lambda x: st.poisson(2.2).logpmf(x)),
@@ -102,7 +104,7 @@ def test_cell_log_density_matches_scipy(code, theta, values, reference):
 
 
 @pytest.mark.parametrize("code, theta, x", [
-    (ck.NORMAL, [0.4, 2.5, 0.5 * np.log(2.5 / (2 * np.pi))], 3.2),
+    (ck.NORMAL, [0.4, 2.5, 0.5 * np.log(2.5 / (2 * np.pi)), 0.0, 1.0], 3.2),
     (ck.BERNOULLI, [np.log(0.7), np.log(0.3)], 1.0),
     (ck.POISSON, [2.2, np.log(2.2)], 7.0),
     (ck.POISSON, [2.2, np.log(2.2)], 0.0),
