@@ -43,6 +43,11 @@ class ParallelKernel:
         twin.__doc__ = function.__doc__
         self.serial = njit(cache=True, **options)(twin)
 
+    def __reduce__(self):
+        # numba's dispatchers pickle their functions by value; the plain source
+        # function (a specialised copy, not reachable by name) does not.
+        return (_from_dispatchers, (self.parallel, self.serial))
+
     def for_work(self, work):
         """The twin to run for ``work`` inner iterations."""
         if work < PARALLEL_MIN_WORK or numba.get_num_threads() == 1:
@@ -52,6 +57,16 @@ class ParallelKernel:
     def __call__(self, *args):
         """Run the parallel twin (callers that know the work use :meth:`for_work`)."""
         return self.parallel(*args)
+
+
+def _from_dispatchers(parallel, serial):
+    """A :class:`ParallelKernel` rebuilt from its two unpickled dispatchers."""
+    kernel = ParallelKernel.__new__(ParallelKernel)
+    kernel.parallel, kernel.serial = parallel, serial
+    kernel.__wrapped__ = parallel.py_func
+    kernel.__doc__ = parallel.py_func.__doc__
+    kernel.__name__ = parallel.py_func.__name__
+    return kernel
 
 
 def parallel_kernel(function=None, **options):

@@ -42,3 +42,19 @@ def test_twins_have_their_own_disk_cache():
     serial, parallel_ = (k._cache._cache_file._index_name
                          for k in (_row_sums.serial, _row_sums.parallel))
     assert serial != parallel_
+
+
+def test_a_specialised_twin_pickles():
+    # a fitted estimator holds specialised kernels: their source copies are not
+    # reachable by name, so the twin pickles through numba's dispatchers
+    import pickle
+    import types
+    source = _row_sums.__wrapped__
+    copy = types.FunctionType(source.__code__, source.__globals__, "row_sums_0123abcd")
+    copy.__qualname__ = "row_sums_0123abcd"
+    kernel = parallel.ParallelKernel(copy, {})
+    x = np.random.default_rng(1).standard_normal((9, 4))
+    again = pickle.loads(pickle.dumps(kernel))
+    np.testing.assert_array_equal(again.for_work(1)(x), kernel.serial(x))
+    np.testing.assert_array_equal(again(x), kernel.parallel(x))
+    assert again.__name__ == "row_sums_0123abcd"
