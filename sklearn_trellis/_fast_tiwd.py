@@ -1,5 +1,6 @@
 """``FastTIWD``: Bayesian partitioning of distance matrices (Adametz & Roth 2011)."""
 
+import contextlib
 import functools
 import warnings
 from numbers import Integral, Real
@@ -78,6 +79,18 @@ def _check_new_squared_distances(D_new, n_fitted):
                          f"{top:.3g}: with n={n_fitted} fitted objects their sums overflow "
                          f"float64 (n**2 * max must stay below {MAX_SUM:g}); the new items "
                          "lie too far from the fitted data for float64.")
+
+
+@contextlib.contextmanager
+def _new_items_in_range():
+    """Turn float64 overflow in new items' terms into a clear ValueError."""
+    try:
+        with np.errstate(over="raise", invalid="raise"):
+            yield
+    except FloatingPointError:
+        raise ValueError("The new items' terms overflow float64 under the fitted "
+                         "normalisation: the new items lie too far from the fitted data at "
+                         "its scale (rescale the data, or score items nearer to it).") from None
 
 
 def _data_scale(dist):
@@ -593,7 +606,8 @@ default='singletons'
                 return X @ self._X_fit.T, np.einsum("ij,ij->i", X, X)
             D_new = pairwise_distances(X, self._X_fit, metric="sqeuclidean")
         _check_new_squared_distances(D_new, S.shape[0])
-        return new_item_inner_products(S, self._projection_weights, D_new)
+        with _new_items_in_range():
+            return new_item_inner_products(S, self._projection_weights, D_new)
 
     def _predictive(self, X):
         """Per kept sample (MAX_PREDICTIVE_SAMPLES at most): ``(labels, log weights (m, K_s + 1))``.
@@ -708,7 +722,8 @@ default='singletons'
         check_is_fitted(self)
         rows, self_products = self._new_inner_products(X)
         S = self.inner_products_
-        data_terms, rank = new_item_data_terms(S, rows, self_products, dof=self.dof_)
+        with _new_items_in_range():
+            data_terms, rank = new_item_data_terms(S, rows, self_products, dof=self.dof_)
         # a translation-normalised S* has one null direction by construction
         full_rank = S.shape[0] - (self.normalization != "none")
         if rank < full_rank:

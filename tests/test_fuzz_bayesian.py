@@ -190,8 +190,8 @@ def test_fast_tiwd(X, X_new, method):
         assert proba.shape == (query.shape[0], model.n_clusters_ + 1)
         check_probabilities(proba, axis=1)
     scores = clearly("FastTIWD", model.score_samples, query)
-    if scores is not None:
-        check_log_density(scores)
+    if scores is not None:   # -inf (with a UserWarning) when dof <= rank(S*): no density
+        assert np.all(np.isfinite(scores) | (scores == -np.inf)), scores
 
 
 @FUZZ
