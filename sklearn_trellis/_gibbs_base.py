@@ -113,6 +113,16 @@ def gamma_hyperprior(alpha_prior):
     return GammaHyperprior(*alpha_prior)
 
 
+def _refuse_rows_without_density(lost):
+    """A clear error for the rows (boolean mask) whose predictive float64 cannot hold."""
+    rows = np.flatnonzero(lost)
+    if rows.size:
+        raise ValueError(f"Row {rows[0]} of X has no predictive density float64 can hold "
+                         "under any cluster (it lies too far from the fitted data at their "
+                         "scale): its probabilities and density are undefined. Rescale X "
+                         "and the training data together.")
+
+
 class _BaseGibbs(NestedModelParamsMixin, BaseEstimator):
     """Base class of the estimators that sample partitions by Gibbs sampling.
 
@@ -279,12 +289,8 @@ class _BaseGibbs(NestedModelParamsMixin, BaseEstimator):
         for labels, logw in self._predictive(X):
             with np.errstate(invalid="ignore"):
                 normaliser = logsumexp(logw, axis=1, keepdims=True)
-            lost = np.flatnonzero(~np.isfinite(normaliser[:, 0]))
-            if lost.size:   # 0 / 0: float64 holds no density of that row under any cluster
-                raise ValueError(f"Row {lost[0]} of X has no predictive density float64 can "
-                                 "hold under any cluster (it lies too far from the fitted "
-                                 "data at their scale): its probabilities are undefined. "
-                                 "Rescale X and the training data together.")
+            # 0 / 0: float64 holds no density of that row under any cluster
+            _refuse_rows_without_density(~np.isfinite(normaliser[:, 0]))
             probs = np.exp(logw - normaliser)
             mapped = to_fitted_columns(probs, labels, self.labels_, K)
             total = mapped if total is None else total + mapped
@@ -294,4 +300,6 @@ class _BaseGibbs(NestedModelParamsMixin, BaseEstimator):
     def _mean_predictive_log_density(self, X):
         """``log`` of the predictive density averaged over the picked samples."""
         per_sample = [logsumexp(logw, axis=1) for _, logw in self._predictive(X)]
-        return logsumexp(np.array(per_sample), axis=0) - np.log(len(per_sample))
+        density = logsumexp(np.array(per_sample), axis=0) - np.log(len(per_sample))
+        _refuse_rows_without_density(np.isnan(density))   # -inf (underflow) is an answer
+        return density

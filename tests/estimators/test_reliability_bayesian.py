@@ -57,6 +57,17 @@ def test_fast_tiwd_new_items_whose_squared_distances_overflow_are_refused():
         assert np.all(np.isfinite(model.score_samples(np.array([[1.0]]))))
 
 
+def test_dp_mixture_density_float64_cannot_hold_is_refused_not_nan():
+    # found by the slow fuzz: identical rows at 2e-150, a query at 1.26e-301 gave NaN
+    X = np.full((2, 1), 2.04091912e-150)
+    with warnings.catch_warnings():   # k-means init on identical rows
+        warnings.simplefilter("ignore")
+        model = DPMixture("diagonal", alpha=1e-12, n_sweeps=4, random_state=0).fit(X)
+    for method in (model.predict_proba, model.score_samples):
+        with pytest.raises(ValueError, match="no predictive density float64 can hold"):
+            method(np.array([[1.25730221e-301]]))
+
+
 # -- item 3: CrossCat keeps the codes of a categorical cell model ---------------------
 def test_crosscat_uses_the_codes_of_a_categorical_cell_model():
     values = np.array([[1.0], [2.0], [1.0], [1.0], [2.0]])
