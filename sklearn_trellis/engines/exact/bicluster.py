@@ -13,22 +13,11 @@ on its row and column sets only, so ``log m_g`` is computed once per pair of
 import numpy as np
 from scipy.special import logsumexp
 
+from ..._core.labels import set_partitions
 from ...models.cell_loops import grid_log_marginals, values_stats
 
 #: Largest number of (row partition, column partition) pairs enumerated.
 MAX_EXACT_PAIRS = 200_000
-
-
-def set_partitions(n):
-    """All partitions of ``n`` items as restricted growth strings, int64 ``(Bell(n), n)``."""
-    out = [[]]
-    for _ in range(n):
-        grown = []
-        for prefix in out:
-            top = max(prefix) + 1 if prefix else 0
-            grown.extend(prefix + [label] for label in range(top + 1))
-        out = grown
-    return np.array(out, dtype=np.int64).reshape(len(out), n)
 
 
 def bell(n):
@@ -153,4 +142,4 @@ class ExactBiclusterPosterior:
         return self.row_partitions[a], self.column_partitions[b], self.log_joint[a, b]
 
 
-__all__ = ["ExactBiclusterPosterior", "set_partitions", "bell", "MAX_EXACT_PAIRS"]
+__all__ = ["ExactBiclusterPosterior", "bell", "MAX_EXACT_PAIRS"]

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import logsumexp
 
+from ..._core.labels import set_partitions
 from ...models.cell_loops import column_log_score, column_stats
 from ...models.priors import CRP
 from ..gibbs.crosscat import CrossCatSample
@@ -24,18 +25,6 @@ from ..gibbs.crosscat import CrossCatSample
 #: Largest table exact mode enumerates (Bell(8) = 4140 row partitions, Bell(6) = 203 views).
 MAX_EXACT_ROWS = 8
 MAX_EXACT_COLUMNS = 6
-
-
-def set_partitions(n):
-    """All partitions of ``n`` items as restricted growth strings, shape ``(Bell(n), n)``."""
-    rows = [[]]
-    for _ in range(n):
-        grown = []
-        for prefix in rows:
-            top = max(prefix) + 1 if prefix else 0
-            grown.extend(prefix + [label] for label in range(top + 1))
-        rows = grown
-    return np.array(rows, dtype=np.int64).reshape(len(rows), n)
 
 
 def _crp_log_eppf(partitions, alpha):
@@ -152,5 +141,5 @@ def exact_crosscat(model):
         alpha_rows=model.alpha_rows.value)
 
 
-__all__ = ["exact_crosscat", "ExactCrossCat", "set_partitions", "MAX_EXACT_ROWS",
+__all__ = ["exact_crosscat", "ExactCrossCat", "MAX_EXACT_ROWS",
            "MAX_EXACT_COLUMNS"]

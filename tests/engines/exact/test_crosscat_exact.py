@@ -7,7 +7,8 @@ import pytest
 from scipy.special import betaln, gammaln, logsumexp
 
 from oracles import set_partitions
-from sklearn_trellis.engines.exact.crosscat import exact_crosscat, set_partitions as rgs
+from sklearn_trellis._core.labels import set_partitions as rgs
+from sklearn_trellis.engines.exact.crosscat import exact_crosscat
 from sklearn_trellis.engines.gibbs import crosscat as engine
 from sklearn_trellis.models import CELL_MODELS
 from sklearn_trellis.models.priors import GammaHyperprior
