@@ -144,17 +144,17 @@ def log_marginals(params, suff, stats, n_clusters, out):
 
 
 @template(parallel=True)
-def two_way_pass(params, theta, log_pi, data, members, target, counted, key, sides,
-                 chunk_log_q):
+def two_way_pass(params, theta, log_pi, data, members, target, counted, key, sides, row_log_q):
     """One pass of a two-sub-cluster launch over the rows ``members``.
 
     Position ``t`` goes to side 0 or 1 with probability proportional to
     ``pi_s f(x | theta_s)``: drawn when ``target[t] < 0``, else forced to ``target[t]``;
-    ``sides[t]`` receives it. ``chunk_log_q[chunk]`` sums the log probabilities of the
-    sides of the positions with ``counted[t]`` (the proposal's probability).
+    ``sides[t]`` receives it and ``row_log_q[t]`` its log probability when ``counted[t]``
+    (else 0): the caller sums them per fixed block of rows (the proposal's probability,
+    the same on any sharding of the rows).
     """
     m = members.size
-    n_chunks = chunk_log_q.size
+    n_chunks = -(-m // BLOCK_ROWS)
     for ch in prange(n_chunks):
         start = ch * BLOCK_ROWS
         stop = min(m, start + BLOCK_ROWS)
@@ -163,7 +163,6 @@ def two_way_pass(params, theta, log_pi, data, members, target, counted, key, sid
         lp1 = np.empty(stop - start)
         lik_log_density_rows(params, theta, 0, data, rows, lp0)
         lik_log_density_rows(params, theta, 1, data, rows, lp1)
-        total = 0.0
         for t in range(stop - start):
             a = lp0[t] + log_pi[0]
             b = lp1[t] + log_pi[1]
@@ -177,9 +176,7 @@ def two_way_pass(params, theta, log_pi, data, members, target, counted, key, sid
             if side < 0:
                 side = 0 if row_uniform(key, rows[t]) < math.exp(a - norm) else 1
             sides[start + t] = side
-            if counted[start + t]:
-                total += (a if side == 0 else b) - norm
-        chunk_log_q[ch] = total
+            row_log_q[start + t] = ((a if side == 0 else b) - norm) if counted[start + t] else 0.0
 
 
 @njit(cache=True)

@@ -48,6 +48,17 @@ the (intractable) probability of the sub-cluster state; the launch above costs
 chain exactly invariant (``tests/engines/gibbs/test_subcluster.py`` compares it with the
 exact posterior).
 
+The rows, labels and launch sides live in shards run by an executor
+(:mod:`.shards`: in this process, or Dask actors on the workers holding a ``dask.array``'s
+chunks); this module is the driver, written once for both: per iteration it sends
+parameters to the shards and receives per-cluster counts and sufficient statistics.
+Every sum over rows is taken per fixed global block of rows and added over a fixed tree of
+blocks, and every random number of a row pass is a hash of the global row index, so that
+the same seed gives the same chain bit for bit on any number of shards, workers and
+threads. A split/merge launch runs its ``LAUNCH_ITERATIONS + 1`` passes one after the
+other (each pass's parameters come from the previous pass's statistics), each as one
+shard map: ``LAUNCH_ITERATIONS + 2`` round trips to the workers per launched proposal.
+
 References
 ----------
 J. Chang, J. W. Fisher III. Parallel sampling of DP mixture models using sub-clusters
@@ -58,7 +69,7 @@ mixture model. JCGS 2004.
 """
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from sklearn.utils import check_random_state
@@ -68,6 +79,7 @@ from ..._core.labels import compact_labels
 from ...models.prior_kernels import log_block, log_count, log_weight_existing
 from . import _subcluster_kernels as kernels
 from .sampler import ChainResult, _engine as _collapsed_engine, map_chains
+from .shards import LocalExecutor, engine_for, is_dask_array, reduce_tree
 
 #: Restricted two-way Gibbs passes of a split/merge launch before the proposal's own pass.
 LAUNCH_ITERATIONS = 3
@@ -76,51 +88,53 @@ _MAX_KEY = np.iinfo(np.int64).max
 _MAX_SEED = np.iinfo(np.int32).max
 
 
-#: Fewer rows than this are handled by the serial twins of the parallel kernels (waking
-#: threads costs more than it saves; on a loaded machine, far more).
-PARALLEL_MIN_ROWS = 2 * kernels.BLOCK_ROWS
-
-_ENGINES = {}
-
-
 def _engine(likelihood):
     """The kernels compiled for this likelihood (memoised by its kernel tuples)."""
-    key = (likelihood.kernels, likelihood.uncollapsed_kernels)
-    engine = _ENGINES.get(key)
-    if engine is None:
-        engine = _ENGINES[key] = kernels.specialise(likelihood)
-    return engine
-
-
-def _kernel(engine, name, n_rows):
-    """The parallel kernel ``name``, or its serial twin below ``PARALLEL_MIN_ROWS`` rows."""
-    return getattr(engine, name if n_rows >= PARALLEL_MIN_ROWS else name + "_serial")
+    return engine_for(likelihood)
 
 
 @dataclass
 class SubclusterState:
-    """The sampler's state: labels ``0..K-1``, cluster sizes and sufficient statistics.
+    """The sampler's state: cluster sizes and sufficient statistics here, the labels
+    ``0..K-1`` in the shards of ``executor``.
 
+    ``shard_counts[s, k]`` is the number of rows of cluster ``k`` in shard ``s``.
     ``stats``, ``shared``, ``counts``, ``active`` and ``meta`` give the collapsed engine's
     view of the state (:func:`sklearn_trellis.engines.gibbs.sampler.log_joint` applies).
+    A pickled state carries its gathered labels instead of its executor (the rows are
+    the caller's); :func:`run_chain` rebuilds the executor from them.
     """
 
-    labels: np.ndarray
+    executor: object
     counts: np.ndarray
+    shard_counts: np.ndarray
     suff: np.ndarray
     params: np.ndarray
     alpha: float
     likelihood: object
     n_sweeps_done: int = 0
+    saved_labels: np.ndarray = field(default=None, repr=False)
 
     @property
     def n_clusters(self):
         return int(self.counts.size)
 
+    @property
+    def n(self):
+        return int(self.saved_labels.size if self.executor is None else self.executor.n)
+
+    @property
+    def labels(self):
+        """All labels (gathered from the shards)."""
+        if self.executor is None:
+            return self.saved_labels.astype(np.int64)
+        return self.executor.labels().astype(np.int64)
+
     def compact_labels(self):
         """Labels ``0..K-1`` in order of first appearance."""
-        out = np.empty(self.labels.size, np.int64)
-        compact_labels(self.labels, out)
+        labels = self.labels
+        out = np.empty(labels.size, np.int64)
+        compact_labels(labels, out)
         return out
 
     def cluster_sizes(self):
@@ -150,24 +164,73 @@ class SubclusterState:
     def meta(self):
         return np.array([self.n_clusters, 0], np.int64)
 
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        if self.executor is not None:
+            state["saved_labels"] = self.executor.labels()
+        state["executor"] = None
+        return state
 
-def _suff_of(likelihood, params, data, labels, n_clusters):
-    rows, offsets = kernels.group_rows(labels, n_clusters)
-    suff = np.zeros((n_clusters, likelihood.n_suff))
-    _kernel(_engine(likelihood), "accumulate_suff", labels.size)(params, data, rows, offsets,
-                                                                 suff)
-    return suff
+
+def _statistics(executor, params, n_clusters):
+    """Per-shard counts and the summed sufficient statistics of the shards' labels."""
+    return _combine(executor, executor.map("statistics", params, n_clusters), n_clusters)
+
+
+def _combine(executor, results, n_clusters, n_suff=None):
+    shard_counts = np.array([counts for counts, _ in results], np.int64).reshape(
+        len(results), n_clusters)
+    suff = reduce_tree([nodes for _, nodes in results], executor.n_blocks)
+    if suff is None:
+        suff = np.zeros((n_clusters, n_suff or 0))
+    return shard_counts, suff
+
+
+def attach(state, executor):
+    """Give a state whose executor was dropped (pickled, or another process) ``executor``,
+    built on the same rows; the shards take the state's labels."""
+    labels = state.saved_labels.astype(np.int64)
+    executor.map("set_labels", per_shard=[labels[a:b] for a, b in
+                                          zip(executor.bounds[:-1], executor.bounds[1:])])
+    state.shard_counts = np.array([np.bincount(labels[a:b], minlength=state.n_clusters)
+                                   for a, b in zip(executor.bounds[:-1], executor.bounds[1:])],
+                                  np.int64).reshape(executor.n_shards, state.n_clusters)
+    state.executor = executor
+    state.saved_labels = None
+    return state
+
+
+def make_executor(likelihood, data, labels=None):
+    """The executor of ``data``: an executor is used as given, a ``dask.array`` runs on
+    Dask workers (:class:`.shards.DaskExecutor`), an ndarray in this process."""
+    if hasattr(data, "map") and hasattr(data, "shard_of"):
+        return data
+    if is_dask_array(data):
+        from .shards import DaskExecutor
+        if labels is not None:
+            labels = np.asarray(labels)
+            return DaskExecutor(likelihood, data, lambda a, b: labels[a:b])
+        return DaskExecutor(likelihood, data)
+    return LocalExecutor(likelihood, data, labels)
 
 
 def new_state(likelihood, data, init_labels, alpha, params=None):
-    """A state holding the partition ``init_labels`` (any integer labels)."""
-    _, compact = np.unique(np.asarray(init_labels), return_inverse=True)
-    labels = compact.astype(np.int64).ravel()
+    """A state holding the partition ``init_labels`` (any integer labels; None: one
+    cluster) of the rows of ``data`` (an ndarray, a ``dask.array`` or an executor)."""
     params = np.ascontiguousarray(likelihood.kernel_params() if params is None else params,
                                   dtype=np.float64)
-    K = int(labels.max()) + 1 if labels.size else 0
-    return SubclusterState(labels=labels, counts=np.bincount(labels, minlength=K).astype(np.int64),
-                           suff=_suff_of(likelihood, params, data, labels, K), params=params,
+    labels = None
+    if init_labels is not None:
+        _, compact = np.unique(np.asarray(init_labels), return_inverse=True)
+        labels = compact.astype(np.int64).ravel()
+    executor = make_executor(likelihood, data, labels)
+    if labels is not None and executor is data:
+        executor.map("set_labels", per_shard=[labels[a:b] for a, b in
+                                              zip(executor.bounds[:-1], executor.bounds[1:])])
+    K = 1 if labels is None else (int(labels.max()) + 1 if labels.size else 0)
+    shard_counts, suff = _statistics(executor, params, K)
+    return SubclusterState(executor=executor, counts=shard_counts.sum(axis=0),
+                           shard_counts=shard_counts, suff=suff, params=params,
                            alpha=float(alpha), likelihood=likelihood)
 
 
@@ -179,73 +242,74 @@ def _draw_thetas(engine, likelihood, params, suff, rng):
     K = suff.shape[0]
     theta = np.empty((K, likelihood.n_theta))
     stats = np.zeros((K, likelihood.n_stats))
-    engine.draw_thetas(params, suff, stats, theta, K, rng.randint(_MAX_SEED))
+    engine.draw_thetas(params, np.ascontiguousarray(suff), stats, theta, K,
+                       rng.randint(_MAX_SEED))
     return theta
 
 
-def restricted_gibbs(state, likelihood, pp, data, rng):
+def _locate(per_shard, rank):
+    """``(shard, rank within it)`` of the ``rank``-th row when shard ``s`` holds
+    ``per_shard[s]`` of them in row order."""
+    s = int(np.searchsorted(np.cumsum(per_shard), rank, side="right"))
+    return s, int(rank - np.sum(per_shard[:s]))
+
+
+def restricted_gibbs(state, likelihood, pp, rng):
     """Steps 1-2 of an iteration: weights, parameters, anchors, all labels; True if accepted."""
     engine = _engine(likelihood)
+    executor = state.executor
     K = state.n_clusters
-    n = state.labels.size
     weights = np.array([np.exp(log_weight_existing(pp, m)) for m in state.counts])
     gammas = np.maximum(rng.standard_gamma(weights), 1e-300)
     log_pi = np.log(gammas) - np.log(gammas.sum())
     theta = _draw_thetas(engine, likelihood, state.params, state.suff, rng)
-    anchors = np.empty(K, np.int64)
-    kernels.rows_at_ranks(state.labels, (rng.random_sample(K) * state.counts).astype(np.int64),
-                          anchors)
-    pinned = np.zeros(n, np.bool_)
-    pinned[anchors] = True
-    proposal = np.empty(n, np.int64)
-    block_counts = np.empty((-(-n // kernels.BLOCK_ROWS), K), np.int64)
-    _kernel(engine, "propose_labels", n)(state.params, theta, log_pi, K, data, state.labels,
-                                         pinned, _key(rng), proposal, block_counts)
-    counts = block_counts.sum(axis=0)
+    ranks = (rng.random_sample(K) * state.counts).astype(np.int64)
+    anchor_ranks = np.full((executor.n_shards, K), -1, np.int64)
+    for c in range(K):
+        s, local = _locate(state.shard_counts[:, c], ranks[c])
+        anchor_ranks[s, c] = local
+    shard_counts = np.array(executor.map("propose", state.params, theta, log_pi, K, _key(rng),
+                                         per_shard=list(anchor_ranks)), np.int64)
+    counts = shard_counts.sum(axis=0)
     log_ratio = float(np.sum(np.log(state.counts) - np.log(counts)))
-    if np.log(rng.random_sample()) >= log_ratio:
+    accept = bool(np.log(rng.random_sample()) < log_ratio)
+    results = executor.map("settle", accept, state.params, K)
+    if not accept:
         return False
-    state.labels = proposal
-    state.counts = counts
-    state.suff = _suff_of(likelihood, state.params, data, proposal, K)
+    state.shard_counts, state.suff = _combine(executor, results, K, likelihood.n_suff)
+    state.counts = state.shard_counts.sum(axis=0)
     return True
 
 
-def _launch(engine, likelihood, params, data, rows, i, j, rng, current=None):
-    """Two sub-clusters of ``rows`` seeded at rows ``i`` (side 0) and ``j`` (side 1).
+def _launch(state, likelihood, first, second, i, j, rng, forced=False):
+    """Two sub-clusters of the rows of clusters ``first`` and ``second`` (equal for a
+    split) seeded at rows ``i`` (side 0) and ``j`` (side 1).
 
-    Returns ``(sides, log_q, suff, counts)`` of the final pass: drawn (``current`` None),
-    or ``current``'s sides and their probability.
+    Returns ``(log_q, suff, counts, shard_counts)`` of the final pass: drawn sides, or
+    (``forced``) the current clusters as sides and their probability. The shards keep the
+    sides for :meth:`.shards.Shard.apply_split`.
     """
-    m = rows.size
-    free = np.full(m, -1, np.int64)
-    counted = np.ones(m, np.bool_)
-    for position, side in ((np.searchsorted(rows, i), 0), (np.searchsorted(rows, j), 1)):
-        free[position] = side
-        counted[position] = False
-    seeds = np.array([i, j], np.int64)
-    suff = np.zeros((2, likelihood.n_suff))
-    engine.accumulate_suff_serial(params, data, seeds, np.array([0, 1, 2], np.int64), suff)
+    engine = _engine(likelihood)
+    executor = state.executor
+    params = state.params
+    seeds = executor.map("launch_start", params, first, second, (int(i), int(j)))
+    suff = seeds[0]
+    for more in seeds[1:]:
+        suff = suff + more
+    m = int(state.counts[first] + (state.counts[second] if second != first else 0))
     log_pi = np.log([0.5, 0.5])
     theta = _draw_thetas(engine, likelihood, params, suff, rng)
-    sides = np.empty(m, np.int64)
-    chunk_log_q = np.empty(-(-m // kernels.BLOCK_ROWS))
-    two_way_pass = _kernel(engine, "two_way_pass", m)
-    accumulate_suff = _kernel(engine, "accumulate_suff", m)
     for final in [False] * LAUNCH_ITERATIONS + [True]:
-        target = current if final and current is not None else free
-        two_way_pass(params, theta, log_pi, data, rows, target, counted, _key(rng), sides,
-                     chunk_log_q)
-        order = np.argsort(sides, kind="stable")
-        n_right = int(sides.sum())
-        counts = np.array([m - n_right, n_right], np.int64)
-        suff = np.zeros((2, likelihood.n_suff))
-        accumulate_suff(params, data, rows[order], np.array([0, m - n_right, m], np.int64),
-                        suff)
+        results = executor.map("launch_pass", params, theta, log_pi, _key(rng),
+                               final and forced)
+        shard_counts = np.array([r[0] for r in results], np.int64)
+        counts = shard_counts.sum(axis=0)
+        suff = reduce_tree([r[1] for r in results], executor.n_blocks)
+        log_q = float(reduce_tree([r[2] for r in results], executor.n_blocks))
         if not final:
             log_pi = np.log(counts / m)
             theta = _draw_thetas(engine, likelihood, params, suff, rng)
-    return sides, float(chunk_log_q.sum()), suff, counts
+    return log_q, suff, counts, shard_counts
 
 
 def _log_m(engine, likelihood, params, suff):
@@ -255,42 +319,50 @@ def _log_m(engine, likelihood, params, suff):
     return out
 
 
-def split_merge(state, likelihood, pp, data, rng, n_proposals):
+def split_merge(state, likelihood, pp, rng, n_proposals):
     """Step 3: ``n_proposals`` split or merge proposals, exact Metropolis-Hastings; returns
     the number accepted."""
     engine = _engine(likelihood)
-    n = state.labels.size
+    executor = state.executor
+    n = executor.n
     params = state.params
     accepted = 0
     for _ in range(n_proposals):
         K = state.n_clusters
         i = rng.randint(n)
-        k = int(state.labels[i])
+        shard_i = executor.shard_of(i)
+        k = executor.call(shard_i, "label_at", i)
         size = int(state.counts[k])
         if rng.random_sample() < 0.5:  # split the cluster of i
             if size < 2:
                 continue
-            j = kernels.row_at_rank(state.labels, k, rng.randint(size - 1), i, True)
-            rows, _ = kernels.members_of(state.labels, k, k)
-            sides, log_q, suff, counts = _launch(engine, likelihood, params, data, rows, i, j,
-                                                 rng)
+            others = state.shard_counts[:, k].copy()
+            others[shard_i] -= 1          # j is another row of the cluster
+            s, local = _locate(others, rng.randint(size - 1))
+            j, _ = executor.call(s, "row_at_rank", k, local, i, True)
+            log_q, suff, counts, shard_counts = _launch(state, likelihood, k, k, i, j, rng)
             log_m = _log_m(engine, likelihood, params, np.vstack([suff, state.suff[k:k + 1]]))
             log_a = (log_block(pp, counts[0]) + log_block(pp, counts[1]) - log_block(pp, size)
                      + log_count(pp, K + 1) - log_count(pp, K)
                      + log_m[0] + log_m[1] - log_m[2]
                      + np.log(size - 1) - np.log(n - counts[0]) - log_q)
             if np.log(rng.random_sample()) < log_a:
-                kernels.relabel(state.labels, rows, sides, 1, K)
+                executor.map("apply_split", K)
                 state.suff = np.vstack([state.suff, suff[1:2]])
                 state.suff[k] = suff[0]
                 state.counts = np.append(state.counts, counts[1])
                 state.counts[k] = counts[0]
+                state.shard_counts = np.column_stack([state.shard_counts, shard_counts[:, 1]])
+                state.shard_counts[:, k] = shard_counts[:, 0]
                 accepted += 1
+            else:
+                executor.map("end_launch")
         else:  # merge it with the cluster of a row j outside it
             if K < 2:
                 continue
-            j = kernels.row_at_rank(state.labels, k, rng.randint(n - size), -1, False)
-            k2 = int(state.labels[j])
+            outside = executor.shard_sizes - state.shard_counts[:, k]
+            s, local = _locate(outside, rng.randint(n - size))
+            j, k2 = executor.call(s, "row_at_rank", k, local, -1, False)
             size2 = int(state.counts[k2])
             merged = state.suff[k] + state.suff[k2]
             log_m = _log_m(engine, likelihood, params,
@@ -302,33 +374,35 @@ def split_merge(state, likelihood, pp, data, rng, n_proposals):
             log_u = np.log(rng.random_sample())
             if log_u >= delta:  # q <= 1: refused whatever the launch gives
                 continue
-            rows, current = kernels.members_of(state.labels, k, k2)
-            _, log_q, _, _ = _launch(engine, likelihood, params, data, rows, i, j, rng,
-                                     current=current)
+            log_q = _launch(state, likelihood, k, k2, i, j, rng, forced=True)[0]
             if log_u < delta + log_q:
-                kernels.replace_label(state.labels, k2, k)
+                last = K - 1
+                executor.map("apply_merge", k, k2, last)
                 state.suff[k] = merged
                 state.counts[k] = size + size2
-                last = K - 1
+                state.shard_counts[:, k] += state.shard_counts[:, k2]
                 if k2 != last:  # the last cluster takes the freed label
-                    kernels.replace_label(state.labels, last, k2)
                     state.suff[k2] = state.suff[last]
                     state.counts[k2] = state.counts[last]
+                    state.shard_counts[:, k2] = state.shard_counts[:, last]
                 state.suff = state.suff[:last].copy()
                 state.counts = state.counts[:last].copy()
+                state.shard_counts = state.shard_counts[:, :last].copy()
                 accepted += 1
+            else:
+                executor.map("end_launch")
     return accepted
 
 
-def iterate(state, likelihood, pp, data, rng, *, n_split_merge=0, gibbs=True):
+def iterate(state, likelihood, pp, rng, *, n_split_merge=0, gibbs=True):
     """One iteration: restricted Gibbs (all labels, in parallel), then split/merge proposals.
 
     ``gibbs=False`` skips the restricted Gibbs step (split/merge moves alone are also a valid
     kernel). Returns the number of accepted split/merge proposals.
     """
     if gibbs:
-        restricted_gibbs(state, likelihood, pp, data, rng)
-    return split_merge(state, likelihood, pp, data, rng, n_split_merge) if n_split_merge else 0
+        restricted_gibbs(state, likelihood, pp, rng)
+    return split_merge(state, likelihood, pp, rng, n_split_merge) if n_split_merge else 0
 
 
 def log_joint(state, likelihood, prior_params):
@@ -337,7 +411,7 @@ def log_joint(state, likelihood, prior_params):
     K = state.n_clusters
     return float(_collapsed_engine(likelihood).log_joint(
         state.params, prior_params, stats, np.zeros(1), state.counts,
-        np.arange(K, dtype=np.int64), K, state.labels.size))
+        np.arange(K, dtype=np.int64), K, state.n))
 
 
 def run_chain(likelihood, prior, data, *, n_sweeps, burn_in=0, thin=1, init_labels=None,
@@ -347,15 +421,17 @@ def run_chain(likelihood, prior, data, *, n_sweeps, burn_in=0, thin=1, init_labe
     :func:`.sampler.run_chain` (``n_split_merge``: proposals per iteration). Returns a
     :class:`.sampler.ChainResult` whose ``state`` is a :class:`SubclusterState`.
 
-    ``data`` is ``likelihood.check_sampler_data(X)`` (float32 rows stay float32). The
-    BLAS under the parameter draws runs on one thread: the parallelism is numba's, over
-    blocks of rows.
+    ``data`` is ``likelihood.check_sampler_data(X)`` (float32 rows stay float32), a
+    ``dask.array`` (its chunks are sampled where they are, :class:`.shards.DaskExecutor`)
+    or an executor of :mod:`.shards`. The BLAS under the parameter draws runs on one
+    thread: the parallelism is numba's, over blocks of rows, and the shards'.
     """
     rng = check_random_state(random_state)
-    n = data.shape[0]
     if state is None:
-        labels = np.zeros(n, np.int64) if init_labels is None else init_labels
-        state = new_state(likelihood, data, labels, prior.alpha)
+        state = new_state(likelihood, data, init_labels, prior.alpha)
+    elif state.executor is None:
+        attach(state, make_executor(likelihood, data))
+    n = state.n
     samples, log_joints, alphas = [], [], []
     records = None if record is None else []
     accepted = 0
@@ -368,8 +444,7 @@ def run_chain(likelihood, prior, data, *, n_sweeps, burn_in=0, thin=1, init_labe
             for t in range(n_sweeps):
                 current = prior.with_alpha(state.alpha)
                 pp = current.kernel_params()
-                accepted += iterate(state, likelihood, pp, data, rng,
-                                    n_split_merge=n_split_merge)
+                accepted += iterate(state, likelihood, pp, rng, n_split_merge=n_split_merge)
                 log_m, stats = state.cluster_log_marginals()
                 new_params = likelihood.resample_params(
                     state.params, stats, np.zeros(1), state.counts,
@@ -415,10 +490,12 @@ def run_chains(likelihood, prior, data, *, n_chains=1, n_jobs=None, random_state
     """Independent chains (as :func:`.sampler.run_chains`, through :func:`.sampler.map_chains`)."""
     if states is None:
         states = [None] * n_chains
+    if is_dask_array(data):   # the workers run the shards: the chains one after the other
+        n_jobs = None
     per_chain = [dict(init_labels=init_labels, state=states[c]) for c in range(n_chains)]
     return map_chains(run_chain, (likelihood, prior, data), per_chain, n_jobs=n_jobs,
                       random_state=random_state, **chain_kwargs)
 
 
-__all__ = ["SubclusterState", "new_state", "restricted_gibbs", "split_merge", "iterate",
+__all__ = ["SubclusterState", "new_state", "make_executor", "attach", "restricted_gibbs", "split_merge", "iterate",
            "log_joint", "run_chain", "run_chains", "LAUNCH_ITERATIONS"]

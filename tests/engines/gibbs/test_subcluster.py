@@ -148,7 +148,7 @@ def test_split_merge_alone_matches_exact():
     rng = np.random.RandomState(0)
     samples = []
     for _ in range(6000):
-        subcluster.iterate(state, lik, prior.kernel_params(), data, rng, n_split_merge=2,
+        subcluster.iterate(state, lik, prior.kernel_params(), rng, n_split_merge=2,
                            gibbs=False)
         samples.append(state.compact_labels())
     assert np.abs(pairwise_cooccurrence(np.array(samples)) - pair_exact).max() < 0.05
@@ -232,24 +232,27 @@ def test_launch_probabilities_sum_to_one_and_match_the_drawn_split():
     X = small_data(8, seed=5)
     lik = NormalInverseWishart(kappa=0.2, hyperprior="fixed").fit(X)
     data = lik.check_sampler_data(X)
-    engine = subcluster._engine(lik)
-    params = lik.kernel_params()
-    rows = np.arange(8, dtype=np.int64)
     i, j = 2, 5
-    others = [r for r in rows if r not in (i, j)]
+    others = [r for r in range(8) if r not in (i, j)]
+
+    def launch(sides, forced):
+        state = subcluster.new_state(lik, data, sides, 1.0)
+        first, second = (0, 1) if forced else (0, 0)
+        return subcluster._launch(state, lik, first, second, i, j, np.random.RandomState(11),
+                                  forced=forced), state
+
     total = 0.0
     for bits in itertools.product((0, 1), repeat=len(others)):
         sides = np.zeros(8, np.int64)
         sides[j] = 1
         sides[others] = bits
-        _, log_q, _, _ = subcluster._launch(engine, lik, params, data, rows, i, j,
-                                            np.random.RandomState(11), current=sides)
+        (log_q, _, _, _), _ = launch(sides, True)
         total += np.exp(log_q)
     assert total == pytest.approx(1.0, rel=1e-10)
-    drawn, log_q, suff, counts = subcluster._launch(engine, lik, params, data, rows, i, j,
-                                                    np.random.RandomState(11))
-    _, again, _, _ = subcluster._launch(engine, lik, params, data, rows, i, j,
-                                        np.random.RandomState(11), current=drawn)
+    (log_q, suff, counts, _), state = launch(np.zeros(8, np.int64), False)
+    state.executor.map("apply_split", 1)
+    drawn = state.labels
+    (again, _, _, _), _ = launch(drawn, True)
     assert log_q == pytest.approx(again, rel=1e-12)
     assert counts.tolist() == [int((drawn == 0).sum()), int((drawn == 1).sum())]
     assert suff[:, 0].tolist() == counts.tolist()

@@ -1,0 +1,418 @@
+"""Shard executors of the sub-cluster sampler: the rows in one process, or on Dask workers.
+
+The sampler's driver (:mod:`.subcluster`) holds the parameters (weights, cluster
+parameters, sufficient statistics, per-shard cluster sizes); the rows, their labels and
+the launches' sub-cluster sides live in :class:`Shard` objects, each owning a contiguous
+range of rows that starts on a block boundary (see :mod:`._shard_kernels`). The driver
+runs one iteration as a few *shard maps*: every shard runs the same method on its rows and
+returns statistics only (per-cluster counts and the block-tree nodes of the sufficient
+statistics), which :func:`reduce_tree` completes into totals that do not depend on the
+sharding. Two executors run the maps:
+
+- :class:`LocalExecutor`: the shards are objects of this process (one by default); the
+  parallelism is numba's threads over blocks of rows.
+- :class:`DaskExecutor`: each shard is a Dask actor (``dask.distributed``) on the worker
+  that holds its chunk of a ``dask.array``: rows, labels and sides never leave it; per
+  iteration only parameters go to the workers and statistics come back (Dinari et al.
+  2019's design: a master holding the parameters, workers holding the data). No
+  scheduler of our own: the actors and futures are Dask's.
+
+Random numbers of the row passes are counter based (``row_uniform(key, global row)``): a
+shard shifts the pass key by its first row (:func:`shifted_key`), so that its local rows
+draw the numbers of their global indices. With the block-tree sums, the chain is the same
+bit for bit on any number of shards, workers and threads.
+"""
+
+import pickle
+import time
+
+import numpy as np
+
+from . import _shard_kernels as shard_kernels, _subcluster_kernels as kernels
+
+_GOLDEN = 0x9E3779B97F4A7C15
+_TWO_64 = 1 << 64
+
+_ENGINES = {}
+
+
+def engine_for(likelihood):
+    """The sub-cluster and block-tree kernels compiled for ``likelihood`` (memoised)."""
+    key = (likelihood.kernels, likelihood.uncollapsed_kernels)
+    engine = _ENGINES.get(key)
+    if engine is None:
+        engine = kernels.specialise(likelihood)
+        engine.block_tree_suff = shard_kernels.specialise(likelihood).block_tree_suff
+        _ENGINES[key] = engine
+    return engine
+
+
+#: Fewer rows than this are handled by the serial twins of the parallel kernels (waking
+#: threads costs more than it saves; on a loaded machine, far more).
+PARALLEL_MIN_ROWS = 2 * kernels.BLOCK_ROWS
+
+
+def kernel(engine, name, n_rows):
+    """The parallel kernel ``name``, or its serial twin below ``PARALLEL_MIN_ROWS`` rows."""
+    if name == "block_tree_suff":
+        return engine.block_tree_suff.for_work(n_rows if n_rows >= PARALLEL_MIN_ROWS else 0)
+    return getattr(engine, name if n_rows >= PARALLEL_MIN_ROWS else name + "_serial")
+
+
+def shifted_key(key, offset):
+    """The pass key that makes local row ``t`` draw the uniform of global row ``offset + t``
+    (``row_uniform`` hashes ``key + (i + 1) * golden`` modulo 2**64)."""
+    shifted = (int(key) + int(offset) * _GOLDEN) % _TWO_64
+    return np.int64(shifted - _TWO_64 if shifted >= 1 << 63 else shifted)
+
+
+def dyadic_nodes(start, stop):
+    """The maximal aligned power-of-two block ranges covering ``[start, stop)``, in order:
+    ``(level, index)`` covers blocks ``[index * 2**level, (index + 1) * 2**level)``."""
+    nodes = []
+    while start < stop:
+        level = (start & -start).bit_length() - 1 if start else (stop - start).bit_length()
+        while (1 << level) > stop - start:
+            level -= 1
+        nodes.append((level, start >> level))
+        start += 1 << level
+    return nodes
+
+
+def reduce_tree(parts, n_blocks):
+    """The total over blocks ``[0, n_blocks)`` from the shards' nodes, in the tree's order.
+
+    ``parts`` is a list of ``(nodes, values)``: a shard's :func:`dyadic_nodes` and its
+    stacked node values (``values[t]`` of ``nodes[t]``). Returns the root's value, the
+    same whichever shards computed which nodes.
+    """
+    given = {}
+    for nodes, values in parts:
+        for t, node in enumerate(nodes):
+            given[node] = values[t]
+
+    def value(level, index):
+        found = given.get((level, index))
+        if found is not None or level == 0:
+            return found
+        if index << level >= n_blocks:
+            return None
+        left = value(level - 1, 2 * index)
+        right = value(level - 1, 2 * index + 1)
+        return left if right is None else left + right
+
+    return value(max(0, (n_blocks - 1).bit_length()), 0)
+
+
+def _levels(nodes):
+    return np.array([level for level, _ in nodes], np.int64)
+
+
+class Shard:
+    """Rows ``[offset, offset + len(data))`` of the data, their labels and launch sides.
+
+    Every method takes and returns small arrays (parameters in, statistics out); the
+    rows, labels and sides stay here. Used in-process by :class:`LocalExecutor` and as a
+    Dask actor by :class:`DaskExecutor`.
+
+    Parameters
+    ----------
+    likelihood : fitted ClusterLikelihood with an uncollapsed form
+    data : ndarray of shape (n_rows, n_features)
+        The shard's rows (validated by ``likelihood.check_sampler_data``).
+    offset : int
+        Global index of the first row, a multiple of ``block_rows``.
+    block_rows : int
+        Rows per block of the sums (the same on every shard).
+    labels : ndarray of shape (n_rows,) or None
+        Initial labels ``0..K-1`` (None: all rows in cluster 0).
+    """
+
+    def __init__(self, likelihood, data, offset, block_rows, labels=None):
+        if offset % block_rows:
+            raise ValueError(f"A shard must start on a block boundary: offset {offset} is "
+                             f"not a multiple of block_rows={block_rows}.")
+        self.likelihood = likelihood
+        self.data = likelihood.check_sampler_data(data)
+        self.offset = int(offset)
+        self.block_rows = int(block_rows)
+        n = self.data.shape[0]
+        self.labels = (np.zeros(n, np.int64) if labels is None
+                       else np.ascontiguousarray(labels, dtype=np.int64))
+        first = self.offset // self.block_rows
+        self.nodes = dyadic_nodes(first, first - (-n // self.block_rows))
+        self.node_levels = _levels(self.nodes)
+        self._proposal = None
+        self._launch = None
+
+    @property
+    def engine(self):
+        return engine_for(self.likelihood)
+
+    def _suff_nodes(self, params, rows, offsets):
+        out = np.zeros((len(self.nodes), offsets.size - 1, self.likelihood.n_suff))
+        kernel(self.engine, "block_tree_suff", rows.size)(
+            params, self.data, rows, offsets, self.block_rows, self.node_levels, out)
+        return self.nodes, out
+
+    # -- whole-shard statistics ------------------------------------------------------
+    def statistics(self, params, n_clusters):
+        """Per-cluster counts of the shard and the tree nodes of its sufficient statistics."""
+        rows, offsets = kernels.group_rows(self.labels, n_clusters)
+        return np.diff(offsets), self._suff_nodes(params, rows, offsets)
+
+    def set_labels(self, labels):
+        self.labels = np.ascontiguousarray(labels, dtype=np.int64)
+
+    def get_labels(self):
+        return self.labels.astype(np.int32)
+
+    def label_at(self, row):
+        """The label of global row ``row`` (held by this shard)."""
+        return int(self.labels[row - self.offset])
+
+    def row_at_rank(self, cluster, rank, skip, inside):
+        """The ``rank``-th row of ``cluster`` here (``inside``) or outside it, other than the
+        global row ``skip``; returns ``(global row, its label)``."""
+        local = kernels.row_at_rank(self.labels, cluster, rank, skip - self.offset, inside)
+        return local + self.offset, int(self.labels[local])
+
+    # -- restricted Gibbs -------------------------------------------------------------
+    def propose(self, params, theta, log_pi, n_clusters, key, anchor_ranks):
+        """Draw every label but the anchors' (``anchor_ranks[c]``: rank of cluster ``c``'s
+        anchor among its rows here, or -1); keep the proposal, return its counts here."""
+        n = self.labels.size
+        anchors = np.full(n_clusters, -1, np.int64)
+        kernels.rows_at_ranks(self.labels, anchor_ranks, anchors)
+        pinned = np.zeros(n, np.bool_)
+        pinned[anchors[anchors >= 0]] = True
+        self._proposal = np.empty(n, np.int64)
+        block_counts = np.empty((-(-n // kernels.BLOCK_ROWS), n_clusters), np.int64)
+        kernel(self.engine, "propose_labels", n)(
+            params, theta, log_pi, n_clusters, self.data, self.labels, pinned,
+            shifted_key(key, self.offset), self._proposal, block_counts)
+        return block_counts.sum(axis=0)
+
+    def settle(self, accept, params, n_clusters):
+        """Keep (``accept``) or drop the proposal; when kept, return :meth:`statistics`."""
+        proposal, self._proposal = self._proposal, None
+        if not accept:
+            return None
+        self.labels = proposal
+        return self.statistics(params, n_clusters)
+
+    # -- split/merge launches ---------------------------------------------------------
+    def launch_start(self, params, first, second, seeds):
+        """Set up a launch on the rows of clusters ``first`` and ``second`` (equal for a
+        split) with the global seed rows ``seeds`` (side 0, side 1); return the seeds'
+        sufficient statistics held here (zeros for a seed elsewhere)."""
+        rows, current = kernels.members_of(self.labels, first, second)
+        free = np.full(rows.size, -1, np.int64)
+        counted = np.ones(rows.size, np.bool_)
+        suff = np.zeros((2, self.likelihood.n_suff))
+        for side, seed in enumerate(seeds):
+            local = seed - self.offset
+            if 0 <= local < self.labels.size:
+                position = np.searchsorted(rows, local)
+                free[position] = side
+                counted[position] = False
+                self.likelihood.uncollapsed_kernels.suff_add_rows(
+                    params, self.data, np.array([local], np.int64), suff, side)
+        self._launch = (rows, current, free, counted, np.empty(rows.size, np.int64))
+        return suff
+
+    def launch_pass(self, params, theta, log_pi, key, forced):
+        """One two-way pass (sides drawn, or ``forced`` to the current clusters); returns
+        the per-side counts here and the tree nodes of the sides' statistics and of the
+        log probability of the sides."""
+        rows, current, free, counted, sides = self._launch
+        row_log_q = np.empty(rows.size)
+        kernel(self.engine, "two_way_pass", rows.size)(
+            params, theta, log_pi, self.data, rows, current if forced else free, counted,
+            shifted_key(key, self.offset), sides, row_log_q)
+        order = np.argsort(sides, kind="stable")
+        n_right = int(sides.sum())
+        offsets = np.array([0, rows.size - n_right, rows.size], np.int64)
+        log_q = np.zeros(len(self.nodes))
+        shard_kernels.block_tree_values(rows, row_log_q, self.block_rows, self.node_levels,
+                                        log_q)
+        return np.diff(offsets), self._suff_nodes(params, rows[order], offsets), \
+            (self.nodes, log_q)
+
+    def apply_split(self, new_label):
+        """The last launch's side-1 rows take ``new_label``."""
+        rows, _, _, _, sides = self._launch
+        kernels.relabel(self.labels, rows, sides, 1, new_label)
+        self._launch = None
+
+    def apply_merge(self, kept, merged, last):
+        """Cluster ``merged`` joins ``kept``; cluster ``last`` takes the freed label."""
+        kernels.replace_label(self.labels, merged, kept)
+        if merged != last:
+            kernels.replace_label(self.labels, last, merged)
+        self._launch = None
+
+    def end_launch(self):
+        self._launch = None
+
+
+def aligned_bounds(sizes, block_rows):
+    """Shard boundaries near the cumulative ``sizes``, rounded to multiples of
+    ``block_rows`` (empty shards dropped); returns the boundary offsets."""
+    total = int(np.sum(sizes))
+    bounds = {0, total}
+    for edge in np.cumsum(sizes)[:-1]:
+        bounds.add(min(total, int(round(edge / block_rows)) * block_rows))
+    return sorted(bounds)
+
+
+class _Executor:
+    """Shard maps: ``map(name, *args, per_shard=None)`` calls method ``name`` of every
+    shard (``per_shard[s]`` appended to shard ``s``'s arguments) and returns the results
+    in shard order; ``call(s, name, *args)`` calls one shard."""
+
+    n_blocks = 0
+
+    def _set_bounds(self, bounds, block_rows):
+        self.bounds = np.asarray(bounds, np.int64)
+        self.block_rows = int(block_rows)
+        self.n = int(self.bounds[-1])
+        self.n_blocks = -(-self.n // self.block_rows)
+        self.shard_sizes = np.diff(self.bounds)
+
+    @property
+    def n_shards(self):
+        return self.shard_sizes.size
+
+    def shard_of(self, row):
+        """The shard holding global row ``row``."""
+        return int(np.searchsorted(self.bounds, row, side="right") - 1)
+
+    def labels(self):
+        """All labels, gathered (int32; for kept samples, not per iteration)."""
+        return np.concatenate(self.map("get_labels"))
+
+
+class LocalExecutor(_Executor):
+    """Shards in this process: ``n_shards`` contiguous row ranges (1: the whole data).
+
+    Parameters
+    ----------
+    likelihood : fitted ClusterLikelihood
+    data : ndarray of shape (n_samples, n_features)
+    labels : ndarray of shape (n_samples,) or None
+        Initial labels ``0..K-1`` (None: one cluster).
+    n_shards : int, default=1
+        More than one only shows (in tests) that the chain does not depend on the sharding.
+    block_rows : int, default=BLOCK_ROWS
+        Rows per block of the sums.
+    """
+
+    def __init__(self, likelihood, data, labels=None, *, n_shards=1,
+                 block_rows=kernels.BLOCK_ROWS):
+        n = data.shape[0]
+        sizes = np.full(n_shards, n // n_shards)
+        sizes[:n % n_shards] += 1
+        bounds = aligned_bounds(sizes, block_rows)
+        self._set_bounds(bounds, block_rows)
+        self.shards = [Shard(likelihood, data[a:b], a, block_rows,
+                             None if labels is None else labels[a:b])
+                       for a, b in zip(bounds[:-1], bounds[1:])]
+
+    def map(self, name, *args, per_shard=None):
+        return [getattr(shard, name)(*(args if per_shard is None else args + (per_shard[s],)))
+                for s, shard in enumerate(self.shards)]
+
+    def call(self, s, name, *args):
+        return getattr(self.shards[s], name)(*args)
+
+
+def import_distributed():
+    """``dask.array`` and ``distributed``, or an ImportError naming the extra."""
+    try:
+        import dask.array as da
+        import distributed
+    except ImportError as error:
+        raise ImportError("Sampling a dask array needs dask[array,distributed]: "
+                          'pip install "sklearn-trellis[dask]".') from error
+    return da, distributed
+
+
+def is_dask_array(X):
+    """True for a ``dask.array.Array`` (without importing dask when it is not loaded)."""
+    return type(X).__module__.split(".")[0] == "dask" and hasattr(X, "chunks")
+
+
+class DaskExecutor(_Executor):
+    """Shards as Dask actors, each on the worker holding its chunk of a ``dask.array``.
+
+    The row chunks are rechunked to block boundaries and persisted; shard ``s`` is an
+    actor created on the worker that holds chunk ``s``, from that chunk (no transfer):
+    rows, labels and launch sides stay there. ``bytes_sent`` counts the pickled size of
+    every message (arguments to each shard, results back): statistics and parameters only.
+
+    Parameters
+    ----------
+    likelihood : fitted ClusterLikelihood
+    X : dask.array.Array of shape (n_samples, n_features)
+    labels : callable or None
+        ``labels(start, stop)``: the initial labels of rows ``[start, stop)`` (computed
+        on the driver, sent once); None: one cluster.
+    client : distributed.Client, default=None
+        The default client when None (``distributed.default_client``).
+    block_rows : int, default=BLOCK_ROWS
+    """
+
+    def __init__(self, likelihood, X, labels=None, *, client=None,
+                 block_rows=kernels.BLOCK_ROWS):
+        _, distributed = import_distributed()
+        if client is None:
+            try:
+                client = distributed.default_client()
+            except ValueError as error:
+                raise ValueError("Sampling a dask array needs a dask.distributed Client "
+                                 "(e.g. distributed.Client(LocalCluster())) to run the "
+                                 "shards on its workers.") from error
+        self.client = client
+        bounds = aligned_bounds(X.chunks[0], block_rows)
+        self._set_bounds(bounds, block_rows)
+        X = client.persist(X.rechunk({0: tuple(np.diff(bounds)), 1: -1}))
+        chunks = sorted(distributed.futures_of(X), key=lambda f: f.key[1])
+        holders = client.who_has(chunks)
+        futures = [client.submit(Shard, likelihood, chunk, int(a), block_rows,
+                                 None if labels is None else labels(a, b),
+                                 workers=list(holders[chunk.key]), actor=True)
+                   for chunk, a, b in zip(chunks, bounds[:-1], bounds[1:])]
+        self.shards = [future.result() for future in futures]
+        self._futures = futures   # the actors live as long as their futures
+        self.workers = [tuple(holders[chunk.key]) for chunk in chunks]
+        self.bytes_sent = 0
+        self.seconds_waiting = 0.0
+
+    def _sized(self, value):
+        return len(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+
+    def map(self, name, *args, per_shard=None):
+        start = time.perf_counter()
+        futures = [getattr(shard, name)(*(args if per_shard is None else args + (per_shard[s],)))
+                   for s, shard in enumerate(self.shards)]
+        results = [future.result() for future in futures]
+        self.seconds_waiting += time.perf_counter() - start
+        self.bytes_sent += self.n_shards * self._sized(args) + self._sized(results)
+        if per_shard is not None:
+            self.bytes_sent += self._sized(list(per_shard))
+        return results
+
+    def call(self, s, name, *args):
+        result = getattr(self.shards[s], name)(*args).result()
+        self.bytes_sent += self._sized(args) + self._sized(result)
+        return result
+
+    def __getstate__(self):
+        raise TypeError("A DaskExecutor holds live Dask actors and cannot be pickled; "
+                        "the sub-cluster state pickles its gathered labels instead.")
+
+
+__all__ = ["Shard", "LocalExecutor", "DaskExecutor", "reduce_tree", "dyadic_nodes",
+           "shifted_key", "aligned_bounds", "engine_for", "import_distributed",
+           "is_dask_array"]
