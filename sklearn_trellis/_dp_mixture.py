@@ -16,6 +16,7 @@ from .engines.exact.binder import bayes_estimate
 from .engines.exact.grid_marginal import GridMarginalPosterior
 from .engines.gibbs import sampler as gibbs
 from .engines.gibbs import subcluster
+from .engines.gibbs.shards import import_distributed, is_dask_array
 from .models import LIKELIHOODS, make_likelihood
 from .models.likelihood import ClusterLikelihood
 from .models.priors import make_prior
@@ -28,6 +29,10 @@ from .summaries.point_estimates import point_estimate as _loss_point_estimate
 #: collapsed sweep at 1.1 sub-cluster iterations at 10,000 rows and at 2.7 at 100,000
 #: (ARI 0.95 after 20 collapsed sweeps, 1.0 after 60 sub-cluster iterations there).
 SUBCLUSTER_AUTO_SIZE = 20_000
+
+#: A dask array's data-dependent prior defaults (and k-means initialisation) are fitted on
+#: at most this many evenly spaced rows, gathered on the driver (all rows below it).
+DASK_PRIOR_ROWS = 100_000
 
 
 class DPMixture(ClusterMixin, _BaseGibbs):
@@ -268,6 +273,8 @@ default='kmeans'
         return make_prior(self.alpha, self.discount, self.n_prior_components)
 
     def _init_labels(self, X, rng):
+        if is_dask_array(X):
+            return self._dask_init_labels(X, rng)
         if not isinstance(self.init, str):
             return check_given_labels(self.init, X.shape[0])
         return initial_labels(self.init, X, rng)
@@ -288,6 +295,8 @@ default='kmeans'
         self : DPMixture
         """
         prior = self._make_prior()
+        if is_dask_array(X):
+            return self._fit_dask(X, prior)
         given = X
         self._check_warm_shape(np.shape(X))
         X = validate_data(self, X, dtype=[np.float64, np.float32],
@@ -314,6 +323,65 @@ default='kmeans'
         self.hyperparameters_ = (None if self._sample_params is None
                                  else self.model_.describe_params(self._sample_params))
         return self
+
+    def _fit_dask(self, X, prior):
+        """Fit on a ``dask.array``: the sub-cluster sampler with the rows, labels and
+        sub-cluster sides on the Dask workers (:class:`~.engines.gibbs.shards.DaskExecutor`);
+        per iteration only parameters and sufficient statistics travel."""
+        da, _ = import_distributed()
+        if self.method not in ("subcluster", "auto"):
+            raise ValueError(f"A dask array is sampled by the sub-cluster sampler only; got "
+                             f"method={self.method!r}. Use method='subcluster' (or 'auto'), "
+                             "or pass a NumPy array.")
+        if self._has_chains():
+            raise ValueError("warm_start does not continue chains on a dask array; set "
+                             "warm_start=False (or fit a NumPy array).")
+        if X.ndim != 2:
+            raise ValueError(f"Expected a 2D dask array, got {X.ndim} dimension(s).")
+        if X.dtype not in (np.float32, np.float64):
+            X = X.astype(np.float64)
+        n, n_features = (int(v) for v in X.shape)
+        if n < 1 or n_features < 1:
+            raise ValueError(f"Found array with shape {X.shape}: DPMixture needs at least one "
+                             "sample and one feature.")
+        if not bool(da.isfinite(X).all().compute()):
+            raise ValueError("Input X contains NaN or infinity.")
+        self.n_features_in_ = n_features
+        if hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        rng = check_random_state(self.random_state)
+        rows = np.unique(np.linspace(0, n - 1, min(n, DASK_PRIOR_ROWS)).astype(np.int64))
+        self._prior_rows = X[rows].compute()
+        self.model_ = make_likelihood(self.likelihood).fit(self._prior_rows)
+        self.prior_ = prior
+        if getattr(self.model_, "uncollapsed_kernels", None) is None:
+            raise ValueError(f"A dask array is sampled by the sub-cluster sampler, which needs "
+                             f"a likelihood with an uncollapsed form; "
+                             f"{type(self.model_).__name__} has none. Pass a NumPy array.")
+        self._data_fingerprint = (tuple(X.shape), np.dtype(X.dtype).str, None)
+        self._fit_gibbs(X, X, rng, None, subcluster)
+        del self._prior_rows
+        self._data = None
+        self.n_clusters_ = int(self.labels_.max()) + 1
+        self.hyperparameters_ = (None if self._sample_params is None
+                                 else self.model_.describe_params(self._sample_params))
+        return self
+
+    def _dask_init_labels(self, X, rng):
+        """Starting labels of a dask array's rows (None: one cluster). k-means is fitted on
+        the prior rows and its nearest centres are computed on the workers."""
+        if not isinstance(self.init, str):
+            return check_given_labels(self.init, X.shape[0])
+        if self.init == "one":
+            return None
+        if self.init == "kmeans":
+            from sklearn.cluster import KMeans
+            k = min(self._prior_rows.shape[0], 10)
+            kmeans = KMeans(n_clusters=k, n_init=1, random_state=rng.randint(2**31 - 1)).fit(
+                self._prior_rows)
+            return X.rechunk({1: -1}).map_blocks(kmeans.predict, drop_axis=1,
+                                                 dtype=np.int32).compute()
+        return initial_labels(self.init, np.empty((X.shape[0], 0)), rng)
 
     def _fit_exact(self, data, rng):
         if self.alpha_prior is not None:
@@ -359,6 +427,9 @@ default='kmeans'
         self._check_samples_memory(n, len(self._chains.states) if warm else self.n_chains, warm)
         hyper = gamma_hyperprior(self.alpha_prior)
         record = gibbs.record_params if self.model_.resamples_hyperparameters else None
+        dask = is_dask_array(data)
+        if dask:   # the predictive then needs each sample's statistics, not the rows
+            record = subcluster.record_statistics
         kwargs = dict(n_sweeps=self.n_sweeps, burn_in=self._burn_in(warm), thin=self.thin,
                       n_split_merge=self.n_split_merge, hyperprior=hyper,
                       verbose=self.verbose, record=record)
@@ -383,8 +454,17 @@ default='kmeans'
         chains = self._store_chains(results, self.model_, self.prior_, record=record, warm=warm,
                                     method="subcluster" if sampler is subcluster else "gibbs")
         n_params = self.model_.kernel_params().size
+        self._sample_statistics = None
+        if dask:
+            self._sample_statistics = [(suff, counts) for _, suff, counts in chains.records]
+            records = [params for params, _, _ in chains.records]
+            chains.records = records
+            if not self.model_.resamples_hyperparameters:
+                record = None
+        else:
+            records = chains.records
         self._sample_params = (None if record is None else
-                               np.array(chains.records, dtype=np.float64).reshape(-1, n_params))
+                               np.array(records, dtype=np.float64).reshape(-1, n_params))
         self.alphas_ = chains.alphas
         if (self.point_estimate == "map" or self.samples_.shape[0] == 1
                 or n > MAX_LOSS_ESTIMATE_ITEMS):
@@ -404,13 +484,19 @@ default='kmeans'
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
         data_new = self.model_.check_data(X)
-        data_train = self.model_.kernel_data(self._data)  # float64 (a float32 fit's copy)
         count = self.samples_.shape[0]
         picks = predictive_picks(count)
         for s in picks:
             pp = self.prior_.with_alpha(self.alphas_[s]).kernel_params()
             labels = self.samples_[s].astype(np.int64)
             params = None if self._sample_params is None else self._sample_params[s]
+            if self._data is None:  # a dask fit: the sample's statistics, not the rows
+                suff, counts = self._sample_statistics[s]
+                yield labels, subcluster.predictive_log_weights(
+                    self.model_, pp, self.model_.kernel_params() if params is None else params,
+                    suff, counts, data_new)
+                continue
+            data_train = self.model_.kernel_data(self._data)  # float64 (a float32 fit's copy)
             yield labels, gibbs.predictive_log_weights(self.model_, pp, data_train,
                                                        labels, data_new, params)
 
@@ -427,6 +513,8 @@ default='kmeans'
             Columns: clusters ``0..n_clusters_-1`` of ``labels_``, then "new cluster".
         """
         check_is_fitted(self)
+        if is_dask_array(X):
+            return _blockwise(X, self.predict_proba, np.float64, self.n_clusters_ + 1)
         return self._mean_predictive_proba(X)
 
     def predict(self, X):
@@ -440,6 +528,9 @@ default='kmeans'
         -------
         labels : ndarray of shape (n_new,)
         """
+        if is_dask_array(X):
+            check_is_fitted(self)
+            return _blockwise(X, self.predict, np.int64)
         return np.argmax(self.predict_proba(X), axis=1)
 
     def score_samples(self, X):
@@ -454,6 +545,8 @@ default='kmeans'
         log_density : ndarray of shape (n_new,)
         """
         check_is_fitted(self)
+        if is_dask_array(X):
+            return _blockwise(X, self.score_samples, np.float64)
         return self._mean_predictive_log_density(X)
 
     def score(self, X, y=None):
@@ -468,7 +561,18 @@ default='kmeans'
         -------
         score : float
         """
+        if is_dask_array(X):
+            return float(self.score_samples(X).mean().compute())
         return float(np.mean(self.score_samples(X)))
+
+
+def _blockwise(X, method, dtype, n_columns=None):
+    """``method`` applied to every row chunk of the dask array ``X``: a lazy dask array
+    (one row per row of ``X``; ``n_columns`` columns, or one dimension)."""
+    X = X.rechunk({1: -1})
+    if n_columns is None:
+        return X.map_blocks(method, drop_axis=1, dtype=dtype)
+    return X.map_blocks(method, chunks=(X.chunks[0], (n_columns,)), dtype=dtype)
 
 
 __all__ = ["DPMixture"]

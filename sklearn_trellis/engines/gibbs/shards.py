@@ -167,6 +167,14 @@ class Shard:
     def get_labels(self):
         return self.labels.astype(np.int32)
 
+    def first_rows(self, n_clusters):
+        """Global first row of each cluster here (``2**62`` for a cluster not here)."""
+        first = np.full(n_clusters, 1 << 62, np.int64)
+        rows, offsets = kernels.group_rows(self.labels, n_clusters)
+        present = np.diff(offsets) > 0
+        first[present] = rows[offsets[:-1][present]] + self.offset
+        return first
+
     def label_at(self, row):
         """The label of global row ``row`` (held by this shard)."""
         return int(self.labels[row - self.offset])

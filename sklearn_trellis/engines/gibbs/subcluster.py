@@ -76,7 +76,7 @@ from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
 from ..._core.labels import compact_labels
-from ...models.prior_kernels import log_block, log_count, log_weight_existing
+from ...models.prior_kernels import log_block, log_count, log_weight_existing, log_weight_new
 from . import _subcluster_kernels as kernels
 from .sampler import ChainResult, _engine as _collapsed_engine, map_chains
 from .shards import LocalExecutor, engine_for, is_dask_array, reduce_tree
@@ -414,6 +414,40 @@ def log_joint(state, likelihood, prior_params):
         np.arange(K, dtype=np.int64), K, state.n))
 
 
+def record_statistics(state):
+    """``record`` of :func:`run_chain` keeping what the posterior predictive needs of each
+    kept sample without the rows: ``(params, suff, counts)``, the clusters in order of
+    first appearance (those of :meth:`SubclusterState.compact_labels`)."""
+    first = np.min(state.executor.map("first_rows", state.n_clusters), axis=0)
+    order = np.argsort(first)
+    return state.params.copy(), state.suff[order].copy(), state.counts[order].copy()
+
+
+def predictive_log_weights(likelihood, prior_params, params, suff, counts, data_new):
+    """``(m, K+1)`` log weights of new rows joining each cluster or a new one, from the
+    clusters' sufficient statistics (as :func:`.sampler.predictive_log_weights` from rows).
+
+    Column ``k``: ``log w(N_k) + log m(X_k + x) - log m(X_k)``, then the new cluster's
+    ``log w_new(K) + log m(x)``, less the log of the prior weights' total (``n + alpha``),
+    so that ``logsumexp`` over a row is its log posterior predictive density.
+    """
+    engine = _engine(likelihood)
+    params = np.ascontiguousarray(params, dtype=np.float64)
+    m, K = data_new.shape[0], suff.shape[0]
+    rows_suff = np.zeros((m, likelihood.n_suff))
+    engine.accumulate_suff_serial(params, data_new, np.arange(m, dtype=np.int64),
+                                  np.arange(m + 1, dtype=np.int64), rows_suff)
+    log_weights = np.array([log_weight_existing(prior_params, c) for c in counts]
+                           + [log_weight_new(prior_params, K)])
+    out = np.empty((m, K + 1))
+    base = _log_m(engine, likelihood, params, np.vstack([suff, np.zeros((1, suff.shape[1]))]))
+    for c in range(K + 1):
+        joined = rows_suff + (suff[c] if c < K else 0.0)
+        out[:, c] = _log_m(engine, likelihood, params, joined) - base[c] + log_weights[c]
+    with np.errstate(divide="ignore"):
+        return out - np.logaddexp.reduce(log_weights)
+
+
 def run_chain(likelihood, prior, data, *, n_sweeps, burn_in=0, thin=1, init_labels=None,
               state=None, n_split_merge=10, hyperprior=None, random_state=None, verbose=0,
               chain_id=0, record=None):
@@ -497,5 +531,6 @@ def run_chains(likelihood, prior, data, *, n_chains=1, n_jobs=None, random_state
                       random_state=random_state, **chain_kwargs)
 
 
-__all__ = ["SubclusterState", "new_state", "make_executor", "attach", "restricted_gibbs", "split_merge", "iterate",
-           "log_joint", "run_chain", "run_chains", "LAUNCH_ITERATIONS"]
+__all__ = ["SubclusterState", "new_state", "make_executor", "attach", "restricted_gibbs",
+           "split_merge", "iterate", "log_joint", "record_statistics", "predictive_log_weights",
+           "run_chain", "run_chains", "LAUNCH_ITERATIONS"]

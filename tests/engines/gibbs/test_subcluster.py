@@ -24,11 +24,13 @@ def exact_summaries(prior, lik, X):
     return trellis.pairwise_marginals(), trellis.n_clusters_distribution()
 
 
-def check_against_exact(prior, X, n_sweeps, tol, lik=None, seed=0, **kwargs):
+def check_against_exact(prior, X, n_sweeps, tol, lik=None, seed=0, data=None, **kwargs):
+    """``data``: the rows, or a shard executor of them (default: ``X`` in one shard)."""
     lik = lik or NormalInverseWishart(kappa=0.2, hyperprior="fixed").fit(X)
     pair_exact, k_exact = exact_summaries(prior, lik, X)
     n = X.shape[0]
-    result = subcluster.run_chain(lik, prior, lik.check_sampler_data(X), n_sweeps=n_sweeps,
+    data = lik.check_sampler_data(X) if data is None else data
+    result = subcluster.run_chain(lik, prior, data, n_sweeps=n_sweeps,
                                   burn_in=50, init_labels=np.zeros(n, np.int64),
                                   random_state=seed, **kwargs)
     k = result.samples.max(axis=1) + 1

@@ -1,0 +1,176 @@
+"""The sub-cluster sampler on shards: the same chain on any sharding, in this process and on
+Dask workers (a LocalCluster), exactness with two shards, and ``DPMixture`` on dask arrays."""
+
+import sys
+
+import numpy as np
+import pytest
+
+from sklearn_trellis.engines.gibbs import subcluster
+from sklearn_trellis.engines.gibbs.shards import (LocalExecutor, aligned_bounds, dyadic_nodes,
+                                                  import_distributed, reduce_tree)
+from sklearn_trellis.models import NormalGamma, NormalInverseWishart
+from sklearn_trellis.models.priors import CRP
+
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
+
+from test_subcluster import check_against_exact, small_data  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def clients():
+    """In-process LocalClusters of 1 and 2 workers (one thread each)."""
+    opened = {}
+    for n_workers in (1, 2):
+        cluster = distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1,
+                                           processes=False, dashboard_address=":0")
+        opened[n_workers] = distributed.Client(cluster, set_as_default=False)
+    yield opened
+    for client in opened.values():
+        cluster = client.cluster
+        client.close()
+        cluster.close()
+
+
+def blobs(n_per=120, d=3, seed=4, dtype=np.float64):
+    rng = np.random.default_rng(seed)
+    return np.vstack([rng.normal(c, 1.0, (n_per, d)) for c in (0, 6, 12)]).astype(dtype)
+
+
+def chain(lik, executor, n_sweeps=6):
+    return subcluster.run_chain(lik, CRP(1.0), executor, n_sweeps=n_sweeps, burn_in=0,
+                                random_state=5, n_split_merge=4)
+
+
+def assert_same_chain(a, b):
+    np.testing.assert_array_equal(a.samples, b.samples)
+    np.testing.assert_array_equal(a.log_joints, b.log_joints)   # bit for bit
+    np.testing.assert_array_equal(a.state.suff, b.state.suff)
+
+
+def test_block_tree_total_does_not_depend_on_the_shards():
+    """Node values of any sharding complete into the same total, bit for bit."""
+    rng = np.random.default_rng(0)
+    leaves = rng.normal(size=13) * 10.0 ** rng.integers(-8, 8, 13)
+
+    def node_value(level, index):
+        values = [leaves[b] if b < leaves.size else 0.0
+                  for b in range(index << level, (index + 1) << level)]
+        while len(values) > 1:
+            values = [values[t] + values[t + 1] for t in range(0, len(values), 2)]
+        return values[0]
+
+    totals = set()
+    for bounds in ([0, 13], [0, 5, 13], [0, 1, 2, 9, 13], list(range(14))):
+        parts = []
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            nodes = dyadic_nodes(a, b)
+            parts.append((nodes, np.array([node_value(*node) for node in nodes])))
+        totals.add(float(reduce_tree(parts, 13)))
+    assert len(totals) == 1
+    assert totals.pop() == pytest.approx(leaves.sum(), rel=1e-12)
+    assert aligned_bounds([7, 7, 7], 4) == [0, 8, 16, 21]
+    assert aligned_bounds([3, 3, 3], 4) == [0, 4, 8, 9]
+
+
+def test_same_chain_on_any_number_of_local_shards():
+    X = blobs(dtype=np.float32)
+    lik = NormalInverseWishart().fit(X)
+    data = lik.check_sampler_data(X)
+    runs = [chain(lik, LocalExecutor(lik, data, n_shards=s, block_rows=16)) for s in (1, 3, 7)]
+    for other in runs[1:]:
+        assert_same_chain(runs[0], other)
+    assert runs[0].samples[-1].max() + 1 >= 3
+
+
+def test_same_chain_locally_and_on_dask_workers(clients):
+    """1 and 2 workers, different chunkings (rechunked to block boundaries): the chain of the
+    local executor, bit for bit; only statistics travel."""
+    from sklearn_trellis.engines.gibbs.shards import DaskExecutor
+    X = blobs()
+    lik = NormalInverseWishart().fit(X)
+    local = chain(lik, LocalExecutor(lik, lik.check_sampler_data(X), block_rows=16))
+    for n_workers, chunks in ((1, 360), (2, 100), (2, 37)):
+        executor = DaskExecutor(lik, da.from_array(X, chunks=(chunks, 3)),
+                                client=clients[n_workers], block_rows=16)
+        assert executor.n_shards == len(aligned_bounds(
+            da.from_array(X, chunks=(chunks, 3)).chunks[0], 16)) - 1
+        assert_same_chain(local, chain(lik, executor))
+        # parameters and statistics only: far less than the rows per iteration
+        assert executor.bytes_sent / 6 < 40 * X.nbytes
+
+
+def test_two_local_shards_match_the_exact_posterior():
+    """Two shards of tiny blocks (2 rows): co-clustering and ``P(K)`` within 0.05 of exact."""
+    X = small_data(7)
+    lik = NormalInverseWishart(kappa=0.2, hyperprior="fixed").fit(X)
+    executor = LocalExecutor(lik, lik.check_sampler_data(X), n_shards=2, block_rows=2)
+    assert executor.n_shards == 2
+    check_against_exact(CRP(1.0), X, n_sweeps=6000, tol=0.05, lik=lik, data=executor,
+                        n_split_merge=2)
+
+
+@pytest.mark.slow
+def test_two_dask_shards_match_the_exact_posterior(clients):
+    from sklearn_trellis.engines.gibbs.shards import DaskExecutor
+    X = small_data(6, seed=2)
+    lik = NormalGamma(kappa=0.2, hyperprior="fixed").fit(X)
+    executor = DaskExecutor(lik, da.from_array(X, chunks=(3, 2)), client=clients[2],
+                            block_rows=1)
+    assert executor.n_shards == 2
+    check_against_exact(CRP(1.0), X, n_sweeps=4000, tol=0.06, lik=lik, data=executor,
+                        n_split_merge=2)
+
+
+def test_dp_mixture_on_a_dask_array(clients):
+    from sklearn.metrics import adjusted_rand_score
+    from sklearn_trellis import DPMixture
+    X = blobs(n_per=100, d=2, dtype=np.float32)
+    y = np.repeat([0, 1, 2], 100)
+    dX = da.from_array(X, chunks=(128, 2))
+    with clients[2].as_current():
+        model = DPMixture(method="subcluster", n_sweeps=20, init="kmeans",
+                          random_state=0).fit(dX)
+        local = DPMixture(method="subcluster", n_sweeps=20, init="kmeans",
+                          random_state=0).fit(X)
+        assert model.method_ == "subcluster" and model._data is None
+        assert adjusted_rand_score(y, model.labels_) > 0.95
+        # the same prior, initialisation and log joints as the NumPy fit (all rows fit
+        # the priors below DASK_PRIOR_ROWS); the block sums differ, so chains may not
+        assert model.samples_.shape == local.samples_.shape
+        proba = model.predict_proba(X[:7])
+        np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+        # the predictive from the statistics is the predictive from the rows
+        np.testing.assert_allclose(proba, local.predict_proba(X[:7]), atol=0.02)
+        lazy = model.predict_proba(da.from_array(X[:7], chunks=(3, 1)))
+        np.testing.assert_allclose(lazy.compute(), proba)
+        np.testing.assert_array_equal(model.predict(dX[:50]).compute(), model.predict(X[:50]))
+        assert model.score(dX[:50]) == pytest.approx(model.score(X[:50]), rel=1e-12)
+        assert np.isfinite(model.score(X[:50]))
+
+
+def test_predictive_from_statistics_equals_the_collapsed_predictive():
+    from sklearn_trellis.engines.gibbs import sampler
+    X = small_data(30)
+    lik = NormalInverseWishart(kappa=0.3, hyperprior="fixed").fit(X)
+    labels = np.arange(30) % 3
+    state = subcluster.new_state(lik, lik.check_sampler_data(X), labels, 0.7)
+    pp = CRP(0.7).kernel_params()
+    new = small_data(5, seed=9)
+    mine = subcluster.predictive_log_weights(lik, pp, lik.kernel_params(), state.suff,
+                                             state.counts, new)
+    reference = sampler.predictive_log_weights(lik, pp, lik.kernel_data(X), labels, new)
+    np.testing.assert_allclose(mine, reference, rtol=1e-9)
+
+
+def test_dask_array_needs_the_subcluster_sampler_and_the_extra(monkeypatch):
+    from sklearn_trellis import DPMixture
+    dX = da.from_array(small_data(20), chunks=(10, 2))
+    with pytest.raises(ValueError, match="method='subcluster'"):
+        DPMixture(method="gibbs", n_sweeps=2).fit(dX)
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    with pytest.raises(ImportError, match=r'pip install "sklearn-trellis\[dask\]"'):
+        import_distributed()
+    with pytest.raises(ImportError, match=r"sklearn-trellis\[dask\]"):
+        DPMixture(method="subcluster", n_sweeps=2).fit(dX)
