@@ -15,10 +15,17 @@ Prints, in one process and with the anchors measured in the same run:
    ``BayesianGaussianMixture(n_components=100, covariance_type='diag')`` (a full covariance
    costs ``d^2 = 16,384`` multiply-adds per row and cluster, out of reach here for either).
 
+3. ``--dask``: 10^7 x 10 float32 Gaussian blobs (20 clusters; ``--dask-rows`` to change),
+   generated on the workers of a ``LocalCluster`` of 2 worker processes and never gathered
+   on the driver: seconds per sub-cluster iteration with 1 and with 2 workers (the same
+   chain in both: the figures of one seed), and the bytes sent per iteration (pickled
+   size of every message between the driver and the shards: parameters and statistics).
+   The same number of rows in one process is the anchor (``--dask-rows`` <= 10^6 only).
+
 The machine is shared: the load average is printed with every figure; compare ratios.
 
 Run: ``PYTHONPATH=$PWD python benchmarks/bench_dp_scale.py [--quick] [--iterations N]
-[--bgm-max-iter N] [--skip-embedding]`` (``--bgm-max-iter`` caps the EM iterations of
+[--bgm-max-iter N] [--skip-embedding] [--dask [--dask-rows N] [--dask-only]]`` (``--bgm-max-iter`` caps the EM iterations of
 BayesianGaussianMixture on the large blobs, whose per-iteration time is printed).
 """
 
@@ -107,6 +114,85 @@ def section_embedding(n, d, iterations):
     print(f"ratio: BGM time / subcluster time = {b_seconds / seconds:.2f}")
 
 
+def _dask_blobs_block(rows, d, k, seed, block_id=None):
+    """One chunk of the blobs, made on the worker from its block index (labels first, so
+    the driver can regenerate them alone)."""
+    rng = np.random.default_rng([seed, block_id[0]])
+    centres = np.random.default_rng(seed).uniform(-10, 10, (k, d))
+    y = rng.integers(k, size=rows)
+    return (centres[y] + rng.normal(size=(rows, d))).astype(np.float32)
+
+
+def _dask_blobs_labels(n, chunk, k, seed):
+    return np.concatenate([np.random.default_rng([seed, b]).integers(k, size=chunk)
+                           for b in range(n // chunk)])
+
+
+def section_dask(n, iterations, d=10, k=20, chunk=1_000_000, seed=0):
+    import dask.array as da
+    from distributed import Client, LocalCluster
+
+    from sklearn_trellis.engines.gibbs import subcluster
+    from sklearn_trellis.engines.gibbs.shards import DaskExecutor, LocalExecutor
+    from sklearn_trellis.models import NormalInverseWishart
+    from sklearn_trellis.models.priors import CRP
+
+    chunk = min(chunk, max(1, n // 4))   # several chunks: each worker holds some
+    n = n // chunk * chunk
+    print(f"\n== Dask: blobs {n:,} x {d} float32 ({n * d * 4 / 1e9:.2f} GB of rows), {k} "
+          f"clusters, chunks of {chunk:,} rows, made on the workers ({load()})")
+    y = _dask_blobs_labels(n, chunk, k, seed)
+    prior = CRP(1.0)
+    pp = prior.kernel_params()
+    figures = {}
+    lik = None
+    for n_workers in (1, 2):
+        with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                          memory_limit="10GB", dashboard_address=":0") as cluster, \
+                Client(cluster) as client:
+            X = da.map_blocks(_dask_blobs_block, chunk, d, k, seed, dtype=np.float32,
+                              chunks=((chunk,) * (n // chunk), (d,)))
+            if lik is None:   # the priors from evenly spaced rows, as DPMixture does
+                rows = np.unique(np.linspace(0, n - 1, min(n, 100_000)).astype(np.int64))
+                lik = NormalInverseWishart(hyperprior="fixed").fit(X[rows].compute())
+            start = time.perf_counter()
+            executor = DaskExecutor(lik, X, client=client)
+            state = subcluster.new_state(lik, executor, None, prior.alpha)
+            setup = time.perf_counter() - start
+            rng = np.random.RandomState(seed)
+            times, sent = [], []
+            for _ in range(iterations):
+                before, start = executor.bytes_sent, time.perf_counter()
+                subcluster.iterate(state, lik, pp, rng, n_split_merge=10)
+                times.append(time.perf_counter() - start)
+                sent.append(executor.bytes_sent - before)
+            ari = adjusted_rand_score(y, state.labels)
+            figures[n_workers] = (np.array(times), state.n_clusters)
+            print(f"{n_workers} worker(s), {executor.n_shards} shards: setup (persist, "
+                  f"actors, compile) {setup:.1f} s; s/iteration "
+                  + " ".join(f"{t:.2f}" for t in times)
+                  + f"; mean of the last half {np.mean(times[iterations // 2:]):.2f} s; "
+                  f"K={state.n_clusters}, ARI {ari:.4f}; bytes sent per iteration "
+                  f"{np.mean(sent) / 1e3:.1f} kB (max {max(sent) / 1e3:.1f} kB; the rows: "
+                  f"{n * d * 4 / 1e6:.0f} MB)   ({load()})")
+    same = figures[1][1] == figures[2][1]
+    print(f"ratio 1 worker / 2 workers (last half): "
+          f"{np.mean(figures[1][0][iterations // 2:]) / np.mean(figures[2][0][iterations // 2:]):.2f}"
+          f"; same K in both chains: {same}")
+    if n <= 1_000_000:   # the anchor: the same rows and chain in one process
+        X = np.concatenate([_dask_blobs_block(chunk, d, k, seed, block_id=(b,))
+                            for b in range(n // chunk)])
+        state = subcluster.new_state(lik, LocalExecutor(lik, X), None, prior.alpha)
+        rng = np.random.RandomState(seed)
+        times = []
+        for _ in range(iterations):
+            start = time.perf_counter()
+            subcluster.iterate(state, lik, pp, rng, n_split_merge=10)
+            times.append(time.perf_counter() - start)
+        print(f"one process (LocalExecutor): s/iteration "
+              + " ".join(f"{t:.2f}" for t in times) + f"; K={state.n_clusters}   ({load()})")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
@@ -114,8 +200,16 @@ def main():
     parser.add_argument("--skip-embedding", action="store_true")
     parser.add_argument("--bgm-max-iter", type=int, default=100,
                         help="EM iterations of BayesianGaussianMixture on the large blobs")
+    parser.add_argument("--dask", action="store_true",
+                        help="add the Dask section (LocalCluster of 2 worker processes)")
+    parser.add_argument("--dask-only", action="store_true", help="run the Dask section only")
+    parser.add_argument("--dask-rows", type=int, default=10_000_000)
+    parser.add_argument("--dask-iterations", type=int, default=6)
     args = parser.parse_args()
     print(f"numba threads: {__import__('numba').get_num_threads()}, {load()}")
+    if args.dask_only:
+        section_dask(args.dask_rows, args.dask_iterations)
+        return
     warm_X, _ = blobs(2000)
     subcluster_fit(warm_X, 3)                                   # compile once
     subcluster_fit(warm_X.astype(np.float32), 3, likelihood="diagonal")
@@ -126,6 +220,8 @@ def main():
     if not args.skip_embedding:
         n, d = (20_000, 64) if args.quick else (100_000, 128)
         section_embedding(n, d, args.iterations or 100)
+    if args.dask:
+        section_dask(args.dask_rows, args.dask_iterations)
 
 
 if __name__ == "__main__":

@@ -287,7 +287,13 @@ default='kmeans'
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like or dask.array.Array of shape (n_samples, n_features)
+            A dask array is sampled on the Dask workers that hold its chunks (the
+            sub-cluster sampler, ``method='subcluster'`` or ``'auto'``; needs the ``dask``
+            extra and a ``distributed.Client``): rows and labels stay on the workers, per
+            iteration only parameters and sufficient statistics travel, and the same
+            ``random_state`` gives the same chain on any number of workers. See the user
+            guide's section on Dask.
         y : Ignored
 
         Returns
@@ -505,11 +511,12 @@ default='kmeans'
 
         Parameters
         ----------
-        X : array-like of shape (n_new, n_features)
+        X : array-like or dask.array.Array of shape (n_new, n_features)
 
         Returns
         -------
         proba : ndarray of shape (n_new, n_clusters_ + 1)
+            (a lazy dask array for a dask ``X``, computed chunk by chunk).
             Columns: clusters ``0..n_clusters_-1`` of ``labels_``, then "new cluster".
         """
         check_is_fitted(self)
@@ -522,11 +529,12 @@ default='kmeans'
 
         Parameters
         ----------
-        X : array-like of shape (n_new, n_features)
+        X : array-like or dask.array.Array of shape (n_new, n_features)
 
         Returns
         -------
         labels : ndarray of shape (n_new,)
+            (a lazy dask array for a dask ``X``).
         """
         if is_dask_array(X):
             check_is_fitted(self)
@@ -538,11 +546,12 @@ default='kmeans'
 
         Parameters
         ----------
-        X : array-like of shape (n_new, n_features)
+        X : array-like or dask.array.Array of shape (n_new, n_features)
 
         Returns
         -------
         log_density : ndarray of shape (n_new,)
+            (a lazy dask array for a dask ``X``).
         """
         check_is_fitted(self)
         if is_dask_array(X):
@@ -554,7 +563,7 @@ default='kmeans'
 
         Parameters
         ----------
-        X : array-like of shape (n_new, n_features)
+        X : array-like or dask.array.Array of shape (n_new, n_features)
         y : Ignored
 
         Returns
