@@ -144,41 +144,40 @@ def test_sparse_gradient_is_derivative_of_family_log_z():
                                      rel=1e-5)
 
 
-def test_insertion_log_likelihoods_brute_force():
+@pytest.mark.parametrize("scale", ["local", 0.9])
+def test_score_is_brute_force_held_out_predictive_under_the_tree_posterior(scale):
     rng = np.random.default_rng(5)
     n, m, beta = 5, 3, 0.7
     X = rng.normal(size=(n + m, 2))
     d = pairwise_distances(X)
-    model = TrellisHierarchical(energy=ExponentialTreeEnergy(n_neighbors=2), beta=beta,
-                                n_clusters=2).fit(X[:n])
+    model = TrellisHierarchical(energy=ExponentialTreeEnergy(scale=scale, n_neighbors=2),
+                                beta=beta, n_clusters=2).fit(X[:n])
+    assert model.approximation_ is None
     energy = model.model_
-    out = energy.insertion_log_likelihoods(model._full_children, d[n:, :n], beta)
-    assert out.shape == (m, 2 * n - 1)
-    # the enlarged trees, built node by node: position v = 'above node v'
-    nodes = list(range(n))
-    for a, b in model._full_children:
-        nodes.append((nodes[a], nodes[b]))
-
-    def insert(node, target, x):
-        if node == target:
-            return (node, x)
-        if isinstance(node, tuple):
-            return (insert(node[0], target, x), insert(node[1], target, x))
-        return node
-
-    new_s = np.exp(-d[n:, :n] / np.sqrt(local_scales(d[n:, :n], 2, fitted=False)[:, None]
-                                        * energy.scale_[None, :]))
-    for v, target in enumerate(nodes):
-        enlarged = insert(nodes[-1], target, n)
-        sizes = lca_sizes(enlarged, n + 1)[n, :n]
-        expected = np.sum(np.log(beta * sizes) - beta * sizes * new_s, axis=1)
-        np.testing.assert_allclose(out[:, v], expected, rtol=1e-12)
-    # score: uniform positions, Jacobian of the distances
-    sigma_x = local_scales(d[n:, :n], 2, fitted=False)
-    tau = np.sqrt(sigma_x[:, None] * energy.scale_[None, :])
-    jac = np.sum(-d[n:, :n] / tau - np.log(tau), axis=1)
-    expected = np.mean(logsumexp(out, axis=1) - math.log(2 * n - 1) + jac)
-    assert model.score(X[n:]) == pytest.approx(expected, rel=1e-12)
+    tau = pair_scales(d[:n, :n], scale, 2)
+    s = np.exp(-d[:n, :n] / tau)
+    np.fill_diagonal(s, 0.0)
+    upper = np.triu_indices(n, 1)
+    log_p_train = (logsumexp([pair_log_likelihood(t, s, beta) for t in binary_trees(range(n))])
+                   - math.log(105) + np.sum(-d[:n, :n][upper] / tau[upper] - np.log(tau[upper])))
+    trees = binary_trees(range(n + 1))
+    expected = []
+    for x in range(n, n + m):
+        # the new item's scales: its own sigma from its distances to the fitted items
+        if scale == "local":
+            sigma_x = np.sort(d[x, :n])[1]
+            tau_x = np.sqrt(sigma_x * energy.scale_)
+        else:
+            tau_x = np.full(n, scale)
+        big = np.zeros((n + 1, n + 1))
+        big[:n, :n] = s
+        big[n, :n] = big[:n, n] = np.exp(-d[x, :n] / tau_x)
+        log_p = (logsumexp([pair_log_likelihood(t, big, beta) for t in trees])
+                 - math.log(945) + np.sum(-d[:n, :n][upper] / tau[upper] - np.log(tau[upper]))
+                 + np.sum(-d[x, :n] / tau_x - np.log(tau_x)))
+        expected.append(log_p - log_p_train)
+    assert model.score(X[n:]) == pytest.approx(np.mean(expected), rel=1e-10)
+    assert model.log_marginal_likelihood_ == pytest.approx(log_p_train, rel=1e-10)
 
 
 def test_score_exists_only_for_likelihood_energies():

@@ -14,7 +14,7 @@ from sklearn.metrics import pairwise_distances
 
 from sklearn_trellis._core.family import ClusterFamily
 from sklearn_trellis.engines import ExactHierarchicalTrellis
-from sklearn_trellis.engines.attachment.evidence import new_item_evidence
+from sklearn_trellis.engines.attachment import new_item_evidence
 from sklearn_trellis.engines.sparse.sparse_hierarchical import SparseHierarchicalTrellis
 from sklearn_trellis.models import DasguptaEnergy, ExponentialTreeEnergy, GinkgoEnergy
 
