@@ -97,7 +97,7 @@ def recovery_rows(quick=False):
 def planted_rows(quick=False):
     """ECE of predict_proba on one held-out item per draw from the model (exact trellis)."""
     n_items, beta, n_clusters = 10, 10.0, 2
-    n_draws = 100 if quick else 1000
+    n_draws = 300 if quick else 2000
     rows = []
     for setting, fitted_beta in (("beta = true beta", beta), ("beta='auto'", "auto")):
         confidence, correct = [], []
