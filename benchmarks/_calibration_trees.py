@@ -25,6 +25,8 @@ posterior) and the one ``beta='auto'`` learns (empirical Bayes).
   training points is the item's class; ``TrellisHierarchical()`` (Dasgupta,
   the default), ``energy='exponential_tree', beta='auto'`` and scikit-learn's
   ``BayesianGaussianMixture`` on the same split.
+
+``exp_tree`` in the rows is ``energy='exponential_tree'``.
 """
 
 import argparse
@@ -99,7 +101,7 @@ def planted_rows(quick=False):
     n_items, beta, n_clusters = 10, 10.0, 2
     n_draws = 300 if quick else 2000
     rows = []
-    for setting, fitted_beta in (("beta = true beta", beta), ("beta='auto'", "auto")):
+    for setting, fitted_beta in (("true beta", beta), ("beta='auto'", "auto")):
         confidence, correct = [], []
         start = time.perf_counter()
         for draw in range(n_draws):
@@ -115,8 +117,8 @@ def planted_rows(quick=False):
         seconds = time.perf_counter() - start
         ece = expected_calibration_error(confidence, correct)
         print(f"  planted exponential tree, {setting}: ECE {ece:.3f}", flush=True)
-        rows.append(dict(model=MODEL, data=f"exponential tree model N={n_items}+1 (planted)",
-                         setting=f"exponential_tree, {setting}", engine="exact", ece=ece,
+        rows.append(dict(model=MODEL, data=f"exp. tree N={n_items}+1 (planted)",
+                         setting=f"exp_tree, {setting}", engine="exact", ece=ece,
                          note=f"predict_proba; {len(correct)} of {n_draws} draws (item joins "
                               f"a cluster); confidence {np.mean(confidence):.2f}, accuracy "
                               f"{np.mean(correct):.2f}; {seconds:.0f} s"))
@@ -165,7 +167,7 @@ def real_rows(quick=False, seed=0):
         k = len(np.unique(y))
         candidates = {
             "TrellisHierarchical()": TrellisHierarchical(n_clusters=k),
-            "exponential_tree, beta='auto'": TrellisHierarchical(
+            "exp_tree, beta='auto'": TrellisHierarchical(
                 n_clusters=k, energy="exponential_tree", beta="auto"),
             "BayesianGaussianMixture": BayesianGaussianMixture(
                 n_components=k, random_state=seed, max_iter=500),
