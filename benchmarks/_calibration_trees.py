@@ -1,23 +1,35 @@
 """Rows of the calibration benchmark for ``TrellisHierarchical`` (issue 28).
 
-``recovery_rows()``: data drawn from the exponential tree model (the
+Imported by ``bench_calibration.py`` (see its docstring for the row format);
+``python benchmarks/_calibration_trees.py [--quick]`` prints the rows alone.
+
+``recovery_rows(quick)``: data drawn from the exponential tree model (the
 generative reading of Dasgupta's cost, :class:`ExponentialTreeEnergy`) at a
-known ``beta``; the ``beta`` selected by ``GridSearchCV`` with default scoring
-(held-out log predictive density) and by ``beta='auto'`` (empirical Bayes),
-with their relative errors.
+known ``beta``; the ``beta`` that ``GridSearchCV`` with default scoring
+selects (``score``: the held-out log predictive density under the tree
+posterior) and the one ``beta='auto'`` learns (empirical Bayes).
 
-``calibration_rows()``: expected calibration error (10 bins) of
-``predict_proba`` on held-out points (confidence: the largest probability;
-correct: the predicted cluster's majority class in the training labels is the
-truth), at the default settings and with ``energy='exponential_tree',
-beta='auto'``, next to scikit-learn's ``BayesianGaussianMixture``, on planted
-blobs, iris, wine and a 300 + 100 point digits subset (standardised).
-``TrellisHierarchical``'s distribution is over trees and its flat clusters are
-a cut of the MAP tree, so it has no flat pairwise marginals to calibrate.
+``calibration_rows(quick)``: expected calibration error (10 bins) of
+``predict_proba`` on held-out points; confidence is the largest probability.
 
-Run: ``python benchmarks/_calibration_trees.py`` prints both tables.
+- Planted: ``N + 1`` items drawn from the exponential tree model, the fit on
+  ``N``, the last one held out. ``predict_proba`` of
+  ``energy='exponential_tree'`` is the probability that cluster ``k`` plus
+  the new item is a node, given that it joins one of the clusters: it is
+  correct when that event holds in the true tree, and the draws in which the
+  held-out item joins none of the fitted clusters are left out (the
+  probability is conditional on that event). At the true ``beta`` and with
+  ``beta='auto'``.
+- Real data (standardised blobs, iris, wine, a 300 + 100 point digits
+  subset): correct when the predicted cluster's majority class among the
+  training points is the item's class; ``TrellisHierarchical()`` (Dasgupta,
+  the default), ``energy='exponential_tree', beta='auto'`` and scikit-learn's
+  ``BayesianGaussianMixture`` on the same split.
+
+``exp_tree`` in the rows is ``energy='exponential_tree'``.
 """
 
+import argparse
 import os
 import time
 
@@ -29,6 +41,8 @@ from sklearn.preprocessing import StandardScaler
 
 from sklearn_trellis import TrellisHierarchical
 from sklearn_trellis.models import ExponentialTreeEnergy, sample_exponential_tree
+
+MODEL = "TrellisHierarchical"
 
 
 def expected_calibration_error(confidence, correct, n_bins=10):
@@ -44,50 +58,108 @@ def expected_calibration_error(confidence, correct, n_bins=10):
     return float(total)
 
 
-def _model_distances(n_items, beta, seed):
-    """Similarities drawn from the model, as distances ``-log s`` (``scale=1`` maps back).
+def model_distances(n_items, beta, seed):
+    """Similarities and tree drawn from the model; the similarities as distances ``-log s``.
 
-    ``beta >= 10`` keeps every ``s < 1`` with probability ``1 - exp(-20)`` per pair.
+    ``scale=1`` maps the distances back to ``s``; ``beta >= 10`` keeps every
+    ``s < 1`` with probability ``1 - exp(-20)`` per pair.
     """
-    s, _ = sample_exponential_tree(n_items, beta, random_state=seed)
-    return -np.log(s + np.eye(n_items))
+    s, tree = sample_exponential_tree(n_items, beta, random_state=seed)
+    return -np.log(s + np.eye(n_items)), tree
 
 
-def recovery_rows(n_items=120, betas=(10.0, 40.0), seed=0):
+def exponential_tree_estimator(**params):
+    return TrellisHierarchical(metric="precomputed", linkage="average",
+                               energy=ExponentialTreeEnergy(scale=1.0), **params)
+
+
+def recovery_rows(quick=False):
     """GridSearchCV (default scoring) and beta='auto' against the true beta."""
+    n_items, betas, factors = ((40, (10.0,), (0.5, 0.8, 1.0, 1.25, 2.0)) if quick else
+                               (120, (10.0, 40.0), (0.5, 0.8, 0.9, 1.0, 1.1, 1.25, 2.0)))
     rows = []
     for beta in betas:
-        d = _model_distances(n_items, beta, seed)
-        estimator = TrellisHierarchical(metric="precomputed", linkage="average",
-                                        energy=ExponentialTreeEnergy(scale=1.0))
-        grid = [float(beta * f) for f in (0.25, 0.5, 0.8, 1.0, 1.25, 2.0, 4.0)]
+        d, _ = model_distances(n_items, beta, 0)
+        grid = [float(beta * f) for f in factors]
         start = time.perf_counter()
-        chosen = GridSearchCV(estimator, {"beta": grid}, cv=5).fit(d).best_params_["beta"]
-        auto = estimator.set_params(beta="auto").fit(d).beta_
-        rows.append({"model": "exponential tree (Dasgupta)", "parameter": "beta",
-                     "n_items": n_items, "true": beta, "grid_search": chosen,
-                     "rel_error_grid_search": abs(chosen - beta) / beta, "auto": auto,
-                     "rel_error_auto": abs(auto - beta) / beta,
-                     "seconds": time.perf_counter() - start})
+        chosen = GridSearchCV(exponential_tree_estimator(), {"beta": grid},
+                              cv=5).fit(d).best_params_["beta"]
+        auto = exponential_tree_estimator(beta="auto").fit(d).beta_
+        seconds = time.perf_counter() - start
+        print(f"  exponential tree recovery beta={beta}: grid {chosen:.3g}, auto {auto:.3g} "
+              f"({seconds:.0f} s)", flush=True)
+        rows.append(dict(model=MODEL, parameter="beta",
+                         data=f"exponential tree model, N={n_items}", true=beta,
+                         grid=chosen, auto=auto,
+                         note=f"energy='exponential_tree'; grid beta x {factors}, 5-fold; "
+                              f"{seconds:.0f} s"))
     return rows
 
 
-def _datasets():
+def planted_rows(quick=False):
+    """ECE of predict_proba on one held-out item per draw from the model (exact trellis)."""
+    n_items, beta, n_clusters = 10, 10.0, 2
+    n_draws = 300 if quick else 2000
+    rows = []
+    for setting, fitted_beta in (("true beta", beta), ("beta='auto'", "auto")):
+        confidence, correct = [], []
+        start = time.perf_counter()
+        for draw in range(n_draws):
+            d, tree = model_distances(n_items + 1, beta, 10_000 + draw)
+            est = exponential_tree_estimator(beta=fitted_beta, n_clusters=n_clusters)
+            est.fit(d[:n_items, :n_items])
+            proba = est.predict_proba(d[n_items:, :n_items])[0]
+            truth = _joined_cluster(tree, est.labels_, n_items)
+            if truth < 0:
+                continue
+            confidence.append(proba.max())
+            correct.append(proba.argmax() == truth)
+        seconds = time.perf_counter() - start
+        ece = expected_calibration_error(confidence, correct)
+        print(f"  planted exponential tree, {setting}: ECE {ece:.3f}", flush=True)
+        rows.append(dict(model=MODEL, data=f"exp. tree N={n_items}+1 (planted)",
+                         setting=f"exp_tree, {setting}", engine="exact", ece=ece,
+                         note=f"predict_proba; {len(correct)} of {n_draws} draws (item joins "
+                              f"a cluster); confidence {np.mean(confidence):.2f}, accuracy "
+                              f"{np.mean(correct):.2f}; {seconds:.0f} s"))
+    return rows
+
+
+def _joined_cluster(tree, labels, new_item):
+    """The fitted cluster ``k`` such that ``cluster k + new_item`` is a node of ``tree``, or -1."""
+    clusters = {tuple(np.flatnonzero(labels == k).tolist()) + (new_item,): k
+                for k in range(labels.max() + 1)}
+    found = -1
+
+    def walk(node):
+        nonlocal found
+        if not isinstance(node, tuple):
+            return [node]
+        leaves = sorted(walk(node[0]) + walk(node[1]))
+        found = clusters.get(tuple(leaves), found)
+        return leaves
+
+    walk(tree)
+    return found
+
+
+def _datasets(quick):
     rng = np.random.default_rng(0)
     X, y = make_blobs(n_samples=300, centers=3, cluster_std=1.5, random_state=0)
-    sets = {"planted blobs": (X, y)}
-    for name, loader in (("iris", load_iris), ("wine", load_wine)):
-        sets[name] = loader(return_X_y=True)
+    yield "planted blobs", X, y
+    yield "iris", *load_iris(return_X_y=True)
+    if quick:
+        return
+    yield "wine", *load_wine(return_X_y=True)
     X, y = load_digits(return_X_y=True)
     keep = rng.permutation(len(y))[:400]
-    sets["digits 400"] = (X[keep], y[keep])
-    return sets
+    yield "digits 400", X[keep], y[keep]
 
 
-def calibration_rows(seed=0):
-    """ECE of held-out predict_proba: TrellisHierarchical defaults, auto, BGM."""
+def real_rows(quick=False, seed=0):
+    """ECE of held-out predict_proba: TrellisHierarchical defaults, exponential tree, BGM."""
     rows = []
-    for name, (X, y) in _datasets().items():
+    for name, X, y in _datasets(quick):
         X = StandardScaler().fit_transform(X)
         order = np.random.default_rng(seed).permutation(len(y))
         n_train = min(300, 2 * len(y) // 3)
@@ -95,7 +167,7 @@ def calibration_rows(seed=0):
         k = len(np.unique(y))
         candidates = {
             "TrellisHierarchical()": TrellisHierarchical(n_clusters=k),
-            "TrellisHierarchical(exponential_tree, auto)": TrellisHierarchical(
+            "exp_tree, beta='auto'": TrellisHierarchical(
                 n_clusters=k, energy="exponential_tree", beta="auto"),
             "BayesianGaussianMixture": BayesianGaussianMixture(
                 n_components=k, random_state=seed, max_iter=500),
@@ -110,13 +182,24 @@ def calibration_rows(seed=0):
                                  for c in range(proba.shape[1])])
             confidence = proba.max(axis=1)
             correct = majority[proba.argmax(axis=1)] == y[test]
-            rows.append({"dataset": name, "estimator": label, "n_test": len(test),
-                         "mean_confidence": float(confidence.mean()),
-                         "accuracy": float(correct.mean()),
-                         "ece_predict_proba": expected_calibration_error(confidence, correct),
-                         "beta": getattr(fitted, "beta_", None),
-                         "seconds": time.perf_counter() - start})
+            seconds = time.perf_counter() - start
+            ece = expected_calibration_error(confidence, correct)
+            beta = getattr(fitted, "beta_", None)
+            engine = ("variational" if beta is None else
+                      "exact" if fitted.approximation_ is None else "sparse")
+            print(f"  {name}, {label}: ECE {ece:.3f}", flush=True)
+            rows.append(dict(
+                model="BayesianGaussianMixture" if beta is None else MODEL,
+                data=f"{name} ({len(train)} + {len(test)})", setting=label, engine=engine,
+                ece=ece,
+                note=f"predict_proba held out; confidence {confidence.mean():.2f}, accuracy "
+                     f"{correct.mean():.2f}" + ("" if beta is None else f", beta_={beta:.3g}")
+                     + f"; {seconds:.0f} s"))
     return rows
+
+
+def calibration_rows(quick=False):
+    return planted_rows(quick) + real_rows(quick)
 
 
 def _print(rows):
@@ -124,15 +207,15 @@ def _print(rows):
     cells = [[f"{row[key]:.4g}" if isinstance(row[key], float) else str(row[key])
               for key in keys] for row in rows]
     widths = [max(len(key), *(len(line[i]) for line in cells)) for i, key in enumerate(keys)]
-    print("  ".join(key.rjust(width) for key, width in zip(keys, widths)))
+    print("  ".join(key.ljust(width) for key, width in zip(keys, widths)))
     for line in cells:
-        print("  ".join(cell.rjust(width) for cell, width in zip(line, widths)))
+        print("  ".join(cell.ljust(width) for cell, width in zip(line, widths)))
 
 
 if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small, fast version")
+    args = parser.parse_args()
     print(f"load average: {os.getloadavg()[0]:.2f}")
-    print("Recovery (data from the exponential tree model)")
-    _print(recovery_rows())
-    print()
-    print("Calibration of predict_proba on held-out points")
-    _print(calibration_rows())
+    _print(recovery_rows(args.quick))
+    _print(calibration_rows(args.quick))

@@ -962,3 +962,13 @@ def gaussian_pair_log_predictive(w, mu_same, mu_diff, variance, alpha=None):
     marginal = gaussian_pair_log_joint(parts, w, mu_same, mu_diff, variance, alpha,
                                        n_scored=w.shape[0] - 1)
     return float(logsumexp(joint) - logsumexp(marginal))
+
+
+def insertions(tree, item):
+    """Every tree made of ``tree`` with ``item`` inserted above one of its nodes (2n - 1)."""
+    out = [(tree, item)]
+    if isinstance(tree, tuple):
+        left, right = tree
+        out += [(t, right) for t in insertions(left, item)]
+        out += [(left, t) for t in insertions(right, item)]
+    return out

@@ -392,55 +392,6 @@ class ExponentialTreeEnergy(DasguptaEnergy):
             tau = np.full(d.shape, float(self.scale_))
         return -(d / tau).sum(axis=1) - np.log(tau).sum(axis=1)
 
-    def insertion_log_likelihoods(self, children, new_data, beta):
-        """``log p(s_x | T + x at v)`` of each new item for each insertion position ``v``.
-
-        The density of the new item's similarities to the ``N`` fitted items
-        when it is inserted above node ``v`` of the fitted tree ``T`` (sibling
-        of ``v``; ``v = 2N - 2`` is above the root): the pairs ``(x, j)`` with
-        ``j`` in ``v`` meet at ``v + x``, those with ``j`` in the sibling of an
-        ancestor's child on the path meet at that ancestor plus ``x``. The
-        fitted pairs are the data conditioned on and do not enter.
-
-        Parameters
-        ----------
-        children : ndarray of shape (N - 1, 2)
-            The fitted tree, scikit-learn's encoding (node ``N + k`` at row ``k``).
-        new_data : ndarray of shape (m, N)
-            Distances (or with ``'precomputed'`` similarities) of the new items.
-        beta : float
-
-        Returns
-        -------
-        ndarray of shape (m, 2N - 1)
-        """
-        beta = float(beta)
-        self.likelihood_params(beta)
-        s = self._new_similarities(new_data)
-        m, n = s.shape
-        children = np.asarray(children, dtype=np.int64)
-        sizes = np.ones(2 * n - 1)
-        sums = np.empty((2 * n - 1, m))     # sum_{j in v} s_xj, node by node
-        sums[:n] = s.T
-        for k, (a, b) in enumerate(children):
-            sizes[n + k] = sizes[a] + sizes[b]
-            sums[n + k] = sums[a] + sums[b]
-
-        def group_term(group, top):
-            # the pairs (x, j in group) meet at top + x
-            rate = beta * (sizes[top] + 1.0)
-            return sizes[group] * math.log(rate) - rate * sums[group]
-
-        path = np.zeros((2 * n - 1, m))      # terms of the siblings along the path to v
-        for k in range(n - 2, -1, -1):       # parents before children
-            a, b = children[k]
-            path[a] = path[n + k] + group_term(b, n + k)
-            path[b] = path[n + k] + group_term(a, n + k)
-        out = np.empty((m, 2 * n - 1))
-        for v in range(2 * n - 1):
-            out[:, v] = path[v] + group_term(v, v)
-        return out
-
 
 def sample_exponential_tree(n_items, beta, random_state=None):
     """Draw a tree and similarities from the exponential tree model.

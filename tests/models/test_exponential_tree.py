@@ -19,7 +19,7 @@ from sklearn_trellis.engines import ExactHierarchicalTrellis
 from sklearn_trellis.models import (DasguptaEnergy, ExponentialTreeEnergy, GinkgoEnergy,
                                     HCCEnergy, sample_exponential_tree)
 
-from oracles import binary_trees
+from oracles import binary_trees, tree_clusters
 
 
 def lca_sizes(tree, n):
@@ -144,41 +144,88 @@ def test_sparse_gradient_is_derivative_of_family_log_z():
                                      rel=1e-5)
 
 
-def test_insertion_log_likelihoods_brute_force():
+@pytest.mark.parametrize("scale", ["local", 0.9])
+def test_score_is_brute_force_held_out_predictive_under_the_tree_posterior(scale):
     rng = np.random.default_rng(5)
     n, m, beta = 5, 3, 0.7
     X = rng.normal(size=(n + m, 2))
     d = pairwise_distances(X)
-    model = TrellisHierarchical(energy=ExponentialTreeEnergy(n_neighbors=2), beta=beta,
-                                n_clusters=2).fit(X[:n])
+    model = TrellisHierarchical(energy=ExponentialTreeEnergy(scale=scale, n_neighbors=2),
+                                beta=beta, n_clusters=2).fit(X[:n])
+    assert model.approximation_ is None
     energy = model.model_
-    out = energy.insertion_log_likelihoods(model._full_children, d[n:, :n], beta)
-    assert out.shape == (m, 2 * n - 1)
-    # the enlarged trees, built node by node: position v = 'above node v'
-    nodes = list(range(n))
-    for a, b in model._full_children:
-        nodes.append((nodes[a], nodes[b]))
+    tau = pair_scales(d[:n, :n], scale, 2)
+    s = np.exp(-d[:n, :n] / tau)
+    np.fill_diagonal(s, 0.0)
+    upper = np.triu_indices(n, 1)
+    log_p_train = (logsumexp([pair_log_likelihood(t, s, beta) for t in binary_trees(range(n))])
+                   - math.log(105) + np.sum(-d[:n, :n][upper] / tau[upper] - np.log(tau[upper])))
+    trees = binary_trees(range(n + 1))
+    expected = []
+    for x in range(n, n + m):
+        # the new item's scales: its own sigma from its distances to the fitted items
+        if scale == "local":
+            sigma_x = np.sort(d[x, :n])[1]
+            tau_x = np.sqrt(sigma_x * energy.scale_)
+        else:
+            tau_x = np.full(n, scale)
+        big = np.zeros((n + 1, n + 1))
+        big[:n, :n] = s
+        big[n, :n] = big[:n, n] = np.exp(-d[x, :n] / tau_x)
+        log_p = (logsumexp([pair_log_likelihood(t, big, beta) for t in trees])
+                 - math.log(945) + np.sum(-d[:n, :n][upper] / tau[upper] - np.log(tau[upper]))
+                 + np.sum(-d[x, :n] / tau_x - np.log(tau_x)))
+        expected.append(log_p - log_p_train)
+    assert model.score(X[n:]) == pytest.approx(np.mean(expected), rel=1e-10)
+    assert model.log_marginal_likelihood_ == pytest.approx(log_p_train, rel=1e-10)
 
-    def insert(node, target, x):
-        if node == target:
-            return (node, x)
-        if isinstance(node, tuple):
-            return (insert(node[0], target, x), insert(node[1], target, x))
-        return node
 
-    new_s = np.exp(-d[n:, :n] / np.sqrt(local_scales(d[n:, :n], 2, fitted=False)[:, None]
-                                        * energy.scale_[None, :]))
-    for v, target in enumerate(nodes):
-        enlarged = insert(nodes[-1], target, n)
-        sizes = lca_sizes(enlarged, n + 1)[n, :n]
-        expected = np.sum(np.log(beta * sizes) - beta * sizes * new_s, axis=1)
-        np.testing.assert_allclose(out[:, v], expected, rtol=1e-12)
-    # score: uniform positions, Jacobian of the distances
-    sigma_x = local_scales(d[n:, :n], 2, fitted=False)
-    tau = np.sqrt(sigma_x[:, None] * energy.scale_[None, :])
-    jac = np.sum(-d[n:, :n] / tau - np.log(tau), axis=1)
-    expected = np.mean(logsumexp(out, axis=1) - math.log(2 * n - 1) + jac)
-    assert model.score(X[n:]) == pytest.approx(expected, rel=1e-12)
+def test_predict_proba_is_brute_force_posterior_of_cluster_plus_new_item():
+    rng = np.random.default_rng(8)
+    n = 5
+    X = rng.normal(size=(n + 2, 2))
+    d = pairwise_distances(X)
+    model = TrellisHierarchical(energy=ExponentialTreeEnergy(scale=0.9), beta=1.5,
+                                n_clusters=2).fit(X[:n])
+    s = model.model_.similarity_
+    clusters = [tuple(np.flatnonzero(model.labels_ == k).tolist()) for k in range(2)]
+    trees = binary_trees(range(n + 1))
+    proba = model.predict_proba(X[n:])
+    for j, x in enumerate(range(n, n + 2)):
+        big = np.zeros((n + 1, n + 1))
+        big[:n, :n] = s
+        big[n, :n] = big[:n, n] = np.exp(-d[x, :n] / 0.9)
+        log_w = np.array([pair_log_likelihood(t, big, 1.5) for t in trees])
+        w = np.exp(log_w - logsumexp(log_w))
+        inside = np.array([sum(p for p, t in zip(w, trees)
+                               if (*c, n) in tree_clusters(t)) for c in clusters])
+        np.testing.assert_allclose(proba[j], inside / inside.sum(), rtol=1e-9)
+    assert np.array_equal(model.predict(X[n:]), proba.argmax(axis=1))
+
+
+@pytest.mark.slow
+def test_predict_proba_is_calibrated_on_data_from_the_model():
+    """Top-class calibration of one held-out item per draw of N + 1 = 9 items."""
+    n, beta = 8, 10.0
+    confidence, correct = [], []
+    for draw in range(1500):
+        s, tree = sample_exponential_tree(n + 1, beta, random_state=draw)
+        d = -np.log(s + np.eye(n + 1))
+        est = TrellisHierarchical(metric="precomputed", linkage="average", n_clusters=2,
+                                  energy=ExponentialTreeEnergy(scale=1.0), beta=beta)
+        proba = est.fit(d[:n, :n]).predict_proba(d[n:, :n])[0]
+        clusters = [tuple(np.flatnonzero(est.labels_ == k).tolist()) + (n,) for k in range(2)]
+        nodes = tree_clusters(tree)
+        truth = [k for k, c in enumerate(clusters) if c in nodes]
+        if truth:       # proba is conditional on the item joining one of the clusters
+            confidence.append(proba.max())
+            correct.append(proba.argmax() == truth[0])
+    confidence, correct = np.array(confidence), np.array(correct)
+    assert len(correct) > 300
+    bins = np.clip((confidence * 10).astype(int), 0, 9)
+    ece = sum(np.mean(bins == b) * abs(confidence[bins == b].mean() - correct[bins == b].mean())
+              for b in range(10) if np.any(bins == b))
+    assert ece < 0.05
 
 
 def test_score_exists_only_for_likelihood_energies():
@@ -243,7 +290,9 @@ def test_grid_search_default_scoring_recovers_beta_small():
 def test_grid_search_default_scoring_recovers_beta(beta):
     grid = list(beta * np.array([0.25, 0.5, 0.8, 1.0, 1.25, 2.0, 4.0]))
     chosen, auto = recovery(150, beta, grid, seed=1, cv=5)
-    assert chosen == pytest.approx(beta, rel=0.25)
+    # the model is not projective (a subsample's common ancestors are smaller):
+    # the held-out predictive selects about 0.8-0.85 of the truth (user guide)
+    assert chosen == pytest.approx(beta, rel=0.2)
     assert auto == pytest.approx(beta, rel=0.15)
 
 

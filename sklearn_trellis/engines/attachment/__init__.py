@@ -303,4 +303,7 @@ def cluster_attachment_proba(children, labels, log_weights):
     return out
 
 
-__all__ = ["AttachmentTree", "attachment_tree", "log_normalize", "cluster_attachment_proba"]
+from .evidence import new_item_evidence  # noqa: E402 (it builds on the engines above)
+
+__all__ = ["AttachmentTree", "attachment_tree", "log_normalize", "cluster_attachment_proba",
+           "new_item_evidence"]

@@ -11,6 +11,7 @@ import numpy as np
 from numba import njit
 
 from ..._core.specialise import specialise as _specialise, template
+from ..._core.subsets import logaddexp
 from .._split_potential import split_bindings, split_log_potential
 
 
@@ -68,6 +69,88 @@ def insertion_deltas(fit_stats, fitted, new_params, joined, alone, left_of, righ
                                                                v, x)
         out[j, node_of[root]] += above_root
     return out
+
+
+@template
+def insertion_evidence(fit_stats, new_params, joined, alone, ptr, left, right, psi, log_z,
+                       root, targets, log_ratio, log_inside):
+    """Log evidence of a new item over every tree of a trellis family, each position.
+
+    For new item ``j``, ``log_ratio[j] = log Y(root) - log Z(root)`` where
+    ``Y(S)`` sums ``phi`` of every tree over ``S + {x}`` that is a tree over
+    ``S`` realised by the family with ``x`` inserted above one of its nodes::
+
+        Y(S) = phi(S + x -> S, x) Z(S)
+               + sum_{S -> (L, R)} [phi(S + x -> L + x, R) Y(L) Z(R)
+                                    + phi(S + x -> L, R + x) Z(L) Y(R)]
+
+    (vertices numbered children first; ``psi`` the fitted edges' log-potentials,
+    ``-inf`` where forbidden). The enlarged whole set is ``root + x``, so the
+    root's own splits are evaluated again with it. A top-down pass gives
+    ``out_x(S)``, the completions around ``S + x``, and
+    ``log_inside[j, t] = log Y(v) + log out_x(v) - log Y(root)`` is the log
+    posterior probability that ``v = targets[t] + {x}`` is a node: that ``v``
+    is a node and ``x`` is inserted at or below it.
+    """
+    k, n_vertices = fit_stats.shape
+    stats = np.empty((k, 2 * n_vertices + 1))
+    for c in range(k):
+        for v in range(n_vertices):
+            stats[c, v] = fit_stats[c, v]
+    x = 2 * n_vertices
+    full = n_vertices + root
+    log_y = np.empty(n_vertices)
+    log_out = np.empty(n_vertices)
+    for j in range(joined.shape[0]):
+        p = new_params[j]
+        for c in range(k):
+            for v in range(n_vertices):
+                stats[c, n_vertices + v] = joined[j, c, v]
+            stats[c, x] = alone[j, c]
+        for s in range(n_vertices):
+            below = log_z[s]
+            if s == root:   # the old root no longer splits the whole set
+                below = -np.inf
+                for e in range(ptr[s], ptr[s + 1]):
+                    if psi[e] > -np.inf:
+                        below = logaddexp(below, split_log_potential(
+                            p, stats, full, s, left[e], right[e]) + log_z[left[e]]
+                            + log_z[right[e]])
+            acc = split_log_potential(p, stats, full, n_vertices + s, s, x) + below
+            for e in range(ptr[s], ptr[s + 1]):
+                if psi[e] == -np.inf:
+                    continue
+                a = left[e]
+                b = right[e]
+                acc = logaddexp(acc, split_log_potential(p, stats, full, n_vertices + s,
+                                                         n_vertices + a, b)
+                                + log_y[a] + log_z[b])
+                acc = logaddexp(acc, split_log_potential(p, stats, full, n_vertices + s,
+                                                         a, n_vertices + b)
+                                + log_z[a] + log_y[b])
+            log_y[s] = acc
+        log_ratio[j] = log_y[root] - log_z[root]
+        if targets.shape[0] == 0:
+            continue
+        for s in range(n_vertices):
+            log_out[s] = -np.inf
+        log_out[root] = 0.0
+        for s in range(n_vertices - 1, -1, -1):
+            outer = log_out[s]
+            if outer == -np.inf:
+                continue
+            for e in range(ptr[s], ptr[s + 1]):
+                if psi[e] == -np.inf:
+                    continue
+                a = left[e]
+                b = right[e]
+                log_out[a] = logaddexp(log_out[a], outer + split_log_potential(
+                    p, stats, full, n_vertices + s, n_vertices + a, b) + log_z[b])
+                log_out[b] = logaddexp(log_out[b], outer + split_log_potential(
+                    p, stats, full, n_vertices + s, a, n_vertices + b) + log_z[a])
+        for t in range(targets.shape[0]):
+            v = targets[t]
+            log_inside[j, t] = log_y[v] + log_out[v] - log_y[root]
 
 
 def specialise(split):
