@@ -67,19 +67,19 @@ def data(n, seed=0):
 
 
 class _CompileCount:
-    """Counts numba's compilations (``numba:compile`` events; cache loads are not)."""
+    """Names numba's compilations (``numba:compile`` events; cache loads are not)."""
 
     def __init__(self):
         from numba.core import event
 
         class Listener(event.Listener):
             def on_start(listener, ev):
-                self.count += 1
+                self.names.append(ev.data["dispatcher"].py_func.__qualname__)
 
             def on_end(listener, ev):
                 pass
 
-        self.count = 0
+        self.names = []
         self.listener = Listener()
 
 
@@ -140,9 +140,9 @@ def _fit(kind, n, neighbours, queue):
     wall, cpu = time.perf_counter() - start, _cpu_seconds() - cpu
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     if kind == "trellis":
-        extra += (f"; numba compilations during the measured fit: {compiles.count}"
-                  + (" (warm-up missed them: the time includes compiling)"
-                     if compiles.count else ""))
+        extra += (f"; numba compilations during the measured fit: {len(compiles.names)}"
+                  + (f" (warm-up missed {', '.join(sorted(set(compiles.names)))}: the time "
+                     "includes compiling them)" if compiles.names else ""))
     queue.put((status, wall, cpu, peak, base * 1024, extra))
 
 

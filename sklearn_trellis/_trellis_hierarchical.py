@@ -541,9 +541,9 @@ default='dasgupta'
         elif needs_distances or (plan.needs_seeds and self._graph is None):
             progress.stage(f"({n:,}, {n:,}) distances")
             distances = self._distances(X)
-        # Condensed distances (N = 20,000: 1.6 GB) feed the seeds; the energy's
-        # (N, N) matrix is lent to the linkages as their working copy, then
-        # holds the distances and becomes the similarities in place.
+        # The energy's (N, N) matrix is lent to the linkages as their working copy
+        # (with condensed distances, N = 20,000: 1.6 GB, they fill it from those),
+        # then holds the distances and becomes the similarities in place.
         square = None
         if (refill or (distances is not None and distances.ndim == 1)) and needs_distances:
             square = np.empty((n, n))

@@ -266,11 +266,13 @@ def _condensed_steps(D, n, method, Z, size, chain, state, k_start, k_stop):
     state[0], state[1] = chain_length, y
 
 
-@njit(cache=True)
 def _sorted_labelled(Z, n):
-    """scipy's last steps: merges by height (stable), then cluster ids (``label``)."""
-    order = np.argsort(Z[:, 2], kind="mergesort")
-    Z = Z[order]
+    """scipy's last steps: merges by height (stable), then cluster ids (``label``).
+
+    numpy's stable sort, not a compiled one: the same order (a stable sort of
+    the same keys is unique) without compiling numba's mergesort.
+    """
+    Z = Z[np.argsort(Z[:, 2], kind="mergesort")]
     _label(Z, n)
     return Z
 
