@@ -21,7 +21,7 @@ from ._core.budget import check_memory as check_memory_bytes
 from ._core.units import from_units, scaled_pairwise_distances, to_units, unit_exponent
 from ._core.compilation import announces_compilation
 from ._core.connectivity import check_connectivity
-from ._core.pairwise import condensed_distances, square_from_condensed
+from ._core.pairwise import condensed_distances, euclidean_square, square_from_condensed
 from ._core.progress import Progress
 from ._core.merge_heights import (HEIGHT_LINKAGES, linkage_heights, monotone_heights,
                                   order_by_height)
@@ -451,11 +451,12 @@ default='dasgupta'
                                        "samples.")
             return X
         check_memory_bytes(12 * n * n, f"the ({n}, {n}) distances and similarities of the "
-                           "energy",
-                           way_out="To go on: give a connectivity graph (Dasgupta's energy "
-                                   "then keeps O(edges) similarities), an energy on features "
-                                   "(e.g. 'ginkgo') or fewer samples.")
+                           "energy", way_out=self._dense_way_out)
         return condensed_distances(to_units(X, self._metric_exponent), self.metric)
+
+    _dense_way_out = ("To go on: give a connectivity graph (Dasgupta's energy then keeps "
+                      "O(edges) similarities), an energy on features (e.g. 'ginkgo') or "
+                      "fewer samples.")
 
     def _edge_distances(self, X):
         """Sparse (N, N) matrix of the distances on the connectivity graph's edges."""
@@ -529,17 +530,26 @@ default='dasgupta'
         # Distances feed distance-based energies and the unconstrained seeds only.
         distances = None
         on_edges = self._graph is not None and isinstance(model, DasguptaEnergy)
+        needs_distances = model.input_kind != "features"
+        # Euclidean rows: one (N, N) array, refilled by the linkages with the exact
+        # distances (no condensed copy), then the energy's similarities in place.
+        refill = (not on_edges and self._graph is None and "diana" not in names
+                  and self.metric in ("euclidean", "l2")
+                  and (needs_distances or plan.needs_seeds))
         if on_edges:           # similarities on the graph's edges only: O(edges) memory
             progress.stage("distances on the connectivity graph's edges")
             distances = self._edge_distances(X)
-        elif model.input_kind != "features" or (plan.needs_seeds and self._graph is None):
+        elif refill:
+            check_memory_bytes(8 * n * n, f"the ({n}, {n}) distances and similarities of "
+                               "the energy", way_out=self._dense_way_out)
+        elif needs_distances or (plan.needs_seeds and self._graph is None):
             progress.stage(f"({n:,}, {n:,}) distances")
             distances = self._distances(X)
-        # Condensed distances (N = 20,000: 1.6 GB) feed the seeds; the energy's
-        # (N, N) matrix is lent to the linkages as their working copy, then
-        # holds the distances and becomes the similarities in place.
+        # The energy's (N, N) matrix is lent to the linkages as their working copy
+        # (with condensed distances, N = 20,000: 1.6 GB, they fill it from those),
+        # then holds the distances and becomes the similarities in place.
         square = None
-        if distances is not None and distances.ndim == 1 and model.input_kind != "features":
+        if (refill or (distances is not None and distances.ndim == 1)) and needs_distances:
             square = np.empty((n, n))
         if plan.needs_seeds:
             progress.stage(f"seed trees ({', '.join(names)})")
@@ -553,7 +563,13 @@ default='dasgupta'
         if model.input_kind == "features":
             model.fit(X)
         elif square is not None:
-            distances = square_from_condensed(distances, square)
+            if refill:
+                rows = to_units(X, self._metric_exponent)
+                euclidean_square.for_work(n * n * X.shape[1])(rows, square)
+                distances = from_units(square, self._metric_exponent, self.metric,
+                                       out=square)
+            else:
+                distances = square_from_condensed(distances, square)
             del square
             if "copy" in inspect.signature(model.fit).parameters:
                 model.fit(distances, copy=False)

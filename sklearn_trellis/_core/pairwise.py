@@ -14,12 +14,14 @@ by a low total similarity alone. ``'precomputed'`` uses the matrix given to
 the model as the similarities themselves.
 """
 
+import math
 import numbers
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from .budget import check_memory
+from .parallel import parallel_kernel
 from .validation import check_scalar_param
 
 SIMILARITIES = ("exp", "precomputed")
@@ -122,6 +124,41 @@ def condensed_distances(X, metric="euclidean"):
             out[position:position + tail.size] = tail
             position += tail.size
             row += 1
+    return out
+
+
+#: Side of the tiles of :func:`euclidean_square` (both tiles of a pair in cache).
+_TILE = 64
+
+
+@parallel_kernel
+def euclidean_square(X, out):
+    """Fill ``out`` (N, N) with the euclidean distances of ``X``'s rows, zero diagonal.
+
+    Each distance is scipy's ``pdist`` value bit for bit (the squared
+    differences summed feature by feature in order, then the square root), so
+    trees built from it are those built from ``pdist``. Tiles of ``_TILE``
+    rows against ``_TILE`` rows, both halves of the matrix written at once:
+    about half ``pdist``'s time and no condensed copy. Run as
+    ``euclidean_square.for_work(N * N * n_features)(X, out)``.
+    """
+    n, d = X.shape
+    blocks = (n + _TILE - 1) // _TILE
+    for b in prange(blocks * blocks):
+        bi, bj = b // blocks, b % blocks
+        if bj < bi:
+            continue
+        for i in range(bi * _TILE, min(bi * _TILE + _TILE, n)):
+            if bi == bj:
+                out[i, i] = 0.0
+            for j in range(max(bj * _TILE, i + 1), min(bj * _TILE + _TILE, n)):
+                total = 0.0
+                for k in range(d):
+                    step = X[i, k] - X[j, k]
+                    total += step * step
+                value = math.sqrt(total)
+                out[i, j] = value
+                out[j, i] = value
     return out
 
 

@@ -104,16 +104,17 @@ def check_children(children, n_items, *, what="seed tree"):
         if not np.all(np.equal(np.mod(children, 1), 0)):
             raise TypeError(f"A {what}'s `children_` must hold integer node ids.")
     children = children.astype(np.int64)
-    n_nodes = 2 * n_items - 1
-    seen = np.zeros(n_nodes, dtype=bool)
-    for row, (a, b) in enumerate(children.tolist()):
-        for child in (a, b):
-            # Nodes are numbered like scikit-learn: leaves 0..N-1, merge k is N + k.
-            if not 0 <= child < n_items + row or seen[child]:
-                raise ValueError(
-                    f"Invalid {what}: merge {row} uses node {child}, which is not a "
-                    "leaf or an earlier merge, or was already merged.")
-            seen[child] = True
+    # Nodes are numbered like scikit-learn: leaves 0..N-1, merge k is N + k; in
+    # row order, every child must exist already and not have been merged before.
+    flat = children.ravel()
+    bad = (flat < 0) | (flat >= n_items + np.arange(flat.size) // 2)
+    order = np.argsort(flat, kind="stable")
+    bad[order[1:]] |= flat[order[1:]] == flat[order[:-1]]    # a later use of a node
+    if bad.any():
+        first = int(np.argmax(bad))
+        raise ValueError(
+            f"Invalid {what}: merge {first // 2} uses node {flat[first]}, which is not a "
+            "leaf or an earlier merge, or was already merged.")
     return children
 
 

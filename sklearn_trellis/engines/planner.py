@@ -142,7 +142,9 @@ class HierarchicalPlan:
             The distances of the unconstrained trees, square or condensed
             (condensed ones are taken to be ``metric``'s distances of ``X``'s
             rows by :func:`~sklearn_trellis._core.pairwise.condensed_distances`,
-            and Ward's tree reuses them when euclidean).
+            and Ward's tree reuses them when euclidean). ``None`` with a
+            euclidean ``metric``: the linkages compute ``X``'s distances into
+            ``work`` (``'diana'`` needs them given).
         connectivity : sparse matrix, optional
             The trees are then scikit-learn's connectivity-constrained ones.
         metric : str or callable, default='euclidean'
@@ -160,6 +162,9 @@ class HierarchicalPlan:
         if connectivity is not None:
             return cache(constrained_linkage_trees)(seed_linkages, X, connectivity, metric)[0]
         features = X if metric in ("euclidean", "l2") else None
+        if distances is None:     # euclidean rows: the linkages compute their distances
+            return cache(linkage_trees, ignore=["progress", "work"])(
+                seed_linkages, None, features, progress=progress, work=work)[0]
         condensed = distances.ndim == 1
         return cache(linkage_trees, ignore=["progress", "work"])(
             seed_linkages, distances if condensed else upper_triangle(distances), features,

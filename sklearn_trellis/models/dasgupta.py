@@ -128,7 +128,7 @@ class DasguptaEnergy(SplitModel):
         w, self.scale_ = similarity_from_distances(data, self.similarity, self.scale,
                                                    return_scale=True, copy=copy,
                                                    n_neighbors=self.n_neighbors)
-        if np.any(w < 0):
+        if w.size and w.min() < 0:  # a reduction: no (N, N) temporary
             raise ValueError("Dasgupta's cost needs non-negative similarities.")
         self.similarity_ = w
         self.n_items_ = w.shape[0]

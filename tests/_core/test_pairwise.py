@@ -48,3 +48,15 @@ def test_similarities_overwrite_the_distances_only_when_allowed():
 def squareform_of(condensed, n):
     from scipy.spatial.distance import squareform
     return squareform(condensed).astype(np.float64)
+
+
+@pytest.mark.parametrize("twin", ["serial", "parallel"])
+@pytest.mark.parametrize("shape", [(1, 3), (2, 1), (64, 2), (131, 7), (90, 40)])
+def test_euclidean_square_is_pdist_bit_for_bit(twin, shape):
+    from scipy.spatial.distance import pdist, squareform
+
+    from sklearn_trellis._core.pairwise import euclidean_square
+    rng = np.random.default_rng(shape[0])
+    X = rng.normal(size=shape) * 10.0 ** rng.uniform(-3, 3, size=shape[1])
+    out = getattr(euclidean_square, twin)(X, np.full((shape[0],) * 2, np.nan))
+    np.testing.assert_array_equal(out, squareform(pdist(X)))

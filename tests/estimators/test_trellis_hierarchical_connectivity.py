@@ -277,7 +277,7 @@ def test_dasgupta_on_graph_edges_equals_the_dense_energy_masked_to_the_graph():
 def test_memory_refusals_come_before_allocation_and_say_how_to_go_on(monkeypatch):
     import sklearn_trellis._core.budget as budget
     monkeypatch.setattr(budget, "available_memory_bytes", lambda: 50_000)
-    X = np.random.default_rng(0).normal(size=(60, 3))
+    X = np.random.default_rng(0).normal(size=(80, 3))      # (N, N) float64: 51.2 kB
     with pytest.raises(ValueError, match="Not enough memory.*To go on: give a connectivity"):
         TrellisHierarchical().fit(X)
     with pytest.raises(ValueError, match="Not enough memory"):

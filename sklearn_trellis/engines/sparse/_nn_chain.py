@@ -21,7 +21,7 @@ import numpy as np
 from numba import njit
 
 from ..._core.budget import check_memory
-from ..._core.pairwise import finite_nonnegative, square_from_condensed
+from ..._core.pairwise import euclidean_square, finite_nonnegative, square_from_condensed
 from ..._core.union_find import find_root
 
 #: Linkage codes of :func:`nn_chain_linkage`.
@@ -80,7 +80,12 @@ def nn_chain_linkage(dists, n, method, square=None, progress=None, work=None):
         D = square_from_condensed(dists, np.empty((n, n)) if work is None else work)
     else:
         D = dists.copy()
-    steps = _square_steps if square else _condensed_steps
+    return _run_chain(D, n, method, _square_steps if square else _condensed_steps, progress)
+
+
+def _run_chain(D, n, method, steps, progress):
+    """The chain's merges on the working copy ``D`` (overwritten), in chunks, then
+    scipy's sort and labels."""
     Z = np.empty((n - 1, 4))
     size = np.ones(n, np.int64)
     chain = np.empty(n, np.int64)
@@ -90,8 +95,78 @@ def nn_chain_linkage(dists, n, method, square=None, progress=None, work=None):
         steps(D, n, method, Z, size, chain, state, k, min(k + chunk, n - 1))
         if progress is not None:
             progress.update(min(k + chunk, n - 1), n - 1, "merges")
-    del D
     return _sorted_labelled(Z, n)
+
+
+def euclidean_linkage_matrices(methods, X, work, progress=None):
+    """scipy's linkage matrices of the euclidean distances of ``X``'s rows, in order.
+
+    The same matrices as :func:`linkage_matrices` on ``pdist(X)``, from one
+    ``(N, N)`` float64 array ``work`` (overwritten) and no condensed copy:
+    :func:`~sklearn_trellis._core.pairwise.euclidean_square` fills it with
+    ``pdist``'s values (bit for bit), single linkage (scipy's minimum spanning
+    tree) reads it, and each chain (average, complete, Ward) works on a fresh
+    fill. Recomputing the distances costs less than copying them from a
+    condensed vector would save, and halves the memory.
+
+    Parameters
+    ----------
+    methods : list of str
+        Names among ``'single'`` and :data:`NN_CHAIN_METHODS`.
+    X : ndarray of shape (N, n_features)
+        Finite float64 rows.
+    work : ndarray of shape (N, N)
+        float64 scratch space.
+    progress : Progress, optional
+        A stage line per linkage, throttled progress lines within each chain.
+    """
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    n = X.shape[0]
+    fill = euclidean_square.for_work(n * n * max(X.shape[1], 1))
+    found = {}
+    filled = False
+    if "single" in methods:
+        if progress is not None:
+            progress.stage(f"single linkage of {n:,} items")
+        fill(X, work)
+        filled = True
+        found["single"] = _sorted_labelled(_mst_single_square(work), n)
+    for method in methods:
+        if method == "single":
+            continue
+        if progress is not None:
+            progress.stage(f"{method} linkage of {n:,} items")
+        if not filled:
+            fill(X, work)
+        filled = False
+        found[method] = _run_chain(work, n, NN_CHAIN_METHODS[method], _square_steps, progress)
+    return [found[method] for method in methods]
+
+
+@njit(cache=True, nogil=True)
+def _mst_single_square(D):
+    """scipy's ``mst_single_linkage`` (Prim's tree, same comparisons) reading the rows
+    of a square distance matrix (not modified); the merges before sorting."""
+    n = D.shape[0]
+    Z = np.empty((n - 1, 4))
+    merged = np.zeros(n, np.bool_)
+    nearest = np.full(n, np.inf)
+    x, y = 0, 0
+    for k in range(n - 1):
+        current_min = np.inf
+        merged[x] = True
+        row = D[x]
+        for i in range(n):
+            if merged[i]:
+                continue
+            if nearest[i] > row[i]:
+                nearest[i] = row[i]
+            if nearest[i] < current_min:
+                y = i
+                current_min = nearest[i]
+        Z[k, 0], Z[k, 1], Z[k, 2] = x, y, current_min
+        x = y
+    return Z
 
 
 @njit(cache=True, nogil=True)
@@ -191,11 +266,13 @@ def _condensed_steps(D, n, method, Z, size, chain, state, k_start, k_stop):
     state[0], state[1] = chain_length, y
 
 
-@njit(cache=True)
 def _sorted_labelled(Z, n):
-    """scipy's last steps: merges by height (stable), then cluster ids (``label``)."""
-    order = np.argsort(Z[:, 2], kind="mergesort")
-    Z = Z[order]
+    """scipy's last steps: merges by height (stable), then cluster ids (``label``).
+
+    numpy's stable sort, not a compiled one: the same order (a stable sort of
+    the same keys is unique) without compiling numba's mergesort.
+    """
+    Z = Z[np.argsort(Z[:, 2], kind="mergesort")]
     _label(Z, n)
     return Z
 
@@ -265,4 +342,5 @@ def linkage_matrices(jobs, n_threads=2, progress=None, work=None):
     return out
 
 
-__all__ = ["NN_CHAIN_METHODS", "linkage_matrices", "nn_chain_linkage"]
+__all__ = ["NN_CHAIN_METHODS", "euclidean_linkage_matrices", "linkage_matrices",
+           "nn_chain_linkage"]

@@ -92,8 +92,10 @@ def linkage_trees(names, dissimilarities, X=None, progress=None, work=None, eucl
     ----------
     names : list of str
         Linkage names (``check_linkages``); ``'diana'`` is the divisive tree.
-    dissimilarities : ndarray
-        Condensed dissimilarities of the items (every tree but Ward's).
+    dissimilarities : ndarray or None
+        Condensed dissimilarities of the items (every tree but Ward's); ``None``:
+        the euclidean distances of ``X``'s rows, computed into ``work`` by
+        :func:`linkage_seed_trees` (no condensed copy).
     X : ndarray of shape (N, n_features), optional
         Feature rows for Ward's linkage (euclidean); without them Ward is skipped.
     progress : Progress, optional
@@ -113,6 +115,11 @@ def linkage_trees(names, dissimilarities, X=None, progress=None, work=None, eucl
         The linkage of each tree, in the same order.
     """
     others = [name for name in names if name not in ("ward", "diana")]
+    if dissimilarities is None:     # euclidean rows only: one square array, no condensed one
+        if "diana" in names:
+            raise ValueError("The 'diana' seed tree needs the dissimilarities.")
+        built = others + (["ward"] if "ward" in names else [])
+        return linkage_seed_trees(X, linkage=built, progress=progress, work=work), built
     trees = (linkage_seed_trees(distances=dissimilarities, linkage=others, progress=progress,
                                 work=work) if others else [])
     if "diana" in names:  # the divisive tree of the same dissimilarities

@@ -24,7 +24,7 @@ from ..._core.budget import check_memory
 from ..._core.pairwise import check_pairwise_matrix, finite_nonnegative, upper_triangle
 from ..._core.trees import check_children, leaf_order, scipy_to_children, tree_to_postorder_children
 from ..map.search import beam_search_trees
-from ._nn_chain import linkage_matrices
+from ._nn_chain import euclidean_linkage_matrices, linkage_matrices
 
 #: The linkages ``'all'`` names, in this order.
 LINKAGES = ("single", "average", "complete", "ward")
@@ -61,6 +61,16 @@ def _condensed_from_square(distances):
 
 
 
+def _square_fits(n, work):
+    """Whether the linkages of ``n`` points get a square ``(n, n)`` working array."""
+    if work is not None:
+        return True
+    try:
+        check_memory(8 * n * n, "a square working copy of the distances")
+    except ValueError:
+        return False
+    return True
+
 
 def linkage_seed_trees(X=None, *, distances=None, linkage="all", metric="euclidean",
                        progress=None, work=None):
@@ -89,6 +99,7 @@ default='all'
     work : ndarray of shape (N, N), optional
         float64 scratch space for the linkages' square working copy (overwritten):
         a caller that needs an N x N array afterwards lends it, and no other is made.
+        With euclidean ``X`` it is all the memory of size N x N the linkages use.
 
     Returns
     -------
@@ -97,12 +108,16 @@ default='all'
 
     Notes
     -----
-    The condensed distance matrix is computed once and shared by the
-    linkages: ``4 N (N - 1)`` bytes (400 MB at ``N = 10,000``). Average,
-    complete and Ward linkage (scipy's nearest-neighbour chain, compiled
-    without the GIL in the private module ``_nn_chain``) each work on a square
-    copy when it fits (``8 N**2`` bytes; twice as fast as scipy's condensed
-    one), else on a condensed copy. The memory is checked before anything is allocated.
+    With euclidean ``X``, the linkages share one square ``(N, N)`` array
+    (``8 N**2`` bytes, ``work`` if given) refilled with ``pdist``'s distances
+    (bit for bit) before each nearest-neighbour chain; no condensed copy is
+    made. Otherwise the condensed distance matrix is computed once and shared
+    by the linkages: ``4 N (N - 1)`` bytes (400 MB at ``N = 10,000``), and
+    average, complete and Ward linkage (scipy's nearest-neighbour chain,
+    compiled without the GIL in the private module ``_nn_chain``) each work on
+    a square copy when it fits (``8 N**2`` bytes; twice as fast as scipy's
+    condensed one), else on a condensed copy. The memory is checked before
+    anything is allocated.
 
     Examples
     --------
@@ -131,6 +146,11 @@ default='all'
             raise ValueError("X has no rows.")
         if n == 1:
             return [np.zeros((0, 2), dtype=np.int64) for _ in names]
+        if metric in ("euclidean", "l2") and _square_fits(n, work):
+            # One (N, N) array refilled with pdist's values: no condensed copy.
+            work = np.empty((n, n)) if work is None else work
+            return [scipy_to_children(Z) for Z in
+                    euclidean_linkage_matrices(names, X, work, progress=progress)]
         # pdist output, plus scipy's working copy for all but single linkage.
         check_memory(8 * (n * (n - 1) // 2) * 2, f"the distances of {n} points")
         condensed = pdist(X, metric=metric)

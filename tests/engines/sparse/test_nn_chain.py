@@ -5,7 +5,8 @@ import pytest
 from scipy.cluster.hierarchy import linkage
 from scipy.spatial.distance import pdist
 
-from sklearn_trellis.engines.sparse._nn_chain import linkage_matrices, nn_chain_linkage
+from sklearn_trellis.engines.sparse._nn_chain import (euclidean_linkage_matrices, linkage_matrices,
+                                                     nn_chain_linkage)
 
 
 def _condensed():
@@ -74,3 +75,23 @@ def test_chain_in_a_lent_working_array_gives_scipys_matrix():
         np.testing.assert_array_equal(got, linkage(condensed, method=method))
     got = linkage_matrices([("single", condensed), ("complete", condensed)], work=work)
     np.testing.assert_array_equal(got[1], linkage(condensed, method="complete"))
+
+
+def _rows():
+    rng = np.random.default_rng(3)
+    yield "gaussian", rng.normal(size=(150, 3))
+    yield "ties", rng.integers(0, 4, size=(140, 2)).astype(float)     # equal distances
+    yield "duplicates", np.repeat(rng.normal(size=(30, 2)), 3, axis=0)
+    yield "wide", rng.normal(size=(70, 67)) * 1e-3                    # more than a tile
+    yield "two", np.array([[0.0], [1.5]])
+
+
+@pytest.mark.parametrize("case", list(_rows()), ids=lambda c: c[0])
+def test_euclidean_linkages_from_one_square_array_are_scipys(case):
+    _, X = case
+    n = X.shape[0]
+    methods = ["ward", "single", "complete", "average"]   # any order, single anywhere
+    work = np.full((n, n), np.nan)
+    got = euclidean_linkage_matrices(methods, X, work)
+    for method, Z in zip(methods, got):
+        np.testing.assert_array_equal(Z, linkage(pdist(X), method=method))
