@@ -11,10 +11,11 @@ from scipy.special import logsumexp
 from sklearn.model_selection import GridSearchCV, KFold
 
 from oracles import (family_partitions, gaussian_pair_log_evidence, gaussian_pair_log_joint,
-                     gaussian_pair_log_predictive)
+                     gaussian_pair_log_predictive, set_partitions)
 from sklearn_trellis import ExactCorrelationClustering
-from sklearn_trellis.models.gaussian_pairs import (evidence_gradient, log_bell, noise_variance,
-                                                   pair_moments)
+from sklearn_trellis.engines.gaussian_pair_evidence import expected_n_clusters
+from sklearn_trellis.models.gaussian_pairs import (evidence_gradient, log_alpha_gradient,
+                                                   log_bell, noise_variance, pair_moments)
 
 PRIORS = [None, 0.7]
 
@@ -56,8 +57,59 @@ def test_evidence_matches_enumeration(n, seed, alpha):
         assert est.log_evidence_ == pytest.approx(0.0, abs=1e-12)   # no pair, no data
         return
     mu_same, mu_diff = pair_means(est)
+    assert est.alpha_ == alpha
     assert est.log_evidence_ == pytest.approx(
         gaussian_pair_log_evidence(s, mu_same, mu_diff, est.noise_variance_, alpha), abs=1e-9)
+
+
+@pytest.mark.parametrize("params", [dict(), dict(beta="auto"),
+                                    dict(beta="auto", center="auto")])
+@pytest.mark.parametrize("n, seed", [(3, 30), (6, 31), (7, 32)])
+def test_learned_alpha_evidence_matches_enumeration(n, seed, params):
+    s = random_similarity(np.random.default_rng(seed), n)
+    est = ExactCorrelationClustering(beta=1.0, affinity="precomputed", center=False,
+                                     alpha="auto").set_params(**params).fit(s)
+    assert est.alpha == "auto" and 0 < est.alpha_ < np.inf
+    mu_same, mu_diff = pair_means(est)
+    assert est.log_evidence_ == pytest.approx(
+        gaussian_pair_log_evidence(s, mu_same, mu_diff, est.noise_variance_, est.alpha_),
+        abs=1e-9)
+    # a maximum in alpha: the gradient vanishes there, or alpha sits on a bound
+    assert log_alpha_gradient(est.alpha_, n, expected_n_clusters(est._trellis)) == \
+        pytest.approx(0.0, abs=1e-3)
+
+
+@pytest.mark.parametrize("alpha", [0.3, 2.0])
+def test_alpha_gradient_matches_enumeration_and_finite_differences(alpha):
+    s = random_similarity(np.random.default_rng(33), 6)
+
+    def fit(a):
+        return ExactCorrelationClustering(beta=0.8, affinity="precomputed", center=False,
+                                          alpha=a).fit(s)
+    est = fit(alpha)
+    parts = set_partitions(6)
+    mu_same, mu_diff = pair_means(est)
+    joint = gaussian_pair_log_joint(parts, s, mu_same, mu_diff, est.noise_variance_, alpha)
+    posterior = np.exp(joint - logsumexp(joint))
+    n_clusters = parts.max(axis=1) + 1
+    assert expected_n_clusters(est._trellis) == pytest.approx(posterior @ n_clusters,
+                                                              abs=1e-10)
+    h = 1e-5   # the noise variance depends on beta only, so it stays fixed here
+    numeric = (fit(alpha * np.exp(h)).log_evidence_
+               - fit(alpha * np.exp(-h)).log_evidence_) / (2 * h)
+    assert log_alpha_gradient(alpha, 6, expected_n_clusters(est._trellis)) == \
+        pytest.approx(numeric, rel=1e-6, abs=1e-7)
+
+
+def test_alpha_auto_sparse_runs_on_the_family():
+    s = random_similarity(np.random.default_rng(34), 9)
+    est = ExactCorrelationClustering(beta=1.0, affinity="precomputed", method="sparse",
+                                     alpha="auto").fit(s)
+    fixed = ExactCorrelationClustering(beta=1.0, affinity="precomputed", method="sparse",
+                                       alpha=est.alpha_).fit(s)
+    assert fixed.log_evidence_ == pytest.approx(est.log_evidence_, abs=1e-9)
+    assert log_alpha_gradient(est.alpha_, 9, expected_n_clusters(est._trellis)) == \
+        pytest.approx(0.0, abs=1e-3)
 
 
 @pytest.mark.parametrize("alpha", PRIORS)
