@@ -13,6 +13,7 @@ from sklearn.model_selection import GridSearchCV, KFold
 from oracles import (family_partitions, gaussian_pair_log_evidence, gaussian_pair_log_joint,
                      gaussian_pair_log_predictive, set_partitions)
 from sklearn_trellis import ExactCorrelationClustering
+from sklearn_trellis.datasets import make_gaussian_pairs
 from sklearn_trellis.engines.gaussian_pair_evidence import expected_n_clusters
 from sklearn_trellis.models.gaussian_pairs import (evidence_gradient, log_alpha_gradient,
                                                    log_bell, noise_variance, pair_moments)
@@ -33,16 +34,10 @@ def pair_means(est):
     return est.affinity_offset_ + half_gap, est.affinity_offset_ - half_gap
 
 
-def draw_gaussian_pairs(rng, n, mu, variance, alpha):
-    """Affinities drawn from the model: a CRP(alpha) partition, then N(+-mu, variance) pairs."""
-    labels = [0]
-    for _ in range(1, n):
-        weights = np.r_[np.bincount(labels), alpha]
-        labels.append(rng.choice(weights.size, p=weights / weights.sum()))
-    labels = np.asarray(labels)
-    same = labels[:, None] == labels[None, :]
-    w = np.triu(np.where(same, mu, -mu) + np.sqrt(variance) * rng.standard_normal((n, n)), 1)
-    return w + w.T, labels
+def draw_gaussian_pairs(seed, n, beta, alpha):
+    """Affinities drawn from the model (CRP(alpha) partition, pairs N(+-beta, 1)) and labels."""
+    data = make_gaussian_pairs(n, beta=beta, alpha=alpha, random_state=seed)
+    return data.affinity, data.target
 
 
 @pytest.mark.parametrize("alpha", PRIORS)
@@ -229,7 +224,7 @@ def test_evidence_gradient_matches_finite_differences(alpha):
 
 @pytest.mark.parametrize("center", ["auto", False])
 def test_auto_maximises_the_evidence(center):
-    s, _ = draw_gaussian_pairs(np.random.default_rng(17), 7, 1.5, 1.0, 1.0)
+    s, _ = draw_gaussian_pairs(17, 7, 1.5, 1.0)
     auto = ExactCorrelationClustering(beta="auto", affinity="precomputed", center=center,
                                       alpha=1.0).fit(s)
     assert auto.beta_ >= 0 and auto.beta != auto.beta_
@@ -267,7 +262,7 @@ def test_auto_recovers_beta_on_model_data():
     """Median over draws of 12 items, CRP(1.5) partitions, pairs N(+-0.5, 1): beta = 0.5."""
     selected = []
     for seed in range(3):
-        w, _ = draw_gaussian_pairs(np.random.default_rng(seed), 12, 0.5, 1.0, 1.5)
+        w, _ = draw_gaussian_pairs(seed, 12, 0.5, 1.5)
         est = ExactCorrelationClustering(beta="auto", affinity="precomputed", center=False,
                                          alpha=1.5).fit(w)
         selected.append(est.beta_)
@@ -275,7 +270,7 @@ def test_auto_recovers_beta_on_model_data():
 
 
 def test_grid_search_default_scoring_recovers_beta():
-    w, _ = draw_gaussian_pairs(np.random.default_rng(3), 14, 0.5, 1.0, 1.5)
+    w, _ = draw_gaussian_pairs(3, 14, 0.5, 1.5)
     grid = GridSearchCV(ExactCorrelationClustering(affinity="precomputed", center=False,
                                                    alpha=1.5),
                         {"beta": [0.05, 0.5, 5.0]}, cv=KFold(3, shuffle=True, random_state=0))
@@ -295,7 +290,7 @@ def test_grid_search_default_scoring_recovers_beta_within_15_percent():
     selected = []
     grid_values = np.geomspace(0.2, 1.25, 9)
     for seed in range(5):
-        w, _ = draw_gaussian_pairs(np.random.default_rng(100 + seed), 16, 0.5, 1.0, 1.5)
+        w, _ = draw_gaussian_pairs(100 + seed, 16, 0.5, 1.5)
         grid = GridSearchCV(ExactCorrelationClustering(affinity="precomputed", center=False,
                                                        alpha=1.5),
                             {"beta": grid_values}, cv=KFold(4, shuffle=True, random_state=0))
