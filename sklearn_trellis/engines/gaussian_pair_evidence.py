@@ -85,6 +85,22 @@ def expected_n_clusters(trellis):
 LOG_ALPHA_BOUNDS = (np.log(1e-8), np.log(1e8))
 
 
+def two_means_midpoint(values, n_iterations=50):
+    """The midpoint of the two centres of a one-dimensional two-means split of ``values``
+    (Lloyd's iterations from the split at the mean)."""
+    values = np.asarray(values, dtype=np.float64)
+    threshold = float(values.mean()) if values.size else 0.0
+    for _ in range(n_iterations):
+        low, high = values[values <= threshold], values[values > threshold]
+        if not (low.size and high.size):
+            break
+        new = 0.5 * (low.mean() + high.mean())
+        if new == threshold:
+            break
+        threshold = float(new)
+    return threshold
+
+
 def maximise_evidence(similarity, *, beta, offset, learn_beta, learn_offset, alpha=None,
                       learn_alpha=False, family=None, max_items=22):
     """Empirical Bayes: the ``beta``, offset and/or Ewens ``alpha`` maximising the evidence.
@@ -100,7 +116,9 @@ def maximise_evidence(similarity, *, beta, offset, learn_beta, learn_offset, alp
     evaluated on a grid of ``b`` (relative to ``1 / sd``, the inverse spread
     of the shifted affinities), then searched within a grid step of the two
     best points; the best end point wins (the evidence need not be concave in
-    ``b``: ``b -> 0``, no structure, is often a local maximum).
+    ``b``: ``b -> 0``, no structure, is often a local maximum). A learned
+    offset is searched from the given one and, with ``beta`` learned, also
+    from the midpoint of a two-means split of the pair affinities.
 
     Parameters
     ----------
@@ -160,13 +178,24 @@ def maximise_evidence(similarity, *, beta, offset, learn_beta, learn_offset, alp
             grad.append(d_c)
         return -value, -np.array(grad)
 
-    rest_start = ([np.log(alpha)] if learn_alpha else []) + ([offset] if learn_offset else [])
+    alpha_start = [np.log(alpha)] if learn_alpha else []
     rest_bounds = ([LOG_ALPHA_BOUNDS] if learn_alpha else []) + \
         ([(None, None)] if learn_offset else [])
-    n_pairs, _, sum_sq = pair_moments(shifted_affinities(similarity, offset))
-    spread = np.sqrt(sum_sq / max(n_pairs, 1))
-    log_scale = -np.log(spread) if spread > 1e-150 else 0.0
-    if learn_beta:
+    # A learned offset starts at the given one and, when beta is learned too, also at the
+    # midpoint of a two-means split of the pair affinities (the model's c when the two
+    # means separate): a poor offset can hide the structure from the whole grid of b.
+    offsets = [offset]
+    if learn_offset and learn_beta:
+        offsets.append(two_means_midpoint(similarity[np.triu_indices(n_items, 1)]))
+    searches = []
+    for start in offsets:
+        rest_start = alpha_start + ([start] if learn_offset else [])
+        if not learn_beta:
+            searches.append((np.asarray(rest_start, dtype=np.float64), rest_bounds))
+            continue
+        n_pairs, _, sum_sq = pair_moments(shifted_affinities(similarity, start))
+        spread = np.sqrt(sum_sq / max(n_pairs, 1))
+        log_scale = -np.log(spread) if spread > 1e-150 else 0.0
         # The evidence often has a "no structure" maximum at b -> 0 besides the structured
         # one: a coarse grid of b first, then a gradient search within a step of each of
         # the two best grid points (a free search can jump between the two basins).
@@ -174,10 +203,8 @@ def maximise_evidence(similarity, *, beta, offset, learn_beta, learn_offset, alp
         values = [objective(np.r_[log_b, rest_start])[0] for log_b in grid]
         # The ends open outwards: the maximum may lie beyond the grid (b -> 0 included).
         edges = np.r_[grid[0] - LOG_B_BEYOND, grid, grid[-1] + LOG_B_BEYOND]
-        searches = [(np.r_[grid[k], rest_start], [(edges[k], edges[k + 2])] + rest_bounds)
-                    for k in np.argsort(values)[:2]]
-    else:
-        searches = [(np.asarray(rest_start, dtype=np.float64), rest_bounds)]
+        searches += [(np.r_[grid[k], rest_start], [(edges[k], edges[k + 2])] + rest_bounds)
+                     for k in np.argsort(values)[:2]]
     result = min((minimize(objective, theta, jac=True, method="L-BFGS-B", bounds=bounds)
                   for theta, bounds in searches), key=lambda found: found.fun)
     b, concentration, c = unpack(result.x)

@@ -224,7 +224,7 @@ def test_evidence_gradient_matches_finite_differences(alpha):
 
 @pytest.mark.parametrize("center", ["auto", False])
 def test_auto_maximises_the_evidence(center):
-    s, _ = draw_gaussian_pairs(17, 7, 1.5, 1.0)
+    s, _ = draw_gaussian_pairs(18, 7, 1.5, 1.0)   # four clusters: structure to find
     auto = ExactCorrelationClustering(beta="auto", affinity="precomputed", center=center,
                                       alpha=1.0).fit(s)
     assert auto.beta_ >= 0 and auto.beta != auto.beta_
