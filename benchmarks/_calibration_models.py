@@ -133,11 +133,12 @@ def _dp_rows(quick):
     grid = [0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0]
     for alpha in (1.0, 4.0):
         X, labels = crp_blobs(n, alpha, seed=0)
-        search = GridSearchCV(DPMixture(n_sweeps=40 if quick else 100, random_state=0),
-                              {"alpha": grid}, cv=5).fit(X)
-        learned = DPMixture(n_sweeps=100 if quick else 300, alpha_prior=(1.0, 1.0),
+        search = GridSearchCV(DPMixture(n_sweeps=20 if quick else 100, random_state=0),
+                              {"alpha": grid}, cv=3 if quick else 5).fit(X)
+        learned = DPMixture(n_sweeps=50 if quick else 300, alpha_prior=(1.0, 1.0),
                             random_state=0).fit(X)
-        inside = {m: oracle_within_goal(m, alpha) for m in (150, 1500, 15000, 150000)}
+        n_draws = 100 if quick else 400
+        inside = {m: oracle_within_goal(m, alpha, n_draws) for m in (150, 1500, 15000)}
         coverage = ", ".join(f"n={m}: {v:.0%}" for m, v in inside.items())
         rows.append(_row("DPMixture", "alpha", f"CRP({alpha:g}) blobs, n={n}", alpha,
                          grid=search.best_params_["alpha"],
@@ -145,14 +146,14 @@ def _dp_rows(quick):
                          note=f"auto = posterior mean, alpha_prior=(1, 1); Ewens MLE from the "
                               f"true partition: {_ewens_mle(n, labels.max() + 1):.3g}"))
         rows.append(_row("(oracle: true partition)", "alpha", f"CRP({alpha:g}), any n", alpha,
-                         note=f"MLE within 15% in {coverage} (400 draws each); 90% needs "
+                         note=f"MLE within 15% in {coverage} ({n_draws} draws each); 90% needs "
                               f"n ~ {n_for_identifiable(alpha):.1e}: not identifiable"))
     return rows
 
 
 def recovery_rows(quick=False):
     """Rows ``{model, parameter, data, true, grid, auto, note}`` (see bench_calibration.py)."""
-    return _ginkgo_rows(40 if quick else 200) + _fast_tiwd_rows(quick) + _dp_rows(quick)
+    return _ginkgo_rows(20 if quick else 200) + _fast_tiwd_rows(quick) + _dp_rows(quick)
 
 
 # -- calibration ------------------------------------------------------------------------
@@ -190,7 +191,7 @@ def calibration_rows(quick=False):
     for alpha, seed in ((1.0, 0), (4.0, 1)):
         X, labels = crp_blobs(200, alpha, seed=seed)
         fit, held = np.arange(150), np.arange(150, 200)
-        dp = DPMixture(n_sweeps=100 if quick else 400, random_state=0).fit(X[fit])
+        dp = DPMixture(n_sweeps=50 if quick else 400, random_state=0).fit(X[fit])
         bgm = BayesianGaussianMixture(n_components=20, random_state=0, max_iter=500).fit(X[fit])
         r = bgm.predict_proba(X[fit])
         name = f"CRP({alpha:g}) blobs n=150 (+50)"

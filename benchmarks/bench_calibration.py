@@ -121,8 +121,8 @@ def datasets(quick):
     subset = np.random.default_rng(0).choice(digits.target.size, 300, replace=False)
     if quick:
         rng = np.random.default_rng(1)
-        pick = rng.choice(150, 20, replace=False)
-        yield "iris (20-point subset)", iris.data[pick], iris.target[pick]
+        pick = rng.choice(150, 14, replace=False)
+        yield "iris (14-point subset)", iris.data[pick], iris.target[pick]
         return
     yield "iris", iris.data, iris.target
     yield "wine (standardised)", StandardScaler().fit_transform(wine.data), wine.target
