@@ -32,7 +32,8 @@ small, fast version, as ``--quick`` does here)::
 
 Missing keys print as blank; relative errors are computed here.
 
-Run: ``python benchmarks/bench_calibration.py [--quick]``. The load average
+Run: ``python benchmarks/bench_calibration.py [--quick] [--only SECTION ...]``
+(sections: ``ecc``, ``_calibration_trees``, ``_calibration_models``). The load average
 is printed with the timings (a shared machine's figures vary with it).
 """
 
@@ -50,7 +51,9 @@ from sklearn.model_selection import GridSearchCV, KFold
 from sklearn.preprocessing import StandardScaler
 
 from sklearn_trellis import ExactCorrelationClustering
-from sklearn_trellis.metrics import expected_calibration_error, pairwise_from_proba
+from sklearn_trellis.datasets import make_gaussian_pairs
+from sklearn_trellis.metrics import (expected_calibration_error, pair_targets,
+                                     pairwise_from_proba)
 
 #: True ``beta`` values of the recovery rows (pairs N(+-beta, 1): beta = (mu_s - mu_d) / 2s2).
 TRUE_BETAS = (0.5, 1.0, 2.0)
@@ -62,18 +65,6 @@ BETA_GRID = np.geomspace(0.1, 2.5, 35)
 ALPHA = 1.5
 
 SECTIONS = ("_calibration_trees", "_calibration_models")
-
-
-def draw_gaussian_pairs(rng, n, mu, variance=1.0, alpha=ALPHA):
-    """The Gaussian pair model: a CRP(alpha) partition, then N(+-mu, variance) pairs."""
-    labels = [0]
-    for _ in range(1, n):
-        weights = np.r_[np.bincount(labels), alpha]
-        labels.append(rng.choice(weights.size, p=weights / weights.sum()))
-    labels = np.asarray(labels)
-    same = labels[:, None] == labels[None, :]
-    w = np.triu(np.where(same, mu, -mu) + np.sqrt(variance) * rng.standard_normal((n, n)), 1)
-    return w + w.T, labels
 
 
 def known_partition_beta(w, labels):
@@ -95,8 +86,9 @@ def ecc_recovery_rows(quick):
     for true in TRUE_BETAS[1:2] if quick else TRUE_BETAS:
         grid, auto, oracle = [], [], []
         for draw in range(n_draws):
-            w, labels = draw_gaussian_pairs(np.random.default_rng(1000 * draw + 7), n_items,
-                                            true)
+            data = make_gaussian_pairs(n_items, beta=true, alpha=ALPHA,
+                                       random_state=1000 * draw + 7)
+            w, labels = data.affinity, data.target
             oracle.append(known_partition_beta(w, labels))
             base = ExactCorrelationClustering(affinity="precomputed", center=False, alpha=ALPHA)
             search = GridSearchCV(base, {"beta": BETA_GRID[::3] if quick else BETA_GRID},
@@ -120,18 +112,17 @@ def planted_blobs(seed=0, n_per=6, centres=((0, 0), (3, 0), (0, 3))):
 
 
 def datasets(quick):
-    """``(name, X, y)``: planted data, then iris, wine and a 300-point digits subset."""
-    w, labels = draw_gaussian_pairs(np.random.default_rng(3), 16, 0.5)
-    yield "Gaussian pairs N=16 (planted)", w, labels
-    yield "3 blobs N=18 (planted)", *planted_blobs()
+    """``(name, X, y)``: planted blobs, then iris, wine and a 300-point digits subset."""
+    n_per = 4 if quick else 6
+    yield f"3 blobs N={3 * n_per} (planted)", *planted_blobs(n_per=n_per)
     iris = load_iris()
     wine = load_wine()
     digits = load_digits()
     subset = np.random.default_rng(0).choice(digits.target.size, 300, replace=False)
     if quick:
         rng = np.random.default_rng(1)
-        pick = rng.choice(150, 20, replace=False)
-        yield "iris (20-point subset)", iris.data[pick], iris.target[pick]
+        pick = rng.choice(150, 14, replace=False)
+        yield "iris (14-point subset)", iris.data[pick], iris.target[pick]
         return
     yield "iris", iris.data, iris.target
     yield "wine (standardised)", StandardScaler().fit_transform(wine.data), wine.target
@@ -144,38 +135,77 @@ def engine_of(est):
     return "exact" if est.approximation_ is None else f"sparse (N={n})"
 
 
-def ecc_calibration_rows(quick):
+#: The settings of the calibration table: ``(name, parameters)``.
+CALIBRATION_SETTINGS = (
+    ("beta=1 (before)", dict(beta=1.0)),
+    ("beta='auto'", dict(beta="auto", alpha=None)),
+    ("beta, alpha 'auto'", dict(beta="auto", alpha="auto")),
+    ("beta, alpha, center 'auto'", dict(beta="auto", alpha="auto", center="auto")),
+    ("default", dict()),
+)
+
+
+def pooled_ece(targets, probabilities):
+    """ECE over pairs pooled from several data sets (1-d arrays of same-label flags and
+    co-membership probabilities): one reference item whose label is 0 and one "item" per
+    pair whose label is 0 exactly when the pair's labels agree."""
+    return expected_calibration_error([0], np.asarray(probabilities)[None, :],
+                                      y_reference=1 - np.asarray(targets))
+
+
+def planted_pair_rows(quick):
+    """ECE on data drawn from the Gaussian pair model, pairs pooled over several draws
+    (one draw of N items has only N (N - 1) / 2 dependent pairs: its ECE is mostly noise)."""
+    n_items, n_draws = (10, 3) if quick else (12, 12)
+    name = f"Gaussian pairs N={n_items} x {n_draws} draws"
+    settings = list(CALIBRATION_SETTINGS) + [(f"beta='auto', alpha={ALPHA} (true)",
+                                              dict(beta="auto", alpha=ALPHA)),
+                                             (f"beta=0.5, alpha={ALPHA} (truth)",
+                                              dict(beta=0.5, alpha=ALPHA))]
     rows = []
+    for setting, params in settings:
+        start = time.perf_counter()
+        targets, probabilities, fitted = [], [], []
+        for draw in range(n_draws):
+            data = make_gaussian_pairs(n_items, beta=0.5, alpha=ALPHA, random_state=draw)
+            est = ExactCorrelationClustering(affinity="precomputed", **params).fit(
+                data.affinity)
+            t, p = pair_targets(data.target, est.pairwise_marginals_)
+            targets.append(t)
+            probabilities.append(p)
+            fitted.append((est.beta_, np.nan if est.alpha_ is None else est.alpha_))
+        seconds = time.perf_counter() - start
+        ece = pooled_ece(np.concatenate(targets), np.concatenate(probabilities))
+        beta_, alpha_ = np.median(fitted, axis=0)
+        print(f"  {name}, {setting}: ECE {ece:.3f}, {seconds:.1f} s", flush=True)
+        rows.append(dict(model="ExactCorrelationClustering", data=name, setting=setting,
+                         engine="exact", ece=ece,
+                         note=f"median beta_={beta_:.3g}, alpha_={alpha_:.3g}, {seconds:.1f} s"))
+    return rows
+
+
+def ecc_calibration_rows(quick):
+    rows = planted_pair_rows(quick)
     for name, X, y in datasets(quick):
-        precomputed = name.startswith("Gaussian pairs")
-        affinity = "precomputed" if precomputed else "exp_euclidean"
-        # Drawn from the model: fit it with the generator's prior (the model is right);
-        # the uniform prior's preference for many clusters sends 'auto' to beta -> 0 there.
-        prior = dict(alpha=ALPHA) if precomputed else {}
-        settings = [("default (beta=1)", dict()),
-                    ("beta='auto'", dict(beta="auto")),
-                    ("beta='auto', center='auto'", dict(beta="auto", center="auto"))]
+        settings = list(CALIBRATION_SETTINGS)
         for setting, params in settings:
             start = time.perf_counter()
-            est = ExactCorrelationClustering(affinity=affinity, **prior, **params).fit(X)
+            est = ExactCorrelationClustering(**params).fit(X)
             seconds = time.perf_counter() - start
             ece = expected_calibration_error(y, est.pairwise_marginals_)
             print(f"  {name}, {setting}: ECE {ece:.3f}, {seconds:.1f} s", flush=True)
+            alpha = "None" if est.alpha_ is None else f"{est.alpha_:.3g}"
             rows.append(dict(model="ExactCorrelationClustering", data=name, setting=setting,
                              engine=engine_of(est), ece=ece,
-                             note=f"beta_={est.beta_:.3g}, offset={est.affinity_offset_:.3g}, "
-                                  f"{seconds:.1f} s"))
-        if precomputed:
-            continue
-        for n_components in (10,):
-            gmm = BayesianGaussianMixture(n_components=n_components, random_state=0,
-                                          max_iter=500).fit(X)
-            print(f"  {name}, BayesianGaussianMixture", flush=True)
-            rows.append(dict(model="BayesianGaussianMixture", data=name,
-                             setting=f"n_components={n_components}", engine="variational",
-                             ece=expected_calibration_error(
-                                 y, pairwise_from_proba(gmm.predict_proba(X))),
-                             note="predict_proba on the fitted points"))
+                             note=f"beta_={est.beta_:.3g}, alpha_={alpha}, "
+                                  f"offset={est.affinity_offset_:.3g}, {seconds:.1f} s"))
+        gmm = BayesianGaussianMixture(n_components=10, random_state=0, max_iter=500).fit(X)
+        print(f"  {name}, BayesianGaussianMixture", flush=True)
+        rows.append(dict(model="BayesianGaussianMixture", data=name,
+                         setting="n_components=10", engine="variational",
+                         ece=expected_calibration_error(
+                             y, pairwise_from_proba(gmm.predict_proba(X))),
+                         note="predict_proba on the fitted points"))
     return rows
 
 
@@ -231,13 +261,20 @@ def print_calibration(rows):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small, fast version")
+    parser.add_argument("--only", action="append", choices=("ecc", *SECTIONS),
+                        help="run only these sections (repeatable): 'ecc' is this file's "
+                             "correlation-clustering rows, the others the optional modules")
     args = parser.parse_args(argv)
+    chosen = set(args.only or ("ecc", *SECTIONS))
     start = time.perf_counter()
     print(f"load average at start: {os.getloadavg()[0]:.1f}", flush=True)
-    sections = optional_sections()
-    print("optional sections: " + (", ".join(m.__name__ for m in sections) or "none"))
-    recovery = ecc_recovery_rows(args.quick)
-    calibration = ecc_calibration_rows(args.quick)
+    sections = [m for m in optional_sections() if m.__name__ in chosen]
+    print("sections: " + ", ".join((["ecc"] if "ecc" in chosen else [])
+                                   + [m.__name__ for m in sections]))
+    recovery, calibration = [], []
+    if "ecc" in chosen:
+        recovery += ecc_recovery_rows(args.quick)
+        calibration += ecc_calibration_rows(args.quick)
     for module in sections:
         if hasattr(module, "recovery_rows"):
             recovery += module.recovery_rows(args.quick)

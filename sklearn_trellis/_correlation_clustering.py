@@ -27,6 +27,9 @@ from .summaries.point_estimates import LOSSES, PAIRWISE_LOSSES
 #: N x N float64 matrices alive at once in fit (affinities, centred affinities, the model's).
 N_AFFINITY_COPIES = 3
 
+#: Where the search of ``alpha='auto'`` starts (the Ewens concentration).
+ALPHA_START = 1.0
+
 #: Exact draws searched by the point estimates of losses that need samples.
 POINT_ESTIMATE_SAMPLES = 1000
 
@@ -82,7 +85,7 @@ class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
         the evidence (empirical Bayes, with ``'precomputed'`` too), learned
         jointly with ``beta`` when ``beta='auto'``. ``affinity_offset_``
         holds the value used.
-    alpha : float or None, default=None
+    alpha : float, 'auto' or None, default=None
         Partition prior of the Gaussian pair model. ``None``: uniform over
         all partitions (the classical correlation-clustering distribution);
         a float: the Ewens (Chinese restaurant process) prior of that
@@ -90,6 +93,11 @@ class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
         joins the potentials (fewer, larger clusters for small ``alpha``).
         It is the coherent choice for :meth:`score` on new items: the
         Ewens prior of N items is the marginal of that of N + 1.
+        ``'auto'``: the Ewens prior with the concentration maximising the
+        evidence (empirical Bayes, jointly with ``beta`` and ``center`` when
+        they are ``'auto'``; the gradient in ``log alpha`` is the posterior
+        mean number of clusters minus its prior mean); ``alpha_`` holds the
+        value used.
     gamma : float, default=None
         RBF width; ``None`` means ``1 / n_features``.
     method : {'auto', 'exact', 'sparse', 'milp', 'perturb_and_map'}, default='auto'
@@ -153,6 +161,9 @@ default='all'
     ----------
     beta_ : float
         The ``beta`` used: ``beta``, or the empirical Bayes value.
+    alpha_ : float or None
+        The partition prior used: ``alpha``, or the empirical Bayes
+        concentration.
     noise_variance_ : float
         The Gaussian pair model's ``s2`` maximising the evidence at ``beta_``
         and ``affinity_offset_`` (closed form); then
@@ -239,7 +250,7 @@ default='all'
         "beta": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
         "affinity": [StrOptions({"exp_euclidean", "rbf", "precomputed"}), callable],
         "center": ["boolean", StrOptions({"auto"})],
-        "alpha": [Interval(Real, 0, None, closed="neither"), None],
+        "alpha": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"}), None],
         "gamma": [Interval(Real, 0, None, closed="neither"), None],
         "method": [StrOptions({"auto", "exact", "sparse", "milp", "perturb_and_map"})],
         "max_exact_size": [Interval(Integral, 1, None, closed="left")],
@@ -291,25 +302,28 @@ default='all'
         return s, mean_off_diagonal(s) if centred else 0.0
 
     def _learn_parameters(self, s, offset, plan, features, seed_linkages):
-        """``(beta, offset)``: the given ones, or empirical Bayes values (``'auto'``)."""
+        """``(beta, offset, alpha)``: the given ones, or empirical Bayes values (``'auto'``)."""
         learn_beta, learn_offset = self.beta == "auto", self.center == "auto"
+        learn_alpha = isinstance(self.alpha, str)
         beta = 1.0 if learn_beta else float(self.beta)
-        if not (learn_beta or learn_offset):
-            return beta, offset
+        alpha = ALPHA_START if learn_alpha else self.alpha
+        if not (learn_beta or learn_offset or learn_alpha):
+            return beta, offset, alpha
         if s.shape[0] < 3:
-            raise ValueError(f"beta='auto' and center='auto' need at least 3 items (got "
-                             f"{s.shape[0]}): one pair's affinity is fitted exactly, with no "
-                             "noise left. Give beta and center values.")
-        family = evidence_family(plan, s, beta=beta, offset=offset, alpha=self.alpha,
+            raise ValueError(f"beta='auto', center='auto' and alpha='auto' need at least 3 "
+                             f"items (got {s.shape[0]}): one pair's affinity is fitted "
+                             "exactly, with no noise left. Give beta, center and alpha values.")
+        family = evidence_family(plan, s, beta=beta, offset=offset, alpha=alpha,
                                  features=features, seed_linkages=seed_linkages)
         found = maximise_evidence(s, beta=beta, offset=offset, learn_beta=learn_beta,
-                                  learn_offset=learn_offset, alpha=self.alpha, family=family,
+                                  learn_offset=learn_offset, alpha=alpha,
+                                  learn_alpha=learn_alpha, family=family,
                                   max_items=plan.max_exact_size)
         if self.verbose:
             print(f"[ExactCorrelationClustering] empirical Bayes: beta={found.beta:.6g}, "
-                  f"offset={found.offset:.6g}, log evidence={found.log_evidence:.6g} "
-                  f"({found.n_evaluations} trellis fits)")
-        return found.beta, found.offset
+                  f"offset={found.offset:.6g}, alpha={found.alpha}, "
+                  f"log evidence={found.log_evidence:.6g} ({found.n_evaluations} trellis fits)")
+        return found.beta, found.offset, found.alpha
 
     @_fit_context(prefer_skip_nested_validation=True)
     @announces_compilation
@@ -339,12 +353,12 @@ default='all'
                          n_perturbations=self.n_perturbations)
         s, offset = self._similarity_from_input(X)
         features = X if self.affinity != "precomputed" else None
-        self.beta_, self.affinity_offset_ = self._learn_parameters(s, offset, plan, features,
-                                                                   seed_linkages)
+        self.beta_, self.affinity_offset_, self.alpha_ = self._learn_parameters(
+            s, offset, plan, features, seed_linkages)
         w = shifted_affinities(s, self.affinity_offset_)
         del s
         self.affinity_matrix_ = w
-        self.model_ = CorrelationClusteringModel(beta=self.beta_, alpha=self.alpha).fit(w)
+        self.model_ = CorrelationClusteringModel(beta=self.beta_, alpha=self.alpha_).fit(w)
         self._n_clusters_distribution = None
         found = plan.run(self.model_, w, features=features,
                          seed_linkages=seed_linkages, time_limit=self.time_limit,

@@ -21,8 +21,8 @@ from .engines.exact.trellis_for_model import trellis_for_model
 from .engines.gibbs import sampler as gibbs
 from .models.priors import make_prior
 from .models.wishart import (ClusterSums, WishartBlockModel, block_scale_means, block_statistics,
-                             estimate_dof, new_item_data_terms, new_item_log_likelihoods,
-                             scale_summary)
+                             data_log_density_terms, estimate_dof, new_item_data_terms,
+                             new_item_log_likelihoods, scale_summary)
 from .models.wishart_likelihood import WishartBlockLikelihood
 from .preprocessing.distance_normalization import (NORMALIZATIONS, mean_squared_distance,
                                                    new_item_inner_products,
@@ -235,8 +235,12 @@ default='singletons'
     n_clusters_distribution_ : ndarray of shape (n_samples,)
         ``P(K = k)`` for ``k = 1..n_samples``.
     log_marginal_likelihood_ : float or None
-        Exact mode: ``log p(S* | scale, theta)`` up to the Wishart terms in
-        ``S*`` only. Gibbs mode: None.
+        Exact mode: ``log p(S* | scale, theta)``, every term included (the
+        density of ``d S*`` under the Wishart block model, partitions summed
+        out, on the matrices of ``S*``'s rank:
+        :func:`~sklearn_trellis.models.wishart.data_log_density_terms`), so it
+        compares ``dof`` too; ``-inf`` when ``dof`` is below the rank minus
+        one. Gibbs mode: None.
     inner_products_ : ndarray of shape (n_samples, n_samples)
         The normalised ``S*`` the model partitions.
     dof_ : float
@@ -500,8 +504,9 @@ default='singletons'
         trellis = trellis_for_model(model, table, max_items=self.max_exact_size)
         self._set_method("exact")
         self._chains = None
+        data_terms, _ = data_log_density_terms(S, dof=self.dof_)
         self.log_marginal_likelihood_ = (trellis.log_partition_function
-                                         + model.log_potential_constant())
+                                         + model.log_potential_constant() + data_terms)
         self.labels_ = trellis.map_labels
         self.samples_ = trellis.sample(self.n_sweeps, rng).astype(np.int32)
         self.log_joints_ = np.array([model.log_potential(s) for s in self.samples_])

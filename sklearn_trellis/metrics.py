@@ -16,10 +16,14 @@ How a scorer obtains the probabilities of the held-out fold ``(X, y)``:
   items are together with probability ``sum_k p_ak p_bk``
   (:func:`pairwise_from_proba`; independent assignments given the fit).
 - ``source='refit'``: transductive estimators, whose probabilities are over
-  the items they were fitted on (``pairwise_marginals_``): a clone with the
-  same parameters is fitted on the held-out fold and its pairwise marginals
-  are scored against ``y``. The hyperparameters are judged on data the
-  training fold never saw; the training fit itself is not used.
+  the items they were fitted on (``pairwise_marginals_``): a clone is fitted
+  on the held-out fold and its pairwise marginals are scored against ``y``.
+  The clone takes the parameters the training fit learned: each parameter
+  set to ``'auto'`` whose fitted value the estimator reports as
+  ``<name>_`` (``beta='auto'`` -> ``beta_``, ``alpha='auto'`` -> ``alpha_``,
+  ``dof='auto'`` -> ``dof_``) is fixed to that value, so values learned on
+  the training fold are judged on data it never saw (and not learned again
+  on the scored fold). Other parameters are the estimator's own.
 - ``'auto'`` (default): ``'predict_proba'`` when the estimator has it, else
   ``'refit'``.
 """
@@ -34,6 +38,24 @@ from .summaries.calibration import (expected_calibration_error, pair_targets,
 PAIRWISE_LOSSES = {"log_loss": pairwise_log_loss, "brier_score": pairwise_brier_score}
 
 SOURCES = ("auto", "predict_proba", "refit")
+
+
+def learned_parameters(estimator):
+    """``{name: value}`` of the parameters a fitted estimator learned: those set to
+    ``'auto'`` whose fitted value it holds as ``<name>_`` (see the module docstring).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_trellis import ExactCorrelationClustering
+    >>> X = np.r_[np.zeros((3, 2)), np.full((3, 2), 3.0)]
+    >>> est = ExactCorrelationClustering(beta="auto").fit(X)
+    >>> learned_parameters(est) == {"beta": est.beta_}
+    True
+    """
+    return {name: getattr(estimator, f"{name}_")
+            for name, value in estimator.get_params(deep=False).items()
+            if isinstance(value, str) and value == "auto" and hasattr(estimator, f"{name}_")}
 
 
 class PairwiseScorer:
@@ -69,7 +91,7 @@ class PairwiseScorer:
                 raise TypeError(f"{type(estimator).__name__} has no predict_proba: use "
                                 "make_pairwise_scorer(..., source='refit').")
             return pairwise_from_proba(estimator.predict_proba(X))
-        refitted = clone(estimator).fit(X)
+        refitted = clone(estimator).set_params(**learned_parameters(estimator)).fit(X)
         if not hasattr(refitted, "pairwise_marginals_"):
             raise TypeError(f"{type(estimator).__name__} has neither predict_proba nor "
                             "pairwise_marginals_: a pairwise scorer cannot score it.")
@@ -123,5 +145,6 @@ pairwise_brier_scorer = make_pairwise_scorer("brier_score")
 
 __all__ = ["pairwise_log_loss", "pairwise_brier_score", "pairwise_calibration_curve",
            "expected_calibration_error", "pairwise_from_proba", "pair_targets",
-           "make_pairwise_scorer", "PairwiseScorer", "pairwise_log_loss_scorer",
+           "make_pairwise_scorer", "PairwiseScorer", "learned_parameters",
+           "pairwise_log_loss_scorer",
            "pairwise_brier_scorer"]

@@ -5,7 +5,8 @@ nothing is downloaded.
 """
 
 from ._base import load_tumour_subset, make_wishart_blocks
+from ._gaussian_pairs import make_gaussian_pairs
 from ._jets import load_ginkgo_jets, make_ginkgo_jets
 
-__all__ = ["load_tumour_subset", "make_wishart_blocks", "load_ginkgo_jets",
-           "make_ginkgo_jets"]
+__all__ = ["load_tumour_subset", "make_wishart_blocks", "make_gaussian_pairs",
+           "load_ginkgo_jets", "make_ginkgo_jets"]

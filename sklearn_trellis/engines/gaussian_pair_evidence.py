@@ -13,13 +13,14 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import minimize
+from scipy.special import logsumexp
 
 from .._core.budget import check_memory
 from .._core.subsets import subset_sums
 from ..models.correlation import CorrelationClusteringModel
-from ..models.gaussian_pairs import (evidence_gradient, log_prior_normaliser,
-                                     new_item_log_predictive, noise_variance, pair_moments,
-                                     pair_term)
+from ..models.gaussian_pairs import (evidence_gradient, log_alpha_gradient,
+                                     log_prior_normaliser, new_item_log_predictive,
+                                     noise_variance, pair_moments, pair_term)
 from .exact.flat import ExactFlatTrellis
 from .planner import _sparse_flat_trellis
 from .sparse.sparse_flat import SparseFlatTrellis
@@ -62,27 +63,62 @@ def log_evidence(trellis, model, shifted, variance):
 @dataclass
 class EvidenceFit:
     """What :func:`maximise_evidence` found: ``beta`` (= b / 2), the offset ``c``,
-    the noise variance, the log evidence there and the number of trellis fits."""
+    the Ewens ``alpha`` (``None``: uniform prior), the noise variance, the log
+    evidence there and the number of trellis fits."""
 
     beta: float
     offset: float
+    alpha: object
     noise_variance: float
     log_evidence: float
     n_evaluations: int
 
 
-def maximise_evidence(similarity, *, beta, offset, learn_beta, learn_offset, alpha=None,
-                      family=None, max_items=22):
-    """Empirical Bayes: the ``beta`` and/or offset maximising the exact evidence.
+def expected_n_clusters(trellis):
+    """``E[K]``, the posterior mean number of clusters: the sum of the cluster marginals."""
+    log_marginals = _cluster_table(trellis)[0]
+    return float(np.exp(logsumexp(log_marginals)))
 
-    The noise variance is profiled out in closed form; the remaining one or
-    two parameters (``log b`` and ``c``) are found by L-BFGS-B with the exact
-    gradient, which needs the pairwise marginals of one trellis fit per step.
-    When ``beta`` is learned, the evidence is first evaluated on a grid of
-    ``b`` (relative to ``1 / sd``, the inverse spread of the shifted
-    affinities), then searched within a grid step of the two best points;
-    the best end point wins (the evidence need not be concave in ``b``:
-    ``b -> 0``, no structure, is often a local maximum).
+
+#: Bounds of ``log alpha`` in the search (alpha from 1e-8 to 1e8: beyond them the
+#: evidence is flat to double precision).
+LOG_ALPHA_BOUNDS = (np.log(1e-8), np.log(1e8))
+
+
+def two_means_midpoint(values, n_iterations=50):
+    """The midpoint of the two centres of a one-dimensional two-means split of ``values``
+    (Lloyd's iterations from the split at the mean)."""
+    values = np.asarray(values, dtype=np.float64)
+    threshold = float(values.mean()) if values.size else 0.0
+    for _ in range(n_iterations):
+        low, high = values[values <= threshold], values[values > threshold]
+        if not (low.size and high.size):
+            break
+        new = 0.5 * (low.mean() + high.mean())
+        if new == threshold:
+            break
+        threshold = float(new)
+    return threshold
+
+
+def maximise_evidence(similarity, *, beta, offset, learn_beta, learn_offset, alpha=None,
+                      learn_alpha=False, family=None, max_items=22):
+    """Empirical Bayes: the ``beta``, offset and/or Ewens ``alpha`` maximising the evidence.
+
+    The noise variance is profiled out in closed form; the remaining
+    parameters (``log b``, ``log alpha`` and ``c``) are found by L-BFGS-B
+    with the exact gradient, which needs one trellis fit per step: the
+    pairwise marginals for ``b`` and ``c``, and for ``alpha``
+    ``d log p(W) / d log alpha = E[K] - alpha (psi(alpha + N) - psi(alpha))``
+    (the prior's cluster term ``log alpha`` makes the derivative of ``log Z``
+    the posterior mean number of clusters ``E[K]``; the second term is the
+    Ewens normaliser's). When ``beta`` is learned, the evidence is first
+    evaluated on a grid of ``b`` (relative to ``1 / sd``, the inverse spread
+    of the shifted affinities), then searched within a grid step of the two
+    best points; the best end point wins (the evidence need not be concave in
+    ``b``: ``b -> 0``, no structure, is often a local maximum). A learned
+    offset is searched from the given one and, with ``beta`` learned, also
+    from the midpoint of a two-means split of the pair affinities.
 
     Parameters
     ----------
@@ -93,7 +129,10 @@ def maximise_evidence(similarity, *, beta, offset, learn_beta, learn_offset, alp
         starts there).
     learn_beta, learn_offset : bool
     alpha : float or None, default=None
-        Ewens concentration (``None``: uniform prior over partitions).
+        Ewens concentration (``None``: uniform prior over partitions); the
+        starting value when learned.
+    learn_alpha : bool, default=False
+        Learn the Ewens concentration (``alpha`` must then be a float).
     family : ClusterFamily, optional
         Fit on this family (sparse trellis) instead of the exact trellis.
     max_items : int, default=22
@@ -103,51 +142,75 @@ def maximise_evidence(similarity, *, beta, offset, learn_beta, learn_offset, alp
     -------
     EvidenceFit
     """
+    if not (learn_beta or learn_offset or learn_alpha):
+        raise ValueError("Nothing to learn: set learn_beta, learn_offset or learn_alpha.")
+    if learn_alpha and alpha is None:
+        raise ValueError("learn_alpha needs a starting Ewens concentration alpha > 0.")
     n_evaluations = 0
+    n_items = similarity.shape[0]
 
     def unpack(theta):
-        log_b = theta[0] if learn_beta else np.log(max(2.0 * beta, 1e-300))
+        k = 0
+        if learn_beta:
+            log_b, k = theta[0], 1
+        else:
+            log_b = np.log(max(2.0 * beta, 1e-300))
+        concentration = float(np.exp(theta[k])) if learn_alpha else alpha
         c = theta[-1] if learn_offset else offset
-        return float(np.exp(log_b)), float(c)
+        return float(np.exp(log_b)), concentration, float(c)
 
     def objective(theta):
         nonlocal n_evaluations
         n_evaluations += 1
-        b, c = unpack(theta)
+        b, concentration, c = unpack(theta)
         shifted = shifted_affinities(similarity, c)
-        model = CorrelationClusteringModel(beta=b / 2.0, alpha=alpha).fit(shifted)
+        model = CorrelationClusteringModel(beta=b / 2.0, alpha=concentration).fit(shifted)
         trellis = fit_flat_trellis(model, family, max_items=max_items)
         n_pairs, _, sum_sq = pair_moments(shifted)
         variance = noise_variance(b, n_pairs, sum_sq)
         value = log_evidence(trellis, model, shifted, variance)
         d_b, d_c = evidence_gradient(b, variance, shifted, trellis.pairwise_marginals())
-        grad = ([b * d_b] if learn_beta else []) + ([d_c] if learn_offset else [])
+        grad = [b * d_b] if learn_beta else []
+        if learn_alpha:
+            grad.append(log_alpha_gradient(concentration, n_items,
+                                           expected_n_clusters(trellis)))
+        if learn_offset:
+            grad.append(d_c)
         return -value, -np.array(grad)
 
-    if not (learn_beta or learn_offset):
-        raise ValueError("Nothing to learn: set learn_beta or learn_offset.")
-    offset_start = [offset] if learn_offset else []
-    n_pairs, _, sum_sq = pair_moments(shifted_affinities(similarity, offset))
-    spread = np.sqrt(sum_sq / max(n_pairs, 1))
-    log_scale = -np.log(spread) if spread > 1e-150 else 0.0
-    c_bounds = [(None, None)] if learn_offset else []
-    if learn_beta:
+    alpha_start = [np.log(alpha)] if learn_alpha else []
+    rest_bounds = ([LOG_ALPHA_BOUNDS] if learn_alpha else []) + \
+        ([(None, None)] if learn_offset else [])
+    # A learned offset starts at the given one and, when beta is learned too, also at the
+    # midpoint of a two-means split of the pair affinities (the model's c when the two
+    # means separate): a poor offset can hide the structure from the whole grid of b.
+    offsets = [offset]
+    if learn_offset and learn_beta:
+        offsets.append(two_means_midpoint(similarity[np.triu_indices(n_items, 1)]))
+    searches = []
+    for start in offsets:
+        rest_start = alpha_start + ([start] if learn_offset else [])
+        if not learn_beta:
+            searches.append((np.asarray(rest_start, dtype=np.float64), rest_bounds))
+            continue
+        n_pairs, _, sum_sq = pair_moments(shifted_affinities(similarity, start))
+        spread = np.sqrt(sum_sq / max(n_pairs, 1))
+        log_scale = -np.log(spread) if spread > 1e-150 else 0.0
         # The evidence often has a "no structure" maximum at b -> 0 besides the structured
         # one: a coarse grid of b first, then a gradient search within a step of each of
         # the two best grid points (a free search can jump between the two basins).
         grid = log_scale + np.asarray(LOG_B_GRID)
-        values = [objective(np.r_[log_b, offset_start])[0] for log_b in grid]
+        values = [objective(np.r_[log_b, rest_start])[0] for log_b in grid]
         # The ends open outwards: the maximum may lie beyond the grid (b -> 0 included).
         edges = np.r_[grid[0] - LOG_B_BEYOND, grid, grid[-1] + LOG_B_BEYOND]
-        searches = [(np.r_[grid[k], offset_start], [(edges[k], edges[k + 2])] + c_bounds)
-                    for k in np.argsort(values)[:2]]
-    else:
-        searches = [(np.asarray(offset_start, dtype=np.float64), c_bounds)]
+        searches += [(np.r_[grid[k], rest_start], [(edges[k], edges[k + 2])] + rest_bounds)
+                     for k in np.argsort(values)[:2]]
     result = min((minimize(objective, theta, jac=True, method="L-BFGS-B", bounds=bounds)
                   for theta, bounds in searches), key=lambda found: found.fun)
-    b, c = unpack(result.x)
+    b, concentration, c = unpack(result.x)
     n_pairs, _, sum_sq = pair_moments(shifted_affinities(similarity, c))
-    return EvidenceFit(beta=b / 2.0, offset=c, noise_variance=noise_variance(b, n_pairs, sum_sq),
+    return EvidenceFit(beta=b / 2.0, offset=c, alpha=concentration,
+                       noise_variance=noise_variance(b, n_pairs, sum_sq),
                        log_evidence=float(-result.fun), n_evaluations=n_evaluations)
 
 
@@ -192,8 +255,6 @@ def log_predictive(trellis, model, variance, new_shifted):
     return out
 
 
-
-
 def evidence_family(plan, similarity, *, beta, offset, alpha=None, features=None,
                     seed_linkages=("single", "average", "complete")):
     """The family empirical Bayes runs on: ``None`` (exact trellis) or the sparse one's.
@@ -209,5 +270,5 @@ def evidence_family(plan, similarity, *, beta, offset, alpha=None, features=None
     return _sparse_flat_trellis(model, shifted, features, seed_linkages)[0].family
 
 
-__all__ = ["EvidenceFit", "evidence_family", "fit_flat_trellis", "log_evidence",
-           "log_predictive", "maximise_evidence", "shifted_affinities"]
+__all__ = ["EvidenceFit", "evidence_family", "expected_n_clusters", "fit_flat_trellis",
+           "log_evidence", "log_predictive", "maximise_evidence", "shifted_affinities"]

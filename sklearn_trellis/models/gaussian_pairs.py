@@ -67,7 +67,7 @@ predictive density of that model is the same sum with ``r = 1`` divided by
 """
 
 import numpy as np
-from scipy.special import gammaln, logsumexp
+from scipy.special import digamma, gammaln, logsumexp
 
 
 def pair_moments(shifted):
@@ -183,6 +183,33 @@ def evidence_gradient(b, variance, shifted, pairwise):
     return np.array([d_b, d_c])
 
 
+def log_alpha_gradient(alpha, n_items, expected_n_clusters):
+    """``d log p(W) / d log alpha`` under the Ewens prior: ``E[K] - alpha (psi(alpha + N) - psi(alpha))``.
+
+    Every cluster of a partition carries the prior term ``log alpha``, so the
+    derivative of ``log Z`` in ``log alpha`` is the posterior mean number of
+    clusters ``E[K]``; that of the normaliser
+    ``log Gamma(alpha) - log Gamma(alpha + N)`` is minus the prior mean
+    number of clusters, ``alpha (psi(alpha + N) - psi(alpha))``. The
+    evidence is stationary where the posterior and prior means agree.
+
+    Parameters
+    ----------
+    alpha : float
+        Ewens concentration.
+    n_items : int
+    expected_n_clusters : float
+        ``E[K]`` under the posterior at ``alpha``.
+
+    Examples
+    --------
+    >>> round(log_alpha_gradient(1.0, 3, 11 / 6), 12)   # E[K] of the prior: zero
+    0.0
+    """
+    return float(expected_n_clusters
+                 - alpha * (digamma(alpha + n_items) - digamma(alpha)))
+
+
 def new_item_log_predictive(log_cluster_marginals, member_sums, sizes, n_items, b, variance,
                             new_sums, new_sum_sq, alpha):
     """``log p(w'_x | W)`` of new items, from the fitted posterior's cluster marginals.
@@ -225,4 +252,4 @@ def new_item_log_predictive(log_cluster_marginals, member_sums, sizes, n_items, 
 
 
 __all__ = ["pair_moments", "noise_variance", "pair_term", "log_bell", "log_prior_normaliser",
-           "evidence_gradient", "new_item_log_predictive"]
+           "evidence_gradient", "log_alpha_gradient", "new_item_log_predictive"]

@@ -21,7 +21,7 @@ engine is :class:`~.wishart_likelihood.WishartBlockLikelihood`.
 """
 
 import numpy as np
-from scipy.special import gammaln, logsumexp
+from scipy.special import gammaln, logsumexp, multigammaln
 
 from .._core.subsets import subset_pair_sums
 from .._core.validation import check_scalar_param
@@ -466,6 +466,65 @@ def new_item_log_likelihoods(sizes, sbars, row_sums, self_products, trace, n_ite
     return after - before + constant
 
 
+def _spectrum(S, tol=None):
+    """``(eigenvalues, eigenvectors, kept)`` of ``S``; ``kept`` marks the eigenvalues above
+    ``tol`` (``None``: ``100 n eps lambda_max``, ``eps`` of ``S``'s dtype), the range of ``S``."""
+    S = np.asarray(S)
+    eps = np.finfo(S.dtype if S.dtype in (np.float32, np.float64) else np.float64).eps
+    values, vectors = np.linalg.eigh(np.asarray(S, dtype=np.float64))
+    if tol is None:
+        tol = 100.0 * S.shape[0] * eps * max(float(values[-1]), 0.0)
+    return values, vectors, values > tol
+
+
+def data_log_density_terms(S, *, dof, tol=None):
+    """The Wishart terms of the data alone in ``log p(S)``: what the block terms leave out.
+
+    With ``W = d S ~ W_d(Sigma)`` and ``S`` of rank ``r`` (``r = n`` for a
+    full-rank ``S``, ``n - 1`` after the translation normalisation), the
+    density of ``S`` on the matrices of its rank is the block terms of
+    :class:`WishartBlockModel` (``-(d/2) log det Sigma - d tr(Sigma^-1 S) / 2``)
+    plus::
+
+        ((d - r - 1) / 2) log pdet S + (d r / 2) log(d / 2) - log Gamma_r(d / 2)
+
+    (``Gamma_r`` the multivariate gamma function; the Jacobian ``d**(r (r + 1) / 2)``
+    of ``S = W / d`` included), ``-inf`` when ``d <= r - 1`` (no such
+    Wishart). Adding one item changes it by :func:`new_item_data_terms`, so
+    the evidence and the held-out score are one model's.
+
+    Parameters
+    ----------
+    S : ndarray of shape (n, n)
+    dof : float
+    tol : float or None, default=None
+        As in :func:`new_item_data_terms`.
+
+    Returns
+    -------
+    terms : float
+    rank : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy.stats import wishart
+    >>> S = np.array([[2.0, 0.5], [0.5, 1.0]])
+    >>> terms, rank = data_log_density_terms(S, dof=5.0)
+    >>> # the full density of S = W / 5, W ~ W_5(I): block terms are -5 tr(S) / 2 here
+    >>> bool(np.isclose(terms - 2.5 * np.trace(S),
+    ...                 wishart(df=5, scale=np.eye(2)).logpdf(5 * S) + 3 * np.log(5)))
+    True
+    """
+    values, _, kept = _spectrum(S, tol)
+    rank = int(kept.sum())
+    d = float(dof)
+    if d <= rank - 1:
+        return -np.inf, rank
+    return float(0.5 * (d - rank - 1.0) * np.sum(np.log(values[kept]))
+                 + 0.5 * d * rank * np.log(0.5 * d) - multigammaln(0.5 * d, rank)), rank
+
+
 def new_item_data_terms(S, rows, self_products, *, dof, tol=None):
     """The Wishart terms of the data alone in ``log p(S_x | S)``, one per new item.
 
@@ -504,12 +563,7 @@ def new_item_data_terms(S, rows, self_products, *, dof, tol=None):
     rank : int
         The numerical rank ``r`` of ``S``.
     """
-    S = np.asarray(S)
-    eps = np.finfo(S.dtype if S.dtype in (np.float32, np.float64) else np.float64).eps
-    values, vectors = np.linalg.eigh(np.asarray(S, dtype=np.float64))
-    if tol is None:
-        tol = 100.0 * S.shape[0] * eps * max(float(values[-1]), 0.0)
-    kept = values > tol
+    values, vectors, kept = _spectrum(S, tol)
     rank = int(kept.sum())
     d = float(dof)
     m = np.asarray(rows).shape[0]
@@ -524,7 +578,7 @@ def new_item_data_terms(S, rows, self_products, *, dof, tol=None):
     return np.where(schur > 0, 0.5 * (d - rank - 2.0) * log_schur + constant, -np.inf), rank
 
 
-__all__ = ["block_statistics", "estimate_dof", "new_item_data_terms",
+__all__ = ["block_statistics", "estimate_dof", "data_log_density_terms", "new_item_data_terms",
            "wishart_terms", "partition_log_prior", "collapsed_log_likelihood",
            "theta_log_weights", "scale_posterior", "scale_summary", "block_scale_means",
            "log_likelihood_exponent", "WishartBlockModel", "new_item_log_likelihoods",

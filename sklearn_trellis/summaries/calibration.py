@@ -19,9 +19,7 @@ Two layouts of pairs:
 """
 
 import numpy as np
-
-#: Probabilities are clipped to ``[EPS, 1 - EPS]`` in the log loss (as scikit-learn's).
-EPS = np.finfo(np.float64).eps
+from sklearn.metrics import brier_score_loss, log_loss
 
 
 def _as_labels(y, name):
@@ -85,18 +83,32 @@ def pair_targets(y_true, pairwise_probabilities, *, y_reference=None):
     return targets.astype(np.float64), values
 
 
+#: The parameters every pairwise score shares (filled into the docstrings below).
+PAIR_PARAMETERS = """y_true : array-like of shape (n,)
+        Labels of the items.
+    pairwise_probabilities : array-like of shape (n, n) or (n, m)
+        Co-membership probabilities (module docstring).
+    y_reference : array-like of shape (m,), optional
+        Labels of the reference items (columns)."""
+
+
+def _shares_pair_parameters(function):
+    """Fill ``{pair_parameters}`` in ``function``'s docstring."""
+    function.__doc__ = function.__doc__.replace("{pair_parameters}", PAIR_PARAMETERS)
+    return function
+
+
+@_shares_pair_parameters
 def pairwise_log_loss(y_true, pairwise_probabilities, *, y_reference=None):
     """Mean log loss of co-membership probabilities over pairs (lower is better).
 
-    ``-mean(t log p + (1 - t) log(1 - p))`` over the pairs (module docstring),
-    ``t = 1`` when the pair's labels agree; ``p`` is clipped to
-    ``[eps, 1 - eps]`` as in :func:`sklearn.metrics.log_loss`.
+    :func:`sklearn.metrics.log_loss` of the pairs (module docstring): the
+    mean of ``-(t log p + (1 - t) log(1 - p))``, ``t = 1`` when the pair's
+    labels agree, ``p`` clipped away from 0 and 1 as scikit-learn does.
 
     Parameters
     ----------
-    y_true : array-like of shape (n,)
-    pairwise_probabilities : array-like of shape (n, n) or (n, m)
-    y_reference : array-like of shape (m,), optional
+    {pair_parameters}
 
     Returns
     -------
@@ -110,18 +122,18 @@ def pairwise_log_loss(y_true, pairwise_probabilities, *, y_reference=None):
     0.144622
     """
     targets, p = pair_targets(y_true, pairwise_probabilities, y_reference=y_reference)
-    p = np.clip(p, EPS, 1.0 - EPS)
-    return float(-np.mean(targets * np.log(p) + (1.0 - targets) * np.log1p(-p)))
+    return float(log_loss(targets, p, labels=[0.0, 1.0]))
 
 
+@_shares_pair_parameters
 def pairwise_brier_score(y_true, pairwise_probabilities, *, y_reference=None):
     """Mean squared error of co-membership probabilities over pairs (lower is better).
 
+    :func:`sklearn.metrics.brier_score_loss` of the pairs (module docstring).
+
     Parameters
     ----------
-    y_true : array-like of shape (n,)
-    pairwise_probabilities : array-like of shape (n, n) or (n, m)
-    y_reference : array-like of shape (m,), optional
+    {pair_parameters}
 
     Returns
     -------
@@ -135,9 +147,10 @@ def pairwise_brier_score(y_true, pairwise_probabilities, *, y_reference=None):
     0.02
     """
     targets, p = pair_targets(y_true, pairwise_probabilities, y_reference=y_reference)
-    return float(np.mean((targets - p) ** 2))
+    return float(brier_score_loss(targets, p, labels=[0.0, 1.0]))
 
 
+@_shares_pair_parameters
 def pairwise_calibration_curve(y_true, pairwise_probabilities, *, y_reference=None,
                                n_bins=10, strategy="uniform"):
     """Reliability curve of co-membership probabilities: observed against predicted.
@@ -148,9 +161,7 @@ def pairwise_calibration_curve(y_true, pairwise_probabilities, *, y_reference=No
 
     Parameters
     ----------
-    y_true : array-like of shape (n,)
-    pairwise_probabilities : array-like of shape (n, n) or (n, m)
-    y_reference : array-like of shape (m,), optional
+    {pair_parameters}
     n_bins : int, default=10
     strategy : {'uniform', 'quantile'}, default='uniform'
         Bins of equal width on [0, 1], or with equal numbers of pairs.
@@ -191,6 +202,7 @@ def pairwise_calibration_curve(y_true, pairwise_probabilities, *, y_reference=No
             counts[nonempty])
 
 
+@_shares_pair_parameters
 def expected_calibration_error(y_true, pairwise_probabilities, *, y_reference=None,
                                n_bins=10):
     """Expected calibration error (ECE) of co-membership probabilities over pairs.
@@ -201,9 +213,7 @@ def expected_calibration_error(y_true, pairwise_probabilities, *, y_reference=No
 
     Parameters
     ----------
-    y_true : array-like of shape (n,)
-    pairwise_probabilities : array-like of shape (n, n) or (n, m)
-    y_reference : array-like of shape (m,), optional
+    {pair_parameters}
     n_bins : int, default=10
 
     Returns

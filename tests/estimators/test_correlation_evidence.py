@@ -11,10 +11,12 @@ from scipy.special import logsumexp
 from sklearn.model_selection import GridSearchCV, KFold
 
 from oracles import (family_partitions, gaussian_pair_log_evidence, gaussian_pair_log_joint,
-                     gaussian_pair_log_predictive)
+                     gaussian_pair_log_predictive, set_partitions)
 from sklearn_trellis import ExactCorrelationClustering
-from sklearn_trellis.models.gaussian_pairs import (evidence_gradient, log_bell, noise_variance,
-                                                   pair_moments)
+from sklearn_trellis.datasets import make_gaussian_pairs
+from sklearn_trellis.engines.gaussian_pair_evidence import expected_n_clusters
+from sklearn_trellis.models.gaussian_pairs import (evidence_gradient, log_alpha_gradient,
+                                                   log_bell, noise_variance, pair_moments)
 
 PRIORS = [None, 0.7]
 
@@ -32,16 +34,10 @@ def pair_means(est):
     return est.affinity_offset_ + half_gap, est.affinity_offset_ - half_gap
 
 
-def draw_gaussian_pairs(rng, n, mu, variance, alpha):
-    """Affinities drawn from the model: a CRP(alpha) partition, then N(+-mu, variance) pairs."""
-    labels = [0]
-    for _ in range(1, n):
-        weights = np.r_[np.bincount(labels), alpha]
-        labels.append(rng.choice(weights.size, p=weights / weights.sum()))
-    labels = np.asarray(labels)
-    same = labels[:, None] == labels[None, :]
-    w = np.triu(np.where(same, mu, -mu) + np.sqrt(variance) * rng.standard_normal((n, n)), 1)
-    return w + w.T, labels
+def draw_gaussian_pairs(seed, n, beta, alpha):
+    """Affinities drawn from the model (CRP(alpha) partition, pairs N(+-beta, 1)) and labels."""
+    data = make_gaussian_pairs(n, beta=beta, alpha=alpha, random_state=seed)
+    return data.affinity, data.target
 
 
 @pytest.mark.parametrize("alpha", PRIORS)
@@ -56,8 +52,59 @@ def test_evidence_matches_enumeration(n, seed, alpha):
         assert est.log_evidence_ == pytest.approx(0.0, abs=1e-12)   # no pair, no data
         return
     mu_same, mu_diff = pair_means(est)
+    assert est.alpha_ == alpha
     assert est.log_evidence_ == pytest.approx(
         gaussian_pair_log_evidence(s, mu_same, mu_diff, est.noise_variance_, alpha), abs=1e-9)
+
+
+@pytest.mark.parametrize("params", [dict(), dict(beta="auto"),
+                                    dict(beta="auto", center="auto")])
+@pytest.mark.parametrize("n, seed", [(3, 30), (6, 31), (7, 32)])
+def test_learned_alpha_evidence_matches_enumeration(n, seed, params):
+    s = random_similarity(np.random.default_rng(seed), n)
+    est = ExactCorrelationClustering(beta=1.0, affinity="precomputed", center=False,
+                                     alpha="auto").set_params(**params).fit(s)
+    assert est.alpha == "auto" and 0 < est.alpha_ < np.inf
+    mu_same, mu_diff = pair_means(est)
+    assert est.log_evidence_ == pytest.approx(
+        gaussian_pair_log_evidence(s, mu_same, mu_diff, est.noise_variance_, est.alpha_),
+        abs=1e-9)
+    # a maximum in alpha: the gradient vanishes there, or alpha sits on a bound
+    assert log_alpha_gradient(est.alpha_, n, expected_n_clusters(est._trellis)) == \
+        pytest.approx(0.0, abs=1e-3)
+
+
+@pytest.mark.parametrize("alpha", [0.3, 2.0])
+def test_alpha_gradient_matches_enumeration_and_finite_differences(alpha):
+    s = random_similarity(np.random.default_rng(33), 6)
+
+    def fit(a):
+        return ExactCorrelationClustering(beta=0.8, affinity="precomputed", center=False,
+                                          alpha=a).fit(s)
+    est = fit(alpha)
+    parts = set_partitions(6)
+    mu_same, mu_diff = pair_means(est)
+    joint = gaussian_pair_log_joint(parts, s, mu_same, mu_diff, est.noise_variance_, alpha)
+    posterior = np.exp(joint - logsumexp(joint))
+    n_clusters = parts.max(axis=1) + 1
+    assert expected_n_clusters(est._trellis) == pytest.approx(posterior @ n_clusters,
+                                                              abs=1e-10)
+    h = 1e-5   # the noise variance depends on beta only, so it stays fixed here
+    numeric = (fit(alpha * np.exp(h)).log_evidence_
+               - fit(alpha * np.exp(-h)).log_evidence_) / (2 * h)
+    assert log_alpha_gradient(alpha, 6, expected_n_clusters(est._trellis)) == \
+        pytest.approx(numeric, rel=1e-6, abs=1e-7)
+
+
+def test_alpha_auto_sparse_runs_on_the_family():
+    s = random_similarity(np.random.default_rng(34), 9)
+    est = ExactCorrelationClustering(beta=1.0, affinity="precomputed", method="sparse",
+                                     alpha="auto").fit(s)
+    fixed = ExactCorrelationClustering(beta=1.0, affinity="precomputed", method="sparse",
+                                       alpha=est.alpha_).fit(s)
+    assert fixed.log_evidence_ == pytest.approx(est.log_evidence_, abs=1e-9)
+    assert log_alpha_gradient(est.alpha_, 9, expected_n_clusters(est._trellis)) == \
+        pytest.approx(0.0, abs=1e-3)
 
 
 @pytest.mark.parametrize("alpha", PRIORS)
@@ -177,7 +224,7 @@ def test_evidence_gradient_matches_finite_differences(alpha):
 
 @pytest.mark.parametrize("center", ["auto", False])
 def test_auto_maximises_the_evidence(center):
-    s, _ = draw_gaussian_pairs(np.random.default_rng(17), 7, 1.5, 1.0, 1.0)
+    s, _ = draw_gaussian_pairs(18, 7, 1.5, 1.0)   # four clusters: structure to find
     auto = ExactCorrelationClustering(beta="auto", affinity="precomputed", center=center,
                                       alpha=1.0).fit(s)
     assert auto.beta_ >= 0 and auto.beta != auto.beta_
@@ -215,7 +262,7 @@ def test_auto_recovers_beta_on_model_data():
     """Median over draws of 12 items, CRP(1.5) partitions, pairs N(+-0.5, 1): beta = 0.5."""
     selected = []
     for seed in range(3):
-        w, _ = draw_gaussian_pairs(np.random.default_rng(seed), 12, 0.5, 1.0, 1.5)
+        w, _ = draw_gaussian_pairs(seed, 12, 0.5, 1.5)
         est = ExactCorrelationClustering(beta="auto", affinity="precomputed", center=False,
                                          alpha=1.5).fit(w)
         selected.append(est.beta_)
@@ -223,7 +270,7 @@ def test_auto_recovers_beta_on_model_data():
 
 
 def test_grid_search_default_scoring_recovers_beta():
-    w, _ = draw_gaussian_pairs(np.random.default_rng(3), 14, 0.5, 1.0, 1.5)
+    w, _ = draw_gaussian_pairs(3, 14, 0.5, 1.5)
     grid = GridSearchCV(ExactCorrelationClustering(affinity="precomputed", center=False,
                                                    alpha=1.5),
                         {"beta": [0.05, 0.5, 5.0]}, cv=KFold(3, shuffle=True, random_state=0))
@@ -243,7 +290,7 @@ def test_grid_search_default_scoring_recovers_beta_within_15_percent():
     selected = []
     grid_values = np.geomspace(0.2, 1.25, 9)
     for seed in range(5):
-        w, _ = draw_gaussian_pairs(np.random.default_rng(100 + seed), 16, 0.5, 1.0, 1.5)
+        w, _ = draw_gaussian_pairs(100 + seed, 16, 0.5, 1.5)
         grid = GridSearchCV(ExactCorrelationClustering(affinity="precomputed", center=False,
                                                        alpha=1.5),
                             {"beta": grid_values}, cv=KFold(4, shuffle=True, random_state=0))

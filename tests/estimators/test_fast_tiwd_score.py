@@ -10,8 +10,8 @@ from sklearn.model_selection import GridSearchCV
 from oracles import log_eppf, set_partitions
 from sklearn_trellis import FastTIWD
 from sklearn_trellis.datasets import make_wishart_blocks
-from sklearn_trellis.models.wishart import (block_statistics, new_item_data_terms,
-                                            new_item_log_likelihoods)
+from sklearn_trellis.models.wishart import (block_statistics, data_log_density_terms,
+                                            new_item_data_terms, new_item_log_likelihoods)
 
 
 def _sigma(labels, scale, theta):
@@ -77,6 +77,28 @@ def test_score_equals_the_predictive_by_enumeration():
     S_big = np.vstack([X, new]) @ np.vstack([X, new]).T
     expected = log_evidence(S_big) - log_evidence(S_big[:5, :5])
     assert model.score(new) == pytest.approx(expected, abs=2e-3)
+
+
+@pytest.mark.parametrize("dof", [7.0, 12.0])
+def test_exact_log_marginal_likelihood_matches_enumeration(dof):
+    # every term of the Wishart density, the data's alone included: log p(S) by summing
+    # scipy's density over all partitions (full-rank S = X X^T, normalization='none')
+    rng = np.random.default_rng(3)
+    scale, theta, alpha = 0.5, 4.0, 0.8
+    X = rng.standard_normal((6, 9))
+    model = FastTIWD(metric="sqeuclidean", normalization="none", scale=scale, theta=theta,
+                     dof=dof, alpha=alpha, n_sweeps=4, random_state=0).fit(X)
+    assert model.method_ == "exact"
+    S = model.inner_products_
+    expected = logsumexp([log_eppf(np.bincount(p), alpha) + _log_wishart(S, p, scale, theta, dof)
+                          for p in set_partitions(6)])
+    assert model.log_marginal_likelihood_ == pytest.approx(expected, abs=1e-8)
+
+
+def test_data_log_density_terms_refuse_a_dof_below_the_rank_minus_one():
+    assert np.isneginf(data_log_density_terms(np.eye(4), dof=3.0)[0])
+    terms, rank = data_log_density_terms(np.eye(4), dof=3.5)
+    assert np.isfinite(terms) and rank == 4
 
 
 def _selected_dof(n, dof, grid, cv, n_sweeps):

@@ -8,7 +8,8 @@ from sklearn.mixture import GaussianMixture
 from sklearn.model_selection import GridSearchCV, KFold
 
 from sklearn_trellis import ExactCorrelationClustering
-from sklearn_trellis.metrics import (expected_calibration_error, make_pairwise_scorer,
+from sklearn_trellis.metrics import (expected_calibration_error, learned_parameters,
+                                     make_pairwise_scorer,
                                      pair_targets, pairwise_brier_score,
                                      pairwise_brier_scorer, pairwise_calibration_curve,
                                      pairwise_from_proba, pairwise_log_loss,
@@ -143,6 +144,16 @@ def test_refit_scorer_scores_the_marginals_of_the_fold():
     assert pairwise_log_loss_scorer(est.fit(X[1::2]), X[::2], y[::2]) == pytest.approx(expected)
     assert pairwise_brier_scorer(est, X[::2], y[::2]) == pytest.approx(
         -pairwise_brier_score(y[::2], est.fit(X[::2]).pairwise_marginals_))
+
+
+def test_refit_scorer_keeps_the_values_the_training_fit_learned():
+    X, y = two_blobs(12)
+    est = ExactCorrelationClustering(beta="auto").fit(X[1::2])
+    assert learned_parameters(est) == {"beta": est.beta_}
+    fixed = ExactCorrelationClustering(beta=est.beta_).fit(X[::2])
+    assert pairwise_log_loss_scorer(est, X[::2], y[::2]) == pytest.approx(
+        -pairwise_log_loss(y[::2], fixed.pairwise_marginals_))
+    assert learned_parameters(ExactCorrelationClustering(beta=2.0).fit(X)) == {}
 
 
 def test_predict_proba_scorer():
