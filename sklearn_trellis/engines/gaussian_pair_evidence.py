@@ -15,6 +15,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from .._core.budget import check_memory
+from .._core.progress import SILENT
 from .._core.subsets import subset_sums
 from ..models.correlation import CorrelationClusteringModel
 from ..models.gaussian_pairs import (evidence_gradient, log_prior_normaliser,
@@ -72,7 +73,7 @@ class EvidenceFit:
 
 
 def maximise_evidence(similarity, *, beta, offset, learn_beta, learn_offset, alpha=None,
-                      family=None, max_items=22):
+                      family=None, max_items=22, progress=SILENT):
     """Empirical Bayes: the ``beta`` and/or offset maximising the exact evidence.
 
     The noise variance is profiled out in closed form; the remaining one or
@@ -98,6 +99,9 @@ def maximise_evidence(similarity, *, beta, offset, learn_beta, learn_offset, alp
         Fit on this family (sparse trellis) instead of the exact trellis.
     max_items : int, default=22
         The exact trellis's limit.
+    progress : Progress, default=SILENT
+        Reporter of a fit with ``verbose``: the trellis fits done, at most
+        every 10 s.
 
     Returns
     -------
@@ -122,6 +126,7 @@ def maximise_evidence(similarity, *, beta, offset, learn_beta, learn_offset, alp
         value = log_evidence(trellis, model, shifted, variance)
         d_b, d_c = evidence_gradient(b, variance, shifted, trellis.pairwise_marginals())
         grad = ([b * d_b] if learn_beta else []) + ([d_c] if learn_offset else [])
+        progress.update(n_evaluations, None, "trellis fits")
         return -value, -np.array(grad)
 
     if not (learn_beta or learn_offset):
