@@ -1,6 +1,5 @@
 """``BayesianHierarchicalClustering``: BHC, randomized BHC and Bayesian rose trees."""
 
-import time
 from numbers import Integral, Real
 
 import numpy as np
@@ -12,6 +11,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._core.validation import NestedModelParamsMixin
 from ._core.compilation import announces_compilation
+from ._core.progress import Progress
 from ._hierarchy_mixin import HierarchyMixin
 from .engines.bhc import posterior as bhc_posterior
 from .engines.bhc.build import (DEFAULT_SUBSAMPLE_SIZE, approximation_notes, greedy_tree,
@@ -79,7 +79,10 @@ ClusterLikelihood, default='gaussian'
     random_state : int, RandomState instance or None, default=None
         Seeds the randomized method.
     verbose : int, default=0
-        Print the timings of the steps.
+        Print a line when each stage of the fit starts (hyperparameters, the
+        tree, its posterior, the DP evidence, the family bound) and, within
+        the hyperparameter search and the randomized tree, their progress at
+        least every 10 s.
 
     Attributes
     ----------
@@ -192,10 +195,6 @@ ClusterLikelihood, default='gaussian'
         self.random_state = random_state
         self.verbose = verbose
 
-    def _log(self, start, what):
-        if self.verbose:
-            print(f"[BayesianHierarchicalClustering] {what}: {time.perf_counter() - start:.2f} s")
-
     @_fit_context(prefer_skip_nested_validation=True)
     @announces_compilation
     def fit(self, X, y=None):
@@ -222,40 +221,41 @@ ClusterLikelihood, default='gaussian'
         data = self.model_.check_data(X)
         rng = check_random_state(self.random_state)
         rose = self.tree == "rose"
-        start = time.perf_counter()
+        progress = Progress(type(self).__name__, self.verbose)
         tree = None
         if self.hyperparameters == "evidence":
+            progress.stage(f"hyperparameters by the evidence of greedy {self.tree} trees")
             params, tree = select_hyperparameters(self.model_, data, self.alpha, rose=rose,
-                                                  random_state=rng)
-            self._log(start, "hyperparameters")
+                                                  random_state=rng, progress=progress)
         else:
             params = kernel_params(self.model_)
         self._params = params
         self.hyperparameters_ = {name: float(np.ravel(value)[0]) for name, value in
                                  self.model_.describe_params(params).items()}
-        start = time.perf_counter()
+        progress.stage(f"{self.method} {self.tree} tree of {n:,} items")
         if self.method == "randomized":
             tree = randomized_tree(self.model_, data, self.alpha,
                                    subsample_size=self.subsample_size, random_state=rng,
-                                   params=params)
+                                   params=params, progress=progress)
         elif tree is None:
             tree = greedy_tree(self.model_, data, self.alpha, rose=rose, params=params)
         children, is_cluster = tree
-        self._log(start, f"{self.method} {self.tree} tree")
+        progress.stage("node posteriors")
         log_m = bhc_posterior.node_log_marginals(self.model_, data, children, params)
         post = bhc_posterior.TreePosterior(children, is_cluster, log_m, self.alpha)
         self._store_tree(post, n)
         self.log_marginal_likelihood_ = post.log_marginal_likelihood
         self.log_evidence_lower_bound_ = post.log_evidence_lower_bound
-        self.log_marginal_likelihood_dp_ = (
-            bhc_posterior.exact_dp_log_marginal(self.model_, data, self.alpha, params)
-            if n <= bhc_posterior.MAX_EXACT_DP_ITEMS else None)
+        self.log_marginal_likelihood_dp_ = None
+        if n <= bhc_posterior.MAX_EXACT_DP_ITEMS:
+            progress.stage("exact DP-mixture evidence (flat trellis)")
+            self.log_marginal_likelihood_dp_ = bhc_posterior.exact_dp_log_marginal(
+                self.model_, data, self.alpha, params)
         self.log_evidence_family_bound_ = None
         if self.family is not None:
-            start = time.perf_counter()
+            progress.stage("family bound (sparse flat trellis)")
             self.log_evidence_family_bound_ = bhc_posterior.family_lower_bound(
                 self.model_, data, X, self.alpha, [self.children_], self.family, params)[0]
-            self._log(start, "family bound")
         self.approximation_ = approximation_notes(
             n, method=self.method, rose=rose, subsample_size=self.subsample_size,
             selection_items=MAX_SELECTION_ITEMS if self.hyperparameters == "evidence" else None)

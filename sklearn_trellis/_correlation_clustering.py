@@ -12,6 +12,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._core.budget import check_memory, rows_or_zero
 from ._core.compilation import announces_compilation
 from ._core.pairwise import check_square_symmetric
+from ._core.progress import Progress
 from ._core.validation import check_scalar_param
 from .engines.exact.binder import bayes_estimate
 from .engines.gaussian_pair_evidence import (evidence_family, log_evidence, log_predictive,
@@ -155,7 +156,9 @@ default='all'
         Seed of :meth:`sample` when it is called without one, of the
         perturbations and of the draws of ``point_estimate``.
     verbose : int, default=0
-        Print progress of the ``O(3^N)`` pass for large N and of the MILP.
+        Print a line when each stage of the fit starts (empirical Bayes, the
+        exact or sparse trellis, the MILP, the perturbations) and, within a
+        long stage, its progress at least every 10 s.
 
     Attributes
     ----------
@@ -301,7 +304,7 @@ default='all'
             and self.affinity != "precomputed"
         return s, mean_off_diagonal(s) if centred else 0.0
 
-    def _learn_parameters(self, s, offset, plan, features, seed_linkages):
+    def _learn_parameters(self, s, offset, plan, features, seed_linkages, progress):
         """``(beta, offset, alpha)``: the given ones, or empirical Bayes values (``'auto'``)."""
         learn_beta, learn_offset = self.beta == "auto", self.center == "auto"
         learn_alpha = isinstance(self.alpha, str)
@@ -313,16 +316,19 @@ default='all'
             raise ValueError(f"beta='auto', center='auto' and alpha='auto' need at least 3 "
                              f"items (got {s.shape[0]}): one pair's affinity is fitted "
                              "exactly, with no noise left. Give beta, center and alpha values.")
+        learned = " and ".join(name for name, learn in [("beta", learn_beta),
+                                                         ("offset", learn_offset),
+                                                         ("alpha", learn_alpha)] if learn)
+        progress.stage(f"empirical Bayes {learned}")
         family = evidence_family(plan, s, beta=beta, offset=offset, alpha=alpha,
                                  features=features, seed_linkages=seed_linkages)
         found = maximise_evidence(s, beta=beta, offset=offset, learn_beta=learn_beta,
                                   learn_offset=learn_offset, alpha=alpha,
                                   learn_alpha=learn_alpha, family=family,
-                                  max_items=plan.max_exact_size)
-        if self.verbose:
-            print(f"[ExactCorrelationClustering] empirical Bayes: beta={found.beta:.6g}, "
-                  f"offset={found.offset:.6g}, alpha={found.alpha}, "
-                  f"log evidence={found.log_evidence:.6g} ({found.n_evaluations} trellis fits)")
+                                  max_items=plan.max_exact_size, progress=progress)
+        progress.note(f"empirical Bayes: beta={found.beta:.6g}, offset={found.offset:.6g}, "
+                      f"alpha={found.alpha}, log evidence={found.log_evidence:.6g} "
+                      f"({found.n_evaluations} trellis fits)")
         return found.beta, found.offset, found.alpha
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -351,10 +357,12 @@ default='all'
         # The engines, refused before computing any N x N or 2**N table if they cannot fit.
         plan = plan_flat(X.shape[0], method=self.method, max_exact_size=self.max_exact_size,
                          n_perturbations=self.n_perturbations)
+        progress = Progress(type(self).__name__, self.verbose)
+        progress.stage(f"({X.shape[0]:,}, {X.shape[0]:,}) affinities")
         s, offset = self._similarity_from_input(X)
         features = X if self.affinity != "precomputed" else None
         self.beta_, self.affinity_offset_, self.alpha_ = self._learn_parameters(
-            s, offset, plan, features, seed_linkages)
+            s, offset, plan, features, seed_linkages, progress)
         w = shifted_affinities(s, self.affinity_offset_)
         del s
         self.affinity_matrix_ = w
@@ -362,7 +370,7 @@ default='all'
         self._n_clusters_distribution = None
         found = plan.run(self.model_, w, features=features,
                          seed_linkages=seed_linkages, time_limit=self.time_limit,
-                         random_state=self.random_state, verbose=self.verbose)
+                         random_state=self.random_state, progress=progress)
         self._trellis = found.trellis
         self._pairwise = found.pairwise_marginals
         self.log_partition_function_ = found.log_partition_function

@@ -12,6 +12,7 @@ from sklearn.utils.validation import validate_data
 from ._core.budget import check_memory
 from ._core.compilation import announces_compilation
 from ._core.pairwise import check_square_symmetric, similarity_from_distances
+from ._core.progress import Progress
 from ._core.units import from_units, metric_degree, to_units, unit_exponent
 from ._hierarchy_mixin import HierarchyMixin
 from .engines.divisive import CRITERIA, METHODS, divisive_tree, r_dissimilarities
@@ -114,6 +115,10 @@ class DivisiveClustering(HierarchyMixin, ClusterMixin, BaseEstimator):
         Largest cluster ``'exact'`` enumerates (at most 24: ``2^m`` tables).
     random_state : int, RandomState instance or None, default=None
         Seeds of the k-means++ initialisations (``method='kmeans'``).
+    verbose : int, default=0
+        Print a line when each stage of the fit starts (dissimilarities,
+        splits) and, while splitting, the splits done at least every 10 s
+        (``method='diana'`` splits in one compiled call: its stage line only).
 
     Attributes
     ----------
@@ -209,11 +214,12 @@ class DivisiveClustering(HierarchyMixin, ClusterMixin, BaseEstimator):
         "criterion": [StrOptions(set(CRITERIA))],
         "max_exact_size": [Interval(Integral, 2, MAX_EXACT_ITEMS, closed="both")],
         "random_state": ["random_state"],
+        "verbose": ["verbose"],
     }
 
     def __init__(self, n_clusters=2, *, distance_threshold=None, metric="euclidean",
                  method="diana", criterion="average", max_exact_size=20,
-                 random_state=None):
+                 random_state=None, verbose=0):
         self.n_clusters = n_clusters
         self.distance_threshold = distance_threshold
         self.metric = metric
@@ -221,6 +227,7 @@ class DivisiveClustering(HierarchyMixin, ClusterMixin, BaseEstimator):
         self.criterion = criterion
         self.max_exact_size = max_exact_size
         self.random_state = random_state
+        self.verbose = verbose
 
     def _allows_nan(self):
         return (isinstance(self.metric, str)
@@ -326,18 +333,22 @@ class DivisiveClustering(HierarchyMixin, ClusterMixin, BaseEstimator):
         X = to_units(X, exponent)
         features_only = (self.method == "kmeans" and isinstance(self.metric, str)
                          and self.metric in _R_METRICS)
+        progress = Progress(type(self).__name__, self.verbose)
+        if not features_only:
+            progress.stage(f"({n:,}, {n:,}) dissimilarities")
         D = None if features_only else self._dissimilarities(X)
         similarities = None
         if self.method == "exact" and CRITERIA[self.criterion] == "similarity":
             similarities = similarity_from_distances(D, "exp", None)
         manhattan, squared = _R_METRICS.get(self.metric, (False, False)) \
             if isinstance(self.metric, str) else (False, False)
+        progress.stage(f"{self.method} splits of {n:,} items")
         tree = divisive_tree(self.method, distances=D,
                              X=X if self.method == "kmeans" else None,
                              manhattan=manhattan, squared=squared,
                              similarities=similarities, criterion=self.criterion,
                              max_exact_size=self.max_exact_size,
-                             random_state=self.random_state)
+                             random_state=self.random_state, progress=progress)
         self._store(_in_data_units(tree, exponent, self.metric))
         return self
 

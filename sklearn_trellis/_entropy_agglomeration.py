@@ -8,6 +8,7 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import validate_data
 
 from ._core.compilation import announces_compilation
+from ._core.progress import Progress
 from ._hierarchy_mixin import HierarchyMixin
 from .summaries import as_sample_set, is_block_list_format
 from .summaries.agglomeration import entropy_agglomeration_tree
@@ -41,6 +42,10 @@ class EntropyAgglomeration(HierarchyMixin, ClusterMixin, BaseEstimator):
         If given (and ``n_clusters=None``), ``labels_`` keeps the merges whose
         entropy is below it: every merge at least that high is undone, as in
         :class:`sklearn.cluster.AgglomerativeClustering`.
+    verbose : int, default=0
+        Print a line when each stage of the fit starts (reading the samples,
+        the agglomeration). The agglomeration runs as one compiled call, so
+        it prints no progress lines within it (``n = T = 1000`` takes seconds).
 
     Attributes
     ----------
@@ -130,11 +135,13 @@ class EntropyAgglomeration(HierarchyMixin, ClusterMixin, BaseEstimator):
     _parameter_constraints = {
         "n_clusters": [Interval(Integral, 1, None, closed="left"), None],
         "distance_threshold": [Interval(Real, 0, None, closed="left"), None],
+        "verbose": ["verbose"],
     }
 
-    def __init__(self, n_clusters=2, *, distance_threshold=None):
+    def __init__(self, n_clusters=2, *, distance_threshold=None, verbose=0):
         self.n_clusters = n_clusters
         self.distance_threshold = distance_threshold
+        self.verbose = verbose
 
     def _read_samples(self, samples):
         """Label arrays (and DataFrames) go through ``validate_data``; block lists and
@@ -168,8 +175,12 @@ class EntropyAgglomeration(HierarchyMixin, ClusterMixin, BaseEstimator):
         self : EntropyAgglomeration
         """
         self._check_cut_parameters()
+        progress = Progress(type(self).__name__, self.verbose)
+        progress.stage("reading the samples")
         sample_set = self._read_samples(X)
         self._check_n_clusters(sample_set.n_elements, what="elements")
+        progress.stage(f"agglomeration of {sample_set.n_elements:,} elements over "
+                       f"{sample_set.n_samples:,} samples")
         children, distances, counts, cooccurrence = entropy_agglomeration_tree(sample_set)
         # Concavity makes the entropies non-decreasing; the running maximum removes
         # floating-point dips (see Notes).

@@ -16,6 +16,7 @@ from scipy.optimize import minimize
 from scipy.special import logsumexp
 
 from .._core.budget import check_memory
+from .._core.progress import SILENT
 from .._core.subsets import subset_sums
 from ..models.correlation import CorrelationClusteringModel
 from ..models.gaussian_pairs import (evidence_gradient, log_alpha_gradient,
@@ -102,7 +103,7 @@ def two_means_midpoint(values, n_iterations=50):
 
 
 def maximise_evidence(similarity, *, beta, offset, learn_beta, learn_offset, alpha=None,
-                      learn_alpha=False, family=None, max_items=22):
+                      learn_alpha=False, family=None, max_items=22, progress=SILENT):
     """Empirical Bayes: the ``beta``, offset and/or Ewens ``alpha`` maximising the evidence.
 
     The noise variance is profiled out in closed form; the remaining
@@ -137,6 +138,9 @@ def maximise_evidence(similarity, *, beta, offset, learn_beta, learn_offset, alp
         Fit on this family (sparse trellis) instead of the exact trellis.
     max_items : int, default=22
         The exact trellis's limit.
+    progress : Progress, default=SILENT
+        Reporter of a fit with ``verbose``: the trellis fits done, at most
+        every 10 s.
 
     Returns
     -------
@@ -176,6 +180,7 @@ def maximise_evidence(similarity, *, beta, offset, learn_beta, learn_offset, alp
                                            expected_n_clusters(trellis)))
         if learn_offset:
             grad.append(d_c)
+        progress.update(n_evaluations, None, "trellis fits")
         return -value, -np.array(grad)
 
     alpha_start = [np.log(alpha)] if learn_alpha else []

@@ -26,6 +26,7 @@ from .._core.budget import HARD_MAX_ITEMS, check_exact_budget, check_memory
 from .._core.connectivity import connected_subset_masks, window_union_connected
 from .._core.family import ClusterFamily
 from .._core.pairwise import upper_triangle
+from .._core.progress import SILENT
 from .._core.trees import children_to_tree, tree_to_children
 from .exact.flat import BYTES_PER_SUBSET as FLAT_BYTES_PER_SUBSET
 from .exact.flat import ExactFlatTrellis
@@ -388,7 +389,7 @@ class FlatPlan:
     n_perturbations: int = 0
 
     def run(self, model, affinities, *, features=None, seed_linkages=LINKAGES,
-            time_limit=60.0, random_state=None, verbose=0):
+            time_limit=60.0, random_state=None, progress=SILENT):
         """Fit the planned engines of a fitted flat correlation model.
 
         Parameters
@@ -406,7 +407,9 @@ class FlatPlan:
             also of all perturbed MILPs together (at least 1 s each).
         random_state : int, RandomState instance or None, default=None
             Seed of the perturbations.
-        verbose : int, default=0
+        progress : Progress, default=SILENT
+            Reporter of a fit with ``verbose``: a stage line per engine, throttled
+            progress lines within the exact pass, the MILP and the perturbations.
 
         Returns
         -------
@@ -417,10 +420,12 @@ class FlatPlan:
         beta = float(model.beta)
         notes = []
         if self.exact:
+            progress.stage(f"exact flat trellis ({2 ** n - 1:,} subsets, O(3^{n}) pass)")
             trellis = ExactFlatTrellis(model.log_potential_table(),
-                                       max_items=self.max_exact_size, verbose=verbose).fit()
+                                       max_items=self.max_exact_size, progress=progress).fit()
             n_vertices, map_is_exact, gap = (1 << n) - 1, True, 0.0
         else:
+            progress.stage(f"sparse flat trellis over seed trees ({', '.join(seed_linkages)})")
             trellis, note = _sparse_flat_trellis(model, affinities, features, seed_linkages)
             notes.append(note)
             n_vertices, map_is_exact, gap = int(trellis.family.n_vertices), False, None
@@ -431,23 +436,25 @@ class FlatPlan:
                         notes=notes)
         weights = 2.0 * beta * affinities
         if self.milp:
-            note = _milp_map(found, weights, constant, time_limit, verbose)
+            progress.stage(f"MAP by integer programming (time_limit={time_limit:g} s)")
+            note = _milp_map(found, weights, constant, time_limit, progress)
             if not self.exact:
                 notes.append(note)
         if self.n_perturbations:
-            notes.append(self._perturbed(found, weights, time_limit, random_state, verbose))
+            progress.stage(f"perturb-and-MAP ({self.n_perturbations} perturbed MAPs)")
+            notes.append(self._perturbed(found, weights, time_limit, random_state, progress))
         if self.exact and found.pairwise_marginals is None:
             # The exact path's pairwise marginals are cheap: fit computes them.
             found.pairwise_marginals = trellis.pairwise_marginals()
         return found
 
-    def _perturbed(self, found, weights, time_limit, random_state, verbose):
+    def _perturbed(self, found, weights, time_limit, random_state, progress):
         """Pairwise marginals from the MAPs of Gumbel-perturbed affinities."""
         # time_limit is the budget of all perturbations together (each is a MILP).
         per_map = max(1.0, float(time_limit) / self.n_perturbations)
         solver = "trellis" if self.exact else MilpMapSolver(time_limit=per_map)
         result = perturb_and_map(weights, n_samples=self.n_perturbations, map_solver=solver,
-                                 random_state=random_state, verbose=verbose)
+                                 random_state=random_state, progress=progress)
         found.pairwise_marginals = result.pairwise_marginals
         found.perturbed_maps = result.samples
         uncertified = ("" if not result.n_uncertified else
@@ -470,10 +477,11 @@ def _sparse_flat_trellis(model, affinities, features, seed_linkages):
     return found.trellis, found.note("clusterings")
 
 
-def _milp_map(found, weights, constant, time_limit, verbose):
+def _milp_map(found, weights, constant, time_limit, progress):
     """Replace the MAP of ``found`` by the MILP's (certified when it finishes in time)."""
     result = correlation_clustering_map_milp(weights, time_limit=float(time_limit),
-                                             initial_labels=found.labels, verbose=verbose)
+                                             initial_labels=found.labels,
+                                             progress=progress)
     if result.objective + constant >= found.map_log_potential:
         found.labels = np.asarray(result.labels)
         found.map_log_potential = float(result.objective) + constant

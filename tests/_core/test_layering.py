@@ -18,6 +18,7 @@ made public (a public module, a public name, or a re-export in its
 """
 
 import ast
+import functools
 from pathlib import Path
 
 import sklearn_trellis
@@ -63,6 +64,13 @@ def home_package(module, path):
     return module if path.name == "__init__.py" else module.rpartition(".")[0]
 
 
+@functools.lru_cache(maxsize=None)
+def _import_nodes(text, filename):
+    """The import statements of a source text (parsed once for all the tests)."""
+    return tuple(node for node in ast.walk(ast.parse(text, filename=filename))
+                 if isinstance(node, (ast.Import, ast.ImportFrom)))
+
+
 def imports(module, path):
     """``(line, dotted name)`` of every package name ``module`` imports, anywhere in its body.
 
@@ -70,7 +78,7 @@ def imports(module, path):
     or a name defined in ``a``); relative imports are resolved.
     """
     base = home_package(module, path).split(".")
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+    for node in _import_nodes(path.read_text(), str(path)):
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):

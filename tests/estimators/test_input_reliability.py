@@ -28,19 +28,21 @@ def test_valid_affinity_callable_still_works_for_fit_and_predict():
     assert model.predict(X8[:3]).shape == (3,)
 
 
-def fitted_estimators():
+FITTED = {  # fitted on first use, not at collection (a deselected test compiles nothing)
+    "flat": lambda X8, X25: ExactCorrelationClustering().fit(X8),
+    "sparse-flat": lambda X8, X25: ExactCorrelationClustering(max_exact_size=10).fit(X25),
+    "tree": lambda X8, X25: TrellisHierarchical(n_clusters=2).fit(X8),
+    "sparse-tree": lambda X8, X25: TrellisHierarchical(
+        n_clusters=2, max_exact_size=10, window_size=0, n_beam_trees=0).fit(X25),
+}
+
+
+@pytest.fixture(scope="module", params=list(FITTED))
+def estimator(request):
     X25 = np.random.default_rng(1).normal(size=(25, 2))
-    return [
-        ExactCorrelationClustering().fit(X8),                      # exact flat
-        ExactCorrelationClustering(max_exact_size=10).fit(X25),    # sparse flat
-        TrellisHierarchical(n_clusters=2).fit(X8),                 # exact hierarchical
-        TrellisHierarchical(n_clusters=2, max_exact_size=10, window_size=0,
-                            n_beam_trees=0).fit(X25),              # sparse hierarchical
-    ]
+    return FITTED[request.param](X8, X25)
 
 
-@pytest.mark.parametrize("estimator", fitted_estimators(), ids=["flat", "sparse-flat", "tree",
-                                                                 "sparse-tree"])
 def test_one_index_validator(estimator):
     methods = [estimator.cluster_marginal]
     if hasattr(estimator, "together_marginal"):

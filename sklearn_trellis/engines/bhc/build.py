@@ -12,6 +12,7 @@ import numbers
 
 import numpy as np
 
+from ..._core.progress import SILENT
 from ...models.likelihood import protocol_bindings
 from . import _bhc_kernels
 
@@ -107,7 +108,8 @@ def binarize_rose(children, n):
 
 
 def randomized_tree(likelihood, data, alpha, *, subsample_size=DEFAULT_SUBSAMPLE_SIZE,
-                    random_state, min_fraction=MIN_SPLIT_FRACTION, params=None):
+                    random_state, min_fraction=MIN_SPLIT_FRACTION, params=None,
+                    progress=SILENT):
     """Randomized BHC (Heller & Ghahramani 2005b, Algorithm 2): ``O(n log n)`` expected.
 
     A set larger than ``subsample_size`` is split by running greedy BHC on
@@ -124,6 +126,9 @@ def randomized_tree(likelihood, data, alpha, *, subsample_size=DEFAULT_SUBSAMPLE
     the sample tree whose smaller child holds at least ``min_fraction`` of the
     sample; the subtrees peeled off above it are parts of their own, nested
     as in the sample tree.
+
+    ``progress`` (a :class:`~sklearn_trellis._core.progress.Progress`) hears
+    the number of items placed in finished subtrees, at most every 10 s.
 
     Returns
     -------
@@ -144,6 +149,7 @@ def randomized_tree(likelihood, data, alpha, *, subsample_size=DEFAULT_SUBSAMPLE
     # ('chain', k): join the last k built subtrees, first two first, then the others.
     stack = [("build", np.arange(n, dtype=np.int64))]
     done = []
+    n_placed = 0
     while stack:
         task, items = stack.pop()
         if task == "chain":
@@ -155,13 +161,15 @@ def randomized_tree(likelihood, data, alpha, *, subsample_size=DEFAULT_SUBSAMPLE
                 current = n + len(rows) - 1
             done.append(current)
             continue
-        if items.size == 1:
-            done.append(int(items[0]))
-            continue
         if items.size <= subsample_size:
-            merges, _, _ = kernels.greedy_bhc(params, np.ascontiguousarray(data[items]), n_stats,
-                                           work, log_alpha, False)
-            done.append(_append_local(rows, merges, items, n))
+            if items.size == 1:
+                done.append(int(items[0]))
+            else:
+                merges, _, _ = kernels.greedy_bhc(params, np.ascontiguousarray(data[items]),
+                                                  n_stats, work, log_alpha, False)
+                done.append(_append_local(rows, merges, items, n))
+            n_placed += items.size
+            progress.update(n_placed, n, "items in finished subtrees")
             continue
         sample = np.sort(random_state.choice(items, size=subsample_size, replace=False))
         merges, _, _ = kernels.greedy_bhc(params, np.ascontiguousarray(data[sample]), n_stats,

@@ -12,6 +12,7 @@ with the highest evidence on it, rebuild, until the choice repeats.
 
 import numpy as np
 
+from ..._core.progress import SILENT
 from .build import greedy_tree, kernel_params
 from .posterior import TreePosterior, node_log_marginals
 
@@ -23,7 +24,8 @@ MAX_ROUNDS = 4
 
 
 def select_hyperparameters(likelihood, data, alpha, *, rose=False, random_state,
-                           max_items=MAX_SELECTION_ITEMS, max_rounds=MAX_ROUNDS):
+                           max_items=MAX_SELECTION_ITEMS, max_rounds=MAX_ROUNDS,
+                           progress=SILENT):
     """Kernel parameters of the grid point with the highest BHC evidence bound.
 
     Parameters
@@ -38,6 +40,9 @@ def select_hyperparameters(likelihood, data, alpha, *, rose=False, random_state,
     random_state : RandomState
         Draws the subset when there are more than ``max_items`` rows.
     max_items, max_rounds : int
+    progress : Progress, default=SILENT
+        Reporter of a fit with ``verbose``: the rounds and grid points done,
+        at most every 10 s.
 
     Returns
     -------
@@ -58,11 +63,14 @@ def select_hyperparameters(likelihood, data, alpha, *, rose=False, random_state,
         rows = np.sort(random_state.choice(n, size=max_items, replace=False))
         data = np.ascontiguousarray(data[rows])
     chosen = -1
-    for _ in range(max_rounds):
+    for round_ in range(max_rounds):
         children, is_cluster = greedy_tree(likelihood, data, alpha, rose=rose, params=params)
-        bounds = [TreePosterior(children, is_cluster,
-                                node_log_marginals(likelihood, data, children, row),
-                                alpha).log_evidence_lower_bound for row in candidates]
+        bounds = []
+        for k, row in enumerate(candidates):
+            bounds.append(TreePosterior(children, is_cluster,
+                                        node_log_marginals(likelihood, data, children, row),
+                                        alpha).log_evidence_lower_bound)
+            progress.update(k + 1, len(candidates), f"grid points of round {round_ + 1}")
         best = int(np.argmax(bounds))
         if best == chosen:
             return params, None if subset else (children, is_cluster)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from sklearn.utils import check_random_state
 
+from ..._core.progress import SILENT
 from ..._core.trees import banner_to_merge, merge_to_children
 from ._diana_kernels import cluster_diameter, diana_banner, diana_split
 from .banner import divisive_coefficient
@@ -171,7 +172,7 @@ class _Splitter:
 
 def divisive_tree(method="diana", *, distances=None, X=None, manhattan=False,
                   squared=False, similarities=None, criterion="average",
-                  max_exact_size=20, random_state=None):
+                  max_exact_size=20, random_state=None, progress=SILENT):
     """Grow a divisive tree with one of :data:`METHODS`.
 
     Parameters
@@ -193,6 +194,9 @@ def divisive_tree(method="diana", *, distances=None, X=None, manhattan=False,
         Largest cluster ``'exact'`` enumerates (at most 24).
     random_state : int, RandomState or None
         Seeds of the k-means++ initialisations.
+    progress : Progress, default=SILENT
+        Reporter of a fit with ``verbose``: the splits done, at most every
+        10 s (DIANA runs as one compiled call: no progress lines within it).
 
     Returns
     -------
@@ -240,6 +244,7 @@ def divisive_tree(method="diana", *, distances=None, X=None, manhattan=False,
             jmb = splitter.split(ner, ja, jb)
         banner[jmb] = diameter
         split_order[jmb] = n_splits
+        progress.update(n_splits, n - 1, "splits")
         if jmb - 1 > ja:
             stack.append((ja, jmb - 1))
         if jb > jmb:

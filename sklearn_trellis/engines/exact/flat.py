@@ -15,11 +15,10 @@ entries are exact to rounding, and marginals carry absolute errors below
 ``1e-12`` (checked against enumeration in the tests).
 """
 
-import time
-
 import numpy as np
 
 from ..._core.budget import HARD_MAX_ITEMS, NS_PER_STEP, check_exact_budget
+from ..._core.progress import Progress
 from ..._core.subsets import checked_mask, members
 from . import _flat_kernels as kernels
 from ._flat_passes import map_pass, n_clusters_pass, partition_pass, together_marginals
@@ -113,7 +112,11 @@ class ExactFlatTrellis:
     max_items : int, default=DEFAULT_MAX_EXACT_FLAT
         Refuse (before allocating) if ``N`` exceeds this.
     verbose : int, default=0
-        Print progress of the ``O(3^N)`` pass when positive.
+        Print progress of the ``O(3^N)`` pass when positive (a line at most
+        every 10 s, :class:`~sklearn_trellis._core.progress.Progress`).
+    progress : Progress, optional
+        Reporter to use instead of one built from ``verbose`` (an estimator
+        passes its own, so that all the lines of its fit share one prefix).
 
     Attributes
     ----------
@@ -137,12 +140,14 @@ class ExactFlatTrellis:
     5
     """
 
-    def __init__(self, log_potentials, *, max_items=DEFAULT_MAX_EXACT_FLAT, verbose=0):
+    def __init__(self, log_potentials, *, max_items=DEFAULT_MAX_EXACT_FLAT, verbose=0,
+                 progress=None):
         table, self.n_items = _checked_table(log_potentials)
         check_exact_budget(self.n_items, BYTES_PER_SUBSET, max_items=max_items,
                            what="exact flat trellis")
         self.log_potentials = np.ascontiguousarray(table)
         self.verbose = verbose
+        self.progress = progress
         # Tests set this to False to force every layer into log space.
         self._linear = True
 
@@ -158,9 +163,8 @@ class ExactFlatTrellis:
         self.log_z = np.empty(size)
         work = np.empty(size)
         scratch = np.empty(size >> 1)
-        start = time.perf_counter()
         self._linear_layers = partition_pass(self.log_potentials, self.log_z, work,
-                                             scratch, n, self._linear, self._progress(start))
+                                             scratch, n, self._linear, self._progress())
         del scratch
         self.log_partition_function = float(self.log_z[self.full])
         if not np.isfinite(self.log_partition_function):
@@ -174,16 +178,18 @@ class ExactFlatTrellis:
                                             n, work)
         return self
 
-    def _progress(self, start):
-        if not (self.verbose and self.n_items >= 14):
+    def _progress(self):
+        """The pass's callback ``f(highest item done)``: throttled progress lines."""
+        progress = (self.progress if self.progress is not None
+                    else Progress(type(self).__name__, self.verbose))
+        if not progress.verbose:
             return None
         n = self.n_items
 
         def report(highest):
-            done = (3.0 ** (highest + 1) - 1) / (3.0 ** n - 1)
-            print(f"[ExactFlatTrellis] items 0..{highest} done "
-                  f"({100 * done:.1f}% of the work, "
-                  f"{time.perf_counter() - start:.1f} s)", flush=True)
+            if progress.due():
+                done = (3.0 ** (highest + 1) - 1) / (3.0 ** n - 1)
+                progress.update(highest + 1, n, f"items ({100 * done:.1f}% of the work)")
         return report
 
     # -- marginals ---------------------------------------------------------

@@ -53,6 +53,7 @@ from scipy.sparse.csgraph import connected_components
 
 from ..._core.budget import available_memory_bytes, format_bytes
 from ..._core.labels import first_appearance_labels
+from ..._core.progress import Progress
 from ..._core.validation import check_scalar_param
 from . import _milp_kernels as kernels
 
@@ -381,18 +382,21 @@ def _solve_connected(w, fallback, deadline, mip_rel_gap, max_constraints, log):
 
 
 class _Log:
-    def __init__(self, verbose, start):
-        self.verbose = verbose
-        self.start = start
+    """The MILP's lines on a :class:`Progress`: the first always, then at most every 10 s."""
 
-    def __call__(self, message):
-        if self.verbose:
-            print(f"[milp] {time.perf_counter() - self.start:7.2f} s  {message}", flush=True)
+    def __init__(self, progress):
+        self.progress = progress
+        self.verbose = progress.verbose
+
+    def __call__(self, message, always=False):
+        if always or self.progress.due():
+            self.progress.note(f"MILP: {message}")
 
 
 def correlation_clustering_map_milp(weights, *, time_limit=60.0, mip_rel_gap=0.0,
                                     initial_labels=None, max_items=DEFAULT_MAX_MILP_ITEMS,
-                                    max_constraints=DEFAULT_MAX_CONSTRAINTS, verbose=0):
+                                    max_constraints=DEFAULT_MAX_CONSTRAINTS, verbose=0,
+                                    progress=None):
     """Exact MAP clustering of pairwise gains by integer programming with lazy cuts.
 
     Finds the clustering that maximises ``sum_{i<j same cluster} weights_ij``
@@ -428,7 +432,12 @@ def correlation_clustering_map_milp(weights, *, time_limit=60.0, mip_rel_gap=0.0
         triangle cuts to a component; also sets the memory estimate checked
         before starting.
     verbose : int, default=0
-        Print one line per round when positive; HiGHS' log too when > 1.
+        When positive, print the components found and then a round's line at
+        most every 10 s (:class:`~sklearn_trellis._core.progress.Progress`);
+        HiGHS' log too when > 1.
+    progress : Progress, optional
+        Reporter to use instead of one built from ``verbose`` (an estimator
+        passes its own, so that all the lines of its fit share one prefix).
 
     Returns
     -------
@@ -461,7 +470,7 @@ def correlation_clustering_map_milp(weights, *, time_limit=60.0, mip_rel_gap=0.0
         initial_labels = np.asarray(initial_labels)
         if initial_labels.shape != (n,):
             raise ValueError(f"initial_labels must have shape ({n},), got {initial_labels.shape}.")
-    log = _Log(verbose, start)
+    log = _Log(progress if progress is not None else Progress("milp", verbose))
     deadline = start + float(time_limit)
 
     iu, ju = np.triu_indices(n, 1)
@@ -469,7 +478,8 @@ def correlation_clustering_map_milp(weights, *, time_limit=60.0, mip_rel_gap=0.0
     component = _components(n, iu[pos], ju[pos])
     members = [np.flatnonzero(component == c) for c in range(component.max() + 1)]
     members.sort(key=len)  # small ones first: a time-out leaves the fewest uncertified
-    log(f"{len(members)} components of positive pairs, largest {members[-1].size} items")
+    log(f"{len(members)} components of positive pairs, largest {members[-1].size} items",
+        always=True)
     labels = np.empty(n, np.int64)
     next_label = 0
     parts = []

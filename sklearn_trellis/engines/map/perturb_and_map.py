@@ -26,12 +26,12 @@ distribution, and the estimates can be biased (the paper finds them too high).
 """
 
 import numbers
-import time
 from dataclasses import dataclass
 
 import numpy as np
 from sklearn.utils import check_random_state
 
+from ..._core.progress import Progress
 from ..._core.validation import check_option, check_scalar_param
 from ..exact.flat import DEFAULT_MAX_EXACT_FLAT, exact_flat_map
 from ..._core.labels import first_appearance_labels
@@ -153,7 +153,7 @@ def _resolve_solver(map_solver, n):
 
 
 def perturb_and_map(weights, *, n_samples=100, noise_scale=1.0, noise="gumbel",
-                    map_solver="auto", random_state=None, verbose=0):
+                    map_solver="auto", random_state=None, verbose=0, progress=None):
     """Approximate pairwise co-clustering marginals by Perturb-and-MAP.
 
     Each sample adds ``noise_scale * G_ij`` (``G`` i.i.d. standard Gumbel or
@@ -186,7 +186,11 @@ def perturb_and_map(weights, *, n_samples=100, noise_scale=1.0, noise="gumbel",
     random_state : int, RandomState instance or None, default=None
         Seed of the noise.
     verbose : int, default=0
-        Print progress when positive.
+        When positive, print the samples done at most every 10 s
+        (:class:`~sklearn_trellis._core.progress.Progress`).
+    progress : Progress, optional
+        Reporter to use instead of one built from ``verbose`` (an estimator
+        passes its own, so that all the lines of its fit share one prefix).
 
     Returns
     -------
@@ -219,7 +223,8 @@ def perturb_and_map(weights, *, n_samples=100, noise_scale=1.0, noise="gumbel",
     iu, ju = np.triu_indices(n, 1)
     samples = np.empty((n_samples, n), np.int64)
     perturbed = np.empty_like(w)
-    start = time.perf_counter()
+    if progress is None:
+        progress = Progress("perturb_and_map", verbose)
     for t in range(n_samples):
         g = rng.gumbel(size=iu.size)
         if noise == "logistic":
@@ -232,9 +237,7 @@ def perturb_and_map(weights, *, n_samples=100, noise_scale=1.0, noise="gumbel",
             raise ValueError(f"map_solver returned labels of shape {labels.shape}, "
                              f"expected ({n},).")
         samples[t] = first_appearance_labels(labels)
-        if verbose and (t + 1) % max(1, n_samples // 10) == 0:
-            print(f"[perturb_and_map] {t + 1}/{n_samples} samples "
-                  f"({time.perf_counter() - start:.1f} s)", flush=True)
+        progress.update(t + 1, n_samples, "perturbed MAPs")
     n_uncertified = None
     if uncertified_before is not None:
         n_uncertified = int(solver.n_uncertified - uncertified_before)
