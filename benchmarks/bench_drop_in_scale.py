@@ -13,9 +13,16 @@ The machine may be shared: the load average is printed with the figures, and
 the ratios (both estimators measured in the same run) are what to compare.
 
 Each fit runs in a fresh process (``multiprocessing`` spawn), so its peak
-resident memory (``ru_maxrss``) is its own; numba compilation is cached on
-disk by a warm-up fit on small data first. Prints one line per fit, or the
-refusal (memory is checked before allocation) if a fit cannot run.
+resident memory (``ru_maxrss``) is its own; the line gives its wall-clock and
+CPU time (``getrusage``: user + system of all its threads; under load the CPU
+ratio is the one to compare). numba compilation is done (or loaded from the
+disk cache) by two warm-up fits on small data first, the second with
+``sklearn_trellis._core.parallel.PARALLEL_MIN_WORK`` at zero so that the
+parallel twins of the kernels, which a large fit runs and a small one does
+not, are compiled too; the trellis line then counts the numba compilations
+during the measured fit and names any the warm-up missed (0 expected).
+Prints one line per fit, or the refusal (memory is checked before
+allocation) if a fit cannot run.
 
 Run: ``PYTHONPATH=. python benchmarks/bench_drop_in_scale.py [--skip-20k] [--skip-100k]``.
 
@@ -33,7 +40,7 @@ expansion, its condensed copy for the seeds, a second pdist for Ward, a fresh
     trellis  N=20,000: ok, 1145.27 s, peak 9.23 GiB -- MAP log-potential -9.46409e+11, ...
     N=20,000: peak memory ratio 2.88x (target <= 1.5x); load average 13.18, 12.97, 10.48
 
-After (condensed exact distances shared by the four seeds, the energy's
+Then (condensed exact distances shared by the four seeds, the energy's
 (N, N) matrix lent to the linkages and turned into similarities in place)::
 
     load average 17.21, 15.28, 13.43
@@ -44,11 +51,33 @@ After (condensed exact distances shared by the four seeds, the energy's
     trellis  N=20,000: ok, 725.90 s, peak 5.11 GiB -- MAP log-potential -9.46409e+11, ...
     N=20,000: peak memory ratio 1.59x (target <= 1.5x); load average 14.55, 18.14, 19.11
 
-The same MAP trees and log-potentials (to the digits printed). On a quiet
-machine (2026-11-24) N = 10,000 took 17.2 s against 4.6 s (3.7x) and
-N = 100,000 with a 10-NN graph 100 s against 66 s; the time targets are
-still open: the three compiled nearest-neighbour chains of the seeds alone
-cost about as much as scikit-learn's whole Ward tree.
+On a quiet machine (2026-11-24) N = 10,000 took 17.2 s against 4.6 s (3.7x)
+and N = 100,000 with a 10-NN graph 100 s against 66 s.
+
+Now (one (N, N) array for everything: the euclidean seed linkages refill it
+with ``pdist``'s exact distances before each nearest-neighbour chain instead of
+copying a condensed vector, then it holds the energy's similarities; no
+condensed copy and no (N, N) boolean temporary), at load 14 to 21; the MAP
+trees are unchanged (the distances are ``pdist``'s, bit for bit; the default
+energy's local scales changed since the runs above, hence other
+log-potentials)::
+
+    load average 13.98, 13.53, 9.83
+    sklearn  N=10,000: ok, wall 142.40 s, CPU 13.69 s, peak 0.97 GiB
+    trellis  N=10,000: ok, wall 230.85 s, CPU 22.60 s, peak 1.28 GiB -- MAP log-potential
+        -3.08414e+08, best seed tree -3.08779e+08 (MAP >= every seed: True); 226,928
+        clusters; numba compilations during the measured fit: 3 (warm-up missed them: ...)
+    N=10,000: time ratio 1.62x wall, 1.65x CPU (target <= 2x); load average 19.05, 17.72, 13.53
+    sklearn  N=20,000: ok, wall 560.07 s, CPU 64.46 s, peak 3.20 GiB
+    trellis  N=20,000: ok, wall 692.31 s, CPU 90.92 s, peak 3.71 GiB -- MAP log-potential
+        -1.86212e+09, best seed tree -1.87824e+09 (MAP >= every seed: True); 456,973
+        clusters; numba compilations during the measured fit: 0
+    N=20,000: peak memory ratio 1.16x (target <= 1.5x); load average 19.86, 21.38, 20.35
+
+(The 3 compilations of that N = 10,000 fit came from source files edited
+while the run went on, which invalidates their numba cache.) The time target
+is to be judged on a quiet machine: the three compiled nearest-neighbour
+chains of the seeds cost about as much as scikit-learn's whole Ward tree.
 """
 
 import multiprocessing as mp

@@ -559,16 +559,16 @@ default='dasgupta'
         if distances is not None and distances.ndim == 1:   # back in X's units
             distances = from_units(distances, self._metric_exponent, self.metric,
                                    out=distances)
+        if refill and square is not None:
+            progress.stage(f"({n:,}, {n:,}) distances")
+            rows = to_units(X, self._metric_exponent)
+            euclidean_square.for_work(n * n * X.shape[1])(rows, square)
+            distances = from_units(square, self._metric_exponent, self.metric, out=square)
         progress.stage(f"energy ({type(model).__name__})")
         if model.input_kind == "features":
             model.fit(X)
         elif square is not None:
-            if refill:
-                rows = to_units(X, self._metric_exponent)
-                euclidean_square.for_work(n * n * X.shape[1])(rows, square)
-                distances = from_units(square, self._metric_exponent, self.metric,
-                                       out=square)
-            else:
+            if not refill:
                 distances = square_from_condensed(distances, square)
             del square
             if "copy" in inspect.signature(model.fit).parameters:
