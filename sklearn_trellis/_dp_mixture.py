@@ -16,7 +16,7 @@ from .engines.exact.binder import bayes_estimate
 from .engines.exact.grid_marginal import GridMarginalPosterior
 from .engines.gibbs import sampler as gibbs
 from .engines.gibbs import subcluster
-from .engines.gibbs.shards import import_distributed, is_dask_array
+from .engines.gibbs.shards import BLOCK_ROWS, import_distributed, is_dask_array
 from .models import LIKELIHOODS, make_likelihood
 from .models.likelihood import ClusterLikelihood
 from .models.priors import make_prior
@@ -292,8 +292,10 @@ default='kmeans'
             sub-cluster sampler, ``method='subcluster'`` or ``'auto'``; needs the ``dask``
             extra and a ``distributed.Client``): rows and labels stay on the workers, per
             iteration only parameters and sufficient statistics travel, and the same
-            ``random_state`` gives the same chain on any number of workers. See the user
-            guide's section on Dask.
+            ``random_state`` gives the same chain on any number of workers. Under
+            ``joblib.parallel_config(backend="dask")``, ``method='subcluster'`` sends the
+            rows of an array to the workers in the same way. See the user guide's section
+            on Dask.
         y : Ignored
 
         Returns
@@ -301,6 +303,10 @@ default='kmeans'
         self : DPMixture
         """
         prior = self._make_prior()
+        client = _joblib_dask_client() if self.method == "subcluster" else None
+        if client is not None and not is_dask_array(X):
+            # under joblib.parallel_config(backend="dask"): the rows go to the workers
+            X = _scatter_rows(X, client)
         if is_dask_array(X):
             return self._fit_dask(X, prior)
         given = X
@@ -573,6 +579,25 @@ default='kmeans'
         if is_dask_array(X):
             return float(self.score_samples(X).mean().compute())
         return float(np.mean(self.score_samples(X)))
+
+
+def _joblib_dask_client():
+    """The Dask client of an active ``joblib.parallel_config(backend="dask")``, else None."""
+    from joblib.parallel import get_active_backend
+    backend = get_active_backend()[0]
+    return getattr(backend, "client", None) if type(backend).__name__.startswith("Dask") \
+        else None
+
+
+def _scatter_rows(X, client):
+    """``X`` as a dask array of about two chunks per worker (whole blocks of rows)."""
+    da, _ = import_distributed()
+    X = np.asarray(X)
+    if X.ndim != 2:
+        return X   # validated (and refused) by the NumPy path
+    n_workers = max(1, len(client.scheduler_info().get("workers", ())))
+    chunk = -(-max(1, X.shape[0] // (2 * n_workers)) // BLOCK_ROWS) * BLOCK_ROWS
+    return da.from_array(X, chunks=(chunk, -1))
 
 
 def _blockwise(X, method, dtype, n_columns=None):

@@ -30,6 +30,9 @@ import numpy as np
 
 from . import _shard_kernels as shard_kernels, _subcluster_kernels as kernels
 
+#: Rows per block of the sums (a shard holds whole blocks).
+BLOCK_ROWS = kernels.BLOCK_ROWS
+
 _GOLDEN = 0x9E3779B97F4A7C15
 _TWO_64 = 1 << 64
 
@@ -421,6 +424,6 @@ class DaskExecutor(_Executor):
                         "the sub-cluster state pickles its gathered labels instead.")
 
 
-__all__ = ["Shard", "LocalExecutor", "DaskExecutor", "reduce_tree", "dyadic_nodes",
+__all__ = ["BLOCK_ROWS", "Shard", "LocalExecutor", "DaskExecutor", "reduce_tree", "dyadic_nodes",
            "shifted_key", "aligned_bounds", "engine_for", "import_distributed",
            "is_dask_array"]

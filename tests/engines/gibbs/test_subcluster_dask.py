@@ -150,6 +150,23 @@ def test_dp_mixture_on_a_dask_array(clients):
         assert np.isfinite(model.score(X[:50]))
 
 
+def test_joblib_dask_backend_shards_the_rows(clients):
+    """Under ``parallel_config(backend="dask")`` a NumPy X is sampled on the workers: the
+    chain of the same rows as a dask array (any chunking gives the same chain)."""
+    import joblib
+    from sklearn_trellis import DPMixture
+    X = blobs(n_per=60, d=2)
+    with clients[2].as_current():
+        with joblib.parallel_config(backend="dask"):
+            model = DPMixture(method="subcluster", n_sweeps=4, init="random",
+                              random_state=1).fit(X)
+        reference = DPMixture(method="subcluster", n_sweeps=4, init="random",
+                              random_state=1).fit(da.from_array(X, chunks=(50, 2)))
+    assert model._data is None
+    np.testing.assert_array_equal(model.samples_, reference.samples_)
+    np.testing.assert_array_equal(model.log_joints_, reference.log_joints_)
+
+
 def test_predictive_from_statistics_equals_the_collapsed_predictive():
     from sklearn_trellis.engines.gibbs import sampler
     X = small_data(30)
