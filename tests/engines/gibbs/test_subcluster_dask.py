@@ -148,6 +148,10 @@ def test_dp_mixture_on_a_dask_array(clients):
         np.testing.assert_array_equal(model.predict(dX[:50]).compute(), model.predict(X[:50]))
         assert model.score(dX[:50]) == pytest.approx(model.score(X[:50]), rel=1e-12)
         assert np.isfinite(model.score(X[:50]))
+    # the fitted model holds no live actor: it pickles and predicts without the cluster
+    import pickle
+    again = pickle.loads(pickle.dumps(model))
+    np.testing.assert_array_equal(again.predict(X[:9]), model.predict(X[:9]))
 
 
 def test_joblib_dask_backend_shards_the_rows(clients):
