@@ -418,7 +418,10 @@ def record_statistics(state):
     """``record`` of :func:`run_chain` keeping what the posterior predictive needs of each
     kept sample without the rows: ``(params, suff, counts)``, the clusters in order of
     first appearance (those of :meth:`SubclusterState.compact_labels`)."""
-    first = np.min(state.executor.map("first_rows", state.n_clusters), axis=0)
+    if state.executor is None:
+        _, first = np.unique(state.saved_labels, return_index=True)
+    else:
+        first = np.min(state.executor.map("first_rows", state.n_clusters), axis=0)
     order = np.argsort(first)
     return state.params.copy(), state.suff[order].copy(), state.counts[order].copy()
 
@@ -511,6 +514,9 @@ def run_chain(likelihood, prior, data, *, n_sweeps, burn_in=0, thin=1, init_labe
         if verbose:
             print(f"[sub-cluster chain {chain_id}] interrupted after {done} iterations; "
                   f"keeping {len(samples)} samples.", flush=True)
+    if not isinstance(state.executor, LocalExecutor):
+        # the actors end with the client: the state keeps its labels instead
+        state.saved_labels, state.executor = state.executor.labels(), None
     return ChainResult(
         samples=np.array(samples, dtype=np.int32).reshape(len(samples), n),
         log_joints=np.array(log_joints, dtype=np.float64),
