@@ -99,15 +99,20 @@ def _prepare(params, data, work, i):
     size = n_groups * n_stats
     head = _head(params)
     n_cached = (work.size - head) // (size + 1)
+    # loops, not slice copies (numba compiles a slice assignment for seconds); the
+    # cache (from head on) never overlaps the item's statistics work[:size]
     if i < n_cached and work[head + i] != 0.0:
         start = head + n_cached + i * size
-        work[:size] = work[start:start + size]
+        for s in range(size):
+            work[s] = work[start + s]
     else:
-        work[:size] = 0.0
+        for s in range(size):
+            work[s] = 0.0
         _accumulate_item(params, data, i, work, n_stats, 1.0)
         if i < n_cached:
             start = head + n_cached + i * size
-            work[start:start + size] = work[:size]
+            for s in range(size):
+                work[start + s] = work[s]
             work[head + i] = 1.0
     work[size + n_stats] = i + 1.0
 

@@ -86,7 +86,7 @@ def _score_table_serial(columns, constants, codes, params, n_columns, labels,
 @njit(cache=True)
 def column_gibbs(order, columns, constants, codes, params, view_of, n_columns, labels,
                  counts, n_clusters, alphas, stats, alpha_views, n_aux, rows_alpha,
-                 rows_shape, rows_rate, parallel, seed):
+                 rows_shape, rows_rate, parallel_cells, seed):
     """Each column of ``order`` reassigned among the views and ``n_aux`` fresh ones
     (Neal's Algorithm 8 over views).
 
@@ -96,12 +96,13 @@ def column_gibbs(order, columns, constants, codes, params, view_of, n_columns, l
     first auxiliary one. Each weight times ``sum_k log m(x_k)``, the column's
     marginal under the view's rows (:func:`._crosscat_kernels.column_partition_score`).
     The rows do not move during the step, so every column's score under every view
-    is computed first, at once (on numba's threads when ``parallel``); only views
-    opened during the step are scored as the columns come.
+    is computed first, at once (on numba's threads when the table has at least
+    ``parallel_cells`` cells; ``None``: never, and numba then compiles the serial loop
+    only); only views opened during the step are scored as the columns come.
     """
     reseed(seed)
     table = np.zeros((codes.size, n_columns.size))
-    if parallel:
+    if parallel_cells is not None and columns.size >= parallel_cells:
         _score_table_parallel(columns, constants, codes, params, n_columns, labels,
                               n_clusters, stats.shape[2], table)
     else:

@@ -227,10 +227,16 @@ def grown(stats, counts, needed):
     if needed <= have:
         return stats, counts
     size = max(needed, 2 * have)
+    # loops, not slice copies: numba compiles a strided slice assignment for seconds
     new_stats = np.zeros((stats.shape[0], size, stats.shape[2]))
-    new_stats[:, :have, :] = stats
+    for j in range(stats.shape[0]):
+        for k in range(have):
+            for s in range(stats.shape[2]):
+                new_stats[j, k, s] = stats[j, k, s]
     new_counts = np.zeros((counts.shape[0], size), np.int64)
-    new_counts[:, :have] = counts
+    for v in range(counts.shape[0]):
+        for k in range(have):
+            new_counts[v, k] = counts[v, k]
     return new_stats, new_counts
 
 

@@ -150,13 +150,15 @@ def _stick_weights(counts, n_clusters, alpha, labels):
 
 @njit(cache=True)
 def slice_rows(v, columns, constants, codes, params, view_of, labels, counts, n_clusters,
-               alphas, stats, parallel, seed):
+               alphas, stats, parallel_cells, seed):
     """The slice-sampler move of every row of view slot ``v``.
 
     Draws the stick weights and slices (:func:`_stick_weights`), the explicit cell
     parameters of every (cluster, column) block from its conjugate posterior (those
     of new sticks from the prior), then every row's cluster independently (rows on
-    numba's threads when ``parallel``), and rebuilds the view's counts and statistics.
+    numba's threads when the view has at least ``parallel_cells`` cells; ``None``: never,
+    and numba then compiles the serial loop only), and rebuilds the view's counts and
+    statistics.
     ``(w, theta, u)`` are drawn exactly given ``z`` and ``z`` exactly given them: a
     data-augmentation Gibbs kernel that leaves ``p(z | X)`` invariant.
     """
@@ -187,7 +189,7 @@ def slice_rows(v, columns, constants, codes, params, view_of, labels, counts, n_
     for i in range(n):
         choice[i] = np.random.random()
     out = np.empty(n, np.int64)
-    if parallel:
+    if parallel_cells is not None and n * cols.size >= parallel_cells:
         _assign_parallel(columns, cols, col_codes, offsets, log_w, log_u, theta, choice,
                          labels[v], out)
     else:

@@ -14,8 +14,10 @@ from numba import njit
 from ._crosscat_columns import column_gibbs, column_split_merge, resample_params
 from ._crosscat_rows import scan_rows, slice_rows, split_merge_rows
 
-#: ``row_sampler`` codes.
-SLICE, COLLAPSED = 0, 1
+#: ``row_sampler`` codes. The slice move's is ``None``: numba prunes a branch on an
+#: argument that is ``None`` at compile time, so a default fit does not compile the
+#: collapsed scan.
+SLICE, COLLAPSED = None, 1
 
 
 @njit(cache=True)
@@ -30,17 +32,18 @@ def sweep(row_sampler, n_row_split_merge, n_column_split_merge, parallel_cells, 
 
     ``parallel_cells``: a view of at least this many cells scores its rows on
     numba's threads, and a table of at least this many cells its columns'
-    scores.
+    scores; ``None``: nothing runs on threads and numba compiles no parallel loop
+    (a first fit of a small table does not pay for them).
     """
     np.random.seed(seed)
     n = labels.shape[1]
     for v in range(n_columns.size):
         if n_columns[v] == 0:
             continue
-        if row_sampler == SLICE:
+        if row_sampler is None:   # SLICE
             stats, counts = slice_rows(v, columns, constants, codes, params, view_of,
                                        labels, counts, n_clusters, alphas, stats,
-                                       n * n_columns[v] >= parallel_cells, -1)
+                                       parallel_cells, -1)
         else:
             stats, counts = scan_rows(v, rows, constants, codes, params, view_of, labels,
                                       counts, n_clusters, alphas, stats, -1)
@@ -56,7 +59,7 @@ def sweep(row_sampler, n_row_split_merge, n_column_split_merge, parallel_cells, 
     stats, counts = column_gibbs(np.random.permutation(d), columns, constants, codes,
                                  params, view_of, n_columns, labels, counts, n_clusters, alphas,
                                  stats, alpha_views, n_aux, rows_alpha, rows_shape, rows_rate,
-                                 n * d >= parallel_cells, -1)
+                                 parallel_cells, -1)
     if n_column_split_merge > 0:
         chosen = np.random.permutation(d)[:n_column_split_merge]
         stats, counts = column_split_merge(chosen, columns, constants, codes, params,

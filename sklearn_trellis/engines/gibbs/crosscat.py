@@ -64,6 +64,12 @@ PARALLEL_CELLS = 50_000
 ROW_THREADS = numba.config.NUMBA_NUM_THREADS
 
 
+def _parallel_cells(model):
+    """The kernels' ``parallel_cells``: :data:`PARALLEL_CELLS`, or ``None`` when the whole
+    table is smaller (no view can reach it; the kernels then compile no parallel loop)."""
+    return PARALLEL_CELLS if model.data.size >= PARALLEL_CELLS else None
+
+
 @dataclass
 class ConcentrationPrior:
     """A fixed concentration (``hyperprior=None``) or a GammaHyperprior with its start value."""
@@ -269,10 +275,10 @@ def sweep_rows(model, state, rng, *, n_split_merge=None, row_sampler=None):
     st = state
     for v in state.views:
         if row_sampler == "slice":
-            parallel = rows.shape[0] * st.n_columns[v] >= PARALLEL_CELLS
             st.stats, st.counts = rows_k.slice_rows(
                 v, columns, constants, model.codes, st.params, st.view_of, st.labels,
-                st.counts, st.n_clusters, st.alphas, st.stats, parallel, _seed(rng))
+                st.counts, st.n_clusters, st.alphas, st.stats, _parallel_cells(model),
+                _seed(rng))
         elif row_sampler == "collapsed":
             st.stats, st.counts = rows_k.scan_rows(
                 v, rows, constants, model.codes, st.params, st.view_of, st.labels,
@@ -291,7 +297,7 @@ def move_columns(model, state, rng, order=None):
     st.stats, st.counts = cols_k.column_gibbs(
         order, columns, constants, model.codes, st.params, st.view_of, st.n_columns,
         st.labels, st.counts, st.n_clusters, st.alphas, st.stats, st.alpha_views, model.n_aux,
-        *model.alpha_rows.kernel_args(), model.data.size >= PARALLEL_CELLS, _seed(rng))
+        *model.alpha_rows.kernel_args(), _parallel_cells(model), _seed(rng))
 
 
 def split_merge_columns(model, state, rng, chosen=None):
@@ -339,10 +345,10 @@ def sweep(model, state, rng, *, n_split_merge=None):
     columns, constants = model._by_column
     st = state
     st.stats, st.counts = sweep_k.sweep(
-        _ROW_SAMPLERS[model.row_sampler], rows_sm, columns_sm, PARALLEL_CELLS, model.data,
-        columns, constants, model.codes, st.params, grids, log_prior, sizes, st.view_of,
-        st.n_columns, st.labels, st.counts, st.n_clusters, st.alphas, st.stats, st.alpha_views,
-        model.n_aux, *model.alpha_rows.kernel_args(), _seed(rng))
+        _ROW_SAMPLERS[model.row_sampler], rows_sm, columns_sm, _parallel_cells(model),
+        model.data, columns, constants, model.codes, st.params, grids, log_prior, sizes,
+        st.view_of, st.n_columns, st.labels, st.counts, st.n_clusters, st.alphas, st.stats,
+        st.alpha_views, model.n_aux, *model.alpha_rows.kernel_args(), _seed(rng))
     resample_concentrations(model, state, rng)
     state.n_sweeps_done += 1
 

@@ -20,12 +20,12 @@ def accumulate(params, p0, stats, s0, x, weight):
     stats[s0 + 1] += weight * x
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def log_marginal(params, p0, stats, s0):
     return beta_bernoulli_log_marginal(params[p0], params[p0 + 1], stats[s0], stats[s0 + 1])
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def log_predictive(params, p0, stats, s0, x):
     a, b, n, n1 = params[p0], params[p0 + 1], stats[s0], stats[s0 + 1]
     if x != 0.0:
@@ -46,23 +46,23 @@ def cached_log_predictive(params, p0, stats, s0, cache, c0, x):
     return cache[c0 + 1] if x != 0.0 else cache[c0]
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def predictive_mean(params, stats):
     return (params[0] + stats[1]) / (params[0] + params[1] + stats[0])
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def predictive_sample(params, stats):
     p = (params[0] + stats[1]) / (params[0] + params[1] + stats[0])
     return 1.0 if np.random.random() < p else 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def theta_size(params, p0):
     return 2
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def posterior_draw(params, p0, stats, s0, theta, t0):
     n, n1 = stats[s0], stats[s0 + 1]
     log_one = log_gamma_draw(params[p0] + n1)

@@ -20,13 +20,13 @@ def accumulate(params, p0, stats, s0, x, weight):
     stats[s0 + 1 + int(x)] += weight
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def log_marginal(params, p0, stats, s0):
     return dirichlet_counts_log_marginal(params, p0 + 2, params[p0 + 1], stats, s0 + 1,
                                          stats[s0], int(params[p0]))
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def log_predictive(params, p0, stats, s0, x):
     k = int(x)
     return math.log((params[p0 + 2 + k] + stats[s0 + 1 + k]) / (params[p0 + 1] + stats[s0]))
@@ -45,7 +45,7 @@ def cached_log_predictive(params, p0, stats, s0, cache, c0, x):
     return cache[c0 + int(x)] - cache[c0 + int(params[p0])]
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def predictive_mean(params, stats):
     """The most probable code."""
     best = 0
@@ -55,7 +55,7 @@ def predictive_mean(params, stats):
     return float(best)
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def predictive_sample(params, stats):
     u = np.random.random() * (params[1] + stats[0])
     total = 0.0
@@ -67,12 +67,12 @@ def predictive_sample(params, stats):
     return float(k - 1)
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def theta_size(params, p0):
     return int(params[p0])
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def posterior_draw(params, p0, stats, s0, theta, t0):
     k = int(params[p0])
     top = -np.inf

@@ -48,7 +48,7 @@ def accumulate(params, p0, stats, s0, x, weight):
     stats[s0 + 2] += weight * y * y
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _log_marginal_of(params, p0, n, s1, s2):
     if n <= 0:
         return 0.0
@@ -60,7 +60,7 @@ def _log_marginal_of(params, p0, n, s1, s2):
             + n * params[p0 + 5])
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def log_marginal(params, p0, stats, s0):
     return _log_marginal_of(params, p0, stats[s0], stats[s0 + 1], stats[s0 + 2])
 
@@ -77,7 +77,7 @@ def _student_t(params, p0, stats, s0):
     return a, student_t_constant(a, r) + params[p0 + 5], s1 / kappa, r
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def log_predictive(params, p0, stats, s0, x):
     a, c, location, r = _student_t(params, p0, stats, s0)
     return c - (a + 0.5) * _log1p_square(r, _standardized(params, p0, x) - location)
@@ -97,7 +97,7 @@ def cached_log_predictive(params, p0, stats, s0, cache, c0, x):
     return cache[c0] - (params[p0 + 2] + 0.5 * stats[s0] + 0.5) * _log1p_square(cache[c0 + 2], d)
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _posterior(params, stats):
     n, s1, s2 = stats[0], stats[1], stats[2]
     kappa = params[1] + n
@@ -107,12 +107,12 @@ def _posterior(params, stats):
     return kappa, mean, shape, rate
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def predictive_mean(params, stats):
     return params[0] + _posterior(params, stats)[1] / params[4]
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def predictive_sample(params, stats):
     kappa, mean, shape, rate = _posterior(params, stats)
     precision = np.random.gamma(shape, 1.0 / rate)
@@ -120,12 +120,12 @@ def predictive_sample(params, stats):
     return params[0] + y / params[4]
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def theta_size(params, p0):
     return 5
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def posterior_draw(params, p0, stats, s0, theta, t0):
     n = stats[s0]
     kappa = params[p0 + 1] + n
@@ -157,7 +157,7 @@ def add_log_kernels(theta, t0, x, i0, i1, out):
         out[i - i0] += value if value == value else 0.0   # NaN cell: nothing
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def grid_log_scores(grid, n_points, log_prior, flat, base, width, n_clusters, out):
     """``out[g] = log_prior[g] + sum_k log m(block k | grid[g])`` (blocks at ``flat[base +
     k * width:]``). A grid over ``kappa0`` and ``b0`` at one shape ``a0`` computes the terms

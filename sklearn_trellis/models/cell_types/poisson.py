@@ -15,7 +15,7 @@ from numba import njit
 _SMALL_COUNT = 12
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def cell_constant(x):
     return math.lgamma(x + 1.0)
 
@@ -32,7 +32,7 @@ def accumulate(params, p0, stats, s0, x, weight):
     accumulate_with_constant(params, p0, stats, s0, x, math.lgamma(x + 1.0), weight)
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _log_marginal_of(params, p0, n, total, log_factorials):
     if n <= 0:
         return 0.0
@@ -41,12 +41,12 @@ def _log_marginal_of(params, p0, n, total, log_factorials):
             - (a0 + total) * math.log(b0 + n) - log_factorials)
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def log_marginal(params, p0, stats, s0):
     return _log_marginal_of(params, p0, stats[s0], stats[s0 + 1], stats[s0 + 2])
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def log_predictive(params, p0, stats, s0, x):
     n, total, lf = stats[s0], stats[s0 + 1], stats[s0 + 2]
     return (_log_marginal_of(params, p0, n + 1.0, total + x, lf + math.lgamma(x + 1.0))
@@ -74,23 +74,23 @@ def cached_log_predictive(params, p0, stats, s0, cache, c0, x):
     return head + cache[c0] - x * cache[c0 + 1]
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def predictive_mean(params, stats):
     return (params[0] + stats[1]) / (params[1] + stats[0])
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def predictive_sample(params, stats):
     lam = np.random.gamma(params[0] + stats[1], 1.0 / (params[1] + stats[0]))
     return float(np.random.poisson(lam))
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def theta_size(params, p0):
     return 2
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def posterior_draw(params, p0, stats, s0, theta, t0):
     rate = np.random.gamma(params[p0] + stats[s0 + 1], 1.0 / (params[p0 + 1] + stats[s0]))
     theta[t0] = rate
@@ -105,7 +105,7 @@ def log_kernel(theta, t0, x):
     return x * theta[t0 + 1] - theta[t0]
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def log_density(theta, t0, x):
     if x != 0.0:
         return log_kernel(theta, t0, x) - math.lgamma(x + 1.0)
