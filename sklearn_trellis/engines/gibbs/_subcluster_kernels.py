@@ -12,16 +12,19 @@ whatever the number of threads, the block each row falls in or the order blocks 
 """
 
 import math
-import types
 
 import numpy as np
 from numba import njit, prange
 
 from ..._core.specialise import specialise as _specialise, template
 from ...models.likelihood import uncollapsed_bindings
+from ...models.prior_kernels import log_block
 
 #: Rows per block of the parallel label pass (fixed: the chain does not depend on threads).
 BLOCK_ROWS = 4096
+
+#: Rows scored at a time inside a block (their cluster-by-row table fits in cache).
+SCORE_ROWS = 256
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX_1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -74,22 +77,26 @@ def propose_labels(params, theta, log_pi, n_clusters, data, labels, pinned, key,
         start = b * BLOCK_ROWS
         stop = min(n, start + BLOCK_ROWS)
         rows = np.arange(start, stop)
-        logp = np.empty((n_clusters, stop - start))
-        for c in range(n_clusters):
-            lik_log_density_rows(params, theta, c, data, rows, logp[c])
+        # scored SCORE_ROWS rows at a time: the (clusters, rows) table stays in cache
+        logp = np.empty((n_clusters, min(SCORE_ROWS, stop - start)))
         logw = np.empty(n_clusters)
         for c in range(n_clusters):
             block_counts[b, c] = 0
-        for t in range(stop - start):
-            i = start + t
-            if pinned[i]:
-                choice = labels[i]
-            else:
-                for c in range(n_clusters):
-                    logw[c] = log_pi[c] + logp[c, t]
-                choice = _pick(logw, n_clusters, row_uniform(key, i))
-            out_labels[i] = choice
-            block_counts[b, choice] += 1
+        for chunk in range(start, stop, SCORE_ROWS):
+            size = min(stop, chunk + SCORE_ROWS) - chunk
+            chunk_rows = rows[chunk - start:chunk - start + size]
+            for c in range(n_clusters):
+                lik_log_density_rows(params, theta, c, data, chunk_rows, logp[c])
+            for t in range(size):
+                i = chunk + t
+                if pinned[i]:
+                    choice = labels[i]
+                else:
+                    for c in range(n_clusters):
+                        logw[c] = log_pi[c] + logp[c, t]
+                    choice = _pick(logw, n_clusters, row_uniform(key, i))
+                out_labels[i] = choice
+                block_counts[b, choice] += 1
 
 
 @njit(cache=True)
@@ -144,42 +151,152 @@ def log_marginals(params, suff, stats, n_clusters, out):
 
 
 @template(parallel=True)
-def two_way_pass(params, theta, log_pi, data, members, target, counted, key, sides,
-                 chunk_log_q):
-    """One pass of a two-sub-cluster launch over the rows ``members``.
+def launch(params, data, members, seeds, current, n_iterations, seed, stats, theta, sides,
+           suff, counts):
+    """A split/merge launch over the rows ``members`` (increasing), in one call.
 
-    Position ``t`` goes to side 0 or 1 with probability proportional to
-    ``pi_s f(x | theta_s)``: drawn when ``target[t] < 0``, else forced to ``target[t]``;
-    ``sides[t]`` receives it. ``chunk_log_q[chunk]`` sums the log probabilities of the
-    sides of the positions with ``counted[t]`` (the proposal's probability).
+    Two sub-clusters seeded at positions ``seeds[0]`` (side 0) and ``seeds[1]`` (side 1):
+    parameters drawn given the seeds, then ``n_iterations`` restricted two-way Gibbs passes
+    (each followed by weights ``N_s / m`` and fresh parameters), then the final pass, whose
+    sides go to ``sides``, their sufficient statistics to ``suff`` (2 rows) and sizes to
+    ``counts``. The final pass is drawn when ``current`` is empty, else forced to
+    ``current`` (a merge evaluates the current split). Returns the log probability of the
+    final pass's sides of every row but the seeds (the proposal's ``log q``).
+
+    The randomness comes from ``seed`` alone (numba's generator for the parameters and pass
+    keys, counter-based uniforms for the rows): the same seed gives the same launch on
+    any number of threads. ``stats`` (2, n_stats) and ``theta`` (2, n_theta) are scratch.
     """
+    np.random.seed(seed)
     m = members.size
-    n_chunks = chunk_log_q.size
-    for ch in prange(n_chunks):
-        start = ch * BLOCK_ROWS
-        stop = min(m, start + BLOCK_ROWS)
-        rows = members[start:stop]
-        lp0 = np.empty(stop - start)
-        lp1 = np.empty(stop - start)
-        lik_log_density_rows(params, theta, 0, data, rows, lp0)
-        lik_log_density_rows(params, theta, 1, data, rows, lp1)
-        total = 0.0
-        for t in range(stop - start):
-            a = lp0[t] + log_pi[0]
-            b = lp1[t] + log_pi[1]
-            largest = max(a, b)
-            if largest == -np.inf:
-                a = 0.0
-                b = 0.0
-                largest = 0.0
-            norm = largest + math.log(math.exp(a - largest) + math.exp(b - largest))
-            side = target[start + t]
-            if side < 0:
-                side = 0 if row_uniform(key, rows[t]) < math.exp(a - norm) else 1
-            sides[start + t] = side
-            if counted[start + t]:
-                total += (a if side == 0 else b) - norm
-        chunk_log_q[ch] = total
+    n_chunks = (m + BLOCK_ROWS - 1) // BLOCK_ROWS
+    n_suff = suff.shape[1]
+    free = np.full(m, -1, np.int64)
+    counted = np.ones(m, np.bool_)
+    for side in range(2):
+        free[seeds[side]] = side
+        counted[seeds[side]] = False
+    for side in range(2):
+        for k in range(n_suff):
+            suff[side, k] = 0.0
+        lik_suff_add_rows(params, data, members[seeds[side]:seeds[side] + 1], suff, side)
+    log_pi = np.array([math.log(0.5), math.log(0.5)])
+    chunk_suff = np.empty((2 * n_chunks, n_suff))
+    chunk_counts = np.empty((n_chunks, 2), np.int64)
+    chunk_log_q = np.empty(n_chunks)
+    log_q = 0.0
+    for it in range(n_iterations + 1):
+        for side in range(2):
+            lik_suff_to_stats(params, suff, stats, side)
+            lik_draw_theta(params, stats, side, theta)
+        key = np.random.randint(0, 9007199254740992)
+        target = current if it == n_iterations and current.size > 0 else free
+        for ch in prange(n_chunks):
+            start = ch * BLOCK_ROWS
+            stop = min(m, start + BLOCK_ROWS)
+            size = stop - start
+            rows = members[start:stop]
+            lp0 = np.empty(size)
+            lp1 = np.empty(size)
+            lik_log_density_rows(params, theta, 0, data, rows, lp0)
+            lik_log_density_rows(params, theta, 1, data, rows, lp1)
+            by_side = np.empty(size, np.int64)  # side-0 rows from the front, side 1 the back
+            n_left = 0
+            n_right = 0
+            total = 0.0
+            for t in range(size):
+                a = lp0[t] + log_pi[0]
+                b = lp1[t] + log_pi[1]
+                largest = max(a, b)
+                if largest == -np.inf:
+                    a = 0.0
+                    b = 0.0
+                    largest = 0.0
+                norm = largest + math.log(math.exp(a - largest) + math.exp(b - largest))
+                side = target[start + t]
+                if side < 0:
+                    side = 0 if row_uniform(key, rows[t]) < math.exp(a - norm) else 1
+                sides[start + t] = side
+                if counted[start + t]:
+                    total += (a if side == 0 else b) - norm
+                if side == 0:
+                    by_side[n_left] = rows[t]
+                    n_left += 1
+                else:
+                    n_right += 1
+                    by_side[size - n_right] = rows[t]
+            for k in range(n_suff):
+                chunk_suff[2 * ch, k] = 0.0
+                chunk_suff[2 * ch + 1, k] = 0.0
+            lik_suff_add_rows(params, data, by_side[:n_left], chunk_suff, 2 * ch)
+            lik_suff_add_rows(params, data, by_side[n_left:], chunk_suff, 2 * ch + 1)
+            chunk_counts[ch, 0] = n_left
+            chunk_counts[ch, 1] = n_right
+            chunk_log_q[ch] = total
+        # chunks reduced in order: the sums do not depend on the threads
+        counts[0] = 0
+        counts[1] = 0
+        log_q = 0.0
+        for k in range(n_suff):
+            suff[0, k] = 0.0
+            suff[1, k] = 0.0
+        for ch in range(n_chunks):
+            counts[0] += chunk_counts[ch, 0]
+            counts[1] += chunk_counts[ch, 1]
+            log_q += chunk_log_q[ch]
+            for k in range(n_suff):
+                suff[0, k] += chunk_suff[2 * ch, k]
+                suff[1, k] += chunk_suff[2 * ch + 1, k]
+        for side in range(2):
+            log_pi[side] = math.log(counts[side] / m) if counts[side] > 0 else -np.inf
+    return log_q
+
+
+#: Weight of the uniform choice in a merge's choice of partner (the rest follows the
+#: partners' merge scores); it keeps every merge possible whatever the scores.
+PARTNER_UNIFORM = 0.1
+
+
+@template
+def partner_log_weights(params, pp, suff, counts, k, stats, out):
+    """``out[c]``: log probability that a merge of cluster ``k`` picks cluster ``c``.
+
+    Mostly in proportion to ``exp(score)``, the score being the merge's log posterior
+    ratio ``log p(z merged) - log p(z)`` without the count factor shared by all partners,
+    mixed with a uniform choice (weight :data:`PARTNER_UNIFORM`); ``out[k] = -inf``.
+    ``suff`` and ``counts`` are the clusters' statistics and sizes, ``stats`` is scratch
+    with as many rows.
+    """
+    n_clusters = counts.size
+    shared = np.zeros(1)
+    single = np.empty(n_clusters)
+    for c in range(n_clusters):
+        lik_suff_to_stats(params, suff, stats, c)
+        single[c] = lik_log_cluster(params, stats, shared, c)
+    merged = np.empty((1, suff.shape[1]))
+    merged_stats = np.zeros((1, stats.shape[1]))
+    largest = -np.inf
+    for c in range(n_clusters):
+        out[c] = -np.inf
+        if c == k:
+            continue
+        for a in range(suff.shape[1]):
+            merged[0, a] = suff[k, a] + suff[c, a]
+        lik_suff_to_stats(params, merged, merged_stats, 0)
+        out[c] = (log_block(pp, counts[k] + counts[c]) - log_block(pp, counts[k])
+                  - log_block(pp, counts[c]) + lik_log_cluster(params, merged_stats, shared, 0)
+                  - single[k] - single[c])
+        largest = max(largest, out[c])
+    if n_clusters < 2:
+        return
+    total = 0.0
+    for c in range(n_clusters):
+        if c != k:
+            total += math.exp(out[c] - largest)
+    for c in range(n_clusters):
+        if c != k:
+            out[c] = math.log((1.0 - PARTNER_UNIFORM) * math.exp(out[c] - largest) / total
+                              + PARTNER_UNIFORM / (n_clusters - 1))
 
 
 @njit(cache=True)
@@ -238,20 +355,6 @@ def replace_label(labels, old, new):
     for i in range(labels.size):
         if labels[i] == old:
             labels[i] = new
-
-
-def _serial_twin(function):
-    """A copy of a parallel template compiled without threads (``prange`` runs as ``range``):
-    the same numbers, without the cost of waking threads for a few rows."""
-    twin = types.FunctionType(function.__code__, function.__globals__,
-                              function.__name__ + "_serial", function.__defaults__)
-    twin._template_options = {}
-    return twin
-
-
-propose_labels_serial = _serial_twin(propose_labels)
-accumulate_suff_serial = _serial_twin(accumulate_suff)
-two_way_pass_serial = _serial_twin(two_way_pass)
 
 
 def specialise(likelihood):

@@ -26,7 +26,10 @@ One iteration (:func:`iterate`):
    clusters are large).
 3. ``n_split_merge`` split or merge proposals (Metropolis-Hastings on ``p(z | X)``): a row
    ``i`` is drawn, then a split of its cluster (with a second row ``j`` of it) or a merge
-   with the cluster of a row ``j`` outside it, each with probability 1/2. A split proposes
+   with another cluster, each with probability 1/2. A merge's partner ``k'`` is drawn with
+   probability ``w(k' | k)``, mostly in proportion to the exponential of the merge's log
+   posterior ratio, mixed with a uniform choice (the two halves of an over-split cluster
+   find each other), then ``j`` uniformly among its rows. A split proposes
    the two sub-clusters of a *launch*: two sub-clusters seeded at ``i`` and ``j``, their
    parameters drawn from the posterior given their rows, refined by ``LAUNCH_ITERATIONS``
    restricted two-way Gibbs passes (parallel), then a final pass whose probability ``q``
@@ -35,10 +38,12 @@ One iteration (:func:`iterate`):
    merged rows. The Hastings ratios are exact: for a split of ``k`` into ``l, r``
 
        log_block(N_l) + log_block(N_r) - log_block(N_k) + log_count(K + 1) - log_count(K)
-       + log m(X_l) + log m(X_r) - log m(X_k) + log (N_k - 1) - log (n - N_l) - log q,
+       + log m(X_l) + log m(X_r) - log m(X_k) + log (N_k - 1) + log w(r | l) - log N_r
+       - log q,
 
-   (the ``N - 1`` and ``n - N_l`` are the probabilities of choosing ``j``), and a merge's
-   is its negative with the merged cluster's ``q``. A merge is refused before its launch
+   (``1 / (N_k - 1)`` is the probability of choosing ``j`` for the split, ``w(r | l) / N_r``
+   for the reverse merge, in the proposed state), and a merge's is its negative with the
+   merged cluster's ``q``. A merge is refused before its launch
    when it would fail even with ``q = 1`` (most random merges cost nothing).
 
 Chang & Fisher keep the sub-clusters from one iteration to the next and accept splits with
@@ -77,8 +82,11 @@ _MAX_SEED = np.iinfo(np.int32).max
 
 
 #: Fewer rows than this are handled by the serial twins of the parallel kernels (waking
-#: threads costs more than it saves; on a loaded machine, far more).
-PARALLEL_MIN_ROWS = 2 * kernels.BLOCK_ROWS
+#: threads costs more than it saves; on a loaded machine, far more). Summing statistics
+#: is parallel over clusters, and cheap: it needs many more rows.
+PARALLEL_MIN_ROWS = {"propose_labels": 2 * kernels.BLOCK_ROWS,
+                     "launch": 2 * kernels.BLOCK_ROWS,
+                     "accumulate_suff": 32 * kernels.BLOCK_ROWS}
 
 _ENGINES = {}
 
@@ -94,7 +102,8 @@ def _engine(likelihood):
 
 def _kernel(engine, name, n_rows):
     """The parallel kernel ``name``, or its serial twin below ``PARALLEL_MIN_ROWS`` rows."""
-    return getattr(engine, name if n_rows >= PARALLEL_MIN_ROWS else name + "_serial")
+    kernel = getattr(engine, name)
+    return kernel.parallel if n_rows >= PARALLEL_MIN_ROWS[name] else kernel.serial
 
 
 @dataclass
@@ -215,43 +224,34 @@ def _launch(engine, likelihood, params, data, rows, i, j, rng, current=None):
     """Two sub-clusters of ``rows`` seeded at rows ``i`` (side 0) and ``j`` (side 1).
 
     Returns ``(sides, log_q, suff, counts)`` of the final pass: drawn (``current`` None),
-    or ``current``'s sides and their probability.
+    or ``current``'s sides and their probability (one kernel call: :func:`kernels.launch`).
     """
     m = rows.size
-    free = np.full(m, -1, np.int64)
-    counted = np.ones(m, np.bool_)
-    for position, side in ((np.searchsorted(rows, i), 0), (np.searchsorted(rows, j), 1)):
-        free[position] = side
-        counted[position] = False
-    seeds = np.array([i, j], np.int64)
-    suff = np.zeros((2, likelihood.n_suff))
-    engine.accumulate_suff_serial(params, data, seeds, np.array([0, 1, 2], np.int64), suff)
-    log_pi = np.log([0.5, 0.5])
-    theta = _draw_thetas(engine, likelihood, params, suff, rng)
     sides = np.empty(m, np.int64)
-    chunk_log_q = np.empty(-(-m // kernels.BLOCK_ROWS))
-    two_way_pass = _kernel(engine, "two_way_pass", m)
-    accumulate_suff = _kernel(engine, "accumulate_suff", m)
-    for final in [False] * LAUNCH_ITERATIONS + [True]:
-        target = current if final and current is not None else free
-        two_way_pass(params, theta, log_pi, data, rows, target, counted, _key(rng), sides,
-                     chunk_log_q)
-        order = np.argsort(sides, kind="stable")
-        n_right = int(sides.sum())
-        counts = np.array([m - n_right, n_right], np.int64)
-        suff = np.zeros((2, likelihood.n_suff))
-        accumulate_suff(params, data, rows[order], np.array([0, m - n_right, m], np.int64),
-                        suff)
-        if not final:
-            log_pi = np.log(counts / m)
-            theta = _draw_thetas(engine, likelihood, params, suff, rng)
-    return sides, float(chunk_log_q.sum()), suff, counts
+    suff = np.empty((2, likelihood.n_suff))
+    counts = np.empty(2, np.int64)
+    log_q = _kernel(engine, "launch", m)(
+        params, data, rows, np.searchsorted(rows, [i, j]).astype(np.int64),
+        np.empty(0, np.int64) if current is None else current, LAUNCH_ITERATIONS,
+        rng.randint(_MAX_SEED), np.zeros((2, likelihood.n_stats)),
+        np.empty((2, likelihood.n_theta)), sides, suff, counts)
+    return sides, float(log_q), suff, counts
 
 
 def _log_m(engine, likelihood, params, suff):
     out = np.empty(suff.shape[0])
     engine.log_marginals(params, np.ascontiguousarray(suff),
                          np.zeros((suff.shape[0], likelihood.n_stats)), suff.shape[0], out)
+    return out
+
+
+def _partner_log_weights(engine, likelihood, params, pp, suff, counts, k):
+    """Log probabilities of a merge's partner clusters for cluster ``k``
+    (:func:`kernels.partner_log_weights`)."""
+    out = np.empty(counts.size)
+    engine.partner_log_weights(params, pp, np.ascontiguousarray(suff),
+                               np.ascontiguousarray(counts, dtype=np.int64), k,
+                               np.zeros((counts.size, likelihood.n_stats)), out)
     return out
 
 
@@ -278,27 +278,42 @@ def split_merge(state, likelihood, pp, data, rng, n_proposals):
             log_a = (log_block(pp, counts[0]) + log_block(pp, counts[1]) - log_block(pp, size)
                      + log_count(pp, K + 1) - log_count(pp, K)
                      + log_m[0] + log_m[1] - log_m[2]
-                     + np.log(size - 1) - np.log(n - counts[0]) - log_q)
-            if np.log(rng.random_sample()) < log_a:
+                     + np.log(size - 1) - np.log(counts[1]) - log_q)
+            log_u = np.log(rng.random_sample())
+            if log_u >= log_a:  # the reverse merge's partner probability is <= 1
+                continue
+            # the reverse merge: from i's new cluster, the partner drawn is j's (index K)
+            proposed = np.vstack([state.suff, suff[1:2]])
+            proposed[k] = suff[0]
+            log_w = _partner_log_weights(engine, likelihood, params, pp, proposed,
+                                         np.append(state.counts, counts[1]), k)
+            if log_u < log_a + log_w[K]:
                 kernels.relabel(state.labels, rows, sides, 1, K)
                 state.suff = np.vstack([state.suff, suff[1:2]])
                 state.suff[k] = suff[0]
                 state.counts = np.append(state.counts, counts[1])
                 state.counts[k] = counts[0]
                 accepted += 1
-        else:  # merge it with the cluster of a row j outside it
+        else:  # merge it with another cluster (chosen by merge score), seeded at its row j
             if K < 2:
                 continue
-            j = kernels.row_at_rank(state.labels, k, rng.randint(n - size), -1, False)
-            k2 = int(state.labels[j])
+            # the partner cluster by its merge score, then j uniformly in it
+            log_w = _partner_log_weights(engine, likelihood, params, pp, state.suff,
+                                         state.counts, k)
+            weights = np.exp(log_w)  # weights[k] = 0: never drawn
+            k2 = int(np.searchsorted(np.cumsum(weights), rng.random_sample() * weights.sum(),
+                                     side="right"))
+            if k2 >= K:  # rounding at the end of the table: the last partner
+                k2 = K - 1 if k != K - 1 else K - 2
             size2 = int(state.counts[k2])
+            j = kernels.row_at_rank(state.labels, k2, rng.randint(size2), -1, True)
             merged = state.suff[k] + state.suff[k2]
             log_m = _log_m(engine, likelihood, params,
                            np.vstack([merged, state.suff[k], state.suff[k2]]))
             delta = (log_block(pp, size + size2) - log_block(pp, size) - log_block(pp, size2)
                      + log_count(pp, K - 1) - log_count(pp, K)
                      + log_m[0] - log_m[1] - log_m[2]
-                     + np.log(n - size) - np.log(size + size2 - 1))
+                     + np.log(size2) - log_w[k2] - np.log(size + size2 - 1))
             log_u = np.log(rng.random_sample())
             if log_u >= delta:  # q <= 1: refused whatever the launch gives
                 continue
