@@ -25,8 +25,10 @@ Prints, in one process and with the anchors measured in the same run:
 The machine is shared: the load average is printed with every figure; compare ratios.
 
 Run: ``PYTHONPATH=$PWD python benchmarks/bench_dp_scale.py [--quick] [--iterations N]
-[--bgm-max-iter N] [--skip-embedding] [--dask [--dask-rows N] [--dask-only]]`` (``--bgm-max-iter`` caps the EM iterations of
-BayesianGaussianMixture on the large blobs, whose per-iteration time is printed).
+[--bgm-max-iter N] [--skip-small] [--skip-large] [--skip-embedding]
+[--dask [--dask-rows N] [--dask-only]]`` (``--bgm-max-iter`` caps the EM iterations of
+BayesianGaussianMixture on the large blobs, whose per-iteration time is printed). Every time
+is printed with the CPU time of all threads beside it.
 """
 
 import argparse
@@ -45,10 +47,21 @@ def load():
     return "load average %.1f %.1f %.1f" % os.getloadavg()
 
 
+#: CPU seconds (all threads) of the last ``timed`` fit: the machine is shared, so the
+#: wall time alone says little.
+LAST_CPU = [0.0]
+
+
 def timed(make, X):
     start = time.perf_counter()
+    cpu = time.process_time()
     model = make().fit(X)
+    LAST_CPU[0] = time.process_time() - cpu
     return model, time.perf_counter() - start
+
+
+def cpu_note(per=1):
+    return f"[CPU {LAST_CPU[0] / per * 1e3:.1f} ms]"
 
 
 def blobs(n, seed=0):
@@ -68,20 +81,21 @@ def section_blobs(n, iterations, collapsed_sweeps, bgm_max_iter=100):
     X, y = blobs(n)
     print(f"\n== Gaussian blobs {n:,} x 10, 20 clusters ({load()})")
     model, seconds = subcluster_fit(X, iterations)
-    print(f"subcluster: {seconds / iterations * 1e3:9.1f} ms/iteration, "
+    print(f"subcluster: {seconds / iterations * 1e3:9.1f} ms/iteration {cpu_note(iterations)}, "
           f"{iterations} iterations {seconds:.1f} s, K={model.n_clusters_}, "
           f"ARI {adjusted_rand_score(y, model.labels_):.4f}   ({load()})")
     make = lambda: DPMixture(method="gibbs", n_sweeps=collapsed_sweeps,  # noqa: E731
                              burn_in=collapsed_sweeps - 1, point_estimate="map",
                              random_state=0)
     collapsed, c_seconds = timed(make, X)
-    print(f"collapsed Gibbs: {c_seconds / collapsed_sweeps * 1e3:9.1f} ms/sweep, "
+    print(f"collapsed Gibbs: {c_seconds / collapsed_sweeps * 1e3:9.1f} ms/sweep "
+          f"{cpu_note(collapsed_sweeps)}, "
           f"{collapsed_sweeps} sweeps {c_seconds:.1f} s, K={collapsed.n_clusters_}, "
           f"ARI {adjusted_rand_score(y, collapsed.labels_):.4f}   ({load()})")
     bgm, b_seconds = timed(lambda: BayesianGaussianMixture(
         n_components=50, max_iter=bgm_max_iter, random_state=0), X)
     print(f"BayesianGaussianMixture(n_components=50, max_iter={bgm_max_iter}): "
-          f"{b_seconds:.1f} s "
+          f"{b_seconds:.1f} s {cpu_note()} "
           f"({b_seconds / bgm.n_iter_ * 1e3:.1f} ms/EM iteration, {bgm.n_iter_} iterations), "
           f"ARI {adjusted_rand_score(y, bgm.predict(X)):.4f}   ({load()})")
     print(f"ratios: collapsed sweep / subcluster iteration = "
@@ -103,12 +117,13 @@ def section_embedding(n, d, iterations):
     X, y = embedding(n, d)
     print(f"\n== embedding-like {n:,} x {d} float32, 80 Zipf-sized clusters ({load()})")
     model, seconds = subcluster_fit(X, iterations, likelihood="diagonal")
-    print(f"subcluster (diagonal): {seconds:.1f} s total ({iterations} iterations, "
+    print(f"subcluster (diagonal): {seconds:.1f} s total {cpu_note()} "
+          f"({iterations} iterations, "
           f"{seconds / iterations:.2f} s/iteration), K={model.n_clusters_}, "
           f"NMI {normalized_mutual_info_score(y, model.labels_):.4f}   ({load()})")
     bgm, b_seconds = timed(lambda: BayesianGaussianMixture(
         n_components=100, covariance_type="diag", random_state=0), X)
-    print(f"BayesianGaussianMixture(n_components=100, diag): {b_seconds:.1f} s "
+    print(f"BayesianGaussianMixture(n_components=100, diag): {b_seconds:.1f} s {cpu_note()} "
           f"({bgm.n_iter_} iterations), NMI "
           f"{normalized_mutual_info_score(y, bgm.predict(X)):.4f}   ({load()})")
     print(f"ratio: BGM time / subcluster time = {b_seconds / seconds:.2f}")
@@ -198,6 +213,9 @@ def main():
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--iterations", type=int, default=None)
     parser.add_argument("--skip-embedding", action="store_true")
+    parser.add_argument("--skip-small", action="store_true",
+                        help="skip the 10^4 blobs (e.g. to run the 10^6 case alone)")
+    parser.add_argument("--skip-large", action="store_true", help="skip the large blobs")
     parser.add_argument("--bgm-max-iter", type=int, default=100,
                         help="EM iterations of BayesianGaussianMixture on the large blobs")
     parser.add_argument("--dask", action="store_true",
@@ -210,13 +228,19 @@ def main():
     if args.dask_only:
         section_dask(args.dask_rows, args.dask_iterations)
         return
-    warm_X, _ = blobs(2000)
-    subcluster_fit(warm_X, 3)                                   # compile once
-    subcluster_fit(warm_X.astype(np.float32), 3, likelihood="diagonal")
+    # compile once, outside the timings: the serial and parallel twins (a launch over all
+    # rows from init='one', statistics of >= 131,072 rows) and the collapsed engine
+    warm_X, _ = blobs(140_000)
+    for X, likelihood in ((warm_X, "gaussian"), (warm_X.astype(np.float32), "diagonal")):
+        subcluster_fit(X, 3, init="one", likelihood=likelihood)
+        subcluster_fit(X[:2000], 3, init="one", likelihood=likelihood)
+    DPMixture(method="gibbs", n_sweeps=2, random_state=0).fit(warm_X[:2000])
     big = 100_000 if args.quick else 1_000_000
-    section_blobs(10_000, args.iterations or 200, collapsed_sweeps=20)
-    section_blobs(big, args.iterations or 60, collapsed_sweeps=2,
-                  bgm_max_iter=args.bgm_max_iter)
+    if not args.skip_small:
+        section_blobs(10_000, args.iterations or 200, collapsed_sweeps=20)
+    if not args.skip_large:
+        section_blobs(big, args.iterations or 60, collapsed_sweeps=2,
+                      bgm_max_iter=args.bgm_max_iter)
     if not args.skip_embedding:
         n, d = (20_000, 64) if args.quick else (100_000, 128)
         section_embedding(n, d, args.iterations or 100)

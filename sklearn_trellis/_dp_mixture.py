@@ -25,10 +25,11 @@ from .summaries.point_estimates import point_estimate as _loss_point_estimate
 
 
 #: From this many rows on, ``method='auto'`` samples with the sub-cluster sampler.
-#: ``benchmarks/bench_dp_scale.py`` (20 blobs in 10 dimensions, 2 shared cores) measured a
-#: collapsed sweep at 1.1 sub-cluster iterations at 10,000 rows and at 2.7 at 100,000
-#: (ARI 0.95 after 20 collapsed sweeps, 1.0 after 60 sub-cluster iterations there).
-SUBCLUSTER_AUTO_SIZE = 20_000
+#: ``benchmarks/bench_dp_scale.py`` (20 blobs in 10 dimensions, 2 shared cores, load 21-24)
+#: measured at 10,000 rows a collapsed sweep at 3.6 sub-cluster iterations of wall time
+#: (928 vs 257 ms) and 2.6 of CPU time (100 vs 38 ms), with ARI 0.95 after 20 collapsed
+#: sweeps and 1.0 after 200 sub-cluster iterations.
+SUBCLUSTER_AUTO_SIZE = 10_000
 
 #: A dask array's data-dependent prior defaults (and k-means initialisation) are fitted on
 #: at most this many evenly spaced rows, gathered on the driver (all rows below it).
@@ -96,7 +97,7 @@ default='gaussian'
         float32; conjugate likelihoods with an uncollapsed form). ``'auto'`` is
         exact when the likelihood factorises over clusters, ``alpha_prior`` is
         None, the fit is not a warm start and ``n_samples <= max_exact_size``;
-        otherwise the sub-cluster sampler from ``SUBCLUSTER_AUTO_SIZE`` rows on
+        otherwise the sub-cluster sampler from ``SUBCLUSTER_AUTO_SIZE`` (10,000) rows on
         (where it is the faster, see ``benchmarks/bench_dp_scale.py``), else Gibbs.
     max_exact_size : int, default=12
         The size of the largest problem ``'auto'`` solves exactly; the size

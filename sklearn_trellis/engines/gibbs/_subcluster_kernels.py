@@ -12,16 +12,19 @@ whatever the number of threads, the block each row falls in or the order blocks 
 """
 
 import math
-import types
 
 import numpy as np
 from numba import njit, prange
 
 from ..._core.specialise import specialise as _specialise, template
 from ...models.likelihood import uncollapsed_bindings
+from ...models.prior_kernels import log_block
 
 #: Rows per block of the parallel label pass (fixed: the chain does not depend on threads).
 BLOCK_ROWS = 4096
+
+#: Rows scored at a time inside a block (their cluster-by-row table fits in cache).
+SCORE_ROWS = 256
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX_1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -74,22 +77,26 @@ def propose_labels(params, theta, log_pi, n_clusters, data, labels, pinned, key,
         start = b * BLOCK_ROWS
         stop = min(n, start + BLOCK_ROWS)
         rows = np.arange(start, stop)
-        logp = np.empty((n_clusters, stop - start))
-        for c in range(n_clusters):
-            lik_log_density_rows(params, theta, c, data, rows, logp[c])
+        # scored SCORE_ROWS rows at a time: the (clusters, rows) table stays in cache
+        logp = np.empty((n_clusters, min(SCORE_ROWS, stop - start)))
         logw = np.empty(n_clusters)
         for c in range(n_clusters):
             block_counts[b, c] = 0
-        for t in range(stop - start):
-            i = start + t
-            if pinned[i]:
-                choice = labels[i]
-            else:
-                for c in range(n_clusters):
-                    logw[c] = log_pi[c] + logp[c, t]
-                choice = _pick(logw, n_clusters, row_uniform(key, i))
-            out_labels[i] = choice
-            block_counts[b, choice] += 1
+        for chunk in range(start, stop, SCORE_ROWS):
+            size = min(stop, chunk + SCORE_ROWS) - chunk
+            chunk_rows = rows[chunk - start:chunk - start + size]
+            for c in range(n_clusters):
+                lik_log_density_rows(params, theta, c, data, chunk_rows, logp[c])
+            for t in range(size):
+                i = chunk + t
+                if pinned[i]:
+                    choice = labels[i]
+                else:
+                    for c in range(n_clusters):
+                        logw[c] = log_pi[c] + logp[c, t]
+                    choice = _pick(logw, n_clusters, row_uniform(key, i))
+                out_labels[i] = choice
+                block_counts[b, choice] += 1
 
 
 @njit(cache=True)
@@ -179,6 +186,53 @@ def two_way_pass(params, theta, log_pi, data, members, target, counted, key, sid
             row_log_q[start + t] = ((a if side == 0 else b) - norm) if counted[start + t] else 0.0
 
 
+#: Weight of the uniform choice in a merge's choice of partner (the rest follows the
+#: partners' merge scores); it keeps every merge possible whatever the scores.
+PARTNER_UNIFORM = 0.1
+
+
+@template
+def partner_log_weights(params, pp, suff, counts, k, stats, out):
+    """``out[c]``: log probability that a merge of cluster ``k`` picks cluster ``c``.
+
+    Mostly in proportion to ``exp(score)``, the score being the merge's log posterior
+    ratio ``log p(z merged) - log p(z)`` without the count factor shared by all partners,
+    mixed with a uniform choice (weight :data:`PARTNER_UNIFORM`); ``out[k] = -inf``.
+    ``suff`` and ``counts`` are the clusters' statistics and sizes, ``stats`` is scratch
+    with as many rows.
+    """
+    n_clusters = counts.size
+    shared = np.zeros(1)
+    single = np.empty(n_clusters)
+    for c in range(n_clusters):
+        lik_suff_to_stats(params, suff, stats, c)
+        single[c] = lik_log_cluster(params, stats, shared, c)
+    merged = np.empty((1, suff.shape[1]))
+    merged_stats = np.zeros((1, stats.shape[1]))
+    largest = -np.inf
+    for c in range(n_clusters):
+        out[c] = -np.inf
+        if c == k:
+            continue
+        for a in range(suff.shape[1]):
+            merged[0, a] = suff[k, a] + suff[c, a]
+        lik_suff_to_stats(params, merged, merged_stats, 0)
+        out[c] = (log_block(pp, counts[k] + counts[c]) - log_block(pp, counts[k])
+                  - log_block(pp, counts[c]) + lik_log_cluster(params, merged_stats, shared, 0)
+                  - single[k] - single[c])
+        largest = max(largest, out[c])
+    if n_clusters < 2:
+        return
+    total = 0.0
+    for c in range(n_clusters):
+        if c != k:
+            total += math.exp(out[c] - largest)
+    for c in range(n_clusters):
+        if c != k:
+            out[c] = math.log((1.0 - PARTNER_UNIFORM) * math.exp(out[c] - largest) / total
+                              + PARTNER_UNIFORM / (n_clusters - 1))
+
+
 @njit(cache=True)
 def members_of(labels, first, second):
     """Rows whose label is ``first`` or ``second`` (increasing), and their labels' side (0 or 1)."""
@@ -235,20 +289,6 @@ def replace_label(labels, old, new):
     for i in range(labels.size):
         if labels[i] == old:
             labels[i] = new
-
-
-def _serial_twin(function):
-    """A copy of a parallel template compiled without threads (``prange`` runs as ``range``):
-    the same numbers, without the cost of waking threads for a few rows."""
-    twin = types.FunctionType(function.__code__, function.__globals__,
-                              function.__name__ + "_serial", function.__defaults__)
-    twin._template_options = {}
-    return twin
-
-
-propose_labels_serial = _serial_twin(propose_labels)
-accumulate_suff_serial = _serial_twin(accumulate_suff)
-two_way_pass_serial = _serial_twin(two_way_pass)
 
 
 def specialise(likelihood):

@@ -57,9 +57,10 @@ PARALLEL_MIN_ROWS = 2 * kernels.BLOCK_ROWS
 
 def kernel(engine, name, n_rows):
     """The parallel kernel ``name``, or its serial twin below ``PARALLEL_MIN_ROWS`` rows."""
+    twins = getattr(engine, name)
     if name == "block_tree_suff":
-        return engine.block_tree_suff.for_work(n_rows if n_rows >= PARALLEL_MIN_ROWS else 0)
-    return getattr(engine, name if n_rows >= PARALLEL_MIN_ROWS else name + "_serial")
+        return twins.for_work(n_rows if n_rows >= PARALLEL_MIN_ROWS else 0)
+    return twins.parallel if n_rows >= PARALLEL_MIN_ROWS else twins.serial
 
 
 def shifted_key(key, offset):

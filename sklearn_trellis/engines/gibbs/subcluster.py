@@ -26,7 +26,10 @@ One iteration (:func:`iterate`):
    clusters are large).
 3. ``n_split_merge`` split or merge proposals (Metropolis-Hastings on ``p(z | X)``): a row
    ``i`` is drawn, then a split of its cluster (with a second row ``j`` of it) or a merge
-   with the cluster of a row ``j`` outside it, each with probability 1/2. A split proposes
+   with another cluster, each with probability 1/2. A merge's partner ``k'`` is drawn with
+   probability ``w(k' | k)``, mostly in proportion to the exponential of the merge's log
+   posterior ratio, mixed with a uniform choice (the two halves of an over-split cluster
+   find each other), then ``j`` uniformly among its rows. A split proposes
    the two sub-clusters of a *launch*: two sub-clusters seeded at ``i`` and ``j``, their
    parameters drawn from the posterior given their rows, refined by ``LAUNCH_ITERATIONS``
    restricted two-way Gibbs passes (parallel), then a final pass whose probability ``q``
@@ -35,10 +38,12 @@ One iteration (:func:`iterate`):
    merged rows. The Hastings ratios are exact: for a split of ``k`` into ``l, r``
 
        log_block(N_l) + log_block(N_r) - log_block(N_k) + log_count(K + 1) - log_count(K)
-       + log m(X_l) + log m(X_r) - log m(X_k) + log (N_k - 1) - log (n - N_l) - log q,
+       + log m(X_l) + log m(X_r) - log m(X_k) + log (N_k - 1) + log w(r | l) - log N_r
+       - log q,
 
-   (the ``N - 1`` and ``n - N_l`` are the probabilities of choosing ``j``), and a merge's
-   is its negative with the merged cluster's ``q``. A merge is refused before its launch
+   (``1 / (N_k - 1)`` is the probability of choosing ``j`` for the split, ``w(r | l) / N_r``
+   for the reverse merge, in the proposed state), and a merge's is its negative with the
+   merged cluster's ``q``. A merge is refused before its launch
    when it would fail even with ``q = 1`` (most random merges cost nothing).
 
 Chang & Fisher keep the sub-clusters from one iteration to the next and accept splits with
@@ -319,6 +324,16 @@ def _log_m(engine, likelihood, params, suff):
     return out
 
 
+def _partner_log_weights(engine, likelihood, params, pp, suff, counts, k):
+    """Log probabilities of a merge's partner clusters for cluster ``k``
+    (:func:`kernels.partner_log_weights`)."""
+    out = np.empty(counts.size)
+    engine.partner_log_weights(params, pp, np.ascontiguousarray(suff),
+                               np.ascontiguousarray(counts, dtype=np.int64), k,
+                               np.zeros((counts.size, likelihood.n_stats)), out)
+    return out
+
+
 def split_merge(state, likelihood, pp, rng, n_proposals):
     """Step 3: ``n_proposals`` split or merge proposals, exact Metropolis-Hastings; returns
     the number accepted."""
@@ -345,8 +360,18 @@ def split_merge(state, likelihood, pp, rng, n_proposals):
             log_a = (log_block(pp, counts[0]) + log_block(pp, counts[1]) - log_block(pp, size)
                      + log_count(pp, K + 1) - log_count(pp, K)
                      + log_m[0] + log_m[1] - log_m[2]
-                     + np.log(size - 1) - np.log(n - counts[0]) - log_q)
-            if np.log(rng.random_sample()) < log_a:
+                     + np.log(size - 1) - np.log(counts[1]) - log_q)
+            log_u = np.log(rng.random_sample())
+            # the reverse merge: from i's new cluster, the partner drawn is j's (index K),
+            # with probability w[K] <= 1: log_u >= log_a refuses whatever it is
+            accept = log_u < log_a
+            if accept:
+                proposed = np.vstack([state.suff, suff[1:2]])
+                proposed[k] = suff[0]
+                log_w = _partner_log_weights(engine, likelihood, params, pp, proposed,
+                                             np.append(state.counts, counts[1]), k)
+                accept = log_u < log_a + log_w[K]
+            if accept:
                 executor.map("apply_split", K)
                 state.suff = np.vstack([state.suff, suff[1:2]])
                 state.suff[k] = suff[0]
@@ -357,12 +382,19 @@ def split_merge(state, likelihood, pp, rng, n_proposals):
                 accepted += 1
             else:
                 executor.map("end_launch")
-        else:  # merge it with the cluster of a row j outside it
+        else:  # merge it with another cluster (chosen by merge score), seeded at its row j
             if K < 2:
                 continue
-            outside = executor.shard_sizes - state.shard_counts[:, k]
-            s, local = _locate(outside, rng.randint(n - size))
-            j, k2 = executor.call(s, "row_at_rank", k, local, -1, False)
+            # the partner cluster by its merge score, then j uniformly in it
+            log_w = _partner_log_weights(engine, likelihood, params, pp, state.suff,
+                                         state.counts, k)
+            weights = np.exp(log_w)  # weights[k] = 0: never drawn
+            k2 = int(np.searchsorted(np.cumsum(weights), rng.random_sample() * weights.sum(),
+                                     side="right"))
+            if k2 >= K:  # rounding at the end of the table: the last partner
+                k2 = K - 1 if k != K - 1 else K - 2
+            s, local = _locate(state.shard_counts[:, k2], rng.randint(int(state.counts[k2])))
+            j, _ = executor.call(s, "row_at_rank", k2, local, -1, True)
             size2 = int(state.counts[k2])
             merged = state.suff[k] + state.suff[k2]
             log_m = _log_m(engine, likelihood, params,
@@ -370,7 +402,7 @@ def split_merge(state, likelihood, pp, rng, n_proposals):
             delta = (log_block(pp, size + size2) - log_block(pp, size) - log_block(pp, size2)
                      + log_count(pp, K - 1) - log_count(pp, K)
                      + log_m[0] - log_m[1] - log_m[2]
-                     + np.log(n - size) - np.log(size + size2 - 1))
+                     + np.log(size2) - log_w[k2] - np.log(size + size2 - 1))
             log_u = np.log(rng.random_sample())
             if log_u >= delta:  # q <= 1: refused whatever the launch gives
                 continue
@@ -438,7 +470,7 @@ def predictive_log_weights(likelihood, prior_params, params, suff, counts, data_
     params = np.ascontiguousarray(params, dtype=np.float64)
     m, K = data_new.shape[0], suff.shape[0]
     rows_suff = np.zeros((m, likelihood.n_suff))
-    engine.accumulate_suff_serial(params, data_new, np.arange(m, dtype=np.int64),
+    engine.accumulate_suff.serial(params, data_new, np.arange(m, dtype=np.int64),
                                   np.arange(m + 1, dtype=np.int64), rows_suff)
     log_weights = np.array([log_weight_existing(prior_params, c) for c in counts]
                            + [log_weight_new(prior_params, K)])

@@ -144,7 +144,7 @@ def test_split_merge_alone_matches_exact():
     X = small_data(6, seed=1)
     prior = CRP(1.0)
     lik = NormalInverseWishart(kappa=0.2, hyperprior="fixed").fit(X)
-    pair_exact, _ = exact_summaries(prior, lik, X)
+    pair_exact, k_exact = exact_summaries(prior, lik, X)
     data = lik.check_sampler_data(X)
     state = subcluster.new_state(lik, data, np.zeros(6, np.int64), prior.alpha)
     rng = np.random.RandomState(0)
@@ -153,7 +153,60 @@ def test_split_merge_alone_matches_exact():
         subcluster.iterate(state, lik, prior.kernel_params(), rng, n_split_merge=2,
                            gibbs=False)
         samples.append(state.compact_labels())
-    assert np.abs(pairwise_cooccurrence(np.array(samples)) - pair_exact).max() < 0.05
+    samples = np.array(samples)
+    k_dist = np.bincount(samples.max(axis=1), minlength=6) / len(samples)
+    assert np.abs(pairwise_cooccurrence(samples) - pair_exact).max() < 0.05
+    assert np.abs(k_dist - k_exact).max() < 0.05
+
+
+def test_merge_partner_probabilities_enter_the_hastings_ratios():
+    """Split/merge moves alone on seven points along a line (many clusters, partners of
+    very different merge scores) match the exact posterior. Without the merge partner's
+    probability ``w(k' | k)`` in the merge's ratio the co-clustering is off by 0.09; without
+    the reverse merge's ``w(r | l)`` in the split's, by 0.07 (tolerance 0.045)."""
+    X = np.arange(7.0)[:, None] * np.array([[1.0, 0.0]]) + np.random.default_rng(7).normal(
+        0, 0.2, (7, 2))
+    prior = CRP(1.0)
+    lik = NormalInverseWishart(kappa=0.2, hyperprior="fixed").fit(X)
+    pair_exact, k_exact = exact_summaries(prior, lik, X)
+    data = lik.check_sampler_data(X)
+    state = subcluster.new_state(lik, data, np.zeros(7, np.int64), prior.alpha)
+    rng = np.random.RandomState(0)
+    samples = []
+    for _ in range(8000):
+        subcluster.iterate(state, lik, prior.kernel_params(), rng, n_split_merge=2,
+                           gibbs=False)
+        samples.append(state.compact_labels())
+    samples = np.array(samples)
+    k_dist = np.bincount(samples.max(axis=1), minlength=7) / len(samples)
+    assert np.abs(pairwise_cooccurrence(samples) - pair_exact).max() < 0.045
+    assert np.abs(k_dist - k_exact).max() < 0.045
+    assert pair_exact[np.triu_indices(7, 1)].std() > 0.1
+
+
+def test_partner_weights_are_a_distribution_over_the_other_clusters():
+    X = small_data(9, seed=4)
+    lik = NormalInverseWishart(kappa=0.2, hyperprior="fixed").fit(X)
+    data = lik.check_sampler_data(X)
+    state = subcluster.new_state(lik, data, np.arange(9) % 4, 1.0)
+    engine = subcluster._engine(lik)
+    pp = CRP(1.0).kernel_params()
+    for k in range(4):
+        log_w = subcluster._partner_log_weights(engine, lik, state.params, pp, state.suff,
+                                                state.counts, k)
+        assert log_w[k] == -np.inf
+        assert np.exp(log_w).sum() == pytest.approx(1.0, rel=1e-12)
+        # the best-scoring partner is the most likely: the scores are the merge ratios
+        scores = [lik.log_marginal(X[(np.arange(9) % 4 == k) | (np.arange(9) % 4 == c)])
+                  - lik.log_marginal(X[np.arange(9) % 4 == c]) + _log_block_crp(state, k, c)
+                  if c != k else -np.inf for c in range(4)]
+        assert np.argmax(log_w) == np.argmax(scores)
+
+
+def _log_block_crp(state, k, c):
+    from scipy.special import gammaln
+    a, b = state.counts[k], state.counts[c]
+    return gammaln(a + b) - gammaln(a) - gammaln(b)
 
 
 def test_dirichlet_multinomial_prior_and_diagonal_likelihood_match_exact():
