@@ -139,24 +139,31 @@ def test_subcluster_matches_exact_fast(prior):
     check_against_exact(prior, small_data(7), n_sweeps=6000, tol=0.05, n_split_merge=2)
 
 
-def test_split_merge_alone_matches_exact():
-    """The split/merge moves with no restricted Gibbs step are a valid kernel on their own."""
-    X = small_data(6, seed=1)
+def check_split_merge_alone(X, n_iterations, tol):
+    """Split/merge moves alone (no restricted Gibbs step) against the exact posterior:
+    co-clustering and ``P(K)`` within ``tol``."""
+    n = X.shape[0]
     prior = CRP(1.0)
     lik = NormalInverseWishart(kappa=0.2, hyperprior="fixed").fit(X)
     pair_exact, k_exact = exact_summaries(prior, lik, X)
     data = lik.check_sampler_data(X)
-    state = subcluster.new_state(lik, data, np.zeros(6, np.int64), prior.alpha)
+    state = subcluster.new_state(lik, data, np.zeros(n, np.int64), prior.alpha)
     rng = np.random.RandomState(0)
     samples = []
-    for _ in range(6000):
+    for _ in range(n_iterations):
         subcluster.iterate(state, lik, prior.kernel_params(), rng, n_split_merge=2,
                            gibbs=False)
         samples.append(state.compact_labels())
     samples = np.array(samples)
-    k_dist = np.bincount(samples.max(axis=1), minlength=6) / len(samples)
-    assert np.abs(pairwise_cooccurrence(samples) - pair_exact).max() < 0.05
-    assert np.abs(k_dist - k_exact).max() < 0.05
+    k_dist = np.bincount(samples.max(axis=1), minlength=n) / len(samples)
+    assert np.abs(pairwise_cooccurrence(samples) - pair_exact).max() < tol
+    assert np.abs(k_dist - k_exact).max() < tol
+    return pair_exact
+
+
+def test_split_merge_alone_matches_exact():
+    """The split/merge moves with no restricted Gibbs step are a valid kernel on their own."""
+    check_split_merge_alone(small_data(6, seed=1), 6000, 0.05)
 
 
 def test_merge_partner_probabilities_enter_the_hastings_ratios():
@@ -166,21 +173,7 @@ def test_merge_partner_probabilities_enter_the_hastings_ratios():
     the reverse merge's ``w(r | l)`` in the split's, by 0.07 (tolerance 0.045)."""
     X = np.arange(7.0)[:, None] * np.array([[1.0, 0.0]]) + np.random.default_rng(7).normal(
         0, 0.2, (7, 2))
-    prior = CRP(1.0)
-    lik = NormalInverseWishart(kappa=0.2, hyperprior="fixed").fit(X)
-    pair_exact, k_exact = exact_summaries(prior, lik, X)
-    data = lik.check_sampler_data(X)
-    state = subcluster.new_state(lik, data, np.zeros(7, np.int64), prior.alpha)
-    rng = np.random.RandomState(0)
-    samples = []
-    for _ in range(8000):
-        subcluster.iterate(state, lik, prior.kernel_params(), rng, n_split_merge=2,
-                           gibbs=False)
-        samples.append(state.compact_labels())
-    samples = np.array(samples)
-    k_dist = np.bincount(samples.max(axis=1), minlength=7) / len(samples)
-    assert np.abs(pairwise_cooccurrence(samples) - pair_exact).max() < 0.045
-    assert np.abs(k_dist - k_exact).max() < 0.045
+    pair_exact = check_split_merge_alone(X, 8000, 0.045)
     assert pair_exact[np.triu_indices(7, 1)].std() > 0.1
 
 
