@@ -43,6 +43,20 @@ search lost its slice copy): far
 from the 5 s goal, which needs fewer, larger kernels (numba compiles every
 ``njit`` function a fit reaches separately, ~0.3 s each at least).
 
+On a quiet machine (2026-11-26, load 1.3, after issue 29's second round; the
+first fit's wall and CPU seconds, its compilations)::
+
+    estimator                        import first fit     (cpu)   2nd fit compiled compile s
+    ExactCorrelationClustering         4.04     24.21     24.09     0.026       66     23.28
+    TrellisHierarchical                3.95     36.58     36.54     0.009      128     35.65
+    DPMixture                          3.14     28.37     28.48     0.443       97     27.40
+    FastTIWD                           3.24     18.36     18.47     0.126       71     17.72
+    EntropyAgglomeration               3.61     16.55     16.55     0.003       57     15.94
+    DivisiveClustering                 3.79      6.55      6.55     0.002       25      5.92
+    InfiniteBiclustering               3.55     44.68     44.79     0.442      118     43.59
+    BayesianHierarchicalClustering     3.52     17.11     17.11     0.084       59     16.49
+    CrossCat                           4.06     88.59     88.54     0.074      164     87.85
+
 CrossCat, after its kernels stopped compiling what a fit does not run (the
 parallel loops below ``PARALLEL_CELLS`` cells and the collapsed scan of a slice
 fit are pruned by numba on a ``None`` argument) and the cell types' kernels
