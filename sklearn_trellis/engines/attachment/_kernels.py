@@ -15,6 +15,27 @@ from ..._core.subsets import logaddexp
 from .._split_potential import split_bindings, split_log_potential
 
 
+@njit(cache=True, inline="always")
+def enlarged_stats(fit_stats):
+    """The ``2 V + 1``-column stats table with the fitted vertices' columns filled."""
+    k, n_vertices = fit_stats.shape
+    stats = np.empty((k, 2 * n_vertices + 1))
+    for c in range(k):
+        for v in range(n_vertices):
+            stats[c, v] = fit_stats[c, v]
+    return stats
+
+
+@njit(cache=True, inline="always")
+def set_new_item(stats, joined, alone):
+    """Columns ``S + {x}`` (``joined``, one per vertex) and ``{x}`` (``alone``) of one new item."""
+    n_vertices = joined.shape[1]
+    for c in range(joined.shape[0]):
+        for v in range(n_vertices):
+            stats[c, n_vertices + v] = joined[c, v]
+        stats[c, 2 * n_vertices] = alone[c]
+
+
 @template
 def fitted_split_values(params, stats, left_of, right_of, root):
     """``beta psi`` of every internal vertex's split in the fitted tree (0 at leaves)."""
@@ -37,20 +58,14 @@ def insertion_deltas(fit_stats, fitted, new_params, joined, alone, left_of, righ
     ``x`` to one child of every ancestor of ``v``: a top-down pass
     accumulates those changes, so all ``V`` positions cost ``O(V)``.
     """
-    k, n_vertices = fit_stats.shape
-    stats = np.empty((k, 2 * n_vertices + 1))
-    for c in range(k):
-        for v in range(n_vertices):
-            stats[c, v] = fit_stats[c, v]
+    n_vertices = fit_stats.shape[1]
+    stats = enlarged_stats(fit_stats)
     x = 2 * n_vertices
     full = n_vertices + root        # the enlarged tree's whole set: root + x
     path = np.empty(n_vertices)     # sum over the ancestors of v of their change
     for j in range(joined.shape[0]):
         p = new_params[j]
-        for c in range(k):
-            for v in range(n_vertices):
-                stats[c, n_vertices + v] = joined[j, c, v]
-            stats[c, x] = alone[j, c]
+        set_new_item(stats, joined[j], alone[j])
         # Above the root, the old root's split stays but no longer splits the whole set.
         path[root] = (split_log_potential(p, stats, full, root, left_of[root], right_of[root])
                       - fitted[root]) if left_of[root] >= 0 else 0.0
@@ -92,21 +107,15 @@ def insertion_evidence(fit_stats, new_params, joined, alone, ptr, left, right, p
     posterior probability that ``v = targets[t] + {x}`` is a node: that ``v``
     is a node and ``x`` is inserted at or below it.
     """
-    k, n_vertices = fit_stats.shape
-    stats = np.empty((k, 2 * n_vertices + 1))
-    for c in range(k):
-        for v in range(n_vertices):
-            stats[c, v] = fit_stats[c, v]
+    n_vertices = fit_stats.shape[1]
+    stats = enlarged_stats(fit_stats)
     x = 2 * n_vertices
     full = n_vertices + root
     log_y = np.empty(n_vertices)
     log_out = np.empty(n_vertices)
     for j in range(joined.shape[0]):
         p = new_params[j]
-        for c in range(k):
-            for v in range(n_vertices):
-                stats[c, n_vertices + v] = joined[j, c, v]
-            stats[c, x] = alone[j, c]
+        set_new_item(stats, joined[j], alone[j])
         for s in range(n_vertices):
             below = log_z[s]
             if s == root:   # the old root no longer splits the whole set
