@@ -117,14 +117,13 @@ def group_rows(labels, n_clusters):
     return rows, offsets
 
 
-@template(parallel=True)
+@template
 def accumulate_suff(params, data, rows, offsets, suff):
-    """``suff[c]`` = sufficient statistics of ``data[rows[offsets[c]:offsets[c+1]]]``.
-
-    One thread per cluster, rows added in fixed chunks: the sums do not depend on threads.
-    """
+    """``suff[c]`` = sufficient statistics of ``data[rows[offsets[c]:offsets[c+1]]]``, rows
+    added in fixed chunks (the predictive's per-row statistics; the sampler's sums go per
+    global block, :mod:`._shard_kernels`)."""
     n_clusters = offsets.size - 1
-    for c in prange(n_clusters):
+    for c in range(n_clusters):
         for k in range(suff.shape[1]):
             suff[c, k] = 0.0
         for start in range(offsets[c], offsets[c + 1], BLOCK_ROWS):

@@ -470,8 +470,8 @@ def predictive_log_weights(likelihood, prior_params, params, suff, counts, data_
     params = np.ascontiguousarray(params, dtype=np.float64)
     m, K = data_new.shape[0], suff.shape[0]
     rows_suff = np.zeros((m, likelihood.n_suff))
-    engine.accumulate_suff.serial(params, data_new, np.arange(m, dtype=np.int64),
-                                  np.arange(m + 1, dtype=np.int64), rows_suff)
+    engine.accumulate_suff(params, data_new, np.arange(m, dtype=np.int64),
+                           np.arange(m + 1, dtype=np.int64), rows_suff)
     log_weights = np.array([log_weight_existing(prior_params, c) for c in counts]
                            + [log_weight_new(prior_params, K)])
     out = np.empty((m, K + 1))
