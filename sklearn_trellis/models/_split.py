@@ -144,7 +144,7 @@ class SplitModel(BaseEstimator):
         """The model fitted on the ``N`` fitted items plus one new item (index ``N``).
 
         Data-derived constants (length scale, centring) keep their fitted
-        values. ``new_row`` is as one row of ``new_data`` in :meth:`insertion_inputs`.
+        values. ``new_row`` is as one row of ``new_data`` in ``insertion_inputs``.
         """
         raise NotImplementedError(
             f"{type(self).__name__} cannot be enlarged by a new item; implement "

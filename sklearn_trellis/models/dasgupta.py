@@ -96,7 +96,7 @@ class DasguptaEnergy(SplitModel):
     scale_ : float, ndarray of shape (N,) or None
         The length scale of ``'exp'``: one float, or ``sigma_i`` per item with
         ``scale='local'`` (``None`` for ``'precomputed'``); new items are
-        placed on it (:meth:`insertion_inputs`), a new item's own ``sigma``
+        placed on it (``insertion_inputs``), a new item's own ``sigma``
         being its distance to its ``n_neighbors``-th nearest fitted item.
     n_items_ : int
 
@@ -251,7 +251,7 @@ class ExponentialTreeEnergy(DasguptaEnergy):
     With ``similarity='exp'`` the data are the distances ``d`` and
     ``s = exp(-d / tau)`` (``tau`` the pair's length scale): the density of
     ``d`` given the scales adds the Jacobian ``sum_{i<j} (-d_ij / tau_ij -
-    log tau_ij)`` (:attr:`log_jacobian_`), so the evidence also compares
+    log tau_ij)`` (``log_jacobian_``), so the evidence also compares
     values of ``scale``. (The exponential puts mass on
     ``s > 1``, which distances cannot give: a misspecification the evidence
     pays for, not a bias of its value.)

@@ -400,7 +400,7 @@ def new_item_log_likelihoods(sizes, sbars, row_sums, self_products, trace, n_ite
 
     The partition of the ``n`` fitted items is held fixed; the new item ``x``
     enlarges ``S*`` by its row ``S_x.`` and corner ``S_xx``
-    (:func:`~sklearn_trellis.preprocessing.distance_normalization.new_item_inner_products`).
+    (``sklearn_trellis.preprocessing.distance_normalization.new_item_inner_products``).
     Joining block ``b`` adds ``2 r_b + S_xx`` to ``Sbar_b`` (``r_b = sum_{j in
     b} S_xj``) and one to ``n_b``; ``tr S`` grows by ``S_xx`` and ``n`` by one
     (the exponent ``a = (n + r0) d / 2``). The value is the log-likelihood of
@@ -414,7 +414,7 @@ def new_item_log_likelihoods(sizes, sbars, row_sums, self_products, trace, n_ite
     Parameters
     ----------
     sizes, sbars : ndarrays of shape (K,)
-        :func:`block_statistics` of the fitted partition.
+        ``block_statistics`` of the fitted partition.
     row_sums : ndarray of shape (m, K)
         ``r_b`` of each new item.
     self_products : ndarray of shape (m,)

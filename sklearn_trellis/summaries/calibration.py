@@ -6,7 +6,7 @@ depend on the names: every function here scores *pairs*. The target of a
 pair is whether its two items have the same label; its prediction is the
 co-membership probability, from the pairwise marginals of a fitted
 distribution (``pairwise_marginals_``) or from ``predict_proba``
-(:func:`pairwise_from_proba`).
+(:func:`sklearn_trellis.metrics.pairwise_from_proba`).
 
 Two layouts of pairs:
 

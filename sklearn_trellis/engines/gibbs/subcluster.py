@@ -14,7 +14,7 @@ the CRP, ``m - d`` and ``alpha + K d`` for Pitman-Yor, ``m + alpha / M`` and
 EPPF's cluster factors, so that given ``pi, theta`` and ``K`` the labels are independent,
 ``P(z_i = k) ~ pi_k f(x_i | theta_k)`` (Chang & Fisher's restricted Gibbs sampler).
 
-One iteration (:func:`iterate`):
+One iteration (``iterate``):
 
 1. ``pi`` and ``theta`` from their conditionals; one *anchor* row per cluster, uniform
    among its rows (an auxiliary variable with probability ``1 / N_k``).
@@ -54,7 +54,7 @@ chain exactly invariant (``tests/engines/gibbs/test_subcluster.py`` compares it 
 exact posterior).
 
 The rows, labels and launch sides live in shards run by an executor
-(:mod:`.shards`: in this process, or Dask actors on the workers holding a ``dask.array``'s
+(``shards``: in this process, or Dask actors on the workers holding a ``dask.array``'s
 chunks); this module is the driver, written once for both: per iteration it sends
 parameters to the shards and receives per-cluster counts and sufficient statistics.
 Every sum over rows is taken per fixed global block of rows and added over a fixed tree of
@@ -492,7 +492,7 @@ def run_chain(likelihood, prior, data, *, n_sweeps, burn_in=0, thin=1, init_labe
 
     ``data`` is ``likelihood.check_sampler_data(X)`` (float32 rows stay float32), a
     ``dask.array`` (its chunks are sampled where they are, :class:`.shards.DaskExecutor`)
-    or an executor of :mod:`.shards`. The BLAS under the parameter draws runs on one
+    or an executor of ``shards``. The BLAS under the parameter draws runs on one
     thread: the parallelism is numba's, over blocks of rows, and the shards'.
     """
     rng = check_random_state(random_state)
