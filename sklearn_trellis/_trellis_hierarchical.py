@@ -600,7 +600,7 @@ default='dasgupta'
     def _empirical_bayes_beta(self, plan, model, run):
         """``beta`` maximising the evidence, by EM: ``beta <- n_pairs / E[cost]``.
 
-        ``d log p / d beta = n_pairs / beta - E[sum_pairs |S_ij| s_ij]`` (the
+        ``d log p / d beta = n_pairs / beta - E[sum_pairs |S_ij| s_ij / N]`` (the
         expected split statistic under the tree posterior at the current
         ``beta``, from the trellis's split marginals), so each step sets the
         gradient of the expected complete log-likelihood to zero and never
@@ -616,7 +616,7 @@ default='dasgupta'
         total = float(model.similarity_.sum()) / 2.0
         if not total > 0:
             raise ValueError("beta='auto' needs some positive similarity: all are zero.")
-        beta = 2.0 * n_pairs / (n * total)     # every pair meeting at half the set
+        beta = 2.0 * n_pairs / total     # every pair meeting at half the set (rate beta / 2)
         for _ in range(self._max_em_iter):
             found = plan.run(model, beta, **run)
             gradient = found.trellis.expected_split_value(model.gradient_params(beta))
