@@ -61,8 +61,9 @@ def expected_calibration_error(confidence, correct, n_bins=10):
 def model_distances(n_items, beta, seed):
     """Similarities and tree drawn from the model; the similarities as distances ``-log s``.
 
-    ``scale=1`` maps the distances back to ``s``; ``beta >= 10`` keeps every
-    ``s < 1`` with probability ``1 - exp(-20)`` per pair.
+    ``scale=1`` maps the distances back to ``s``; ``beta >= 10 N`` keeps every
+    ``s < 1`` with probability ``1 - exp(-20)`` per pair (the smallest rate,
+    ``beta |S| / N`` at a pair of leaves, is ``2 beta / N``).
     """
     s, tree = sample_exponential_tree(n_items, beta, random_state=seed)
     return -np.log(s + np.eye(n_items)), tree
@@ -75,8 +76,9 @@ def exponential_tree_estimator(**params):
 
 def recovery_rows(quick=False):
     """GridSearchCV (default scoring) and beta='auto' against the true beta."""
-    n_items, betas, factors = ((40, (10.0,), (0.5, 0.8, 1.0, 1.25, 2.0)) if quick else
-                               (120, (10.0, 40.0), (0.5, 0.8, 0.9, 1.0, 1.1, 1.25, 2.0)))
+    # beta = 10 N and 40 N: rates 10 |S| and 40 |S| on the whole set
+    n_items, betas, factors = ((40, (400.0,), (0.5, 0.8, 1.0, 1.25, 2.0)) if quick else
+                               (120, (1200.0, 4800.0), (0.5, 0.8, 0.9, 1.0, 1.1, 1.25, 2.0)))
     rows = []
     for beta in betas:
         d, _ = model_distances(n_items, beta, 0)
@@ -98,7 +100,7 @@ def recovery_rows(quick=False):
 
 def planted_rows(quick=False):
     """ECE of predict_proba on one held-out item per draw from the model (exact trellis)."""
-    n_items, beta, n_clusters = 10, 10.0, 2
+    n_items, beta, n_clusters = 10, 110.0, 2     # beta = 10 (N + 1)
     n_draws = 300 if quick else 2000
     rows = []
     for setting, fitted_beta in (("true beta", beta), ("beta='auto'", "auto")):
@@ -117,7 +119,8 @@ def planted_rows(quick=False):
         seconds = time.perf_counter() - start
         ece = expected_calibration_error(confidence, correct)
         print(f"  planted exponential tree, {setting}: ECE {ece:.3f}", flush=True)
-        rows.append(dict(model=MODEL, data=f"exp. tree N={n_items}+1 (planted)",
+        rows.append(dict(model=MODEL, quantity="predict_proba",
+                         data=f"exp. tree N={n_items}+1 (planted)",
                          setting=f"exp_tree, {setting}", engine="exact", ece=ece,
                          note=f"predict_proba; {len(correct)} of {n_draws} draws (item joins "
                               f"a cluster); confidence {np.mean(confidence):.2f}, accuracy "
@@ -190,6 +193,7 @@ def real_rows(quick=False, seed=0):
             print(f"  {name}, {label}: ECE {ece:.3f}", flush=True)
             rows.append(dict(
                 model="BayesianGaussianMixture" if beta is None else MODEL,
+                quantity="predict_proba",
                 data=f"{name} ({len(train)} + {len(test)})", setting=label, engine=engine,
                 ece=ece,
                 note=f"predict_proba held out; confidence {confidence.mean():.2f}, accuracy "
