@@ -297,7 +297,9 @@ def main(argv=None):
         if hasattr(module, "calibration_rows"):
             calibration += module.calibration_rows(args.quick)
     print_recovery(recovery)
-    print_calibration([row for row in calibration if row.get("quantity") != "predict_proba"])
+    pairwise = [row for row in calibration if row.get("quantity") != "predict_proba"]
+    if pairwise or not calibration:
+        print_calibration(pairwise)
     print_proba_calibration([row for row in calibration
                              if row.get("quantity") == "predict_proba"])
     print(f"\n{time.perf_counter() - start:.0f} s in all; load average at end: "
