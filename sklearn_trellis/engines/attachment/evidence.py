@@ -64,12 +64,12 @@ def new_item_evidence(trellis, model, new_data, beta, clusters=()):
     >>> from sklearn_trellis.models import ExponentialTreeEnergy
     >>> s = np.array([[0., 2., .1], [2., 0., .1], [.1, .1, 0.]])
     >>> energy = ExponentialTreeEnergy(similarity="precomputed").fit(s)
-    >>> trellis = ExactHierarchicalTrellis(*energy.kernel_inputs(1.0)).fit()
+    >>> trellis = ExactHierarchicalTrellis(*energy.kernel_inputs(3.0)).fit()
     >>> # a new item similar to item 2 only: it most probably joins {2}
-    >>> log_ratio, log_inside = new_item_evidence(trellis, energy, [[.1, .1, 3.]], 1.0,
+    >>> log_ratio, log_inside = new_item_evidence(trellis, energy, [[.1, .1, 3.]], 3.0,
     ...                                           clusters=[[0, 1], [2]])
     >>> np.exp(log_inside).round(2)
-    array([[0.  , 0.99]])
+    array([[0.02, 0.94]])
     """
     if not isinstance(model, SplitModel):
         raise TypeError(f"model must be a fitted SplitModel, got {type(model).__name__}.")
