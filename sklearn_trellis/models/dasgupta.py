@@ -404,7 +404,7 @@ class ExponentialTreeEnergy(DasguptaEnergy):
             _bordered(self._dense_similarity(), w))
 
     def separable_form(self, beta=1.0):
-        return None   # |L||R| log(beta |S|) is not of the separable form
+        return None   # |L||R| log(beta |S| / N) is not of the separable form
 
     def log_evidence(self, log_partition_function):
         """``log p(data | beta)`` from the trellis's ``log Z`` (uniform tree prior, Jacobian)."""
