@@ -23,8 +23,12 @@ posterior) and the one ``beta='auto'`` learns (empirical Bayes).
 - Real data (standardised blobs, iris, wine, a 300 + 100 point digits
   subset): correct when the predicted cluster's majority class among the
   training points is the item's class; ``TrellisHierarchical()`` (Dasgupta,
-  the default), ``energy='exponential_tree', beta='auto'`` and scikit-learn's
-  ``BayesianGaussianMixture`` on the same split.
+  the default: the new item placed in the MAP tree), the same fit with the
+  new item's cluster summed over the tree posterior (``P(C_k + x is a
+  node)``, :func:`new_item_evidence`, normalised over the clusters: what
+  ``energy='exponential_tree'`` reports), ``energy='exponential_tree',
+  beta='auto'`` and scikit-learn's ``BayesianGaussianMixture`` on the same
+  split.
 
 ``exp_tree`` in the rows is ``energy='exponential_tree'``.
 """
@@ -40,6 +44,7 @@ from sklearn.model_selection import GridSearchCV
 from sklearn.preprocessing import StandardScaler
 
 from sklearn_trellis import TrellisHierarchical
+from sklearn_trellis.engines.attachment import new_item_evidence
 from sklearn_trellis.models import ExponentialTreeEnergy, sample_exponential_tree
 
 MODEL = "TrellisHierarchical"
@@ -61,8 +66,9 @@ def expected_calibration_error(confidence, correct, n_bins=10):
 def model_distances(n_items, beta, seed):
     """Similarities and tree drawn from the model; the similarities as distances ``-log s``.
 
-    ``scale=1`` maps the distances back to ``s``; ``beta >= 10`` keeps every
-    ``s < 1`` with probability ``1 - exp(-20)`` per pair.
+    ``scale=1`` maps the distances back to ``s``; ``beta >= 10 N`` keeps every
+    ``s < 1`` with probability ``1 - exp(-20)`` per pair (the smallest rate,
+    ``beta |S| / N`` at a pair of leaves, is ``2 beta / N``).
     """
     s, tree = sample_exponential_tree(n_items, beta, random_state=seed)
     return -np.log(s + np.eye(n_items)), tree
@@ -75,8 +81,9 @@ def exponential_tree_estimator(**params):
 
 def recovery_rows(quick=False):
     """GridSearchCV (default scoring) and beta='auto' against the true beta."""
-    n_items, betas, factors = ((40, (10.0,), (0.5, 0.8, 1.0, 1.25, 2.0)) if quick else
-                               (120, (10.0, 40.0), (0.5, 0.8, 0.9, 1.0, 1.1, 1.25, 2.0)))
+    # beta = 10 N and 40 N: rates 10 |S| and 40 |S| on the whole set
+    n_items, betas, factors = ((40, (400.0,), (0.5, 0.8, 1.0, 1.25, 2.0)) if quick else
+                               (120, (1200.0, 4800.0), (0.5, 0.8, 0.9, 1.0, 1.1, 1.25, 2.0)))
     rows = []
     for beta in betas:
         d, _ = model_distances(n_items, beta, 0)
@@ -98,7 +105,7 @@ def recovery_rows(quick=False):
 
 def planted_rows(quick=False):
     """ECE of predict_proba on one held-out item per draw from the model (exact trellis)."""
-    n_items, beta, n_clusters = 10, 10.0, 2
+    n_items, beta, n_clusters = 10, 110.0, 2     # beta = 10 (N + 1)
     n_draws = 300 if quick else 2000
     rows = []
     for setting, fitted_beta in (("true beta", beta), ("beta='auto'", "auto")):
@@ -117,7 +124,8 @@ def planted_rows(quick=False):
         seconds = time.perf_counter() - start
         ece = expected_calibration_error(confidence, correct)
         print(f"  planted exponential tree, {setting}: ECE {ece:.3f}", flush=True)
-        rows.append(dict(model=MODEL, data=f"exp. tree N={n_items}+1 (planted)",
+        rows.append(dict(model=MODEL, quantity="predict_proba",
+                         data=f"exp. tree N={n_items}+1 (planted)",
                          setting=f"exp_tree, {setting}", engine="exact", ece=ece,
                          note=f"predict_proba; {len(correct)} of {n_draws} draws (item joins "
                               f"a cluster); confidence {np.mean(confidence):.2f}, accuracy "
@@ -177,6 +185,8 @@ def real_rows(quick=False, seed=0):
             fitted = estimator.fit(X[train])
             train_labels = fitted.predict(X[train])
             proba = fitted.predict_proba(X[test])
+            if label == "TrellisHierarchical()":
+                rows.append(_tree_posterior_row(name, fitted, X[test], y[train], y[test]))
             majority = np.array([np.bincount(y[train][train_labels == c]).argmax()
                                  if np.any(train_labels == c) else -1
                                  for c in range(proba.shape[1])])
@@ -190,12 +200,37 @@ def real_rows(quick=False, seed=0):
             print(f"  {name}, {label}: ECE {ece:.3f}", flush=True)
             rows.append(dict(
                 model="BayesianGaussianMixture" if beta is None else MODEL,
+                quantity="predict_proba",
                 data=f"{name} ({len(train)} + {len(test)})", setting=label, engine=engine,
                 ece=ece,
                 note=f"predict_proba held out; confidence {confidence.mean():.2f}, accuracy "
                      f"{correct.mean():.2f}" + ("" if beta is None else f", beta_={beta:.3g}")
                      + f"; {seconds:.0f} s"))
     return rows
+
+
+def _tree_posterior_row(name, fitted, X_test, y_train, y_test):
+    """The Dasgupta fit's held-out cluster summed over the tree posterior, not the MAP tree."""
+    start = time.perf_counter()
+    labels = fitted.labels_
+    clusters = [np.flatnonzero(labels == k) for k in range(fitted.n_clusters_)]
+    data = fitted._new_item_data(X_test)      # distances to the fitted samples
+    _, log_inside = new_item_evidence(fitted._trellis, fitted.model_, data, fitted.beta_,
+                                      clusters)
+    proba = np.exp(log_inside - log_inside.max(axis=1, keepdims=True))
+    proba /= proba.sum(axis=1, keepdims=True)
+    majority = np.array([np.bincount(y_train[labels == k]).argmax() for k in range(len(clusters))])
+    confidence = proba.max(axis=1)
+    correct = majority[proba.argmax(axis=1)] == y_test
+    ece = expected_calibration_error(confidence, correct)
+    print(f"  {name}, TrellisHierarchical(), tree posterior: ECE {ece:.3f}", flush=True)
+    return dict(model=MODEL, quantity="predict_proba",
+                data=f"{name} ({len(y_train)} + {len(y_test)})",
+                setting="TrellisHierarchical(), tree post.",
+                engine="exact" if fitted.approximation_ is None else "sparse", ece=ece,
+                note=f"P(C_k + x node) over the tree posterior; confidence "
+                     f"{confidence.mean():.2f}, accuracy {correct.mean():.2f}; "
+                     f"{time.perf_counter() - start:.0f} s")
 
 
 def calibration_rows(quick=False):

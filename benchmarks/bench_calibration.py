@@ -1,6 +1,6 @@
 """Calibration of the library's probabilities and recovery of its hyperparameters (issue 28).
 
-Prints two tables:
+Prints two tables (three with the rows of held-out ``predict_proba``):
 
 - **Recovery**: data drawn from a model at a known hyperparameter; the value
   ``GridSearchCV`` selects with the estimator's default scoring (its
@@ -28,7 +28,8 @@ small, fast version, as ``--quick`` does here)::
         auto (float or None: learned by the fit), note (str)
     calibration_rows(quick: bool) -> list of dict with keys
         model (str), data (str), setting (str), engine (str),
-        ece (float), note (str)
+        ece (float), note (str), quantity (optional: 'predict_proba' for the ECE
+        of held-out predict_proba, printed in a table of its own)
 
 Missing keys print as blank; relative errors are computed here.
 
@@ -258,6 +259,21 @@ def print_calibration(rows):
               f"{fmt(row.get('ece'), '.3f'):>6}  {row.get('note', '')}")
 
 
+def print_proba_calibration(rows):
+    """Rows with ``quantity='predict_proba'``: ECE of held-out ``predict_proba``."""
+    if not rows:
+        return
+    print("\nCalibration: ECE (10 bins) of held-out predict_proba, confidence = largest "
+          "probability (goal <= 0.05 where the model is right)")
+    header = (f"{'model':<28} {'data':<30} {'setting':<28} {'engine':<16} {'ECE':>6}  note")
+    print(header)
+    print("-" * len(header))
+    for row in rows:
+        print(f"{row.get('model', ''):<28} {row.get('data', ''):<30} "
+              f"{row.get('setting', ''):<28} {row.get('engine', ''):<16} "
+              f"{fmt(row.get('ece'), '.3f'):>6}  {row.get('note', '')}")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small, fast version")
@@ -281,7 +297,11 @@ def main(argv=None):
         if hasattr(module, "calibration_rows"):
             calibration += module.calibration_rows(args.quick)
     print_recovery(recovery)
-    print_calibration(calibration)
+    pairwise = [row for row in calibration if row.get("quantity") != "predict_proba"]
+    if pairwise or not calibration:
+        print_calibration(pairwise)
+    print_proba_calibration([row for row in calibration
+                             if row.get("quantity") == "predict_proba"])
     print(f"\n{time.perf_counter() - start:.0f} s in all; load average at end: "
           f"{os.getloadavg()[0]:.1f}")
 

@@ -140,6 +140,18 @@ class SplitModel(BaseEstimator):
         raise NotImplementedError(
             f"{type(self).__name__} has no vectorised insertion statistics.")
 
+    def enlarged_params(self, params):
+        """Kernel ``params`` under which the model enlarged by a new item weighs the
+        splits of fitted items alone, or ``None`` when they are the fitted ``params``.
+
+        Most energies score a split of fitted items the same with or without
+        the new item (a root term is re-evaluated by the engines: the whole set
+        grows); a model whose parameters depend on ``N`` (the exponential tree
+        model's rates ``beta |S| / N``) returns its ``N + 1``-item parameters,
+        and the engines recompute the fitted trees' weights with them.
+        """
+        return None
+
     def with_new_item(self, new_row):
         """The model fitted on the ``N`` fitted items plus one new item (index ``N``).
 

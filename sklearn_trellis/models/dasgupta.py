@@ -11,7 +11,8 @@ is the tree of minimum cost and ``beta`` is the inverse temperature.
 
 :class:`ExponentialTreeEnergy` is its generative reading: similarities drawn
 from exponential distributions whose rate is ``beta`` times the size of the
-pair's lowest common ancestor, so that ``log phi`` is the exact log-likelihood
+pair's lowest common ancestor over the number of items, so that ``log phi`` is
+the exact log-likelihood
 of the similarities given the tree and ``log Z`` the exact evidence.
 """
 
@@ -43,9 +44,9 @@ def dasgupta_split(params, stats, full, parent, left, right):
 def exponential_tree_split(params, stats, full, parent, left, right):
     """``-params[1] |S| cut(L, R) + |L||R| (params[2] + params[3] log |S|)``; ``stats = [W, |X|]``.
 
-    With ``params = [1, beta, log beta, 1]`` it is the log-likelihood of the
-    pairs split at ``S`` (:class:`ExponentialTreeEnergy`); with ``[1, 1,
-    1 / beta, 0]`` its derivative in ``beta``.
+    With ``params = [1, beta / N, log(beta / N), 1]`` it is the log-likelihood
+    of the pairs split at ``S`` (:class:`ExponentialTreeEnergy`, ``N`` items);
+    with ``[1, 1 / N, 1 / beta, 0]`` its derivative in ``beta``.
     """
     size = stats[1, parent]
     cut = stats[0, parent] - stats[0, left] - stats[0, right]
@@ -230,20 +231,28 @@ class DasguptaEnergy(SplitModel):
 class ExponentialTreeEnergy(DasguptaEnergy):
     """The generative reading of Dasgupta's cost: a likelihood with exact evidence.
 
-    Given a binary tree ``T``, each similarity ``s_ij`` is drawn independently
-    from an exponential distribution of rate ``beta |S|``, ``S`` the lowest
-    common ancestor of ``i`` and ``j`` (pairs that part early, in large
-    clusters, are dissimilar)::
+    Given a binary tree ``T`` of ``N`` items, each similarity ``s_ij`` is
+    drawn independently from an exponential distribution of rate
+    ``beta |S| / N``, ``S`` the lowest common ancestor of ``i`` and ``j``
+    (pairs that part early, in large clusters, are dissimilar)::
 
-        log p(s | T) = sum_{i<j} [log(beta |S_ij|) - beta |S_ij| s_ij]
-                     = sum_{splits S -> (L, R)} [|L||R| log(beta |S|) - beta |S| cut(L, R)]
+        log p(s | T) = sum_{i<j} [log(beta |S_ij| / N) - beta |S_ij| s_ij / N]
+                     = sum_{splits S -> (L, R)} [|L||R| log(beta |S| / N)
+                                                 - (beta / N) |S| cut(L, R)]
 
     since the pairs whose common ancestor is ``S`` are those across its two
-    children. Every term is a split term, so ``log phi(T) = log p(s | T)`` is
-    computed by the trellis like any energy: Dasgupta's log-potential times
-    ``beta`` plus ``|L||R| log(beta |S|)``, the normaliser of the exponential
-    densities (which, unlike Dasgupta's cost, changes with the tree: the MAP
-    tree depends on ``beta``). With the uniform prior over the ``(2N - 3)!!``
+    children. The rate depends on the common ancestor's *fraction* of the
+    data, ``|S| / N``: a subsample's common ancestors shrink with it, so
+    ``beta`` means the same at any ``N`` (pairs split at the root have rate
+    ``beta``, mean similarity ``1 / beta``) and a model fitted on a training
+    fold is comparable with one fitted on all the data. Every term is a split
+    term, so ``log phi(T) = log p(s | T)`` is computed by the trellis like any
+    energy: Dasgupta's log-potential times ``beta / N`` plus ``|L||R|
+    log(beta |S| / N)``, the normaliser of the exponential densities (which,
+    unlike Dasgupta's cost, changes with the tree: the MAP tree depends on
+    ``beta``). A new item makes the model one of ``N + 1`` items, with rates
+    ``beta |S| / (N + 1)`` for every pair (:meth:`insertion_inputs`,
+    :meth:`with_new_item`). With the uniform prior over the ``(2N - 3)!!``
     binary trees, the evidence is exact::
 
         log p(s | beta) = log Z - log (2N - 3)!!,   Z = sum_T phi(T).
@@ -256,9 +265,10 @@ class ExponentialTreeEnergy(DasguptaEnergy):
     ``s > 1``, which distances cannot give: a misspecification the evidence
     pays for, not a bias of its value.)
 
-    ``beta`` is the rate of the likelihood, not a temperature: the engines
-    evaluate the split function at ``params = [1, beta, log beta, 1]``, so
-    ``beta`` must be positive.
+    ``beta`` is the rate of the likelihood at the root (in units of one over
+    the similarity), not a temperature: the engines evaluate the split
+    function at ``params = [1, beta / N, log(beta / N), 1]``, so ``beta`` must
+    be positive.
 
     Parameters
     ----------
@@ -283,8 +293,8 @@ class ExponentialTreeEnergy(DasguptaEnergy):
     >>> from sklearn_trellis.models import ExponentialTreeEnergy
     >>> s = np.array([[0., 2., .1], [2., 0., .1], [.1, .1, 0.]])
     >>> energy = ExponentialTreeEnergy(similarity="precomputed").fit(s)
-    >>> # pair (0, 1) meets at {0, 1} (rate 2), the others at the root (rate 3)
-    >>> round(energy.log_potential(((0, 1), 2), beta=1.0), 4)
+    >>> # pair (0, 1) meets at {0, 1} (rate 3 * 2 / 3), the others at the root (rate 3)
+    >>> round(energy.log_potential(((0, 1), 2), beta=3.0), 4)
     -1.7096
     """
 
@@ -329,27 +339,32 @@ class ExponentialTreeEnergy(DasguptaEnergy):
         log_sigma = np.log(self.scale_)
         return -total / 2.0 - (n - 1) / 2.0 * float(log_sigma.sum())
 
-    @staticmethod
-    def likelihood_params(beta):
-        """Kernel parameters ``[1, beta, log beta, 1]`` of the log-likelihood at ``beta > 0``."""
+    def likelihood_params(self, beta, n_items=None):
+        """Kernel parameters ``[1, beta / N, log(beta / N), 1]`` of the log-likelihood.
+
+        ``N`` is ``n_items`` (default: the fitted ``n_items_``; ``n_items_ + 1``
+        for the model enlarged by a new item), ``beta > 0``.
+        """
         beta = float(beta)
         if not beta > 0 or not math.isfinite(beta):
             raise ValueError(f"The exponential tree likelihood needs a rate beta > 0, got "
                              f"beta={beta!r}.")
-        return np.array([1.0, beta, math.log(beta), 1.0])
+        unit = beta / (self.n_items_ if n_items is None else n_items)
+        return np.array([1.0, unit, math.log(unit), 1.0])
 
-    @staticmethod
-    def gradient_params(beta):
-        """Kernel parameters of ``d log phi / d beta`` per split: ``|L||R| / beta - |S| cut``."""
-        return np.array([1.0, 1.0, 1.0 / float(beta), 0.0])
+    def gradient_params(self, beta):
+        """Kernel parameters of ``d log phi / d beta`` per split: ``|L||R| / beta - |S| cut / N``."""
+        return np.array([1.0, 1.0 / self.n_items_, 1.0 / float(beta), 0.0])
 
     def split_log_potential(self, left, right, beta=1.0):
-        """``|L||R| log(beta |S|) - beta |S| cut(L, R)``: the log-likelihood of the pairs split here."""
+        """``|L||R| log(beta |S| / N) - (beta / N) |S| cut(L, R)``: the log-likelihood of the
+        pairs split here."""
         left = np.asarray(left, dtype=np.int64)
         right = np.asarray(right, dtype=np.int64)
         size = left.size + right.size
         cut = float(self.similarity_[np.ix_(left, right)].sum())
-        return left.size * right.size * math.log(float(beta) * size) - float(beta) * size * cut
+        unit = float(beta) / self.n_items_
+        return left.size * right.size * math.log(unit * size) - unit * size * cut
 
     def log_potential(self, tree, beta=1.0):
         """``log p(s | T)`` of a tree given as nested tuples (``beta`` is the rate)."""
@@ -367,13 +382,29 @@ class ExponentialTreeEnergy(DasguptaEnergy):
         _, _, stats = super().family_kernel_inputs(family)
         return SplitKernelInputs(exponential_tree_split, self.likelihood_params(beta), stats)
 
+    def insertion_inputs(self, family, fitted, new_data):
+        # the model of N + 1 items: every rate is beta |S| / (N + 1)
+        block = super().insertion_inputs(family, fitted, new_data)
+        params = self.enlarged_params(fitted.params)
+        return block._replace(params=np.tile(params, (block.params.shape[0], 1)))
+
+    def enlarged_params(self, params):
+        """The kernel ``params`` of the fitted model turned into those of ``N + 1`` items.
+
+        A new item changes every rate ``beta |S| / N`` to ``beta |S| / (N + 1)``,
+        so the trees of the fitted items alone are weighted anew too (the
+        engines recompute their partition functions with these parameters).
+        """
+        unit = params[1] * self.n_items_ / (self.n_items_ + 1.0)
+        return np.array([params[0], unit, math.log(unit), params[3]])
+
     def with_new_item(self, new_row):
         w = self._new_similarities(np.asarray(new_row, dtype=np.float64).reshape(1, -1))[0]
         return ExponentialTreeEnergy(similarity="precomputed").fit(
             _bordered(self._dense_similarity(), w))
 
     def separable_form(self, beta=1.0):
-        return None   # |L||R| log(beta |S|) is not of the separable form
+        return None   # |L||R| log(beta |S| / N) is not of the separable form
 
     def log_evidence(self, log_partition_function):
         """``log p(data | beta)`` from the trellis's ``log Z`` (uniform tree prior, Jacobian)."""
@@ -398,15 +429,16 @@ def sample_exponential_tree(n_items, beta, random_state=None):
 
     The tree is uniform over the ``(2N - 3)!!`` rooted binary trees (items
     inserted one at a time above a uniformly chosen node: each tree arises
-    from exactly one sequence), then ``s_ij ~ Exponential(rate = beta |S_ij|)``
-    with ``S_ij`` the pair's lowest common ancestor: the generative model of
-    :class:`ExponentialTreeEnergy`.
+    from exactly one sequence), then ``s_ij ~ Exponential(rate = beta |S_ij| / N)``
+    with ``S_ij`` the pair's lowest common ancestor and ``N = n_items``: the
+    generative model of :class:`ExponentialTreeEnergy`.
 
     Parameters
     ----------
     n_items : int
     beta : float
-        The rate per item of the common ancestor (``> 0``).
+        The rate at the root (``> 0``); a pair whose common ancestor holds the
+        fraction ``|S| / N`` of the items has rate ``beta |S| / N``.
     random_state : int, RandomState instance or None, default=None
 
     Returns
@@ -442,7 +474,7 @@ def sample_exponential_tree(n_items, beta, random_state=None):
         nodes = list(parent)
     s = np.zeros((n_items, n_items))
     for left, right in tree_splits(tree):
-        rate = beta * (len(left) + len(right))
+        rate = beta * (len(left) + len(right)) / n_items
         block = rng.exponential(1.0 / rate, size=(len(left), len(right)))
         s[np.ix_(left, right)] = block
         s[np.ix_(right, left)] = block.T

@@ -139,16 +139,20 @@ class AttachmentTree:
                 model.insertion_inputs(self.family, fitted, new_data[:0])
             except NotImplementedError:
                 fitted = None
-            self._fitted = {key: None if fitted is None else (fitted, self._split_values(fitted)),
+            self._fitted = {key: None if fitted is None else (fitted, self._split_values(model, fitted)),
                             "model": weakref.ref(model)}
         if self._fitted[key] is None:
             return self._split_by_split(model, new_data, float(beta))
         return self._kernel(model, *self._fitted[key], new_data)
 
-    def _split_values(self, fitted):
-        """``beta psi`` of the fitted tree's splits per vertex (one ``O(N)`` pass)."""
+    def _split_values(self, model, fitted):
+        """``beta psi`` of the fitted tree's splits per vertex (one ``O(N)`` pass), under
+        the parameters of the model enlarged by a new item (:meth:`SplitModel.enlarged_params`):
+        a new item's position changes some splits and keeps the others as they are there."""
+        enlarged = model.enlarged_params(fitted.params)
         values = _kernels.specialise(fitted.split).fitted_split_values(
-            fitted.params, fitted.stats, self.left_of, self.right_of, self.root_vertex)
+            fitted.params if enlarged is None else enlarged, fitted.stats, self.left_of,
+            self.right_of, self.root_vertex)
         if not np.all(np.isfinite(values)):
             raise ValueError("The fitted tree has a forbidden split (-inf log-potential): "
                              "no insertion posterior.")

@@ -8,7 +8,10 @@ its potential under the model enlarged by ``x`` (the fitted constants held
 fixed). Every binary tree over ``N + 1`` items arises exactly once this way,
 so on the exact trellis the sum is the exact partition function of the
 ``N + 1`` items, and on a sparse trellis it is over the family's trees
-enlarged by ``x``:
+enlarged by ``x``. When the model's parameters depend on ``N``
+(:meth:`SplitModel.enlarged_params`, the exponential tree model's rates
+``beta |S| / N``), the enlarged model's trees are weighted with its own
+``N + 1``-item parameters, the fitted items' splits included:
 
 - ``log Z(train + x) - log Z(train)``: for a likelihood energy (uniform prior
   over trees), ``log p(x | train)`` up to the prior's ``log (2N - 1)``;
@@ -61,12 +64,12 @@ def new_item_evidence(trellis, model, new_data, beta, clusters=()):
     >>> from sklearn_trellis.models import ExponentialTreeEnergy
     >>> s = np.array([[0., 2., .1], [2., 0., .1], [.1, .1, 0.]])
     >>> energy = ExponentialTreeEnergy(similarity="precomputed").fit(s)
-    >>> trellis = ExactHierarchicalTrellis(*energy.kernel_inputs(1.0)).fit()
+    >>> trellis = ExactHierarchicalTrellis(*energy.kernel_inputs(3.0)).fit()
     >>> # a new item similar to item 2 only: it most probably joins {2}
-    >>> log_ratio, log_inside = new_item_evidence(trellis, energy, [[.1, .1, 3.]], 1.0,
+    >>> log_ratio, log_inside = new_item_evidence(trellis, energy, [[.1, .1, 3.]], 3.0,
     ...                                           clusters=[[0, 1], [2]])
     >>> np.exp(log_inside).round(2)
-    array([[0.  , 0.99]])
+    array([[0.02, 0.94]])
     """
     if not isinstance(model, SplitModel):
         raise TypeError(f"model must be a fitted SplitModel, got {type(model).__name__}.")
@@ -119,15 +122,20 @@ def _sparse(trellis, model, new_data, beta, clusters):
     log_inside = np.full((m, len(clusters)), -np.inf)
     found = np.empty((m, int(present.sum())))
     kernel = _kernels.specialise(fitted.split).insertion_evidence
+    psi, log_z = trellis.edge_log_potential, trellis.log_z
+    enlarged = model.enlarged_params(fitted.params)
+    if enlarged is not None:     # the fitted items' own trees reweighted in the N + 1 model
+        psi, log_z = trellis.inside_at(enlarged)
     n_vertices = family.n_vertices
     chunk = max(1, _CHUNK_FLOATS // (fitted.stats.shape[0] * n_vertices))
     for start in range(0, m, chunk):
         stop = min(m, start + chunk)
         block = model.insertion_inputs(family, fitted, new_data[start:stop])
         kernel(fitted.stats, block.params, block.joined, block.alone, trellis.edge_ptr,
-               trellis.edge_left, trellis.edge_right, trellis.edge_log_potential,
-               trellis.log_z, family.root, targets[present], log_ratio[start:stop],
-               found[start:stop])
+               trellis.edge_left, trellis.edge_right, psi, log_z, family.root,
+               targets[present], log_ratio[start:stop], found[start:stop])
+    # the kernel's ratio is over Z(train) at the kernel's parameters: make it over the fitted
+    log_ratio += log_z[family.root] - trellis.log_z[family.root]
     log_inside[:, present] = np.minimum(found, 0.0)
     return log_ratio, log_inside
 

@@ -559,6 +559,27 @@ class SparseHierarchicalTrellis:
         allowed = log_w > -np.inf
         return float(np.sum(np.exp(log_w[allowed]) * values[allowed]))
 
+    def inside_at(self, params):
+        """``(edge log-potentials, log Z per vertex)`` of the same family at other ``params``.
+
+        One ``O(edges)`` pass with the model's split function and statistics
+        (forbidden and disallowed splits stay ``-inf``); the fitted tables are
+        not changed. Used when a new item changes every split's parameters
+        (:meth:`~sklearn_trellis.models.SplitModel.enlarged_params`).
+        """
+        if self.split_function is not None:
+            raise ValueError("Other parameters need a model with vectorised statistics "
+                             "(family_kernel_inputs).")
+        psi, _ = self._kernels.edge_potentials(np.ascontiguousarray(params, dtype=np.float64),
+                                               self.stats, self.family.root, self.edge_ptr,
+                                               self.edge_left, self.edge_right)
+        psi[self.edge_log_potential == -np.inf] = -np.inf
+        log_z = np.empty(self.n_vertices)
+        kernels.inside_pass(self.edge_ptr, self.edge_left, self.edge_right, psi, self._is_leaf,
+                            log_z, np.empty(self.n_vertices),
+                            np.empty(self.n_vertices, np.int64), True)
+        return psi, log_z
+
     def cluster_marginal(self, indices):
         """Probability that exactly these items form a node (0 if not in the family)."""
         vertex = self.family.vertex_of(check_indices(indices, self.n_items))

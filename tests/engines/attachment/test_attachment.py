@@ -14,7 +14,8 @@ from sklearn.metrics import pairwise_distances
 from sklearn_trellis import TrellisHierarchical
 from sklearn_trellis._core.trees import children_to_tree
 from sklearn_trellis.engines.attachment import AttachmentTree, cluster_attachment_proba
-from sklearn_trellis.models import CallableEnergy, DasguptaEnergy, GinkgoEnergy, HCCEnergy
+from sklearn_trellis.models import (CallableEnergy, DasguptaEnergy, ExponentialTreeEnergy,
+                                    GinkgoEnergy, HCCEnergy)
 
 N_ITEMS = 7
 
@@ -107,6 +108,27 @@ def test_insertion_deltas_match_brute_force(name, beta):
                     assert deltas[j, v] == -np.inf
                 else:
                     assert deltas[j, v] == pytest.approx(expected, rel=1e-9, abs=1e-9)
+
+
+@pytest.mark.parametrize("beta", [1.0, 4.0])
+def test_exponential_tree_positions_are_those_of_the_n_plus_one_item_model(beta):
+    # every rate becomes beta |S| / (N + 1): positions differ by the enlarged model's
+    # log-likelihood of the whole enlarged tree, the fitted splits' reweighting included
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(N_ITEMS + 2, 2))
+    d = pairwise_distances(X)
+    model = ExponentialTreeEnergy(scale=0.8).fit(d[:N_ITEMS, :N_ITEMS])
+    for seed in range(2):
+        children = _random_tree(np.random.default_rng(seed), N_ITEMS)
+        deltas = AttachmentTree(children, N_ITEMS).insertion_log_potentials(
+            model, d[N_ITEMS:, :N_ITEMS], beta)
+        for j in range(2):
+            big = ExponentialTreeEnergy(scale=0.8).fit(d[:N_ITEMS, :N_ITEMS])
+            big = big.with_new_item(d[N_ITEMS + j, :N_ITEMS])
+            log_phi = np.array([big.log_potential(tree, beta) for _, tree in
+                                sorted(enlarged_trees(children, N_ITEMS).items())])
+            np.testing.assert_allclose(deltas[j] - deltas[j, 0], log_phi - log_phi[0],
+                                       rtol=1e-9, atol=1e-9)
 
 
 def test_ginkgo_deltas_are_finite_somewhere():
