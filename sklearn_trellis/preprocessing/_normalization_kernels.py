@@ -52,9 +52,12 @@ def single_linkage_mst(dist):
 
 
 @njit(cache=True)
-def mst_to_linkage(a, b, w, n):
-    """Single-linkage matrix (scipy format) from MST edges, by union-find in weight order."""
-    order = np.argsort(w, kind="mergesort")
+def mst_to_linkage(a, b, w, order, n):
+    """Single-linkage matrix (scipy format) from MST edges, by union-find in weight order.
+
+    ``order`` is ``np.argsort(w, kind="stable")``, sorted by the caller (a sort in the
+    kernel would compile numba's sorting library).
+    """
     roots = np.arange(2 * n - 1)
     node_of = np.arange(2 * n - 1)  # union-find root -> current cluster node id
     sizes = np.ones(2 * n - 1)

@@ -48,7 +48,7 @@ def single_linkage(dist):
     if n < 2:
         return np.empty((0, 4))
     a, b, w = kernels.single_linkage_mst(dist)
-    return kernels.mst_to_linkage(a, b, w, n)
+    return kernels.mst_to_linkage(a, b, w, np.argsort(w, kind="stable"), n)
 
 
 class DistanceTree:
