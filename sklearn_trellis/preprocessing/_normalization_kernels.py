@@ -12,6 +12,7 @@ and need no memory beyond ``O(n)`` (besides their output).
 import numpy as np
 from numba import njit, prange
 
+from .._core.parallel import parallel_kernel
 from .._core.union_find import find_root
 
 
@@ -52,9 +53,12 @@ def single_linkage_mst(dist):
 
 
 @njit(cache=True)
-def mst_to_linkage(a, b, w, n):
-    """Single-linkage matrix (scipy format) from MST edges, by union-find in weight order."""
-    order = np.argsort(w, kind="mergesort")
+def mst_to_linkage(a, b, w, order, n):
+    """Single-linkage matrix (scipy format) from MST edges, by union-find in weight order.
+
+    ``order`` is ``np.argsort(w, kind="stable")``, sorted by the caller (a sort in the
+    kernel would compile numba's sorting library).
+    """
     roots = np.arange(2 * n - 1)
     node_of = np.arange(2 * n - 1)  # union-find root -> current cluster node id
     sizes = np.ones(2 * n - 1)
@@ -156,7 +160,7 @@ def path_sums(parent, lam, n):
     return out
 
 
-@njit(cache=True, parallel=True)
+@parallel_kernel
 def row_weighted_sums(matrix, weights):
     """``matrix @ weights`` accumulated in float64 whatever the matrix dtype (no copy)."""
     n = matrix.shape[0]
@@ -169,7 +173,7 @@ def row_weighted_sums(matrix, weights):
     return out
 
 
-@njit(cache=True, parallel=True)
+@parallel_kernel
 def project_distances(dist, u, inv_c, q, out):
     """``out = -D/2 - (u 1^T + 1 u^T)/c + q 1 1^T``, i.e. ``S* = -Q D Q^T / 2`` (eq. 16)."""
     n = dist.shape[0]

@@ -48,7 +48,7 @@ def single_linkage(dist):
     if n < 2:
         return np.empty((0, 4))
     a, b, w = kernels.single_linkage_mst(dist)
-    return kernels.mst_to_linkage(a, b, w, n)
+    return kernels.mst_to_linkage(a, b, w, np.argsort(w, kind="stable"), n)
 
 
 class DistanceTree:
@@ -172,10 +172,11 @@ def project_distances(dist, weights, dtype=np.float64):
     if top > 0 and np.isfinite(top):
         a = a / top
     c = float(a.sum())
-    u = -0.5 * kernels.row_weighted_sums(dist, a)  # u = S a for S = -D/2
+    # u = S a for S = -D/2 (a small matrix runs the serial twins: no parallel compile)
+    u = -0.5 * kernels.row_weighted_sums.for_work(dist.size)(dist, a)
     q = float(a @ u) / c ** 2
     out = np.empty(dist.shape, dtype=dtype)
-    kernels.project_distances(dist, u, 1.0 / c, q, out)
+    kernels.project_distances.for_work(dist.size)(dist, u, 1.0 / c, q, out)
     return out
 
 

@@ -20,6 +20,7 @@ import numpy as np
 from numba import njit, prange
 
 from .._core.parallel import parallel_kernel
+from .._core.sorting import stable_argsort
 
 # Entropies computed by agglomeration are rounded to this many decimals so that
 # exact ties (common with few samples: many subsets have entropy exactly 0) are
@@ -360,7 +361,7 @@ def entropy_agglomeration_kernel(memberships, labels_by_sample, max_blocks, cooc
             new_cap = max(new_cap, nnz)
         needed = new_cap * n_samples
         if pool_end + needed > pool_size:  # compact the live segments
-            order = np.argsort(seg_start)
+            order = stable_argsort(seg_start)  # live segments' starts are distinct
             end = 0
             for k in range(n):
                 s = order[k]

@@ -88,10 +88,18 @@ def cm_losses(candidates, samples, kind, a, b):
     n_samples = samples.shape[0]
     xl = xlogx_table(n + 2)
     out = np.zeros((n_candidates, n_samples))
-    n_blocks = samples.max() + 1
+    # largest labels by loops: ``.max()`` compiles numba's reduction, seconds per array type
+    n_blocks = 0
+    for t in range(n_samples):
+        for i in range(n):
+            if samples[t, i] >= n_blocks:
+                n_blocks = samples[t, i] + 1
     for r in range(n_candidates):
         row = candidates[r]
-        n_clusters = row.max() + 1
+        n_clusters = 0
+        for i in range(n):
+            if row[i] >= n_clusters:
+                n_clusters = row[i] + 1
         sizes = np.zeros(n_clusters, np.int64)
         for i in range(n):
             sizes[row[i]] += 1

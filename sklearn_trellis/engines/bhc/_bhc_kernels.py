@@ -35,7 +35,7 @@ ABSORBED = 2       # a becomes one more child of b
 COLLAPSE = 3       # new node with the children of a and of b
 
 
-@template
+@template(inline="always")
 def merged_log_marginal(params, data, stats, shared, work, scratch, slot_big, head_small,
                         next_item):
     """``log m`` of a cluster's statistics (row ``slot_big``) plus a list of items, in ``scratch``."""
@@ -109,7 +109,7 @@ def pair_score(params, data, stats, shared, work, scratch, a, b, log_alpha, rose
 N_CANDIDATES = 16
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def flip_kind(kind):
     """The same merge seen from the other cluster (absorb and absorbed swap)."""
     if kind == ABSORB:
@@ -173,7 +173,7 @@ def best_from_list(c, active, cand_node, cand_score, cand_kind, cand_count, best
     return kept > 0
 
 
-@template
+@template(inline="always")
 def rescan(params, data, stats, shared, work, scratch, c, active_list, n_active, log_alpha,
            rose, size, slot, head, next_item, log_s, log_d, log_p, log_q, out, cand_node,
            cand_score, cand_kind, cand_count, threshold):

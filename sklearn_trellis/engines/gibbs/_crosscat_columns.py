@@ -14,6 +14,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from ..._core.random_draws import permutation
 from ._crosscat_kernels import (column_grid_scores, column_partition_score,
                                 column_table_score, crp_draw,
                                 crp_log_eppf, fill_column, fill_counts, grown, reseed,
@@ -197,7 +198,7 @@ def column_split_merge(chosen, columns, constants, codes, params, view_of, n_col
         for v in range(n_columns.size):
             if n_columns[v] > 0:
                 n_views += 1
-        order = np.random.permutation(n)
+        order = permutation(n)
         current = column_table_score(t, p, stats, j, n_clusters[origin])
         size = n_columns[origin]
         if size > 1:

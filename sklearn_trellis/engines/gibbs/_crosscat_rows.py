@@ -22,7 +22,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from ..._core.random_draws import log_gamma_draw
+from ..._core.random_draws import log_gamma_draw, permutation
 from ...models.cell_kernels import (accumulate_with_constant_at, add_log_kernels_at,
                                     cached_log_predictive_at, log_marginal_at, posterior_draw_at,
                                     predictive_cache_at, theta_size)
@@ -120,7 +120,10 @@ def _stick_weights(counts, n_clusters, alpha, labels):
     for k in range(n_clusters):
         log_g[k] = log_gamma_draw(float(counts[k]))
     log_g[n_clusters] = log_gamma_draw(alpha)
-    top = log_g.max()
+    top = log_g[0]  # a loop, not ``.max()``: numba's reductions take seconds to compile
+    for k in range(1, n_clusters + 1):
+        if log_g[k] > top:
+            top = log_g[k]
     total = 0.0
     for k in range(n_clusters + 1):
         total += math.exp(log_g[k] - top)
@@ -199,8 +202,12 @@ def slice_rows(v, columns, constants, codes, params, view_of, labels, counts, n_
     used = np.zeros(n_new, np.int64)
     for i in range(n):
         used[out[i]] = 1
-    index = np.cumsum(used) - 1
-    n_clusters[v] = int(used.sum())
+    index = np.empty(n_new, np.int64)  # running count - 1 (loops: no np.cumsum to compile)
+    n_used = 0
+    for k in range(n_new):
+        n_used += used[k]
+        index[k] = n_used - 1
+    n_clusters[v] = n_used
     for i in range(n):
         labels[v, i] = index[out[i]]
     stats, counts = grown(stats, counts, n_clusters[v] + 1)
@@ -257,7 +264,7 @@ def scan_rows(v, rows, constants, codes, params, view_of, labels, counts, n_clus
     log_alpha = math.log(alphas[v])
     weights = np.empty(n + 1)
     slots = np.empty(n + 1, np.int64)
-    order = np.random.permutation(n)
+    order = permutation(n)
     for i in order:
         k0 = lab[i]
         _row_cells(i, k0, -1.0, cols, codes, params, rows, constants, stats)

@@ -11,6 +11,7 @@ than they held).
 import numpy as np
 from numba import njit
 
+from ..._core.random_draws import permutation
 from ._crosscat_columns import column_gibbs, column_split_merge, resample_params
 from ._crosscat_rows import scan_rows, slice_rows, split_merge_rows
 
@@ -50,18 +51,23 @@ def sweep(row_sampler, n_row_split_merge, n_column_split_merge, parallel_cells, 
     # row split-merge proposals, each in a view drawn uniformly (a proposal reads the rows
     # of two clusters over the view's columns: one in every view would cost more than the
     # rest of the sweep on tall tables)
-    occupied = np.flatnonzero(n_columns > 0)
+    occupied = np.empty(n_columns.size, np.int64)  # the views with columns, in order
+    n_occupied = 0  # (a loop: np.flatnonzero of a comparison compiles two numba functions)
+    for v in range(n_columns.size):
+        if n_columns[v] > 0:
+            occupied[n_occupied] = v
+            n_occupied += 1
     for _ in range(n_row_split_merge):
-        v = occupied[np.random.randint(occupied.size)]
+        v = occupied[np.random.randint(n_occupied)]
         stats, counts = split_merge_rows(v, 1, rows, constants, codes, params, view_of,
                                          labels, counts, n_clusters, alphas, stats, -1)
     d = codes.size
-    stats, counts = column_gibbs(np.random.permutation(d), columns, constants, codes,
+    stats, counts = column_gibbs(permutation(d), columns, constants, codes,
                                  params, view_of, n_columns, labels, counts, n_clusters, alphas,
                                  stats, alpha_views, n_aux, rows_alpha, rows_shape, rows_rate,
                                  parallel_cells, -1)
     if n_column_split_merge > 0:
-        chosen = np.random.permutation(d)[:n_column_split_merge]
+        chosen = permutation(d)[:n_column_split_merge]
         stats, counts = column_split_merge(chosen, columns, constants, codes, params,
                                            view_of, n_columns, labels, counts, n_clusters,
                                            alphas, stats, alpha_views, rows_alpha, rows_shape,

@@ -56,14 +56,14 @@ def sample_log_weights(logw, n):
     return n - 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _activate(c, active, where, meta):
     active[meta[0]] = c
     where[c] = meta[0]
     meta[0] += 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _deactivate(c, active, where, meta):
     last = active[meta[0] - 1]
     active[where[c]] = last
@@ -72,13 +72,13 @@ def _deactivate(c, active, where, meta):
     meta[0] -= 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _pop_free(free, meta):
     meta[1] -= 1
     return free[meta[1]]
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _push_free(c, free, meta):
     free[meta[1]] = c
     meta[1] += 1
@@ -167,7 +167,7 @@ def gibbs_scan(params, pp, data, labels, counts, active, where, free, meta,
     return order.size
 
 
-@template
+@template(inline='always')
 def _move_out(params, data, labels, stats, shared, work, items, n, c):
     for t in range(n):
         k = items[t]
