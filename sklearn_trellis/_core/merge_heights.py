@@ -26,6 +26,8 @@ Linkage distances between clusters ``L`` and ``R``:
   distance of scipy's and scikit-learn's Ward trees (with or without a graph).
 """
 
+import math
+
 import numpy as np
 from numba import njit
 from sklearn.metrics import pairwise_distances
@@ -167,7 +169,9 @@ def _ward_heights(children, X):
     d = X.shape[1]
     centroid = np.zeros((2 * n - 1, d))
     size = np.ones(2 * n - 1)
-    centroid[:n] = X
+    for i in range(n):      # loops: numba's 2-d slice assignment compiles for seconds
+        for c in range(d):
+            centroid[i, c] = X[i, c]
     out = np.empty(n - 1)
     for row in range(n - 1):
         a, b = children[row, 0], children[row, 1]
@@ -176,7 +180,7 @@ def _ward_heights(children, X):
         for c in range(d):
             diff = centroid[a, c] - centroid[b, c]
             sq += diff * diff
-        out[row] = np.sqrt(2.0 * na * nb / (na + nb) * sq)
+        out[row] = math.sqrt(2.0 * na * nb / (na + nb) * sq)
         size[n + row] = na + nb
         for c in range(d):
             centroid[n + row, c] = (na * centroid[a, c] + nb * centroid[b, c]) / (na + nb)

@@ -138,27 +138,43 @@ def euclidean_square(X, out):
     Each distance is scipy's ``pdist`` value bit for bit (the squared
     differences summed feature by feature in order, then the square root), so
     trees built from it are those built from ``pdist``. Tiles of ``_TILE``
-    rows against ``_TILE`` rows, both halves of the matrix written at once:
-    about half ``pdist``'s time and no condensed copy. Run as
-    ``euclidean_square.for_work(N * N * n_features)(X, out)``.
+    rows against ``_TILE`` rows, both halves of the matrix written at once: a
+    row's sums against the tile's columns grow feature by feature over the
+    transposed rows (contiguous, so the loop runs in SIMD lanes, each lane one
+    pair's sum in pdist's order), about a third of ``pdist``'s time and no
+    condensed copy. Run as ``euclidean_square.for_work(N * N * n_features)(X, out)``.
     """
     n, d = X.shape
+    columns = np.empty((d, n))          # X transposed: a feature's values contiguous
+    for i in range(n):
+        for k in range(d):
+            columns[k, i] = X[i, k]
     blocks = (n + _TILE - 1) // _TILE
     for b in prange(blocks * blocks):
         bi, bj = b // blocks, b % blocks
         if bj < bi:
             continue
+        total = np.empty(_TILE)
         for i in range(bi * _TILE, min(bi * _TILE + _TILE, n)):
             if bi == bj:
                 out[i, i] = 0.0
-            for j in range(max(bj * _TILE, i + 1), min(bj * _TILE + _TILE, n)):
-                total = 0.0
-                for k in range(d):
-                    step = X[i, k] - X[j, k]
-                    total += step * step
-                value = math.sqrt(total)
-                out[i, j] = value
-                out[j, i] = value
+            first = max(bj * _TILE, i + 1)
+            stop = min(bj * _TILE + _TILE, n)
+            if first >= stop:
+                continue
+            width = stop - first
+            for j in range(width):
+                total[j] = 0.0
+            for k in range(d):
+                x = X[i, k]
+                feature = columns[k]
+                for j in range(width):
+                    step = x - feature[first + j]
+                    total[j] += step * step
+            for j in range(width):
+                value = math.sqrt(total[j])
+                out[i, first + j] = value
+                out[first + j, i] = value
     return out
 
 

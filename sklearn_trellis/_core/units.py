@@ -51,8 +51,13 @@ def from_units(values, exponent, metric, out=None):
     degree = metric_degree(metric)
     if not degree or exponent == 0:
         return values
+    shift = exponent * degree
     with np.errstate(over="ignore", under="ignore"):  # the callers check the range
-        return np.ldexp(values, exponent * degree, out=out)
+        if -1074 <= shift <= 1023:
+            # 2**shift is a float64: the product is v * 2**shift rounded once, as
+            # ldexp's, and several times faster on an (N, N) matrix.
+            return np.multiply(values, 2.0 ** shift, out=out)
+        return np.ldexp(values, shift, out=out)
 
 
 def scaled_pairwise_distances(X, Y=None, *, metric, exponent):

@@ -92,34 +92,53 @@ def lowest_items(items, starts, stops, build_left, build_right):
     return out
 
 
+#: Fields of :func:`_walk_records` (one 64-byte row per node of a seed tree).
+_PARENT, _VERTEX, _SIZE, _HASH0, _HASH1, _LO, _HI = 0, 1, 2, 3, 4, 5, 6
+
+
 @njit(cache=True)
-def tree_parents(children, n_items):
-    """Parent node of every node of each seed tree (``-1`` for the root); shape (T, 2N - 1)."""
+def _walk_records(children, tree_vertex, sizes, hashes, n_items):
+    """What a walk up a seed tree reads of a node, in one cache line per node.
+
+    ``records[t, x]``: node ``x``'s parent in tree ``t`` (-1 for the root), its
+    vertex, that vertex's size and hash (the two words bit-cast to int64), and
+    the ``_LO``/``_HI`` slots :func:`_position_ranges` fills. The walks of edge
+    discovery step from node to parent at random: one row instead of a read in
+    each of seven arrays.
+    """
     n_trees = children.shape[0]
-    out = np.full((n_trees, 2 * n_items - 1), -1, np.int64)
+    width = 2 * n_items - 1
+    records = np.empty((n_trees, width, 8), np.int64)
     for t in range(n_trees):
+        for x in range(width):
+            v = tree_vertex[t, x]
+            records[t, x, _PARENT] = -1
+            records[t, x, _VERTEX] = v
+            records[t, x, _SIZE] = sizes[v]
+            records[t, x, _HASH0] = np.int64(hashes[v, 0])
+            records[t, x, _HASH1] = np.int64(hashes[v, 1])
         for k in range(n_items - 1):
-            out[t, children[t, k, 0]] = n_items + k
-            out[t, children[t, k, 1]] = n_items + k
-    return out
+            records[t, children[t, k, 0], _PARENT] = n_items + k
+            records[t, children[t, k, 1], _PARENT] = n_items + k
+    return records
 
 
 @njit(cache=True)
-def _position_ranges(children, items, offset, n_items, lo, hi):
-    """``lo/hi[t, x]``: min/max buffer position, in the leaf order at ``offset``,
-    of the items of node ``x`` of tree ``t``."""
+def _position_ranges(children, items, offset, n_items, records):
+    """``records[t, x, _LO/_HI]``: min/max buffer position, in the leaf order at
+    ``offset``, of the items of node ``x`` of tree ``t``."""
     position = np.empty(n_items, np.int64)
     for j in range(n_items):
         position[items[offset + j]] = offset + j
     for t in range(children.shape[0]):
         for i in range(n_items):
-            lo[t, i] = position[i]
-            hi[t, i] = position[i]
+            records[t, i, _LO] = position[i]
+            records[t, i, _HI] = position[i]
         for k in range(n_items - 1):
             a = children[t, k, 0]
             b = children[t, k, 1]
-            lo[t, n_items + k] = min(lo[t, a], lo[t, b])
-            hi[t, n_items + k] = max(hi[t, a], hi[t, b])
+            records[t, n_items + k, _LO] = min(records[t, a, _LO], records[t, b, _LO])
+            records[t, n_items + k, _HI] = max(records[t, a, _HI], records[t, b, _HI])
 
 
 # -- edge discovery ------------------------------------------------------------------
@@ -142,30 +161,42 @@ def _try_candidate(s, left, sizes, hashes, table, stamp, out, n_out):
 
 
 @njit(cache=True)
-def _splits_of(s, use_range, range_vertex, lo, hi, starts, stops, sizes, hashes, table,
-               lowest, parents, tree_vertex, extra_ptr, extra_list, vertex_window,
-               vertex_window_mask, window_table, stamp, out, n_out):
+def _splits_of(s, use_range, range_vertex, records, starts, stops, sizes, hashes, table,
+               lowest, extra_ptr, extra_list, vertex_window, vertex_window_mask,
+               window_table, stamp, out, n_out):
     """Append every split of vertex ``s`` to ``out`` (rows ``(s, L, R)``).
 
     With ``use_range``, ``range_vertex`` (``s`` or a superset of it) is a range
-    of the leaf order ``lo``/``hi`` are positions in.
+    of the leaf order the ``_LO``/``_HI`` fields of ``records`` are positions in.
     """
     m = lowest[s]
     size = sizes[s]
     n_out = _try_candidate(s, m, sizes, hashes, table, stamp, out, n_out)
     first = starts[range_vertex]
     last = stops[range_vertex]
-    for t in range(parents.shape[0]):
-        node = parents[t, m]
+    h0, h1 = hashes[s, 0], hashes[s, 1]
+    for t in range(records.shape[0]):
+        node = records[t, m, _PARENT]
         while node >= 0:
-            left = tree_vertex[t, node]
-            if sizes[left] >= size:
+            record = records[t, node]
+            left_size = record[_SIZE]
+            if left_size >= size:
                 break
             # Not a subset of s (not even of the range): no ancestor is one either.
-            if use_range and (lo[t, node] < first or hi[t, node] >= last):
+            if use_range and (record[_LO] < first or record[_HI] >= last):
                 break
-            n_out = _try_candidate(s, left, sizes, hashes, table, stamp, out, n_out)
-            node = parents[t, node]
+            left = record[_VERTEX]
+            if stamp[left] != s:           # _try_candidate, from the record
+                stamp[left] = s
+                right = lookup(table, hashes, sizes, h0 - np.uint64(record[_HASH0]),
+                               h1 - np.uint64(record[_HASH1]), size - left_size)
+                if right >= 0:
+                    if n_out < out.shape[0]:
+                        out[n_out, 0] = s
+                        out[n_out, 1] = left
+                        out[n_out, 2] = right
+                    n_out += 1
+            node = record[_PARENT]
     # Extra clusters of item m (window unions are handled below, not listed).
     for j in range(extra_ptr[m], extra_ptr[m + 1]):
         left = extra_list[j]
@@ -222,17 +253,14 @@ def discover_edges(children, tree_vertex, tree_offsets, home, range_vertex, n_it
     n_vertices = sizes.shape[0]
     n_trees = children.shape[0]
     table = build_hash_table(hashes, sizes)
-    parents = tree_parents(children, n_items)
+    records = _walk_records(children, tree_vertex, sizes, hashes, n_items)
     stamp = np.full(n_vertices, -1, np.int64)
     capacity = min(max_edges + 1, 4 * n_vertices + 16)
     out = np.empty((capacity, 3), np.int64)
     n_out = 0
-    width = 2 * n_items - 1
-    lo = np.empty((n_trees, width), np.int64)
-    hi = np.empty((n_trees, width), np.int64)
     for group in range(-1, n_trees):
         if group >= 0:
-            _position_ranges(children, items, tree_offsets[group], n_items, lo, hi)
+            _position_ranges(children, items, tree_offsets[group], n_items, records)
         for s in range(n_items, n_vertices):
             if home[s] != group:
                 continue
@@ -250,10 +278,10 @@ def discover_edges(children, tree_vertex, tree_offsets, home, range_vertex, n_it
                     for j in range(3):
                         bigger[e, j] = out[e, j]
                 out = bigger
-            n_out = _splits_of(s, group >= 0, range_vertex[s], lo, hi, starts, stops, sizes,
-                               hashes, table, lowest, parents, tree_vertex, extra_ptr,
-                               extra_list, vertex_window, vertex_window_mask, window_table,
-                               stamp, out, n_out)
+            n_out = _splits_of(s, group >= 0, range_vertex[s], records, starts, stops,
+                               sizes, hashes, table, lowest, extra_ptr, extra_list,
+                               vertex_window, vertex_window_mask, window_table, stamp, out,
+                               n_out)
             if n_out > max_edges:
                 return out, n_out
     return out, n_out
