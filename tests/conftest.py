@@ -38,42 +38,97 @@ def ticking_progress(monkeypatch):
 
 
 # -- where a cold run's time goes ---------------------------------------------------
-# SKLEARN_TRELLIS_COMPILE_REPORT=N prints, after the run, the N test files whose tests
-# (or collection) triggered the most numba compilation: most of a run from an empty
-# NUMBA_CACHE_DIR is compilation, charged to the first test that needs each kernel.
+# Most of a run from an empty NUMBA_CACHE_DIR is numba compilation, charged here to the
+# test file whose test (or collection) triggered it.
+# SKLEARN_TRELLIS_COMPILE_LOG=DIR: every process (each xdist worker, or the single
+#   process with -n 0) appends one JSON line per compilation to DIR/<worker>.jsonl:
+#   function, signature, test file, own seconds (nested compilations excluded).
+# SKLEARN_TRELLIS_COMPILE_REPORT=N: after the run, sums the logs (in a temporary DIR
+#   unless SKLEARN_TRELLIS_COMPILE_LOG names one): total seconds, the N test files and
+#   kernels that cost most, kernels compiled by several workers, kernels compiled for
+#   several signatures.
 COMPILE_REPORT = int(os.environ.get("SKLEARN_TRELLIS_COMPILE_REPORT", "0") or 0)
-_compile = {"where": "<import>", "depth": 0, "started": 0.0,
-            "seconds": collections.Counter(), "count": collections.Counter()}
+COMPILE_LOG_ENV = "SKLEARN_TRELLIS_COMPILE_LOG"
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "main")
+_compile = {"where": "<import>", "stack": []}
 
 
-if COMPILE_REPORT:
+def pytest_configure(config):
+    # Before xdist starts its workers, so that they inherit the directory.
+    if COMPILE_REPORT and not os.environ.get(COMPILE_LOG_ENV) and _WORKER == "main":
+        import tempfile
+        os.environ[COMPILE_LOG_ENV] = tempfile.mkdtemp(prefix="trellis_compile_")
+    if os.environ.get(COMPILE_LOG_ENV):
+        _start_compile_log(os.environ[COMPILE_LOG_ENV])
+
+
+def _start_compile_log(directory):
+    import json
+
     from numba.core import event
 
-    class _CompileTimer(event.Listener):
+    os.makedirs(directory, exist_ok=True)
+    log = open(os.path.join(directory, f"{_WORKER}.jsonl"), "a", buffering=1)
+
+    class _CompileLogger(event.Listener):
         def on_start(self, ev):
-            if _compile["depth"] == 0:
-                _compile["started"] = time.perf_counter()
-            _compile["depth"] += 1
+            # [start, seconds spent in nested compilations]
+            _compile["stack"].append([time.perf_counter(), 0.0])
 
         def on_end(self, ev):
-            _compile["depth"] -= 1
-            _compile["count"][_compile["where"]] += 1
-            if _compile["depth"] == 0:
-                _compile["seconds"][_compile["where"]] += time.perf_counter() - _compile["started"]
+            started, nested = _compile["stack"].pop()
+            spent = time.perf_counter() - started
+            if _compile["stack"]:
+                _compile["stack"][-1][1] += spent
+            function = ev.data["dispatcher"].py_func
+            log.write(json.dumps({
+                "worker": _WORKER, "where": _compile["where"],
+                "function": f"{function.__module__}.{function.__qualname__}",
+                "signature": str(ev.data["args"]), "seconds": spent - nested,
+                "depth": len(_compile["stack"])}) + "\n")
 
-    event.register("numba:compile", _CompileTimer())
+    event.register("numba:compile", _CompileLogger())
 
-    def pytest_collectstart(collector):
-        _compile["where"] = str(getattr(collector, "path", "") or "<collection>")
 
-    def pytest_runtest_setup(item):
-        _compile["where"] = str(item.path)
+def pytest_collectstart(collector):
+    _compile["where"] = os.path.relpath(str(getattr(collector, "path", "") or "."))
 
-    def pytest_terminal_summary(terminalreporter):
-        seconds, counts = _compile["seconds"], _compile["count"]
-        root = str(terminalreporter.config.rootpath) + os.sep
-        terminalreporter.section(f"numba compilation: {sum(seconds.values()):.0f} s in "
-                                 f"{sum(counts.values())} compilations")
-        for where, spent in seconds.most_common(COMPILE_REPORT):
-            terminalreporter.write_line(f"{spent:8.1f} s {counts[where]:5d}  "
-                                        f"{where.replace(root, '')}")
+
+def pytest_runtest_setup(item):
+    _compile["where"] = os.path.relpath(str(item.path))
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not COMPILE_REPORT or _WORKER != "main":
+        return
+    import glob
+    import json
+
+    records = []
+    for path in glob.glob(os.path.join(os.environ[COMPILE_LOG_ENV], "*.jsonl")):
+        with open(path) as lines:
+            records += [json.loads(line) for line in lines]
+    write = terminalreporter.write_line
+    by_file, by_kernel = collections.Counter(), collections.Counter()
+    workers, signatures = collections.defaultdict(set), collections.defaultdict(set)
+    for r in records:
+        by_file[r["where"]] += r["seconds"]
+        by_kernel[r["function"], r["signature"]] += r["seconds"]
+        workers[r["function"], r["signature"]].add(r["worker"])
+        signatures[r["function"]].add(r["signature"])
+    twice = {k: s for k, s in by_kernel.items() if len(workers[k]) > 1}
+    terminalreporter.section(
+        f"numba compilation: {sum(by_file.values()):.0f} s in {len(records)} compilations "
+        f"({len(by_kernel)} distinct); compiled by several workers: {len(twice)} "
+        f"kernels, {sum(twice.values()):.0f} s (log: {os.environ[COMPILE_LOG_ENV]})")
+    write("test files:")
+    for where, spent in by_file.most_common(COMPILE_REPORT):
+        write(f"{spent:8.1f} s  {where}")
+    write("kernels (function, signature):")
+    for (function, signature), spent in by_kernel.most_common(COMPILE_REPORT):
+        write(f"{spent:8.1f} s  x{len(workers[function, signature])}  {function} {signature}")
+    write("functions compiled for several signatures:")
+    several = sorted(((sum(by_kernel[f, s] for s in sigs), f, len(sigs))
+                      for f, sigs in signatures.items() if len(sigs) > 1), reverse=True)
+    for spent, function, count in several[:COMPILE_REPORT]:
+        write(f"{spent:8.1f} s  {count:3d} signatures  {function}")
