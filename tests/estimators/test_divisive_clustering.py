@@ -121,7 +121,7 @@ def test_missing_values_follow_r_and_are_refused_elsewhere():
     # Pair (0, 1): only feature 1 present, |1 - 1.5| rescaled by 2 / 1.
     assert model.n_leaves_ == 4
     from sklearn_trellis.engines.divisive._diana_kernels import r_dissimilarities
-    D, ok = r_dissimilarities(X, True, False)
+    D, ok = r_dissimilarities.serial(X, True, False)
     assert ok and D[0, 1] == 1.0 and D[0, 2] == 4.0
     assert DivisiveClustering(metric="nan_euclidean").fit(X).n_leaves_ == 4
     with pytest.raises(ValueError, match="metric='correlation' cannot handle missing"):

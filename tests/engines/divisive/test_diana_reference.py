@@ -18,6 +18,9 @@ from sklearn_trellis._core.trees import banner_to_merge
 from sklearn_trellis.engines.divisive import diana
 from sklearn_trellis.engines.divisive._diana_kernels import r_dissimilarities
 
+# r_dissimilarities.serial: the twin a fit runs on inputs this small (calling the kernel
+# itself runs, and compiles, its parallel twin).
+
 REFERENCE_PATH = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "data",
                               "diana_reference.json")
 with open(REFERENCE_PATH) as handle:
@@ -28,7 +31,7 @@ def reference_input(entry):
     x = np.array([[np.nan if v is None else v for v in row] for row in entry["x"]])
     if entry["kind"] == "dissimilarity":
         return x
-    D, ok = r_dissimilarities(x, entry["metric"] == "manhattan", False)
+    D, ok = r_dissimilarities.serial(x, entry["metric"] == "manhattan", False)
     assert ok
     return D
 
@@ -119,15 +122,15 @@ def r_splyt(D, splits=None):
 def random_dissimilarities(rng, kind, n):
     if kind == "integer_points":
         X = rng.integers(0, 3, size=(n, 2)).astype(float)
-        return r_dissimilarities(X, False, False)[0]
+        return r_dissimilarities.serial(X, False, False)[0]
     if kind == "binary_manhattan":
         X = rng.integers(0, 2, size=(n, 4)).astype(float)
-        return r_dissimilarities(X, True, False)[0]
+        return r_dissimilarities.serial(X, True, False)[0]
     if kind == "few_values":
         upper = np.triu(rng.choice([0.5, 1.0, 1.5], size=(n, n)), 1)
         return upper + upper.T
     X = rng.normal(size=(n, 3))
-    return r_dissimilarities(X, False, False)[0]
+    return r_dissimilarities.serial(X, False, False)[0]
 
 
 @pytest.mark.parametrize("kind", ["integer_points", "binary_manhattan", "few_values",

@@ -14,7 +14,7 @@ from sklearn_trellis.engines.divisive.exact_split import pair_sum_table
 
 def random_matrices(rng, m):
     X = rng.normal(size=(m, 3))
-    D = r_dissimilarities(X, False, False)[0]
+    D = r_dissimilarities.serial(X, False, False)[0]
     return D, np.exp(-D / np.median(D[np.triu_indices(m, 1)]))
 
 
