@@ -254,6 +254,7 @@ default='all'
         "affinity": [StrOptions({"exp_euclidean", "rbf", "precomputed"}), callable],
         "center": ["boolean", StrOptions({"auto"})],
         "alpha": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"}), None],
+        "alpha_prior": ["array-like", None],
         "gamma": [Interval(Real, 0, None, closed="neither"), None],
         "method": [StrOptions({"auto", "exact", "sparse", "milp", "perturb_and_map"})],
         "max_exact_size": [Interval(Integral, 1, None, closed="left")],
@@ -267,13 +268,14 @@ default='all'
     }
 
     def __init__(self, beta=1.0, *, affinity="exp_euclidean", center=True, alpha=None,
-                 gamma=None, method="auto", max_exact_size=20, seed_linkages="all",
+                 alpha_prior=(1.0, 1.0), gamma=None, method="auto", max_exact_size=20, seed_linkages="all",
                  time_limit=60.0, n_perturbations=100, point_estimate="map", random_state=None,
                  verbose=0):
         self.beta = beta
         self.affinity = affinity
         self.center = center
         self.alpha = alpha
+        self.alpha_prior = alpha_prior
         self.gamma = gamma
         self.method = method
         self.max_exact_size = max_exact_size
@@ -324,12 +326,26 @@ default='all'
                                  features=features, seed_linkages=seed_linkages)
         found = maximise_evidence(s, beta=beta, offset=offset, learn_beta=learn_beta,
                                   learn_offset=learn_offset, alpha=alpha,
-                                  learn_alpha=learn_alpha, family=family,
+                                  learn_alpha=learn_alpha,
+                                  alpha_prior=self._checked_alpha_prior() if learn_alpha
+                                  else None, family=family,
                                   max_items=plan.max_exact_size, progress=progress)
         progress.note(f"empirical Bayes: beta={found.beta:.6g}, offset={found.offset:.6g}, "
                       f"alpha={found.alpha}, log evidence={found.log_evidence:.6g} "
                       f"({found.n_evaluations} trellis fits)")
         return found.beta, found.offset, found.alpha
+
+    def _checked_alpha_prior(self):
+        """``alpha_prior`` as a ``(shape, rate)`` pair of floats, or None."""
+        if self.alpha_prior is None:
+            return None
+        prior = np.asarray(self.alpha_prior, dtype=np.float64)
+        if prior.shape != (2,) or not np.all(np.isfinite(prior)) or prior[0] < 0 \
+                or prior[1] <= 0:
+            raise ValueError(f"alpha_prior must be a (shape, rate) pair with shape >= 0 and "
+                             f"rate > 0, got {self.alpha_prior!r}; None for plain empirical "
+                             "Bayes.")
+        return float(prior[0]), float(prior[1])
 
     @_fit_context(prefer_skip_nested_validation=True)
     @announces_compilation

@@ -86,6 +86,13 @@ def expected_n_clusters(trellis):
 LOG_ALPHA_BOUNDS = (np.log(1e-8), np.log(1e8))
 
 
+def log_alpha_prior(alpha, shape, rate):
+    """Log density of ``log alpha`` when ``alpha ~ Gamma(shape, rate)``:
+    ``shape log alpha - rate alpha`` (up to a constant); its derivative in
+    ``log alpha`` is ``shape - rate alpha``."""
+    return float(shape * np.log(alpha) - rate * alpha)
+
+
 def two_means_midpoint(values, n_iterations=50):
     """The midpoint of the two centres of a one-dimensional two-means split of ``values``
     (Lloyd's iterations from the split at the mean)."""
@@ -103,7 +110,8 @@ def two_means_midpoint(values, n_iterations=50):
 
 
 def maximise_evidence(similarity, *, beta, offset, learn_beta, learn_offset, alpha=None,
-                      learn_alpha=False, family=None, max_items=22, progress=SILENT):
+                      learn_alpha=False, alpha_prior=None, family=None, max_items=22,
+                      progress=SILENT):
     """Empirical Bayes: the ``beta``, offset and/or Ewens ``alpha`` maximising the evidence.
 
     The noise variance is profiled out in closed form; the remaining
@@ -134,6 +142,10 @@ def maximise_evidence(similarity, *, beta, offset, learn_beta, learn_offset, alp
         starting value when learned.
     learn_alpha : bool, default=False
         Learn the Ewens concentration (``alpha`` must then be a float).
+    alpha_prior : tuple (shape, rate), optional
+        A Gamma hyperprior on the learned ``alpha``: the search maximises
+        the evidence plus :func:`log_alpha_prior` (the posterior mode of
+        ``log alpha``); ``log_evidence`` of the result stays the evidence.
     family : ClusterFamily, optional
         Fit on this family (sparse trellis) instead of the exact trellis.
     max_items : int, default=22
@@ -173,11 +185,15 @@ def maximise_evidence(similarity, *, beta, offset, learn_beta, learn_offset, alp
         n_pairs, _, sum_sq = pair_moments(shifted)
         variance = noise_variance(b, n_pairs, sum_sq)
         value = log_evidence(trellis, model, shifted, variance)
+        if learn_alpha and alpha_prior is not None:
+            value += log_alpha_prior(concentration, *alpha_prior)
         d_b, d_c = evidence_gradient(b, variance, shifted, trellis.pairwise_marginals())
         grad = [b * d_b] if learn_beta else []
         if learn_alpha:
             grad.append(log_alpha_gradient(concentration, n_items,
-                                           expected_n_clusters(trellis)))
+                                           expected_n_clusters(trellis))
+                        + (0.0 if alpha_prior is None
+                           else alpha_prior[0] - alpha_prior[1] * concentration))
         if learn_offset:
             grad.append(d_c)
         progress.update(n_evaluations, None, "trellis fits")
@@ -214,9 +230,12 @@ def maximise_evidence(similarity, *, beta, offset, learn_beta, learn_offset, alp
                   for theta, bounds in searches), key=lambda found: found.fun)
     b, concentration, c = unpack(result.x)
     n_pairs, _, sum_sq = pair_moments(shifted_affinities(similarity, c))
+    value = float(-result.fun)
+    if learn_alpha and alpha_prior is not None:
+        value -= log_alpha_prior(concentration, *alpha_prior)
     return EvidenceFit(beta=b / 2.0, offset=c, alpha=concentration,
                        noise_variance=noise_variance(b, n_pairs, sum_sq),
-                       log_evidence=float(-result.fun), n_evaluations=n_evaluations)
+                       log_evidence=value, n_evaluations=n_evaluations)
 
 
 def _cluster_table(trellis):
@@ -276,4 +295,4 @@ def evidence_family(plan, similarity, *, beta, offset, alpha=None, features=None
 
 
 __all__ = ["EvidenceFit", "evidence_family", "expected_n_clusters", "fit_flat_trellis",
-           "log_evidence", "log_predictive", "maximise_evidence", "shifted_affinities"]
+           "log_alpha_prior", "log_evidence", "log_predictive", "maximise_evidence", "shifted_affinities"]

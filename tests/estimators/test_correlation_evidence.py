@@ -14,7 +14,7 @@ from oracles import (family_partitions, gaussian_pair_log_evidence, gaussian_pai
                      gaussian_pair_log_predictive, set_partitions)
 from sklearn_trellis import ExactCorrelationClustering
 from sklearn_trellis.datasets import make_gaussian_pairs
-from sklearn_trellis.engines.gaussian_pair_evidence import expected_n_clusters
+from sklearn_trellis.engines.gaussian_pair_evidence import expected_n_clusters, log_alpha_prior
 from sklearn_trellis.models.gaussian_pairs import (evidence_gradient, log_alpha_gradient,
                                                    log_bell, noise_variance, pair_moments)
 
@@ -60,18 +60,45 @@ def test_evidence_matches_enumeration(n, seed, alpha):
 @pytest.mark.parametrize("params", [dict(), dict(beta="auto"),
                                     dict(beta="auto", center="auto")])
 @pytest.mark.parametrize("n, seed", [(3, 30), (6, 31), (7, 32)])
-def test_learned_alpha_evidence_matches_enumeration(n, seed, params):
+@pytest.mark.parametrize("alpha_prior", [None, (1.0, 1.0), (2.0, 0.5)])
+def test_learned_alpha_evidence_matches_enumeration(n, seed, params, alpha_prior):
     s = random_similarity(np.random.default_rng(seed), n)
     est = ExactCorrelationClustering(beta=1.0, affinity="precomputed", center=False,
-                                     alpha="auto").set_params(**params).fit(s)
+                                     alpha="auto", alpha_prior=alpha_prior
+                                     ).set_params(**params).fit(s)
     assert est.alpha == "auto" and 0 < est.alpha_ < np.inf
     mu_same, mu_diff = pair_means(est)
     assert est.log_evidence_ == pytest.approx(
         gaussian_pair_log_evidence(s, mu_same, mu_diff, est.noise_variance_, est.alpha_),
         abs=1e-9)
-    # a maximum in alpha: the gradient vanishes there, or alpha sits on a bound
-    assert log_alpha_gradient(est.alpha_, n, expected_n_clusters(est._trellis)) == \
+    # a maximum in log alpha of the evidence (+ the hyperprior's shape log alpha - rate alpha):
+    # the gradient vanishes there
+    prior = 0.0 if alpha_prior is None else alpha_prior[0] - alpha_prior[1] * est.alpha_
+    assert log_alpha_gradient(est.alpha_, n, expected_n_clusters(est._trellis)) + prior == \
         pytest.approx(0.0, abs=1e-3)
+
+
+def test_alpha_prior_posterior_mode_matches_a_grid():
+    """The type-II MAP of alpha beats every alpha of a fine grid on evidence + log prior
+    (the evidence itself from enumeration-checked fits at fixed alpha)."""
+    s = random_similarity(np.random.default_rng(35), 7)
+    params = dict(beta=0.7, affinity="precomputed", center=False)
+    found = ExactCorrelationClustering(alpha="auto", alpha_prior=(2.0, 1.0), **params).fit(s)
+
+    def objective(a):
+        return (ExactCorrelationClustering(alpha=a, **params).fit(s).log_evidence_
+                + log_alpha_prior(a, 2.0, 1.0))
+    best = objective(found.alpha_)
+    assert all(objective(a) <= best + 1e-8 for a in found.alpha_ * np.geomspace(0.5, 2, 9))
+    plain = ExactCorrelationClustering(alpha="auto", alpha_prior=None, **params).fit(s)
+    assert plain.log_evidence_ >= found.log_evidence_ - 1e-9
+
+
+@pytest.mark.parametrize("alpha_prior", [(1.0,), (1.0, 0.0), (-1.0, 1.0), (np.nan, 1.0)])
+def test_bad_alpha_prior_is_refused(alpha_prior):
+    with pytest.raises(ValueError, match="alpha_prior must be a"):
+        ExactCorrelationClustering(alpha="auto", alpha_prior=alpha_prior,
+                                   affinity="precomputed").fit(np.eye(4))
 
 
 @pytest.mark.parametrize("alpha", [0.3, 2.0])
@@ -103,8 +130,9 @@ def test_alpha_auto_sparse_runs_on_the_family():
     fixed = ExactCorrelationClustering(beta=1.0, affinity="precomputed", method="sparse",
                                        alpha=est.alpha_).fit(s)
     assert fixed.log_evidence_ == pytest.approx(est.log_evidence_, abs=1e-9)
-    assert log_alpha_gradient(est.alpha_, 9, expected_n_clusters(est._trellis)) == \
-        pytest.approx(0.0, abs=1e-3)
+    # the mode of evidence + the default hyperprior Gamma(1, 1): 1 - alpha in log alpha
+    assert log_alpha_gradient(est.alpha_, 9, expected_n_clusters(est._trellis)) \
+        + 1.0 - est.alpha_ == pytest.approx(0.0, abs=1e-3)
 
 
 @pytest.mark.parametrize("alpha", PRIORS)
@@ -296,3 +324,25 @@ def test_grid_search_default_scoring_recovers_beta_within_15_percent():
                             {"beta": grid_values}, cv=KFold(4, shuffle=True, random_state=0))
         selected.append(grid.fit(w).best_params_["beta"])
     assert abs(np.median(selected) / 0.5 - 1) < 0.3
+
+
+@pytest.mark.slow
+def test_alpha_hyperprior_calibrates_marginals_on_model_data():
+    """On data from the model with few clusters (true beta 0.5, alpha 0.5), plain empirical
+    Bayes of alpha runs to alpha -> 0 and its marginals are overconfident; the default
+    hyperprior keeps the pooled ECE of 16 draws near the goal (bench_calibration: 0.045)."""
+    from sklearn_trellis.metrics import expected_calibration_error, pair_targets
+
+    def pooled_ece(alpha_prior):
+        targets, probabilities = [], []
+        for draw in range(16):
+            data = make_gaussian_pairs(12, beta=0.5, alpha=0.5, random_state=100 + draw)
+            est = ExactCorrelationClustering(beta="auto", alpha="auto", alpha_prior=alpha_prior,
+                                             affinity="precomputed").fit(data.affinity)
+            t, p = pair_targets(data.target, est.pairwise_marginals_)
+            targets.append(t)
+            probabilities.append(p)
+        return expected_calibration_error([0], np.concatenate(probabilities)[None, :],
+                                          y_reference=1 - np.concatenate(targets))
+    with_prior, plain = pooled_ece((1.0, 1.0)), pooled_ece(None)
+    assert with_prior < 0.06 and with_prior < plain - 0.02
