@@ -108,6 +108,9 @@ def chunk_bounds(chunk, n_chunks, chunk_size, total):
     unbalanced; multiplying by an odd constant permutes a power-of-two number
     of chunks so that each thread receives a mix of light and heavy ones.
     """
+    # prange's index is unsigned and numba types unsigned + signed as float64:
+    # int64 bounds keep the kernels below from compiling a float64 twin.
+    chunk = np.int64(chunk)
     if n_chunks & (n_chunks - 1) == 0:
         chunk = (chunk * 0x9E3779B1) & (n_chunks - 1)
     start = chunk * chunk_size

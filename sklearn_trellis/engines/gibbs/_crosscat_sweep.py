@@ -37,17 +37,19 @@ def sweep(row_sampler, n_row_split_merge, n_column_split_merge, parallel_cells, 
     (a first fit of a small table does not pay for them).
     """
     np.random.seed(seed)
-    n = labels.shape[1]
+    # int64 variables, not literals: numba compiles a callee separately for a literal
+    # argument, and the Python driver calls the same kernels with int64 seeds
+    no_seed, one = np.int64(-1), np.int64(1)
     for v in range(n_columns.size):
         if n_columns[v] == 0:
             continue
         if row_sampler is None:   # SLICE
             stats, counts = slice_rows(v, columns, constants, codes, params, view_of,
                                        labels, counts, n_clusters, alphas, stats,
-                                       parallel_cells, -1)
+                                       parallel_cells, no_seed)
         else:
             stats, counts = scan_rows(v, rows, constants, codes, params, view_of, labels,
-                                      counts, n_clusters, alphas, stats, -1)
+                                      counts, n_clusters, alphas, stats, no_seed)
     # row split-merge proposals, each in a view drawn uniformly (a proposal reads the rows
     # of two clusters over the view's columns: one in every view would cost more than the
     # rest of the sweep on tall tables)
@@ -59,19 +61,19 @@ def sweep(row_sampler, n_row_split_merge, n_column_split_merge, parallel_cells, 
             n_occupied += 1
     for _ in range(n_row_split_merge):
         v = occupied[np.random.randint(n_occupied)]
-        stats, counts = split_merge_rows(v, 1, rows, constants, codes, params, view_of,
-                                         labels, counts, n_clusters, alphas, stats, -1)
+        stats, counts = split_merge_rows(v, one, rows, constants, codes, params, view_of,
+                                         labels, counts, n_clusters, alphas, stats, no_seed)
     d = codes.size
     stats, counts = column_gibbs(permutation(d), columns, constants, codes,
                                  params, view_of, n_columns, labels, counts, n_clusters, alphas,
                                  stats, alpha_views, n_aux, rows_alpha, rows_shape, rows_rate,
-                                 parallel_cells, -1)
+                                 parallel_cells, no_seed)
     if n_column_split_merge > 0:
         chosen = permutation(d)[:n_column_split_merge]
         stats, counts = column_split_merge(chosen, columns, constants, codes, params,
                                            view_of, n_columns, labels, counts, n_clusters,
                                            alphas, stats, alpha_views, rows_alpha, rows_shape,
-                                           rows_rate, -1)
+                                           rows_rate, no_seed)
     resample_params(codes, grids, grid_log_prior, grid_sizes, params, view_of, n_clusters,
-                    stats, -1)
+                    stats, no_seed)
     return stats, counts
