@@ -91,7 +91,7 @@ def _pop(heap, size, lexicographic):
     size -= 1
     if size > 0:
         heap[0, 0], heap[0, 1], heap[0, 2] = heap[size, 0], heap[size, 1], heap[size, 2]
-        _sift_up(heap, size, 0, lexicographic)
+        _sift_up(heap, size, np.int64(0), lexicographic)  # int64, not a literal: one compile
     return a, b, size
 
 
@@ -103,7 +103,7 @@ def _push(heap, size, w, a, b, lexicographic):
         grown[:size] = heap[:size]
         heap = grown
     heap[size, 0], heap[size, 1], heap[size, 2] = w, a, b
-    _sift_down(heap, 0, size, lexicographic)
+    _sift_down(heap, np.int64(0), size, lexicographic)
     return heap, size + 1
 
 
@@ -308,6 +308,8 @@ def _ward_distance(m1, m2, row, col):
 @njit(cache=True)
 def ward_connected_tree(n, indptr, indices, X):
     """scikit-learn's ``ward_tree`` on a connected graph (CSR, sorted, no diagonal)."""
+    # True, as a comparison: a literal True would compile the heap helpers a second time
+    lexicographic = n > 0
     n_nodes = 2 * n - 1
     children = np.empty((n - 1, 2), np.int64)
     dummy = np.zeros(indices.size)
@@ -320,7 +322,7 @@ def ward_connected_tree(n, indptr, indices, X):
     m2[:n] = X
     for e in range(size):
         heap[e, 0] = _ward_distance(m1, m2, np.int64(heap[e, 1]), np.int64(heap[e, 2]))
-    _heapify(heap, size, True)
+    _heapify(heap, size, lexicographic)
     used = np.ones(n_nodes, np.bool_)      # as scikit-learn: future clusters count as used
     alive = np.zeros(n_nodes, np.bool_)
     alive[:n] = True
@@ -332,7 +334,7 @@ def ward_connected_tree(n, indptr, indices, X):
         while True:
             if size == 0:
                 raise ValueError("The connectivity graph is not connected.")
-            i, j, size = _pop(heap, size, True)
+            i, j, size = _pop(heap, size, lexicographic)
             if used[i] and used[j]:
                 break
         children[k - n, 0] = j
@@ -365,9 +367,9 @@ def ward_connected_tree(n, indptr, indices, X):
             col = keys[start[k] + q]
             keys, values, top = _append(keys, values, start, length, capacity, alive, k + 1,
                                         top, col, k, 0.0)
-            heap, size = _push(heap, size, _ward_distance(m1, m2, k, col), k, col, True)
+            heap, size = _push(heap, size, _ward_distance(m1, m2, k, col), k, col, lexicographic)
         if size > purge_at:     # a total order: dropping dead entries changes no merge
-            size = _purge(heap, size, used_live, True)
+            size = _purge(heap, size, used_live, lexicographic)
             purge_at = max(2 * size, 1024)
     return children
 
