@@ -276,9 +276,11 @@ def print_recovery(rows):
               f"{fmt(auto_error, '.0%'):>6}  {row.get('note', '')}")
 
 
-def print_calibration(rows):
-    print("\nCalibration: ECE (10 bins) of the probability named in 'setting' against the "
-          "event it claims (co-membership unless said; goal <= 0.05 where the model is right)")
+def print_ece_table(title, rows):
+    """One ECE table: a row per (model, data, setting, engine)."""
+    if not rows:
+        return
+    print("\n" + title)
     header = (f"{'model':<28} {'data':<30} {'setting':<36} {'engine':<16} {'ECE':>6}  note")
     print(header)
     print("-" * len(header))
@@ -288,19 +290,16 @@ def print_calibration(rows):
               f"{fmt(row.get('ece'), '.3f'):>6}  {row.get('note', '')}")
 
 
+def print_calibration(rows):
+    print_ece_table("Calibration: ECE (10 bins) of the probability named in 'setting' against "
+                    "the event it claims (co-membership unless said; goal <= 0.05 where the "
+                    "model is right)", rows)
+
+
 def print_proba_calibration(rows):
     """Rows with ``quantity='predict_proba'``: ECE of held-out ``predict_proba``."""
-    if not rows:
-        return
-    print("\nCalibration: ECE (10 bins) of held-out predict_proba, confidence = largest "
-          "probability (goal <= 0.05 where the model is right)")
-    header = (f"{'model':<28} {'data':<30} {'setting':<28} {'engine':<16} {'ECE':>6}  note")
-    print(header)
-    print("-" * len(header))
-    for row in rows:
-        print(f"{row.get('model', ''):<28} {row.get('data', ''):<30} "
-              f"{row.get('setting', ''):<28} {row.get('engine', ''):<16} "
-              f"{fmt(row.get('ece'), '.3f'):>6}  {row.get('note', '')}")
+    print_ece_table("Calibration: ECE (10 bins) of held-out predict_proba, confidence = "
+                    "largest probability (goal <= 0.05 where the model is right)", rows)
 
 
 def main(argv=None):
