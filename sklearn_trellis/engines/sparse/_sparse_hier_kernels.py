@@ -151,6 +151,13 @@ def _try_candidate(s, left, sizes, hashes, table, stamp, out, n_out):
     size = sizes[s] - sizes[left]
     right = lookup(table, hashes, sizes, hashes[s, 0] - hashes[left, 0],
                    hashes[s, 1] - hashes[left, 1], size)
+    return _append_split(s, left, right, out, n_out)
+
+
+@njit(cache=True, inline="always")
+def _append_split(s, left, right, out, n_out):
+    """Row ``(s, left, right)`` of ``out`` if ``right`` is a vertex (counted even when
+    ``out`` is full, so the caller can grow it and run again)."""
     if right >= 0:
         if n_out < out.shape[0]:
             out[n_out, 0] = s
@@ -190,12 +197,7 @@ def _splits_of(s, use_range, range_vertex, records, starts, stops, sizes, hashes
                 stamp[left] = s
                 right = lookup(table, hashes, sizes, h0 - np.uint64(record[_HASH0]),
                                h1 - np.uint64(record[_HASH1]), size - left_size)
-                if right >= 0:
-                    if n_out < out.shape[0]:
-                        out[n_out, 0] = s
-                        out[n_out, 1] = left
-                        out[n_out, 2] = right
-                    n_out += 1
+                n_out = _append_split(s, left, right, out, n_out)
             node = record[_PARENT]
     # Extra clusters of item m (window unions are handled below, not listed).
     for j in range(extra_ptr[m], extra_ptr[m + 1]):
@@ -226,11 +228,7 @@ def _splits_of(s, use_range, range_vertex, records, starts, stops, sizes, hashes
                 right = window_table[window, rest ^ sub]
                 if left >= 0 and right >= 0 and stamp[left] != s:
                     stamp[left] = s
-                    if n_out < out.shape[0]:
-                        out[n_out, 0] = s
-                        out[n_out, 1] = left
-                        out[n_out, 2] = right
-                    n_out += 1
+                    n_out = _append_split(s, left, right, out, n_out)
             if sub == 0:
                 break
             sub = (sub - 1) & rest
