@@ -339,18 +339,27 @@ class SparseHierarchicalTrellis:
         """``((log Z, MAP), #invalid)`` of the inside pass at ``beta = 1`` (overflow diagnosis)."""
         params = self.params.copy()
         params[0] = 1.0
+        forbidden = None
+        if self.allowed_vertices is not None:
+            allowed = self.allowed_vertices
+            forbidden = ~(allowed[self.edge_left] & allowed[self.edge_right])
+        _, n_invalid, log_z, map_value = self._inside_pass_at(params, forbidden)
+        root = self.family.root
+        return (log_z[root], map_value[root]), n_invalid
+
+    def _inside_pass_at(self, params, forbidden):
+        """``(psi, #invalid, log Z, MAP value)`` per vertex at other kernel ``params``,
+        the splits where ``forbidden`` is true (if given) set to ``-inf``."""
         psi, n_invalid = self._kernels.edge_potentials.for_work(self.n_edges)(
             params, self.stats, self.family.root, self.edge_ptr, self.edge_left,
             self.edge_right)
-        if self.allowed_vertices is not None:
-            allowed = self.allowed_vertices
-            psi[~(allowed[self.edge_left] & allowed[self.edge_right])] = -np.inf
+        if forbidden is not None:
+            psi[forbidden] = -np.inf
         log_z, map_value = np.empty(self.n_vertices), np.empty(self.n_vertices)
         kernels.inside_pass(self.edge_ptr, self.edge_left, self.edge_right, psi,
                             self._is_leaf, log_z, map_value,
                             np.empty(self.n_vertices, np.int64), True)
-        root = self.family.root
-        return (log_z[root], map_value[root]), n_invalid
+        return psi, n_invalid, log_z, map_value
 
     def fit(self):
         """Discover the edges, evaluate them, and run the inside pass (log Z, MAP)."""
@@ -570,14 +579,8 @@ class SparseHierarchicalTrellis:
         if self.split_function is not None:
             raise ValueError("Other parameters need a model with vectorised statistics "
                              "(family_kernel_inputs).")
-        psi, _ = self._kernels.edge_potentials(np.ascontiguousarray(params, dtype=np.float64),
-                                               self.stats, self.family.root, self.edge_ptr,
-                                               self.edge_left, self.edge_right)
-        psi[self.edge_log_potential == -np.inf] = -np.inf
-        log_z = np.empty(self.n_vertices)
-        kernels.inside_pass(self.edge_ptr, self.edge_left, self.edge_right, psi, self._is_leaf,
-                            log_z, np.empty(self.n_vertices),
-                            np.empty(self.n_vertices, np.int64), True)
+        psi, _, log_z, _ = self._inside_pass_at(np.ascontiguousarray(params, dtype=np.float64),
+                                                self.edge_log_potential == -np.inf)
         return psi, log_z
 
     def cluster_marginal(self, indices):
