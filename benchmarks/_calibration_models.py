@@ -23,7 +23,9 @@ the estimators' defaults on data drawn from their own models, of
   ``BayesianGaussianMixture`` on the same data;
 - BayesianHierarchicalClustering's held-out ``predict_proba`` and its nodes'
   merge probabilities ``r_k``;
-- FastTIWD's pairwise marginals and held-out ``predict_proba``;
+- FastTIWD's pairwise marginals and held-out ``predict_proba`` on the
+  generator's feature rows (exactly its model) and on its distances (the
+  translation lost), at the defaults and at the true hyperparameters;
 - CrossCat's ``row_similarity`` in each planted view.
 
 A held-out ``predict_proba`` is scored label-free (:func:`heldout_pairwise_ece`):
@@ -283,22 +285,73 @@ def _bhc_calibration_rows(quick):
     ]
 
 
+def _bootstrap_ece(per_draw, n_boot=200, seed=0):
+    """Pooled ECE of ``(probabilities, outcomes)`` pairs from several planted draws, and its
+    Monte Carlo standard error (the spread when the draws are resampled with replacement)."""
+    def pooled(pick):
+        return _binary_ece(np.concatenate([per_draw[i][0] for i in pick]),
+                           np.concatenate([per_draw[i][1] for i in pick]))
+    rng = np.random.default_rng(seed)
+    spread = [pooled(rng.integers(0, len(per_draw), len(per_draw))) for _ in range(n_boot)]
+    return pooled(range(len(per_draw))), float(np.std(spread))
+
+
+#: The generator's own hyperparameters written as FastTIWD's: d = 300 (the default of
+#: make_wishart_blocks), Dirichlet(1, 1, 1) block weights = n_blocks=3 with alpha = 3
+#: (alpha / k = 1), theta = 0.05.
+FAST_TIWD_ORACLE = dict(dof=300, n_blocks=3, alpha=3.0, theta=0.05)
+
+
+def _fast_tiwd_draws(n, n_draws, features, **params):
+    """Pairwise marginals and held-out ``predict_proba`` (20 points) of FastTIWD on
+    ``n_draws`` planted data sets of make_wishart_blocks: ``features`` fits the
+    generator's zero-mean rows (``S = X X^T`` is exactly the Wishart block model,
+    ``normalization='none'``), otherwise its squared distances (the default
+    tree normalisation must choose a translation)."""
+    pairs, held_out, dofs = [], [], []
+    upper = np.triu_indices(n, 1)
+    for seed in range(n_draws):
+        data = make_wishart_blocks(n_samples=n + 20, random_state=seed, return_features=True)
+        truth = data.target
+        if features:
+            est = FastTIWD(metric="sqeuclidean", normalization="none", random_state=0,
+                           **params).fit(data.features[:n])
+            proba = est.predict_proba(data.features[n:])
+        else:
+            est = FastTIWD(random_state=0, **params).fit(data.distances[:n, :n])
+            proba = est.predict_proba(data.distances[n:, :n])
+        same = truth[:, None] == truth[None, :]
+        pairs.append((est.pairwise_marginals_[upper], same[:n, :n][upper]))
+        held_out.append((pairwise_from_proba(proba, reference_labels=est.labels_).ravel(),
+                         same[n:, :n].ravel()))
+        dofs.append(est.dof_)
+    return pairs, held_out, float(np.mean(dofs)), est.method_
+
+
 def _fast_tiwd_calibration_rows(quick):
-    """FastTIWD at its defaults on its own model's data (make_wishart_blocks)."""
-    n = 60 if quick else 150
-    data = make_wishart_blocks(n_samples=n + 20, random_state=3)
-    fit, held = np.arange(n), np.arange(n, n + 20)
-    est = FastTIWD(random_state=0).fit(data.distances[np.ix_(fit, fit)])
-    truth = data.target
-    proba = est.predict_proba(data.distances[np.ix_(held, fit)])
-    name = f"make_wishart_blocks n={n} (+20)"
-    return [
-        dict(model="FastTIWD", data=name, setting="pairwise marginals", engine=est.method_,
-             ece=_pairwise_ece(est.pairwise_marginals_, truth[fit])),
-        dict(model="FastTIWD", data=name, setting="predict_proba (held out)", engine=est.method_,
-             ece=heldout_pairwise_ece(proba, est.labels_, truth[fit], truth[held]),
-             note="x vs fitted items: proba[x, labels_[j]]"),
-    ]
+    """FastTIWD on its own model's data (make_wishart_blocks, pooled over planted draws,
+    +- the bootstrap standard error over draws): the zero-mean feature rows, whose inner
+    products are exactly the Wishart block model, and the squared distances, where the
+    translation is lost and fastTIWD's tree normalisation picks one; each at the defaults
+    and at the generator's own hyperparameters (oracle)."""
+    n, n_draws = 60, (8 if quick else 30)
+    rows = []
+    cases = (("rows", True, {}, "defaults"),
+             ("rows", True, FAST_TIWD_ORACLE, "oracle"),
+             ("distances", False, {}, "defaults"),
+             ("distances", False, FAST_TIWD_ORACLE, "oracle"))
+    for what, features, params, setting in cases:
+        pairs, held_out, dof, engine = _fast_tiwd_draws(n, n_draws, features, **params)
+        name = f"wishart_blocks {what} n={n}+20"
+        how = "S = XX^T, normalization='none'; " if features else ""
+        for quantity, per_draw in (("pairwise marginals", pairs),
+                                   ("predict_proba (held out)", held_out)):
+            ece, error = _bootstrap_ece(per_draw)
+            rows.append(dict(model="FastTIWD", data=name, setting=f"{quantity}, {setting}",
+                             engine=engine, ece=ece,
+                             note=f"+- {error:.3f} ({n_draws} draws); {how}mean dof_ {dof:.0f}"
+                                  + (" (true 300)" if dof != 300 else "")))
+    return rows
 
 
 def two_view_data(n_rows, seed):

@@ -51,7 +51,7 @@ def load_tumour_subset(n_per_class=6, random_state=0):
 
 def make_wishart_blocks(n_samples=200, n_blocks=3, dof=300, scale=2.0, theta=0.05,
                         proportions="dirichlet", offset=40.0, dtype=np.float64,
-                        random_state=None):
+                        return_features=False, random_state=None):
     """Squared distances of the "normal clusters" benchmark of Adametz & Roth (2011, §4).
 
     Rows of ``X = offset + sqrt(scale) (E + sqrt(theta) U[z])`` with ``E`` and
@@ -77,12 +77,19 @@ def make_wishart_blocks(n_samples=200, n_blocks=3, dof=300, scale=2.0, theta=0.0
         Common mean, which the distances do not see.
     dtype : {np.float64, np.float32}, default=np.float64
         Precision of the returned distances.
+    return_features : bool, default=False
+        Also return ``features``: the rows ``sqrt(scale) (E + sqrt(theta) U[z]) / sqrt(d)``
+        before the offset, whose inner products ``S = features features^T`` are exactly
+        ``W_d(Sigma_B) / d``, the Wishart block model of
+        :class:`~sklearn_trellis.FastTIWD` with no translation to undo (fit them with
+        ``metric='sqeuclidean', normalization='none'``). A copy of ``n x d`` floats.
     random_state : int, RandomState instance or None, default=None
 
     Returns
     -------
     data : Bunch
-        ``distances`` (n, n), ``target`` (n,) true blocks, ``theta``, ``scale``, ``dof``.
+        ``distances`` (n, n), ``target`` (n,) true blocks, ``theta``, ``scale``, ``dof``;
+        ``features`` (n, d) if ``return_features``.
 
     Examples
     --------
@@ -102,6 +109,7 @@ def make_wishart_blocks(n_samples=200, n_blocks=3, dof=300, scale=2.0, theta=0.0
     centres = rng.standard_normal((n_blocks, dof))
     X = offset + np.sqrt(scale) * (rng.standard_normal((n_samples, dof))
                                    + np.sqrt(theta) * centres[target])
+    features = (X - offset) / np.sqrt(dof) if return_features else None
     X -= X.mean(axis=0)  # distances are translation invariant; centring helps rounding
     sq = np.einsum("ij,ij->i", X, X)
     dist = X @ X.T  # one n x n buffer, updated in place
@@ -111,5 +119,8 @@ def make_wishart_blocks(n_samples=200, n_blocks=3, dof=300, scale=2.0, theta=0.0
     dist /= dof
     np.fill_diagonal(dist, 0.0)
     np.maximum(dist, 0.0, out=dist)
-    return Bunch(distances=dist.astype(dtype, copy=False), target=target, theta=theta,
+    data = Bunch(distances=dist.astype(dtype, copy=False), target=target, theta=theta,
                  scale=scale, dof=dof)
+    if return_features:
+        data.features = features.astype(dtype, copy=False)
+    return data
