@@ -342,7 +342,7 @@ def _fast_tiwd_calibration_rows(quick):
              ("distances", False, FAST_TIWD_ORACLE, "oracle"))
     for what, features, params, setting in cases:
         pairs, held_out, dof, engine = _fast_tiwd_draws(n, n_draws, features, **params)
-        name = f"wishart_blocks {what} n={n}+20"
+        name = f"wishart {what} n={n}+20"
         how = "S = XX^T, normalization='none'; " if features else ""
         for quantity, per_draw in (("pairwise marginals", pairs),
                                    ("predict_proba (held out)", held_out)):
