@@ -22,7 +22,9 @@ the estimators' defaults on data drawn from their own models, of
   ``predict_proba`` on held-out points, next to scikit-learn's
   ``BayesianGaussianMixture`` on the same data;
 - BayesianHierarchicalClustering's held-out ``predict_proba`` and its nodes'
-  merge probabilities ``r_k``;
+  merge probabilities ``r_k``, on separated blobs and on overlapping binary
+  data drawn from its own model (:func:`crp_bernoulli`), next to DPMixture's
+  sampled posterior of the same model;
 - FastTIWD's pairwise marginals and held-out ``predict_proba`` on the
   generator's feature rows (exactly its model) and on its distances (the
   translation lost), at the defaults and at the true hyperparameters;
@@ -52,7 +54,7 @@ from sklearn_trellis import (BayesianHierarchicalClustering, CrossCat, DPMixture
                              TrellisHierarchical)
 from sklearn_trellis.datasets import make_gaussian_pairs, make_ginkgo_jets, make_wishart_blocks
 from sklearn_trellis.metrics import expected_calibration_error, pairwise_from_proba
-from sklearn_trellis.models import GinkgoEnergy
+from sklearn_trellis.models import BetaBernoulli, GinkgoEnergy
 
 GOAL = 0.15
 
@@ -302,6 +304,72 @@ def _bootstrap_ece(per_draw, n_boot=200, seed=0):
 FAST_TIWD_ORACLE = dict(dof=300, n_blocks=3, alpha=3.0, theta=0.05)
 
 
+def crp_bernoulli(n, alpha, n_features, seed):
+    """Binary rows from BHC's own model with ``likelihood=BetaBernoulli(a=1, b=1)``: a
+    CRP(alpha) partition, each cluster's feature probabilities drawn from Beta(1, 1), each
+    cell Bernoulli. With a dozen features clusters overlap: some rows are ambiguous."""
+    rng = np.random.default_rng(seed)
+    labels = make_gaussian_pairs(n, alpha=alpha, random_state=seed).target   # CRP(alpha)
+    probabilities = rng.random((labels.max() + 1, n_features))
+    X = (rng.random((n, n_features)) < probabilities[labels]).astype(float)
+    order = rng.permutation(n)
+    return X[order], labels[order]
+
+
+def _bhc_own_model_rows(quick):
+    """BHC on data from its own model (:func:`crp_bernoulli`, alpha = 1, 12 features),
+    pooled over planted draws with bootstrap errors: held-out ``predict_proba`` (label-free)
+    and the nodes' ``r_k``, at the true prior (``hyperparameters='fixed'``) and at the
+    default ``likelihood='bernoulli'`` (prior centred on the feature frequencies)."""
+    n_fit, n_draws = 40, (8 if quick else 30)
+    cases = (("true prior", dict(likelihood=BetaBernoulli(a=1.0, b=1.0),
+                                 hyperparameters="fixed")),
+             ("default", dict(likelihood="bernoulli")))
+    rows = []
+    held_out, pairs = [], []
+    upper = np.triu_indices(n_fit, 1)
+    for seed in range(n_draws):   # the same draws under the DP mixture's sampled posterior
+        X, labels = crp_bernoulli(n_fit + 20, 1.0, 12, seed)
+        dp = DPMixture(likelihood=BetaBernoulli(a=1.0, b=1.0), alpha=1.0,
+                       n_sweeps=100 if quick else 300, random_state=0).fit(X[:n_fit])
+        proba = dp.predict_proba(X[n_fit:])
+        held_out.append((pairwise_from_proba(proba, reference_labels=dp.labels_).ravel(),
+                         (labels[n_fit:, None] == labels[None, :n_fit]).ravel()))
+        pairs.append((dp.pairwise_marginals_[upper],
+                      (labels[:n_fit, None] == labels[None, :n_fit])[upper]))
+    for quantity, per_draw in (("pairwise marginals", pairs),
+                               ("predict_proba (held out)", held_out)):
+        ece, error = _bootstrap_ece(per_draw)
+        rows.append(dict(model="DPMixture (same model)",
+                         data=f"CRP(1) Beta-Bernoulli n={n_fit}+20",
+                         setting=f"{quantity}, true prior", engine=dp.method_, ece=ece,
+                         note=f"+- {error:.3f} ({n_draws} draws): the anchor"))
+    for setting, params in cases:
+        held_out, nodes = [], []
+        for seed in range(n_draws):
+            X, labels = crp_bernoulli(n_fit + 20, 1.0, 12, seed)
+            fit = np.arange(n_fit)
+            bhc = BayesianHierarchicalClustering(alpha=1.0, **params).fit(X[fit])
+            proba = bhc.predict_proba(X[n_fit:])
+            held_out.append((pairwise_from_proba(proba, reference_labels=bhc.labels_).ravel(),
+                             (labels[n_fit:, None] == labels[None, :n_fit]).ravel()))
+            members = [[i] for i in range(n_fit)]
+            pure = []
+            for a, b in bhc.children_:
+                members.append(members[a] + members[b])
+                pure.append(np.unique(labels[fit][members[-1]]).size == 1)
+            nodes.append((np.exp(bhc.merge_log_probabilities_), np.array(pure)))
+        name = f"CRP(1) Beta-Bernoulli n={n_fit}+20"
+        for quantity, per_draw in (("predict_proba (held out)", held_out),
+                                   ("node merge prob. r_k", nodes)):
+            ece, error = _bootstrap_ece(per_draw)
+            rows.append(dict(model="BayesianHierarchicalClustering", data=name,
+                             setting=f"{quantity}, {setting}", engine="greedy tree", ece=ece,
+                             note=f"+- {error:.3f} ({n_draws} draws)"
+                                  + (", likelihood='bernoulli'" if setting == "default" else "")))
+    return rows
+
+
 def _fast_tiwd_draws(n, n_draws, features, **params):
     """Pairwise marginals and held-out ``predict_proba`` (20 points) of FastTIWD on
     ``n_draws`` planted data sets of make_wishart_blocks: ``features`` fits the
@@ -385,6 +453,7 @@ def calibration_rows(quick=False):
     data from their own models, next to BayesianGaussianMixture (rows ``{model, data,
     setting, engine, ece, note}``, see bench_calibration.py)."""
     return (_dp_calibration_rows(quick) + _bhc_calibration_rows(quick)
+            + _bhc_own_model_rows(quick)
             + _fast_tiwd_calibration_rows(quick) + _crosscat_calibration_rows(quick))
 
 
