@@ -327,7 +327,9 @@ def _log_marginals(cols, codes, params, table, k):
     total = 0.0
     for c in range(cols.size):
         j = cols[c]
-        total += log_marginal_at(codes[j], params[j], 0, table[j, k], 0)
+        # offsets into the flat table, as the other callers: one compiled specialisation
+        total += log_marginal_at(codes[j], params[j], 0, table.ravel(),
+                                 (j * table.shape[1] + k) * table.shape[2])
     return total
 
 
@@ -355,6 +357,7 @@ def split_merge_rows(v, n_proposals, rows, constants, codes, params, view_of, la
     n_stats = stats.shape[2]
     # scratch blocks laid out like stats (column, part, statistics) for the shared helpers
     part = np.zeros((d, 2, n_stats))
+    first, second = np.int64(0), np.int64(1)   # typed: one compiled _log_marginals
     cache = np.empty((cols.size, 2, n_stats))
     items = np.empty(n, np.int64)
     side = np.empty(n, np.int64)
@@ -402,8 +405,8 @@ def split_merge_rows(v, n_proposals, rows, constants, codes, params, view_of, la
             side[t] = s
         if split:
             old = _log_marginals(cols, codes, params, stats, ci) + math.lgamma(counts[v, ci])
-            new = (_log_marginals(cols, codes, params, part, 0)
-                   + _log_marginals(cols, codes, params, part, 1)
+            new = (_log_marginals(cols, codes, params, part, first)
+                   + _log_marginals(cols, codes, params, part, second)
                    + math.lgamma(sizes[0]) + math.lgamma(sizes[1]) + log_alpha)
             if math.log(np.random.random()) < new - old - log_q:
                 k = n_clusters[v]
@@ -425,7 +428,7 @@ def split_merge_rows(v, n_proposals, rows, constants, codes, params, view_of, la
                    + math.lgamma(counts[v, ci]) + math.lgamma(counts[v, cj]) + log_alpha)
             for c in range(cols.size):   # the merged blocks (statistics are additive)
                 part[cols[c], 0, :] += part[cols[c], 1, :]
-            new = _log_marginals(cols, codes, params, part, 0) + math.lgamma(size)
+            new = _log_marginals(cols, codes, params, part, first) + math.lgamma(size)
             if math.log(np.random.random()) < new - old + log_q:
                 last = n_clusters[v] - 1
                 for c in range(cols.size):
