@@ -217,7 +217,9 @@ def slice_rows(v, columns, constants, codes, params, view_of, labels, counts, n_
 
 
 # ---------------------------------------------------------------- collapsed moves
-@njit(cache=True, inline='always')
+# _row_cells and _refresh are not inlined: each inlines every cell type's update (or
+# predictive constants), which the split-merge move called six times (compile time)
+@njit(cache=True)
 def _row_cells(i, k, sign, cols, codes, params, rows, constants, stats):
     """Add (``sign`` +1) or remove row ``i``'s cells to / from the blocks ``stats[j, k]``."""
     for c in range(cols.size):
@@ -226,7 +228,7 @@ def _row_cells(i, k, sign, cols, codes, params, rows, constants, stats):
                                     constants[j, i], sign)
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def _refresh(k, cols, codes, params, table, cache):
     """The one-cell predictive constants of cluster ``k``'s blocks (``table[j, k]``)."""
     for c in range(cols.size):
@@ -357,7 +359,7 @@ def split_merge_rows(v, n_proposals, rows, constants, codes, params, view_of, la
     n_stats = stats.shape[2]
     # scratch blocks laid out like stats (column, part, statistics) for the shared helpers
     part = np.zeros((d, 2, n_stats))
-    first, second = np.int64(0), np.int64(1)   # typed: one compiled _log_marginals
+    first, second = np.int64(0), np.int64(1)   # typed: one specialisation per callee
     cache = np.empty((cols.size, 2, n_stats))
     items = np.empty(n, np.int64)
     side = np.empty(n, np.int64)
@@ -378,10 +380,10 @@ def split_merge_rows(v, n_proposals, rows, constants, codes, params, view_of, la
             items[t], items[s] = items[s], items[t]
         for c in range(cols.size):
             part[cols[c], :, :] = 0.0
-        _row_cells(i, 0, 1.0, cols, codes, params, rows, constants, part)
-        _row_cells(j, 1, 1.0, cols, codes, params, rows, constants, part)
-        _refresh(0, cols, codes, params, part, cache)
-        _refresh(1, cols, codes, params, part, cache)
+        _row_cells(i, first, 1.0, cols, codes, params, rows, constants, part)
+        _row_cells(j, second, 1.0, cols, codes, params, rows, constants, part)
+        _refresh(first, cols, codes, params, part, cache)
+        _refresh(second, cols, codes, params, part, cache)
         sizes = np.ones(2)
         log_q = 0.0
         split = ci == cj
@@ -394,9 +396,9 @@ def split_merge_rows(v, n_proposals, rows, constants, codes, params, view_of, la
             top = max(w0, w1)
             log_norm = top + math.log(math.exp(w0 - top) + math.exp(w1 - top))
             if split:
-                s = 0 if np.random.random() < math.exp(w0 - log_norm) else 1
+                s = first if np.random.random() < math.exp(w0 - log_norm) else second
             else:
-                s = 0 if lab[r] == ci else 1
+                s = first if lab[r] == ci else second
             log_q += (w0 if s == 0 else w1) - log_norm
             _row_cells(r, s, 1.0, cols, codes, params, rows, constants, part)
             sizes[s] += 1.0
