@@ -32,6 +32,7 @@ that are empty (``reset``) or hold other items, so a restore always finds the ro
 saved.
 """
 
+import numpy as np
 from numba import njit
 
 from .cell_kernels import (accumulate_at, cached_log_predictive_at, log_marginal_at,
@@ -83,7 +84,7 @@ def _cache_row(params, row, everything):
 def blocks_reset(params, stats, c):
     """The empty cluster: zero statistics, the prior's predictive constants."""
     stats[c, :] = 0.0
-    _cache_row(params, stats[c], False)
+    _cache_row(params, stats[c], np.bool_(False))
 
 
 @njit(cache=True)
@@ -156,7 +157,7 @@ def _update(params, data, stats, work, c, i, sign):
             # an emptied block is exactly the empty one (no rounding left in its sums)
             for s in range(n_stats):
                 row[base + s] = 0.0
-        _cache_block(params, row, g, False)
+        _cache_block(params, row, g, np.bool_(False))
 
 
 @njit(cache=True)
@@ -220,7 +221,7 @@ def blocks_refresh(params, data, labels, stats, shared, active, n_active):
         if labels[i] >= 0:
             _accumulate_item(params, data, i, stats[labels[i]], width, 1.0)
     for a in range(n_active):
-        _cache_row(params, stats[active[a]], False)
+        _cache_row(params, stats[active[a]], np.bool_(False))
 
 
 @njit(cache=True)
@@ -231,7 +232,7 @@ def block_table(params, data, row_labels, n_row_clusters, out):
     for i in range(row_labels.size):
         _accumulate_item(params, data, i, out[row_labels[i]], width, 1.0)
     for r in range(n_row_clusters):
-        _cache_row(params, out[r], True)
+        _cache_row(params, out[r], np.bool_(True))
     return out
 
 

@@ -183,6 +183,8 @@ def column_split_merge(chosen, columns, constants, codes, params, view_of, n_col
     table to leave; this data-driven proposal lets columns form new views.
     """
     reseed(seed)
+    # typed values, not literals: numba compiles a callee once per literal argument
+    draw, score = np.bool_(True), np.bool_(False)
     n = labels.shape[1]
     width = stats.shape[2]
     table = np.zeros((n + 1, 2 * width))
@@ -204,8 +206,8 @@ def column_split_merge(chosen, columns, constants, codes, params, view_of, n_col
         if size > 1:
             alpha = _draw_alpha(rows_alpha, rows_shape, rows_rate)
             log_q = sequential_allocation(t, p, x, alpha, order, new_labels, table,
-                                               seating, True)
-            k = 0
+                                               seating, draw)
+            k = np.int64(0)
             for i in range(n):
                 k = max(k, new_labels[i] + 1)
             new_counts[:k] = 0
@@ -235,7 +237,7 @@ def column_split_merge(chosen, columns, constants, codes, params, view_of, n_col
                     break
                 pick -= 1
         log_q = sequential_allocation(t, p, x, alphas[origin], order, labels[origin],
-                                           table, seating, False)
+                                           table, seating, score)
         delta = (-log_alpha_views + math.log(n_columns[target])
                  - crp_log_eppf(alphas[origin], counts[origin], n_clusters[origin], n)
                  + column_partition_score(t, p, x, lf, labels[target], n_clusters[target],
@@ -274,10 +276,10 @@ def log_joint(codes, params, view_of, n_columns, counts, n_clusters, alphas, sta
               alpha_views):
     """``log p(views, row partitions, X)`` at the state's concentrations and cell params."""
     n_slots = n_columns.size
-    n_views = 0
-    total = 0.0
+    n_views = np.int64(0)   # not literals: a call typed before the loops unify them
+    total = 0.0               # would compile a specialisation for the literal 0
     sizes = np.empty(n_slots, np.int64)
-    n = 0
+    n = np.int64(0)
     for v in range(n_slots):
         if n_columns[v] > 0:
             sizes[n_views] = n_columns[v]

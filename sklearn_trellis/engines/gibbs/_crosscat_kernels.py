@@ -126,6 +126,14 @@ def refresh_due(size):
 
 
 @njit(cache=True)
+def _refresh_cluster(t, p, flat, base, n_stats):
+    """The one-cell predictive constants of the cluster at ``flat[base:]`` into
+    ``flat[base + n_stats:]`` (a call, not the inlined dispatch over every cell type at
+    each of the proposal's three refreshes: compile time)."""
+    predictive_cache_at(t, p, 0, flat, base, flat, base + n_stats)
+
+
+@njit(cache=True)
 def sequential_allocation(t, p, x, alpha, order, labels, stats, counts, sample):
     """Rows of one column allocated in ``order`` to CRP(alpha) clusters by their predictive.
 
@@ -148,7 +156,7 @@ def sequential_allocation(t, p, x, alpha, order, labels, stats, counts, sample):
     stats[:, :] = 0.0
     counts[:] = 0.0
     flat = stats.ravel()   # offsets instead of a row view per cluster and row
-    predictive_cache_at(t, p, 0, flat, 0, flat, n_stats)
+    _refresh_cluster(t, p, flat, np.int64(0), n_stats)
     k = 0
     log_q = 0.0
     log_counts[0] = math.log(alpha)
@@ -183,12 +191,12 @@ def sequential_allocation(t, p, x, alpha, order, labels, stats, counts, sample):
         if chosen == k:
             k += 1
             log_counts[k] = log_counts[k - 1]   # alpha's weight moves to the next new cluster
-            predictive_cache_at(t, p, 0, flat, k * width, flat, k * width + n_stats)
+            _refresh_cluster(t, p, flat, k * width, n_stats)
         if x[i] == x[i]:
             accumulate_at(t, p, 0, flat, chosen * width, x[i], 1.0)
         counts[chosen] += 1.0
         if x[i] == x[i] and refresh_due(counts[chosen]):
-            predictive_cache_at(t, p, 0, flat, chosen * width, flat, chosen * width + n_stats)
+            _refresh_cluster(t, p, flat, chosen * width, n_stats)
         log_counts[chosen] = math.log(counts[chosen])
     return log_q
 

@@ -217,7 +217,9 @@ def slice_rows(v, columns, constants, codes, params, view_of, labels, counts, n_
 
 
 # ---------------------------------------------------------------- collapsed moves
-@njit(cache=True, inline='always')
+# _row_cells and _refresh are not inlined: each inlines every cell type's update (or
+# predictive constants), which the split-merge move called six times (compile time)
+@njit(cache=True)
 def _row_cells(i, k, sign, cols, codes, params, rows, constants, stats):
     """Add (``sign`` +1) or remove row ``i``'s cells to / from the blocks ``stats[j, k]``."""
     for c in range(cols.size):
@@ -226,7 +228,7 @@ def _row_cells(i, k, sign, cols, codes, params, rows, constants, stats):
                                     constants[j, i], sign)
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def _refresh(k, cols, codes, params, table, cache):
     """The one-cell predictive constants of cluster ``k``'s blocks (``table[j, k]``)."""
     for c in range(cols.size):
@@ -327,7 +329,9 @@ def _log_marginals(cols, codes, params, table, k):
     total = 0.0
     for c in range(cols.size):
         j = cols[c]
-        total += log_marginal_at(codes[j], params[j], 0, table[j, k], 0)
+        # offsets into the flat table, as the other callers: one compiled specialisation
+        total += log_marginal_at(codes[j], params[j], 0, table.ravel(),
+                                 (j * table.shape[1] + k) * table.shape[2])
     return total
 
 
@@ -355,6 +359,7 @@ def split_merge_rows(v, n_proposals, rows, constants, codes, params, view_of, la
     n_stats = stats.shape[2]
     # scratch blocks laid out like stats (column, part, statistics) for the shared helpers
     part = np.zeros((d, 2, n_stats))
+    first, second = np.int64(0), np.int64(1)   # typed: one specialisation per callee
     cache = np.empty((cols.size, 2, n_stats))
     items = np.empty(n, np.int64)
     side = np.empty(n, np.int64)
@@ -375,10 +380,10 @@ def split_merge_rows(v, n_proposals, rows, constants, codes, params, view_of, la
             items[t], items[s] = items[s], items[t]
         for c in range(cols.size):
             part[cols[c], :, :] = 0.0
-        _row_cells(i, 0, 1.0, cols, codes, params, rows, constants, part)
-        _row_cells(j, 1, 1.0, cols, codes, params, rows, constants, part)
-        _refresh(0, cols, codes, params, part, cache)
-        _refresh(1, cols, codes, params, part, cache)
+        _row_cells(i, first, 1.0, cols, codes, params, rows, constants, part)
+        _row_cells(j, second, 1.0, cols, codes, params, rows, constants, part)
+        _refresh(first, cols, codes, params, part, cache)
+        _refresh(second, cols, codes, params, part, cache)
         sizes = np.ones(2)
         log_q = 0.0
         split = ci == cj
@@ -391,9 +396,9 @@ def split_merge_rows(v, n_proposals, rows, constants, codes, params, view_of, la
             top = max(w0, w1)
             log_norm = top + math.log(math.exp(w0 - top) + math.exp(w1 - top))
             if split:
-                s = 0 if np.random.random() < math.exp(w0 - log_norm) else 1
+                s = first if np.random.random() < math.exp(w0 - log_norm) else second
             else:
-                s = 0 if lab[r] == ci else 1
+                s = first if lab[r] == ci else second
             log_q += (w0 if s == 0 else w1) - log_norm
             _row_cells(r, s, 1.0, cols, codes, params, rows, constants, part)
             sizes[s] += 1.0
@@ -402,8 +407,8 @@ def split_merge_rows(v, n_proposals, rows, constants, codes, params, view_of, la
             side[t] = s
         if split:
             old = _log_marginals(cols, codes, params, stats, ci) + math.lgamma(counts[v, ci])
-            new = (_log_marginals(cols, codes, params, part, 0)
-                   + _log_marginals(cols, codes, params, part, 1)
+            new = (_log_marginals(cols, codes, params, part, first)
+                   + _log_marginals(cols, codes, params, part, second)
                    + math.lgamma(sizes[0]) + math.lgamma(sizes[1]) + log_alpha)
             if math.log(np.random.random()) < new - old - log_q:
                 k = n_clusters[v]
@@ -425,7 +430,7 @@ def split_merge_rows(v, n_proposals, rows, constants, codes, params, view_of, la
                    + math.lgamma(counts[v, ci]) + math.lgamma(counts[v, cj]) + log_alpha)
             for c in range(cols.size):   # the merged blocks (statistics are additive)
                 part[cols[c], 0, :] += part[cols[c], 1, :]
-            new = _log_marginals(cols, codes, params, part, 0) + math.lgamma(size)
+            new = _log_marginals(cols, codes, params, part, first) + math.lgamma(size)
             if math.log(np.random.random()) < new - old + log_q:
                 last = n_clusters[v] - 1
                 for c in range(cols.size):
