@@ -120,12 +120,12 @@ def cooccurrence_counts(by_sample):
     return counts
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _round_entropy(value):
     return round(value * _ROUND_SCALE) / _ROUND_SCALE
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _clear_segment(pool_blocks, start, cap, n_samples, table):
     """Zero ``table[t, b]`` for every block ``b`` of the segment at ``start``."""
     for t in range(n_samples):
@@ -137,7 +137,7 @@ def _clear_segment(pool_blocks, start, cap, n_samples, table):
             table[t, b] = 0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _cross_term(pool_blocks, pool_counts, start, cap, n_samples, hist, xl):
     """``sum_{t,b} [(x+y) log(x+y) - x log x - y log y]``, ``x = hist[t, b] > 0``,
     ``y`` the counts of the subset stored at ``start`` (``cap`` entries per sample)."""
@@ -155,7 +155,7 @@ def _cross_term(pool_blocks, pool_counts, start, cap, n_samples, hist, xl):
     return total
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _row_minimum(distances, alive, n_slots, i):
     best = np.inf
     arg = -1
@@ -166,7 +166,7 @@ def _row_minimum(distances, alive, n_slots, i):
     return best, arg
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _singleton_cross_terms(labels_by_sample, hist, xl, partial):
     """Cross terms of the new subset with every element as a singleton (partitions).
 
@@ -187,7 +187,7 @@ def _singleton_cross_terms(labels_by_sample, hist, xl, partial):
             partial[c] += table[row[c]]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _singleton_columns(labels_by_sample, alive, size):
     """Label columns of the live singletons and the column of each slot (-1: none)."""
     n = alive.shape[0]
@@ -205,7 +205,7 @@ def _singleton_columns(labels_by_sample, alive, size):
     return columns, column_of
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _join_entropies(pool_blocks, pool_counts, seg_start, cap, alive, size, weight,
                     xlogx_sum, a, n_samples, hist, dense, use_dense, xl, log_table,
                     labels_by_sample, column_of, partial, new_row):

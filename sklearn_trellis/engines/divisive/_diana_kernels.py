@@ -65,7 +65,7 @@ def r_dissimilarities(X, manhattan, squared):
     return D, not bad.any()
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _sum_over(D, o, ner, start, stop):
     """``sum_{ja <= j <= jb} D[o, ner[j]]`` in position order (R's summation order)."""
     total = 0.0
@@ -74,7 +74,7 @@ def _sum_over(D, o, ner, start, stop):
     return total
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def cluster_diameter(D, ner, ja, jb):
     """Largest dissimilarity within ``ner[ja..jb]`` (R's ``min_dis``, despite its name)."""
     dm = 0.0
