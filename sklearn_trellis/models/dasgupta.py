@@ -395,8 +395,8 @@ class ExponentialTreeEnergy(DasguptaEnergy):
         so the trees of the fitted items alone are weighted anew too (the
         engines recompute their partition functions with these parameters).
         """
-        unit = params[1] * self.n_items_ / (self.n_items_ + 1.0)
-        return np.array([params[0], unit, math.log(unit), params[3]])
+        beta = params[1] * self.n_items_      # the fitted rate at the root
+        return self.likelihood_params(beta, self.n_items_ + 1)
 
     def with_new_item(self, new_row):
         w = self._new_similarities(np.asarray(new_row, dtype=np.float64).reshape(1, -1))[0]
