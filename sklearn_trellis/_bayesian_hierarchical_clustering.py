@@ -238,7 +238,8 @@ ClusterLikelihood, default='gaussian'
                                    subsample_size=self.subsample_size, random_state=rng,
                                    params=params, progress=progress)
         elif tree is None:
-            tree = greedy_tree(self.model_, data, self.alpha, rose=rose, params=params)
+            tree = greedy_tree(self.model_, data, self.alpha, rose=rose, params=params,
+                               progress=progress)
         children, is_cluster = tree
         progress.stage("node posteriors")
         log_m = bhc_posterior.node_log_marginals(self.model_, data, children, params)

@@ -105,7 +105,7 @@ def pair_score(params, data, stats, shared, work, scratch, a, b, log_alpha, rose
     return best
 
 
-#: Partners kept per cluster by the greedy search (see :func:`greedy_bhc`).
+#: Partners kept per cluster by the greedy search (see :func:`greedy_merges`).
 N_CANDIDATES = 16
 
 
@@ -190,53 +190,46 @@ def rescan(params, data, stats, shared, work, scratch, c, active_list, n_active,
                          cand_count, threshold)
 
 
-@template
-def greedy_bhc(params, data, n_stats, work_size, log_alpha, rose):
-    """Greedy agglomeration of all rows of ``data`` (Heller & Ghahramani 2005, Algorithm 1).
+#: Order of the arrays in the greedy search's state tuple (see :func:`greedy_state`).
+GREEDY_STATE = ("stats", "shared", "work", "out", "size", "slot", "head", "tail", "next_item",
+                "log_s", "log_d", "log_p", "log_q", "best_score", "best_node", "best_kind",
+                "cand_node", "cand_score", "cand_kind", "cand_count", "threshold", "active",
+                "active_list", "position", "counters")
 
-    Returns ``(merges, kinds, n_rescans)``: row ``t`` of ``merges`` joins
-    nodes ``a`` and ``b`` into node ``n + t`` (leaves are ``0..n-1``);
-    ``kinds[t]`` is :data:`JOIN` for binary trees, or the rose-tree merge
-    kind; ``n_rescans`` counts the clusters rescored against all others.
+#: Entries of the state's ``counters``: active clusters, next node id, rescans.
+N_ACTIVE, NEXT_NODE, N_RESCANS = 0, 1, 2
 
-    A pair's score never changes while both clusters exist, so each active
-    cluster keeps its :data:`N_CANDIDATES` best partners
-    (:func:`insert_candidate`) and an upper bound of its best score. A new
-    cluster is scored against every other one (and offered to their lists);
-    a cluster whose best partner was merged keeps its old score as an upper
-    bound and, when it reaches the top, takes the best partner still in its
-    list, and is rescored against all clusters only once its list is empty.
-    The merges are exactly those of the greedy algorithm. Memory ``O(n)``
-    (statistics of the active clusters), time ``O(n^2)`` pair scores.
+
+def greedy_state(n, n_stats, work_size):
+    """The arrays of a greedy search over ``n`` rows, in :data:`GREEDY_STATE` order.
+
+    Allocated by the caller so that the search can run in chunks (a fit with
+    ``verbose`` reports between them): :func:`greedy_leaves`, then
+    :func:`greedy_pairs` over consecutive row ranges, then :func:`greedy_merges`
+    until ``n - 1`` merges are made. Memory ``O(n)``.
     """
-    n = data.shape[0]
     n_nodes = 2 * n - 1
-    stats = np.zeros((n + 1, n_stats))
-    scratch = n
-    shared = np.zeros(1)
-    work = np.zeros(max(1, work_size))
-    out = np.zeros(6)
-    size = np.zeros(n_nodes, np.int64)
-    slot = np.full(n_nodes, -1, np.int64)
-    head = np.full(n + 1, -1, np.int64)
-    tail = np.full(n + 1, -1, np.int64)
-    next_item = np.full(n, -1, np.int64)
-    log_s = np.full(n_nodes, -np.inf)
-    log_d = np.full(n_nodes, -np.inf)
-    log_p = np.full(n_nodes, -np.inf)
-    log_q = np.full(n_nodes, -np.inf)
-    best_score = np.full(n_nodes, -np.inf)
-    best_node = np.full(n_nodes, -1, np.int64)
-    best_kind = np.zeros(n_nodes, np.int64)
-    cand_node = np.full((n_nodes, N_CANDIDATES), -1, np.int64)
-    cand_score = np.full((n_nodes, N_CANDIDATES), -np.inf)
-    cand_kind = np.zeros((n_nodes, N_CANDIDATES), np.int64)
-    cand_count = np.zeros(n_nodes, np.int64)
-    threshold = np.full(n_nodes, -np.inf)
-    active = np.zeros(n_nodes, np.bool_)
-    active_list = np.empty(n, np.int64)
-    position = np.full(n_nodes, -1, np.int64)
-    for i in range(n):
+    counters = np.zeros(3, np.int64)
+    counters[N_ACTIVE] = n
+    counters[NEXT_NODE] = n
+    return (np.zeros((n + 1, n_stats)), np.zeros(1), np.zeros(max(1, work_size)), np.zeros(6),
+            np.zeros(n_nodes, np.int64), np.full(n_nodes, -1, np.int64),
+            np.full(n + 1, -1, np.int64), np.full(n + 1, -1, np.int64),
+            np.full(n, -1, np.int64), np.full(n_nodes, -np.inf), np.full(n_nodes, -np.inf),
+            np.full(n_nodes, -np.inf), np.full(n_nodes, -np.inf), np.full(n_nodes, -np.inf),
+            np.full(n_nodes, -1, np.int64), np.zeros(n_nodes, np.int64),
+            np.full((n_nodes, N_CANDIDATES), -1, np.int64),
+            np.full((n_nodes, N_CANDIDATES), -np.inf), np.zeros((n_nodes, N_CANDIDATES), np.int64),
+            np.zeros(n_nodes, np.int64), np.full(n_nodes, -np.inf), np.zeros(n_nodes, np.bool_),
+            np.empty(n, np.int64), np.full(n_nodes, -1, np.int64), counters)
+
+
+@template
+def greedy_leaves(params, data, log_alpha, state):
+    """Every row its own active cluster (the greedy search's start)."""
+    (stats, shared, work, _, size, slot, head, tail, _, log_s, log_d, _, _, _, _, _, _, _, _, _,
+     _, active, active_list, position, _) = state
+    for i in range(data.shape[0]):
         lik_reset(params, stats, i)
         lik_add(params, data, stats, shared, work, i, i)
         slot[i] = i
@@ -248,9 +241,22 @@ def greedy_bhc(params, data, n_stats, work_size, log_alpha, rose):
         active[i] = True
         active_list[i] = i
         position[i] = i
-    n_active = n
-    # every pair once, offered to both ends
-    for i in range(n):
+
+
+@template
+def greedy_pairs(params, data, log_alpha, rose, state, start, stop):
+    """Score the pairs ``(i, j)``, ``start <= i < stop``, ``j > i``, offered to both ends.
+
+    Called on consecutive ranges covering ``[0, n)``, the pairs are scored in
+    the same order as one call over all rows; the last range also picks every
+    cluster's best partner.
+    """
+    (stats, shared, work, out, size, slot, head, _, next_item, log_s, log_d, log_p, log_q,
+     best_score, best_node, best_kind, cand_node, cand_score, cand_kind, cand_count, threshold,
+     active, _, _, _) = state
+    n = data.shape[0]
+    scratch = n
+    for i in range(start, stop):
         for j in range(i + 1, n):
             score = pair_score(params, data, stats, shared, work, scratch, i, j, log_alpha,
                                rose, size, slot, head, next_item, log_s, log_d, log_p, log_q,
@@ -260,14 +266,39 @@ def greedy_bhc(params, data, n_stats, work_size, log_alpha, rose):
                              threshold)
             insert_candidate(j, i, score, flip_kind(kind), cand_node, cand_score, cand_kind,
                              cand_count, threshold)
-    for i in range(n):
-        best_from_list(i, active, cand_node, cand_score, cand_kind, cand_count, best_score,
-                       best_node, best_kind)
-    merges = np.empty((n - 1, 2), np.int64)
-    kinds = np.zeros(n - 1, np.int64)
-    n_rescans = 0
-    new = n
-    while n_active > 1:
+    if stop == n:
+        for i in range(n):
+            best_from_list(i, active, cand_node, cand_score, cand_kind, cand_count, best_score,
+                           best_node, best_kind)
+
+
+@template
+def greedy_merges(params, data, log_alpha, rose, state, merges, kinds, max_merges):
+    """Make up to ``max_merges`` more merges of the greedy agglomeration (Heller & Ghahramani
+    2005, Algorithm 1); row ``t`` of ``merges`` joins nodes ``a`` and ``b`` into node
+    ``n + t`` (leaves are ``0..n-1``), ``kinds[t]`` is :data:`JOIN` for binary trees, or the
+    rose-tree merge kind. Returns the number of merges made so far.
+
+    A pair's score never changes while both clusters exist, so each active
+    cluster keeps its :data:`N_CANDIDATES` best partners
+    (:func:`insert_candidate`) and an upper bound of its best score. A new
+    cluster is scored against every other one (and offered to their lists);
+    a cluster whose best partner was merged keeps its old score as an upper
+    bound and, when it reaches the top, takes the best partner still in its
+    list, and is rescored against all clusters only once its list is empty.
+    The merges are exactly those of the greedy algorithm; time ``O(n^2)``
+    pair scores in all (with :func:`greedy_pairs`).
+    """
+    (stats, shared, work, out, size, slot, head, tail, next_item, log_s, log_d, log_p, log_q,
+     best_score, best_node, best_kind, cand_node, cand_score, cand_kind, cand_count, threshold,
+     active, active_list, position, counters) = state
+    n = data.shape[0]
+    scratch = n
+    n_active = counters[N_ACTIVE]
+    new = counters[NEXT_NODE]
+    n_rescans = counters[N_RESCANS]
+    made = 0
+    while n_active > 1 and made < max_merges:
         c = active_list[0]
         for t in range(1, n_active):
             x = active_list[t]
@@ -343,7 +374,11 @@ def greedy_bhc(params, data, n_stats, work_size, log_alpha, rose):
         best_from_list(new, active, cand_node, cand_score, cand_kind, cand_count, best_score,
                        best_node, best_kind)
         new += 1
-    return merges, kinds, n_rescans
+        made += 1
+    counters[N_ACTIVE] = n_active
+    counters[NEXT_NODE] = new
+    counters[N_RESCANS] = n_rescans
+    return new - n
 
 
 @template

@@ -9,6 +9,7 @@ the tree-consistent partitions of the binary tree are those of the rose tree.
 """
 
 import numbers
+import time
 
 import numpy as np
 
@@ -38,7 +39,59 @@ def _sizes(likelihood):
     return likelihood.n_stats, likelihood.work_size(1)
 
 
-def greedy_tree(likelihood, data, alpha, *, rose=False, params=None):
+#: Seconds a chunk of the greedy search aims at (chunks double until they take this long):
+#: a fit with ``verbose`` reports between chunks.
+CHUNK_SECONDS = 0.5
+
+#: Rows (pair scores) or merges of the first chunk.
+FIRST_CHUNK = 64
+
+
+def _chunks(run, total, first):
+    """Call ``run(size)`` on chunks that double until one takes :data:`CHUNK_SECONDS`;
+    ``run`` returns how much of ``total`` is done."""
+    size = first
+    done = 0
+    while done < total:
+        started = time.perf_counter()
+        done = run(size)
+        if time.perf_counter() - started < CHUNK_SECONDS:
+            size *= 2
+
+
+def greedy_merges(kernels, params, data, n_stats, work_size, log_alpha, rose,
+                  progress=SILENT):
+    """``(merges, kinds)`` of the greedy search over the rows of ``data`` (see
+    :func:`._bhc_kernels.greedy_merges`), run in chunks so ``progress`` can report."""
+    n = data.shape[0]
+    state = _bhc_kernels.greedy_state(n, n_stats, work_size)
+    kernels.greedy_leaves(params, data, log_alpha, state)
+    n_pairs = n * (n - 1) // 2
+    start = 0
+
+    def pairs(n_rows):
+        nonlocal start
+        stop = min(n, start + n_rows)
+        kernels.greedy_pairs(params, data, log_alpha, rose, state, start, stop)
+        start = stop
+        done = n_pairs - (n - stop) * (n - stop - 1) // 2
+        progress.update(done, n_pairs, "pair scores")
+        return stop
+
+    _chunks(pairs, n, FIRST_CHUNK)
+    merges = np.empty((n - 1, 2), np.int64)
+    kinds = np.zeros(n - 1, np.int64)
+
+    def more_merges(count):
+        made = kernels.greedy_merges(params, data, log_alpha, rose, state, merges, kinds, count)
+        progress.update(made, n - 1, "merges")
+        return made
+
+    _chunks(more_merges, n - 1, FIRST_CHUNK)
+    return merges, kinds
+
+
+def greedy_tree(likelihood, data, alpha, *, rose=False, params=None, progress=SILENT):
     """Greedy BHC over the rows of ``data`` (``kernel_data``), binary or rose tree.
 
     Parameters
@@ -53,6 +106,9 @@ def greedy_tree(likelihood, data, alpha, *, rose=False, params=None):
         2010) instead of binary trees.
     params : ndarray, default=None
         Kernel parameters of the likelihood; ``None``: ``kernel_params()``.
+    progress : Progress, default=SILENT
+        Reporter of a fit with ``verbose``: pair scores and merges done, at most
+        every 10 s.
 
     Returns
     -------
@@ -60,10 +116,10 @@ def greedy_tree(likelihood, data, alpha, *, rose=False, params=None):
     is_cluster : ndarray of bool, shape (n - 1,)
     """
     n = data.shape[0]
-    kernels = bhc_kernels(likelihood)
     n_stats, work = _sizes(likelihood)
-    merges, kinds, _ = kernels.greedy_bhc(kernel_params(likelihood, params), data, n_stats, work,
-                                       float(np.log(alpha)), bool(rose))
+    merges, kinds = greedy_merges(bhc_kernels(likelihood), kernel_params(likelihood, params),
+                                  data, n_stats, work, float(np.log(alpha)), bool(rose),
+                                  progress)
     if not rose:
         return merges, np.ones(n - 1, dtype=bool)
     return binarize_rose(rose_children(merges, kinds, n), n)
@@ -165,15 +221,15 @@ def randomized_tree(likelihood, data, alpha, *, subsample_size=DEFAULT_SUBSAMPLE
             if items.size == 1:
                 done.append(int(items[0]))
             else:
-                merges, _, _ = kernels.greedy_bhc(params, np.ascontiguousarray(data[items]),
-                                                  n_stats, work, log_alpha, False)
+                merges, _ = greedy_merges(kernels, params, np.ascontiguousarray(data[items]),
+                                          n_stats, work, log_alpha, False)
                 done.append(_append_local(rows, merges, items, n))
             n_placed += items.size
             progress.update(n_placed, n, "items in finished subtrees")
             continue
         sample = np.sort(random_state.choice(items, size=subsample_size, replace=False))
-        merges, _, _ = kernels.greedy_bhc(params, np.ascontiguousarray(data[sample]), n_stats,
-                                       work, log_alpha, False)
+        merges, _ = greedy_merges(kernels, params, np.ascontiguousarray(data[sample]), n_stats,
+                                  work, log_alpha, False)
         parts = [sample[local] for local in _top_parts(merges, subsample_size, min_fraction)]
         starts = np.cumsum([0] + [p.size for p in parts]).astype(np.int64)
         part_items = np.concatenate(parts)

@@ -64,7 +64,8 @@ def select_hyperparameters(likelihood, data, alpha, *, rose=False, random_state,
         data = np.ascontiguousarray(data[rows])
     chosen = -1
     for round_ in range(max_rounds):
-        children, is_cluster = greedy_tree(likelihood, data, alpha, rose=rose, params=params)
+        children, is_cluster = greedy_tree(likelihood, data, alpha, rose=rose, params=params,
+                                           progress=progress)
         bounds = []
         for k, row in enumerate(candidates):
             bounds.append(TreePosterior(children, is_cluster,

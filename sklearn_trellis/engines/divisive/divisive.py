@@ -26,7 +26,7 @@ from sklearn.utils import check_random_state
 
 from ..._core.progress import SILENT
 from ..._core.trees import banner_to_merge, merge_to_children
-from ._diana_kernels import cluster_diameter, diana_banner, diana_split
+from ._diana_kernels import cluster_diameter, diana_split
 from .banner import divisive_coefficient
 from .bisection import feature_diameter, two_means, two_medoids
 from .exact_split import CRITERIA, MAX_EXACT_ITEMS, best_bipartition
@@ -114,8 +114,7 @@ def diana(distances):
     >>> round(tree.divisive_coefficient, 4)
     0.76
     """
-    D = np.ascontiguousarray(distances, dtype=np.float64)
-    return DivisiveTree.from_banner(*diana_banner(D))
+    return divisive_tree("diana", distances=distances)
 
 
 def _stable_split(ner, ja, jb, labels):
@@ -196,7 +195,7 @@ def divisive_tree(method="diana", *, distances=None, X=None, manhattan=False,
         Seeds of the k-means++ initialisations.
     progress : Progress, default=SILENT
         Reporter of a fit with ``verbose``: the splits done, at most every
-        10 s (DIANA runs as one compiled call: no progress lines within it).
+        10 s.
 
     Returns
     -------
@@ -215,8 +214,6 @@ def divisive_tree(method="diana", *, distances=None, X=None, manhattan=False,
         distances = np.ascontiguousarray(distances, dtype=np.float64)
     if X is not None:
         X = np.ascontiguousarray(X, dtype=np.float64)
-    if method == "diana":
-        return diana(distances)
     if method == "exact" and CRITERIA[criterion] == "similarity" and similarities is None:
         raise ValueError(f"criterion={criterion!r} needs the similarity matrix.")
     splitter = _Splitter(method, distances=distances, X=X, manhattan=manhattan,

@@ -202,3 +202,28 @@ def test_randomized_tree_is_valid_and_splits_blobs():
     assert len(set(zip(labels.tolist(), np.repeat([0, 1, 2], 300).tolist()))) == 3
     with pytest.raises(ValueError, match="subsample_size"):
         randomized_tree(lik, data, 1.0, subsample_size=1, random_state=np.random.RandomState(0))
+
+
+@pytest.mark.parametrize("rose", [False, True])
+def test_greedy_search_in_chunks_makes_the_same_merges(monkeypatch, rose):
+    """The greedy search runs in chunks (for progress lines): one row or merge per chunk
+    gives the tree of a single chunk."""
+    import io
+
+    from sklearn_trellis._core.progress import Progress
+    from sklearn_trellis.engines.bhc import build
+
+    X, lik = dataset("gaussian", 40, seed=3)
+    data = lik.kernel_data(X)
+    whole = greedy_tree(lik, data, 1.0, rose=rose)
+    monkeypatch.setattr(build, "FIRST_CHUNK", 1)
+    monkeypatch.setattr(build, "CHUNK_SECONDS", 0.0)   # chunks never grow
+    stream = io.StringIO()
+    progress = Progress("BHC", verbose=1, interval=0.0, stream=stream)
+    chunked = greedy_tree(lik, data, 1.0, rose=rose, progress=progress)
+    np.testing.assert_array_equal(chunked[0], whole[0])
+    np.testing.assert_array_equal(chunked[1], whole[1])
+    lines = stream.getvalue().splitlines()
+    assert sum("pair scores" in line for line in lines) == 40
+    assert sum("merges" in line for line in lines) == 39
+    assert "780/780 pair scores" in lines[39] and "39/39 merges" in lines[-1]
