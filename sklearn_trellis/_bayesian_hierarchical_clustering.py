@@ -81,8 +81,9 @@ ClusterLikelihood, default='gaussian'
     verbose : int, default=0
         Print a line when each stage of the fit starts (hyperparameters, the
         tree, its posterior, the DP evidence, the family bound) and, within
-        the hyperparameter search and the randomized tree, their progress at
-        least every 10 s.
+        the hyperparameter search and the tree, their progress (grid points,
+        pair scores and merges of the greedy search, items placed by the
+        randomized tree) at least every 10 s.
 
     Attributes
     ----------

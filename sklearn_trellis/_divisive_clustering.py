@@ -117,8 +117,7 @@ class DivisiveClustering(HierarchyMixin, ClusterMixin, BaseEstimator):
         Seeds of the k-means++ initialisations (``method='kmeans'``).
     verbose : int, default=0
         Print a line when each stage of the fit starts (dissimilarities,
-        splits) and, while splitting, the splits done at least every 10 s
-        (``method='diana'`` splits in one compiled call: its stage line only).
+        splits) and, while splitting, the splits done at least every 10 s.
 
     Attributes
     ----------

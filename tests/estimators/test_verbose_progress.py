@@ -103,9 +103,8 @@ def test_divisive_clustering_reports_its_splits(ticking_progress, capsys, method
     ticking_progress(STEP)
     DivisiveClustering(method=method, max_exact_size=8, verbose=1).fit(blobs(40, 4))
     lines = lines_of(capsys.readouterr().out, "DivisiveClustering")
-    # DIANA splits in one compiled call: its stage line only
     check_lines(lines, ["(40, 40) dissimilarities", f"{method} splits of 40 items"],
-                progress=[] if method == "diana" else ["splits"])
+                progress=["splits"])
 
 
 def test_entropy_agglomeration_names_its_stages(ticking_progress, capsys):
