@@ -44,8 +44,8 @@ class EntropyAgglomeration(HierarchyMixin, ClusterMixin, BaseEstimator):
         :class:`sklearn.cluster.AgglomerativeClustering`.
     verbose : int, default=0
         Print a line when each stage of the fit starts (reading the samples,
-        the agglomeration). The agglomeration runs as one compiled call, so
-        it prints no progress lines within it (``n = T = 1000`` takes seconds).
+        the agglomeration) and, within the agglomeration, the merges done at
+        least every 10 s.
 
     Attributes
     ----------
@@ -181,7 +181,8 @@ class EntropyAgglomeration(HierarchyMixin, ClusterMixin, BaseEstimator):
         self._check_n_clusters(sample_set.n_elements, what="elements")
         progress.stage(f"agglomeration of {sample_set.n_elements:,} elements over "
                        f"{sample_set.n_samples:,} samples")
-        children, distances, counts, cooccurrence = entropy_agglomeration_tree(sample_set)
+        children, distances, counts, cooccurrence = entropy_agglomeration_tree(sample_set,
+                                                                              progress)
         # Concavity makes the entropies non-decreasing; the running maximum removes
         # floating-point dips (see Notes).
         heights = np.maximum.accumulate(distances) if distances.size else distances

@@ -93,4 +93,34 @@ class Progress:
 #: A reporter that never prints (the default of engines called without one).
 SILENT = Progress("", 0)
 
-__all__ = ["DEFAULT_INTERVAL", "Progress", "SILENT"]
+#: Seconds a chunk of :func:`run_in_chunks` aims at.
+CHUNK_SECONDS = 0.5
+
+
+def run_in_chunks(run, total, first):
+    """Do ``total`` units of compiled work in chunks, so that progress can be reported.
+
+    ``run(size)`` does up to ``size`` more units and returns how many are done
+    in all; chunks start at ``first`` units and double until one takes
+    :data:`CHUNK_SECONDS` (a Python call per half second costs nothing, and a
+    kernel cannot print).
+
+    Examples
+    --------
+    >>> done = []
+    >>> def run(size):
+    ...     done.append(min(size, 10 - sum(done)))
+    ...     return sum(done)
+    >>> run_in_chunks(run, 10, 4)
+    >>> done
+    [4, 6]
+    """
+    size = first
+    done = 0
+    while done < total:
+        started = time.perf_counter()
+        done = run(size)
+        if time.perf_counter() - started < CHUNK_SECONDS:
+            size *= 2
+
+__all__ = ["CHUNK_SECONDS", "DEFAULT_INTERVAL", "Progress", "SILENT", "run_in_chunks"]

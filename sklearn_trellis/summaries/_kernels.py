@@ -240,10 +240,15 @@ def _join_entropies(pool_blocks, pool_counts, seg_start, cap, alive, size, weigh
         new_row[c] = _round_entropy(max(h, 0.0))
 
 
+#: Entries of the agglomeration's ``counters``: end of the used pool, live singletons.
+POOL_END, N_SINGLETONS = 0, 1
+
+
 @njit(cache=True)
-def entropy_agglomeration_kernel(memberships, labels_by_sample, max_blocks, cooccurrence,
-                                 degree, use_dense):
-    """Entropy agglomeration (Fidaner & Cemgil 2013, Section 5).
+def entropy_agglomeration_start(memberships, labels_by_sample, max_blocks, cooccurrence,
+                                degree, use_dense):
+    """The state of an entropy agglomeration (Fidaner & Cemgil 2013, Section 5) before
+    its first merge; :func:`entropy_agglomeration_steps` makes the merges.
 
     Starting from singletons, repeatedly merge the two current subsets whose
     union has the smallest expected projection entropy (ties: the pair whose
@@ -255,7 +260,8 @@ def entropy_agglomeration_kernel(memberships, labels_by_sample, max_blocks, cooc
     ``(n, T, max_blocks)`` int32 histogram of every live subset (faster, more
     memory).
 
-    Returns ``(children, distances, counts)`` in scikit-learn's encoding.
+    Returns ``(state, outputs)``: the working arrays, and ``(children, distances,
+    counts)`` in scikit-learn's encoding, filled by the steps.
     """
     n, n_samples, _ = memberships.shape
     xl = xlogx_table(n + 2)
@@ -307,14 +313,44 @@ def entropy_agglomeration_kernel(memberships, labels_by_sample, max_blocks, cooc
     dense = np.zeros((n, n_samples, max_blocks) if use_dense else (1, 1, 1), np.int32)
     new_row = np.empty(n)
     partial = np.zeros(n)
-    is_partition = labels_by_sample.shape[0] > 0
-    singleton_labels = labels_by_sample
-    column_of = np.arange(n)
     n_singletons = n
     new_nnz = np.zeros(n_samples, np.int64)
     size_before = np.ones(n, np.int64)
+    counters = np.zeros(2, np.int64)
+    counters[POOL_END] = pool_end
+    counters[N_SINGLETONS] = n_singletons
+    state = (distances, alive, cluster_id, size, weight, xlogx_sum, nearest, nearest_value,
+             pool_blocks, pool_counts, seg_start, cap, hist, dense, new_row, partial, new_nnz,
+             size_before, xl, log_table, counters)
+    return state, (children, merge_distances, counts)
 
-    for step in range(n - 1):
+
+@njit(cache=True)
+def entropy_agglomeration_steps(state, outputs, labels_by_sample, singleton_labels, column_of,
+                                use_dense, start, stop):
+    """Merges ``start .. stop - 1`` of an entropy agglomeration (Fidaner & Cemgil 2013,
+    Section 5) from :func:`entropy_agglomeration_start`'s state.
+
+    Repeatedly merge the two current subsets whose union has the smallest
+    expected projection entropy (ties: the pair whose slot indices are
+    lexicographically smallest; a merged subset takes the smaller slot).
+    ``singleton_labels`` and ``column_of`` are the label columns of the live
+    singletons of a partition sample set (``labels_by_sample`` itself and
+    ``arange(n)`` at the start); returns them, compacted as singletons merge,
+    for the next call. Called on consecutive ranges, the merges are those of
+    one call over ``0 .. n - 2``.
+    """
+    (distances, alive, cluster_id, size, weight, xlogx_sum, nearest, nearest_value,
+     pool_blocks, pool_counts, seg_start, cap, hist, dense, new_row, partial, new_nnz,
+     size_before, xl, log_table, counters) = state
+    children, merge_distances, counts = outputs
+    n = alive.shape[0]
+    n_samples = hist.shape[0]
+    pool_size = pool_blocks.shape[0]
+    is_partition = labels_by_sample.shape[0] > 0
+    pool_end = counters[POOL_END]
+    n_singletons = counters[N_SINGLETONS]
+    for step in range(start, stop):
         a = -1
         best = np.inf
         for i in range(n):
@@ -429,8 +465,11 @@ def entropy_agglomeration_kernel(memberships, labels_by_sample, max_blocks, cooc
                     distances[i, a] == nearest_value[i] and a < nearest[i]):
                 nearest_value[i] = distances[i, a]
                 nearest[i] = a
-    return children, merge_distances, counts
+    counters[POOL_END] = pool_end
+    counters[N_SINGLETONS] = n_singletons
+    return singleton_labels, column_of
 
 
-__all__ = ["prefix_statistics", "cooccurrence_counts", "entropy_agglomeration_kernel",
+__all__ = ["prefix_statistics", "cooccurrence_counts", "entropy_agglomeration_start",
+           "entropy_agglomeration_steps",
            "xlogx_table", "ENTROPY_DECIMALS"]

@@ -3,7 +3,9 @@
 import numpy as np
 
 from ._input import as_sample_set, sample_major
-from ._kernels import cooccurrence_counts, entropy_agglomeration_kernel
+from .._core.progress import SILENT, run_in_chunks
+from ._kernels import (cooccurrence_counts, entropy_agglomeration_start,
+                       entropy_agglomeration_steps)
 
 # Above this, live subsets keep only sparse block histograms (slower, O(n T) memory).
 DENSE_HISTOGRAM_BYTES = 1 << 30
@@ -11,7 +13,11 @@ DENSE_HISTOGRAM_BYTES = 1 << 30
 MAX_AGGLOMERATION_BYTES = 8 << 30
 
 
-def entropy_agglomeration_tree(samples):
+#: Merges of the first chunk (see :func:`~sklearn_trellis._core.progress.run_in_chunks`).
+FIRST_CHUNK = 16
+
+
+def entropy_agglomeration_tree(samples, progress=SILENT):
     """Merge sequence of entropy agglomeration.
 
     Starting from singletons, repeatedly merge the pair of current subsets
@@ -20,6 +26,8 @@ def entropy_agglomeration_tree(samples):
     Parameters
     ----------
     samples : sample set or SampleSet
+    progress : Progress, default=SILENT
+        Reporter of a fit with ``verbose``: the merges done, at most every 10 s.
 
     Returns
     -------
@@ -50,9 +58,24 @@ def entropy_agglomeration_tree(samples):
     use_dense = dense_bytes <= DENSE_HISTOGRAM_BYTES
     labels = (np.ascontiguousarray(by_sample[:, :, 0]) if sample_set.is_partition
               else np.zeros((0, 0), np.int32))
-    children, distances, sizes = entropy_agglomeration_kernel(
+    state, outputs = entropy_agglomeration_start(
         sample_set.memberships, labels, max(sample_set.max_blocks, 1), counts, degree,
         use_dense)
+    n_merges = max(n - 1, 0)
+    singletons = [labels, np.arange(n, dtype=np.int64)]   # live singletons' label columns
+    made = 0
+
+    def merges(size):
+        nonlocal made
+        stop = min(n_merges, made + size)
+        singletons[:] = entropy_agglomeration_steps(state, outputs, labels, *singletons,
+                                                    use_dense, made, stop)
+        made = stop
+        progress.update(made, n_merges, "merges")
+        return made
+
+    run_in_chunks(merges, n_merges, FIRST_CHUNK)
+    children, distances, sizes = outputs
     return children, distances, sizes, counts
 
 

@@ -157,6 +157,34 @@ def test_sparse_only_histograms_give_the_same_tree(monkeypatch):
         assert d == pytest.approx(expected_projection_entropy(block_sets, subset), abs=1e-9)
 
 
+def test_agglomeration_in_chunks_makes_the_same_merges(monkeypatch):
+    """The merges run in chunks (for progress lines); one merge per chunk gives the tree
+    of a single chunk, for partitions (whose live singletons' columns are compacted
+    between chunks) and for feature allocations."""
+    import io
+
+    from sklearn_trellis._core import progress as progress_module
+    from sklearn_trellis._core.progress import Progress
+    from sklearn_trellis.summaries import agglomeration
+
+    rng = np.random.default_rng(7)
+    samples = random_partition_samples(rng, 30, 50, noise=0.3, n_base=4)
+    allocations = random_feature_allocations(rng, 12, 18)
+    whole = [agglomeration.entropy_agglomeration_tree(s)[:3] for s in (samples, allocations)]
+    monkeypatch.setattr(agglomeration, "FIRST_CHUNK", 1)
+    monkeypatch.setattr(progress_module, "CHUNK_SECONDS", 0.0)   # chunks never grow
+    stream = io.StringIO()
+    progress = Progress("EA", verbose=1, interval=0.0, stream=stream)
+    chunked = [agglomeration.entropy_agglomeration_tree(s, progress)[:3]
+               for s in (samples, allocations)]
+    for first, second in zip(whole, chunked):
+        for x, y in zip(first, second):
+            np.testing.assert_array_equal(x, y)
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 49 + 17
+    assert "49/49 merges" in lines[48] and "17/17 merges" in lines[-1]
+
+
 def test_memory_is_checked_before_allocation(monkeypatch):
     from sklearn_trellis.summaries import agglomeration
 

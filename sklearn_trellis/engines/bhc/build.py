@@ -9,11 +9,10 @@ the tree-consistent partitions of the binary tree are those of the rose tree.
 """
 
 import numbers
-import time
 
 import numpy as np
 
-from ..._core.progress import SILENT
+from ..._core.progress import SILENT, run_in_chunks
 from ...models.likelihood import protocol_bindings
 from . import _bhc_kernels
 
@@ -39,24 +38,9 @@ def _sizes(likelihood):
     return likelihood.n_stats, likelihood.work_size(1)
 
 
-#: Seconds a chunk of the greedy search aims at (chunks double until they take this long):
-#: a fit with ``verbose`` reports between chunks.
-CHUNK_SECONDS = 0.5
-
-#: Rows (pair scores) or merges of the first chunk.
+#: Rows (pair scores) or merges of the greedy search's first chunk (see
+#: :func:`~sklearn_trellis._core.progress.run_in_chunks`).
 FIRST_CHUNK = 64
-
-
-def _chunks(run, total, first):
-    """Call ``run(size)`` on chunks that double until one takes :data:`CHUNK_SECONDS`;
-    ``run`` returns how much of ``total`` is done."""
-    size = first
-    done = 0
-    while done < total:
-        started = time.perf_counter()
-        done = run(size)
-        if time.perf_counter() - started < CHUNK_SECONDS:
-            size *= 2
 
 
 def greedy_merges(kernels, params, data, n_stats, work_size, log_alpha, rose,
@@ -78,7 +62,7 @@ def greedy_merges(kernels, params, data, n_stats, work_size, log_alpha, rose,
         progress.update(done, n_pairs, "pair scores")
         return stop
 
-    _chunks(pairs, n, FIRST_CHUNK)
+    run_in_chunks(pairs, n, FIRST_CHUNK)
     merges = np.empty((n - 1, 2), np.int64)
     kinds = np.zeros(n - 1, np.int64)
 
@@ -87,7 +71,7 @@ def greedy_merges(kernels, params, data, n_stats, work_size, log_alpha, rose,
         progress.update(made, n - 1, "merges")
         return made
 
-    _chunks(more_merges, n - 1, FIRST_CHUNK)
+    run_in_chunks(more_merges, n - 1, FIRST_CHUNK)
     return merges, kinds
 
 

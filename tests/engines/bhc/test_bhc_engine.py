@@ -210,6 +210,7 @@ def test_greedy_search_in_chunks_makes_the_same_merges(monkeypatch, rose):
     gives the tree of a single chunk."""
     import io
 
+    from sklearn_trellis._core import progress as progress_module
     from sklearn_trellis._core.progress import Progress
     from sklearn_trellis.engines.bhc import build
 
@@ -217,7 +218,7 @@ def test_greedy_search_in_chunks_makes_the_same_merges(monkeypatch, rose):
     data = lik.kernel_data(X)
     whole = greedy_tree(lik, data, 1.0, rose=rose)
     monkeypatch.setattr(build, "FIRST_CHUNK", 1)
-    monkeypatch.setattr(build, "CHUNK_SECONDS", 0.0)   # chunks never grow
+    monkeypatch.setattr(progress_module, "CHUNK_SECONDS", 0.0)   # chunks never grow
     stream = io.StringIO()
     progress = Progress("BHC", verbose=1, interval=0.0, stream=stream)
     chunked = greedy_tree(lik, data, 1.0, rose=rose, progress=progress)
