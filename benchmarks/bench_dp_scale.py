@@ -19,7 +19,11 @@ Prints, in one process and with the anchors measured in the same run:
    it ran (0 when the warm-up covered it). ``--bgm-embedding-max-iter`` caps BGM's EM
    iterations (its seconds per iteration and whether it converged are printed).
 
-3. ``--dask``: 10^7 x 10 float32 Gaussian blobs (20 clusters; ``--dask-rows`` to change),
+3. ``--scoring``: at 10^4 rows, the label pass scoring a block of rows against every
+   cluster through the likelihood's BLAS kernel, against the generic row by row fallback
+   (alternating fits on the same data: a ratio that survives the load).
+
+4. ``--dask``: 10^7 x 10 float32 Gaussian blobs (20 clusters; ``--dask-rows`` to change),
    generated on the workers of a ``LocalCluster`` of 2 worker processes and never gathered
    on the driver: seconds per sub-cluster iteration with 1 and with 2 workers (the same
    chain in both: the figures of one seed), and the bytes sent per iteration (pickled
@@ -30,7 +34,7 @@ The machine is shared: the load average is printed with every figure; compare ra
 
 Run: ``PYTHONPATH=$PWD python benchmarks/bench_dp_scale.py [--quick] [--iterations N]
 [--bgm-max-iter N] [--bgm-embedding-max-iter N] [--skip-small] [--skip-large] [--skip-embedding]
-[--dask [--dask-rows N] [--dask-only]]`` (``--bgm-max-iter`` caps the EM iterations of
+[--scoring] [--dask [--dask-rows N] [--dask-only]]`` (``--bgm-max-iter`` caps the EM iterations of
 BayesianGaussianMixture on the large blobs, whose per-iteration time is printed). Every time
 is printed with the CPU time of all threads beside it.
 """
@@ -160,6 +164,34 @@ def section_embedding(n, d, iterations, bgm_max_iter=100):
     print(f"ratio: BGM time / subcluster time = {b_seconds / seconds:.2f}")
 
 
+def section_scoring(n, iterations, repeats=3):
+    """The label pass's scoring, one fit against the other alternately on the same data:
+    the likelihood's BLAS block kernel (``log_density_block``) and the generic row by row
+    fallback (``log_density_rows`` per cluster, the scoring before the block kernels)."""
+    from sklearn_trellis.models import NormalInverseWishart
+    from sklearn_trellis.models.likelihood import UncollapsedKernels
+    X, _ = blobs(n)
+    block = NormalInverseWishart.uncollapsed_kernels
+    kinds = {"block": block, "rows": UncollapsedKernels(*block[:4])}
+    print(f"\n== scoring of the label pass, blobs {n:,} x 10 ({load()})")
+    figures = {name: [] for name in kinds}
+    try:
+        for name, kernels in kinds.items():   # compile both outside the timings
+            NormalInverseWishart.uncollapsed_kernels = kernels
+            subcluster_fit(X, 3)
+        for _ in range(repeats):
+            for name, kernels in kinds.items():
+                NormalInverseWishart.uncollapsed_kernels = kernels
+                _, seconds = subcluster_fit(X, iterations)
+                figures[name].append(seconds / iterations)
+    finally:
+        NormalInverseWishart.uncollapsed_kernels = block
+    for name, times in figures.items():
+        print(f"{name:5s} scoring: ms/iteration " + " ".join(f"{t * 1e3:.1f}" for t in times))
+    print(f"ratio rows / block (medians): "
+          f"{np.median(figures['rows']) / np.median(figures['block']):.2f}   ({load()})")
+
+
 def _dask_blobs_block(rows, d, k, seed, block_id=None):
     """One chunk of the blobs, made on the worker from its block index (labels first, so
     the driver can regenerate them alone)."""
@@ -252,6 +284,9 @@ def main():
     parser.add_argument("--bgm-embedding-max-iter", type=int, default=100,
                         help="EM iterations of BayesianGaussianMixture on the embedding set "
                         "(its per-iteration time is printed; 100 is scikit-learn's default)")
+    parser.add_argument("--scoring", action="store_true",
+                        help="add the label pass's block scoring against the row by row "
+                        "fallback on the 10^4 blobs (alternating fits)")
     parser.add_argument("--dask", action="store_true",
                         help="add the Dask section (LocalCluster of 2 worker processes)")
     parser.add_argument("--dask-only", action="store_true", help="run the Dask section only")
@@ -278,6 +313,8 @@ def main():
     if not args.skip_embedding:
         n, d = (20_000, 64) if args.quick else (100_000, 128)
         section_embedding(n, d, args.iterations or 100, args.bgm_embedding_max_iter)
+    if args.scoring:
+        section_scoring(10_000, args.iterations or 200)
     if args.dask:
         section_dask(args.dask_rows, args.dask_iterations)
 
