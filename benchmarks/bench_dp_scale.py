@@ -12,10 +12,18 @@ Prints, in one process and with the anchors measured in the same run:
 2. An embedding-like set: 100,000 x 128 float32 (``--quick``: 20,000 x 64), 80 clusters of
    Zipf-distributed sizes, each a Gaussian with its own diagonal spread: total fit time and
    NMI of ``DPMixture(method='subcluster', likelihood='diagonal')`` next to
-   ``BayesianGaussianMixture(n_components=100, covariance_type='diag')`` (a full covariance
-   costs ``d^2 = 16,384`` multiply-adds per row and cluster, out of reach here for either).
+   ``BayesianGaussianMixture(n_components=100, covariance_type='diag')`` (the same
+   likelihood family; a full covariance costs ``d^2 = 16,384`` multiply-adds per row and
+   cluster, out of reach here for either). A warm-up fit on 20,000 rows of the same dtype
+   and options compiles first; every timed line prints the number of numba compilations
+   it ran (0 when the warm-up covered it). ``--bgm-embedding-max-iter`` caps BGM's EM
+   iterations (its seconds per iteration and whether it converged are printed).
 
-3. ``--dask``: 10^7 x 10 float32 Gaussian blobs (20 clusters; ``--dask-rows`` to change),
+3. ``--scoring``: at 10^4 rows, the label pass scoring a block of rows against every
+   cluster through the likelihood's BLAS kernel, against the generic row by row fallback
+   (alternating fits on the same data: a ratio that survives the load).
+
+4. ``--dask``: 10^7 x 10 float32 Gaussian blobs (20 clusters; ``--dask-rows`` to change),
    generated on the workers of a ``LocalCluster`` of 2 worker processes and never gathered
    on the driver: seconds per sub-cluster iteration with 1 and with 2 workers (the same
    chain in both: the figures of one seed), and the bytes sent per iteration (pickled
@@ -25,8 +33,8 @@ Prints, in one process and with the anchors measured in the same run:
 The machine is shared: the load average is printed with every figure; compare ratios.
 
 Run: ``PYTHONPATH=$PWD python benchmarks/bench_dp_scale.py [--quick] [--iterations N]
-[--bgm-max-iter N] [--skip-small] [--skip-large] [--skip-embedding]
-[--dask [--dask-rows N] [--dask-only]]`` (``--bgm-max-iter`` caps the EM iterations of
+[--bgm-max-iter N] [--bgm-embedding-max-iter N] [--skip-small] [--skip-large] [--skip-embedding]
+[--scoring] [--dask [--dask-rows N] [--dask-only]]`` (``--bgm-max-iter`` caps the EM iterations of
 BayesianGaussianMixture on the large blobs, whose per-iteration time is printed). Every time
 is printed with the CPU time of all threads beside it.
 """
@@ -36,6 +44,7 @@ import os
 import time
 
 import numpy as np
+from numba.core import event
 from sklearn.datasets import make_blobs
 from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
 from sklearn.mixture import BayesianGaussianMixture
@@ -50,18 +59,38 @@ def load():
 #: CPU seconds (all threads) of the last ``timed`` fit: the machine is shared, so the
 #: wall time alone says little.
 LAST_CPU = [0.0]
+#: Names of the numba functions compiled during the last ``timed`` fit (loads from numba's
+#: disk cache are not compilations): the warm-up must leave none.
+LAST_COMPILED = []
+
+
+class _CompileNames(event.Listener):
+    def __init__(self, names):
+        self.names = names
+
+    def on_start(self, ev):
+        self.names.append(ev.data["dispatcher"].py_func.__qualname__)
+
+    def on_end(self, ev):
+        pass
 
 
 def timed(make, X):
-    start = time.perf_counter()
-    cpu = time.process_time()
-    model = make().fit(X)
-    LAST_CPU[0] = time.process_time() - cpu
-    return model, time.perf_counter() - start
+    LAST_COMPILED.clear()
+    with event.install_listener("numba:compile", _CompileNames(LAST_COMPILED)):
+        start = time.perf_counter()
+        cpu = time.process_time()
+        model = make().fit(X)
+        LAST_CPU[0] = time.process_time() - cpu
+        seconds = time.perf_counter() - start
+    return model, seconds
 
 
 def cpu_note(per=1):
-    return f"[CPU {LAST_CPU[0] / per * 1e3:.1f} ms]"
+    compiled = (f", {len(LAST_COMPILED)} numba compilations ("
+                + ", ".join(sorted(set(LAST_COMPILED))) + ")" if LAST_COMPILED
+                else ", 0 numba compilations")
+    return f"[CPU {LAST_CPU[0] / per * 1e3:.1f} ms{compiled}]"
 
 
 def blobs(n, seed=0):
@@ -113,20 +142,54 @@ def embedding(n, d, k=80, seed=0):
     return X.astype(np.float32), y
 
 
-def section_embedding(n, d, iterations):
+def section_embedding(n, d, iterations, bgm_max_iter=100):
     X, y = embedding(n, d)
     print(f"\n== embedding-like {n:,} x {d} float32, 80 Zipf-sized clusters ({load()})")
+    # compile outside the timing: the same dtype, likelihood and options on fewer rows
+    # (enough for the parallel twins of every row pass)
+    subcluster_fit(embedding(20_000, d, seed=1)[0], 3, likelihood="diagonal")
     model, seconds = subcluster_fit(X, iterations, likelihood="diagonal")
     print(f"subcluster (diagonal): {seconds:.1f} s total {cpu_note()} "
           f"({iterations} iterations, "
           f"{seconds / iterations:.2f} s/iteration), K={model.n_clusters_}, "
           f"NMI {normalized_mutual_info_score(y, model.labels_):.4f}   ({load()})")
+    # the same likelihood family: a Gaussian with a diagonal covariance per cluster
     bgm, b_seconds = timed(lambda: BayesianGaussianMixture(
-        n_components=100, covariance_type="diag", random_state=0), X)
-    print(f"BayesianGaussianMixture(n_components=100, diag): {b_seconds:.1f} s {cpu_note()} "
-          f"({bgm.n_iter_} iterations), NMI "
-          f"{normalized_mutual_info_score(y, bgm.predict(X)):.4f}   ({load()})")
+        n_components=100, covariance_type="diag", max_iter=bgm_max_iter, random_state=0), X)
+    state = "converged" if bgm.converged_ else "NOT converged: stopped at max_iter"
+    print(f"BayesianGaussianMixture(n_components=100, covariance_type='diag', "
+          f"max_iter={bgm_max_iter}): {b_seconds:.1f} s {cpu_note()} "
+          f"({bgm.n_iter_} EM iterations, {b_seconds / bgm.n_iter_:.2f} s/iteration, {state}),"
+          f" NMI {normalized_mutual_info_score(y, bgm.predict(X)):.4f}   ({load()})")
     print(f"ratio: BGM time / subcluster time = {b_seconds / seconds:.2f}")
+
+
+def section_scoring(n, iterations, repeats=3):
+    """The label pass's scoring, one fit against the other alternately on the same data:
+    the likelihood's BLAS block kernel (``log_density_block``) and the generic row by row
+    fallback (``log_density_rows`` per cluster, the scoring before the block kernels)."""
+    from sklearn_trellis.models import NormalInverseWishart
+    from sklearn_trellis.models.likelihood import UncollapsedKernels
+    X, _ = blobs(n)
+    block = NormalInverseWishart.uncollapsed_kernels
+    kinds = {"block": block, "rows": UncollapsedKernels(*block[:4])}
+    print(f"\n== scoring of the label pass, blobs {n:,} x 10 ({load()})")
+    figures = {name: [] for name in kinds}
+    try:
+        for name, kernels in kinds.items():   # compile both outside the timings
+            NormalInverseWishart.uncollapsed_kernels = kernels
+            subcluster_fit(X, 3)
+        for _ in range(repeats):
+            for name, kernels in kinds.items():
+                NormalInverseWishart.uncollapsed_kernels = kernels
+                _, seconds = subcluster_fit(X, iterations)
+                figures[name].append(seconds / iterations)
+    finally:
+        NormalInverseWishart.uncollapsed_kernels = block
+    for name, times in figures.items():
+        print(f"{name:5s} scoring: ms/iteration " + " ".join(f"{t * 1e3:.1f}" for t in times))
+    print(f"ratio rows / block (medians): "
+          f"{np.median(figures['rows']) / np.median(figures['block']):.2f}   ({load()})")
 
 
 def _dask_blobs_block(rows, d, k, seed, block_id=None):
@@ -218,6 +281,12 @@ def main():
     parser.add_argument("--skip-large", action="store_true", help="skip the large blobs")
     parser.add_argument("--bgm-max-iter", type=int, default=100,
                         help="EM iterations of BayesianGaussianMixture on the large blobs")
+    parser.add_argument("--bgm-embedding-max-iter", type=int, default=100,
+                        help="EM iterations of BayesianGaussianMixture on the embedding set "
+                        "(its per-iteration time is printed; 100 is scikit-learn's default)")
+    parser.add_argument("--scoring", action="store_true",
+                        help="add the label pass's block scoring against the row by row "
+                        "fallback on the 10^4 blobs (alternating fits)")
     parser.add_argument("--dask", action="store_true",
                         help="add the Dask section (LocalCluster of 2 worker processes)")
     parser.add_argument("--dask-only", action="store_true", help="run the Dask section only")
@@ -243,7 +312,9 @@ def main():
                       bgm_max_iter=args.bgm_max_iter)
     if not args.skip_embedding:
         n, d = (20_000, 64) if args.quick else (100_000, 128)
-        section_embedding(n, d, args.iterations or 100)
+        section_embedding(n, d, args.iterations or 100, args.bgm_embedding_max_iter)
+    if args.scoring:
+        section_scoring(10_000, args.iterations or 200)
     if args.dask:
         section_dask(args.dask_rows, args.dask_iterations)
 

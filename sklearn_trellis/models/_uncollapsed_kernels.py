@@ -3,7 +3,7 @@
 The sub-cluster sampler (:mod:`sklearn_trellis.engines.gibbs.subcluster`) keeps, per
 cluster, additive sufficient statistics (``suff`` rows: sums over the cluster's rows, so
 the statistics of row blocks, threads or Dask shards add), draws the cluster parameters
-``theta`` from their conjugate posterior and scores rows by ``log f(x | theta)``. Four
+``theta`` from their conjugate posterior and scores rows by ``log f(x | theta)``. Five
 functions per likelihood (see :class:`sklearn_trellis.models.likelihood.UncollapsedKernels`):
 
 ``suff_add_rows(params, data, rows, suff, c)``
@@ -18,6 +18,11 @@ functions per likelihood (see :class:`sklearn_trellis.models.likelihood.Uncollap
 ``log_density_rows(params, theta, c, data, rows, out)``
     ``out[t] = log f(data[rows[t]] | theta[c])`` up to a function of the row alone (the
     multinomial coefficient of count data is left out).
+``log_density_block(params, theta, n_clusters, data, rows, out)``
+    ``out[c, t] = log f(data[rows[t]] | theta[c])`` for every ``c < n_clusters``: a block
+    of rows against all clusters at once, the label pass's hot loop. The Gaussians write
+    it as one matrix product through BLAS (:data:`DENSITY_BLOCK`); a likelihood without
+    one gets :func:`log_density_block_by_rows` (its ``log_density_rows`` per cluster).
 
 Layouts (``d`` features; sums are of ``y = x - m0``, the prior mean, which keeps the sums
 of squares free of cancellation):
@@ -34,6 +39,7 @@ import math
 import numpy as np
 from numba import njit
 
+from .._core.specialise import template
 from ._conjugate_kernels import _bb_cache, _ng_c_pred, _niw_c_pred
 
 _LOG_2PI = math.log(2.0 * math.pi)
@@ -202,6 +208,62 @@ def niw_log_density_rows(params, theta, c, data, rows, out):
         out[t] = const - 0.5 * q
 
 
+#: Rows per matrix product of the block kernels. Every product has exactly this many
+#: columns (the last rows padded with zeros): a row's log density is then computed by the
+#: same BLAS code path wherever it falls, bit for bit whatever rows are scored with it
+#: (the chain does not depend on blocks, shards or threads).
+DENSITY_BLOCK = 256
+
+
+@njit(cache=True)
+def _centred_columns(params, data, rows, start, size, out):
+    """``out[k, t] = x_k - m0_k`` for the rows ``rows[start:start + size]`` (float64 whatever
+    the data's dtype: no copy of the data); the columns past ``size`` are zeroed (padding)."""
+    d = int(params[0])
+    for t in range(size):
+        i = rows[start + t]
+        for k in range(d):
+            out[k, t] = data[i, k] - params[3 + k]
+    for k in range(d):
+        for t in range(size, out.shape[1]):
+            out[k, t] = 0.0
+
+
+@njit(cache=True)
+def niw_log_density_block(params, theta, n_clusters, data, rows, out):
+    """``|R_c^T (y - nu_c)|^2 = |R_c^T y - R_c^T nu_c|^2`` (``y = x - m0``, ``nu_c = mu_c
+    - m0``): the factors of all clusters stacked, one product ``(K d, d) x (d, rows)``; the
+    shift ``R_c^T nu_c`` is subtracted before squaring (no cancellation of large squares)."""
+    d = int(params[0])
+    m = rows.size
+    stacked = np.empty((n_clusters * d, d))
+    shift = np.empty(n_clusters * d)
+    for c in range(n_clusters):
+        for i in range(d):
+            s = 0.0
+            for k in range(d):
+                r = theta[c, d + i * d + k]
+                stacked[c * d + i, k] = r
+                s += r * (theta[c, k] - params[3 + k])
+            shift[c * d + i] = s
+    y = np.empty((d, DENSITY_BLOCK))
+    q = np.empty(DENSITY_BLOCK)
+    for start in range(0, m, DENSITY_BLOCK):
+        size = min(m, start + DENSITY_BLOCK) - start
+        _centred_columns(params, data, rows, start, size, y)
+        z = np.dot(stacked, y)
+        for c in range(n_clusters):
+            q[:] = 0.0
+            for i in range(c * d, c * d + d):
+                b = shift[i]
+                for t in range(size):
+                    v = z[i, t] - b
+                    q[t] += v * v
+            const = theta[c, d + d * d]
+            for t in range(size):
+                out[c, t + start] = const - 0.5 * q[t]
+
+
 # ---------------------------------------------------------------- Normal-Gamma (diagonal)
 @njit(cache=True)
 def ng_suff_add_rows(params, data, rows, suff, c):
@@ -262,6 +324,36 @@ def ng_log_density_rows(params, theta, c, data, rows, out):
                 q[t] += tau * delta * delta
         for t in range(size):
             out[start + t] = const - 0.5 * q[t]
+
+
+@njit(cache=True)
+def ng_log_density_block(params, theta, n_clusters, data, rows, out):
+    """``-1/2 sum_k tau_k (y_k - nu_k)^2 = [y^2, y] . [-tau / 2, tau nu] - 1/2 sum_k tau_k
+    nu_k^2`` (``y = x - m0``, ``nu = mu - m0``): one product ``(K, 2d) x (2d, rows)``."""
+    d = int(params[0])
+    m = rows.size
+    weights = np.empty((n_clusters, 2 * d))
+    const = np.empty(n_clusters)
+    for c in range(n_clusters):
+        s = theta[c, 2 * d]
+        for k in range(d):
+            tau = theta[c, d + k]
+            nu = theta[c, k] - params[3 + k]
+            weights[c, k] = -0.5 * tau
+            weights[c, d + k] = tau * nu
+            s -= 0.5 * tau * nu * nu
+        const[c] = s
+    features = np.empty((2 * d, DENSITY_BLOCK))
+    for start in range(0, m, DENSITY_BLOCK):
+        size = min(m, start + DENSITY_BLOCK) - start
+        _centred_columns(params, data, rows, start, size, features[d:])
+        for k in range(d):
+            for t in range(DENSITY_BLOCK):
+                features[k, t] = features[d + k, t] * features[d + k, t]
+        product = np.dot(weights, features)
+        for c in range(n_clusters):
+            for t in range(size):
+                out[c, t + start] = const[c] + product[c, t]
 
 
 # ---------------------------------------------------------------- Beta-Bernoulli
@@ -362,3 +454,11 @@ def dm_log_density_rows(params, theta, c, data, rows, out):
             if data[i, k] != 0:
                 value += data[i, k] * theta[c, k]
         out[t] = value
+
+
+# ---------------------------------------------------------------- any likelihood
+@template
+def log_density_block_by_rows(params, theta, n_clusters, data, rows, out):
+    """The generic block kernel: ``lik_log_density_rows`` once per cluster."""
+    for c in range(n_clusters):
+        lik_log_density_rows(params, theta, c, data, rows, out[c])

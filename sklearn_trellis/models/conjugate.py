@@ -40,7 +40,8 @@ def _check_gaussian_scale(X, name):
     if X.shape[0] == 0:
         return
     with np.errstate(over="ignore", under="ignore"):
-        spread = float(np.max(X.max(axis=0) - X.min(axis=0)))
+        # in float64: the spread of float32 features may overflow float32
+        spread = float(np.max(X.max(axis=0).astype(np.float64) - X.min(axis=0)))
         if spread == 0:   # identical rows: the variance floor follows their magnitude
             spread = float(np.max(np.abs(X)))
     too_large = not (spread == 0 or 2 * np.log(spread) + np.log(X.shape[0]) < np.log(1e306))
@@ -100,6 +101,28 @@ def _rate_factor(shape):
 VARIANCE_FLOOR = 1e-8
 
 
+#: Rows per chunk of the float64 variance of float32 data (no float64 copy of the rows).
+MOMENT_CHUNK_ROWS = 1 << 16
+
+
+def _column_mean(X):
+    """Per-feature means in float64 (float32 rows are summed in float64 without a copy)."""
+    return X.mean(axis=0, dtype=np.float64)
+
+
+def _column_variance(X):
+    """Per-feature variances in float64; float32 rows are centred in float64 chunks of
+    :data:`MOMENT_CHUNK_ROWS` rows (numpy's ``var`` would make a float64 copy of them)."""
+    if X.dtype == np.float64:
+        return X.var(axis=0)
+    mean = _column_mean(X)
+    total = np.zeros(X.shape[1])
+    for start in range(0, X.shape[0], MOMENT_CHUNK_ROWS):
+        block = X[start:start + MOMENT_CHUNK_ROWS] - mean
+        total += np.einsum("ij,ij->j", block, block)
+    return total / X.shape[0]
+
+
 def _empirical_variance(X):
     """Per-feature variances of the default priors, each floored in its own units.
 
@@ -107,12 +130,14 @@ def _empirical_variance(X):
     signal: the variance is floored at ``(1e-8 max_i |x_ij|)**2`` (a constant
     feature gets that floor, an all-zero one 1). The floor of a feature depends on
     that feature alone, so rescaling one feature rescales its prior only and the
-    Gaussian models stay invariant to per-feature units. One row: all 1.
+    Gaussian models stay invariant to per-feature units. One row: all 1. float64
+    whatever the dtype of ``X``.
     """
     if X.shape[0] < 2:
         return np.ones(X.shape[1])
-    var = X.var(axis=0)
-    floor = (VARIANCE_FLOOR * np.max(np.abs(X), axis=0)) ** 2
+    var = _column_variance(X)
+    largest = np.maximum(np.abs(X.max(axis=0)), np.abs(X.min(axis=0)))  # no |X| copy
+    floor = (VARIANCE_FLOOR * largest.astype(np.float64)) ** 2
     return np.where(floor > 0, np.maximum(var, floor), 1.0)
 
 
@@ -285,7 +310,8 @@ class NormalInverseWishart(_GridHyperpriorMixin, _FittedMixin):
     kernels = GibbsKernels(k.niw_reset, no_prepare, k.niw_add, k.niw_remove,
                            k.niw_log_predictive, k.niw_log_cluster, zero_global, k.niw_refresh)
     uncollapsed_kernels = UncollapsedKernels(u.niw_suff_add_rows, u.niw_suff_to_stats,
-                                             u.niw_draw_theta, u.niw_log_density_rows)
+                                             u.niw_draw_theta, u.niw_log_density_rows,
+                                             u.niw_log_density_block)
 
     #: Multipliers ``t`` of the scale-matrix grid (``Psi_0 = t diag(var(X))``,
     #: 1/6 of a decade apart) used by ``hyperprior='grid'``.
@@ -302,7 +328,7 @@ class NormalInverseWishart(_GridHyperpriorMixin, _FittedMixin):
         self.hyperprior = hyperprior
 
     def fit(self, X, y=None):
-        X = self._validate_rows(X)
+        X = self._validate_rows(X, keep_float32=True)   # float32: moments without a copy
         _check_gaussian_scale(X, type(self).__name__)
         d = X.shape[1]
         check_scalar_param(self.kappa, "kappa", low=0.0, include_low=False)
@@ -312,7 +338,7 @@ class NormalInverseWishart(_GridHyperpriorMixin, _FittedMixin):
             raise ValueError(f"dof must be > n_features - 1 = {d - 1}, got {dof}.")
         self.dof_ = dof
         self.mean_prior_ = _vector(self.mean_prior, "mean_prior", d,
-                                   X.mean(axis=0) if X.shape[0] else np.zeros(d))
+                                   _column_mean(X) if X.shape[0] else np.zeros(d))
         cov = 0.1 if self.covariance_prior is None else self.covariance_prior
         if isinstance(cov, numbers.Real) and not isinstance(cov, bool):
             check_scalar_param(cov, "covariance_prior", low=0.0, include_low=False)
@@ -518,7 +544,8 @@ class NormalGamma(_GridHyperpriorMixin, _FittedMixin):
     kernels = GibbsKernels(k.ng_reset, no_prepare, k.ng_add, k.ng_remove,
                            k.ng_log_predictive, k.ng_log_cluster, zero_global, k.ng_refresh)
     uncollapsed_kernels = UncollapsedKernels(u.ng_suff_add_rows, u.ng_suff_to_stats,
-                                             u.ng_draw_theta, u.ng_log_density_rows)
+                                             u.ng_draw_theta, u.ng_log_density_rows,
+                                             u.ng_log_density_block)
 
     #: Shape grid of ``hyperprior='grid'``: ``(3 + c) / 2``.
     SHAPE_GRID = 0.5 * (3.0 + np.array([0.0, 0.5, 1.0, 2.0, 4.0, 8.0]))
@@ -532,7 +559,7 @@ class NormalGamma(_GridHyperpriorMixin, _FittedMixin):
         self.hyperprior = hyperprior
 
     def fit(self, X, y=None):
-        X = self._validate_rows(X)
+        X = self._validate_rows(X, keep_float32=True)   # float32: moments without a copy
         _check_gaussian_scale(X, type(self).__name__)
         d = X.shape[1]
         check_scalar_param(self.kappa, "kappa", low=0.0, include_low=False)
@@ -540,7 +567,7 @@ class NormalGamma(_GridHyperpriorMixin, _FittedMixin):
         check_option(self.hyperprior, "hyperprior", {"grid", "fixed"})
         self.shape_ = 2.0 if self.shape is None else float(self.shape)
         self.mean_prior_ = _vector(self.mean_prior, "mean_prior", d,
-                                   X.mean(axis=0) if X.shape[0] else np.zeros(d))
+                                   _column_mean(X) if X.shape[0] else np.zeros(d))
         variance = _empirical_variance(X)
         vp = 0.1 if self.variance_prior is None else self.variance_prior
         if isinstance(vp, numbers.Real) and not isinstance(vp, bool):

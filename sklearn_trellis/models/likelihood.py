@@ -12,7 +12,8 @@ import numpy as np
 from numba import njit
 from sklearn.base import BaseEstimator
 
-from . import _likelihood_kernels
+from .._core.specialise import specialise
+from . import _likelihood_kernels, _uncollapsed_kernels
 
 #: The eight numba functions a cluster likelihood hands to the engine (see
 #: :mod:`sklearn_trellis.engines.gibbs` for their signatures and contracts).
@@ -21,11 +22,14 @@ GibbsKernels = namedtuple("GibbsKernels", [
     "log_global", "refresh"])
 
 
-#: The four numba functions of a likelihood's *uncollapsed* form, for samplers that draw the
+#: The numba functions of a likelihood's *uncollapsed* form, for samplers that draw the
 #: cluster parameters (:mod:`sklearn_trellis.engines.gibbs.subcluster`); contracts in
-#: :mod:`sklearn_trellis.models._uncollapsed_kernels`.
+#: :mod:`sklearn_trellis.models._uncollapsed_kernels`. ``log_density_block`` (a block of
+#: rows against every cluster) is optional: without it the rows are scored cluster by
+#: cluster through ``log_density_rows``.
 UncollapsedKernels = namedtuple("UncollapsedKernels", [
-    "suff_add_rows", "suff_to_stats", "draw_theta", "log_density_rows"])
+    "suff_add_rows", "suff_to_stats", "draw_theta", "log_density_rows", "log_density_block"],
+    defaults=(None,))
 
 
 def protocol_bindings(kernels):
@@ -44,6 +48,11 @@ def uncollapsed_bindings(likelihood):
     bindings = protocol_bindings(likelihood.kernels)
     bindings.update({"lik_" + name: function for name, function
                      in zip(UncollapsedKernels._fields, likelihood.uncollapsed_kernels)})
+    if bindings["lik_log_density_block"] is None:
+        bindings["lik_log_density_block"] = specialise(
+            vars(_uncollapsed_kernels),
+            {"lik_log_density_rows": bindings["lik_log_density_rows"]}
+        ).log_density_block_by_rows
     return bindings
 
 

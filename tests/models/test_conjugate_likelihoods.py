@@ -197,3 +197,23 @@ def test_normal_gamma_is_one_dimensional_niw():
     for m in (1, 4, 9):
         assert ng.log_marginal(X[:m]) == pytest.approx(niw.log_marginal(X[:m]), abs=1e-10)
 
+
+
+@pytest.mark.parametrize("likelihood", [NormalGamma, NormalInverseWishart])
+def test_gaussian_priors_from_float32_rows_without_a_float64_copy(likelihood):
+    """float32 rows give the data-dependent priors of their float64 values (moments summed
+    in float64, to float64 rounding), and fit allocates far less than a float64 copy."""
+    import tracemalloc
+    rng = np.random.default_rng(0)
+    X = (rng.normal(size=(300_000, 16)) * rng.uniform(0.5, 4, 16) + 1e3).astype(np.float32)
+    tracemalloc.start()
+    try:
+        lik = likelihood().fit(X)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < X.nbytes    # a float64 copy alone is 2 * X.nbytes
+    reference = likelihood().fit(X.astype(np.float64))
+    np.testing.assert_allclose(lik.mean_prior_, reference.mean_prior_, rtol=1e-12)
+    np.testing.assert_allclose(lik.kernel_params(), reference.kernel_params(), rtol=1e-9)
+    assert lik.mean_prior_.dtype == np.float64

@@ -1,7 +1,8 @@
 """Numba kernels of the sub-cluster sampler (templates over a likelihood's kernels).
 
 The templates call a likelihood's uncollapsed kernels (``lik_suff_add_rows``,
-``lik_suff_to_stats``, ``lik_draw_theta``, ``lik_log_density_rows``) and its collapsed
+``lik_suff_to_stats``, ``lik_draw_theta``, ``lik_log_density_block``: a block of rows
+against every cluster) and its collapsed
 ``lik_log_cluster``; :func:`specialise` compiles them for one likelihood
 (:mod:`sklearn_trellis._core.specialise`).
 
@@ -85,8 +86,7 @@ def propose_labels(params, theta, log_pi, n_clusters, data, labels, pinned, key,
         for chunk in range(start, stop, SCORE_ROWS):
             size = min(stop, chunk + SCORE_ROWS) - chunk
             chunk_rows = rows[chunk - start:chunk - start + size]
-            for c in range(n_clusters):
-                lik_log_density_rows(params, theta, c, data, chunk_rows, logp[c])
+            lik_log_density_block(params, theta, n_clusters, data, chunk_rows, logp)
             for t in range(size):
                 i = chunk + t
                 if pinned[i]:
@@ -165,13 +165,11 @@ def two_way_pass(params, theta, log_pi, data, members, target, counted, key, sid
         start = ch * BLOCK_ROWS
         stop = min(m, start + BLOCK_ROWS)
         rows = members[start:stop]
-        lp0 = np.empty(stop - start)
-        lp1 = np.empty(stop - start)
-        lik_log_density_rows(params, theta, 0, data, rows, lp0)
-        lik_log_density_rows(params, theta, 1, data, rows, lp1)
+        lp = np.empty((2, stop - start))
+        lik_log_density_block(params, theta, 2, data, rows, lp)
         for t in range(stop - start):
-            a = lp0[t] + log_pi[0]
-            b = lp1[t] + log_pi[1]
+            a = lp[0, t] + log_pi[0]
+            b = lp[1, t] + log_pi[1]
             largest = max(a, b)
             if largest == -np.inf:
                 a = 0.0

@@ -72,6 +72,61 @@ def test_sufficient_statistics_give_the_marginal_likelihood(name):
     assert value == pytest.approx(lik.log_marginal(X), rel=1e-10, abs=1e-10)
 
 
+BLOCK_CASES = {  # the Gaussians' BLAS kernels (NIW below and above its loop width), and
+    # the generic fallback (log_density_rows per cluster) of the others
+    "niw_d3": (NormalInverseWishart(kappa=0.3, hyperprior="fixed"),
+               lambda rng, n: rng.normal(size=(n, 3)) * 3 + 1),
+    "niw_d30": (NormalInverseWishart(kappa=0.3, hyperprior="fixed"),
+                lambda rng, n: rng.normal(size=(n, 30)) @ rng.normal(size=(30, 30)) + 5),
+    "normal_gamma": (NormalGamma(hyperprior="fixed"),
+                     lambda rng, n: rng.normal(size=(n, 40)) * rng.uniform(0.1, 3, 40) - 2),
+    "bernoulli": LIKELIHOOD_DATA["bernoulli"][:1] + (
+        lambda rng, n: (rng.random((n, 4)) < 0.3).astype(float),),
+    "multinomial": LIKELIHOOD_DATA["multinomial"][:1] + (
+        lambda rng, n: rng.poisson(2.0, (n, 3)).astype(float),),
+}
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("name", sorted(BLOCK_CASES))
+def test_block_log_density_equals_the_row_kernel(name, dtype):
+    """``log_density_block`` (all clusters at once) equals ``log_density_rows`` cluster by
+    cluster to 1e-12 of the largest value, on float64 and float32 rows (read as they are),
+    and a row's value does not depend on the rows scored with it (bit for bit)."""
+    from sklearn_trellis.models.likelihood import uncollapsed_bindings
+    lik, make = BLOCK_CASES[name]
+    rng = np.random.default_rng(7)
+    X = make(rng, 700).astype(dtype)
+    lik.fit(X)
+    data = lik.check_sampler_data(X)
+    assert data.dtype == dtype
+    params = lik.kernel_params()
+    fns = lik.uncollapsed_kernels
+    block = uncollapsed_bindings(lik)["lik_log_density_block"]
+    n_clusters = 6
+    suff = np.zeros((n_clusters, lik.n_suff))
+    stats = np.zeros((n_clusters, lik.n_stats))
+    theta = np.zeros((n_clusters + 1, lik.n_theta))   # a spare row: only K rows are read
+    numba.njit(lambda: np.random.seed(11))()
+    for c in range(n_clusters):
+        fns.suff_add_rows(params, data, np.arange(60 * c, 60 * c + 50), suff, c)
+        fns.suff_to_stats(params, suff, stats, c)
+        fns.draw_theta(params, stats, c, theta)
+    theta[n_clusters] = np.nan
+    rows = rng.permutation(700)[:600].astype(np.int64)
+    expected = np.empty((n_clusters, rows.size))
+    for c in range(n_clusters):
+        fns.log_density_rows(params, theta, c, data, rows, expected[c])
+    out = np.empty((n_clusters, rows.size))
+    block(params, theta, n_clusters, data, rows, out)
+    np.testing.assert_allclose(out, expected, rtol=0, atol=1e-12 * np.abs(expected).max())
+    assert np.isfinite(out).all()
+    for start, stop in ((0, 1), (100, 137), (250, 600)):
+        part = np.empty((n_clusters, stop - start))
+        block(params, theta, n_clusters, data, rows[start:stop], part)
+        np.testing.assert_array_equal(part, out[:, start:stop])
+
+
 def _posterior_draws(lik, X, n_draws):
     params = lik.kernel_params()
     fns = lik.uncollapsed_kernels

@@ -74,9 +74,12 @@ def test_block_tree_total_does_not_depend_on_the_shards():
     assert aligned_bounds([3, 3, 3], 4) == [0, 4, 8, 9]
 
 
-def test_same_chain_on_any_number_of_local_shards():
+@pytest.mark.parametrize("likelihood", [NormalInverseWishart, NormalGamma])
+def test_same_chain_on_any_number_of_local_shards(likelihood):
+    """Shards of 16-row blocks start the block kernels' row tiles at other rows: the same
+    chain bit for bit."""
     X = blobs(dtype=np.float32)
-    lik = NormalInverseWishart().fit(X)
+    lik = likelihood().fit(X)
     data = lik.check_sampler_data(X)
     runs = [chain(lik, LocalExecutor(lik, data, n_shards=s, block_rows=16)) for s in (1, 3, 7)]
     for other in runs[1:]:
