@@ -132,3 +132,39 @@ def test_score_on_low_dimensional_points_leaves_out_the_data_terms():
     model = FastTIWD(metric="sqeuclidean", dof=30.0, n_sweeps=6, random_state=0).fit(X[:15])
     with pytest.warns(UserWarning, match="rank 3 < 14"):
         assert np.isfinite(model.score(X[15:]))
+
+
+def _contrast(n):
+    """``(n - 1, n)`` orthonormal rows orthogonal to ``1``."""
+    q, _ = np.linalg.qr(np.column_stack([np.ones(n), np.eye(n)[:, :n - 1]]))
+    return q[:, 1:].T
+
+
+def test_score_on_distances_equals_the_translation_invariant_predictive():
+    """Distances: the score is log p(D_big) - log p(D) of the translation-invariant model,
+    every term included (the density of L S L^T for an orthonormal contrast L), by
+    enumeration with dense matrices. The posterior is concentrated, so the Gibbs samples
+    average to the predictive."""
+    from oracles import translation_invariant_wishart_log_likelihood
+    from sklearn.metrics import pairwise_distances
+
+    rng = np.random.default_rng(2)
+    scale, theta, dof, alpha = 0.5, 30.0, 12.0, 0.8
+    labels = np.array([0, 0, 0, 1, 1, 0])
+    Y = rng.multivariate_normal(np.zeros(6), _sigma(labels, scale, theta), size=12).T
+    D_big = pairwise_distances(Y, metric="sqeuclidean")
+    model = FastTIWD(scale=scale, theta=theta, dof=dof, alpha=alpha, n_sweeps=40,
+                     random_state=0).fit(D_big[:5, :5])
+    assert model.method_ == "gibbs"
+
+    def log_evidence(D):
+        n = D.shape[0]
+        contrast = _contrast(n)
+        data_terms = data_log_density_terms(contrast @ (-0.5 * D) @ contrast.T, dof=dof)[0]
+        return data_terms + logsumexp(
+            [log_eppf(np.bincount(p), alpha)
+             + translation_invariant_wishart_log_likelihood(D, p, theta, dof=dof, scale=scale)
+             for p in set_partitions(n)])
+
+    expected = log_evidence(D_big) - log_evidence(D_big[:5, :5])
+    assert model.score(D_big[5:, :5]) == pytest.approx(expected, abs=2e-3)
