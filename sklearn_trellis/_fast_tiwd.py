@@ -22,7 +22,8 @@ from .engines.gibbs import sampler as gibbs
 from .models.priors import make_prior
 from .models.wishart import (ClusterSums, WishartBlockModel, block_cross_sums, block_scale_means,
                              block_statistics,
-                             data_log_density_terms, estimate_dof, new_item_data_terms,
+                             data_log_density_terms, estimate_dof,
+                             estimate_dof_from_distances, new_item_data_terms,
                              new_item_log_likelihoods, scale_summary)
 from .models.wishart_likelihood import WishartBlockLikelihood
 from .preprocessing.distance_normalization import (NORMALIZATIONS, mean_squared_distance,
@@ -153,8 +154,11 @@ class FastTIWD(ClusterMixin, _BaseGibbs):
         Wishart degrees of freedom ``d`` (the dimension of the hidden vectors
         if known). It also acts as an inverse temperature: larger ``d`` makes
         the posterior sharper (an annealing schedule can be run with
-        ``warm_start``). ``'auto'``: the moment estimate of
-        :func:`~sklearn_trellis.models.wishart.estimate_dof` on ``S*``.
+        ``warm_start``). ``'auto'``: on distances, the moment estimate of
+        :func:`~sklearn_trellis.models.wishart.estimate_dof_from_distances`
+        (the spread of ``log D_ij``, about 0.93 d on the model's own data); with
+        ``normalization='none'``, that of
+        :func:`~sklearn_trellis.models.wishart.estimate_dof` on ``S = X X^T``.
     alpha : float, default=1.0
         Concentration of the partition prior: the Dirichlet rate ``xi`` (CRP
         concentration when ``n_blocks=None``); smaller values favour fewer blocks.
@@ -447,12 +451,15 @@ default='singletons'
             self.data_scale_ = _data_scale(dist)
             del dist
             self.cg_iterations_ = 0
+            self._dof_from_distances = None
             return S
         else:
             dist = pairwise_distances(X, metric="sqeuclidean")
             np.fill_diagonal(dist, 0.0)
             _check_squared_distance_range(dist, X)
         self.data_scale_ = _data_scale(dist)
+        self._dof_from_distances = (estimate_dof_from_distances(dist)
+                                    if isinstance(self.dof, str) else None)
         S, info = normalized_inner_products(dist, self.normalization, dtype=dtype)
         self.cg_iterations_ = int(info["cg_iterations"])
         self._projection_weights = info["weights"]
@@ -498,7 +505,9 @@ default='singletons'
         if not isinstance(self.dof, str):
             self.dof_ = float(self.dof)
         elif warm != "continue" or getattr(self, "_dof_is_estimate", False) is False:
-            self.dof_ = estimate_dof(S)  # S* is unchanged by a continued fit: estimate once
+            # S* is unchanged by a continued fit: estimate once
+            self.dof_ = (estimate_dof(S) if self._dof_from_distances is None
+                         else self._dof_from_distances)
         self._dof_is_estimate = isinstance(self.dof, str)
         fixed = (self.scale is not None and self.theta is not None
                  and not self._translation_invariant())

@@ -141,30 +141,36 @@ def _contrast(n):
 
 
 def test_score_on_distances_equals_the_translation_invariant_predictive():
-    """Distances: the score is log p(D_big) - log p(D) of the translation-invariant model,
-    every term included (the density of L S L^T for an orthonormal contrast L), by
-    enumeration with dense matrices. The posterior is concentrated, so the Gibbs samples
-    average to the predictive."""
-    from oracles import translation_invariant_wishart_log_likelihood
+    """Distances: the score is the sampled partitions' mean of p(D_big | B) / p(D | B) of the
+    translation-invariant model, every term included (the density of L S L^T for an
+    orthonormal contrast L, the prior's predictive weight), by dense brute force."""
+    from oracles import translation_invariant_wishart_log_likelihood as dense
     from sklearn.metrics import pairwise_distances
 
     rng = np.random.default_rng(2)
-    scale, theta, dof, alpha = 0.5, 30.0, 12.0, 0.8
-    labels = np.array([0, 0, 0, 1, 1, 0])
-    Y = rng.multivariate_normal(np.zeros(6), _sigma(labels, scale, theta), size=12).T
+    scale, theta, dof, alpha = 0.5, 3.0, 12.0, 0.8
+    labels = np.array([0, 0, 0, 1, 1, 0, 1])
+    Y = rng.multivariate_normal(np.zeros(7), _sigma(labels, scale, theta), size=12).T
     D_big = pairwise_distances(Y, metric="sqeuclidean")
+    n = 5
     model = FastTIWD(scale=scale, theta=theta, dof=dof, alpha=alpha, n_sweeps=40,
-                     random_state=0).fit(D_big[:5, :5])
+                     random_state=0).fit(D_big[:n, :n])
     assert model.method_ == "gibbs"
-
-    def log_evidence(D):
-        n = D.shape[0]
-        contrast = _contrast(n)
-        data_terms = data_log_density_terms(contrast @ (-0.5 * D) @ contrast.T, dof=dof)[0]
-        return data_terms + logsumexp(
-            [log_eppf(np.bincount(p), alpha)
-             + translation_invariant_wishart_log_likelihood(D, p, theta, dof=dof, scale=scale)
-             for p in set_partitions(n)])
-
-    expected = log_evidence(D_big) - log_evidence(D_big[:5, :5])
-    assert model.score(D_big[5:, :5]) == pytest.approx(expected, abs=2e-3)
+    small, big = _contrast(n), _contrast(n + 1)
+    expected = []
+    for item in (n, n + 1):
+        D = D_big[np.ix_(list(range(n)) + [item], list(range(n)) + [item])]
+        data_terms = (data_log_density_terms(big @ (-0.5 * D) @ big.T, dof=dof)[0]
+                      - data_log_density_terms(small @ (-0.5 * D[:n, :n]) @ small.T,
+                                               dof=dof)[0])
+        per_sample = []
+        for z in model.samples_[:25]:
+            z = np.unique(z, return_inverse=True)[1]
+            before = log_eppf(np.bincount(z), alpha) + dense(D[:n, :n], z, theta, dof=dof,
+                                                             scale=scale)
+            per_sample.append(logsumexp(
+                [log_eppf(np.bincount(np.append(z, c)), alpha)
+                 + dense(D, np.append(z, c), theta, dof=dof, scale=scale) - before
+                 for c in range(z.max() + 2)]))
+        expected.append(data_terms + logsumexp(per_sample) - np.log(len(per_sample)))
+    np.testing.assert_allclose(model.score_samples(D_big[n:, :n]), expected, rtol=1e-8)
