@@ -21,8 +21,8 @@ def _f(m, s, theta):
 # -- the Wishart block likelihood as a plug-in of the shared Gibbs engine ------------------
 # params = [theta, dof, exponent a, s0, 1/scale (0: scale integrated out), tr S,
 #           translation invariant (1.0) or not (0.0), n]
-# stats[c] = [n_c, Sbar_c, v_c]; v_c = sum_e M_ce w_e (translation-invariant mode only), with
-#           M_ce = 1_c^T S 1_e the cross-block sums and w_e = 1 / (1 + n_e theta)
+# stats[c] = [n_c, Sbar_c, v_c, w_c]; v_c = sum_e M_ce w_e and w_c = 1 / (1 + n_c theta)
+#           (translation-invariant mode only), M_ce = 1_c^T S 1_e the cross-block sums
 # shared = [sum_b f(n_b, Sbar_b), sum_b log(1 + n_b theta), log-likelihood of the current
 #           state, theta of the table, q = sum_bc w_b M_bc w_c, sigma = sum_b n_b w_b,
 #           log(1 + m theta) for m = 0..n]
@@ -97,6 +97,7 @@ def wishart_reset(params, stats, c):
     stats[c, 0] = 0.0
     stats[c, 1] = 0.0
     stats[c, 2] = 0.0
+    stats[c, 3] = 1.0
 
 
 @njit(cache=True)
@@ -128,10 +129,9 @@ def wishart_prepare(params, data, labels, stats, shared, work, i):
     if labels[i] >= 0:
         work[base + labels[i]] -= row[i]
     if _translation_invariant(params):
-        theta = params[0]
         rho = 0.0
         for c in range(capacity):
-            rho += work[base + c] / (1.0 + stats[c, 0] * theta)
+            rho += work[base + c] * stats[c, 3]
         work[_rho_index(params, capacity)] = rho
 
 
@@ -150,26 +150,28 @@ def _move(params, data, stats, shared, work, c, i, sign):
     stats[c, 0] = new_m
     stats[c, 1] = new_sbar
     if _translation_invariant(params):
-        # M_cb += sign r_b for b != c and w_c changes: update v_b, v_c, q and sigma, O(K)
-        w_old = 1.0 / (1.0 + m * theta)
+        # M_cb += sign r_b for b != c and w_c changes: update v_b, v_c, q and sigma, O(K);
+        # empty slots hold M = 0, v = 0 (and no r) and are skipped
+        w_old = stats[c, 3]
         w_new = 1.0 / (1.0 + new_m * theta)
         empty = new_m <= 0.0
         v_c = 0.0
         q = 0.0
         for b in range(capacity):
-            if b == c:
+            if b == c or stats[b, 0] == 0.0:
                 continue
             k = _cross_index(b, c)
             old = work[k]
-            r_b = work[base + b]
-            new = 0.0 if empty else old + sign * r_b
+            new = 0.0 if empty else old + sign * work[base + b]
             work[k] = new
-            w_b = 1.0 / (1.0 + stats[b, 0] * theta)
-            stats[b, 2] += new * w_new - old * w_old
+            w_b = stats[b, 3]
+            v_b = stats[b, 2] + new * w_new - old * w_old
+            stats[b, 2] = v_b
             v_c += new * w_b
-            q += w_b * stats[b, 2]
+            q += w_b * v_b
         v_c += new_sbar * w_new
         stats[c, 2] = 0.0 if empty else v_c
+        stats[c, 3] = w_new
         q += w_new * stats[c, 2]
         shared[4] = q
         shared[5] += new_m * w_new - m * w_old
@@ -202,8 +204,8 @@ def wishart_log_predictive(params, data, stats, shared, work, c, i):
     q = shared[4]
     sigma = shared[5]
     if _translation_invariant(params):
-        # q = w^T M w after the move, from its terms in w_c (developer notes, fastTIWD (f))
-        w = 1.0 / (1.0 + m * theta)
+        # q = w^T M w after the move, from its terms in w_c (developer notes, fastTIWD (f'))
+        w = stats[c, 3]
         w_new = 1.0 / (1.0 + (m + 1.0) * theta)
         v_c = stats[c, 2]
         rho = work[_rho_index(params, capacity)]
@@ -240,6 +242,7 @@ def wishart_refresh(params, data, labels, stats, shared, active, n_active):
         c = active[a]
         t_sum += _f(stats[c, 0], stats[c, 1], theta)
         l_sum += math.log1p(stats[c, 0] * theta)
+        stats[c, 3] = 1.0 / (1.0 + stats[c, 0] * theta)
     shared[0] = t_sum
     shared[1] = l_sum
     for m in range(shared.shape[0] - SHARED_HEADER):
@@ -253,17 +256,16 @@ def refresh_cross(params, stats, shared, work, active, n_active):
     """Recompute ``v``, ``q``, ``sigma`` and the log-likelihood from the cross-block sums, ``O(K^2)``."""
     if not _translation_invariant(params):
         return
-    theta = params[0]
     q = 0.0
     sigma = 0.0
     for a in range(n_active):
         b = active[a]
-        w_b = 1.0 / (1.0 + stats[b, 0] * theta)
+        w_b = stats[b, 3]
         v_b = stats[b, 1] * w_b
         for e in range(n_active):
             c = active[e]
             if c != b:
-                v_b += work[_cross_index(b, c)] / (1.0 + stats[c, 0] * theta)
+                v_b += work[_cross_index(b, c)] * stats[c, 3]
         stats[b, 2] = v_b
         q += w_b * v_b
         sigma += stats[b, 0] * w_b

@@ -66,7 +66,7 @@ class WishartBlockLikelihood(ClusterLikelihood):
         _tk.wishart_remove, _tk.wishart_log_predictive, _tk.wishart_log_cluster,
         _tk.wishart_log_global, _tk.wishart_refresh)
     factorizes = False
-    n_stats = 3
+    n_stats = 4
 
     @property
     def supports_split_merge(self):
