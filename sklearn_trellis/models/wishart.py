@@ -102,6 +102,15 @@ def translation_invariant_terms(sizes, cross, trace, theta):
         -log pdet Psi~ (scale = 1) = L_B(theta) + log(sigma / n)        = L~_B
 
     and ``scale`` has exponent ``(n - 1) d / 2``. ``theta`` may be an array.
+
+    Examples
+    --------
+    One block: the translation removes the block's own variance, so ``theta``
+    drops out and ``T~`` is the centred trace ``tr S - 1^T S 1 / n``.
+
+    >>> T, L = translation_invariant_terms([2], [[7.0]], 5.0, theta=np.array([0.5, 3.0]))
+    >>> np.allclose(T, 5.0 - 7.0 / 2), np.allclose(L, 0.0)
+    (True, True)
     """
     theta = np.asarray(theta, dtype=np.float64)
     sizes = np.asarray(sizes, dtype=np.float64)
