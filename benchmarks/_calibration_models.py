@@ -374,8 +374,8 @@ def _fast_tiwd_draws(n, n_draws, features, **params):
     """Pairwise marginals and held-out ``predict_proba`` (20 points) of FastTIWD on
     ``n_draws`` planted data sets of make_wishart_blocks: ``features`` fits the
     generator's zero-mean rows (``S = X X^T`` is exactly the Wishart block model,
-    ``normalization='none'``), otherwise its squared distances (the default
-    tree normalisation must choose a translation)."""
+    ``normalization='none'``), otherwise its squared distances (the exact
+    translation-invariant likelihood of the distances, the marginal of that model)."""
     pairs, held_out, dofs = [], [], []
     upper = np.triu_indices(n, 1)
     for seed in range(n_draws):
@@ -400,8 +400,8 @@ def _fast_tiwd_calibration_rows(quick):
     """FastTIWD on its own model's data (make_wishart_blocks, pooled over planted draws,
     +- the bootstrap standard error over draws): the zero-mean feature rows, whose inner
     products are exactly the Wishart block model, and the squared distances, where the
-    translation is lost and fastTIWD's tree normalisation picks one; each at the defaults
-    and at the generator's own hyperparameters (oracle)."""
+    translation is lost and the translation-invariant likelihood integrates it out; each
+    at the defaults and at the generator's own hyperparameters (oracle)."""
     n, n_draws = 60, (8 if quick else 30)
     rows = []
     cases = (("rows", True, {}, "defaults"),

@@ -20,8 +20,10 @@ from ._gibbs_base import _BaseGibbs, check_given_labels, predictive_picks
 from .engines.exact.trellis_for_model import trellis_for_model
 from .engines.gibbs import sampler as gibbs
 from .models.priors import make_prior
-from .models.wishart import (ClusterSums, WishartBlockModel, block_scale_means, block_statistics,
-                             data_log_density_terms, estimate_dof, new_item_data_terms,
+from .models.wishart import (ClusterSums, WishartBlockModel, block_cross_sums, block_scale_means,
+                             block_statistics,
+                             data_log_density_terms, estimate_dof,
+                             estimate_dof_from_distances, new_item_data_terms,
                              new_item_log_likelihoods, scale_summary)
 from .models.wishart_likelihood import WishartBlockLikelihood
 from .preprocessing.distance_normalization import (NORMALIZATIONS, mean_squared_distance,
@@ -36,10 +38,14 @@ MIN_SQUARED_DISTANCE = 1e-300
 
 
 def _theta_and_scale_mean(likelihood, state):
-    """``record`` of the chains: ``theta`` and ``E[scale]`` at each kept sample (``O(K)``)."""
+    """``record`` of the chains: ``theta`` and ``E[scale]`` at each kept sample (``O(K)``;
+    ``O(K^2)`` for the translation-invariant likelihood)."""
     theta = float(state.params[0])
     active = state.active[:state.meta[0]]
-    return theta, likelihood.scale_mean(state.stats[active, 0], state.stats[active, 1], theta)
+    cross = (likelihood.cross_sums(state.stats, state.work, active)
+             if likelihood.translation_invariant else None)
+    return theta, likelihood.scale_mean(state.stats[active, 0], state.stats[active, 1], theta,
+                                        cross)
 
 
 def _class_constraint(table, y):
@@ -112,11 +118,24 @@ class FastTIWD(ClusterMixin, _BaseGibbs):
     ``scale`` is integrated out under an inverse-gamma prior, ``theta`` is
     sampled on a grid after every sweep, and a collapsed Gibbs sampler (the
     shared engine of :mod:`sklearn_trellis.engines.gibbs`) resamples each object's
-    block from its exact conditional in ``O(n + K)`` (Adametz & Roth 2011).
+    block from its exact conditional (Adametz & Roth 2011).
 
-    With ``scale`` and ``theta`` both fixed the posterior factorises over
-    blocks; for ``n <= max_exact_size`` ``method='exact'`` then computes it
-    exactly with the cluster trellis (all ``Bell(n)`` partitions).
+    The likelihood of distances is the exact translation-invariant one of
+    TIWD (Vogt et al. 2010): that of ``L S L^T ~ W_d(L Sigma L^T)`` for a
+    contrast ``L``, which is the same for every ``S`` with distances ``D``
+    (:func:`~sklearn_trellis.models.wishart.translation_invariant_terms`), so
+    the normalisation only picks the representative the sampler and
+    :meth:`predict_proba` work on. It needs the ``K x K`` cross-block sums of
+    ``S*``, updated in ``O(K)`` when an object moves: a conditional still
+    costs ``O(n + K)``. (Adametz & Roth's likelihood treats ``S*`` itself as
+    Wishart; on distances it is overconfident.) With feature rows and
+    ``normalization='none'`` ``S = X X^T`` itself is Wishart (zero-mean rows).
+
+    With ``scale`` and ``theta`` both fixed and ``normalization='none'`` the
+    posterior factorises over blocks; for ``n <= max_exact_size``
+    ``method='exact'`` then computes it exactly with the cluster trellis (all
+    ``Bell(n)`` partitions). The translation-invariant likelihood of
+    distances does not factorise: distances are always sampled.
 
     Parameters
     ----------
@@ -136,7 +155,12 @@ class FastTIWD(ClusterMixin, _BaseGibbs):
         if known). It also acts as an inverse temperature: larger ``d`` makes
         the posterior sharper (an annealing schedule can be run with
         ``warm_start``). ``'auto'``: the moment estimate of
-        :func:`~sklearn_trellis.models.wishart.estimate_dof` on ``S*``.
+        :func:`~sklearn_trellis.models.wishart.estimate_dof` on ``S*`` and, on
+        distances, that of
+        :func:`~sklearn_trellis.models.wishart.estimate_dof_from_distances`
+        (the spread of ``log D_ij``); both err low (the blocks add spread), so
+        the larger is used (about 0.93 d on the model's own distances, where
+        the first alone gives about 0.78 d).
     alpha : float, default=1.0
         Concentration of the partition prior: the Dirichlet rate ``xi`` (CRP
         concentration when ``n_blocks=None``); smaller values favour fewer blocks.
@@ -174,7 +198,8 @@ default='singletons'
         ``'singletons'`` starts from uniform random labels among the ``n_blocks``.
     method : {'auto', 'gibbs', 'exact'}, default='auto'
         ``'exact'`` computes the posterior exactly with the cluster trellis (it
-        needs ``scale`` and ``theta`` fixed and ``n_samples <= max_exact_size``),
+        needs ``scale`` and ``theta`` fixed, ``normalization='none'`` and
+        ``n_samples <= max_exact_size``),
         ``'gibbs'`` samples it; ``'auto'`` is exact when those hold and the fit
         is not a warm start.
     max_exact_size : int, default=12
@@ -428,12 +453,15 @@ default='singletons'
             self.data_scale_ = _data_scale(dist)
             del dist
             self.cg_iterations_ = 0
+            self._dof_from_distances = None
             return S
         else:
             dist = pairwise_distances(X, metric="sqeuclidean")
             np.fill_diagonal(dist, 0.0)
             _check_squared_distance_range(dist, X)
         self.data_scale_ = _data_scale(dist)
+        self._dof_from_distances = (estimate_dof_from_distances(dist)
+                                    if isinstance(self.dof, str) else None)
         S, info = normalized_inner_products(dist, self.normalization, dtype=dtype)
         self.cg_iterations_ = int(info["cg_iterations"])
         self._projection_weights = info["weights"]
@@ -479,9 +507,12 @@ default='singletons'
         if not isinstance(self.dof, str):
             self.dof_ = float(self.dof)
         elif warm != "continue" or getattr(self, "_dof_is_estimate", False) is False:
-            self.dof_ = estimate_dof(S)  # S* is unchanged by a continued fit: estimate once
+            # S* is unchanged by a continued fit: estimate once
+            # both moment estimates err low (the blocks add spread): take the larger
+            self.dof_ = max(estimate_dof(S), self._dof_from_distances or 0.0)
         self._dof_is_estimate = isinstance(self.dof, str)
-        fixed = self.scale is not None and self.theta is not None
+        fixed = (self.scale is not None and self.theta is not None
+                 and not self._translation_invariant())
         if self._use_exact(n, fixed and not warm):
             self._fit_exact(S, known, rng)
         else:
@@ -495,6 +526,11 @@ default='singletons'
             raise ValueError("method='exact' needs scale and theta fixed (numbers): only "
                              "then does the posterior factorise over blocks.")
         self._check_exact_size(n)
+        if self._translation_invariant():
+            raise ValueError("method='exact' needs normalization='none' (feature rows, "
+                             "S = X X^T): the likelihood of distances is translation "
+                             "invariant and does not factorise over blocks; use "
+                             "method='gibbs'.")
         model = WishartBlockModel(dof=self.dof_, scale=self.scale, theta=self.theta,
                                   alpha=self.alpha, n_blocks=self.n_blocks).fit(S)
         self.model_ = model
@@ -520,6 +556,10 @@ default='singletons'
                                                     float(self.theta), dof=self.dof_,
                                                     r0=self.r0, s0=self._s0())
 
+    def _translation_invariant(self):
+        """Distances (every normalisation but 'none'): the translation-invariant likelihood."""
+        return self.normalization != "none"
+
     def _s0(self):
         """``s0`` in the data's units: relative to ``data_scale_`` (unit-free priors)."""
         return float(self.s0) * self.data_scale_
@@ -527,9 +567,10 @@ default='singletons'
     def _fit_gibbs(self, S, clamped, known, rng, warm):
         self._check_samples_memory(S.shape[0], len(self._chains.states) if warm
                                    else self.n_chains, warm)
-        likelihood = WishartBlockLikelihood(dof=self.dof_, r0=self.r0, s0=self._s0(),
-                                            scale=self.scale, theta=self.theta,
-                                            theta_grid=self.theta_grid).fit(S)
+        likelihood = WishartBlockLikelihood(
+            dof=self.dof_, r0=self.r0, s0=self._s0(), scale=self.scale, theta=self.theta,
+            theta_grid=self.theta_grid,
+            translation_invariant=self._translation_invariant()).fit(S)
         self.model_ = likelihood
         prior = make_prior(self.alpha, n_components=self.n_blocks)
         data = likelihood.kernel_data(S)
@@ -562,7 +603,9 @@ default='singletons'
         sizes, sbars = block_statistics(data, self.labels_)
         self.block_scale_means_ = block_scale_means(data, self.labels_, sizes, sbars, theta,
                                                     dof=self.dof_, r0=self.r0, s0=self._s0())
-        self.scale_posterior_ = likelihood.scale_summary(sizes, sbars, theta)
+        cross = (block_cross_sums(data, self.labels_, sizes.size)
+                 if self._translation_invariant() else None)
+        self.scale_posterior_ = likelihood.scale_summary(sizes, sbars, theta, cross)
 
     def log_posterior(self, labels, theta=None):
         """``log p(B, theta | S*)`` (up to the constant of ``log_joints_``) of any partition.
@@ -586,9 +629,9 @@ default='singletons'
         if theta is None:
             theta = self.theta if self.theta is not None else self.theta_samples_[
                 self._best_sample()]
-        likelihood = WishartBlockLikelihood(dof=self.dof_, r0=self.r0, s0=self._s0(),
-                                            scale=self.scale, theta=theta).fit(
-            self.inner_products_)
+        likelihood = WishartBlockLikelihood(
+            dof=self.dof_, r0=self.r0, s0=self._s0(), scale=self.scale, theta=theta,
+            translation_invariant=self._translation_invariant()).fit(self.inner_products_)
         prior = make_prior(self.alpha, n_components=self.n_blocks)
         data = likelihood.kernel_data(self.inner_products_)
         state = gibbs.new_state(likelihood, data, compact, prior.alpha)
@@ -631,10 +674,11 @@ default='singletons'
         for index in predictive_picks(self.samples_.shape[0]):
             z = np.unique(self.samples_[index], return_inverse=True)[1]
             sizes, sbars, row_sums = clusters.of_labels(z)
+            cross = clusters.cross_sums(z) if self._translation_invariant() else None
             theta = float(self.theta_samples_[index])
             log_lik = new_item_log_likelihoods(
                 sizes, sbars, row_sums, self_products, trace, n, theta, dof=self.dof_,
-                r0=self.r0, s0=self._s0(), scale=self.scale)
+                r0=self.r0, s0=self._s0(), scale=self.scale, cross=cross)
             log_prior = prior.log_predictive_weights(sizes) - np.log(n + prior.alpha)
             yield z, log_prior[None, :] + log_lik
 
@@ -728,7 +772,9 @@ default='singletons'
         rows, self_products = self._new_inner_products(X)
         S = self.inner_products_
         with _new_items_in_range():
-            data_terms, rank = new_item_data_terms(S, rows, self_products, dof=self.dof_)
+            data_terms, rank = new_item_data_terms(
+                S, rows, self_products, dof=self.dof_,
+                translation_invariant=self._translation_invariant())
         # a translation-normalised S* has one null direction by construction
         full_rank = S.shape[0] - (self.normalization != "none")
         if rank < full_rank:

@@ -972,3 +972,67 @@ def insertions(tree, item):
         out += [(t, right) for t in insertions(left, item)]
         out += [(left, t) for t in insertions(right, item)]
     return out
+
+
+def translation_invariant_wishart_log_likelihood(D, labels, theta, *, dof, scale=None, r0=0.01,
+                                                 s0=0.01):
+    """Dense brute force of the translation-invariant (TIWD) log-likelihood of distances ``D``.
+
+    ``Sigma = I + theta B`` (``scale`` fixed multiplies it), ``Psi~ = Psi - Psi 1 1^T Psi /
+    (1^T Psi 1)`` with explicit ``n x n`` matrices, its pseudo-determinant from the
+    eigenvalues, ``S = -D / 2`` (any ``S`` with distances ``D`` gives the same value).
+    ``scale=None`` integrates ``scale ~ Inv-Gamma(r0 d / 2, s0 d / 2)`` out numerically
+    (``scipy.integrate.quad`` over ``log scale``). Returns the log-likelihood up to the
+    Wishart terms of ``D`` alone.
+    """
+    from scipy.integrate import quad
+
+    D = np.asarray(D, dtype=np.float64)
+    n = D.shape[0]
+    labels = np.asarray(labels)
+    B = (labels[:, None] == labels[None, :]).astype(np.float64)
+    psi = np.linalg.inv(np.eye(n) + theta * B)
+    one = np.ones(n)
+    tilde = psi - np.outer(psi @ one, psi @ one) / (one @ psi @ one)
+    values = np.linalg.eigvalsh(tilde)
+    values = np.sort(values)[1:]              # the null direction 1
+    log_pdet = float(np.sum(np.log(values)))
+    trace = float(np.trace(tilde @ (-0.5 * D)))
+    d = float(dof)
+    if scale is not None:
+        return (0.5 * d * (log_pdet - (n - 1) * np.log(scale)) - 0.5 * d * trace / scale)
+    a0, b0 = 0.5 * r0 * d, 0.5 * s0 * d
+
+    def log_integrand(u):  # u = log scale; Inv-Gamma density times the Jacobian
+        return (a0 * np.log(b0) - gammaln(a0) - a0 * u - b0 * np.exp(-u)
+                + 0.5 * d * (log_pdet - (n - 1) * u) - 0.5 * d * trace * np.exp(-u))
+
+    grid = np.linspace(-30, 30, 6001)
+    peak = max(log_integrand(u) for u in grid)
+    centre = grid[np.argmax([log_integrand(u) for u in grid])]
+    value, _ = quad(lambda u: np.exp(log_integrand(u) - peak), centre - 20, centre + 20,
+                    points=[centre], limit=400, epsabs=0, epsrel=1e-12)
+    return float(peak + np.log(value))
+
+
+def translation_invariant_posterior_summaries(D, theta, dof, alpha, *, scale, known=None):
+    """:func:`flat_summaries` of the translation-invariant Wishart posterior (CRP prior,
+    ``scale`` and ``theta`` fixed) by enumerating every partition with the dense
+    :func:`translation_invariant_wishart_log_likelihood`; ``known`` as in
+    :func:`wishart_posterior_summaries`."""
+    n = D.shape[0]
+    partitions = set_partitions(n)
+    if known is not None:
+        classes = np.unique(known[known >= 0])
+        keep = [all(np.unique(p[known == c]).size == 1 for c in classes)
+                and len({p[known == c][0] for c in classes}) == len(classes)
+                for p in partitions]
+        partitions = partitions[np.array(keep)]
+    values = []
+    for p in partitions:
+        sizes = np.bincount(p)
+        log_prior = (sizes.size * np.log(alpha) + gammaln(alpha) + np.sum(gammaln(sizes))
+                     - gammaln(n + alpha))
+        values.append(log_prior + translation_invariant_wishart_log_likelihood(
+            D, p, theta, dof=dof, scale=scale))
+    return flat_summaries(partitions, np.array(values))

@@ -91,6 +91,9 @@ class ClusterLikelihood(BaseEstimator):
     #: them the likelihood also defines ``n_suff`` (length of an additive sufficient
     #: statistics row) and ``n_theta`` (length of a cluster parameter row).
     uncollapsed_kernels = None
+    #: False when the state lives partly outside ``stats``/``shared`` (split-merge proposals
+    #: restore only those two on rejection).
+    supports_split_merge = True
 
     def fit(self, X, y=None):
         raise NotImplementedError
@@ -118,9 +121,36 @@ class ClusterLikelihood(BaseEstimator):
         """Length of the per-item scratch vector for ``capacity`` cluster slots."""
         return 1
 
+    def grow_work(self, work, old_capacity, new_capacity):
+        """The scratch vector for ``new_capacity`` slots, keeping what ``work`` holds for the old ones.
+
+        The default copies ``work`` to the front of a zero vector; a likelihood
+        that keeps per-slot state in ``work`` in a capacity-dependent layout
+        overrides it.
+        """
+        grown = np.zeros(max(1, self.work_size(new_capacity)))
+        grown[:work.size] = work
+        return grown
+
+    def refresh_work(self, params, stats, shared, work, active, n_active):
+        """Recompute cached state that ``refresh`` cannot (it does not see ``work``); nothing by default.
+
+        Called by :func:`sklearn_trellis.engines.gibbs.sampler.set_params` after ``refresh``.
+        """
+        return
+
     def resample_params(self, params, stats, shared, counts, active, random_state):
         """Optional per-sweep hyperparameter update; return new params or ``None``."""
         return None
+
+    def resample_state_params(self, state, random_state):
+        """:meth:`resample_params` of a Gibbs state (the collapsed engine's call, once per sweep).
+
+        A likelihood whose update reads more of the state (fastTIWD: its
+        cross-block sums in ``work``) overrides this.
+        """
+        return self.resample_params(state.params, state.stats, state.shared, state.counts,
+                                    state.active[:state.meta[0]], random_state)
 
     @property
     def resamples_hyperparameters(self):

@@ -21,7 +21,8 @@ engine is :class:`~.wishart_likelihood.WishartBlockLikelihood`.
 """
 
 import numpy as np
-from scipy.special import gammaln, logsumexp, multigammaln
+from scipy.optimize import brentq
+from scipy.special import gammaln, logsumexp, multigammaln, polygamma
 
 from .._core.subsets import subset_pair_sums
 from .._core.validation import check_scalar_param
@@ -62,6 +63,63 @@ def wishart_terms(sizes, sbars, trace, theta):
     t_value = trace - np.sum(theta[..., None] * sbars / one_plus, axis=-1)
     l_value = np.sum(np.log(one_plus), axis=-1)
     return t_value, l_value
+
+
+def block_cross_sums(S, labels, n_clusters=None):
+    """The ``K x K`` cross-block sums ``M_bc = 1_b^T S 1_c`` of a labelling (``O(n^2 + n K)``).
+
+    Parameters
+    ----------
+    S : ndarray of shape (n, n)
+    labels : ndarray of shape (n,)
+        Labels ``0..K-1``.
+    n_clusters : int, default=None
+        ``K``; ``labels.max() + 1`` when None.
+
+    Returns
+    -------
+    cross : ndarray of shape (K, K)
+        Its diagonal is the ``sbars`` of :func:`block_statistics`.
+    """
+    labels = np.ascontiguousarray(labels, dtype=np.int64)
+    k = int(labels.max()) + 1 if n_clusters is None else int(n_clusters)
+    columns = _tk.label_column_sums(S, labels, k)
+    return np.stack([np.bincount(labels, weights=columns[b], minlength=k) for b in range(k)])
+
+
+def translation_invariant_terms(sizes, cross, trace, theta):
+    """``(T~_B(theta), L~_B(theta))`` of the translation-invariant likelihood (developer notes, fastTIWD (f)).
+
+    Distances determine ``S`` only up to ``S + 1 u^T + u 1^T``; their
+    likelihood (TIWD, Vogt et al. 2010) is that of ``L S L^T ~ W_d(L Sigma
+    L^T)`` for a contrast ``L`` (orthonormal rows orthogonal to ``1``), i.e. the
+    Wishart terms with ``Psi~ = Psi - Psi 1 1^T Psi / (1^T Psi 1)`` in place of
+    ``Psi = Sigma^-1``. For ``Sigma = scale (I + theta B)``, with ``w_b = 1 / (1
+    + n_b theta)`` (``scale Psi 1 = w`` blockwise), ``sigma = sum_b n_b w_b``
+    and ``q = sum_bc w_b M_bc w_c``::
+
+        scale tr(Psi~ S)     = T_B(theta) - q / sigma                   = T~_B
+        -log pdet Psi~ (scale = 1) = L_B(theta) + log(sigma / n)        = L~_B
+
+    and ``scale`` has exponent ``(n - 1) d / 2``. ``theta`` may be an array.
+
+    Examples
+    --------
+    One block: the translation removes the block's own variance, so ``theta``
+    drops out and ``T~`` is the centred trace ``tr S - 1^T S 1 / n``.
+
+    >>> T, L = translation_invariant_terms([2], [[7.0]], 5.0, theta=np.array([0.5, 3.0]))
+    >>> np.allclose(T, 5.0 - 7.0 / 2), np.allclose(L, 0.0)
+    (True, True)
+    """
+    theta = np.asarray(theta, dtype=np.float64)
+    sizes = np.asarray(sizes, dtype=np.float64)
+    cross = np.asarray(cross, dtype=np.float64)
+    t_value, l_value = wishart_terms(sizes, np.diag(cross), trace, theta)
+    w = 1.0 / (1.0 + np.multiply.outer(theta, sizes))
+    q = np.einsum("...b,bc,...c->...", w, cross, w)
+    sigma = np.sum(w * sizes, axis=-1)
+    return t_value - q / sigma, l_value + np.log(sigma / sizes.sum())
 
 
 def partition_log_prior(sizes, alpha, n_blocks=None):
@@ -108,20 +166,79 @@ def estimate_dof(S, chunk=2048):
     return float(max(1.0, (mean_diag_products + off_sq / pairs) / var_off))
 
 
+def estimate_dof_from_distances(D, chunk=2048):
+    """Moment estimate of ``d`` from squared distances: the spread of ``log D_ij`` (``O(n^2)``, no copy).
+
+    Under the Wishart block model every squared distance is a scaled ``chi^2_d / d``
+    (``2 scale chi^2_d / d`` inside a block, ``2 scale (1 + theta) chi^2_d / d``
+    across), so ``log D_ij`` has variance ``psi'(d / 2)`` (``psi'`` the trigamma
+    function) plus the small spread of the two log scales (``log(1 + theta)``).
+    Solving ``psi'(d / 2) = var(log D_ij)`` over the pairs with ``D_ij > 0`` gives
+    ``d_hat``; it errs low only by that spread (about 0.93 d on
+    :func:`~sklearn_trellis.datasets.make_wishart_blocks`, where the moment
+    estimate of :func:`estimate_dof` on ``S*`` gives about 0.78 d). Scale free.
+
+    Parameters
+    ----------
+    D : ndarray of shape (n, n)
+        Squared distances.
+    chunk : int, default=2048
+        Rows per pass (memory ``O(chunk n)``).
+
+    Returns
+    -------
+    dof : float
+        At least 1; 1 when fewer than two pairs have a positive distance.
+
+    Examples
+    --------
+    >>> from sklearn_trellis.datasets import make_wishart_blocks
+    >>> D = make_wishart_blocks(n_samples=200, random_state=0).distances   # d = 300
+    >>> 250 < estimate_dof_from_distances(D) < 320
+    True
+    """
+    n = D.shape[0]
+    count = total = total_sq = 0.0
+    for start in range(0, n, chunk):
+        block = np.asarray(D[start:start + chunk], dtype=np.float64)
+        upper = np.arange(n)[None, :] > np.arange(start, start + block.shape[0])[:, None]
+        values = block[upper & (block > 0)]
+        logs = np.log(values)
+        count += logs.size
+        total += float(logs.sum())
+        total_sq += float(logs @ logs)
+    if count < 2:
+        return 1.0
+    mean = total / count
+    variance = max(total_sq / count - mean ** 2, 0.0)
+    # psi'(a) decreases from inf (a -> 0) to 0; psi'(a) ~ 1/a + 1/(2a^2) for large a
+    if not variance > polygamma(1, 5e6):
+        return 1e7
+    half = brentq(lambda a: float(polygamma(1, a)) - variance, 1e-8, 5e6)
+    return float(max(1.0, 2.0 * half))
+
+
 def log_likelihood_exponent(n_items, dof, r0):
     """``a = (n + r0) d / 2``, the exponent of ``T_B + s0`` in eq. 7."""
     return 0.5 * (n_items + r0) * dof
 
 
 def collapsed_log_likelihood(sizes, sbars, trace, n_items, theta, *, dof, r0=0.01, s0=0.01,
-                             scale=None):
+                             scale=None, cross=None):
     """Log-likelihood of a partition (up to terms free of ``B`` and ``theta``).
 
     ``scale=None``: ``scale`` integrated out (eq. 7),
     ``-(d/2) L_B - a log(T_B + s0)``; a number: ``scale`` fixed,
     ``-(d/2) L_B - d T_B / (2 scale)``. ``theta`` may be an array (a grid).
+    ``cross`` (the :func:`block_cross_sums`) given: the translation-invariant
+    likelihood of the distances, ``T~``, ``L~`` of
+    :func:`translation_invariant_terms` and ``a = (n - 1 + r0) d / 2``.
     """
-    t_value, l_value = wishart_terms(sizes, sbars, trace, theta)
+    if cross is None:
+        t_value, l_value = wishart_terms(sizes, sbars, trace, theta)
+    else:
+        t_value, l_value = translation_invariant_terms(sizes, cross, trace, theta)
+        n_items = n_items - 1
     if scale is None:
         return -0.5 * dof * l_value - log_likelihood_exponent(n_items, dof, r0) * np.log(
             t_value + s0)
@@ -129,17 +246,20 @@ def collapsed_log_likelihood(sizes, sbars, trace, n_items, theta, *, dof, r0=0.0
 
 
 def theta_log_weights(sizes, sbars, trace, n_items, theta_grid, *, dof, r0, s0, scale=None,
-                      log_prior=None):
+                      log_prior=None, cross=None):
     """Normalised log posterior of ``theta`` over its grid given the partition (developer notes, fastTIWD (d))."""
     weights = collapsed_log_likelihood(sizes, sbars, trace, n_items, theta_grid, dof=dof,
-                                       r0=r0, s0=s0, scale=scale)
+                                       r0=r0, s0=s0, scale=scale, cross=cross)
     if log_prior is not None:
         weights = weights + log_prior
     return weights - logsumexp(weights)
 
 
 def scale_posterior(t_value, n_items, *, dof, r0, s0):
-    """``(shape, scale)`` of ``scale | B, theta, S ~ Inv-Gamma`` (developer notes, fastTIWD (b))."""
+    """``(shape, scale)`` of ``scale | B, theta, S ~ Inv-Gamma`` (developer notes, fastTIWD (b)).
+
+    For the translation-invariant likelihood pass ``T~`` and ``n - 1``.
+    """
     return log_likelihood_exponent(n_items, dof, r0), 0.5 * dof * (t_value + s0)
 
 
@@ -388,14 +508,22 @@ class ClusterSums:
                 _tk.move_rows(self._row_sums, self.rows_by_item, moved, old, new)
                 self._slots = target
         slots = slot_of
+        self._slot_of = slot_of
         sizes = np.bincount(labels).astype(np.float64)
         own = self._columns[self._slots, np.arange(n)]      # C[slot of i, i]
         sbars = np.bincount(labels, weights=own, minlength=sizes.size)
         return sizes, sbars, self._row_sums[slots].T
 
+    def cross_sums(self, labels):
+        """The cross-block sums ``M_bc`` of the labelling last passed to :meth:`of_labels` (``O(n K)``)."""
+        labels = np.asarray(labels, dtype=np.int64)
+        k = self._slot_of.size
+        return np.stack([np.bincount(labels, weights=self._columns[slot], minlength=k)
+                         for slot in self._slot_of])
+
 
 def new_item_log_likelihoods(sizes, sbars, row_sums, self_products, trace, n_items, theta,
-                             *, dof, r0, s0, scale=None):
+                             *, dof, r0, s0, scale=None, cross=None):
     """Change of the collapsed log-likelihood when a new item joins each block or a new one.
 
     The partition of the ``n`` fitted items is held fixed; the new item ``x``
@@ -410,6 +538,11 @@ def new_item_log_likelihoods(sizes, sbars, row_sums, self_products, trace, n_ite
     scale`` per item), so the value is ``log p(S_x | S*, B, theta)`` up to the
     Wishart terms of ``S`` alone (``log det S``, ``Gamma_n(d / 2)``), which
     depend on ``d`` and the data but on nothing else.
+
+    With ``cross`` (the fitted partition's :func:`block_cross_sums`) the
+    likelihood is the translation-invariant one of
+    :func:`translation_invariant_terms` (``a = (n - 1 + r0) d / 2``); joining
+    block ``b`` also adds the new item's ``r_c`` to ``M_bc`` and ``M_cb``.
 
     Parameters
     ----------
@@ -426,6 +559,7 @@ def new_item_log_likelihoods(sizes, sbars, row_sums, self_products, trace, n_ite
     theta : float
     dof, r0, s0 : float
     scale : float or None, default=None
+    cross : ndarray of shape (K, K) or None, default=None
 
     Returns
     -------
@@ -434,6 +568,7 @@ def new_item_log_likelihoods(sizes, sbars, row_sums, self_products, trace, n_ite
     """
     sizes = np.asarray(sizes, dtype=np.float64)
     sbars = np.asarray(sbars, dtype=np.float64)
+    row_sums = np.asarray(row_sums, dtype=np.float64)
     sxx = np.asarray(self_products, dtype=np.float64)[:, None]
     theta = float(theta)
 
@@ -442,23 +577,42 @@ def new_item_log_likelihoods(sizes, sbars, row_sums, self_products, trace, n_ite
 
     t_sum = float(np.sum(f(sizes, sbars)))
     l_sum = float(np.sum(np.log1p(sizes * theta)))
-    joined = np.concatenate([sbars + 2.0 * np.asarray(row_sums, dtype=np.float64) + sxx, sxx],
-                            axis=1)
+    joined = np.concatenate([sbars + 2.0 * row_sums + sxx, sxx], axis=1)
     old_sizes = np.append(sizes, 0.0)
     old_sbars = np.append(sbars, 0.0)
     t_new = t_sum + f(old_sizes + 1.0, joined) - f(old_sizes, old_sbars)
     l_new = l_sum + np.log1p((old_sizes + 1.0) * theta) - np.log1p(old_sizes * theta)
     old_trace = trace - t_sum
     new_trace = trace + sxx - t_new
+    n_before, n_after = n_items, n_items + 1
+    if cross is not None:
+        # q = w^T M w and sigma = sum_b n_b w_b after the move, from their terms in w_c
+        cross = np.asarray(cross, dtype=np.float64)
+        w = 1.0 / (1.0 + sizes * theta)
+        v = cross @ w
+        q = float(w @ v)
+        sigma = float(sizes @ w)
+        rho = row_sums @ w
+        w_old = np.append(w, 1.0)
+        w_new = 1.0 / (1.0 + (old_sizes + 1.0) * theta)
+        v_old = np.append(v, 0.0)
+        r_old = np.concatenate([row_sums, np.zeros((row_sums.shape[0], 1))], axis=1)
+        q_new = (q - 2.0 * w_old * v_old + w_old ** 2 * old_sbars
+                 + 2.0 * w_new * (v_old - w_old * old_sbars + rho[:, None] - w_old * r_old)
+                 + w_new ** 2 * joined)
+        sigma_new = sigma - old_sizes * w_old + (old_sizes + 1.0) * w_new
+        old_trace = old_trace - q / sigma
+        new_trace = new_trace - q_new / sigma_new
+        l_sum = l_sum + np.log(sigma / n_items)
+        l_new = l_new + np.log(sigma_new / (n_items + 1))
+        n_before, n_after = n_items - 1, n_items
     if scale is None:
-        before = -0.5 * dof * l_sum - log_likelihood_exponent(n_items, dof, r0) * np.log(
-            old_trace + s0)
-        after = -0.5 * dof * l_new - log_likelihood_exponent(n_items + 1, dof, r0) * np.log(
-            new_trace + s0)
+        a_before = log_likelihood_exponent(n_before, dof, r0)
+        a_after = log_likelihood_exponent(n_after, dof, r0)
+        before = -0.5 * dof * l_sum - a_before * np.log(old_trace + s0)
+        after = -0.5 * dof * l_new - a_after * np.log(new_trace + s0)
         # scale's integral: Gamma(a) ((d/2)(T + s0))^-a, a grows by d/2
-        constant = (gammaln(log_likelihood_exponent(n_items + 1, dof, r0))
-                    - gammaln(log_likelihood_exponent(n_items, dof, r0))
-                    - 0.5 * dof * np.log(0.5 * dof))
+        constant = gammaln(a_after) - gammaln(a_before) - 0.5 * dof * np.log(0.5 * dof)
     else:
         before = -0.5 * dof * l_sum - 0.5 * dof * old_trace / scale
         after = -0.5 * dof * l_new - 0.5 * dof * new_trace / scale
@@ -525,7 +679,7 @@ def data_log_density_terms(S, *, dof, tol=None):
                  + 0.5 * d * rank * np.log(0.5 * d) - multigammaln(0.5 * d, rank)), rank
 
 
-def new_item_data_terms(S, rows, self_products, *, dof, tol=None):
+def new_item_data_terms(S, rows, self_products, *, dof, tol=None, translation_invariant=False):
     """The Wishart terms of the data alone in ``log p(S_x | S)``, one per new item.
 
     :func:`new_item_log_likelihoods` leaves out the terms of the Wishart
@@ -556,6 +710,13 @@ def new_item_data_terms(S, rows, self_products, *, dof, tol=None):
     tol : float or None, default=None
         Eigenvalues below ``tol`` are the null space of ``S``; ``None`` means
         ``100 n eps lambda_max`` (``eps`` of ``S``'s dtype).
+    translation_invariant : bool, default=False
+        The terms of the translation-invariant likelihood of the distances:
+        the density is that of ``L S L^T`` for a contrast ``L`` with orthonormal
+        rows, so ``pdet`` is that of the centred ``S`` and, with the Helmert
+        row of the new item, ``s`` is ``n / (n + 1)`` times the new item's
+        Schur complement about the fitted items' centroid (the same whatever
+        member of the translation class ``S`` is).
 
     Returns
     -------
@@ -563,14 +724,27 @@ def new_item_data_terms(S, rows, self_products, *, dof, tol=None):
     rank : int
         The numerical rank ``r`` of ``S``.
     """
+    rows = np.asarray(rows, dtype=np.float64)
+    self_products = np.asarray(self_products, dtype=np.float64)
+    n = S.shape[0]
+    if translation_invariant:
+        S = np.asarray(S, dtype=np.float64)
+        column_means = S.mean(axis=0)
+        grand = float(column_means.mean())
+        row_means = rows.mean(axis=1)
+        self_products = self_products - 2.0 * row_means + grand
+        rows = rows - row_means[:, None] - column_means[None, :] + grand
+        S = S - column_means[:, None] - column_means[None, :] + grand
     values, vectors, kept = _spectrum(S, tol)
     rank = int(kept.sum())
     d = float(dof)
-    m = np.asarray(rows).shape[0]
+    m = rows.shape[0]
     if d <= rank:
         return np.full(m, -np.inf), rank
-    coords = np.asarray(rows, dtype=np.float64) @ vectors[:, kept]
-    schur = np.asarray(self_products, dtype=np.float64) - (coords ** 2) @ (1.0 / values[kept])
+    coords = rows @ vectors[:, kept]
+    schur = self_products - (coords ** 2) @ (1.0 / values[kept])
+    if translation_invariant:
+        schur = schur * (n / (n + 1.0))
     constant = (-0.5 * float(np.sum(np.log(values[kept]))) + 0.5 * d * np.log(0.5 * d)
                 - 0.5 * rank * np.log(np.pi) - gammaln(0.5 * (d - rank)))
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -578,7 +752,9 @@ def new_item_data_terms(S, rows, self_products, *, dof, tol=None):
     return np.where(schur > 0, 0.5 * (d - rank - 2.0) * log_schur + constant, -np.inf), rank
 
 
-__all__ = ["block_statistics", "estimate_dof", "data_log_density_terms", "new_item_data_terms",
+__all__ = ["block_statistics", "block_cross_sums", "translation_invariant_terms",
+           "estimate_dof", "estimate_dof_from_distances", "data_log_density_terms",
+           "new_item_data_terms",
            "wishart_terms", "partition_log_prior", "collapsed_log_likelihood",
            "theta_log_weights", "scale_posterior", "scale_summary", "block_scale_means",
            "log_likelihood_exponent", "WishartBlockModel", "new_item_log_likelihoods",

@@ -13,7 +13,7 @@ from sklearn.metrics import adjusted_rand_score, pairwise_distances
 from oracles import new_item_predictive_by_enumeration
 from sklearn_trellis import FastTIWD
 from sklearn_trellis.datasets import make_wishart_blocks
-from sklearn_trellis.models.wishart import (WishartBlockModel, block_statistics,
+from sklearn_trellis.models.wishart import (block_cross_sums, block_statistics,
                                             collapsed_log_likelihood, log_likelihood_exponent)
 from sklearn_trellis.models.priors import make_prior
 from sklearn_trellis.preprocessing.distance_normalization import (normalized_inner_products,
@@ -44,7 +44,7 @@ def _reference(model, D, D_new, log_joint):
 
 @pytest.mark.filterwarnings("ignore:FastTIWD.score")
 @pytest.mark.parametrize("normalization", ["single", "center"])
-def test_exact_mode_matches_enlarged_matrix(normalization):
+def test_fixed_scale_and_theta_match_enlarged_matrix(normalization):
     rng = np.random.default_rng(0)
     X = _points(rng, 9)
     new = _points(rng, 3)
@@ -52,12 +52,15 @@ def test_exact_mode_matches_enlarged_matrix(normalization):
     D_new = pairwise_distances(new, X, metric="sqeuclidean")
     model = FastTIWD(scale=0.5, theta=2.0, dof=3.0, alpha=0.7, n_sweeps=20,
                      normalization=normalization, random_state=0).fit(D)
-    assert model.method_ == "exact"
+    assert model.method_ == "gibbs"   # distances: the translation-invariant likelihood
+    prior = make_prior(0.7)
 
     def log_joint(S, labels):
-        # log p(B, S | scale, theta) (log_potential includes log_potential_constant)
-        flat = WishartBlockModel(dof=3.0, scale=0.5, theta=2.0, alpha=0.7).fit(S)
-        return flat.log_potential(labels)
+        # log p(B, S | scale, theta) of the translation-invariant likelihood
+        sizes, sbars = block_statistics(S, labels)
+        lik = collapsed_log_likelihood(sizes, sbars, np.trace(S), S.shape[0], 2.0, dof=3.0,
+                                       scale=0.5, cross=block_cross_sums(S, labels))
+        return prior.log_eppf(sizes) + lik - 1.5 * (S.shape[0] - 1) * np.log(0.5)
 
     proba, density = _reference(model, D, D_new, log_joint)
     np.testing.assert_allclose(model.predict_proba(D_new), proba, rtol=1e-8, atol=1e-12)
@@ -84,9 +87,9 @@ def test_gibbs_mode_matches_enlarged_matrix(n_blocks):
         sizes, sbars = block_statistics(S, labels)
         # s0 in the data's units, as the fit and the predictive use it (issue 31 item 2)
         lik = collapsed_log_likelihood(sizes, sbars, np.trace(S), n, theta, dof=4.0,
-                                       s0=model._s0())
+                                       s0=model._s0(), cross=block_cross_sums(S, labels))
         # scale's integral Gamma(a) ((d/2)(T + s0))^-a: the factors that depend on n
-        a = log_likelihood_exponent(n, 4.0, 0.01)
+        a = log_likelihood_exponent(n - 1, 4.0, 0.01)
         return prior.log_eppf(sizes) + lik + gammaln(a) - a * np.log(2.0)
 
     probas, densities = [], []

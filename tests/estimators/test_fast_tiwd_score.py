@@ -132,3 +132,45 @@ def test_score_on_low_dimensional_points_leaves_out_the_data_terms():
     model = FastTIWD(metric="sqeuclidean", dof=30.0, n_sweeps=6, random_state=0).fit(X[:15])
     with pytest.warns(UserWarning, match="rank 3 < 14"):
         assert np.isfinite(model.score(X[15:]))
+
+
+def _contrast(n):
+    """``(n - 1, n)`` orthonormal rows orthogonal to ``1``."""
+    q, _ = np.linalg.qr(np.column_stack([np.ones(n), np.eye(n)[:, :n - 1]]))
+    return q[:, 1:].T
+
+
+def test_score_on_distances_equals_the_translation_invariant_predictive():
+    """Distances: the score is the sampled partitions' mean of p(D_big | B) / p(D | B) of the
+    translation-invariant model, every term included (the density of L S L^T for an
+    orthonormal contrast L, the prior's predictive weight), by dense brute force."""
+    from oracles import translation_invariant_wishart_log_likelihood as dense
+    from sklearn.metrics import pairwise_distances
+
+    rng = np.random.default_rng(2)
+    scale, theta, dof, alpha = 0.5, 3.0, 12.0, 0.8
+    labels = np.array([0, 0, 0, 1, 1, 0, 1])
+    Y = rng.multivariate_normal(np.zeros(7), _sigma(labels, scale, theta), size=12).T
+    D_big = pairwise_distances(Y, metric="sqeuclidean")
+    n = 5
+    model = FastTIWD(scale=scale, theta=theta, dof=dof, alpha=alpha, n_sweeps=40,
+                     random_state=0).fit(D_big[:n, :n])
+    assert model.method_ == "gibbs"
+    small, big = _contrast(n), _contrast(n + 1)
+    expected = []
+    for item in (n, n + 1):
+        D = D_big[np.ix_(list(range(n)) + [item], list(range(n)) + [item])]
+        data_terms = (data_log_density_terms(big @ (-0.5 * D) @ big.T, dof=dof)[0]
+                      - data_log_density_terms(small @ (-0.5 * D[:n, :n]) @ small.T,
+                                               dof=dof)[0])
+        per_sample = []
+        for z in model.samples_[:25]:
+            z = np.unique(z, return_inverse=True)[1]
+            before = log_eppf(np.bincount(z), alpha) + dense(D[:n, :n], z, theta, dof=dof,
+                                                             scale=scale)
+            per_sample.append(logsumexp(
+                [log_eppf(np.bincount(np.append(z, c)), alpha)
+                 + dense(D, np.append(z, c), theta, dof=dof, scale=scale) - before
+                 for c in range(z.max() + 2)]))
+        expected.append(data_terms + logsumexp(per_sample) - np.log(len(per_sample)))
+    np.testing.assert_allclose(model.score_samples(D_big[n:, :n]), expected, rtol=1e-8)

@@ -47,8 +47,10 @@ FAMILY = {
         runner=(gibbs, "run_chains"),
         partitions=lambda states: [_partition_of(s.compact_labels()) for s in states],
         last_states=lambda m: m._chains.states,
-        exact_kwargs=dict(scale=1.0, theta=1.0, dof=3.0), tiny=lambda: _distances(6),
-        tiny_size=6),
+        # exact mode needs feature rows with normalization='none' (the likelihood of
+        # distances is translation invariant and does not factorise over blocks)
+        exact_kwargs=dict(scale=1.0, theta=1.0, dof=3.0, metric="sqeuclidean",
+                          normalization="none"), tiny=lambda: _points(6), tiny_size=6),
     "InfiniteBiclustering": dict(
         make=InfiniteBiclustering, data=lambda n=20, seed=0: _points(n, seed)[:, :3].repeat(2, 1),
         n_kept=lambda m: m.row_samples_.shape[0],

@@ -104,7 +104,10 @@ Optional Python hook ``resample_params(params, stats, shared, counts, active,
 random_state)``: called once per sweep, returns new ``params`` or ``None``
 (fastTIWD: the theta grid update; NormalInverseWishart: its scale / dof grid).
 New params go through :func:`.sampler.set_params`, which resets the free slots
-(they score new clusters) and calls ``refresh``. A likelihood whose
+(they score new clusters) and calls ``refresh``, then the optional Python hook
+``refresh_work(params, stats, shared, work, active, n_active)`` for cached state
+kept in ``work`` (fastTIWD's cross-block sums; ``grow_work(work, old_capacity,
+new_capacity)`` keeps such state when the slots are doubled). A likelihood whose
 hyperprior is a finite grid also returns it from ``hyperparameter_grid()``
 (``(params, log_prior)``); exact inference then marginalises it
 (:class:`sklearn_trellis.engines.exact.grid_marginal.GridMarginalPosterior`), and

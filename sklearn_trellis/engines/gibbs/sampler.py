@@ -111,9 +111,7 @@ def _grow(state, likelihood):
     free[n_free:n_free + new - old] = np.arange(new - 1, old - 1, -1)
     state.free = free
     state.meta[1] = n_free + new - old
-    work = np.zeros(max(1, likelihood.work_size(new)))
-    work[:state.work.size] = state.work
-    state.work = work
+    state.work = likelihood.grow_work(state.work, old, new)
 
 
 def _ensure_free(state, likelihood, needed):
@@ -137,6 +135,8 @@ def set_params(state, likelihood, data, params):
         likelihood.kernels.reset(state.params, state.stats, c)
     likelihood.kernels.refresh(state.params, data, state.labels, state.stats, state.shared,
                                state.active, state.meta[0])
+    likelihood.refresh_work(state.params, state.stats, state.shared, state.work,
+                            state.active, int(state.meta[0]))
 
 
 def sweep(state, likelihood, prior_params, data, rng, *, fixed=None, n_split_merge=0,
@@ -165,6 +165,9 @@ def sweep(state, likelihood, prior_params, data, rng, *, fixed=None, n_split_mer
             state.active, state.where, state.free, state.meta, state.stats,
             state.shared, state.work, order, position, rng.randint(_MAX_SEED), logw)
     accepted = 0
+    if n_split_merge > 0 and not likelihood.supports_split_merge:
+        raise ValueError(f"{type(likelihood).__name__} keeps state that split-merge "
+                         "proposals cannot restore on rejection; use n_split_merge=0.")
     if n_split_merge > 0 and n > 1:
         fixed_mask = np.zeros(n, np.bool_) if fixed is None else fixed
         # each proposal uses at most one slot: the kernel never runs out
@@ -266,9 +269,7 @@ def run_chain(likelihood, prior, data, *, n_sweeps, burn_in=0, thin=1, init_labe
             pp = current.kernel_params()
             accepted += sweep(state, likelihood, pp, data, rng, fixed=fixed,
                               n_split_merge=n_split_merge)
-            new_params = likelihood.resample_params(state.params, state.stats, state.shared,
-                                                    state.counts, state.active[:state.meta[0]],
-                                                    rng)
+            new_params = likelihood.resample_state_params(state, rng)
             if new_params is not None and not np.array_equal(new_params, state.params):
                 set_params(state, likelihood, data, new_params)
             if hyperprior is not None:
