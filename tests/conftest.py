@@ -37,6 +37,39 @@ def ticking_progress(monkeypatch):
     return make
 
 
+# -- which worker runs what (pytest-xdist, --dist loadgroup) -------------------------
+# Each test file is one unit of work (as --dist loadfile), except scikit-learn's estimator
+# checks: one file of about 900 checks, the longest unit by far, so one worker would run
+# it alone while the other idles. They are split by estimator, and each estimator's
+# checks run on the worker that runs its own test file, which compiles the same kernels
+# (a kernel compiled by both workers costs its compilation twice).
+ESTIMATOR_FILES = {
+    "ExactCorrelationClustering": "tests/estimators/test_correlation_clustering.py",
+    "TrellisHierarchical": "tests/estimators/test_trellis_hierarchical.py",
+    "DPMixture": "tests/estimators/test_dp_mixture.py",
+    "EntropyAgglomeration": "tests/estimators/test_entropy_agglomeration.py",
+    "FastTIWD": "tests/estimators/test_fast_tiwd.py",
+    "DivisiveClustering": "tests/estimators/test_divisive_clustering.py",
+    "InfiniteBiclustering": "tests/estimators/test_infinite_biclustering.py",
+    "BayesianHierarchicalClustering": "tests/estimators/test_bayesian_hierarchical_clustering.py",
+    "CrossCat": "tests/estimators/test_crosscat.py",
+}
+
+
+@pytest.hookimpl(tryfirst=True)   # before xdist reads the marks
+def pytest_collection_modifyitems(config, items):
+    # on an xdist worker, option.dist is "no" and option.loadgroup says what the run uses
+    if not getattr(config.option, "loadgroup", False):
+        return
+    root = str(config.rootpath)
+    for item in items:
+        group = os.path.relpath(str(item.path), root)
+        if group.endswith("test_estimator_checks.py") and hasattr(item, "callspec"):
+            estimator = type(item.callspec.params["estimator"]).__name__
+            group = ESTIMATOR_FILES.get(estimator, group)
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
 # -- where a cold run's time goes ---------------------------------------------------
 # Most of a run from an empty NUMBA_CACHE_DIR is numba compilation, charged here to the
 # test file whose test (or collection) triggered it.
