@@ -39,21 +39,31 @@ def ticking_progress(monkeypatch):
 
 # -- which worker runs what (pytest-xdist, --dist loadgroup) -------------------------
 # Each test file is one unit of work (as --dist loadfile), except scikit-learn's estimator
-# checks: one file of about 900 checks, the longest unit by far, so one worker would run
-# it alone while the other idles. They are split by estimator, and each estimator's
-# checks run on the worker that runs its own test file, which compiles the same kernels
-# (a kernel compiled by both workers costs its compilation twice).
+# checks: one file of about 900 checks, the longest unit by far. They are split by
+# estimator, and each estimator's checks run on one worker with the test files that
+# compile the same kernels (a kernel compiled by both workers costs its compilation twice).
 ESTIMATOR_FILES = {
-    "ExactCorrelationClustering": "tests/estimators/test_correlation_clustering.py",
-    "TrellisHierarchical": "tests/estimators/test_trellis_hierarchical.py",
-    "DPMixture": "tests/estimators/test_dp_mixture.py",
-    "EntropyAgglomeration": "tests/estimators/test_entropy_agglomeration.py",
-    "FastTIWD": "tests/estimators/test_fast_tiwd.py",
-    "DivisiveClustering": "tests/estimators/test_divisive_clustering.py",
-    "InfiniteBiclustering": "tests/estimators/test_infinite_biclustering.py",
-    "BayesianHierarchicalClustering": "tests/estimators/test_bayesian_hierarchical_clustering.py",
-    "CrossCat": "tests/estimators/test_crosscat.py",
+    "ExactCorrelationClustering": ("tests/estimators/test_correlation_clustering.py",),
+    "TrellisHierarchical": ("tests/estimators/test_trellis_hierarchical.py",),
+    "DPMixture": ("tests/estimators/test_dp_mixture.py",),
+    "EntropyAgglomeration": ("tests/estimators/test_entropy_agglomeration.py",),
+    "FastTIWD": ("tests/estimators/test_fast_tiwd.py",),
+    "DivisiveClustering": ("tests/estimators/test_divisive_clustering.py",
+                           "tests/engines/divisive/"),
+    "InfiniteBiclustering": ("tests/estimators/test_infinite_biclustering.py",),
+    "BayesianHierarchicalClustering": (
+        "tests/estimators/test_bayesian_hierarchical_clustering.py", "tests/engines/bhc/"),
+    "CrossCat": ("tests/estimators/test_crosscat.py",),
 }
+
+
+def _work_unit(path, item):
+    for estimator, prefixes in ESTIMATOR_FILES.items():
+        if path.startswith(prefixes):
+            return estimator
+    if path.endswith("test_estimator_checks.py") and hasattr(item, "callspec"):
+        return type(item.callspec.params["estimator"]).__name__
+    return path
 
 
 @pytest.hookimpl(tryfirst=True)   # before xdist reads the marks
@@ -63,11 +73,8 @@ def pytest_collection_modifyitems(config, items):
         return
     root = str(config.rootpath)
     for item in items:
-        group = os.path.relpath(str(item.path), root)
-        if group.endswith("test_estimator_checks.py") and hasattr(item, "callspec"):
-            estimator = type(item.callspec.params["estimator"]).__name__
-            group = ESTIMATOR_FILES.get(estimator, group)
-        item.add_marker(pytest.mark.xdist_group(group))
+        path = os.path.relpath(str(item.path), root).replace(os.sep, "/")
+        item.add_marker(pytest.mark.xdist_group(_work_unit(path, item)))
 
 
 # -- where a cold run's time goes ---------------------------------------------------
