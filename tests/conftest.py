@@ -37,6 +37,46 @@ def ticking_progress(monkeypatch):
     return make
 
 
+# -- which worker runs what (pytest-xdist, --dist loadgroup) -------------------------
+# Each test file is one unit of work (as --dist loadfile), except scikit-learn's estimator
+# checks: one file of about 900 checks, the longest unit by far. They are split by
+# estimator, and each estimator's checks run on one worker with the test files that
+# compile the same kernels (a kernel compiled by both workers costs its compilation twice).
+ESTIMATOR_FILES = {
+    "ExactCorrelationClustering": ("tests/estimators/test_correlation_clustering.py",),
+    "TrellisHierarchical": ("tests/estimators/test_trellis_hierarchical.py",),
+    "DPMixture": ("tests/estimators/test_dp_mixture.py",),
+    "EntropyAgglomeration": ("tests/estimators/test_entropy_agglomeration.py",),
+    "FastTIWD": ("tests/estimators/test_fast_tiwd.py",),
+    "DivisiveClustering": ("tests/estimators/test_divisive_clustering.py",
+                           "tests/engines/divisive/"),
+    "InfiniteBiclustering": ("tests/estimators/test_infinite_biclustering.py",),
+    "BayesianHierarchicalClustering": (
+        "tests/estimators/test_bayesian_hierarchical_clustering.py", "tests/engines/bhc/"),
+    "CrossCat": ("tests/estimators/test_crosscat.py",),
+}
+
+
+def _work_unit(path, item):
+    for estimator, prefixes in ESTIMATOR_FILES.items():
+        if path.startswith(prefixes):
+            return estimator
+    if path.endswith("test_estimator_checks.py") and hasattr(item, "callspec"):
+        return type(item.callspec.params["estimator"]).__name__
+    return path
+
+
+@pytest.hookimpl(tryfirst=True)   # before xdist reads the marks
+def pytest_collection_modifyitems(config, items):
+    # on an xdist worker, option.dist is "no" and option.loadgroup says what the run uses
+    if not getattr(config.option, "loadgroup", False):
+        return
+    root = str(config.rootpath)
+    for item in items:
+        path = os.path.relpath(str(item.path), root).replace(os.sep, "/")
+        item.add_marker(pytest.mark.xdist_group(_work_unit(path, item)))
+
+
 # -- where a cold run's time goes ---------------------------------------------------
 # Most of a run from an empty NUMBA_CACHE_DIR is numba compilation, charged here to the
 # test file whose test (or collection) triggered it.

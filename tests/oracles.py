@@ -6,6 +6,7 @@ are checked against. Deliberately naive and separate from the library's
 engines, so the tests compare two unrelated computations.
 """
 
+import functools
 import itertools
 import math
 
@@ -15,6 +16,11 @@ from scipy.special import betaln, gammaln, logsumexp
 
 def set_partitions(n):
     """All set partitions of ``n`` items as restricted growth strings, shape (Bell(n), n)."""
+    return _set_partitions(n).copy()
+
+
+@functools.lru_cache(maxsize=None)   # many tests enumerate the same n again and again
+def _set_partitions(n):
     out = []
 
     def grow(prefix, n_blocks):
@@ -497,13 +503,15 @@ def pairwise_losses(estimates, pairwise, loss, a=1.0, b=1.0):
     """
     estimates = np.asarray(estimates)
     n = estimates.shape[1]
+    upper = np.triu(np.ones((n, n)), 1) > 0
+    if loss == "binder":   # every estimate at once: same[e, i, j] = c_ij of estimate e
+        same = (estimates[:, :, None] == estimates[:, None, :]).astype(float)
+        return np.sum(upper * (a * pairwise * (1 - same) + b * (1 - pairwise) * same),
+                      axis=(1, 2))
     out = []
     for c in estimates:
         same = (c[:, None] == c[None, :]).astype(float)
-        upper = np.triu(np.ones((n, n)), 1) > 0
-        if loss == "binder":
-            out.append(np.sum(upper * (a * pairwise * (1 - same) + b * (1 - pairwise) * same)))
-        elif loss == "omari_approx":
+        if loss == "omari_approx":
             together, prob, both = same[upper].sum(), pairwise[upper].sum(), (
                 same * pairwise)[upper].sum()
             expected = together * prob / upper.sum()

@@ -461,7 +461,11 @@ def test_identical_points():
         )
 
 
-def test_connectivity_propagation():
+# The default max_exact_size runs the exact trellis at N = 15 (about 17 s): slow; the
+# sparse instance runs the graph path's merges, the ones the test is about, in the fast set.
+@pytest.mark.parametrize("params", [pytest.param({}, marks=pytest.mark.slow, id="exact"),
+                                    pytest.param({"max_exact_size": 8}, id="sparse")])
+def test_connectivity_propagation(params):
     # Check that connectivity in the ward tree is propagated correctly during
     # merging.
     X = np.array(
@@ -485,7 +489,7 @@ def test_connectivity_propagation():
     )
     connectivity = kneighbors_graph(X, 10, include_self=False)
     ward = AgglomerativeClustering(
-        n_clusters=4, connectivity=connectivity, linkage="ward"
+        n_clusters=4, connectivity=connectivity, linkage="ward", **params
     )
     # If changes are not propagated correctly, fit crashes with an
     # IndexError
