@@ -101,6 +101,7 @@ def test_fast_pass_and_its_tie_check(name):
 def _random_connected_graph(rng, n, extra, levels):
     """A random spanning tree plus ``extra`` edges; distances from ``levels`` values
     (few levels: many ties) or continuous (``levels=0``)."""
+    extra = min(extra, n * (n - 1) // 2 - (n - 1))     # a simple graph has no more
     edges = {}
     for b in range(1, n):
         edges[(int(rng.integers(b)), b)] = None
