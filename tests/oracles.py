@@ -1044,3 +1044,43 @@ def translation_invariant_posterior_summaries(D, theta, dof, alpha, *, scale, kn
         values.append(log_prior + translation_invariant_wishart_log_likelihood(
             D, p, theta, dof=dof, scale=scale))
     return flat_summaries(partitions, np.array(values))
+
+
+def constrained_linkage_by_scan(n, edges, complete):
+    """scikit-learn's connectivity-constrained average/complete ``children_``, by scanning
+    every current edge at each merge (no heap).
+
+    ``edges``: dict ``{(a, b): distance}`` with ``a < b``, a connected graph. A new
+    cluster ``k`` (ids as scikit-learn's) is at the distance ``(n_i d(i, c) + n_j d(j, c))
+    / (n_i + n_j)`` (average, ``i`` the newer of the two) or ``max`` (complete) from a
+    neighbour ``c`` of both, and at the same distance from a neighbour of one side.
+    Returns ``None`` when two current edges share the smallest distance at some merge
+    (scikit-learn's heap layout decides those).
+    """
+    current = {frozenset(pair): float(d) for pair, d in edges.items()}
+    sizes = dict.fromkeys(range(n), 1)
+    children = []
+    for k in range(n, 2 * n - 1):
+        smallest = min(current.values())
+        closest = [pair for pair, d in current.items() if d == smallest]
+        if len(closest) > 1:
+            return None
+        j, i = sorted(closest[0])
+        children.append((j, i))
+        del current[closest[0]]
+        side = {i: {}, j: {}}
+        for pair in list(current):
+            for end in (i, j):
+                if end in pair:
+                    (other,) = pair - {end}
+                    side[end][other] = current.pop(pair)
+        for c in set(side[i]) | set(side[j]):
+            if c in side[i] and c in side[j]:
+                d_i, d_j = side[i][c], side[j][c]
+                d = max(d_i, d_j) if complete else ((sizes[i] * d_i + sizes[j] * d_j)
+                                                    / float(sizes[i] + sizes[j]))
+            else:
+                d = side[i].get(c, side[j].get(c))
+            current[frozenset((k, c))] = d
+        sizes[k] = sizes.pop(i) + sizes.pop(j)
+    return np.array(children, dtype=np.int64).reshape(-1, 2)

@@ -12,10 +12,13 @@ kernels run the same algorithms in numba and return the same ``children_``:
   a neighbour of one side only; the maximum of complete linkage);
 - the same merges: Ward's heap orders ``(inertia, i, j)`` tuples, a total
   order; average and complete linkage compare edges by weight alone, so
-  CPython's ``heapq`` layout decides between equal weights. A fast pass
-  (dead entries dropped, heap kept small) checks at every merge that no two
-  live edges tie; if one does, scikit-learn's heap is reproduced step for
-  step (:func:`_sift_down`, :func:`_sift_up`);
+  CPython's ``heapq`` layout decides between equal weights.
+  :func:`average_complete_tree` re-pushes only the edges whose distance
+  changes (scikit-learn re-pushes every neighbour of a new cluster: quadratic
+  when a cluster with many neighbours keeps growing, 40 s at N = 100,000) and
+  checks at every merge that no two current edges tie; if one does,
+  :func:`heap_replay_tree` reproduces scikit-learn's heap step for step
+  (:func:`_sift_down`, :func:`_sift_up`);
 - single linkage: scipy's minimum spanning tree, labelled as scikit-learn does.
 
 Memory is ``O(edges)``: neighbour lists live in one pool that is compacted
@@ -185,47 +188,38 @@ def _purge(heap, size, used, lexicographic):
 
 
 @njit(cache=True)
-def average_complete_tree(n, indptr, indices, distances, complete, fast):
-    """scikit-learn's ``linkage_tree`` (average or complete) on a connected graph.
+def heap_replay_tree(n, indptr, indices, distances, complete):
+    """scikit-learn's ``linkage_tree`` (average or complete), its heap step for step.
 
     ``indptr, indices, distances``: the symmetric graph in CSR form, sorted
-    columns, no diagonal, ``distances`` the edge lengths. Returns
-    ``(children_, done)``.
+    columns, no diagonal, ``distances`` the edge lengths (each row's own).
+    Returns ``children_``.
 
-    scikit-learn's heap keeps the entries of merged clusters (millions at
-    N = 100,000) and compares weights only, so between two live edges of equal
-    weight its own layout decides. ``fast=False`` reproduces that heap step
-    for step. ``fast=True`` drops dead entries whenever they are half the
-    heap (a small heap stays in cache) and checks at every merge that no
-    other live edge has the same weight: then the merge is the one
-    scikit-learn makes whatever its layout. On a tie it stops with
-    ``done=False`` (the caller runs ``fast=False``).
+    scikit-learn's heap keeps the entries of merged clusters and compares
+    weights only, so between two live edges of equal weight its own layout
+    decides: this kernel keeps the same heap (CPython's ``heapq``) and pushes
+    the same entries in the same order. It re-pushes every neighbour of each
+    new cluster, as scikit-learn does (quadratic when a cluster with many
+    neighbours keeps growing): :func:`average_complete_tree` is the fast one.
     """
     n_nodes = 2 * n - 1
     children = np.empty((n - 1, 2), np.int64)
     keys, values, start, length, capacity, top = _initial_lists(n, indptr, indices,
                                                                 distances, n_nodes)
     heap, size = _upper_edges(n, indptr, indices, distances)
-    order = fast          # the fast heap orders (weight, a, b): deterministic
+    order = n < 0         # False, as a comparison: weights only, as scikit-learn's heap
     _heapify(heap, size, order)
     used = np.zeros(n_nodes, np.int64)    # cluster sizes; 0 once merged
     used[:n] = 1
     alive = np.zeros(n_nodes, np.bool_)
     alive[:n] = True
-    purge_at = max(2 * size, 1024)
     for k in range(n, n_nodes):
         while True:                        # heappop until both ends are live clusters
             if size == 0:
                 raise ValueError("The connectivity graph is not connected.")
-            w = heap[0, 0]
             i, j, size = _pop(heap, size, order)
             if used[i] and used[j]:
                 break
-        if fast:
-            while size > 0 and not (used[np.int64(heap[0, 1])] and used[np.int64(heap[0, 2])]):
-                _, _, size = _pop(heap, size, order)
-            if size > 0 and heap[0, 0] == w:      # another live edge of the same weight
-                return children, False
         children[k - n, 0] = j
         children[k - n, 1] = i
         n_i, n_j = used[i], used[j]
@@ -268,10 +262,7 @@ def average_complete_tree(n, indptr, indices, distances, complete, fast):
             keys, values, top = _append(keys, values, start, length, capacity, alive, k + 1,
                                         top, col, k, d)
             heap, size = _push(heap, size, d, k, col, order)
-        if fast and size > purge_at:
-            size = _purge(heap, size, used, order)
-            purge_at = max(2 * size, 1024)
-    return children, True
+    return children
 
 
 @njit(cache=True)
@@ -292,6 +283,315 @@ def _append(keys, values, start, length, capacity, alive, n_created, top, node, 
     values[start[node] + length[node]] = value
     length[node] += 1
     return keys, values, top
+
+
+# -- average and complete linkage without re-pushing unchanged edges ------------------
+# A cluster is stored under a *slot*: a leaf id whose neighbour list it inherited.
+# Merging i and j keeps the longer list (slot L) and folds the shorter one (slot S)
+# into it: only S's neighbours change distance (average and complete linkage keep
+# d(k, c) = d(L, c) for a neighbour of L alone), so only their edges are re-pushed.
+# Each live edge has one current entry (a stamp); superseded entries stay in the
+# heap until they surface (lazy deletion). A hash table finds the edge of two slots.
+_EMPTY, _DELETED = -1, -2
+
+
+@njit(cache=True, inline="always")
+def _hash(key, mask):
+    return np.int64((np.uint64(key) * np.uint64(11400714819323198485)) >> np.uint64(32)) & mask
+
+
+@njit(cache=True)
+def _table_find(table, key):
+    """Position of ``key`` in the open-addressing table ``table[:, 0]``, or -1."""
+    mask = table.shape[0] - 1
+    pos = _hash(key, mask)
+    while table[pos, 0] != _EMPTY:
+        if table[pos, 0] == key:
+            return pos
+        pos = (pos + 1) & mask
+    return -1
+
+
+@njit(cache=True)
+def _table_insert(table, filled, key, value):
+    """Insert an absent ``key``; rebuilt without deleted marks when 3/4 full.
+    Returns the table and its count of non-empty cells."""
+    mask = table.shape[0] - 1
+    if 4 * (filled + 1) > 3 * table.shape[0]:
+        fresh = np.full_like(table, _EMPTY)
+        filled = 0
+        for pos in range(table.shape[0]):
+            if table[pos, 0] >= 0:
+                at = _hash(table[pos, 0], mask)
+                while fresh[at, 0] != _EMPTY:
+                    at = (at + 1) & mask
+                fresh[at, 0], fresh[at, 1] = table[pos, 0], table[pos, 1]
+                filled += 1
+        table = fresh
+    pos = _hash(key, mask)
+    while table[pos, 0] >= 0:
+        pos = (pos + 1) & mask
+    if table[pos, 0] == _EMPTY:
+        filled += 1
+    table[pos, 0], table[pos, 1] = key, value
+    return table, filled
+
+
+@njit(cache=True)
+def _heap_push(weights, ids, size, w, stamp):
+    """Binary min-heap on ``weights`` (ties in any order); grows when full."""
+    if size == weights.size:
+        grown_w = np.empty(2 * size + 16)
+        grown_w[:size] = weights[:size]
+        grown_i = np.empty(2 * size + 16, np.int64)
+        grown_i[:size] = ids[:size]
+        weights, ids = grown_w, grown_i
+    pos = size
+    while pos > 0:
+        parent = (pos - 1) >> 1
+        if w < weights[parent]:
+            weights[pos], ids[pos] = weights[parent], ids[parent]
+            pos = parent
+        else:
+            break
+    weights[pos], ids[pos] = w, stamp
+    return weights, ids, size + 1
+
+
+@njit(cache=True)
+def _heap_pop(weights, ids, size):
+    """Remove the top entry; returns the new size."""
+    size -= 1
+    if size == 0:
+        return size
+    w, stamp = weights[size], ids[size]
+    pos = 0
+    child = 1
+    while child < size:
+        if child + 1 < size and weights[child + 1] < weights[child]:
+            child += 1
+        if weights[child] < w:
+            weights[pos], ids[pos] = weights[child], ids[child]
+            pos = child
+            child = 2 * pos + 1
+        else:
+            break
+    weights[pos], ids[pos] = w, stamp
+    return size
+
+
+@njit(cache=True)
+def _heap_rebuild(weights, ids, size, current):
+    """Keep the current entries only and re-heapify; returns the new size."""
+    m = 0
+    for e in range(size):
+        if current[ids[e]]:
+            weights[m], ids[m] = weights[e], ids[e]
+            m += 1
+    for start in range(m // 2 - 1, -1, -1):
+        w, stamp = weights[start], ids[start]
+        pos = start
+        child = 2 * pos + 1
+        while child < m:
+            if child + 1 < m and weights[child + 1] < weights[child]:
+                child += 1
+            if weights[child] < w:
+                weights[pos], ids[pos] = weights[child], ids[child]
+                pos = child
+                child = 2 * pos + 1
+            else:
+                break
+        weights[pos], ids[pos] = w, stamp
+    return m
+
+
+@njit(cache=True)
+def _symmetric_weights(n, indptr, indices, distances):
+    """Whether each edge has the same distance in both rows (scikit-learn then
+    keeps one value per edge; otherwise each side's own value until it merges)."""
+    for i in range(n):
+        for p in range(indptr[i], indptr[i + 1]):
+            col = indices[p]
+            q = indptr[col] + np.searchsorted(indices[indptr[col]:indptr[col + 1]], i)
+            if q >= indptr[col + 1] or indices[q] != i or not distances[q] == distances[p]:
+                return False
+    return True
+
+
+@njit(cache=True)
+def _slot_append(pool, start, length, capacity, top, alive, slot, value):
+    """Append ``value`` to ``slot``'s list (moved to the top, twice as big, when full;
+    the pool is rebuilt with the live slots' lists when that does not fit)."""
+    if length[slot] == capacity[slot]:
+        grown = 2 * capacity[slot] + 4
+        if top + grown > pool.size:
+            live = grown
+            for s in range(alive.size):
+                if alive[s]:
+                    live += capacity[s]
+            fresh = np.empty(2 * live + 16, np.int64)
+            top = 0
+            for s in range(alive.size):
+                if alive[s]:
+                    fresh[top:top + length[s]] = pool[start[s]:start[s] + length[s]]
+                    start[s] = top
+                    top += capacity[s]
+            pool = fresh
+        s, m = start[slot], length[slot]
+        pool[top:top + m] = pool[s:s + m]
+        start[slot], capacity[slot] = top, grown
+        top += grown
+    pool[start[slot] + length[slot]] = value
+    length[slot] += 1
+    return pool, top
+
+
+@njit(cache=True)
+def average_complete_tree(n, indptr, indices, distances, complete):
+    """scikit-learn's ``linkage_tree`` (average or complete) on a connected graph,
+    in about ``O(E log E)`` for ``E`` edges (scikit-learn's is quadratic when a
+    cluster with many neighbours keeps growing).
+
+    The graph as in :func:`heap_replay_tree`, with the same distance on
+    both sides of every edge (:func:`_symmetric_weights`). Returns
+    ``(children_, done)``: ``done`` is ``False`` when two current edges share
+    the smallest distance at some merge (scikit-learn's heap layout decides
+    that one: the caller replays it). Otherwise every merge is the unique
+    closest pair of current clusters, the distances are updated by the same
+    operations as scikit-learn's (weighted mean over common neighbours in the
+    order ``(newer cluster, older)``, or maximum; a neighbour of one side
+    keeps its distance), so ``children_`` is scikit-learn's.
+    """
+    n_nodes = 2 * n - 1
+    children = np.empty((n - 1, 2), np.int64)
+    # neighbour lists of the slots (entries of dead slots are skipped, then dropped)
+    start = np.zeros(n, np.int64)
+    length = np.zeros(n, np.int64)
+    capacity = np.zeros(n, np.int64)
+    pool = np.empty(2 * (indices.size + 4 * n) + 16, np.int64)
+    top = 0
+    for i in range(n):
+        degree = indptr[i + 1] - indptr[i]
+        start[i], length[i], capacity[i] = top, degree, degree + 4
+        pool[top:top + degree] = indices[indptr[i]:indptr[i + 1]]
+        top += degree + 4
+    degree = length.copy()              # live neighbours of each slot
+    alive = np.ones(n, np.bool_)
+    cluster = np.arange(n)              # the cluster a slot holds
+    size = np.ones(n, np.int64)
+    # edges: one stamp per (re)computed distance; the table maps a slot pair to its stamp
+    n_edges = indices.size // 2
+    edge_w = np.empty(max(4 * n_edges, 16))
+    edge_lo = np.empty(edge_w.size, np.int64)
+    edge_hi = np.empty(edge_w.size, np.int64)
+    current = np.zeros(edge_w.size, np.bool_)
+    cells = 16
+    while cells < 4 * n_edges:
+        cells *= 2
+    table = np.full((cells, 2), _EMPTY, np.int64)
+    filled = 0
+    heap_w = np.empty(max(2 * n_edges, 16))
+    heap_id = np.empty(heap_w.size, np.int64)
+    stamps = 0
+    for i in range(n):
+        for p in range(indptr[i], indptr[i + 1]):
+            col = indices[p]
+            if col < i:
+                edge_w[stamps], edge_lo[stamps], edge_hi[stamps] = distances[p], col, i
+                current[stamps] = True
+                table, filled = _table_insert(table, filled, col * n + i, stamps)
+                heap_w[stamps], heap_id[stamps] = distances[p], stamps
+                stamps += 1
+    heap_size = _heap_rebuild(heap_w, heap_id, stamps, current)
+    n_current = stamps
+    for k in range(n, n_nodes):
+        while True:
+            if heap_size == 0:
+                raise ValueError("The connectivity graph is not connected.")
+            w, e = heap_w[0], heap_id[0]
+            heap_size = _heap_pop(heap_w, heap_id, heap_size)
+            if current[e]:
+                break
+        while heap_size > 0 and not current[heap_id[0]]:
+            heap_size = _heap_pop(heap_w, heap_id, heap_size)
+        if heap_size > 0 and heap_w[0] == w:        # another current edge of that weight
+            return children, False
+        x, y = edge_lo[e], edge_hi[e]
+        if cluster[x] < cluster[y]:      # x holds scikit-learn's i (the newer cluster)
+            x, y = y, x
+        children[k - n, 0] = cluster[y]
+        children[k - n, 1] = cluster[x]
+        n_x, n_y = size[x], size[y]
+        n_out = np.float64(n_x + n_y)
+        small, large = (x, y) if length[x] < length[y] else (y, x)
+        current[e] = False
+        n_current -= 1
+        table[_table_find(table, x * n + y if x < y else y * n + x), 0] = _DELETED
+        degree[large] -= 1
+        for q in range(length[small]):   # (appends may move the pool: index it afresh)
+            c = pool[start[small] + q]
+            if not alive[c] or c == large:
+                continue
+            at = _table_find(table, small * n + c if small < c else c * n + small)
+            old = table[at, 1]
+            table[at, 0] = _DELETED
+            current[old] = False
+            n_current -= 1
+            value = edge_w[old]
+            at = _table_find(table, large * n + c if large < c else c * n + large)
+            if at >= 0:                  # a common neighbour: the distance changes
+                shared = table[at, 1]
+                current[shared] = False
+                n_current -= 1
+                v_x, v_y = (edge_w[shared], value) if large == x else (value, edge_w[shared])
+                if complete:
+                    value = max(v_x, v_y)
+                else:
+                    value = (n_x * v_x + n_y * v_y) / n_out
+                degree[c] -= 1
+            else:                        # a neighbour of small only: moved to large
+                pool, top = _slot_append(pool, start, length, capacity, top, alive, large, c)
+                pool, top = _slot_append(pool, start, length, capacity, top, alive, c, large)
+                degree[large] += 1
+            if stamps == edge_w.size:
+                grown = 2 * stamps
+                edge_w = np.concatenate((edge_w, np.empty(grown - stamps)))
+                edge_lo = np.concatenate((edge_lo, np.empty(grown - stamps, np.int64)))
+                edge_hi = np.concatenate((edge_hi, np.empty(grown - stamps, np.int64)))
+                current = np.concatenate((current, np.zeros(grown - stamps, np.bool_)))
+            edge_w[stamps] = value
+            edge_lo[stamps], edge_hi[stamps] = min(large, c), max(large, c)
+            current[stamps] = True
+            n_current += 1
+            if at >= 0:
+                table[at, 1] = stamps
+            else:
+                table, filled = _table_insert(table, filled,
+                                              large * n + c if large < c else c * n + large,
+                                              stamps)
+            heap_w, heap_id, heap_size = _heap_push(heap_w, heap_id, heap_size, value, stamps)
+            stamps += 1
+            if length[c] > 2 * degree[c] + 8:      # drop the dead slots from c's list
+                _drop_dead(pool, start, length, alive, c)
+        alive[small] = False
+        length[small] = 0
+        if length[large] > 2 * degree[large] + 8:
+            _drop_dead(pool, start, length, alive, large)
+        cluster[large] = k
+        size[large] = n_x + n_y
+        if heap_size > 2 * n_current + 1024:
+            heap_size = _heap_rebuild(heap_w, heap_id, heap_size, current)
+    return children, True
+
+
+@njit(cache=True)
+def _drop_dead(pool, start, length, alive, slot):
+    out = start[slot]
+    for p in range(start[slot], start[slot] + length[slot]):
+        if alive[pool[p]]:
+            pool[out] = pool[p]
+            out += 1
+    length[slot] = out - start[slot]
 
 
 @njit(cache=True)
@@ -442,12 +742,14 @@ def constrained_tree(name, X, graph, metric="euclidean", distances=None):
         return _label_mst(np.asarray(mst.row, np.int64)[order],
                           np.asarray(mst.col, np.int64)[order], n)
     distances = np.asarray(distances, np.float64)
-    children, done = average_complete_tree(n, indptr, indices, distances,
-                                           name == "complete", True)
-    if not done:    # a tie between live edges: scikit-learn's own heap decides it
-        children, _ = average_complete_tree(n, indptr, indices, distances,
-                                            name == "complete", False)
-    return children
+    complete = name == "complete"
+    if _symmetric_weights(n, indptr, indices, distances):
+        children, done = average_complete_tree(n, indptr, indices, distances, complete)
+        if done:
+            return children
+    # a tie between current edges (or a distance that differs between an edge's two
+    # rows): scikit-learn's own heap decides
+    return heap_replay_tree(n, indptr, indices, distances, complete)
 
 
 __all__ = ["constrained_tree", "edge_distances"]

@@ -4,6 +4,7 @@ import warnings
 
 import numpy as np
 import pytest
+from scipy import sparse
 from sklearn.cluster import linkage_tree, ward_tree
 from sklearn.metrics import pairwise_distances
 from sklearn.neighbors import kneighbors_graph
@@ -79,20 +80,74 @@ def test_same_tree_as_sklearn_large(name):
 
 @pytest.mark.parametrize("name", ["average", "complete"])
 def test_fast_pass_and_its_tie_check(name):
-    # the fast pass (small heap) gives scikit-learn's tree when no live edges tie,
-    # and gives up on a tie (the exact heap then decides, as scikit-learn's does)
+    # the fast kernel gives scikit-learn's tree when no current edges tie, and gives
+    # up on a tie (the replayed heap then decides, as scikit-learn's does)
     from sklearn_trellis.engines.sparse._constrained_linkage import (average_complete_tree,
-                                                                      edge_distances)
+                                                                      edge_distances,
+                                                                      heap_replay_tree)
     cases = dict((case[0], case) for case in _datasets())
     for label, done_expected in (("gaussian", True), ("ties", False)):
         _, X, k = cases[label]
         graph = _graph(X, k)
         args = (X.shape[0], graph.indptr.astype(np.int64), graph.indices.astype(np.int64),
                 edge_distances(X, graph, "euclidean"), name == "complete")
-        children, done = average_complete_tree(*args, True)
+        children, done = average_complete_tree(*args)
         assert done is done_expected
         if done:
             np.testing.assert_array_equal(children, _sklearn(name, X, graph))
-        exact, done = average_complete_tree(*args, False)
-        assert done
-        np.testing.assert_array_equal(exact, _sklearn(name, X, graph))
+        np.testing.assert_array_equal(heap_replay_tree(*args), _sklearn(name, X, graph))
+
+
+def _random_connected_graph(rng, n, extra, levels):
+    """A random spanning tree plus ``extra`` edges; distances from ``levels`` values
+    (few levels: many ties) or continuous (``levels=0``)."""
+    extra = min(extra, n * (n - 1) // 2 - (n - 1))     # a simple graph has no more
+    edges = {}
+    for b in range(1, n):
+        edges[(int(rng.integers(b)), b)] = None
+    while len(edges) < n - 1 + extra:
+        a, b = sorted(rng.choice(n, 2, replace=False).tolist())
+        edges[(a, b)] = None
+    for pair in edges:
+        edges[pair] = float(rng.integers(1, levels + 1)) if levels else float(rng.random())
+    rows = [a for a, b in edges] + [b for a, b in edges]
+    cols = [b for a, b in edges] + [a for a, b in edges]
+    weights = list(edges.values()) * 2
+    graph = sparse.csr_matrix((weights, (rows, cols)), shape=(n, n))
+    graph.sort_indices()
+    return edges, graph
+
+
+@pytest.mark.parametrize("name", ["average", "complete"])
+def test_fast_kernel_against_a_scan_of_every_edge(name):
+    # random graphs, some with tied distances: the kernel's tree is the scan's
+    # whenever no two current edges tie, and it reports every tie the scan meets
+    from sklearn_trellis.engines.sparse._constrained_linkage import average_complete_tree
+    from oracles import constrained_linkage_by_scan
+    rng = np.random.default_rng(7)
+    outcomes = set()
+    for trial in range(120):
+        n = int(rng.integers(2, 25))
+        levels = (0, 3, 12, 40)[trial % 4]
+        edges, graph = _random_connected_graph(rng, n, int(rng.integers(0, 2 * n)), levels)
+        expected = constrained_linkage_by_scan(n, edges, name == "complete")
+        children, done = average_complete_tree(
+            n, graph.indptr.astype(np.int64), graph.indices.astype(np.int64),
+            graph.data.astype(np.float64), name == "complete")
+        assert done is (expected is not None)
+        if done:
+            np.testing.assert_array_equal(children, expected)
+        outcomes.add(done)
+    assert outcomes == {True, False}
+
+
+@pytest.mark.parametrize("name", ["average", "complete"])
+def test_distances_that_differ_between_an_edges_rows(name):
+    # a precomputed matrix that is not symmetric: each row's own distance until a
+    # merge, as scikit-learn's lists keep them (the replayed heap)
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(150, 3))
+    D = pairwise_distances(X) + rng.random((150, 150)) * 1e-3
+    graph = _graph(X, 5)
+    np.testing.assert_array_equal(constrained_tree(name, D, graph, "precomputed"),
+                                  _sklearn(name, D, graph, "precomputed"))
