@@ -31,6 +31,12 @@ from ._flat import FlatModel
 from .priors import make_prior
 
 
+def _labels_and_count(labels, n_clusters):
+    """``labels`` as contiguous int64 and ``K`` (``labels.max() + 1`` when ``n_clusters`` is None)."""
+    labels = np.ascontiguousarray(labels, dtype=np.int64)
+    return labels, int(labels.max()) + 1 if n_clusters is None else int(n_clusters)
+
+
 def block_statistics(S, labels, n_clusters=None):
     """Sizes ``n_b`` and block sums ``Sbar_b = sum_{i,j in b} S_ij`` of a labelling.
 
@@ -46,8 +52,7 @@ def block_statistics(S, labels, n_clusters=None):
     -------
     sizes, sbars : ndarrays of shape (K,)
     """
-    labels = np.ascontiguousarray(labels, dtype=np.int64)
-    k = int(labels.max()) + 1 if n_clusters is None else int(n_clusters)
+    labels, k = _labels_and_count(labels, n_clusters)
     sizes = np.zeros(k)
     sbars = np.zeros(k)
     _tk.block_sums(S, labels, k, sizes, sbars)
@@ -81,8 +86,7 @@ def block_cross_sums(S, labels, n_clusters=None):
     cross : ndarray of shape (K, K)
         Its diagonal is the ``sbars`` of :func:`block_statistics`.
     """
-    labels = np.ascontiguousarray(labels, dtype=np.int64)
-    k = int(labels.max()) + 1 if n_clusters is None else int(n_clusters)
+    labels, k = _labels_and_count(labels, n_clusters)
     columns = _tk.label_column_sums(S, labels, k)
     return np.stack([np.bincount(labels, weights=columns[b], minlength=k) for b in range(k)])
 

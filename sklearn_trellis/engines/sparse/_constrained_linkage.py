@@ -358,15 +358,10 @@ def _heap_push(weights, ids, size, w, stamp):
     return weights, ids, size + 1
 
 
-@njit(cache=True)
-def _heap_pop(weights, ids, size):
-    """Remove the top entry; returns the new size."""
-    size -= 1
-    if size == 0:
-        return size
-    w, stamp = weights[size], ids[size]
-    pos = 0
-    child = 1
+@njit(cache=True, inline="always")
+def _heap_place(weights, ids, size, pos, w, stamp):
+    """Sift the entry ``(w, stamp)`` down from ``pos`` in the heap's first ``size`` slots."""
+    child = 2 * pos + 1
     while child < size:
         if child + 1 < size and weights[child + 1] < weights[child]:
             child += 1
@@ -377,6 +372,15 @@ def _heap_pop(weights, ids, size):
         else:
             break
     weights[pos], ids[pos] = w, stamp
+
+
+@njit(cache=True)
+def _heap_pop(weights, ids, size):
+    """Remove the top entry; returns the new size."""
+    size -= 1
+    if size == 0:
+        return size
+    _heap_place(weights, ids, size, 0, weights[size], ids[size])
     return size
 
 
@@ -389,19 +393,7 @@ def _heap_rebuild(weights, ids, size, current):
             weights[m], ids[m] = weights[e], ids[e]
             m += 1
     for start in range(m // 2 - 1, -1, -1):
-        w, stamp = weights[start], ids[start]
-        pos = start
-        child = 2 * pos + 1
-        while child < m:
-            if child + 1 < m and weights[child + 1] < weights[child]:
-                child += 1
-            if weights[child] < w:
-                weights[pos], ids[pos] = weights[child], ids[child]
-                pos = child
-                child = 2 * pos + 1
-            else:
-                break
-        weights[pos], ids[pos] = w, stamp
+        _heap_place(weights, ids, m, start, weights[start], ids[start])
     return m
 
 
