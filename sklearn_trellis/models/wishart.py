@@ -75,11 +75,8 @@ def block_cross_sums(S, labels, n_clusters=None):
 
     Parameters
     ----------
-    S : ndarray of shape (n, n)
-    labels : ndarray of shape (n,)
-        Labels ``0..K-1``.
-    n_clusters : int, default=None
-        ``K``; ``labels.max() + 1`` when None.
+    S, labels, n_clusters
+        As in :func:`block_statistics`.
 
     Returns
     -------
