@@ -260,20 +260,37 @@ def relative_error(selected, true):
     return None if selected is None or not true else abs(selected - true) / abs(true)
 
 
-def print_recovery(rows):
-    print("\nRecovery (goal: relative error <= 15 %)")
-    header = (f"{'model':<28} {'parameter':<10} {'data':<34} {'true':>7} {'grid':>7} "
-              f"{'err':>6} {'auto':>7} {'err':>6}  note")
+def print_table(columns, cells):
+    """Print ``cells`` (lists of strings) under ``columns`` (name, alignment '<' or '>'),
+    each column as wide as its widest entry, the last one unpadded."""
+    widths = [max([len(name)] + [len(row[i]) for row in cells])
+              for i, (name, _) in enumerate(columns)]
+    widths[-1] = 0
+
+    def line(values):
+        return " ".join(format(value, f"{align}{width}")
+                        for value, (_, align), width in zip(values, columns, widths)).rstrip()
+
+    header = line([name for name, _ in columns])
     print(header)
     print("-" * len(header))
+    for row in cells:
+        print(line(row))
+
+
+def print_recovery(rows):
+    print("\nRecovery (goal: relative error <= 15 %)")
+    columns = [("model", "<"), ("parameter", "<"), ("data", "<"), ("true", ">"), ("grid", ">"),
+               ("err", ">"), ("auto", ">"), ("err", ">"), ("note", "<")]
+    cells = []
     for row in rows:
         true = row.get("true")
-        grid_error = relative_error(row.get("grid"), true)
-        auto_error = relative_error(row.get("auto"), true)
-        print(f"{row.get('model', ''):<28} {row.get('parameter', ''):<10} "
-              f"{row.get('data', ''):<34} {fmt(true):>7} {fmt(row.get('grid')):>7} "
-              f"{fmt(grid_error, '.0%'):>6} {fmt(row.get('auto')):>7} "
-              f"{fmt(auto_error, '.0%'):>6}  {row.get('note', '')}")
+        cells.append([str(row.get("model", "")), str(row.get("parameter", "")),
+                      str(row.get("data", "")), fmt(true), fmt(row.get("grid")),
+                      fmt(relative_error(row.get("grid"), true), ".0%"), fmt(row.get("auto")),
+                      fmt(relative_error(row.get("auto"), true), ".0%"),
+                      str(row.get("note", ""))])
+    print_table(columns, cells)
 
 
 def print_ece_table(title, rows):
@@ -281,14 +298,12 @@ def print_ece_table(title, rows):
     if not rows:
         return
     print("\n" + title)
-    header = (f"{'model':<28} {'data':<30} {'setting':<36} {'engine':<16} {'ECE':>6}  note")
-    print(header)
-    print("-" * len(header))
-    for row in rows:
-        print(f"{row.get('model', ''):<28} {row.get('data', ''):<30} "
-              f"{row.get('setting', ''):<36} {row.get('engine', ''):<16} "
-              f"{fmt(row.get('ece'), '.3f'):>6}  {row.get('note', '')}")
-
+    columns = [("model", "<"), ("data", "<"), ("setting", "<"), ("engine", "<"), ("ECE", ">"),
+               ("note", "<")]
+    print_table(columns, [[str(row.get("model", "")), str(row.get("data", "")),
+                           str(row.get("setting", "")), str(row.get("engine", "")),
+                           fmt(row.get("ece"), ".3f"), str(row.get("note", ""))]
+                          for row in rows])
 
 def print_calibration(rows):
     print_ece_table("Calibration: ECE (10 bins) of the probability named in 'setting' against "
