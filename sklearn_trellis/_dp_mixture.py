@@ -499,6 +499,8 @@ default='kmeans'
         data_new = self.model_.check_data(X)
         count = self.samples_.shape[0]
         picks = predictive_picks(count)
+        # float64 rows for the collapsed kernels (a float32 fit's copy): once per call
+        data_train = None if self._data is None else self.model_.kernel_data(self._data)
         for s in picks:
             pp = self.prior_.with_alpha(self.alphas_[s]).kernel_params()
             labels = self.samples_[s].astype(np.int64)
@@ -509,7 +511,6 @@ default='kmeans'
                     self.model_, pp, self.model_.kernel_params() if params is None else params,
                     suff, counts, data_new)
                 continue
-            data_train = self.model_.kernel_data(self._data)  # float64 (a float32 fit's copy)
             yield labels, gibbs.predictive_log_weights(self.model_, pp, data_train,
                                                        labels, data_new, params)
 
