@@ -20,6 +20,8 @@ predictive of new items; the same model as a plug-in of the collapsed Gibbs
 engine is :class:`~.wishart_likelihood.WishartBlockLikelihood`.
 """
 
+import functools
+
 import numpy as np
 from scipy.optimize import brentq
 from scipy.special import gammaln, logsumexp, multigammaln, polygamma
@@ -265,6 +267,17 @@ def centred_log_pdet(S, *, translation_invariant, tol=None):
     return value - np.log(level) if translation_invariant else value
 
 
+def _log_multigamma(a, rank):
+    """``log Gamma_r(a)`` (``scipy.special.multigammaln`` without its argument checks)."""
+    offsets = _multigamma_offsets(rank)
+    return 0.25 * rank * (rank - 1) * np.log(np.pi) + float(np.sum(gammaln(a + offsets)))
+
+
+@functools.lru_cache(maxsize=8)
+def _multigamma_offsets(rank):
+    return -0.5 * np.arange(rank, dtype=np.float64)
+
+
 def dof_log_terms(dof, *, rank, log_pdet, r0, s0, scale=None):
     """The terms of ``log p(S | B, theta, dof)`` that depend on ``dof`` alone.
 
@@ -288,7 +301,7 @@ def dof_log_terms(dof, *, rank, log_pdet, r0, s0, scale=None):
     if d <= rank - 1:
         return -np.inf
     value = (0.5 * (d - rank - 1.0) * log_pdet + 0.5 * d * rank * np.log(0.5 * d)
-             - multigammaln(0.5 * d, rank))
+             - _log_multigamma(0.5 * d, rank))
     if scale is not None:
         return value - 0.5 * d * rank * np.log(scale)
     a = log_likelihood_exponent(rank, d, r0)
@@ -307,12 +320,26 @@ def dof_log_likelihood(dof, sizes, sbars, trace, n_items, theta, *, log_pdet, r0
     sampled from. Arguments as in :func:`collapsed_log_likelihood`;
     ``log_pdet`` from :func:`centred_log_pdet`.
     """
-    rank = n_items - (cross is not None)
+    if cross is None:
+        t_value, l_value = wishart_terms(sizes, sbars, trace, theta)
+    else:
+        t_value, l_value = translation_invariant_terms(sizes, cross, trace, theta)
+    return dof_log_likelihood_of_terms(dof, float(t_value), float(l_value),
+                                       rank=n_items - (cross is not None), log_pdet=log_pdet,
+                                       r0=r0, s0=s0, scale=scale)
+
+
+def dof_log_likelihood_of_terms(dof, t_value, l_value, *, rank, log_pdet, r0, s0, scale=None):
+    """:func:`dof_log_likelihood` from the partition's ``(T, L)`` (or ``(T~, L~)``) at its
+    ``theta`` and the rank ``r``: ``O(r)``, the partition enters through two numbers only."""
     extra = dof_log_terms(dof, rank=rank, log_pdet=log_pdet, r0=r0, s0=s0, scale=scale)
     if not np.isfinite(extra):
         return -np.inf
-    return float(collapsed_log_likelihood(sizes, sbars, trace, n_items, theta, dof=dof, r0=r0,
-                                          s0=s0, scale=scale, cross=cross)) + extra
+    d = float(dof)
+    if scale is None:
+        return extra - 0.5 * d * l_value - log_likelihood_exponent(rank, d, r0) * np.log(
+            t_value + s0)
+    return extra - 0.5 * d * l_value - 0.5 * d * t_value / scale
 
 
 def log_likelihood_exponent(n_items, dof, r0):
@@ -852,6 +879,7 @@ def new_item_data_terms(S, rows, self_products, *, dof, tol=None, translation_in
 
 __all__ = ["block_statistics", "block_cross_sums", "translation_invariant_terms",
            "centred_log_pdet", "dof_log_terms", "dof_log_likelihood",
+           "dof_log_likelihood_of_terms",
            "estimate_dof", "estimate_dof_from_distances", "data_log_density_terms",
            "new_item_data_terms",
            "wishart_terms", "partition_log_prior", "collapsed_log_likelihood",

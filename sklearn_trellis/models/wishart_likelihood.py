@@ -10,8 +10,8 @@ import numpy as np
 from .._core.validation import check_scalar_param
 from . import _tiwd_kernels as _tk
 from .likelihood import ClusterLikelihood, GibbsKernels
-from .wishart import (centred_log_pdet, collapsed_log_likelihood, dof_log_terms,
-                      log_likelihood_exponent, scale_posterior, scale_summary, theta_log_weights,
+from .wishart import (centred_log_pdet, collapsed_log_likelihood, dof_log_likelihood_of_terms,
+                      dof_log_terms, log_likelihood_exponent, scale_posterior, scale_summary, theta_log_weights,
                       translation_invariant_terms, wishart_terms)
 
 DEFAULT_THETA_GRID = np.geomspace(1e-3, 10.0, 81)
@@ -259,9 +259,20 @@ class WishartBlockLikelihood(ClusterLikelihood):
 
     def _slice_dof(self, dof, sizes, sbars, cross, theta, random_state):
         """One slice-sampling update of ``u = log dof`` (flat prior on ``u``), stepping out
-        and shrinkage (Neal 2003): it leaves ``p(dof | B, theta, S)`` invariant."""
+        and shrinkage (Neal 2003): it leaves ``p(dof | B, theta, S)`` invariant. The
+        partition enters through ``(T, L)`` at ``theta``, computed once (``O(r)`` per
+        evaluation after that)."""
+        if self.translation_invariant:
+            t_value, l_value = translation_invariant_terms(sizes, cross, self.trace_, theta)
+        else:
+            t_value, l_value = wishart_terms(sizes, sbars, self.trace_, theta)
+        t_value, l_value = float(t_value), float(l_value)
+        r0, s0 = float(self.r0), float(self.s0)
+
         def log_density(u):
-            return self.dof_log_likelihood(np.exp(u), sizes, sbars, theta, cross)
+            return dof_log_likelihood_of_terms(np.exp(u), t_value, l_value, rank=self.rank_,
+                                               log_pdet=self.log_pdet_, r0=r0, s0=s0,
+                                               scale=self.scale)
 
         u = np.log(dof)
         level = log_density(u) + np.log(random_state.random_sample())
