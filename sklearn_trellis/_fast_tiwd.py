@@ -639,14 +639,18 @@ default='singletons'
                  if self._translation_invariant() else None)
         self.scale_posterior_ = likelihood.scale_summary(sizes, sbars, theta, cross, dof)
 
-    def log_posterior(self, labels, theta=None):
+    def log_posterior(self, labels, theta=None, dof=None):
         """``log p(B, theta | S*)`` (up to the constant of ``log_joints_``) of any partition.
+
+        With ``dof`` learned, ``log p(B, theta, log dof | S*)``, as in ``log_joints_``.
 
         Parameters
         ----------
         labels : array-like of shape (n_samples,)
         theta : float, default=None
             ``None`` uses the fixed ``theta`` or that of ``labels_``.
+        dof : float, default=None
+            ``None`` uses the ``dof`` of ``labels_`` (``dof_`` unless it is learned).
 
         Returns
         -------
@@ -661,12 +665,16 @@ default='singletons'
         if theta is None:
             theta = self.theta if self.theta is not None else self.theta_samples_[
                 self._best_sample()]
+        if dof is None:
+            dof = self.dof_samples_[self._best_sample()] if self._dof_learned else self.dof_
         likelihood = WishartBlockLikelihood(
-            dof=self.dof_, r0=self.r0, s0=self._s0(), scale=self.scale, theta=theta,
-            translation_invariant=self._translation_invariant()).fit(self.inner_products_)
+            dof=float(dof), r0=self.r0, s0=self._s0(), scale=self.scale, theta=theta,
+            translation_invariant=self._translation_invariant(),
+            learn_dof=self._dof_learned).fit(self.inner_products_)
         prior = make_prior(self.alpha, n_components=self.n_blocks)
         data = likelihood.kernel_data(self.inner_products_)
-        state = gibbs.new_state(likelihood, data, compact, prior.alpha)
+        state = gibbs.new_state(likelihood, data, compact, prior.alpha,
+                                params=likelihood.kernel_params(theta=theta, dof=float(dof)))
         return gibbs.log_joint(state, likelihood, prior.kernel_params())
 
     # -- new items: the Gibbs conditional with the fitted partition held fixed -------------
