@@ -827,7 +827,7 @@ default='singletons'
                 "dof > rank has no density; scores then compare every hyperparameter but "
                 f"dof (read dof off the rank, {rank}).", UserWarning, stacklevel=2)
             data_terms = np.zeros_like(data_terms)
-        elif np.isneginf(data_terms).all() and data_terms.size:
+        elif data_terms.size and np.all(self.dof_samples_[picks] <= rank):
             warnings.warn(
                 f"FastTIWD.score is -inf: dof={self.dof_:g} does not exceed the rank {rank} of "
                 "S* (a Wishart with that few degrees of freedom cannot produce the fitted "

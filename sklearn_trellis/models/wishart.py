@@ -819,7 +819,9 @@ def new_item_data_terms(S, rows, self_products, *, dof, tol=None, translation_in
         - (r / 2) log pi - log Gamma((d - r) / 2),
 
     ``-inf`` when ``d <= r`` (a Wishart with ``d <= r`` degrees of freedom
-    cannot produce ``S`` of rank ``r``) or ``s <= 0``. ``O(n^3)`` once
+    cannot produce ``S`` of rank ``r``) or ``s`` is within rounding of 0 (below
+    ``100 (n + 1) eps`` times the largest eigenvalue or ``S_xx``: a new item
+    that repeats a fitted one). ``O(n^3)`` once
     (eigendecomposition of ``S``), ``O(n r)`` per item.
 
     Parameters
@@ -862,12 +864,17 @@ def new_item_data_terms(S, rows, self_products, *, dof, tol=None, translation_in
         S = S - column_means[:, None] - column_means[None, :] + grand
     values, vectors, kept = _spectrum(S, tol)
     rank = int(kept.sum())
+    # a Schur complement within rounding of 0 is 0 (e.g. a copy of a fitted item): no
+    # density, whatever sign the rounding gave it
+    floor = 100.0 * (n + 1) * np.finfo(np.float64).eps * max(
+        float(values[-1]), float(np.max(np.abs(self_products), initial=0.0)))
     dofs = np.asarray(dof, dtype=np.float64)
     d = np.atleast_1d(dofs)[:, None]
     coords = rows @ vectors[:, kept]
     schur = self_products - (coords ** 2) @ (1.0 / values[kept])
     if translation_invariant:
         schur = schur * (n / (n + 1.0))
+    schur = np.where(schur > floor, schur, 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         log_schur = np.where(schur > 0, np.log(np.where(schur > 0, schur, 1.0)), -np.inf)
         constant = (-0.5 * float(np.sum(np.log(values[kept]))) + 0.5 * d * np.log(0.5 * d)
