@@ -6,6 +6,7 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
+from scipy.special import logsumexp
 from sklearn.base import ClusterMixin, _fit_context
 from sklearn.metrics import pairwise_distances
 from sklearn.utils import check_random_state
@@ -16,7 +17,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._core.budget import check_memory, rows_or_zero
 from ._core.compilation import announces_compilation
 from ._core.pairwise import check_square_symmetric
-from ._gibbs_base import _BaseGibbs, check_given_labels, predictive_picks
+from ._gibbs_base import (_BaseGibbs, _refuse_rows_without_density, check_given_labels,
+                          predictive_picks)
 from .engines.exact.trellis_for_model import trellis_for_model
 from .engines.gibbs import sampler as gibbs
 from .models.priors import make_prior
@@ -36,16 +38,20 @@ from .preprocessing.distance_normalization import (NORMALIZATIONS, mean_squared_
 MAX_SUM = 1e306
 MIN_SQUARED_DISTANCE = 1e-300
 
+#: ``dof='auto'`` learns ``dof`` in the chain up to this many objects: it needs ``log pdet``
+#: of ``S*``, one ``O(n^3)`` Cholesky factorisation (and an ``n x n`` float64 copy).
+MAX_LEARNED_DOF_ITEMS = 4000
 
-def _theta_and_scale_mean(likelihood, state):
-    """``record`` of the chains: ``theta`` and ``E[scale]`` at each kept sample (``O(K)``;
-    ``O(K^2)`` for the translation-invariant likelihood)."""
-    theta = float(state.params[0])
+
+def _theta_scale_mean_and_dof(likelihood, state):
+    """``record`` of the chains: ``theta``, ``E[scale]`` and ``dof`` at each kept sample
+    (``O(K)``; ``O(K^2)`` for the translation-invariant likelihood)."""
+    theta, dof = float(state.params[0]), float(state.params[1])
     active = state.active[:state.meta[0]]
     cross = (likelihood.cross_sums(state.stats, state.work, active)
              if likelihood.translation_invariant else None)
     return theta, likelihood.scale_mean(state.stats[active, 0], state.stats[active, 1], theta,
-                                        cross)
+                                        cross, dof), dof
 
 
 def _class_constraint(table, y):
@@ -154,13 +160,24 @@ class FastTIWD(ClusterMixin, _BaseGibbs):
         Wishart degrees of freedom ``d`` (the dimension of the hidden vectors
         if known). It also acts as an inverse temperature: larger ``d`` makes
         the posterior sharper (an annealing schedule can be run with
-        ``warm_start``). ``'auto'``: the moment estimate of
-        :func:`~sklearn_trellis.models.wishart.estimate_dof` on ``S*`` and, on
-        distances, that of
-        :func:`~sklearn_trellis.models.wishart.estimate_dof_from_distances`
-        (the spread of ``log D_ij``); both err low (the blocks add spread), so
-        the larger is used (about 0.93 d on the model's own distances, where
-        the first alone gives about 0.78 d).
+        ``warm_start``). ``'auto'``: ``d`` is learned by the fit, sampled in
+        the Gibbs chain from its exact conditional ``p(d | B, theta, S*)``
+        after every ``theta`` draw (slice sampling of ``log d``, flat prior on
+        ``log d`` over the Wishart's support ``d > r - 1``, ``r`` the rank
+        ``n - 1`` of the distances' likelihood or ``n`` for feature rows with
+        ``normalization='none'``; the likelihood is complete in ``d``:
+        :func:`~sklearn_trellis.models.wishart.dof_log_likelihood`). ``d`` is
+        then averaged over like the partition: :meth:`predict_proba`,
+        ``pairwise_marginals_`` and :meth:`score` carry its uncertainty
+        (``dof_samples_``). The chain starts from the moment estimates
+        (the larger of :func:`~sklearn_trellis.models.wishart.estimate_dof` on
+        ``S*`` and, on distances,
+        :func:`~sklearn_trellis.models.wishart.estimate_dof_from_distances`;
+        both err low). Learning needs ``log pdet S*`` (one ``O(n^3)``
+        Cholesky factorisation) and a non-singular ``S*``: when ``S*`` is
+        singular (objects in fewer dimensions than ``r``, so ``d`` would be the
+        rank exactly, which real data rarely honours), for ``n_samples > 4000``
+        and in exact mode, ``'auto'`` is that moment estimate, held fixed.
     alpha : float, default=1.0
         Concentration of the partition prior: the Dirichlet rate ``xi`` (CRP
         concentration when ``n_blocks=None``); smaller values favour fewer blocks.
@@ -236,9 +253,12 @@ default='singletons'
         Kept partitions of all chains (chain after chain).
     log_joints_ : ndarray of shape (n_kept,)
         ``log p(B, theta | S*)`` of each kept sample, up to one additive
-        constant (``scale`` integrated out; with ``scale`` fixed, ``log p(B, S* | scale, theta)``).
+        constant (``scale`` integrated out; with ``scale`` fixed, ``log p(B, S* | scale, theta)``);
+        ``log p(B, theta, log d | S*)`` when ``dof`` is learned.
     theta_samples_ : ndarray of shape (n_kept,)
         ``theta`` at each kept sample.
+    dof_samples_ : ndarray of shape (n_kept,)
+        ``dof`` at each kept sample (all ``dof_`` when it is not learned).
     scale_means_ : ndarray of shape (n_kept,)
         Posterior mean of ``scale`` given each kept sample and its ``theta``
         (``scale`` if fixed).
@@ -269,7 +289,8 @@ default='singletons'
     inner_products_ : ndarray of shape (n_samples, n_samples)
         The normalised ``S*`` the model partitions.
     dof_ : float
-        The degrees of freedom used.
+        The degrees of freedom: ``dof``, its moment estimate, or (learned) the
+        posterior mean of ``dof_samples_``.
     data_scale_ : float
         Mean squared distance between distinct objects (1 if they all
         coincide); ``s0`` is relative to it.
@@ -547,6 +568,8 @@ default='singletons'
         self.samples_ = trellis.sample(self.n_sweeps, rng).astype(np.int32)
         self.log_joints_ = np.array([model.log_potential(s) for s in self.samples_])
         self.theta_samples_ = np.full(self.n_sweeps, float(self.theta))
+        self.dof_samples_ = np.full(self.n_sweeps, self.dof_)
+        self._dof_learned = False
         self.scale_means_ = np.full(self.n_sweeps, float(self.scale))
         self.pairwise_marginals_ = trellis.pairwise_marginals()
         self.n_clusters_distribution_ = trellis.n_clusters_distribution()
@@ -567,54 +590,67 @@ default='singletons'
     def _fit_gibbs(self, S, clamped, known, rng, warm):
         self._check_samples_memory(S.shape[0], len(self._chains.states) if warm
                                    else self.n_chains, warm)
+        learn = isinstance(self.dof, str) and S.shape[0] <= MAX_LEARNED_DOF_ITEMS
         likelihood = WishartBlockLikelihood(
             dof=self.dof_, r0=self.r0, s0=self._s0(), scale=self.scale, theta=self.theta,
-            theta_grid=self.theta_grid,
-            translation_invariant=self._translation_invariant()).fit(S)
+            theta_grid=self.theta_grid, translation_invariant=self._translation_invariant(),
+            learn_dof=learn).fit(S)
         self.model_ = likelihood
         prior = make_prior(self.alpha, n_components=self.n_blocks)
         data = likelihood.kernel_data(S)
+
+        def carried_params(state):  # theta, and a learned dof, go on from the last state
+            dof = state.params[1] if likelihood.learns_dof_ and self._dof_learned else None
+            return likelihood.kernel_params(theta=state.params[0], dof=dof)
+
         if warm == "continue":
             states = list(self._chains.states)
             for state in states:  # dof or other hyperparameters may have changed
-                gibbs.set_params(state, likelihood, data,
-                                 likelihood.kernel_params(theta=state.params[0]))
+                gibbs.set_params(state, likelihood, data, carried_params(state))
             inits = None
         elif warm == "restart":  # new data: the last partitions and theta only initialise
             states = [gibbs.new_state(likelihood, data, state.compact_labels(), state.alpha,
-                                      params=likelihood.kernel_params(theta=state.params[0]))
+                                      params=carried_params(state))
                       for state in self._chains.states]
             inits = None
         else:
             states = None
             inits = [self._init_labels(known, rng) for _ in range(self.n_chains)]
-        record = functools.partial(_theta_and_scale_mean, likelihood)
+        record = functools.partial(_theta_scale_mean_and_dof, likelihood)
         results = gibbs.run_chains(
             likelihood, prior, data, n_chains=len(states) if warm else self.n_chains,
             n_jobs=self.n_jobs, random_state=rng, init_labels=inits, states=states,
             n_sweeps=self.n_sweeps, burn_in=self._burn_in(warm), thin=self.thin,
             fixed=clamped if clamped.any() else None, verbose=self.verbose, record=record)
         chains = self._store_chains(results, likelihood, prior, record=record, warm=warm)
-        self.theta_samples_ = np.array([t for t, _ in chains.records], dtype=np.float64)
-        self.scale_means_ = np.array([a for _, a in chains.records], dtype=np.float64)
+        self._dof_learned = likelihood.learns_dof_
+        records = np.array(chains.records, dtype=np.float64).reshape(-1, 3)
+        self.theta_samples_, self.scale_means_, self.dof_samples_ = (
+            np.ascontiguousarray(column) for column in records.T)
+        if self._dof_learned and self.dof_samples_.size:
+            self.dof_ = float(np.mean(self.dof_samples_))
         best = self._best_sample()
         self.labels_ = self.samples_[best].astype(np.int64)
-        theta = float(self.theta_samples_[best])
+        theta, dof = float(self.theta_samples_[best]), float(self.dof_samples_[best])
         sizes, sbars = block_statistics(data, self.labels_)
         self.block_scale_means_ = block_scale_means(data, self.labels_, sizes, sbars, theta,
-                                                    dof=self.dof_, r0=self.r0, s0=self._s0())
+                                                    dof=dof, r0=self.r0, s0=self._s0())
         cross = (block_cross_sums(data, self.labels_, sizes.size)
                  if self._translation_invariant() else None)
-        self.scale_posterior_ = likelihood.scale_summary(sizes, sbars, theta, cross)
+        self.scale_posterior_ = likelihood.scale_summary(sizes, sbars, theta, cross, dof)
 
-    def log_posterior(self, labels, theta=None):
+    def log_posterior(self, labels, theta=None, dof=None):
         """``log p(B, theta | S*)`` (up to the constant of ``log_joints_``) of any partition.
+
+        With ``dof`` learned, ``log p(B, theta, log dof | S*)``, as in ``log_joints_``.
 
         Parameters
         ----------
         labels : array-like of shape (n_samples,)
         theta : float, default=None
             ``None`` uses the fixed ``theta`` or that of ``labels_``.
+        dof : float, default=None
+            ``None`` uses the ``dof`` of ``labels_`` (``dof_`` unless it is learned).
 
         Returns
         -------
@@ -629,12 +665,16 @@ default='singletons'
         if theta is None:
             theta = self.theta if self.theta is not None else self.theta_samples_[
                 self._best_sample()]
+        if dof is None:
+            dof = self.dof_samples_[self._best_sample()] if self._dof_learned else self.dof_
         likelihood = WishartBlockLikelihood(
-            dof=self.dof_, r0=self.r0, s0=self._s0(), scale=self.scale, theta=theta,
-            translation_invariant=self._translation_invariant()).fit(self.inner_products_)
+            dof=float(dof), r0=self.r0, s0=self._s0(), scale=self.scale, theta=theta,
+            translation_invariant=self._translation_invariant(),
+            learn_dof=self._dof_learned).fit(self.inner_products_)
         prior = make_prior(self.alpha, n_components=self.n_blocks)
         data = likelihood.kernel_data(self.inner_products_)
-        state = gibbs.new_state(likelihood, data, compact, prior.alpha)
+        state = gibbs.new_state(likelihood, data, compact, prior.alpha,
+                                params=likelihood.kernel_params(theta=theta, dof=float(dof)))
         return gibbs.log_joint(state, likelihood, prior.kernel_params())
 
     # -- new items: the Gibbs conditional with the fitted partition held fixed -------------
@@ -677,7 +717,8 @@ default='singletons'
             cross = clusters.cross_sums(z) if self._translation_invariant() else None
             theta = float(self.theta_samples_[index])
             log_lik = new_item_log_likelihoods(
-                sizes, sbars, row_sums, self_products, trace, n, theta, dof=self.dof_,
+                sizes, sbars, row_sums, self_products, trace, n, theta,
+                dof=float(self.dof_samples_[index]),
                 r0=self.r0, s0=self._s0(), scale=self.scale, cross=cross)
             log_prior = prior.log_predictive_weights(sizes) - np.log(n + prior.alpha)
             yield z, log_prior[None, :] + log_lik
@@ -771,9 +812,11 @@ default='singletons'
         check_is_fitted(self)
         rows, self_products = self._new_inner_products(X)
         S = self.inner_products_
+        picks = list(predictive_picks(self.samples_.shape[0]))
         with _new_items_in_range():
+            # per picked sample (their dof differ when it is learned): (n_picks, m)
             data_terms, rank = new_item_data_terms(
-                S, rows, self_products, dof=self.dof_,
+                S, rows, self_products, dof=self.dof_samples_[picks],
                 translation_invariant=self._translation_invariant())
         # a translation-normalised S* has one null direction by construction
         full_rank = S.shape[0] - (self.normalization != "none")
@@ -783,13 +826,17 @@ default='singletons'
                 f"{rank} < {full_rank} (points in {rank} dimensions), where a Wishart with "
                 "dof > rank has no density; scores then compare every hyperparameter but "
                 f"dof (read dof off the rank, {rank}).", UserWarning, stacklevel=2)
-            data_terms = 0.0
-        elif np.isneginf(data_terms).all() and data_terms.size:
+            data_terms = np.zeros_like(data_terms)
+        elif data_terms.size and np.all(self.dof_samples_[picks] <= rank):
             warnings.warn(
                 f"FastTIWD.score is -inf: dof={self.dof_:g} does not exceed the rank {rank} of "
                 "S* (a Wishart with that few degrees of freedom cannot produce the fitted "
                 "matrix); score dof values above it.", UserWarning, stacklevel=2)
-        return self._mean_predictive_log_density(X) + data_terms
+        per_sample = np.array([logsumexp(logw, axis=1) for _, logw in self._predictive(X)])
+        with np.errstate(invalid="ignore"):
+            density = logsumexp(per_sample + data_terms, axis=0) - np.log(len(picks))
+        _refuse_rows_without_density(np.isnan(density))   # -inf (underflow) is an answer
+        return density
 
     def score(self, X, y=None):
         """Mean log posterior predictive density of held-out items (higher is better).

@@ -1023,6 +1023,50 @@ def translation_invariant_wishart_log_likelihood(D, labels, theta, *, dof, scale
     return float(peak + np.log(value))
 
 
+def wishart_complete_log_density(S, labels, theta, *, dof, scale=None, r0=0.01, s0=0.01,
+                                 translation_invariant=False):
+    """Dense brute force of the complete ``log p(S | B, theta, dof)``, every term included.
+
+    ``d S ~ W_d(scale (I + theta B))`` (``scipy.stats.wishart`` on explicit matrices, the
+    Jacobian ``d**(r (r + 1) / 2)`` of ``S = W / d`` added); ``translation_invariant``: the
+    density of ``L S L^T`` for an explicit contrast ``L`` (orthonormal rows orthogonal to
+    ``1``) under ``W_d(scale L (I + theta B) L^T)``. ``scale=None`` integrates ``scale ~
+    Inv-Gamma(r0 d / 2, s0 d / 2)`` out numerically (``scipy.integrate.quad`` over ``log
+    scale``).
+    """
+    from scipy.integrate import quad
+    from scipy.stats import wishart
+
+    S = np.asarray(S, dtype=np.float64)
+    n = S.shape[0]
+    labels = np.asarray(labels)
+    sigma = np.eye(n) + theta * (labels[:, None] == labels[None, :])
+    if translation_invariant:
+        q, _ = np.linalg.qr(np.column_stack([np.ones(n), np.eye(n)[:, :n - 1]]))
+        contrast = q[:, 1:].T
+        S, sigma = contrast @ S @ contrast.T, contrast @ sigma @ contrast.T
+    r = S.shape[0]
+    d = float(dof)
+
+    def log_density(log_scale):
+        return (wishart(df=d, scale=np.exp(log_scale) * sigma).logpdf(d * S)
+                + 0.5 * r * (r + 1) * np.log(d))
+
+    if scale is not None:
+        return float(log_density(np.log(scale)))
+    a0, b0 = 0.5 * r0 * d, 0.5 * s0 * d
+
+    def log_integrand(u):  # u = log scale; Inv-Gamma density times the Jacobian
+        return log_density(u) + a0 * np.log(b0) - gammaln(a0) - a0 * u - b0 * np.exp(-u)
+
+    grid = np.linspace(-15, 15, 601)
+    values = [log_integrand(u) for u in grid]
+    centre, peak = grid[int(np.argmax(values))], max(values)
+    value, _ = quad(lambda u: np.exp(log_integrand(u) - peak), centre - 8, centre + 8,
+                    points=[centre], limit=400, epsabs=0, epsrel=1e-11)
+    return float(peak + np.log(value))
+
+
 def translation_invariant_posterior_summaries(D, theta, dof, alpha, *, scale, known=None):
     """:func:`flat_summaries` of the translation-invariant Wishart posterior (CRP prior,
     ``scale`` and ``theta`` fixed) by enumerating every partition with the dense

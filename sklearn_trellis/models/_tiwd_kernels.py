@@ -20,7 +20,8 @@ def _f(m, s, theta):
 
 # -- the Wishart block likelihood as a plug-in of the shared Gibbs engine ------------------
 # params = [theta, dof, exponent a, s0, 1/scale (0: scale integrated out), tr S,
-#           translation invariant (1.0) or not (0.0), n]
+#           translation invariant (1.0) or not (0.0), n, terms of dof alone (0 unless dof is
+#           learned: they make log joints comparable across dof)]
 # stats[c] = [n_c, Sbar_c, v_c, w_c]; v_c = sum_e M_ce w_e and w_c = 1 / (1 + n_c theta)
 #           (translation-invariant mode only), M_ce = 1_c^T S 1_e the cross-block sums
 # shared = [sum_b f(n_b, Sbar_b), sum_b log(1 + n_b theta), log-likelihood of the current
@@ -80,8 +81,8 @@ def _log_lik(params, t_sum, l_sum, q, sigma):
         residual -= q / sigma
         l_sum += math.log(sigma / params[7])
     if inv_scale > 0.0:
-        return -0.5 * dof * l_sum - 0.5 * dof * inv_scale * residual
-    return -0.5 * dof * l_sum - exponent * math.log(residual + s0)
+        return params[8] - 0.5 * dof * l_sum - 0.5 * dof * inv_scale * residual
+    return params[8] - 0.5 * dof * l_sum - exponent * math.log(residual + s0)
 
 
 @njit(cache=True, inline="always")

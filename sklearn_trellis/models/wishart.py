@@ -20,6 +20,8 @@ predictive of new items; the same model as a plug-in of the collapsed Gibbs
 engine is :class:`~.wishart_likelihood.WishartBlockLikelihood`.
 """
 
+import functools
+
 import numpy as np
 from scipy.optimize import brentq
 from scipy.special import gammaln, logsumexp, multigammaln, polygamma
@@ -217,6 +219,127 @@ def estimate_dof_from_distances(D, chunk=2048):
         return 1e7
     half = brentq(lambda a: float(polygamma(1, a)) - variance, 1e-8, 5e6)
     return float(max(1.0, 2.0 * half))
+
+
+def centred_log_pdet(S, *, translation_invariant, tol=None):
+    """``log pdet`` of the matrix whose Wishart density the likelihood is, or None if singular.
+
+    ``translation_invariant=False``: ``log det S`` (rank ``n``);
+    ``translation_invariant=True``: the log pseudo-determinant of the centred
+    ``J S J`` (``J = I - 1 1^T / n``), i.e. ``log det L S L^T`` for a contrast
+    ``L`` with orthonormal rows (rank ``n - 1``), the same for every ``S`` with
+    the same distances. One Cholesky factorisation, ``O(n^3)`` time and an
+    ``n x n`` float64 copy. None when the matrix is numerically singular
+    (a pivot below ``sqrt(tol)``, ``tol`` as in :func:`new_item_data_terms`,
+    or a failed factorisation): points in fewer dimensions than that rank,
+    where a Wishart with more degrees of freedom than the rank has no density.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> S = np.array([[2.0, 0.5], [0.5, 1.0]])
+    >>> bool(np.isclose(centred_log_pdet(S, translation_invariant=False), np.log(1.75)))
+    True
+    >>> centred_log_pdet(np.ones((3, 3)), translation_invariant=True) is None
+    True
+    """
+    S = np.array(S, dtype=np.float64)
+    n = S.shape[0]
+    if translation_invariant:
+        column_means = S.mean(axis=0)
+        S -= column_means[:, None]
+        S -= column_means[None, :]
+        S += float(column_means.mean())
+        # the null direction 1 / sqrt(n) gets the eigenvalue `level` (removed after)
+        level = max(float(np.trace(S)) / max(n - 1, 1), np.finfo(np.float64).tiny)
+        S += level / n
+    top = float(np.max(np.abs(np.diag(S)))) if n else 0.0
+    if tol is None:
+        tol = 100.0 * n * np.finfo(np.float64).eps * top
+    try:
+        factor = np.linalg.cholesky(S)
+    except np.linalg.LinAlgError:
+        return None
+    pivots = np.diag(factor)
+    if not np.all(pivots ** 2 > tol):
+        return None
+    value = 2.0 * float(np.sum(np.log(pivots)))
+    return value - np.log(level) if translation_invariant else value
+
+
+def _log_multigamma(a, rank):
+    """``log Gamma_r(a)`` (``scipy.special.multigammaln`` without its argument checks)."""
+    offsets = _multigamma_offsets(rank)
+    return 0.25 * rank * (rank - 1) * np.log(np.pi) + float(np.sum(gammaln(a + offsets)))
+
+
+@functools.lru_cache(maxsize=8)
+def _multigamma_offsets(rank):
+    return -0.5 * np.arange(rank, dtype=np.float64)
+
+
+def dof_log_terms(dof, *, rank, log_pdet, r0, s0, scale=None):
+    """The terms of ``log p(S | B, theta, dof)`` that depend on ``dof`` alone.
+
+    :func:`collapsed_log_likelihood` leaves out every term free of ``B`` and
+    ``theta``; to compare ``dof`` values they are needed. With ``r`` the
+    rank (``n``; ``n - 1`` for distances) and ``log_pdet`` from
+    :func:`centred_log_pdet`, they are the data terms of
+    :func:`data_log_density_terms` and, with ``scale`` integrated out, the
+    normalisers of the inverse-gamma prior and of its posterior
+    (``a = (r + r0) d / 2``)::
+
+        ((d - r - 1) / 2) log_pdet + (d r / 2) log(d / 2) - log Gamma_r(d / 2)
+        + (r0 d / 2) log(s0 d / 2) - log Gamma(r0 d / 2) + log Gamma(a) - a log(d / 2)
+
+    (the prior's two terms are dropped for the improper ``r0 = s0 = 0``; with
+    ``scale`` fixed the last four are ``-(d r / 2) log scale``). ``-inf`` for
+    ``d <= r - 1``. Adding them to :func:`collapsed_log_likelihood` gives
+    :func:`dof_log_likelihood`.
+    """
+    d = float(dof)
+    if d <= rank - 1:
+        return -np.inf
+    value = (0.5 * (d - rank - 1.0) * log_pdet + 0.5 * d * rank * np.log(0.5 * d)
+             - _log_multigamma(0.5 * d, rank))
+    if scale is not None:
+        return value - 0.5 * d * rank * np.log(scale)
+    a = log_likelihood_exponent(rank, d, r0)
+    if r0 > 0:
+        value += 0.5 * r0 * d * np.log(0.5 * s0 * d) - gammaln(0.5 * r0 * d)
+    return value + gammaln(a) - a * np.log(0.5 * d)
+
+
+def dof_log_likelihood(dof, sizes, sbars, trace, n_items, theta, *, log_pdet, r0=0.01, s0=0.01,
+                       scale=None, cross=None):
+    """The complete ``log p(S | B, theta, dof)``: every term, ``scale`` integrated out or fixed.
+
+    :func:`collapsed_log_likelihood` at ``dof`` plus :func:`dof_log_terms`
+    (``cross`` given: the translation-invariant density of the distances, rank
+    ``n - 1``). It is the likelihood that FastTIWD's learned ``dof`` is
+    sampled from. Arguments as in :func:`collapsed_log_likelihood`;
+    ``log_pdet`` from :func:`centred_log_pdet`.
+    """
+    if cross is None:
+        t_value, l_value = wishart_terms(sizes, sbars, trace, theta)
+    else:
+        t_value, l_value = translation_invariant_terms(sizes, cross, trace, theta)
+    return dof_log_likelihood_of_terms(dof, float(t_value), float(l_value),
+                                       rank=n_items - (cross is not None), log_pdet=log_pdet,
+                                       r0=r0, s0=s0, scale=scale)
+
+
+def dof_log_likelihood_of_terms(dof, t_value, l_value, *, rank, log_pdet, r0, s0, scale=None):
+    """:func:`dof_log_likelihood` from the partition's ``(T, L)`` (or ``(T~, L~)``) at its
+    ``theta`` and the rank ``r``: ``O(r)``, the partition enters through two numbers only."""
+    extra = dof_log_terms(dof, rank=rank, log_pdet=log_pdet, r0=r0, s0=s0, scale=scale)
+    if not np.isfinite(extra):
+        return -np.inf
+    d = float(dof)
+    if scale is None:
+        return extra - 0.5 * d * l_value - log_likelihood_exponent(rank, d, r0) * np.log(
+            t_value + s0)
+    return extra - 0.5 * d * l_value - 0.5 * d * t_value / scale
 
 
 def log_likelihood_exponent(n_items, dof, r0):
@@ -696,7 +819,9 @@ def new_item_data_terms(S, rows, self_products, *, dof, tol=None, translation_in
         - (r / 2) log pi - log Gamma((d - r) / 2),
 
     ``-inf`` when ``d <= r`` (a Wishart with ``d <= r`` degrees of freedom
-    cannot produce ``S`` of rank ``r``) or ``s <= 0``. ``O(n^3)`` once
+    cannot produce ``S`` of rank ``r``) or ``s`` is within rounding of 0 (below
+    ``100 (n + 1) eps`` times the largest eigenvalue or ``S_xx``: a new item
+    that repeats a fitted one). ``O(n^3)`` once
     (eigendecomposition of ``S``), ``O(n r)`` per item.
 
     Parameters
@@ -707,7 +832,8 @@ def new_item_data_terms(S, rows, self_products, *, dof, tol=None, translation_in
         New items' inner products with the fitted ones.
     self_products : ndarray of shape (m,)
         ``S_xx`` of each new item.
-    dof : float
+    dof : float or ndarray of shape (k,)
+        An array gives the terms at each of its values (one eigendecomposition).
     tol : float or None, default=None
         Eigenvalues below ``tol`` are the null space of ``S``; ``None`` means
         ``100 n eps lambda_max`` (``eps`` of ``S``'s dtype).
@@ -721,7 +847,7 @@ def new_item_data_terms(S, rows, self_products, *, dof, tol=None, translation_in
 
     Returns
     -------
-    terms : ndarray of shape (m,)
+    terms : ndarray of shape (m,), or (k, m) for an array ``dof``
     rank : int
         The numerical rank ``r`` of ``S``.
     """
@@ -738,22 +864,29 @@ def new_item_data_terms(S, rows, self_products, *, dof, tol=None, translation_in
         S = S - column_means[:, None] - column_means[None, :] + grand
     values, vectors, kept = _spectrum(S, tol)
     rank = int(kept.sum())
-    d = float(dof)
-    m = rows.shape[0]
-    if d <= rank:
-        return np.full(m, -np.inf), rank
+    # a Schur complement within rounding of 0 is 0 (e.g. a copy of a fitted item): no
+    # density, whatever sign the rounding gave it
+    floor = 100.0 * (n + 1) * np.finfo(np.float64).eps * max(
+        float(values[-1]), float(np.max(np.abs(self_products), initial=0.0)))
+    dofs = np.asarray(dof, dtype=np.float64)
+    d = np.atleast_1d(dofs)[:, None]
     coords = rows @ vectors[:, kept]
     schur = self_products - (coords ** 2) @ (1.0 / values[kept])
     if translation_invariant:
         schur = schur * (n / (n + 1.0))
-    constant = (-0.5 * float(np.sum(np.log(values[kept]))) + 0.5 * d * np.log(0.5 * d)
-                - 0.5 * rank * np.log(np.pi) - gammaln(0.5 * (d - rank)))
+    schur = np.where(schur > floor, schur, 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         log_schur = np.where(schur > 0, np.log(np.where(schur > 0, schur, 1.0)), -np.inf)
-    return np.where(schur > 0, 0.5 * (d - rank - 2.0) * log_schur + constant, -np.inf), rank
+        constant = (-0.5 * float(np.sum(np.log(values[kept]))) + 0.5 * d * np.log(0.5 * d)
+                    - 0.5 * rank * np.log(np.pi) - gammaln(0.5 * (d - rank)))
+        terms = 0.5 * (d - rank - 2.0) * log_schur + constant
+    terms = np.where((schur > 0) & (d > rank), terms, -np.inf)
+    return (terms[0] if dofs.ndim == 0 else terms), rank
 
 
 __all__ = ["block_statistics", "block_cross_sums", "translation_invariant_terms",
+           "centred_log_pdet", "dof_log_terms", "dof_log_likelihood",
+           "dof_log_likelihood_of_terms",
            "estimate_dof", "estimate_dof_from_distances", "data_log_density_terms",
            "new_item_data_terms",
            "wishart_terms", "partition_log_prior", "collapsed_log_likelihood",

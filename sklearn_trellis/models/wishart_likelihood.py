@@ -10,10 +10,15 @@ import numpy as np
 from .._core.validation import check_scalar_param
 from . import _tiwd_kernels as _tk
 from .likelihood import ClusterLikelihood, GibbsKernels
-from .wishart import (log_likelihood_exponent, scale_posterior, scale_summary, theta_log_weights,
+from .wishart import (centred_log_pdet, collapsed_log_likelihood, dof_log_likelihood_of_terms,
+                      dof_log_terms, log_likelihood_exponent, scale_posterior, scale_summary, theta_log_weights,
                       translation_invariant_terms, wishart_terms)
 
 DEFAULT_THETA_GRID = np.geomspace(1e-3, 10.0, 81)
+
+#: Initial width (in ``log dof``) of the slice sampler's interval and its most steps out.
+DOF_SLICE_WIDTH = 0.1
+DOF_SLICE_STEPS = 20
 
 
 class WishartBlockLikelihood(ClusterLikelihood):
@@ -51,6 +56,19 @@ class WishartBlockLikelihood(ClusterLikelihood):
         vector (``K (K - 1) / 2`` numbers for ``K`` cluster slots) and updated in
         ``O(K)`` when an item moves; a candidate block still costs ``O(1)``.
         False: ``S`` itself is Wishart (inner products of zero-mean rows).
+    learn_dof : bool, default=False
+        True: ``dof`` is only the starting value; after each ``theta`` draw
+        ``dof`` is redrawn from its exact conditional ``p(dof | B, theta, S)``
+        by slice sampling ``log dof`` (Neal 2003) under a flat prior on ``log
+        dof`` over the Wishart's support ``dof > r - 1`` (``r = n``, or ``n - 1``
+        in translation-invariant mode), with the complete likelihood
+        :func:`.wishart.dof_log_likelihood` (``O(K^2 + n)`` per evaluation).
+        It needs ``log pdet`` of the (centred) matrix, one ``O(n^3)``
+        Cholesky factorisation in :meth:`fit`; when the matrix is singular
+        (points in fewer than ``r`` dimensions: no Wishart with ``dof > r - 1``
+        has a density there) ``dof`` stays fixed and ``learns_dof_`` is False.
+        The ``dof``-only terms are then part of the kernels' log-likelihood
+        (``params[8]``), so log joints compare states of different ``dof``.
 
     Attributes
     ----------
@@ -59,6 +77,12 @@ class WishartBlockLikelihood(ClusterLikelihood):
         ``tr S``.
     theta_grid_ : ndarray
     n_features_in_ : int
+    learns_dof_ : bool
+        Whether ``dof`` is sampled (``learn_dof`` and a non-singular matrix).
+    log_pdet_ : float or None
+        :func:`.wishart.centred_log_pdet` of the matrix (None unless ``learn_dof``).
+    rank_ : int
+        ``r``: ``n``, or ``n - 1`` in translation-invariant mode.
     """
 
     kernels = GibbsKernels(
@@ -79,8 +103,9 @@ class WishartBlockLikelihood(ClusterLikelihood):
         return _tk.SHARED_HEADER + self.n_items_ + 1
 
     def __init__(self, dof=1.0, r0=0.01, s0=0.01, scale=None, theta=None, theta_grid=None,
-                 translation_invariant=False):
+                 translation_invariant=False, learn_dof=False):
         self.dof = dof
+        self.learn_dof = learn_dof
         self.r0 = r0
         self.s0 = s0
         self.scale = scale
@@ -109,7 +134,24 @@ class WishartBlockLikelihood(ClusterLikelihood):
         self.n_items_ = S.shape[0]
         self.n_features_in_ = S.shape[1]
         self.trace_ = float(np.trace(S, dtype=np.float64))
+        self.rank_ = self.n_items_ - bool(self.translation_invariant)
+        self.log_pdet_ = (centred_log_pdet(S, translation_invariant=bool(self.translation_invariant))
+                          if self.learn_dof else None)
+        self.learns_dof_ = self.log_pdet_ is not None
         return self
+
+    def initial_dof(self):
+        """``dof``, moved inside the support ``dof > r - 1`` when it is learned."""
+        if self.learns_dof_:
+            return max(float(self.dof), self.rank_ + 1.0)
+        return float(self.dof)
+
+    def dof_log_terms(self, dof):
+        """:func:`.wishart.dof_log_terms` of this matrix (0 unless ``dof`` is learned)."""
+        if not self.learns_dof_:
+            return 0.0
+        return dof_log_terms(dof, rank=self.rank_, log_pdet=self.log_pdet_, r0=float(self.r0),
+                             s0=float(self.s0), scale=self.scale)
 
     def initial_theta(self):
         """``theta`` if fixed, else the geometric middle of the grid."""
@@ -118,19 +160,25 @@ class WishartBlockLikelihood(ClusterLikelihood):
         grid = self.theta_grid_
         return float(grid[np.argmin(np.abs(np.log(grid) - np.log(grid).mean()))])
 
-    def kernel_params(self, theta=None):
+    def kernel_params(self, theta=None, dof=None):
+        """``[theta, dof, a, s0, 1 / scale, tr S, translation invariant, n, dof-only terms]``.
+
+        ``theta``/``dof`` None: :meth:`initial_theta`/:meth:`initial_dof`. The
+        last entry is :meth:`dof_log_terms` (0 unless ``dof`` is learned).
+        """
         theta = self.initial_theta() if theta is None else float(theta)
+        dof = self.initial_dof() if dof is None else float(dof)
         inv_scale = 0.0 if self.scale is None else 1.0 / float(self.scale)
         invariant = bool(self.translation_invariant)
-        return np.array([theta, float(self.dof),
-                         log_likelihood_exponent(self.n_items_ - invariant, float(self.dof),
-                                                 float(self.r0)),
+        return np.array([theta, dof,
+                         log_likelihood_exponent(self.n_items_ - invariant, dof, float(self.r0)),
                          float(self.s0), inv_scale, self.trace_, float(invariant),
-                         float(self.n_items_)])
+                         float(self.n_items_), self.dof_log_terms(dof)])
 
     def describe_params(self, params):
-        """``{'theta'}`` of kernel parameter rows."""
-        return {"theta": np.atleast_2d(params)[:, 0]}
+        """``{'theta', 'dof'}`` of kernel parameter rows."""
+        params = np.atleast_2d(params)
+        return {"theta": params[:, 0], "dof": params[:, 1]}
 
     def kernel_data(self, X):
         """``S`` itself, float64 or float32 (kept), C-contiguous and writeable."""
@@ -163,14 +211,15 @@ class WishartBlockLikelihood(ClusterLikelihood):
         cross[np.diag_indices(active.size)] = stats[active, 1]
         return cross
 
-    def theta_log_weights(self, sizes, sbars, cross=None):
+    def theta_log_weights(self, sizes, sbars, cross=None, dof=None):
         """Normalised log posterior of ``theta`` over ``theta_grid_`` given a partition (developer notes, fastTIWD (d)).
 
         ``cross``: the partition's cross-block sums, needed (and used) in
-        translation-invariant mode only.
+        translation-invariant mode only. ``dof``: None means the ``dof`` parameter.
         """
+        dof = float(self.dof) if dof is None else float(dof)
         return theta_log_weights(sizes, sbars, self.trace_, self.n_items_, self.theta_grid_,
-                                 dof=float(self.dof), r0=float(self.r0), s0=float(self.s0),
+                                 dof=dof, r0=float(self.r0), s0=float(self.s0),
                                  scale=self.scale,
                                  cross=cross if self.translation_invariant else None)
 
@@ -181,40 +230,95 @@ class WishartBlockLikelihood(ClusterLikelihood):
 
     def resample_params(self, params, stats, shared, counts, active, random_state, work=None):
         """Draw ``theta`` from its grid posterior given the blocks (``O(G K)``; ``O(G K^2)``
-        in translation-invariant mode, which needs the state's ``work``)."""
-        if self.theta is not None:
+        in translation-invariant mode, which needs the state's ``work``), then ``dof``
+        given the blocks and the new ``theta`` when it is learned."""
+        if self.theta is not None and not self.learns_dof_:
             return None
         cross = None
         if self.translation_invariant:
             cross = self.cross_sums(stats, work, active)
-        probs = np.exp(self.theta_log_weights(stats[active, 0], stats[active, 1], cross))
-        index = int(np.searchsorted(np.cumsum(probs), random_state.random_sample()))
-        new = np.array(params, dtype=np.float64)
-        new[0] = self.theta_grid_[min(index, probs.size - 1)]
-        return new
+        sizes, sbars = stats[active, 0], stats[active, 1]
+        theta, dof = float(params[0]), float(params[1])
+        if self.theta is None:
+            probs = np.exp(self.theta_log_weights(sizes, sbars, cross, dof=dof))
+            index = int(np.searchsorted(np.cumsum(probs), random_state.random_sample()))
+            theta = float(self.theta_grid_[min(index, probs.size - 1)])
+        if self.learns_dof_:
+            dof = self._slice_dof(dof, sizes, sbars, cross, theta, random_state)
+        return self.kernel_params(theta=theta, dof=dof)
 
-    def scale_posterior(self, sizes, sbars, theta, cross=None):
-        """``(shape, scale)`` of ``scale | B, theta, S ~ Inv-Gamma`` (``cross``: as in
+    def dof_log_likelihood(self, dof, sizes, sbars, theta, cross=None):
+        """The complete ``log p(S | B, theta, dof)`` (:func:`.wishart.dof_log_likelihood`)."""
+        extra = self.dof_log_terms(dof)
+        if not np.isfinite(extra):
+            return -np.inf
+        return float(collapsed_log_likelihood(
+            sizes, sbars, self.trace_, self.n_items_, theta, dof=dof, r0=float(self.r0),
+            s0=float(self.s0), scale=self.scale,
+            cross=cross if self.translation_invariant else None)) + extra
+
+    def _slice_dof(self, dof, sizes, sbars, cross, theta, random_state):
+        """One slice-sampling update of ``u = log dof`` (flat prior on ``u``), stepping out
+        and shrinkage (Neal 2003): it leaves ``p(dof | B, theta, S)`` invariant. The
+        partition enters through ``(T, L)`` at ``theta``, computed once (``O(r)`` per
+        evaluation after that)."""
+        if self.translation_invariant:
+            t_value, l_value = translation_invariant_terms(sizes, cross, self.trace_, theta)
+        else:
+            t_value, l_value = wishart_terms(sizes, sbars, self.trace_, theta)
+        t_value, l_value = float(t_value), float(l_value)
+        r0, s0 = float(self.r0), float(self.s0)
+
+        def log_density(u):
+            return dof_log_likelihood_of_terms(np.exp(u), t_value, l_value, rank=self.rank_,
+                                               log_pdet=self.log_pdet_, r0=r0, s0=s0,
+                                               scale=self.scale)
+
+        u = np.log(dof)
+        level = log_density(u) + np.log(random_state.random_sample())
+        left = u - DOF_SLICE_WIDTH * random_state.random_sample()
+        right = left + DOF_SLICE_WIDTH
+        steps_left = int(DOF_SLICE_STEPS * random_state.random_sample())
+        steps_right = DOF_SLICE_STEPS - 1 - steps_left
+        while steps_left > 0 and log_density(left) > level:
+            left -= DOF_SLICE_WIDTH
+            steps_left -= 1
+        while steps_right > 0 and log_density(right) > level:
+            right += DOF_SLICE_WIDTH
+            steps_right -= 1
+        while True:
+            proposal = left + (right - left) * random_state.random_sample()
+            if log_density(proposal) > level:
+                return float(np.exp(proposal))
+            if proposal < u:
+                left = proposal
+            else:
+                right = proposal
+
+    def scale_posterior(self, sizes, sbars, theta, cross=None, dof=None):
+        """``(shape, scale)`` of ``scale | B, theta, S ~ Inv-Gamma`` (``cross``, ``dof``: as in
         :meth:`theta_log_weights`)."""
         if self.translation_invariant:
             t_value, _ = translation_invariant_terms(sizes, cross, self.trace_, theta)
         else:
             t_value, _ = wishart_terms(sizes, sbars, self.trace_, theta)
         return scale_posterior(float(t_value), self.n_items_ - bool(self.translation_invariant),
-                               dof=float(self.dof), r0=float(self.r0), s0=float(self.s0))
+                               dof=float(self.dof) if dof is None else float(dof),
+                               r0=float(self.r0), s0=float(self.s0))
 
-    def scale_mean(self, sizes, sbars, theta, cross=None):
+    def scale_mean(self, sizes, sbars, theta, cross=None, dof=None):
         """``E[scale | B, theta, S]`` given the blocks' sizes and sums (``scale`` itself if fixed)."""
         if self.scale is not None:
             return float(self.scale)
-        shape, ig_scale = self.scale_posterior(sizes, sbars, theta, cross)
+        shape, ig_scale = self.scale_posterior(sizes, sbars, theta, cross, dof)
         return ig_scale / (shape - 1.0)
 
-    def scale_summary(self, sizes, sbars, theta, cross=None):
+    def scale_summary(self, sizes, sbars, theta, cross=None, dof=None):
         """:func:`scale_summary` of the posterior of ``scale`` given the blocks and ``theta``."""
         if self.scale is not None:
             return scale_summary(theta, fixed=self.scale)
-        return scale_summary(theta, posterior=self.scale_posterior(sizes, sbars, theta, cross))
+        return scale_summary(theta,
+                             posterior=self.scale_posterior(sizes, sbars, theta, cross, dof))
 
 
 __all__ = ["WishartBlockLikelihood", "DEFAULT_THETA_GRID"]
