@@ -23,6 +23,7 @@ draw the numbers of their global indices. With the block-tree sums, the chain is
 bit for bit on any number of shards, workers and threads.
 """
 
+import functools
 import pickle
 import time
 
@@ -85,6 +86,11 @@ def dyadic_nodes(start, stop):
     return nodes
 
 
+@functools.lru_cache(maxsize=64)
+def _all_nodes(n_blocks):
+    return dyadic_nodes(0, n_blocks)
+
+
 def reduce_tree(parts, n_blocks):
     """The total over blocks ``[0, n_blocks)`` from the shards' nodes, in the tree's order.
 
@@ -92,6 +98,13 @@ def reduce_tree(parts, n_blocks):
     stacked node values (``values[t]`` of ``nodes[t]``). Returns the root's value, the
     same whichever shards computed which nodes.
     """
+    if len(parts) == 1 and parts[0][0] and parts[0][0] == _all_nodes(n_blocks):
+        # one shard holding every block: the tree below adds its nodes from the right
+        values = parts[0][1]
+        total = values[-1]
+        for t in range(len(values) - 2, -1, -1):
+            total = values[t] + total
+        return total
     given = {}
     for nodes, values in parts:
         for t, node in enumerate(nodes):
