@@ -311,10 +311,10 @@ def _launch(state, likelihood, first, second, i, j, rng, forced=False):
         shard_counts = np.array([r[0] for r in results], np.int64)
         counts = shard_counts.sum(axis=0)
         suff = reduce_tree([r[1] for r in results], executor.n_blocks)
-        log_q = float(reduce_tree([r[2] for r in results], executor.n_blocks))
         if not final:
             log_pi = np.log(counts / m)
             theta = _draw_thetas(engine, likelihood, params, suff, rng)
+    log_q = float(reduce_tree([r[2] for r in results], executor.n_blocks))
     return log_q, suff, counts, shard_counts
 
 
