@@ -12,11 +12,14 @@ whoever computes it, so the total is the same bit for bit on any sharding. Empty
 are zeros, and ``x + 0 == x``: absent nodes cost nothing and change nothing.
 """
 
+import math
+
 import numpy as np
 from numba import njit, prange
 
 from ..._core.specialise import specialise as _specialise, template
 from ...models.likelihood import uncollapsed_bindings
+from ._subcluster_kernels import SCORE_ROWS, row_uniform
 
 
 @njit(cache=True)
@@ -69,26 +72,21 @@ def block_tree_suff(params, data, rows, offsets, block_rows, node_levels, out):
 
 
 @njit(cache=True)
-def block_tree_values(rows, values, block_rows, node_levels, out):
-    """``out[node]``: ``values`` summed in row order within each block, then pairwise over
-    the node's blocks (``rows`` increasing local rows, ``values[t]`` belongs to ``rows[t]``)."""
+def _combine_leaves(leaves, node_levels, out):
+    """``out[node]``: the leaves of ``node`` (``leaves[b]``: local block ``b``; the nodes,
+    levels ``node_levels``, cover the blocks in order) added pairwise, as
+    :func:`block_tree_suff` adds its leaves."""
     depth_max = 2
     for node in range(node_levels.size):
         depth_max = max(depth_max, node_levels[node] + 2)
-    stack = np.zeros(depth_max)
+    stack = np.zeros((depth_max,) + leaves.shape[1:])
     stack_level = np.zeros(depth_max, np.int64)
-    pos = 0
-    local_block = 0
+    leaf = 0
     for node in range(node_levels.size):
         depth = 0
         for _ in range(1 << node_levels[node]):
-            local_block += 1
-            end = _leaf_end(rows, pos, rows.size, local_block * block_rows)
-            total = 0.0
-            for t in range(pos, end):
-                total += values[t]
-            pos = end
-            stack[depth] = total
+            stack[depth] = leaves[leaf]
+            leaf += 1
             stack_level[depth] = 0
             depth += 1
             while depth >= 2 and stack_level[depth - 1] == stack_level[depth - 2]:
@@ -96,6 +94,79 @@ def block_tree_values(rows, values, block_rows, node_levels, out):
                 stack_level[depth - 2] += 1
                 depth -= 1
         out[node] = stack[0]
+
+
+@template(parallel=True)
+def launch_pass_nodes(params, theta, log_pi, data, members, target, counted, key, block_rows,
+                      node_levels, sides, suff_out, log_q_out):
+    """One pass of a two-sub-cluster launch over the increasing local rows ``members``,
+    with its statistics: one call instead of a pass and two sums.
+
+    Position ``t`` goes to side 0 or 1 with probability proportional to
+    ``pi_s f(x | theta_s)``: drawn (uniform ``row_uniform(key, members[t])``) when
+    ``target[t] < 0``, else forced to ``target[t]``; ``sides[t]`` receives it.
+    ``suff_out[node, s]``: sufficient statistics of side ``s``'s rows in the blocks of
+    ``node``, and ``log_q_out[node, 0, 0]`` the sum of the log probabilities of the sides
+    of the ``counted`` rows there, each summed row after row per block and added pairwise
+    over the node's blocks (as :func:`block_tree_suff`: the same on any sharding).
+    """
+    m = members.size
+    row_log_q = np.empty(m)
+    # the densities in chunks of SCORE_ROWS members (a row's density is the same whatever
+    # the chunk; they are the threads' shares)
+    n_chunks = -(-m // SCORE_ROWS)
+    for ch in prange(n_chunks):
+        start = ch * SCORE_ROWS
+        stop = min(m, start + SCORE_ROWS)
+        rows = members[start:stop]
+        lp = np.empty((2, stop - start))
+        lik_log_density_block(params, theta, 2, data, rows, lp)
+        for t in range(stop - start):
+            a = lp[0, t] + log_pi[0]
+            b = lp[1, t] + log_pi[1]
+            largest = max(a, b)
+            if largest == -np.inf:
+                a = 0.0
+                b = 0.0
+                largest = 0.0
+            norm = largest + math.log(math.exp(a - largest) + math.exp(b - largest))
+            side = target[start + t]
+            if side < 0:
+                side = 0 if row_uniform(key, rows[t]) < math.exp(a - norm) else 1
+            sides[start + t] = side
+            row_log_q[start + t] = ((a if side == 0 else b) - norm) if counted[start + t] else 0.0
+    # the statistics: one leaf per block of rows, then the tree over the blocks
+    n_leaves = 0
+    for node in range(node_levels.size):
+        n_leaves += 1 << node_levels[node]
+    bounds = np.searchsorted(members, np.arange(n_leaves + 1) * block_rows)
+    leaves = np.zeros((n_leaves, 2, suff_out.shape[2]))
+    leaf_q = np.zeros((n_leaves, 1, 1))
+    for leaf in prange(n_leaves):
+        lo = bounds[leaf]
+        hi = bounds[leaf + 1]
+        total = 0.0
+        n_left = 0
+        for t in range(lo, hi):
+            total += row_log_q[t]
+            n_left += 1 - sides[t]
+        leaf_q[leaf, 0, 0] = total
+        by_side = np.empty(hi - lo, np.int64)   # side 0's rows, then side 1's, increasing
+        left = 0
+        right = n_left
+        for t in range(lo, hi):
+            if sides[t] == 0:
+                by_side[left] = members[t]
+                left += 1
+            else:
+                by_side[right] = members[t]
+                right += 1
+        if n_left > 0:
+            lik_suff_add_rows(params, data, by_side[:n_left], leaves[leaf], 0)
+        if hi - lo > n_left:
+            lik_suff_add_rows(params, data, by_side[n_left:], leaves[leaf], 1)
+    _combine_leaves(leaves, node_levels, suff_out)
+    _combine_leaves(leaf_q, node_levels, log_q_out)
 
 
 def specialise(likelihood):

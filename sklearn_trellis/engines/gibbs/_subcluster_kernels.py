@@ -71,32 +71,38 @@ def propose_labels(params, theta, log_pi, n_clusters, data, labels, pinned, key,
                    block_counts):
     """Every unpinned row drawn from ``pi_k f(x_i | theta_k)``, ``k < n_clusters``, into
     ``out_labels`` (pinned rows keep their label); ``block_counts[b, k]``: rows of block
-    ``b`` given ``k``."""
+    ``b`` given ``k``.
+
+    The threads share out chunks of ``SCORE_ROWS`` rows (a block holds a whole number of
+    them), not whole blocks: 10^4 rows are 40 chunks but only 3 blocks. A row's chunk is
+    the same either way, so are its density and its label.
+    """
     n = labels.size
-    n_blocks = block_counts.shape[0]
-    for b in prange(n_blocks):
-        start = b * BLOCK_ROWS
-        stop = min(n, start + BLOCK_ROWS)
-        rows = np.arange(start, stop)
-        # scored SCORE_ROWS rows at a time: the (clusters, rows) table stays in cache
-        logp = np.empty((n_clusters, min(SCORE_ROWS, stop - start)))
+    n_chunks = -(-n // SCORE_ROWS)
+    chunk_counts = np.zeros((n_chunks, n_clusters), np.int64)
+    for ch in prange(n_chunks):
+        start = ch * SCORE_ROWS
+        size = min(n, start + SCORE_ROWS) - start
+        # the (clusters, rows) table of one chunk stays in cache
+        logp = np.empty((n_clusters, size))
         logw = np.empty(n_clusters)
+        lik_log_density_block(params, theta, n_clusters, data, np.arange(start, start + size),
+                              logp)
+        for t in range(size):
+            i = start + t
+            if pinned[i]:
+                choice = labels[i]
+            else:
+                for c in range(n_clusters):
+                    logw[c] = log_pi[c] + logp[c, t]
+                choice = _pick(logw, n_clusters, row_uniform(key, i))
+            out_labels[i] = choice
+            chunk_counts[ch, choice] += 1
+    block_counts[:] = 0
+    per_block = BLOCK_ROWS // SCORE_ROWS
+    for ch in range(n_chunks):
         for c in range(n_clusters):
-            block_counts[b, c] = 0
-        for chunk in range(start, stop, SCORE_ROWS):
-            size = min(stop, chunk + SCORE_ROWS) - chunk
-            chunk_rows = rows[chunk - start:chunk - start + size]
-            lik_log_density_block(params, theta, n_clusters, data, chunk_rows, logp)
-            for t in range(size):
-                i = chunk + t
-                if pinned[i]:
-                    choice = labels[i]
-                else:
-                    for c in range(n_clusters):
-                        logw[c] = log_pi[c] + logp[c, t]
-                    choice = _pick(logw, n_clusters, row_uniform(key, i))
-                out_labels[i] = choice
-                block_counts[b, choice] += 1
+            block_counts[ch // per_block, c] += chunk_counts[ch, c]
 
 
 @njit(cache=True)
@@ -147,40 +153,6 @@ def log_marginals(params, suff, stats, n_clusters, out):
     for c in range(n_clusters):
         lik_suff_to_stats(params, suff, stats, c)
         out[c] = lik_log_cluster(params, stats, shared, c)
-
-
-@template(parallel=True)
-def two_way_pass(params, theta, log_pi, data, members, target, counted, key, sides, row_log_q):
-    """One pass of a two-sub-cluster launch over the rows ``members``.
-
-    Position ``t`` goes to side 0 or 1 with probability proportional to
-    ``pi_s f(x | theta_s)``: drawn when ``target[t] < 0``, else forced to ``target[t]``;
-    ``sides[t]`` receives it and ``row_log_q[t]`` its log probability when ``counted[t]``
-    (else 0): the caller sums them per fixed block of rows (the proposal's probability,
-    the same on any sharding of the rows).
-    """
-    m = members.size
-    n_chunks = -(-m // BLOCK_ROWS)
-    for ch in prange(n_chunks):
-        start = ch * BLOCK_ROWS
-        stop = min(m, start + BLOCK_ROWS)
-        rows = members[start:stop]
-        lp = np.empty((2, stop - start))
-        lik_log_density_block(params, theta, 2, data, rows, lp)
-        for t in range(stop - start):
-            a = lp[0, t] + log_pi[0]
-            b = lp[1, t] + log_pi[1]
-            largest = max(a, b)
-            if largest == -np.inf:
-                a = 0.0
-                b = 0.0
-                largest = 0.0
-            norm = largest + math.log(math.exp(a - largest) + math.exp(b - largest))
-            side = target[start + t]
-            if side < 0:
-                side = 0 if row_uniform(key, rows[t]) < math.exp(a - norm) else 1
-            sides[start + t] = side
-            row_log_q[start + t] = ((a if side == 0 else b) - norm) if counted[start + t] else 0.0
 
 
 #: Weight of the uniform choice in a merge's choice of partner (the rest follows the

@@ -23,6 +23,7 @@ draw the numbers of their global indices. With the block-tree sums, the chain is
 bit for bit on any number of shards, workers and threads.
 """
 
+import functools
 import pickle
 import time
 
@@ -45,7 +46,9 @@ def engine_for(likelihood):
     engine = _ENGINES.get(key)
     if engine is None:
         engine = kernels.specialise(likelihood)
-        engine.block_tree_suff = shard_kernels.specialise(likelihood).block_tree_suff
+        tree_kernels = shard_kernels.specialise(likelihood)
+        engine.block_tree_suff = tree_kernels.block_tree_suff
+        engine.launch_pass_nodes = tree_kernels.launch_pass_nodes
         _ENGINES[key] = engine
     return engine
 
@@ -83,6 +86,11 @@ def dyadic_nodes(start, stop):
     return nodes
 
 
+@functools.lru_cache(maxsize=64)
+def _all_nodes(n_blocks):
+    return dyadic_nodes(0, n_blocks)
+
+
 def reduce_tree(parts, n_blocks):
     """The total over blocks ``[0, n_blocks)`` from the shards' nodes, in the tree's order.
 
@@ -90,6 +98,13 @@ def reduce_tree(parts, n_blocks):
     stacked node values (``values[t]`` of ``nodes[t]``). Returns the root's value, the
     same whichever shards computed which nodes.
     """
+    if len(parts) == 1 and parts[0][0] and parts[0][0] == _all_nodes(n_blocks):
+        # one shard holding every block: the tree below adds its nodes from the right
+        values = parts[0][1]
+        total = values[-1]
+        for t in range(len(values) - 2, -1, -1):
+            total = values[t] + total
+        return total
     given = {}
     for nodes, values in parts:
         for t, node in enumerate(nodes):
@@ -238,18 +253,15 @@ class Shard:
         the per-side counts here and the tree nodes of the sides' statistics and of the
         log probability of the sides."""
         rows, current, free, counted, sides = self._launch
-        row_log_q = np.empty(rows.size)
-        kernel(self.engine, "two_way_pass", rows.size)(
+        suff = np.zeros((len(self.nodes), 2, self.likelihood.n_suff))
+        log_q = np.zeros((len(self.nodes), 1, 1))
+        kernel(self.engine, "launch_pass_nodes", rows.size)(
             params, theta, log_pi, self.data, rows, current if forced else free, counted,
-            shifted_key(key, self.offset), sides, row_log_q)
-        order = np.argsort(sides, kind="stable")
+            shifted_key(key, self.offset), self.block_rows, self.node_levels, sides, suff,
+            log_q)
         n_right = int(sides.sum())
-        offsets = np.array([0, rows.size - n_right, rows.size], np.int64)
-        log_q = np.zeros(len(self.nodes))
-        shard_kernels.block_tree_values(rows, row_log_q, self.block_rows, self.node_levels,
-                                        log_q)
-        return np.diff(offsets), self._suff_nodes(params, rows[order], offsets), \
-            (self.nodes, log_q)
+        return (np.array([rows.size - n_right, n_right]), (self.nodes, suff),
+                (self.nodes, log_q[:, 0, 0]))
 
     def apply_split(self, new_label):
         """The last launch's side-1 rows take ``new_label``."""

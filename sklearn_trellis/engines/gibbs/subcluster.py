@@ -269,10 +269,11 @@ def restricted_gibbs(state, likelihood, pp, rng):
     log_pi = np.log(gammas) - np.log(gammas.sum())
     theta = _draw_thetas(engine, likelihood, state.params, state.suff, rng)
     ranks = (rng.random_sample(K) * state.counts).astype(np.int64)
+    # each anchor's shard and rank there (_locate, for all clusters at once)
+    ends = np.cumsum(state.shard_counts, axis=0)
+    shard = np.sum(ends <= ranks, axis=0)
     anchor_ranks = np.full((executor.n_shards, K), -1, np.int64)
-    for c in range(K):
-        s, local = _locate(state.shard_counts[:, c], ranks[c])
-        anchor_ranks[s, c] = local
+    anchor_ranks[shard, np.arange(K)] = ranks - (ends - state.shard_counts)[shard, np.arange(K)]
     shard_counts = np.array(executor.map("propose", state.params, theta, log_pi, K, _key(rng),
                                          per_shard=list(anchor_ranks)), np.int64)
     counts = shard_counts.sum(axis=0)
@@ -310,10 +311,10 @@ def _launch(state, likelihood, first, second, i, j, rng, forced=False):
         shard_counts = np.array([r[0] for r in results], np.int64)
         counts = shard_counts.sum(axis=0)
         suff = reduce_tree([r[1] for r in results], executor.n_blocks)
-        log_q = float(reduce_tree([r[2] for r in results], executor.n_blocks))
         if not final:
             log_pi = np.log(counts / m)
             theta = _draw_thetas(engine, likelihood, params, suff, rng)
+    log_q = float(reduce_tree([r[2] for r in results], executor.n_blocks))
     return log_q, suff, counts, shard_counts
 
 
