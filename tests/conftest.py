@@ -82,7 +82,8 @@ def pytest_collection_modifyitems(config, items):
 # test file whose test (or collection) triggered it.
 # SKLEARN_TRELLIS_COMPILE_LOG=DIR: every process (each xdist worker, or the single
 #   process with -n 0) appends one JSON line per compilation to DIR/<worker>.jsonl:
-#   function, signature, test file, own seconds (nested compilations excluded).
+#   function, signature, test file and test, own CPU seconds of the process (nested
+#   compilations excluded; CPU rather than wall time, which a loaded machine inflates).
 # SKLEARN_TRELLIS_COMPILE_REPORT=N: after the run, sums the logs (in a temporary DIR
 #   unless SKLEARN_TRELLIS_COMPILE_LOG names one): total seconds, the N test files and
 #   kernels that cost most, kernels compiled by several workers, kernels compiled for
@@ -90,7 +91,7 @@ def pytest_collection_modifyitems(config, items):
 COMPILE_REPORT = int(os.environ.get("SKLEARN_TRELLIS_COMPILE_REPORT", "0") or 0)
 COMPILE_LOG_ENV = "SKLEARN_TRELLIS_COMPILE_LOG"
 _WORKER = os.environ.get("PYTEST_XDIST_WORKER", "main")
-_compile = {"where": "<import>", "stack": []}
+_compile = {"where": "<import>", "test": "", "stack": []}
 
 
 def pytest_configure(config):
@@ -112,17 +113,17 @@ def _start_compile_log(directory):
 
     class _CompileLogger(event.Listener):
         def on_start(self, ev):
-            # [start, seconds spent in nested compilations]
-            _compile["stack"].append([time.perf_counter(), 0.0])
+            # [start, CPU seconds spent in nested compilations]
+            _compile["stack"].append([time.process_time(), 0.0])
 
         def on_end(self, ev):
             started, nested = _compile["stack"].pop()
-            spent = time.perf_counter() - started
+            spent = time.process_time() - started
             if _compile["stack"]:
                 _compile["stack"][-1][1] += spent
             function = ev.data["dispatcher"].py_func
             log.write(json.dumps({
-                "worker": _WORKER, "where": _compile["where"],
+                "worker": _WORKER, "where": _compile["where"], "test": _compile["test"],
                 "function": f"{function.__module__}.{function.__qualname__}",
                 "signature": str(ev.data["args"]), "seconds": spent - nested,
                 "depth": len(_compile["stack"])}) + "\n")
@@ -132,10 +133,12 @@ def _start_compile_log(directory):
 
 def pytest_collectstart(collector):
     _compile["where"] = os.path.relpath(str(getattr(collector, "path", "") or "."))
+    _compile["test"] = ""
 
 
 def pytest_runtest_setup(item):
     _compile["where"] = os.path.relpath(str(item.path))
+    _compile["test"] = item.nodeid
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -149,21 +152,25 @@ def pytest_terminal_summary(terminalreporter):
         with open(path) as lines:
             records += [json.loads(line) for line in lines]
     write = terminalreporter.write_line
-    by_file, by_kernel = collections.Counter(), collections.Counter()
+    by_file, by_test, by_kernel = (collections.Counter() for _ in range(3))
     workers, signatures = collections.defaultdict(set), collections.defaultdict(set)
     for r in records:
         by_file[r["where"]] += r["seconds"]
+        by_test[r.get("test") or r["where"]] += r["seconds"]
         by_kernel[r["function"], r["signature"]] += r["seconds"]
         workers[r["function"], r["signature"]].add(r["worker"])
         signatures[r["function"]].add(r["signature"])
     twice = {k: s for k, s in by_kernel.items() if len(workers[k]) > 1}
     terminalreporter.section(
-        f"numba compilation: {sum(by_file.values()):.0f} s in {len(records)} compilations "
+        f"numba compilation: {sum(by_file.values()):.0f} CPU s in {len(records)} compilations "
         f"({len(by_kernel)} distinct); compiled by several workers: {len(twice)} "
         f"kernels, {sum(twice.values()):.0f} s (log: {os.environ[COMPILE_LOG_ENV]})")
     write("test files:")
     for where, spent in by_file.most_common(COMPILE_REPORT):
         write(f"{spent:8.1f} s  {where}")
+    write("tests (or test files, for collection):")
+    for test, spent in by_test.most_common(COMPILE_REPORT):
+        write(f"{spent:8.1f} s  {test}")
     write("kernels (function, signature):")
     for (function, signature), spent in by_kernel.most_common(COMPILE_REPORT):
         write(f"{spent:8.1f} s  x{len(workers[function, signature])}  {function} {signature}")
