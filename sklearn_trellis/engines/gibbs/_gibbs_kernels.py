@@ -242,8 +242,9 @@ def split_merge(params, pp, data, labels, counts, active, where, free, meta,
         if j >= i:
             j += 1
         ci, cj = labels[i], labels[j]
-        # the other members of the cluster(s), in random order
-        n = 0
+        # the other members of the cluster(s), in random order (a typed count:
+        # a literal 0 would compile _allocate once more)
+        n = np.int64(0)
         has_fixed = fixed[i] or fixed[j]
         for k in range(n_items):
             if k != i and k != j and (labels[k] == ci or labels[k] == cj):
