@@ -91,7 +91,8 @@ compiles once: ``family._insert`` 6 -> 1, the point-estimate search's
 ``_costs``/``_update``/``_choose``/``cm_loss`` 2 -> 1 each, ``_splits_of``
 and the split-merge's ``_allocate`` 2 -> 1. Same run, base then after (load
 14 to 18; first-fit CPU seconds, compilations): DPMixture 39.8 s / 81 ->
-36.4 s / 75, TrellisHierarchical 40.5 s / 85 -> 33.5 s / 79. Per kernel,
+36.4 s / 75, TrellisHierarchical 40.5 s / 85 -> 33.5 s / 79,
+ExactCorrelationClustering 28.9 s / 67 -> 26.6 s / 66 (load 12 to 16). Per kernel,
 numba's front end (type inference and lowering) takes most of a compilation
 and LLVM (time under its lock) a quarter to a third; the largest remaining
 kernels of a default small fit are the point-estimate search (about 14 s CPU
