@@ -325,7 +325,7 @@ def _add_tree_nodes(children, n, base, start, stop, codes, rec, hashes, table, n
         node_hash[node, 0], node_hash[node, 1] = h0, h1
         lo, hi = base + start[node], base + stop[node]
         r = _insert(rec, hashes, table, n_records, buf, h0, h1, lo, hi, tree_records[a],
-                    tree_records[b], buf, lo, hi, stamp, tick, True)
+                    tree_records[b], buf, lo, hi, stamp, tick, np.bool_(True))
         if r == _COLLISION:
             return -1
         if r == n_records:
@@ -353,7 +353,11 @@ def _add_window_unions(piece_items, piece_ptr, codes, rec, hashes, table, n_reco
             if mask >> j & 1:
                 total += piece_ptr[j + 1] - piece_ptr[j]
     scratch = np.empty(total, np.int64)
-    fill = 0
+    # typed values, not literals (``0``, ``True``): numba compiles _insert once
+    # per distinct literal argument
+    fill = np.int64(0)
+    zero = np.int64(0)
+    checked, unchecked = np.bool_(True), np.bool_(False)
     for j in range(k):
         mask = 1 << j
         h0, h1 = np.uint64(0), np.uint64(0)
@@ -392,15 +396,15 @@ def _add_window_unions(piece_items, piece_ptr, codes, rec, hashes, table, n_reco
         if mask == full and known >= 0:
             r = known         # the window's own root: already a member (no check)
         elif known >= 0:
-            r = _insert(rec, hashes, table, n_records, buf, h0, h1, 0, size, row[rest],
-                        row[piece], scratch, lo, lo + size, stamp, tick, True)
+            r = _insert(rec, hashes, table, n_records, buf, h0, h1, zero, size, row[rest],
+                        row[piece], scratch, lo, lo + size, stamp, tick, checked)
             if r == _COLLISION:
                 return -1, offset
         else:
             for e in range(size):
                 buf[offset + e] = scratch[lo + e]
             r = _insert(rec, hashes, table, n_records, buf, h0, h1, offset, offset + size,
-                        row[rest], row[piece], scratch, lo, lo + size, stamp, tick, False)
+                        row[rest], row[piece], scratch, lo, lo + size, stamp, tick, unchecked)
             offset += size
             n_records += 1
         if roles[r, 0] < 0:               # the first window role wins

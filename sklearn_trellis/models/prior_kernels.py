@@ -46,7 +46,8 @@ def log_block(pp, size):
     """Per-cluster factor of the EPPF for a cluster of ``size`` items."""
     alpha, discount, k = pp[0], pp[1], pp[2]
     if k > 0:
-        return log_rising_factorial(alpha / k, size)
+        # a float size: the signature the other callers use (one compilation)
+        return log_rising_factorial(alpha / k, float(size))
     return math.lgamma(size - discount) - math.lgamma(1.0 - discount)
 
 

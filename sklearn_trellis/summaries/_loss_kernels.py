@@ -130,7 +130,7 @@ def cm_losses(candidates, samples, kind, a, b):
                     stx += xl[v]
                     stp += 0.5 * v * (v - 1.0)
                     block_sizes[blk] = 0
-            out[r, t] = cm_loss(kind, n, sex, sep, stx, stp, sjx, sjp, a, b)
+            out[r, t] = cm_loss(kind, float(n), sex, sep, stx, stp, sjx, sjp, a, b)
     return out
 
 
@@ -400,8 +400,12 @@ def greedy_search(kind, labels, order, pairwise, samples_t, n_sample_blocks, max
     costs = np.zeros(n)
     preset = labels.copy()
     labels[:] = -1
-    n_slots = 0
-    n_clusters = 0
+    # typed counters and deltas: a literal argument (``0``, ``1``, ``-1``) would
+    # compile each callee once more per literal value
+    n_slots = np.int64(0)
+    n_clusters = np.int64(0)
+    add = np.int64(1)
+    remove = np.int64(-1)
     if kind < N_CONTINGENCY_KINDS:
         # bulk start: count, then the sums from the tables (O(n T) increments)
         for i in range(n):
@@ -436,7 +440,7 @@ def greedy_search(kind, labels, order, pairwise, samples_t, n_sample_blocks, max
             if preset[i] >= 0:
                 if sizes[preset[i]] == 0:
                     n_clusters += 1
-                _update(kind, i, preset[i], 1, labels, sizes, counts, samples_t,
+                _update(kind, i, preset[i], add, labels, sizes, counts, samples_t,
                         block_counts, stats, pairwise, mass, xl)
                 n_slots = max(n_slots, preset[i] + 1)
     for step in range(max_sweeps + 1):
@@ -446,7 +450,7 @@ def greedy_search(kind, labels, order, pairwise, samples_t, n_sample_blocks, max
             if step == 0 and current >= 0:
                 continue  # allocation pass: only the unallocated elements
             if current >= 0:
-                _update(kind, i, current, -1, labels, sizes, counts, samples_t, block_counts,
+                _update(kind, i, current, remove, labels, sizes, counts, samples_t, block_counts,
                         stats, pairwise, mass, xl)
                 if sizes[current] == 0:
                     n_clusters -= 1
@@ -454,7 +458,7 @@ def greedy_search(kind, labels, order, pairwise, samples_t, n_sample_blocks, max
                               block_counts, stats, pairwise, mass, xl, a, b, costs, scratch)
             slot = _choose(sizes, n_slots, costs, new_cost, current, n_clusters, max_clusters)
             if slot == n_slots:  # a new cluster: the first empty slot
-                slot = 0
+                slot = np.int64(0)
                 while slot < n_slots and sizes[slot] > 0:
                     slot += 1
                 if slot == n_slots:
@@ -470,7 +474,7 @@ def greedy_search(kind, labels, order, pairwise, samples_t, n_sample_blocks, max
                     counts = grown
             if sizes[slot] == 0:
                 n_clusters += 1
-            _update(kind, i, slot, 1, labels, sizes, counts, samples_t, block_counts,
+            _update(kind, i, slot, add, labels, sizes, counts, samples_t, block_counts,
                     stats, pairwise, mass, xl)
             changed |= slot != current
         if step > 0 and not changed:

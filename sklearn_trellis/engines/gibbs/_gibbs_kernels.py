@@ -242,8 +242,8 @@ def split_merge(params, pp, data, labels, counts, active, where, free, meta,
         if j >= i:
             j += 1
         ci, cj = labels[i], labels[j]
-        # the other members of the cluster(s), in random order; an int64 count (the
-        # literal 0 would compile _allocate a second time, for Literal[int](0))
+        # the other members of the cluster(s), in random order (a typed count:
+        # a literal 0 would compile _allocate once more)
         n = np.int64(0)
         has_fixed = fixed[i] or fixed[j]
         for k in range(n_items):

@@ -255,7 +255,7 @@ def discover_edges(children, tree_vertex, tree_offsets, home, range_vertex, n_it
     stamp = np.full(n_vertices, -1, np.int64)
     capacity = min(max_edges + 1, 4 * n_vertices + 16)
     out = np.empty((capacity, 3), np.int64)
-    n_out = 0
+    n_out = np.int64(0)  # typed: a literal 0 would compile _splits_of once more
     for group in range(-1, n_trees):
         if group >= 0:
             _position_ranges(children, items, tree_offsets[group], n_items, records)
