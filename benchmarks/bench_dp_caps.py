@@ -119,7 +119,7 @@ def trace(X, y, model, args):
             print(f"   cluster {k}: {describe(y, labels, k)}; true clusters > 1%: "
                   f"{np.flatnonzero(counts > 0.01 * counts.sum()).tolist()}")
         executor = TracingExecutor(y, likelihood, data, labels)
-        state = subcluster.new_state(likelihood, executor, None, prior.alpha)
+        state = subcluster.new_state(likelihood, executor, labels, prior.alpha)
         start = time.perf_counter()
         for t in range(1, args.iterations + 1):
             executor.iteration = t
