@@ -116,9 +116,9 @@ array-like of shape (n_samples,), default='auto'
         sampler on more than ``SUBSAMPLE_ROWS`` rows, else ``'kmeans'``: from k-means
         the sub-cluster sampler's first splits cut the k-means clusters (unions of true
         ones), and a cluster it cuts in two there stays in two for hundreds of
-        iterations at 10^5-10^6 rows (on 10^6 Gaussian blobs: 23 clusters for 20, ARI
-        0.974 after 200 iterations, against 20 and 1.0 from ``'subsample'``; see
-        ``benchmarks/bench_dp_caps.py --trace``).
+        iterations at 10^5-10^6 rows (10^6 Gaussian blobs with 20 clusters: 23 clusters
+        and ARI 0.974 after 200 iterations from k-means, 20 and 1.0 after 60 from
+        ``'subsample'``; ``benchmarks/bench_dp_caps.py --trace`` shows how they arise).
     random_state : int, RandomState instance or None, default=None
     verbose : int, default=0
         Print sampler progress (about ten lines per chain; the sub-cluster sampler
