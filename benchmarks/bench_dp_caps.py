@@ -15,8 +15,17 @@ is that of a bigger cluster, its *parent*), prints
 - the best ``log q`` any single restricted pass could give: one pass at the two sides' own
   maximum-likelihood Gaussians and weights (no launch reaches better parameters).
 
+``--trace`` prints instead how the clusters arise, for the chain from k-means (10
+clusters; the default before ``init='subsample'``) and from ``init='subsample'``: the
+starting clusters (size, majority true cluster, its purity and the share of that true
+cluster they hold), every accepted split and merge with the same figures for both sides,
+and K and the ARI every ``--every`` iterations. From k-means, the first ~10 iterations
+split the k-means clusters (unions of true clusters); a launch that has not separated
+them yet can cut one true cluster in two (at 10^6 rows, seed 0: a true cluster of 50,000
+rows into 15,522 and 23,120, iterations 2-3), and those parts stay apart to the end.
+
 Run: ``PYTHONPATH=$PWD python benchmarks/bench_dp_caps.py [--rows N] [--iterations T]
-[--seed S]`` (defaults 10^5 rows, 120 iterations, seed 0).
+[--seed S] [--trace [--every E]]`` (defaults 10^5 rows, 120 iterations, seed 0).
 """
 
 import argparse
@@ -29,7 +38,9 @@ from sklearn.datasets import make_blobs
 from sklearn.metrics import adjusted_rand_score
 
 from sklearn_trellis import DPMixture
+from sklearn_trellis._gibbs_base import initial_labels
 from sklearn_trellis.engines.gibbs import subcluster
+from sklearn_trellis.engines.gibbs.shards import LocalExecutor
 
 
 def log_joint_of(model, state, data, labels, params):
@@ -50,14 +61,95 @@ def best_pass_log_q(X, side_rows):
     return float(np.sum(scores[own, np.arange(m)] - np.logaddexp.reduce(scores, axis=0)))
 
 
+def describe(y, labels, k):
+    """Size, majority true cluster, purity and the share of that true cluster held."""
+    members = labels == k
+    counts = np.bincount(y[members], minlength=y.max() + 1)
+    top = counts.argmax()
+    return (f"{members.sum()} rows of true {top} ({counts[top] / members.sum():.3f} pure, "
+            f"{counts[top] / np.sum(y == top):.2f} of it)")
+
+
+class TracingExecutor(LocalExecutor):
+    """The in-process executor, printing every accepted split and merge."""
+
+    def __init__(self, y, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.y, self.iteration = y, 0
+
+    def map(self, name, *args, per_shard=None):
+        if name == "apply_merge":
+            before = self.labels().astype(np.int64)
+            print(f"  iteration {self.iteration}: merge [{describe(self.y, before, args[0])}]"
+                  f" + [{describe(self.y, before, args[1])}]")
+        out = super().map(name, *args, per_shard=per_shard)
+        if name == "apply_split":
+            after = self.labels().astype(np.int64)
+            print(f"  iteration {self.iteration}: split into "
+                  f"[{describe(self.y, after, self._split_label)}]"
+                  f" + [{describe(self.y, after, args[0])}]")
+        return out
+
+    def call(self, s, name, *args):
+        if name == "label_at":   # a split's cluster: that of its first seed row
+            self._split_label = super().call(s, name, *args)
+            return self._split_label
+        return super().call(s, name, *args)
+
+
+def trace(X, y, model, args):
+    """How the clusters arise from k-means and from ``init='subsample'``."""
+    likelihood, prior = model.model_, model.prior_
+    data = likelihood.check_sampler_data(X)
+    pp = prior.kernel_params()
+    for init in ("kmeans", "subsample"):
+        rng = np.random.RandomState(args.seed)
+        start = time.perf_counter()
+        if init == "kmeans":
+            labels = initial_labels("kmeans", X, rng)
+        else:
+            rows = subcluster.subsample_rows(X.shape[0])
+            labels = subcluster.subsample_start(
+                likelihood, prior, data, init_labels=initial_labels("kmeans", X[rows], rng),
+                random_state=rng)
+        print(f"\n== init={init!r}: K={labels.max() + 1}, ARI "
+              f"{adjusted_rand_score(y, labels):.4f} ({time.perf_counter() - start:.1f} s)")
+        for k in range(labels.max() + 1):
+            counts = np.bincount(y[labels == k], minlength=y.max() + 1)
+            print(f"   cluster {k}: {describe(y, labels, k)}; true clusters > 1%: "
+                  f"{np.flatnonzero(counts > 0.01 * counts.sum()).tolist()}")
+        executor = TracingExecutor(y, likelihood, data, labels)
+        state = subcluster.new_state(likelihood, executor, labels, prior.alpha)
+        start = time.perf_counter()
+        for t in range(1, args.iterations + 1):
+            executor.iteration = t
+            subcluster.iterate(state, likelihood, pp, rng, n_split_merge=10)
+            if t % args.every == 0 or t == args.iterations:
+                print(f"iteration {t}: K={state.n_clusters}, ARI "
+                      f"{adjusted_rand_score(y, state.labels):.4f} "
+                      f"({time.perf_counter() - start:.0f} s, load average "
+                      "%.1f %.1f %.1f)" % os.getloadavg(), flush=True)
+        final = state.labels
+        print("final clusters: " + "; ".join(describe(y, final, k)
+                                             for k in range(state.n_clusters)))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--iterations", type=int, default=120)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--trace", action="store_true",
+                        help="trace the chains from k-means and from init='subsample'")
+    parser.add_argument("--every", type=int, default=10,
+                        help="--trace: print K and the ARI every this many iterations")
     args = parser.parse_args()
     X, y = make_blobs(n_samples=args.rows, n_features=10, centers=20, cluster_std=1.0,
                       center_box=(-10, 10), random_state=0)
+    if args.trace:   # the fitted likelihood and prior, from a fit of one iteration
+        trace(X, y, DPMixture(method="subcluster", n_sweeps=1, init="one",
+                                   n_split_merge=0).fit(X), args)
+        return
     start = time.perf_counter()
     model = DPMixture(method="subcluster", n_sweeps=args.iterations,
                       burn_in=args.iterations - 1, point_estimate="map",

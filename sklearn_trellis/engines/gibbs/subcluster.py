@@ -89,6 +89,11 @@ from .shards import LocalExecutor, engine_for, is_dask_array, reduce_tree
 #: Restricted two-way Gibbs passes of a split/merge launch before the proposal's own pass.
 LAUNCH_ITERATIONS = 3
 
+#: Rows of the evenly spaced subsample whose chain starts a larger chain
+#: (:func:`subsample_start`), and that chain's iterations.
+SUBSAMPLE_ROWS = 10_000
+SUBSAMPLE_ITERATIONS = 100
+
 _MAX_KEY = np.iinfo(np.int64).max
 _MAX_SEED = np.iinfo(np.int32).max
 
@@ -259,14 +264,19 @@ def _locate(per_shard, rank):
     return s, int(rank - np.sum(per_shard[:s]))
 
 
+def _draw_log_weights(pp, counts, rng):
+    """Log cluster weights ``pi`` drawn from ``Dirichlet(w(N_1), ..., w(N_K))``."""
+    weights = np.array([np.exp(log_weight_existing(pp, m)) for m in counts])
+    gammas = np.maximum(rng.standard_gamma(weights), 1e-300)
+    return np.log(gammas) - np.log(gammas.sum())
+
+
 def restricted_gibbs(state, likelihood, pp, rng):
     """Steps 1-2 of an iteration: weights, parameters, anchors, all labels; True if accepted."""
     engine = _engine(likelihood)
     executor = state.executor
     K = state.n_clusters
-    weights = np.array([np.exp(log_weight_existing(pp, m)) for m in state.counts])
-    gammas = np.maximum(rng.standard_gamma(weights), 1e-300)
-    log_pi = np.log(gammas) - np.log(gammas.sum())
+    log_pi = _draw_log_weights(pp, state.counts, rng)
     theta = _draw_thetas(engine, likelihood, state.params, state.suff, rng)
     ranks = (rng.random_sample(K) * state.counts).astype(np.int64)
     # each anchor's shard and rank there (_locate, for all clusters at once)
@@ -484,6 +494,62 @@ def predictive_log_weights(likelihood, prior_params, params, suff, counts, data_
         return out - np.logaddexp.reduce(log_weights)
 
 
+def subsample_rows(n, n_rows=None):
+    """``min(n, n_rows)`` evenly spaced row indices of ``n`` rows (those of
+    :func:`subsample_start`; ``n_rows`` None: ``SUBSAMPLE_ROWS``)."""
+    n_rows = SUBSAMPLE_ROWS if n_rows is None else n_rows
+    return np.unique(np.linspace(0, n - 1, min(n, n_rows)).round().astype(np.int64))
+
+
+def subsample_start(likelihood, prior, data, *, init_labels=None, n_iterations=None,
+                    n_rows=None, n_split_merge=10, hyperprior=None, random_state=None):
+    """Starting labels of every row of ``data`` from a chain on an evenly spaced subsample.
+
+    A sub-cluster chain of ``n_iterations`` (None: ``SUBSAMPLE_ITERATIONS``) runs on the
+    ``n_rows`` rows of :func:`subsample_rows` (None: ``SUBSAMPLE_ROWS``; ``init_labels``:
+    their starting labels, None: one cluster); then cluster weights and parameters are
+    drawn given its last partition (as in :func:`restricted_gibbs`) and every row of
+    ``data`` is drawn from ``pi_k f(x | theta_k)`` in one parallel pass (clusters left
+    empty are dropped).
+
+    Why: from a coarse start (k-means with fewer clusters than the data have) a large
+    chain's early splits cut unions of true clusters, and a launch that is not yet
+    converged can cut a true cluster in two; the two parts of a cluster of ``10^5`` rows
+    then almost never merge, since the merge's Hastings ratio holds the probability of
+    the launch reproducing that split row by row (``log q`` of ``-10^3`` to ``-10^4``).
+    On ``10^4`` rows the same moves mix quickly; the full chain then starts with about
+    the right clusters and only refines them. Any starting state leaves the chain exact.
+
+    ``data`` is an ndarray (``likelihood.check_sampler_data``) or a ``dask.array`` (only
+    the subsample is gathered; the labels are drawn on the workers).
+    The labels depend on ``random_state`` only, not on the number of shards or threads.
+    Returns int64 labels ``0..K-1`` of shape ``(n_samples,)``.
+    """
+    rng = check_random_state(random_state)
+    n = int(data.shape[0])
+    rows = subsample_rows(n, n_rows)
+    n_iterations = SUBSAMPLE_ITERATIONS if n_iterations is None else n_iterations
+    sub = data[rows].compute() if is_dask_array(data) else data[rows]
+    sub = likelihood.check_sampler_data(np.asarray(sub))
+    chain = run_chain(likelihood, prior, sub, n_sweeps=n_iterations, init_labels=init_labels,
+                      n_split_merge=n_split_merge, hyperprior=hyperprior, random_state=rng)
+    small = chain.state
+    engine = _engine(likelihood)
+    K = small.n_clusters
+    log_pi = _draw_log_weights(prior.with_alpha(small.alpha).kernel_params(), small.counts,
+                               rng)
+    theta = _draw_thetas(engine, likelihood, small.params, small.suff, rng)
+    executor = make_executor(likelihood, data)
+    no_anchors = np.full((executor.n_shards, K), -1, np.int64)
+    executor.map("propose", small.params, theta, log_pi, K, _key(rng),
+                 per_shard=list(no_anchors))
+    executor.map("settle", True, small.params, K)
+    labels = executor.labels().astype(np.int64)
+    out = np.empty(n, np.int64)
+    compact_labels(labels, out)
+    return out
+
+
 def run_chain(likelihood, prior, data, *, n_sweeps, burn_in=0, thin=1, init_labels=None,
               state=None, n_split_merge=10, hyperprior=None, random_state=None, verbose=0,
               chain_id=0, record=None):
@@ -572,4 +638,5 @@ def run_chains(likelihood, prior, data, *, n_chains=1, n_jobs=None, random_state
 
 __all__ = ["SubclusterState", "new_state", "make_executor", "attach", "restricted_gibbs",
            "split_merge", "iterate", "log_joint", "record_statistics", "predictive_log_weights",
-           "run_chain", "run_chains", "LAUNCH_ITERATIONS"]
+           "run_chain", "run_chains", "subsample_rows", "subsample_start", "LAUNCH_ITERATIONS",
+           "SUBSAMPLE_ROWS", "SUBSAMPLE_ITERATIONS"]

@@ -325,6 +325,8 @@ def test_subcluster_needs_an_uncollapsed_form():
 
     with pytest.raises(ValueError, match="uncollapsed form"):
         DPMixture(Collapsed(), method="subcluster", n_sweeps=2).fit(small_data(20))
+    with pytest.raises(ValueError, match="init='subsample'.*uncollapsed form"):
+        DPMixture(Collapsed(), method="gibbs", init="subsample", n_sweeps=2).fit(small_data(20))
 
 
 def test_launch_probabilities_sum_to_one_and_match_the_drawn_split():
@@ -369,3 +371,43 @@ def test_auto_samples_with_the_subcluster_sampler_from_its_threshold(monkeypatch
     assert DPMixture(n_sweeps=3, random_state=0).fit(X[:30]).method_ == "gibbs"
     assert DPMixture("bernoulli", n_sweeps=3, random_state=0).fit(
         (X > 1).astype(float)).method_ == "subcluster"
+
+
+def test_subsample_start_draws_every_row_from_a_subsample_chain(monkeypatch):
+    """``init='subsample'`` (``'auto'`` for the sub-cluster sampler above SUBSAMPLE_ROWS
+    rows): a chain on evenly spaced rows, then every row drawn from its last weights and
+    parameters; the clusters of separated blobs of unequal sizes come out whole."""
+    from sklearn.datasets import make_blobs
+    from sklearn.metrics import adjusted_rand_score
+    from sklearn_trellis import DPMixture
+    centres = [[0, 0], [8, 0], [0, 8], [8, 8], [-8, 0]]
+    X, y = make_blobs([500, 300, 200, 120, 80], centers=centres, random_state=3)
+    lik = NormalInverseWishart().fit(X)
+    rows = subcluster.subsample_rows(X.shape[0], 150)
+    assert rows.size == 150 and rows[0] == 0 and rows[-1] == X.shape[0] - 1
+    data = lik.check_sampler_data(X)
+    for seed in range(3):   # 0 rows drawn: ARI 0 (one cluster); 1 iteration: 0.66-0.78
+        labels = subcluster.subsample_start(lik, CRP(1.0), data, n_rows=150, n_iterations=40,
+                                            random_state=seed)
+        assert labels.dtype == np.int64
+        assert set(np.unique(labels)) == set(range(labels.max() + 1))
+        assert adjusted_rand_score(y, labels) > 0.97   # 0.998, 1.0, 0.979 (17 rows apart)
+    np.testing.assert_array_equal(labels, subcluster.subsample_start(
+        lik, CRP(1.0), data, n_rows=150, n_iterations=40, random_state=2))
+    # the estimator's default: 'subsample' for the sub-cluster sampler on more rows than
+    # SUBSAMPLE_ROWS, k-means otherwise
+    calls = []
+    real = subcluster.subsample_start
+    monkeypatch.setattr(subcluster, "SUBSAMPLE_ROWS", 150)
+    monkeypatch.setattr(subcluster, "SUBSAMPLE_ITERATIONS", 20)
+    monkeypatch.setattr(subcluster, "subsample_start",
+                        lambda *args, **kwargs: calls.append(1) or real(*args, **kwargs))
+    X, y = X[::4], y[::4]
+    model = DPMixture(method="subcluster", n_sweeps=2, random_state=0).fit(X)
+    assert len(calls) == 1 and adjusted_rand_score(y, model.labels_) > 0.9
+    DPMixture(method="subcluster", n_sweeps=2, random_state=0).fit(X[::3])
+    DPMixture(method="gibbs", n_sweeps=1, random_state=0).fit(X)
+    assert len(calls) == 1
+    DPMixture(method="gibbs", n_sweeps=1, init="subsample", random_state=0).fit(X)
+    assert len(calls) == 2
+

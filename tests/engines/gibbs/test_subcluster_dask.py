@@ -200,3 +200,17 @@ def test_dask_array_needs_the_subcluster_sampler_and_the_extra(monkeypatch):
         import_distributed()
     with pytest.raises(ImportError, match=r"sklearn-trellis\[dask\]"):
         DPMixture(method="subcluster", n_sweeps=2).fit(dX)
+
+
+def test_subsample_start_does_not_depend_on_the_chunks(clients):
+    """``init='subsample'`` on a dask array: the subsample gathered, every label drawn on
+    the workers, the same labels as in this process for any chunking."""
+    X = blobs(n_per=150, d=2)
+    lik = NormalInverseWishart().fit(X)
+    start = dict(n_rows=120, n_iterations=10, random_state=3)
+    local = subcluster.subsample_start(lik, CRP(1.0), lik.check_sampler_data(X), **start)
+    with clients[2].as_current():
+        for chunks in ((128, 2), (200, 2)):
+            np.testing.assert_array_equal(subcluster.subsample_start(
+                lik, CRP(1.0), da.from_array(X, chunks=chunks), **start), local)
+    assert local.max() + 1 >= 3
