@@ -176,11 +176,12 @@ def _upper_edges(n, indptr, indices, distances):
 
 
 @njit(cache=True)
-def _purge(heap, size, used, lexicographic):
-    """Drop the entries of merged clusters and re-heapify; returns the new size."""
+def _purge(heap, size, live, lexicographic):
+    """Keep the entries ``(w, a, b)`` with ``live[a]`` and ``live[b]`` (drop those of
+    merged clusters, or superseded edges) and re-heapify; returns the new size."""
     m = 0
     for e in range(size):
-        if used[np.int64(heap[e, 1])] and used[np.int64(heap[e, 2])]:
+        if live[np.int64(heap[e, 1])] and live[np.int64(heap[e, 2])]:
             heap[m, 0], heap[m, 1], heap[m, 2] = heap[e, 0], heap[e, 1], heap[e, 2]
             m += 1
     _heapify(heap, m, lexicographic)
@@ -338,66 +339,6 @@ def _table_insert(table, filled, key, value):
 
 
 @njit(cache=True)
-def _heap_push(weights, ids, size, w, stamp):
-    """Binary min-heap on ``weights`` (ties in any order); grows when full."""
-    if size == weights.size:
-        grown_w = np.empty(2 * size + 16)
-        grown_w[:size] = weights[:size]
-        grown_i = np.empty(2 * size + 16, np.int64)
-        grown_i[:size] = ids[:size]
-        weights, ids = grown_w, grown_i
-    pos = size
-    while pos > 0:
-        parent = (pos - 1) >> 1
-        if w < weights[parent]:
-            weights[pos], ids[pos] = weights[parent], ids[parent]
-            pos = parent
-        else:
-            break
-    weights[pos], ids[pos] = w, stamp
-    return weights, ids, size + 1
-
-
-@njit(cache=True, inline="always")
-def _heap_place(weights, ids, size, pos, w, stamp):
-    """Sift the entry ``(w, stamp)`` down from ``pos`` in the heap's first ``size`` slots."""
-    child = 2 * pos + 1
-    while child < size:
-        if child + 1 < size and weights[child + 1] < weights[child]:
-            child += 1
-        if weights[child] < w:
-            weights[pos], ids[pos] = weights[child], ids[child]
-            pos = child
-            child = 2 * pos + 1
-        else:
-            break
-    weights[pos], ids[pos] = w, stamp
-
-
-@njit(cache=True)
-def _heap_pop(weights, ids, size):
-    """Remove the top entry; returns the new size."""
-    size -= 1
-    if size == 0:
-        return size
-    _heap_place(weights, ids, size, 0, weights[size], ids[size])
-    return size
-
-
-@njit(cache=True)
-def _heap_rebuild(weights, ids, size, current):
-    """Keep the current entries only and re-heapify; returns the new size."""
-    m = 0
-    for e in range(size):
-        if current[ids[e]]:
-            weights[m], ids[m] = weights[e], ids[e]
-            m += 1
-    for start in range(m // 2 - 1, -1, -1):
-        _heap_place(weights, ids, m, start, weights[start], ids[start])
-    return m
-
-
-@njit(cache=True)
 def _symmetric_weights(n, indptr, indices, distances):
     """Whether each edge has the same distance in both rows (scikit-learn then
     keeps one value per edge; otherwise each side's own value until it merges)."""
@@ -482,8 +423,9 @@ def average_complete_tree(n, indptr, indices, distances, complete):
         cells *= 2
     table = np.full((cells, 2), _EMPTY, np.int64)
     filled = 0
-    heap_w = np.empty(max(2 * n_edges, 16))
-    heap_id = np.empty(heap_w.size, np.int64)
+    # heap rows (distance, stamp, stamp): both ends name the edge, for _purge
+    heap = np.empty((max(2 * n_edges, 16), 3))
+    order = n < 0         # False, as a comparison: by weight only (ties abort anyway)
     stamps = 0
     for i in range(n):
         for p in range(indptr[i], indptr[i + 1]):
@@ -492,21 +434,22 @@ def average_complete_tree(n, indptr, indices, distances, complete):
                 edge_w[stamps], edge_lo[stamps], edge_hi[stamps] = distances[p], col, i
                 current[stamps] = True
                 table, filled = _table_insert(table, filled, col * n + i, stamps)
-                heap_w[stamps], heap_id[stamps] = distances[p], stamps
+                heap[stamps, 0], heap[stamps, 1], heap[stamps, 2] = distances[p], stamps, stamps
                 stamps += 1
-    heap_size = _heap_rebuild(heap_w, heap_id, stamps, current)
+    heap_size = stamps
+    _heapify(heap, heap_size, order)
     n_current = stamps
     for k in range(n, n_nodes):
         while True:
             if heap_size == 0:
                 raise ValueError("The connectivity graph is not connected.")
-            w, e = heap_w[0], heap_id[0]
-            heap_size = _heap_pop(heap_w, heap_id, heap_size)
+            w = heap[0, 0]
+            e, _, heap_size = _pop(heap, heap_size, order)
             if current[e]:
                 break
-        while heap_size > 0 and not current[heap_id[0]]:
-            heap_size = _heap_pop(heap_w, heap_id, heap_size)
-        if heap_size > 0 and heap_w[0] == w:        # another current edge of that weight
+        while heap_size > 0 and not current[np.int64(heap[0, 1])]:
+            _, _, heap_size = _pop(heap, heap_size, order)
+        if heap_size > 0 and heap[0, 0] == w:        # another current edge of that weight
             return children, False
         x, y = edge_lo[e], edge_hi[e]
         if cluster[x] < cluster[y]:      # x holds scikit-learn's i (the newer cluster)
@@ -561,7 +504,7 @@ def average_complete_tree(n, indptr, indices, distances, complete):
                 table, filled = _table_insert(table, filled,
                                               large * n + c if large < c else c * n + large,
                                               stamps)
-            heap_w, heap_id, heap_size = _heap_push(heap_w, heap_id, heap_size, value, stamps)
+            heap, heap_size = _push(heap, heap_size, value, stamps, stamps, order)
             stamps += 1
             if length[c] > 2 * degree[c] + 8:      # drop the dead slots from c's list
                 _drop_dead(pool, start, length, alive, c)
@@ -572,7 +515,7 @@ def average_complete_tree(n, indptr, indices, distances, complete):
         cluster[large] = k
         size[large] = n_x + n_y
         if heap_size > 2 * n_current + 1024:
-            heap_size = _heap_rebuild(heap_w, heap_id, heap_size, current)
+            heap_size = _purge(heap, heap_size, current, order)
     return children, True
 
 

@@ -74,6 +74,32 @@ def lookup(table, hashes, sizes, h0, h1, size):
         slot = (slot + 1) & mask
 
 
+@njit(cache=True)
+def build_hash_filter(hashes):
+    """Bit filter of the vertices' hashes (about 16 bits per vertex, a few MB): a
+    clear bit rules a hash out without reading the table (no false negatives)."""
+    n_bits = 64
+    while n_bits < 16 * hashes.shape[0]:
+        n_bits *= 2
+    present = np.zeros(n_bits // 64, np.uint64)
+    for v in range(hashes.shape[0]):
+        bit = _filter_bit(hashes[v, 0], n_bits - 1)
+        present[bit >> 6] |= np.uint64(1) << np.uint64(bit & 63)
+    return present
+
+
+@njit(cache=True, inline="always")
+def _filter_bit(h0, mask):
+    # high bits: the table's slot uses the low ones
+    return np.int64((h0 >> np.uint64(32)) & np.uint64(mask))
+
+
+@njit(cache=True, inline="always")
+def _may_be_vertex(present, h0):
+    bit = _filter_bit(h0, 64 * present.shape[0] - 1)
+    return (present[bit >> 6] >> np.uint64(bit & 63)) & np.uint64(1) != 0
+
+
 # -- per-vertex and per-tree tables ----------------------------------------------
 @njit(cache=True)
 def lowest_items(items, starts, stops, build_left, build_right):
@@ -169,7 +195,7 @@ def _append_split(s, left, right, out, n_out):
 
 @njit(cache=True)
 def _splits_of(s, use_range, range_vertex, records, starts, stops, sizes, hashes, table,
-               lowest, extra_ptr, extra_list, vertex_window, vertex_window_mask,
+               present, lowest, extra_ptr, extra_list, vertex_window, vertex_window_mask,
                window_table, stamp, out, n_out):
     """Append every split of vertex ``s`` to ``out`` (rows ``(s, L, R)``).
 
@@ -195,9 +221,11 @@ def _splits_of(s, use_range, range_vertex, records, starts, stops, sizes, hashes
             left = record[_VERTEX]
             if stamp[left] != s:           # _try_candidate, from the record
                 stamp[left] = s
-                right = lookup(table, hashes, sizes, h0 - np.uint64(record[_HASH0]),
-                               h1 - np.uint64(record[_HASH1]), size - left_size)
-                n_out = _append_split(s, left, right, out, n_out)
+                r0 = h0 - np.uint64(record[_HASH0])
+                if _may_be_vertex(present, r0):    # (most complements are not)
+                    right = lookup(table, hashes, sizes, r0, h1 - np.uint64(record[_HASH1]),
+                                   size - left_size)
+                    n_out = _append_split(s, left, right, out, n_out)
             node = record[_PARENT]
     # Extra clusters of item m (window unions are handled below, not listed).
     for j in range(extra_ptr[m], extra_ptr[m + 1]):
@@ -251,6 +279,7 @@ def discover_edges(children, tree_vertex, tree_offsets, home, range_vertex, n_it
     n_vertices = sizes.shape[0]
     n_trees = children.shape[0]
     table = build_hash_table(hashes, sizes)
+    present = build_hash_filter(hashes)
     records = _walk_records(children, tree_vertex, sizes, hashes, n_items)
     stamp = np.full(n_vertices, -1, np.int64)
     capacity = min(max_edges + 1, 4 * n_vertices + 16)
@@ -277,7 +306,7 @@ def discover_edges(children, tree_vertex, tree_offsets, home, range_vertex, n_it
                         bigger[e, j] = out[e, j]
                 out = bigger
             n_out = _splits_of(s, group >= 0, range_vertex[s], records, starts, stops,
-                               sizes, hashes, table, lowest, extra_ptr, extra_list,
+                               sizes, hashes, table, present, lowest, extra_ptr, extra_list,
                                vertex_window, vertex_window_mask, window_table, stamp, out,
                                n_out)
             if n_out > max_edges:
