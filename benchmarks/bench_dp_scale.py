@@ -29,8 +29,9 @@ Prints, in one process and with the anchors measured in the same run:
 
 4. ``--dask``: 10^7 x 10 float32 Gaussian blobs (20 clusters; ``--dask-rows`` to change),
    generated on the workers of a ``LocalCluster`` of 2 worker processes and never gathered
-   on the driver: seconds per sub-cluster iteration with 1 and with 2 workers (the same
-   chain in both: the figures of one seed), and the bytes sent per iteration (pickled
+   on the driver: seconds per sub-cluster iteration with 1 and with 2 workers of one
+   core each (one thread, numba's pool included; the same chain in both: the figures of
+   one seed), and the bytes sent per iteration (pickled
    size of every message between the driver and the shards: parameters and statistics).
    The same number of rows in one process is the anchor (``--dask-rows`` <= 10^6 only).
 
@@ -258,8 +259,11 @@ def section_dask(n, iterations, d=10, k=20, chunk=1_000_000, seed=0):
     figures = {}
     lik = None
     for n_workers in (1, 2):
+        # one core per worker: numba's thread pool too, else one worker already uses
+        # every core of a small machine and a second one cannot be faster
         with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                          memory_limit="10GB", dashboard_address=":0") as cluster, \
+                          memory_limit="10GB", dashboard_address=":0",
+                          env={"NUMBA_NUM_THREADS": "1"}) as cluster, \
                 Client(cluster) as client:
             X = da.map_blocks(_dask_blobs_block, chunk, d, k, seed, dtype=np.float32,
                               chunks=((chunk,) * (n // chunk), (d,)))
