@@ -402,6 +402,8 @@ class DaskExecutor(_Executor):
         self._set_bounds(bounds, block_rows)
         X = client.persist(X.rechunk({0: tuple(np.diff(bounds)), 1: -1}))
         chunks = sorted(distributed.futures_of(X), key=lambda f: f.key[1])
+        with client.as_current():  # placed, so that each actor starts where its rows are
+            distributed.wait(chunks)
         holders = client.who_has(chunks)
         futures = [client.submit(Shard, likelihood, chunk, int(a), block_rows,
                                  None if labels is None else labels(a, b),

@@ -104,6 +104,21 @@ def test_same_chain_locally_and_on_dask_workers(clients):
         assert executor.bytes_sent / 4 < 40 * X.nbytes
 
 
+def test_each_shard_starts_on_a_worker_holding_its_rows(clients):
+    """The chunks are placed before the actors: each shard's actor runs on a worker that
+    holds its chunk (an actor started elsewhere would fetch its rows over the network)."""
+    from sklearn_trellis.engines.gibbs.shards import DaskExecutor
+    X = blobs()
+    lik = NormalInverseWishart().fit(X)
+    client = clients[2]
+    executor = DaskExecutor(lik, da.from_array(X, chunks=(37, 3)), client=client,
+                            block_rows=16)
+    actors_on = client.who_has(executor._futures)
+    for future, holders in zip(executor._futures, executor.workers):
+        assert holders, "the chunk's worker was not known when the actor started"
+        assert set(actors_on[future.key]) <= set(holders)
+
+
 def test_two_local_shards_match_the_exact_posterior():
     """Two shards of tiny blocks (2 rows): co-clustering and ``P(K)`` within 0.06 of exact.
     It fails without the merge's ``+ log q`` in its Hastings ratio, and when the driver
