@@ -208,7 +208,7 @@ def heap_replay_tree(n, indptr, indices, distances, complete):
     keys, values, start, length, capacity, top = _initial_lists(n, indptr, indices,
                                                                 distances, n_nodes)
     heap, size = _upper_edges(n, indptr, indices, distances)
-    order = n < 0         # False, as a comparison: weights only, as scikit-learn's heap
+    order = np.bool_(False)   # weights only, as scikit-learn's heap (typed: not a constant)
     _heapify(heap, size, order)
     used = np.zeros(n_nodes, np.int64)    # cluster sizes; 0 once merged
     used[:n] = 1
@@ -425,7 +425,7 @@ def average_complete_tree(n, indptr, indices, distances, complete):
     filled = 0
     # heap rows (distance, stamp, stamp): both ends name the edge, for _purge
     heap = np.empty((max(2 * n_edges, 16), 3))
-    order = n < 0         # False, as a comparison: by weight only (ties abort anyway)
+    order = np.bool_(False)   # by weight only, ties abort anyway (typed: not a constant)
     stamps = 0
     for i in range(n):
         for p in range(indptr[i], indptr[i + 1]):
