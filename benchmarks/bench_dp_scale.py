@@ -19,9 +19,12 @@ Prints, in one process and with the anchors measured in the same run:
    cluster, out of reach here for either). A warm-up fit on 20,000 rows of the same dtype
    and options compiles first; every timed line prints the number of numba compilations
    it ran (0 when the warm-up covered it). ``--bgm-embedding-max-iter`` caps BGM's EM
-   iterations (its seconds per iteration and whether it converged are printed). Every
-   iteration of the sampler is kept, and the NMI after 10, 25, 50 and 100 iterations is
-   printed: how many iterations the goal (NMI >= BGM's) needs.
+   iterations (its seconds per iteration and whether it converged are printed). The chain
+   runs ``EMBEDDING_ITERATIONS`` = 30 iterations (a fixed count, documented there with the
+   measurement behind it; ``--iterations`` overrides); every iteration is kept, and the
+   NMI of the start (t=0) and after 1, 5, 10, 20, 25, 30, ... iterations is printed, with
+   the first iteration whose NMI reaches BGM's: how many iterations the goal (NMI >= BGM's)
+   needs.
 
 3. ``--scoring``: at 10^4 rows, the label pass scoring a block of rows against every
    cluster through the likelihood's BLAS kernel, against the generic row by row fallback
@@ -88,10 +91,16 @@ LAST_START = [0.0]
 _subsample_start = subcluster.subsample_start
 
 
+#: The starting labels of the last ``timed`` fit that had a subsample start (its NMI is
+#: iteration 0 of the embedding's table).
+LAST_START_LABELS = [None]
+
+
 def _timed_subsample_start(*args, **kwargs):
     start = time.perf_counter()
     try:
-        return _subsample_start(*args, **kwargs)
+        LAST_START_LABELS[0] = _subsample_start(*args, **kwargs)
+        return LAST_START_LABELS[0]
     finally:
         LAST_START[0] += time.perf_counter() - start
 
@@ -169,6 +178,15 @@ def embedding(n, d, k=80, seed=0):
     return X.astype(np.float32), y
 
 
+#: Iterations of the embedding's sub-cluster chain (``--iterations`` overrides): a fixed
+#: count, not a stopping rule (``DPMixture`` has none). Measured (seed 0, the subsample
+#: start of ``init='auto'``): NMI 0.9993 (K=79) at the start and through iteration 10, 1.0000
+#: (K=80, BGM's figure) from iteration 25 on, unchanged at 50 and 100 (K=80). 30 keeps a
+#: margin past 25; the table of NMI against iterations is printed on every run, with the
+#: first iteration whose NMI reaches BGM's, so a change that slows convergence shows.
+EMBEDDING_ITERATIONS = 30
+
+
 def section_embedding(n, d, iterations, bgm_max_iter=100):
     X, y = embedding(n, d)
     print(f"\n== embedding-like {n:,} x {d} float32, 80 Zipf-sized clusters ({load()})")
@@ -177,24 +195,37 @@ def section_embedding(n, d, iterations, bgm_max_iter=100):
     subcluster_fit(embedding(20_000, d, seed=1)[0], 3, likelihood="diagonal")
     # every iteration kept (burn_in=0): the NMI along the chain says how many iterations
     # the goal needs; the figure is the last iteration's partition
+    LAST_START_LABELS[0] = None
     model, seconds = subcluster_fit(X, iterations, burn_in=0, likelihood="diagonal")
+    start, start_labels = LAST_START[0], LAST_START_LABELS[0]
     samples = model.samples_
     print(f"subcluster (diagonal): {seconds:.1f} s total {cpu_note()} "
-          f"({iterations} iterations, "
-          f"{seconds / iterations:.2f} s/iteration), K={np.unique(samples[-1]).size}, "
+          f"(start {start:.1f} s + {iterations} iterations {seconds - start:.1f} s, "
+          f"{(seconds - start) / iterations:.2f} s/iteration), "
+          f"K={np.unique(samples[-1]).size}, "
           f"NMI {normalized_mutual_info_score(y, samples[-1]):.4f}   ({load()})")
-    print("subcluster NMI after t iterations: " + ", ".join(
-        f"t={t}: {normalized_mutual_info_score(y, samples[t - 1]):.4f} "
-        f"(K={np.unique(samples[t - 1]).size})"
-        for t in sorted({10, 25, 50, 100, iterations}) if t <= iterations))
+    chain = [(t, samples[t - 1]) for t in range(1, iterations + 1)]
+    if start_labels is not None:
+        chain.insert(0, (0, start_labels))
+    nmis = {t: normalized_mutual_info_score(y, labels) for t, labels in chain}
+    shown = sorted({0, 1, 5, 10, 20, 25, 30, 50, 100, iterations} & set(nmis))
+    print("subcluster NMI after t iterations (t=0: the start): " + ", ".join(
+        f"t={t}: {nmis[t]:.4f} (K={np.unique(dict(chain)[t]).size})" for t in shown))
     # the same likelihood family: a Gaussian with a diagonal covariance per cluster
     bgm, b_seconds = timed(lambda: BayesianGaussianMixture(
         n_components=100, covariance_type="diag", max_iter=bgm_max_iter, random_state=0), X)
     state = "converged" if bgm.converged_ else "NOT converged: stopped at max_iter"
+    bgm_nmi = normalized_mutual_info_score(y, bgm.predict(X))
     print(f"BayesianGaussianMixture(n_components=100, covariance_type='diag', "
           f"max_iter={bgm_max_iter}): {b_seconds:.1f} s {cpu_note()} "
           f"({bgm.n_iter_} EM iterations, {b_seconds / bgm.n_iter_:.2f} s/iteration, {state}),"
-          f" NMI {normalized_mutual_info_score(y, bgm.predict(X)):.4f}   ({load()})")
+          f" NMI {bgm_nmi:.4f}   ({load()})")
+    # rounded as printed: "NMI >= BGM's" compares the printed figures
+    reached = [t for t in sorted(nmis) if round(nmis[t], 4) >= round(bgm_nmi, 4)]
+    print("first iteration with NMI >= BGM's: "
+          + (f"t={reached[0]}" if reached else f"none in {iterations}")
+          + f"; NMI >= BGM's at the last iteration: "
+          f"{round(nmis[iterations], 4) >= round(bgm_nmi, 4)}")
     print(f"ratio: BGM time / subcluster time = {b_seconds / seconds:.2f}")
 
 
@@ -351,7 +382,8 @@ def main():
                       bgm_max_iter=args.bgm_max_iter)
     if not args.skip_embedding:
         n, d = (20_000, 64) if args.quick else (100_000, 128)
-        section_embedding(n, d, args.iterations or 100, args.bgm_embedding_max_iter)
+        section_embedding(n, d, args.iterations or EMBEDDING_ITERATIONS,
+                          args.bgm_embedding_max_iter)
     if args.scoring:
         section_scoring(10_000, args.iterations or 200)
     if args.dask:

@@ -346,10 +346,16 @@ def ng_log_density_block(params, theta, n_clusters, data, rows, out):
     features = np.empty((2 * d, DENSITY_BLOCK))
     for start in range(0, m, DENSITY_BLOCK):
         size = min(m, start + DENSITY_BLOCK) - start
-        _centred_columns(params, data, rows, start, size, features[d:])
-        for k in range(d):
-            for t in range(DENSITY_BLOCK):
-                features[k, t] = features[d + k, t] * features[d + k, t]
+        # y and y^2 in one pass over the rows (each row's features read once)
+        for t in range(size):
+            i = rows[start + t]
+            for k in range(d):
+                y = data[i, k] - params[3 + k]
+                features[d + k, t] = y
+                features[k, t] = y * y
+        for k in range(2 * d):
+            for t in range(size, DENSITY_BLOCK):
+                features[k, t] = 0.0
         product = np.dot(weights, features)
         for c in range(n_clusters):
             for t in range(size):

@@ -27,6 +27,10 @@ BLOCK_ROWS = 4096
 #: Rows scored at a time inside a block (their cluster-by-row table fits in cache).
 SCORE_ROWS = 256
 
+#: Below this, ``math.exp`` returns 0.0 (the smallest subnormal is ``exp(-744.4)``; a
+#: margin for any libm).
+EXP_UNDERFLOW = -800.0
+
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX_1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX_2 = np.uint64(0x94D049BB133111EB)
@@ -52,7 +56,10 @@ def _pick(logw, n, u):
             largest = logw[a]
     total = 0.0
     for a in range(n):
-        logw[a] = math.exp(logw[a] - largest)  # in place: the weights themselves
+        # in place: the weights themselves; far below the largest, exp is exactly 0.0
+        # (skipping it changes no bit: most clusters are thousands of nats away)
+        delta = logw[a] - largest
+        logw[a] = math.exp(delta) if delta > EXP_UNDERFLOW else 0.0
         total += logw[a]
     target = u * total
     cumulative = 0.0
