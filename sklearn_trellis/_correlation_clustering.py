@@ -69,10 +69,11 @@ class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
         ``log_evidence_`` (exact, or on the sparse trellis's family), found
         with its exact gradient (a posterior expectation of pair
         co-membership); ``beta_`` holds the value used.
-        ``'posterior'``: ``beta`` is summed out under a uniform prior over
-        41 values, ``b sd = exp(-4), exp(-3.75), ..., exp(6)`` (``b = 2 beta``,
-        ``sd`` the root mean square of the shifted affinities), each weighed
-        by its exact evidence (:mod:`~sklearn_trellis.engines.beta_posterior`):
+        ``'posterior'``: ``beta`` is summed out over 41 values,
+        ``b sd = exp(-4), exp(-3.75), ..., exp(6)`` (``b = 2 beta``, ``sd`` the
+        root mean square of the shifted affinities), under a broad
+        half-normal prior on ``b sd`` (scale 4), each weighed by its exact
+        evidence (:mod:`~sklearn_trellis.engines.beta_posterior`):
         every probability (``pairwise_marginals_``, the cluster, together
         and number-of-clusters marginals, :meth:`sample`, :meth:`score`) is
         that average, one trellis fit per grid value (41 times the cost of a
@@ -266,6 +267,16 @@ default='all'
 
     >>> X = np.r_[np.zeros((3, 2)), np.full((3, 2), 3.0)]
     >>> ExactCorrelationClustering(beta=2.0, point_estimate="binder").fit(X).labels_
+    array([0, 0, 0, 1, 1, 1])
+
+    ``beta`` summed out over its posterior (a grid of 41 values) instead of
+    fixed:
+
+    >>> X = np.array([[0.0], [0.3], [0.5], [4.0], [4.4], [4.6]])
+    >>> model = ExactCorrelationClustering(beta="posterior").fit(X)
+    >>> model.beta_grid_.shape, round(float(model.beta_posterior_.sum()), 6)
+    ((41,), 1.0)
+    >>> model.labels_
     array([0, 0, 0, 1, 1, 1])
     """
 

@@ -16,13 +16,23 @@ from sklearn_trellis.datasets import make_gaussian_pairs
 from sklearn_trellis.engines.beta_posterior import LOG_B_GRID, beta_posterior
 
 
+def grid_prior(w, betas):
+    """The stated prior on the grid, from its definition: half-normal(scale 4) density of
+    ``d = b sd`` times ``d`` (the log grid's Jacobian), normalised."""
+    sd = np.sqrt(np.mean(w[np.triu_indices(w.shape[0], 1)] ** 2))
+    d = 2.0 * np.asarray(betas) * sd
+    density = d * np.exp(-0.5 * (d / 4.0) ** 2)
+    return density / density.sum()
+
+
 def brute_force(w, betas, alpha):
     """``(partitions, p(beta_k | W), p(pi | W), log p(W))`` by enumeration."""
     partitions = set_partitions(w.shape[0])
-    joints = gaussian_pair_beta_grid_log_joints(partitions, w, betas, alpha)
+    joints = (gaussian_pair_beta_grid_log_joints(partitions, w, betas, alpha)
+              + np.log(grid_prior(w, betas))[:, None])
     log_total = logsumexp(joints)
     return (partitions, np.exp(logsumexp(joints, axis=1) - log_total),
-            np.exp(logsumexp(joints, axis=0) - log_total), log_total - np.log(len(betas)))
+            np.exp(logsumexp(joints, axis=0) - log_total), log_total)
 
 
 def affinities(n, seed, beta=0.5):
@@ -31,12 +41,14 @@ def affinities(n, seed, beta=0.5):
 
 
 @pytest.mark.parametrize("alpha", [None, 1.5])
-@pytest.mark.parametrize("n, seed, beta", [(3, 0, 0.5), (6, 1, 0.25), (7, 2, 1.0)])
+@pytest.mark.parametrize("n, seed, beta", [(3, 0, 0.5), (5, 1, 0.25), (6, 2, 1.0)])
 def test_posterior_and_averaged_marginals_match_enumeration(n, seed, beta, alpha):
     w = affinities(n, seed, beta)
     est = ExactCorrelationClustering(beta="posterior", affinity="precomputed",
                                      alpha=alpha).fit(w)
     assert est.beta_grid_.shape == (len(LOG_B_GRID),)
+    sd = np.sqrt(np.mean(w[np.triu_indices(n, 1)] ** 2))
+    np.testing.assert_allclose(np.log(2 * est.beta_grid_ * sd), LOG_B_GRID, atol=1e-12)
     partitions, p_beta, p_pi, log_evidence = brute_force(w, est.beta_grid_, alpha)
     np.testing.assert_allclose(est.beta_posterior_, p_beta, atol=1e-12)
     assert est.log_evidence_ == pytest.approx(log_evidence, abs=1e-9)
@@ -125,7 +137,7 @@ def test_refusals():
 
 
 def test_alpha_auto_is_learned_then_beta_summed_out():
-    w = affinities(7, 8)
+    w = affinities(6, 8)
     est = ExactCorrelationClustering(beta="posterior", affinity="precomputed",
                                      alpha="auto").fit(w)
     assert isinstance(est.alpha_, float) and est.alpha_ > 0
