@@ -33,9 +33,11 @@ small, fast version, as ``--quick`` does here)::
 
 Missing keys print as blank; relative errors are computed here.
 
-Run: ``python benchmarks/bench_calibration.py [--quick] [--only SECTION ...]``
-(sections: ``ecc``, ``_calibration_trees``, ``_calibration_models``). The load average
-is printed with the timings (a shared machine's figures vary with it).
+Run: ``python benchmarks/bench_calibration.py [--quick] [--only SECTION ...]
+[--setting NAME ...] [--skip-recovery]`` (sections: ``ecc``, ``_calibration_trees``,
+``_calibration_models``; ``--setting`` keeps only the named correlation-clustering
+calibration settings, e.g. ``--setting "beta='posterior', alpha 'auto'"``). The load
+average is printed with the timings (a shared machine's figures vary with it).
 """
 
 import argparse
