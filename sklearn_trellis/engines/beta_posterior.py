@@ -18,7 +18,7 @@ varies, taken on the grid (``p_k ∝ d_k exp(-d_k**2 / 32)``, the ``d_k`` the
 Jacobian of the logarithmic grid). A prior uniform in ``log d`` would not do:
 it gives the "no structure" values ``d -> 0``, whose evidence is flat, a mass
 that grows with the grid's lower end (on data from the model it made the
-marginals too soft: pooled ECE 0.08 against 0.04).
+marginals too soft: pooled ECE 0.042 against 0.033, with ``alpha='auto'``).
 ``p(W | beta_k)`` is the exact evidence of the Gaussian pair model at the
 noise variance maximising it (closed form; that nuisance is estimated from all
 ``N (N - 1) / 2`` pairs), one trellis fit per grid value. Every summary is then
