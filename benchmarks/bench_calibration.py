@@ -33,9 +33,11 @@ small, fast version, as ``--quick`` does here)::
 
 Missing keys print as blank; relative errors are computed here.
 
-Run: ``python benchmarks/bench_calibration.py [--quick] [--only SECTION ...]``
-(sections: ``ecc``, ``_calibration_trees``, ``_calibration_models``). The load average
-is printed with the timings (a shared machine's figures vary with it).
+Run: ``python benchmarks/bench_calibration.py [--quick] [--only SECTION ...]
+[--setting NAME ...] [--skip-recovery]`` (sections: ``ecc``, ``_calibration_trees``,
+``_calibration_models``; ``--setting`` keeps only the named correlation-clustering
+calibration settings, e.g. ``--setting "beta='posterior', alpha 'auto'"``). The load
+average is printed with the timings (a shared machine's figures vary with it).
 """
 
 import argparse
@@ -144,7 +146,18 @@ CALIBRATION_SETTINGS = (
     ("beta, alpha 'auto', no hyperprior", dict(beta="auto", alpha="auto", alpha_prior=None)),
     ("beta, alpha 'auto'", dict(beta="auto", alpha="auto")),
     ("beta, alpha, center 'auto'", dict(beta="auto", alpha="auto", center="auto")),
+    ("beta='posterior'", dict(beta="posterior")),
+    ("beta='posterior', alpha 'auto'", dict(beta="posterior", alpha="auto")),
 )
+
+#: The settings chosen with ``--setting`` (all when empty).
+CHOSEN_SETTINGS = []
+
+
+def chosen_settings(extra=()):
+    """The calibration settings to run (``--setting`` filters them by name)."""
+    settings = list(CALIBRATION_SETTINGS) + list(extra)
+    return [s for s in settings if not CHOSEN_SETTINGS or s[0] in CHOSEN_SETTINGS]
 
 #: The planted cells: true ``(beta, alpha)`` of the Gaussian pair model (noise variance 1).
 PLANTED_CELLS = tuple((b, a) for b in (0.25, 0.5, 1.0) for a in (0.5, 1.5, 4.0))
@@ -179,7 +192,7 @@ def planted_pair_rows(quick):
     posterior's ECE is positive)."""
     n_items, n_draws = (10, 4) if quick else (12, 16)
     cells = PLANTED_CELLS[4:5] if quick else PLANTED_CELLS
-    settings = list(CALIBRATION_SETTINGS) + [("true beta and alpha", None)]
+    settings = chosen_settings([("true beta and alpha", None)])
     rows = []
     for setting, params in settings:
         start = time.perf_counter()
@@ -214,8 +227,7 @@ def planted_pair_rows(quick):
 def ecc_calibration_rows(quick):
     rows = planted_pair_rows(quick)
     for name, X, y in datasets(quick):
-        settings = list(CALIBRATION_SETTINGS)
-        for setting, params in settings:
+        for setting, params in chosen_settings():
             start = time.perf_counter()
             est = ExactCorrelationClustering(**params).fit(X)
             seconds = time.perf_counter() - start
@@ -323,7 +335,15 @@ def main(argv=None):
     parser.add_argument("--only", action="append", choices=("ecc", *SECTIONS),
                         help="run only these sections (repeatable): 'ecc' is this file's "
                              "correlation-clustering rows, the others the optional modules")
+    parser.add_argument("--setting", action="append",
+                        choices=[name for name, _ in CALIBRATION_SETTINGS]
+                        + ["true beta and alpha"],
+                        help="run only these settings of the correlation-clustering "
+                             "calibration rows (repeatable)")
+    parser.add_argument("--skip-recovery", action="store_true",
+                        help="leave out the correlation-clustering recovery rows")
     args = parser.parse_args(argv)
+    CHOSEN_SETTINGS[:] = args.setting or []
     chosen = set(args.only or ("ecc", *SECTIONS))
     start = time.perf_counter()
     print(f"load average at start: {os.getloadavg()[0]:.1f}", flush=True)
@@ -332,7 +352,8 @@ def main(argv=None):
                                    + [m.__name__ for m in sections]))
     recovery, calibration = [], []
     if "ecc" in chosen:
-        recovery += ecc_recovery_rows(args.quick)
+        if not args.skip_recovery:
+            recovery += ecc_recovery_rows(args.quick)
         calibration += ecc_calibration_rows(args.quick)
     for module in sections:
         if hasattr(module, "recovery_rows"):

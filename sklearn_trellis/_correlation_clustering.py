@@ -14,6 +14,7 @@ from ._core.compilation import announces_compilation
 from ._core.pairwise import check_square_symmetric
 from ._core.progress import Progress
 from ._core.validation import check_scalar_param
+from .engines.beta_posterior import beta_posterior
 from .engines.exact.binder import bayes_estimate
 from .engines.gaussian_pair_evidence import (evidence_family, log_evidence, log_predictive,
                                              maximise_evidence, shifted_affinities)
@@ -61,13 +62,26 @@ class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
 
     Parameters
     ----------
-    beta : float or 'auto', default=1.0
+    beta : float, 'auto' or 'posterior', default=1.0
         Inverse temperature multiplying every affinity (``beta >= 0``).
         Large values concentrate the distribution on the MAP clustering.
         ``'auto'``: empirical Bayes, the value maximising the evidence
         ``log_evidence_`` (exact, or on the sparse trellis's family), found
         with its exact gradient (a posterior expectation of pair
         co-membership); ``beta_`` holds the value used.
+        ``'posterior'``: ``beta`` is summed out over 41 values,
+        ``b sd = exp(-4), exp(-3.75), ..., exp(6)`` (``b = 2 beta``, ``sd`` the
+        root mean square of the shifted affinities), under a broad
+        half-normal prior on ``b sd`` (scale 4), each weighed by its exact
+        evidence (:mod:`~sklearn_trellis.engines.beta_posterior`):
+        every probability (``pairwise_marginals_``, the cluster, together
+        and number-of-clusters marginals, :meth:`sample`, :meth:`score`) is
+        that average, one trellis fit per grid value (41 times the cost of a
+        fixed ``beta``). ``labels_``, ``log_partition_function_`` and the
+        MAP are those at the posterior mode ``beta_``; ``beta_grid_`` and
+        ``beta_posterior_`` hold the grid and its posterior. ``center`` and
+        ``alpha`` set to ``'auto'`` are learned with ``beta`` by empirical
+        Bayes first, then kept. Not with ``method='perturb_and_map'``.
     affinity : {'exp_euclidean', 'rbf', 'precomputed'} or callable, default='exp_euclidean'
         How the signed affinities ``w`` are obtained.
 
@@ -163,7 +177,13 @@ default='all'
     Attributes
     ----------
     beta_ : float
-        The ``beta`` used: ``beta``, or the empirical Bayes value.
+        The ``beta`` used: ``beta``, the empirical Bayes value, or with
+        ``beta='posterior'`` the grid value of largest posterior probability.
+    beta_grid_ : ndarray of shape (41,)
+        With ``beta='posterior'`` only: the grid of ``beta`` summed over.
+    beta_posterior_ : ndarray of shape (41,)
+        With ``beta='posterior'`` only: ``p(beta | W)`` on ``beta_grid_``
+        (zero below ``1e-16`` of the largest).
     alpha_ : float or None
         The partition prior used: ``alpha``, or the empirical Bayes
         concentration.
@@ -174,9 +194,10 @@ default='all'
         for a single item.
     log_evidence_ : float
         ``log p(W)``, the log marginal likelihood of the affinities under the
-        Gaussian pair model at the fitted parameters: exact on the exact
-        trellis, the sum over the family's partitions (a lower bound)
-        on the sparse one.
+        Gaussian pair model at the fitted parameters (with
+        ``beta='posterior'``, ``beta`` summed out under its prior): exact on
+        the exact trellis, the sum over the family's partitions (a lower
+        bound) on the sparse one.
     labels_ : ndarray of shape (n_samples,)
         The clustering chosen by ``point_estimate`` (the MAP by default),
         labels ``0..K-1`` in order of first appearance.
@@ -247,10 +268,20 @@ default='all'
     >>> X = np.r_[np.zeros((3, 2)), np.full((3, 2), 3.0)]
     >>> ExactCorrelationClustering(beta=2.0, point_estimate="binder").fit(X).labels_
     array([0, 0, 0, 1, 1, 1])
+
+    ``beta`` summed out over its posterior (a grid of 41 values) instead of
+    fixed:
+
+    >>> X = np.array([[0.0], [0.3], [0.5], [4.0], [4.4], [4.6]])
+    >>> model = ExactCorrelationClustering(beta="posterior").fit(X)
+    >>> model.beta_grid_.shape, round(float(model.beta_posterior_.sum()), 6)
+    ((41,), 1.0)
+    >>> model.labels_
+    array([0, 0, 0, 1, 1, 1])
     """
 
     _parameter_constraints = {
-        "beta": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
+        "beta": [Interval(Real, 0, None, closed="left"), StrOptions({"auto", "posterior"})],
         "affinity": [StrOptions({"exp_euclidean", "rbf", "precomputed"}), callable],
         "center": ["boolean", StrOptions({"auto"})],
         "alpha": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"}), None],
@@ -308,16 +339,19 @@ default='all'
 
     def _learn_parameters(self, s, offset, plan, features, seed_linkages, progress):
         """``(beta, offset, alpha)``: the given ones, or empirical Bayes values (``'auto'``)."""
-        learn_beta, learn_offset = self.beta == "auto", self.center == "auto"
-        learn_alpha = isinstance(self.alpha, str)
-        beta = 1.0 if learn_beta else float(self.beta)
+        learn_offset, learn_alpha = self.center == "auto", isinstance(self.alpha, str)
+        averaged = self.beta == "posterior"
+        # With beta summed out, a learned center or alpha is found jointly with beta.
+        learn_beta = self.beta == "auto" or averaged and (learn_offset or learn_alpha)
+        beta = 1.0 if isinstance(self.beta, str) else float(self.beta)
         alpha = ALPHA_START if learn_alpha else self.alpha
+        if s.shape[0] < 3 and (learn_beta or learn_offset or learn_alpha or averaged):
+            raise ValueError(f"beta='auto' or 'posterior', center='auto' and alpha='auto' "
+                             f"need at least 3 items (got {s.shape[0]}): one pair's "
+                             "affinity is fitted exactly, with no noise left. Give beta, "
+                             "center and alpha values.")
         if not (learn_beta or learn_offset or learn_alpha):
             return beta, offset, alpha
-        if s.shape[0] < 3:
-            raise ValueError(f"beta='auto', center='auto' and alpha='auto' need at least 3 "
-                             f"items (got {s.shape[0]}): one pair's affinity is fitted "
-                             "exactly, with no noise left. Give beta, center and alpha values.")
         learned = " and ".join(name for name, learn in [("beta", learn_beta),
                                                          ("offset", learn_offset),
                                                          ("alpha", learn_alpha)] if learn)
@@ -334,6 +368,19 @@ default='all'
                       f"alpha={found.alpha}, log evidence={found.log_evidence:.6g} "
                       f"({found.n_evaluations} trellis fits)")
         return found.beta, found.offset, found.alpha
+
+    def _beta_posterior(self, s, w, plan, features, seed_linkages, progress):
+        """The grid posterior of ``beta`` (``beta='posterior'``) on the fit's engine."""
+        if plan.n_perturbations:
+            raise ValueError("beta='posterior' sums over exact (or family) trellises; "
+                             "method='perturb_and_map' has none. Use method='exact', "
+                             "'sparse' or 'milp', or give beta a value.")
+        progress.stage("beta summed out over its posterior (41 trellis fits)")
+        family = evidence_family(plan, s, beta=1.0, offset=self.affinity_offset_,
+                                 alpha=self.alpha_, features=features,
+                                 seed_linkages=seed_linkages)
+        return beta_posterior(w, alpha=self.alpha_, family=family,
+                              max_items=plan.max_exact_size, progress=progress)
 
     def _checked_alpha_prior(self):
         """``alpha_prior`` as a ``(shape, rate)`` pair of floats, or None."""
@@ -380,6 +427,11 @@ default='all'
         self.beta_, self.affinity_offset_, self.alpha_ = self._learn_parameters(
             s, offset, plan, features, seed_linkages, progress)
         w = shifted_affinities(s, self.affinity_offset_)
+        posterior = None
+        if self.beta == "posterior":
+            posterior = self._beta_posterior(s, w, plan, features, seed_linkages, progress)
+            self.beta_ = float(posterior.betas[posterior.mode[0]])
+            self.beta_grid_, self.beta_posterior_ = posterior.betas, posterior.probabilities
         del s
         self.affinity_matrix_ = w
         self.model_ = CorrelationClusteringModel(beta=self.beta_, alpha=self.alpha_).fit(w)
@@ -403,6 +455,14 @@ default='all'
         self.noise_variance_ = (noise_variance(2.0 * self.beta_, n_pairs, sum_sq) if n_pairs
                                 else float("nan"))
         self.log_evidence_ = log_evidence(self._trellis, self.model_, w, self.noise_variance_)
+        if posterior is not None:
+            # Every probability is the average over beta's posterior; the MAP, log Z and
+            # labels_ stay those at its mode.
+            self._trellis, self._pairwise = posterior, None
+            self.log_evidence_ = posterior.log_evidence
+            if not plan.exact:
+                self.approximation_ += ("; beta summed out on the family of the sparse "
+                                        "trellis at beta=1 (every grid value on that family)")
         self.labels_ = found.labels if self.point_estimate == "map" else self._bayes_labels()
         self.n_clusters_ = int(self.labels_.max()) + 1
         if not self.affinity == "precomputed":
@@ -567,6 +627,8 @@ default='all'
         if self.affinity_matrix_.shape[0] < 2:
             raise ValueError("score needs a fit on at least two items: the Gaussian pair "
                              "model's noise variance is estimated from the fitted pairs.")
+        if self.beta == "posterior":
+            return self._trellis.log_predictive(new)
         return log_predictive(self._trellis, self.model_, self.noise_variance_, new)
 
     def score(self, X, y=None):

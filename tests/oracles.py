@@ -972,6 +972,25 @@ def gaussian_pair_log_predictive(w, mu_same, mu_diff, variance, alpha=None):
     return float(logsumexp(joint) - logsumexp(marginal))
 
 
+def gaussian_pair_beta_grid_log_joints(partitions, w, betas, alpha=None, n_scored=None):
+    """``log p(pi) + log p(W | pi, beta_k)`` on a grid of ``beta`` (rows) x partitions
+    (columns), each ``beta_k`` at its profile noise variance
+    ``s2 = 2 (D2 / P) / (1 + sqrt(1 + b**2 D2 / P))`` (``b = 2 beta``, ``c = 0``), computed
+    over the pairs of the first ``n_scored`` items (all when None), written out here from
+    the maximiser of ``-P/2 log s2 - D2 / (2 s2) - P b**2 s2 / 8``."""
+    m = w.shape[0] if n_scored is None else n_scored
+    values = w[np.triu_indices(m, 1)]
+    mean_sq = float(np.mean(values ** 2))
+    rows = []
+    for beta in betas:
+        b = 2.0 * beta
+        variance = 2.0 * mean_sq / (1.0 + math.sqrt(1.0 + b * b * mean_sq))
+        half_gap = beta * variance
+        rows.append(gaussian_pair_log_joint(partitions, w, half_gap, -half_gap, variance,
+                                            alpha, n_scored=n_scored))
+    return np.array(rows)
+
+
 def insertions(tree, item):
     """Every tree made of ``tree`` with ``item`` inserted above one of its nodes (2n - 1)."""
     out = [(tree, item)]

@@ -1,0 +1,238 @@
+"""Correlation clustering with ``beta`` averaged over its posterior (Gaussian pair model).
+
+Empirical Bayes (:func:`~sklearn_trellis.engines.gaussian_pair_evidence.maximise_evidence`)
+plugs one ``beta`` in; with few items the evidence is broad in ``beta`` and a
+point estimate cannot carry that uncertainty, so the pairwise marginals come
+out too sharp or too flat. Here ``beta`` gets a stated prior and is summed
+out::
+
+    p(pi | W) = sum_k p(beta_k | W) p(pi | W, beta_k),
+    p(beta_k | W) ∝ p(beta_k) p(W | beta_k).
+
+The grid is of ``d = b sd`` (``b = 2 beta``, ``sd`` the root mean square of
+the shifted affinities: ``d`` is the gap between the two pair means in units
+of the affinities' own spread, so nothing depends on their units), 41 values
+of ``log d`` from -4 to 6 (:data:`LOG_B_GRID`). The prior is a half-normal
+density on ``d`` of scale :data:`PRIOR_SCALE` = 4, flat wherever the evidence
+varies, taken on the grid (``p_k ∝ d_k exp(-d_k**2 / 32)``, the ``d_k`` the
+Jacobian of the logarithmic grid). A prior uniform in ``log d`` would not do:
+it gives the "no structure" values ``d -> 0``, whose evidence is flat, a mass
+that grows with the grid's lower end (on data from the model it made the
+marginals too soft: pooled ECE 0.042 against 0.033, with ``alpha='auto'``).
+``p(W | beta_k)`` is the exact evidence of the Gaussian pair model at the
+noise variance maximising it (closed form; that nuisance is estimated from all
+``N (N - 1) / 2`` pairs), one trellis fit per grid value. Every summary is then
+the posterior-weighted sum of the grid's: pairwise, cluster and "together"
+marginals, the number of clusters, the new-item predictive density, and draws.
+Grid values whose weight is below ``1e-16`` of the largest are dropped before
+their trellis is kept (their whole mass is below double precision); the weights
+of the others are renormalised.
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.special import logsumexp
+
+from .._core.budget import check_memory
+from .._core.progress import SILENT
+from ..models.correlation import CorrelationClusteringModel
+from ..models.gaussian_pairs import noise_variance, pair_moments
+from .gaussian_pair_evidence import fit_flat_trellis, log_evidence, log_predictive
+
+#: The prior's support: ``log(b sd)`` from -4 to 6 in steps of 1/4 (41 values, uniform).
+LOG_B_GRID = tuple(np.round(np.arange(-4.0, 6.0 + 1e-9, 0.25), 2))
+
+#: Scale of the half-normal prior on ``b sd`` (the module docstring).
+PRIOR_SCALE = 4.0
+
+#: Grid values with ``log weight`` below the largest's minus this are dropped (1e-16).
+NEGLIGIBLE_LOG_WEIGHT = 16.0 * np.log(10.0)
+
+#: Bytes per subset one kept exact trellis holds (potentials, log Z, together table).
+EXACT_BYTES_PER_SUBSET = 24
+
+
+def grid_log_prior(log_b_grid=LOG_B_GRID, scale=PRIOR_SCALE):
+    """The prior's log probabilities on the grid of ``log(b sd)`` (they sum to one):
+    a half-normal density of ``b sd`` times the grid's Jacobian ``b sd``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> round(float(np.exp(grid_log_prior()).sum()), 12)
+    1.0
+    """
+    grid = np.asarray(log_b_grid, dtype=np.float64)
+    log_density = grid - 0.5 * (np.exp(grid) / scale) ** 2
+    return log_density - logsumexp(log_density)
+
+
+def grid_betas(shifted, log_b_grid=LOG_B_GRID):
+    """The grid's ``beta`` values (``b / 2``) for the shifted affinities ``w'``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> w = np.array([[0., 1., -1.], [1., 0., -1.], [-1., -1., 0.]])
+    >>> grid_betas(w, (0.0,))    # b sd = 1 with sd = 1
+    array([0.5])
+    """
+    n_pairs, _, sum_sq = pair_moments(shifted)
+    spread = np.sqrt(sum_sq / max(n_pairs, 1))
+    log_scale = -np.log(spread) if spread > 1e-150 else 0.0
+    return 0.5 * np.exp(log_scale + np.asarray(log_b_grid, dtype=np.float64))
+
+
+@dataclass
+class BetaPosterior:
+    """The posterior over the grid of ``beta`` and the fitted trellises of its support.
+
+    Attributes
+    ----------
+    betas : ndarray of shape (n_grid,)
+        The grid.
+    log_prior : ndarray of shape (n_grid,)
+        ``log p(beta_k)`` (:func:`grid_log_prior`).
+    log_evidences : ndarray of shape (n_grid,)
+        ``log p(W | beta_k)`` at the maximising noise variance.
+    probabilities : ndarray of shape (n_grid,)
+        ``p(beta_k | W)`` (zero where dropped as negligible).
+    log_evidence : float
+        ``log sum_k p(beta_k) p(W | beta_k)``, the evidence with ``beta`` summed out.
+    components : list of (index, model, trellis, noise_variance)
+        The grid values kept, with their fitted model and trellis.
+    """
+
+    betas: np.ndarray
+    log_prior: np.ndarray
+    log_evidences: np.ndarray
+    probabilities: np.ndarray
+    log_evidence: float
+    components: list = field(repr=False)
+
+    @property
+    def mode(self):
+        """The kept component of largest posterior probability."""
+        return max(self.components, key=lambda c: self.probabilities[c[0]])
+
+    @property
+    def _weights(self):
+        return np.array([self.probabilities[c[0]] for c in self.components])
+
+    def _average(self, values):
+        return sum(w * v for w, v in zip(self._weights, values))
+
+    def pairwise_marginals(self):
+        """``P(i and j in the same cluster | W)``, ``beta`` summed out."""
+        out = np.clip(self._average(c[2].pairwise_marginals() for c in self.components),
+                      0.0, 1.0)
+        np.fill_diagonal(out, 1.0)  # exactly, not a rounded sum of the weights
+        return out
+
+    def cluster_marginal(self, indices):
+        """Probability that exactly these items form one cluster."""
+        return float(self._average(c[2].cluster_marginal(indices) for c in self.components))
+
+    def together_marginal(self, indices):
+        """Probability that all these items share a cluster."""
+        return float(min(1.0, self._average(c[2].together_marginal(indices)
+                                            for c in self.components)))
+
+    def n_clusters_distribution(self):
+        """``P(K = k | W)`` for ``k = 1..N``."""
+        return self._average(c[2].n_clusters_distribution() for c in self.components)
+
+    def sample(self, n_samples, random_state):
+        """Exact draws of ``(beta, pi)``, returned as label rows ``(n_samples, N)``:
+        a grid value from its posterior, then a partition from the trellis there."""
+        picks = random_state.choice(len(self.components), size=n_samples, p=self._weights
+                                    / self._weights.sum())
+        out = None
+        for k in np.unique(picks):
+            rows = np.flatnonzero(picks == k)
+            draws = self.components[k][2].sample(rows.size, random_state)
+            if out is None:
+                out = np.empty((n_samples, draws.shape[1]), dtype=draws.dtype)
+            out[rows] = draws
+        return out
+
+    def log_predictive(self, new_shifted):
+        """``log p(w'_x | W)`` of each new row, ``beta`` summed out (each grid value's
+        predictive at its noise variance)."""
+        terms = [np.log(p) + log_predictive(trellis, model, variance, new_shifted)
+                 for p, (_, model, trellis, variance) in zip(self._weights, self.components)]
+        return logsumexp(np.vstack(terms), axis=0)
+
+
+def beta_posterior(shifted, *, alpha=None, family=None, max_items=22,
+                   log_b_grid=LOG_B_GRID, progress=SILENT):
+    """Fit the trellis at every grid value of ``beta`` and weigh them by the evidence.
+
+    Parameters
+    ----------
+    shifted : ndarray of shape (N, N)
+        The shifted affinities ``w' = w - c`` (diagonal ignored; ``N >= 3``).
+    alpha : float or None, default=None
+        The partition prior (``None``: uniform; else Ewens' concentration).
+    family : ClusterFamily, optional
+        Fit the sparse trellis over this family instead of the exact trellis
+        (each quantity is then the family's).
+    max_items : int, default=22
+        The exact trellis's limit.
+    log_b_grid : sequence of float, default=LOG_B_GRID
+        The grid of ``log(b sd)``; the prior on it is :func:`grid_log_prior`.
+    progress : Progress, default=SILENT
+
+    Returns
+    -------
+    BetaPosterior
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_trellis.datasets import make_gaussian_pairs
+    >>> data = make_gaussian_pairs(8, beta=1.0, alpha=1.5, random_state=0)
+    >>> posterior = beta_posterior(data.affinity, alpha=1.5)
+    >>> round(float(posterior.probabilities.sum()), 12)
+    1.0
+    >>> posterior.pairwise_marginals().shape
+    (8, 8)
+    """
+    n = shifted.shape[0]
+    if n < 3:
+        raise ValueError(f"Averaging over beta needs at least 3 items (got {n}): one pair's "
+                         "affinity is fitted exactly, with no noise left.")
+    betas = grid_betas(shifted, log_b_grid)
+    log_prior = grid_log_prior(log_b_grid)
+    n_pairs, _, sum_sq = pair_moments(shifted)
+    log_evidences = np.empty(betas.size)
+    log_joint = np.full(betas.size, -np.inf)
+    kept, best = [], -np.inf
+    one_trellis = EXACT_BYTES_PER_SUBSET * (1 << n) if family is None else 0
+    for k, beta in enumerate(betas):
+        model = CorrelationClusteringModel(beta=float(beta), alpha=alpha).fit(shifted)
+        trellis = fit_flat_trellis(model, family, max_items=max_items)
+        variance = noise_variance(2.0 * beta, n_pairs, sum_sq)
+        log_evidences[k] = log_evidence(trellis, model, shifted, variance)
+        log_joint[k] = log_evidences[k] + log_prior[k]
+        best = max(best, log_joint[k])
+        # Keep only the trellises that can still carry weight (a running bound).
+        kept = [c for c in kept if log_joint[c[0]] >= best - NEGLIGIBLE_LOG_WEIGHT]
+        if log_joint[k] >= best - NEGLIGIBLE_LOG_WEIGHT:
+            check_memory(one_trellis * (len(kept) + 1),
+                         f"{len(kept) + 1} exact trellises of beta's posterior",
+                         way_out="Give beta a value, or use beta='auto'.")
+            kept.append((k, model, trellis, variance))
+        progress.update(k + 1, betas.size, "values of beta")
+    log_total = float(logsumexp(log_joint[[c[0] for c in kept]]))
+    probabilities = np.zeros(betas.size)
+    for c in kept:
+        probabilities[c[0]] = np.exp(log_joint[c[0]] - log_total)
+    return BetaPosterior(betas=betas, log_prior=log_prior, log_evidences=log_evidences,
+                         probabilities=probabilities, log_evidence=float(logsumexp(log_joint)),
+                         components=kept)
+
+
+__all__ = ["BetaPosterior", "LOG_B_GRID", "PRIOR_SCALE", "beta_posterior", "grid_betas",
+           "grid_log_prior"]
