@@ -78,6 +78,8 @@ class TracingExecutor(LocalExecutor):
         self.y, self.iteration = y, 0
 
     def map(self, name, *args, per_shard=None):
+        if name == "launch_start":   # a split's cluster: the launch's (first == second)
+            self._split_label = args[1]
         if name == "apply_merge":
             before = self.labels().astype(np.int64)
             print(f"  iteration {self.iteration}: merge [{describe(self.y, before, args[0])}]"
@@ -89,12 +91,6 @@ class TracingExecutor(LocalExecutor):
                   f"[{describe(self.y, after, self._split_label)}]"
                   f" + [{describe(self.y, after, args[0])}]")
         return out
-
-    def call(self, s, name, *args):
-        if name == "label_at":   # a split's cluster: that of its first seed row
-            self._split_label = super().call(s, name, *args)
-            return self._split_label
-        return super().call(s, name, *args)
 
 
 def trace(X, y, model, args):

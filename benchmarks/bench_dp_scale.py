@@ -35,7 +35,9 @@ Prints, in one process and with the anchors measured in the same run:
    on the driver: seconds per sub-cluster iteration with 1 and with 2 workers of one
    core each (one thread, numba's pool included; the same chain in both: the figures of
    one seed), and the bytes sent per iteration (pickled
-   size of every message between the driver and the shards: parameters and statistics).
+   size of every message between the driver and the shards: parameters and statistics),
+   and the driver's round trips per iteration (shard maps and single-shard calls, per
+   shard method) with the seconds it waited for them.
    The same number of rows in one process is the anchor (``--dask-rows`` <= 10^6 only).
 
 The machine is shared: the load average is printed with every figure; compare ratios.
@@ -311,11 +313,15 @@ def section_dask(n, iterations, d=10, k=20, chunk=1_000_000, seed=0):
             setup = time.perf_counter() - start
             rng = np.random.RandomState(seed)
             times, sent = [], []
+            trips_before = sum(executor.round_trips.values())
+            waited_before = executor.seconds_waiting
             for _ in range(iterations):
                 before, start = executor.bytes_sent, time.perf_counter()
                 subcluster.iterate(state, lik, pp, rng, n_split_merge=10)
                 times.append(time.perf_counter() - start)
                 sent.append(executor.bytes_sent - before)
+            trips = (sum(executor.round_trips.values()) - trips_before) / iterations
+            waited = (executor.seconds_waiting - waited_before) / iterations
             ari = adjusted_rand_score(y, state.labels)
             figures[n_workers] = (np.array(times), state.n_clusters)
             print(f"{n_workers} worker(s), {executor.n_shards} shards: setup (persist, "
@@ -325,6 +331,11 @@ def section_dask(n, iterations, d=10, k=20, chunk=1_000_000, seed=0):
                   f"K={state.n_clusters}, ARI {ari:.4f}; bytes sent per iteration "
                   f"{np.mean(sent) / 1e3:.1f} kB (max {max(sent) / 1e3:.1f} kB; the rows: "
                   f"{n * d * 4 / 1e6:.0f} MB)   ({load()})")
+            print(f"  driver: {trips:.1f} round trips per iteration (maps and calls, since "
+                  f"setup), {waited:.2f} s/iteration waiting for them; per method over the "
+                  "whole run (round trips, seconds): " + ", ".join(
+                      f"{name} {count} {executor.seconds_by_method[name]:.2f}"
+                      for name, count in executor.round_trips.most_common()))
     same = figures[1][1] == figures[2][1]
     print(f"ratio 1 worker / 2 workers (last half): "
           f"{np.mean(figures[1][0][iterations // 2:]) / np.mean(figures[2][0][iterations // 2:]):.2f}"

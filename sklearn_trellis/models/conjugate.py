@@ -377,6 +377,12 @@ class NormalInverseWishart(_GridHyperpriorMixin, _FittedMixin):
         self.grid_dof_ = dof.ravel().astype(np.float64)
         self._grid_chol = np.linalg.cholesky(self._grid_base)
         self._grid_base_logdet = 2.0 * np.sum(np.log(np.diag(self._grid_chol)))
+        # what grid_log_likelihoods needs of the grid alone, once (not every iteration)
+        scales, scale_index = np.unique(self.grid_scale_, return_inverse=True)
+        dofs, dof_index = np.unique(self.grid_dof_, return_inverse=True)
+        logdet_0 = d * np.log(scales) + self._grid_base_logdet
+        self._grid_levels = (scales, scale_index, dofs, dof_index,
+                             multigammaln(0.5 * self.grid_dof_, d), logdet_0[scale_index])
 
     @property
     def n_stats(self):
@@ -422,7 +428,7 @@ class NormalInverseWishart(_GridHyperpriorMixin, _FittedMixin):
         """
         d = self.n_features_in_
         sizes = np.asarray(sizes, dtype=np.float64)
-        scales, where = np.unique(self.grid_scale_, return_inverse=True)
+        scales, where, dofs, dof_where, gamma_0, logdet_0 = self._grid_levels
         logdet_n = np.empty((scales.size, sizes.size))              # (n_scales, K)
         # clusters in chunks: at most GRID_CHUNK_ENTRIES matrix entries at a time
         chunk = max(1, GRID_CHUNK_ENTRIES // (scales.size * d * d))
@@ -431,12 +437,12 @@ class NormalInverseWishart(_GridHyperpriorMixin, _FittedMixin):
                                                           * self._grid_base[None, None])
             sign, value = np.linalg.slogdet(part)
             logdet_n[:, start:start + chunk] = np.where(sign > 0, value, np.inf)
-        logdet_0 = d * np.log(scales) + self._grid_base_logdet    # (n_scales,)
-        dof = self.grid_dof_
-        dof_n = dof[:, None] + sizes[None, :]                       # (G, K)
-        return (multigammaln(0.5 * dof_n, d).sum(axis=1)
-                - sizes.size * multigammaln(0.5 * dof, d)
-                + 0.5 * sizes.size * dof * logdet_0[where]
+        dof_n = self.grid_dof_[:, None] + sizes[None, :]            # (G, K)
+        # the log multivariate gammas per distinct dof (a few), not per grid point
+        gamma_n = multigammaln(0.5 * (dofs[:, None] + sizes[None, :]), d).sum(axis=1)
+        return (gamma_n[dof_where]
+                - sizes.size * gamma_0
+                + 0.5 * sizes.size * self.grid_dof_ * logdet_0
                 - 0.5 * np.sum(dof_n * logdet_n[where], axis=1))
 
     def _grid_log_likelihoods(self, params, rows):

@@ -23,6 +23,7 @@ draw the numbers of their global indices. With the block-tree sums, the chain is
 bit for bit on any number of shards, workers and threads.
 """
 
+import collections
 import functools
 import pickle
 import time
@@ -53,9 +54,12 @@ def engine_for(likelihood):
     return engine
 
 
-#: Fewer rows than this are handled by the serial twins of the parallel kernels (waking
-#: threads costs more than it saves; on a loaded machine, far more).
-PARALLEL_MIN_ROWS = 2 * kernels.BLOCK_ROWS
+#: Fewer rows than this are handled by the serial twins of the parallel kernels (the
+#: same arithmetic: the chain does not change). Waking threads costs more than it saves:
+#: the restricted Gibbs pass (20 clusters, 10 features) cost, in CPU ms, serial / two
+#: threads 6.5 / 17.8 at 10^4 rows, 11.8 / 22.4 at 2 10^4, 30 / 34 at 5 10^4, with two
+#: threads faster in wall time only from 5 10^4 rows (on the shared 2-core machine).
+PARALLEL_MIN_ROWS = 8 * kernels.BLOCK_ROWS
 
 
 def kernel(engine, name, n_rows):
@@ -220,19 +224,28 @@ class Shard:
             shifted_key(key, self.offset), self._proposal, block_counts)
         return block_counts.sum(axis=0)
 
-    def settle(self, accept, params, n_clusters):
-        """Keep (``accept``) or drop the proposal; when kept, return :meth:`statistics`."""
+    def settle(self, accept, params, n_clusters, next_row=-1):
+        """Keep (``accept``) or drop the proposal; return :meth:`statistics` when kept (else
+        None) and the label of global row ``next_row`` if held here (else None: the row
+        of the first split/merge proposal, in the same round trip)."""
         proposal, self._proposal = self._proposal, None
         if not accept:
-            return None
+            return None, self._label_if_here(next_row)
         self.labels = proposal
-        return self.statistics(params, n_clusters)
+        return self.statistics(params, n_clusters), self._label_if_here(next_row)
 
     # -- split/merge launches ---------------------------------------------------------
-    def launch_start(self, params, first, second, seeds):
+    def launch_start(self, params, first, second, seeds, find=None):
         """Set up a launch on the rows of clusters ``first`` and ``second`` (equal for a
         split) with the global seed rows ``seeds`` (side 0, side 1); return the seeds'
-        sufficient statistics held here (zeros for a seed elsewhere)."""
+        sufficient statistics held here (zeros for a seed elsewhere).
+
+        ``find``: ``(cluster, rank, skip)`` when the side-1 seed is the ``rank``-th row of
+        ``cluster`` here other than the global row ``skip`` (:meth:`row_at_rank`; its
+        ``seeds[1]`` is then ignored): the driver need not ask for it first.
+        """
+        if find is not None:
+            seeds = (seeds[0], self.row_at_rank(*find, True)[0])
         rows, current = kernels.members_of(self.labels, first, second)
         free = np.full(rows.size, -1, np.int64)
         counted = np.ones(rows.size, np.bool_)
@@ -263,21 +276,31 @@ class Shard:
         return (np.array([rows.size - n_right, n_right]), (self.nodes, suff),
                 (self.nodes, log_q[:, 0, 0]))
 
-    def apply_split(self, new_label):
+    def _label_if_here(self, row):
+        """The label of global row ``row`` if this shard holds it, else None."""
+        local = row - self.offset
+        return int(self.labels[local]) if 0 <= local < self.labels.size else None
+
+    # The methods ending a launch also return the label of global row ``next_row`` (if
+    # held here) after it: the row of the next proposal, one round trip fewer.
+    def apply_split(self, new_label, next_row=-1):
         """The last launch's side-1 rows take ``new_label``."""
         rows, _, _, _, sides = self._launch
         kernels.relabel(self.labels, rows, sides, 1, new_label)
         self._launch = None
+        return self._label_if_here(next_row)
 
-    def apply_merge(self, kept, merged, last):
+    def apply_merge(self, kept, merged, last, next_row=-1):
         """Cluster ``merged`` joins ``kept``; cluster ``last`` takes the freed label."""
         kernels.replace_label(self.labels, merged, kept)
         if merged != last:
             kernels.replace_label(self.labels, last, merged)
         self._launch = None
+        return self._label_if_here(next_row)
 
-    def end_launch(self):
+    def end_launch(self, next_row=-1):
         self._launch = None
+        return self._label_if_here(next_row)
 
 
 def aligned_bounds(sizes, block_rows):
@@ -374,6 +397,9 @@ class DaskExecutor(_Executor):
     actor created on the worker that holds chunk ``s``, from that chunk (no transfer):
     rows, labels and launch sides stay there. ``bytes_sent`` counts the pickled size of
     every message (arguments to each shard, results back): statistics and parameters only.
+    ``round_trips`` and ``seconds_by_method`` count the maps and calls and the seconds the
+    driver waited for them, per shard method (a map is one round trip, its shards in
+    parallel).
 
     Parameters
     ----------
@@ -414,6 +440,8 @@ class DaskExecutor(_Executor):
         self.workers = [tuple(holders[chunk.key]) for chunk in chunks]
         self.bytes_sent = 0
         self.seconds_waiting = 0.0
+        self.round_trips = collections.Counter()
+        self.seconds_by_method = collections.Counter()
 
     def _sized(self, value):
         return len(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
@@ -423,16 +451,24 @@ class DaskExecutor(_Executor):
         futures = [getattr(shard, name)(*(args if per_shard is None else args + (per_shard[s],)))
                    for s, shard in enumerate(self.shards)]
         results = [future.result() for future in futures]
-        self.seconds_waiting += time.perf_counter() - start
+        self._count(name, start)
         self.bytes_sent += self.n_shards * self._sized(args) + self._sized(results)
         if per_shard is not None:
             self.bytes_sent += self._sized(list(per_shard))
         return results
 
     def call(self, s, name, *args):
+        start = time.perf_counter()
         result = getattr(self.shards[s], name)(*args).result()
+        self._count(name, start)
         self.bytes_sent += self._sized(args) + self._sized(result)
         return result
+
+    def _count(self, name, start):
+        seconds = time.perf_counter() - start
+        self.seconds_waiting += seconds
+        self.round_trips[name] += 1
+        self.seconds_by_method[name] += seconds
 
     def __getstate__(self):
         raise TypeError("A DaskExecutor holds live Dask actors and cannot be pickled; "

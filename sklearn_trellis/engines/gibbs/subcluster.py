@@ -62,7 +62,11 @@ blocks, and every random number of a row pass is a hash of the global row index,
 the same seed gives the same chain bit for bit on any number of shards, workers and
 threads. A split/merge launch runs its ``LAUNCH_ITERATIONS + 1`` passes one after the
 other (each pass's parameters come from the previous pass's statistics), each as one
-shard map: ``LAUNCH_ITERATIONS + 2`` round trips to the workers per launched proposal.
+shard map; its start (which also finds the second seed row in its shard) and its end
+(which also returns the label of the next proposal's row, drawn before it) are one map
+each: ``LAUNCH_ITERATIONS + 3`` round trips to the workers per launched proposal, one
+(the row's label) per proposal refused before its launch, two for the restricted Gibbs
+step (its proposal, then its settlement with the first proposal's label).
 
 References
 ----------
@@ -271,8 +275,13 @@ def _draw_log_weights(pp, counts, rng):
     return np.log(gammas) - np.log(gammas.sum())
 
 
-def restricted_gibbs(state, likelihood, pp, rng):
-    """Steps 1-2 of an iteration: weights, parameters, anchors, all labels; True if accepted."""
+def restricted_gibbs(state, likelihood, pp, rng, ask_row=False):
+    """Steps 1-2 of an iteration: weights, parameters, anchors, all labels; True if accepted.
+
+    ``ask_row``: also draw the row of the first split/merge proposal (the next random
+    number) and return ``(accepted, (row, its label))``, its label asked in the same
+    round trip.
+    """
     engine = _engine(likelihood)
     executor = state.executor
     K = state.n_clusters
@@ -289,17 +298,20 @@ def restricted_gibbs(state, likelihood, pp, rng):
     counts = shard_counts.sum(axis=0)
     log_ratio = float(np.sum(np.log(state.counts) - np.log(counts)))
     accept = bool(np.log(rng.random_sample()) < log_ratio)
-    results = executor.map("settle", accept, state.params, K)
-    if not accept:
-        return False
-    state.shard_counts, state.suff = _combine(executor, results, K, likelihood.n_suff)
-    state.counts = state.shard_counts.sum(axis=0)
-    return True
+    row = rng.randint(executor.n) if ask_row else -1
+    results = executor.map("settle", accept, state.params, K, row)
+    if accept:
+        state.shard_counts, state.suff = _combine(executor, [r[0] for r in results], K,
+                                                  likelihood.n_suff)
+        state.counts = state.shard_counts.sum(axis=0)
+    return (accept, (row, results[executor.shard_of(row)][1])) if ask_row else accept
 
 
 def _launch(state, likelihood, first, second, i, j, rng, forced=False):
     """Two sub-clusters of the rows of clusters ``first`` and ``second`` (equal for a
-    split) seeded at rows ``i`` (side 0) and ``j`` (side 1).
+    split) seeded at rows ``i`` (side 0) and ``j`` (side 1): a global row, or
+    ``(shard, cluster, rank, skip)``, the ``rank``-th row of ``cluster`` in ``shard``
+    other than row ``skip``, which that shard finds as it starts the launch.
 
     Returns ``(log_q, suff, counts, shard_counts)`` of the final pass: drawn sides, or
     (``forced``) the current clusters as sides and their probability. The shards keep the
@@ -308,7 +320,14 @@ def _launch(state, likelihood, first, second, i, j, rng, forced=False):
     engine = _engine(likelihood)
     executor = state.executor
     params = state.params
-    seeds = executor.map("launch_start", params, first, second, (int(i), int(j)))
+    if np.ndim(j) == 0:
+        seeds = executor.map("launch_start", params, first, second, (int(i), int(j)))
+    else:
+        at, cluster, rank, skip = (int(v) for v in j)
+        find = [None] * executor.n_shards
+        find[at] = (cluster, rank, skip)
+        seeds = executor.map("launch_start", params, first, second, (int(i), -1),
+                             per_shard=find)
     suff = seeds[0]
     for more in seeds[1:]:
         suff = suff + more
@@ -345,19 +364,36 @@ def _partner_log_weights(engine, likelihood, params, pp, suff, counts, k):
     return out
 
 
-def split_merge(state, likelihood, pp, rng, n_proposals):
+def split_merge(state, likelihood, pp, rng, n_proposals, ahead=None):
     """Step 3: ``n_proposals`` split or merge proposals, exact Metropolis-Hastings; returns
-    the number accepted."""
+    the number accepted. ``ahead``: the first proposal's row and its label, already drawn
+    (:func:`restricted_gibbs` with ``ask_row``)."""
     engine = _engine(likelihood)
     executor = state.executor
     n = executor.n
     params = state.params
     accepted = 0
-    for _ in range(n_proposals):
+    # ahead: (i, its label) of the next proposal, asked with the last round trip
+
+    def end(name, *args):
+        """End the launch (``name``: apply_split, apply_merge or end_launch); draw the next
+        proposal's row and get its label in the same round trip."""
+        nonlocal ahead
+        if proposal + 1 < n_proposals:
+            row = rng.randint(n)
+            labels = executor.map(name, *args, row)
+            ahead = row, labels[executor.shard_of(row)]
+        else:
+            executor.map(name, *args)
+
+    for proposal in range(n_proposals):
         K = state.n_clusters
-        i = rng.randint(n)
+        if ahead is None:
+            i = rng.randint(n)
+            k = executor.call(executor.shard_of(i), "label_at", i)
+        else:
+            (i, k), ahead = ahead, None
         shard_i = executor.shard_of(i)
-        k = executor.call(shard_i, "label_at", i)
         size = int(state.counts[k])
         if rng.random_sample() < 0.5:  # split the cluster of i
             if size < 2:
@@ -365,8 +401,8 @@ def split_merge(state, likelihood, pp, rng, n_proposals):
             others = state.shard_counts[:, k].copy()
             others[shard_i] -= 1          # j is another row of the cluster
             s, local = _locate(others, rng.randint(size - 1))
-            j, _ = executor.call(s, "row_at_rank", k, local, i, True)
-            log_q, suff, counts, shard_counts = _launch(state, likelihood, k, k, i, j, rng)
+            log_q, suff, counts, shard_counts = _launch(state, likelihood, k, k, i,
+                                                        (s, k, local, i), rng)
             log_m = _log_m(engine, likelihood, params, np.vstack([suff, state.suff[k:k + 1]]))
             log_a = (log_block(pp, counts[0]) + log_block(pp, counts[1]) - log_block(pp, size)
                      + log_count(pp, K + 1) - log_count(pp, K)
@@ -383,7 +419,7 @@ def split_merge(state, likelihood, pp, rng, n_proposals):
                                              np.append(state.counts, counts[1]), k)
                 accept = log_u < log_a + log_w[K]
             if accept:
-                executor.map("apply_split", K)
+                end("apply_split", K)
                 state.suff = np.vstack([state.suff, suff[1:2]])
                 state.suff[k] = suff[0]
                 state.counts = np.append(state.counts, counts[1])
@@ -392,7 +428,7 @@ def split_merge(state, likelihood, pp, rng, n_proposals):
                 state.shard_counts[:, k] = shard_counts[:, 0]
                 accepted += 1
             else:
-                executor.map("end_launch")
+                end("end_launch")
         else:  # merge it with another cluster (chosen by merge score), seeded at its row j
             if K < 2:
                 continue
@@ -405,7 +441,6 @@ def split_merge(state, likelihood, pp, rng, n_proposals):
             if k2 >= K:  # rounding at the end of the table: the last partner
                 k2 = K - 1 if k != K - 1 else K - 2
             s, local = _locate(state.shard_counts[:, k2], rng.randint(int(state.counts[k2])))
-            j, _ = executor.call(s, "row_at_rank", k2, local, -1, True)
             size2 = int(state.counts[k2])
             merged = state.suff[k] + state.suff[k2]
             log_m = _log_m(engine, likelihood, params,
@@ -417,10 +452,11 @@ def split_merge(state, likelihood, pp, rng, n_proposals):
             log_u = np.log(rng.random_sample())
             if log_u >= delta:  # q <= 1: refused whatever the launch gives
                 continue
-            log_q = _launch(state, likelihood, k, k2, i, j, rng, forced=True)[0]
+            log_q = _launch(state, likelihood, k, k2, i, (s, k2, local, -1), rng,
+                            forced=True)[0]
             if log_u < delta + log_q:
                 last = K - 1
-                executor.map("apply_merge", k, k2, last)
+                end("apply_merge", k, k2, last)
                 state.suff[k] = merged
                 state.counts[k] = size + size2
                 state.shard_counts[:, k] += state.shard_counts[:, k2]
@@ -433,7 +469,7 @@ def split_merge(state, likelihood, pp, rng, n_proposals):
                 state.shard_counts = state.shard_counts[:, :last].copy()
                 accepted += 1
             else:
-                executor.map("end_launch")
+                end("end_launch")
     return accepted
 
 
@@ -443,9 +479,12 @@ def iterate(state, likelihood, pp, rng, *, n_split_merge=0, gibbs=True):
     ``gibbs=False`` skips the restricted Gibbs step (split/merge moves alone are also a valid
     kernel). Returns the number of accepted split/merge proposals.
     """
-    if gibbs:
+    ahead = None
+    if gibbs and n_split_merge:
+        _, ahead = restricted_gibbs(state, likelihood, pp, rng, ask_row=True)
+    elif gibbs:
         restricted_gibbs(state, likelihood, pp, rng)
-    return split_merge(state, likelihood, pp, rng, n_split_merge) if n_split_merge else 0
+    return split_merge(state, likelihood, pp, rng, n_split_merge, ahead) if n_split_merge else 0
 
 
 def log_joint(state, likelihood, prior_params):

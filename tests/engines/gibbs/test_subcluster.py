@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from sklearn_trellis.engines.exact.trellis_for_model import trellis_for_model
-from sklearn_trellis.engines.gibbs import subcluster
+from sklearn_trellis.engines.gibbs import shards, subcluster
 from sklearn_trellis.models import (BetaBernoulli, DirichletMultinomial, NormalGamma,
                                     NormalInverseWishart)
 from sklearn_trellis.models.dp_mixture import MixturePartitionModel
@@ -269,6 +269,23 @@ def test_dirichlet_multinomial_prior_and_diagonal_likelihood_match_exact():
 def test_subcluster_matches_exact_long(prior):
     check_against_exact(prior, small_data(9, seed=3), n_sweeps=60000, tol=0.015,
                         n_split_merge=2)
+
+
+def test_same_chain_with_the_parallel_kernels_or_their_serial_twins(monkeypatch):
+    """Below ``shards.PARALLEL_MIN_ROWS`` rows the serial twins run: forcing either kind
+    everywhere gives the same chain bit for bit (on numba's threads, when there are two)."""
+    rng = np.random.default_rng(6)
+    X = np.vstack([rng.normal(c, 1.0, (2000, 3)) for c in (0, 6, 12)])
+    lik = NormalInverseWishart().fit(X)
+    data = lik.check_sampler_data(X)
+    runs = []
+    for threshold in (0, 1 << 62):
+        monkeypatch.setattr(shards, "PARALLEL_MIN_ROWS", threshold)
+        runs.append(subcluster.run_chain(lik, CRP(1.0), data, n_sweeps=5, random_state=2,
+                                         n_split_merge=4))
+    np.testing.assert_array_equal(runs[0].samples, runs[1].samples)
+    np.testing.assert_array_equal(runs[0].log_joints, runs[1].log_joints)
+    np.testing.assert_array_equal(runs[0].state.suff, runs[1].state.suff)
 
 
 def test_same_seed_same_chain_on_any_number_of_threads():

@@ -119,6 +119,35 @@ def test_each_shard_starts_on_a_worker_holding_its_rows(clients):
         assert set(actors_on[future.key]) <= set(holders)
 
 
+def test_driver_round_trips_per_iteration(clients):
+    """The driver batches its messages: the restricted Gibbs step is two maps (the second
+    also brings the first proposal's label), a launched proposal ``LAUNCH_ITERATIONS + 3``
+    maps (the start finds the second seed, the end brings the next proposal's label), a
+    proposal refused before its launch one call; no separate seed lookups."""
+    from sklearn_trellis.engines.gibbs.shards import DaskExecutor
+    X = blobs()
+    lik = NormalInverseWishart().fit(X)
+    executor = DaskExecutor(lik, da.from_array(X, chunks=(90, 3)), client=clients[2],
+                            block_rows=16)
+    state = subcluster.new_state(lik, executor, None, 1.0)
+    executor.round_trips.clear()
+    rng = np.random.RandomState(0)
+    n_proposals = 6
+    for _ in range(3):
+        subcluster.iterate(state, lik, CRP(1.0).kernel_params(), rng,
+                           n_split_merge=n_proposals)
+    trips = executor.round_trips
+    assert trips["propose"] == trips["settle"] == 3
+    assert "row_at_rank" not in trips
+    launches = trips["launch_start"]
+    assert launches >= 1
+    assert trips["launch_pass"] == launches * (subcluster.LAUNCH_ITERATIONS + 1)
+    assert (trips["apply_split"] + trips["apply_merge"] + trips["end_launch"]) == launches
+    # each proposal's label comes with the previous map unless that proposal was not launched
+    assert trips["label_at"] <= 3 * n_proposals - launches
+    assert sum(trips.values()) <= 3 * (2 + n_proposals * (subcluster.LAUNCH_ITERATIONS + 3))
+
+
 def test_two_local_shards_match_the_exact_posterior():
     """Two shards of tiny blocks (2 rows): co-clustering and ``P(K)`` within 0.06 of exact.
     It fails without the merge's ``+ log q`` in its Hastings ratio, and when the driver
