@@ -16,6 +16,7 @@ it (:func:`check_connectivity`, same warning), so the full set is connected.
 
 import warnings
 
+import numba
 import numpy as np
 from numba import njit
 from scipy import sparse
@@ -88,11 +89,14 @@ def _complete_components(X, labels, n_components, metric, p):
     once); the pairs within ``1e-9`` of it are then measured with
     ``pairwise_distances`` and the first minimum in scikit-learn's order is
     kept. The two agree unless two pairs tie within rounding of the
-    dot-product distances.
+    dot-product distances. The k-d tree queries run on
+    ``numba.get_num_threads()`` threads (each query point's answer is its own:
+    the same pairs for any number).
     """
     from scipy.spatial import cKDTree
     from sklearn.metrics import pairwise_distances
 
+    workers = numba.get_num_threads()
     members = [np.flatnonzero(labels == c) for c in range(n_components)]
     trees = [None] * n_components
     pairs = []
@@ -108,13 +112,13 @@ def _complete_components(X, labels, n_components, metric, p):
             probe = np.argpartition(centre_distance, near - 1)[:near]
             bound = tree.query(Xi[probe], k=1, p=p)[0].min()
             # distance_upper_bound is strict: a little above the bound
-            found = tree.query(Xi, k=1, p=p,
+            found = tree.query(Xi, k=1, p=p, workers=workers,
                                distance_upper_bound=bound * (1 + 1e-9) + 1e-300)[0]
             radius = found.min() * (1 + 1e-9) + 1e-300
             rows = np.flatnonzero(found <= radius)
             cols = np.unique(np.concatenate(
                 [np.asarray(c, dtype=np.int64) for c in
-                 tree.query_ball_point(Xi[rows], r=radius, p=p)]))
+                 tree.query_ball_point(Xi[rows], r=radius, p=p, workers=workers)]))
             D = pairwise_distances(Xi[rows], Xj[cols], metric=metric)
             ii, jj = np.unravel_index(D.argmin(axis=None), D.shape)
             pairs.append((members[i][rows[ii]], members[j][cols[jj]]))
