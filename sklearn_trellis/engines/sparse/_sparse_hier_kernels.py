@@ -384,8 +384,10 @@ def discover_edges(children, tree_vertex, tree_offsets, home, range_vertex, n_it
             grown = np.empty((n_slots, capacity, 3), np.int64)
             grown[:, :buffers.shape[1]] = buffers
             buffers = grown
-        pieces += [buffers[c % n_slots, first:last]
-                   for c, (first, last) in enumerate(chunk_rows.tolist())]
+        # A compact copy, so the buffers (up to twice the rows) are freed now.
+        pieces.append(np.concatenate([buffers[c % n_slots, first:last]
+                                      for c, (first, last) in enumerate(chunk_rows.tolist())]))
+        del buffers
         n_edges += int(fill.sum())
     edges = np.concatenate(pieces) if pieces else np.empty((0, 3), np.int64)
     return edges, n_edges
