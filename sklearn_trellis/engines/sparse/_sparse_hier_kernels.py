@@ -270,7 +270,7 @@ def _splits_of(s, use_range, range_vertex, records, starts, stops, sizes, hashes
 #: order: the edges come out in vertex order whatever the number of threads.
 _CHUNK = 256
 
-#: First output rows per vertex of a group (the buffers double when short).
+#: First output rows per vertex of the family (the buffers double when short).
 _ROWS_PER_VERTEX = 4
 
 #: Most slots (threads) of edge discovery: each holds a stamp per vertex.
@@ -366,7 +366,9 @@ def discover_edges(children, tree_vertex, tree_offsets, home, range_vertex, n_it
                    else max(1, min(numba.get_num_threads(), _MAX_SLOTS)))
         if stamps.shape[0] < n_slots:     # stamps stay valid: a vertex is done once
             stamps = np.full((n_slots, n_vertices), -1, np.int64)
-        capacity = min(max_edges + 1, _ROWS_PER_VERTEX * vertices.size // n_slots + 16)
+        # As many rows as one buffer for every vertex would have: a group with
+        # many splits per vertex (window unions) seldom has to grow them.
+        capacity = min(max_edges + 1, _ROWS_PER_VERTEX * n_vertices // n_slots + 16)
         buffers = np.empty((n_slots, capacity, 3), np.int64)
         chunk_rows = np.zeros((-(-vertices.size // _CHUNK), 2), np.int64)
         slot_next = np.arange(n_slots, dtype=np.int64) * _CHUNK
@@ -382,7 +384,8 @@ def discover_edges(children, tree_vertex, tree_offsets, home, range_vertex, n_it
                 break
             capacity = min(2 * capacity, max_edges + 1)
             grown = np.empty((n_slots, capacity, 3), np.int64)
-            grown[:, :buffers.shape[1]] = buffers
+            for j, rows in enumerate(fill.tolist()):     # (untouched rows cost no memory)
+                grown[j, :rows] = buffers[j, :rows]
             buffers = grown
         # A compact copy, so the buffers (up to twice the rows) are freed now.
         pieces.append(np.concatenate([buffers[c % n_slots, first:last]
