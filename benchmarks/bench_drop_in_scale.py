@@ -130,6 +130,15 @@ wall times not meaningful, the CPU time counts both threads)::
     trellis  N=100,000, 10-NN graph: ok, wall 690.45 s, CPU 74.22 s, peak 1.77 GiB -- MAP
         log-potential -6.28463e+08, best seed tree -6.31169e+08 (MAP >= every seed: True);
         1,529,238 clusters; numba compilations after the warm-up: 0
+
+The N = 100,000 fit alone (``run("trellis", 100_000, 10)``) a little later, at
+load 1.5 to 2.3 (quiet but for one other job; 91.0 s wall, 90.9 CPU s before)::
+
+    load average 2.26, 4.17, 9.61
+    trellis  N=100,000, 10-NN graph: ok, wall 53.84 s, CPU 58.40 s, peak 1.73 GiB -- MAP
+        log-potential -6.28463e+08, best seed tree -6.31169e+08 (MAP >= every seed: True);
+        1,529,238 clusters; numba compilations after the warm-up: 0
+    load average 1.45, 3.41, 8.83
 """
 
 import argparse
