@@ -289,6 +289,14 @@ default='dasgupta'
     tests that assert the tree of a specific greedy linkage are the listed
     exceptions.
 
+    Threads: like :class:`~sklearn.cluster.AgglomerativeClustering`, the
+    estimator has no ``n_jobs``; a large fit runs its parallel stages (the
+    sparse trellis's edge discovery and split log-potentials, the nearest
+    pairs that complete a disconnected ``connectivity`` graph) on numba's
+    threads, ``numba.get_num_threads()`` (set them with
+    ``numba.set_num_threads`` or ``NUMBA_NUM_THREADS``). The fitted tree and
+    every attribute are the same for any number of threads.
+
     Precision: ``log Z`` and log-potentials have a relative error near machine
     precision; marginals and sampling probabilities an absolute error below
     ``1e-12 + N * eps * max |log phi|`` (exact or within the sparse family;

@@ -16,6 +16,7 @@ it (:func:`check_connectivity`, same warning), so the full set is connected.
 
 import warnings
 
+import numba
 import numpy as np
 from numba import njit
 from scipy import sparse
@@ -85,16 +86,22 @@ def _complete_components(X, labels, n_components, metric, p):
     (row-major) of the full distance matrix between each two components. Here
     a k-d tree of one component finds the smallest distance (bounded first by
     the points of the other nearest its centre, so most queries stop at
-    once); the pairs within ``1e-9`` of it are then measured with
-    ``pairwise_distances`` and the first minimum in scikit-learn's order is
-    kept. The two agree unless two pairs tie within rounding of the
-    dot-product distances.
+    once; points that cannot be that close, by the bounding box and the
+    radius of the other component, are not queried); the pairs within
+    ``1e-9`` of it are then measured with ``pairwise_distances`` and the
+    first minimum in scikit-learn's order is kept. The two agree unless two
+    pairs tie within rounding of the dot-product distances. The k-d tree
+    queries run on
+    ``numba.get_num_threads()`` threads (each query point's answer is its own:
+    the same pairs for any number).
     """
     from scipy.spatial import cKDTree
     from sklearn.metrics import pairwise_distances
 
+    workers = numba.get_num_threads()
     members = [np.flatnonzero(labels == c) for c in range(n_components)]
     trees = [None] * n_components
+    boxes = [None] * n_components
     pairs = []
     for i in range(n_components):
         Xi = X[members[i]]
@@ -103,22 +110,40 @@ def _complete_components(X, labels, n_components, metric, p):
             if trees[j] is None:
                 trees[j] = cKDTree(Xj)
             tree = trees[j]
+            if boxes[j] is None:
+                centre = Xj.mean(axis=0)
+                boxes[j] = (Xj.min(axis=0), Xj.max(axis=0), centre,
+                            _norm(Xj - centre, p).max())
+            low, high, centre, spread = boxes[j]
             near = min(32, Xi.shape[0])
-            centre_distance = ((Xi - Xj.mean(axis=0)) ** 2).sum(axis=1)
+            centre_distance = ((Xi - centre) ** 2).sum(axis=1)
             probe = np.argpartition(centre_distance, near - 1)[:near]
             bound = tree.query(Xi[probe], k=1, p=p)[0].min()
             # distance_upper_bound is strict: a little above the bound
-            found = tree.query(Xi, k=1, p=p,
-                               distance_upper_bound=bound * (1 + 1e-9) + 1e-300)[0]
+            limit = bound * (1 + 1e-9) + 1e-300
+            # Lower bounds of each point's distance to component j (its box; the
+            # triangle inequality from j's centre): the query would find none
+            # within the limit for points beyond it (a margin for rounding).
+            gap = np.maximum(low - Xi, 0.0) + np.maximum(Xi - high, 0.0)
+            beyond = np.maximum(_norm(gap, p), _norm(Xi - centre, p) - spread)
+            near_rows = np.flatnonzero(beyond <= limit * (1 + 1e-6))
+            found = np.full(Xi.shape[0], np.inf)
+            found[near_rows] = tree.query(Xi[near_rows], k=1, p=p, workers=workers,
+                                          distance_upper_bound=limit)[0]
             radius = found.min() * (1 + 1e-9) + 1e-300
             rows = np.flatnonzero(found <= radius)
             cols = np.unique(np.concatenate(
                 [np.asarray(c, dtype=np.int64) for c in
-                 tree.query_ball_point(Xi[rows], r=radius, p=p)]))
+                 tree.query_ball_point(Xi[rows], r=radius, p=p, workers=workers)]))
             D = pairwise_distances(Xi[rows], Xj[cols], metric=metric)
             ii, jj = np.unravel_index(D.argmin(axis=None), D.shape)
             pairs.append((members[i][rows[ii]], members[j][cols[jj]]))
     return pairs
+
+
+def _norm(rows, p):
+    """Minkowski ``p``-norm (1 or 2) of each row."""
+    return np.abs(rows).sum(axis=1) if p == 1 else np.sqrt((rows ** 2).sum(axis=1))
 
 
 def connected_subset_masks(graph, n_items):

@@ -149,8 +149,7 @@ class ClusterFamily:
             builder.add_tree(check_children(tree, n_items))
         for cluster in extra_clusters:
             builder.add_cluster(cluster)
-        for window in windows:
-            builder.add_window(window)
+        builder.add_windows(windows)
         return builder.finish()
 
     @classmethod
@@ -414,6 +413,21 @@ def _add_window_unions(piece_items, piece_ptr, codes, rec, hashes, table, n_reco
 
 
 @njit(cache=True)
+def _add_windows(items, piece_ptr, window_ptr, row_ptr, codes, rec, hashes, table, n_records,
+                 buf, offset, stamp, tick, roles, first_window, rows):
+    """:func:`_add_window_unions` for window after window: ``(n_records, offset,
+    window)``, ``window`` the one that failed when ``n_records < 0``."""
+    for w in range(window_ptr.size - 1):
+        n_records, offset = _add_window_unions(
+            items, piece_ptr[window_ptr[w]:window_ptr[w + 1] + 1], codes, rec, hashes, table,
+            n_records, buf, offset, stamp, tick, roles, first_window + w,
+            rows[row_ptr[w]:row_ptr[w + 1]])
+        if n_records < 0:
+            return n_records, offset, w
+    return n_records, offset, np.int64(-1)
+
+
+@njit(cache=True)
 def _missing_splits(build_left, build_right, sizes, starts, stops, buf, hashes, codes, rec,
                     record_hashes, table, new_id):
     """``(S - {max S}, {max S})`` for clusters given without a split, when present."""
@@ -498,27 +512,41 @@ class _FamilyBuilder:
 
     def add_window(self, pieces):
         """Add every union of the disjoint clusters ``pieces`` (already members)."""
-        pieces = [np.asarray(piece, dtype=np.int64) for piece in pieces]
-        k = len(pieces)
-        if k > 16:
+        self.add_windows([pieces])
+
+    def add_windows(self, windows):
+        """:meth:`add_window` for each window, in one compiled pass over all of them."""
+        windows = [[np.asarray(piece, dtype=np.int64).reshape(-1) for piece in pieces]
+                   for pieces in windows]
+        if not windows:
+            return
+        counts = np.array([len(pieces) for pieces in windows], dtype=np.int64)
+        if counts.max() > 16:
+            k = int(counts.max())
             raise ValueError(f"A window of {k} clusters has {2 ** k - 1} unions; at most "
                              "16 clusters per window.")
-        sizes = np.array([piece.size for piece in pieces], dtype=np.int64)
-        ptr = np.zeros(k + 1, np.int64)
-        np.cumsum(sizes, out=ptr[1:])
-        self._reserve(1 << k, (1 << max(k - 1, 0)) * int(ptr[-1]))
-        row = np.full(1 << k, -1, np.int64)
-        items = np.concatenate(pieces) if k else np.zeros(0, np.int64)
-        n_records, self.offset = _add_window_unions(
-            items, ptr, self.codes, self.rec, self.hashes, self.table, self.n_records,
-            self.buf, self.offset, self.stamp, self.tick, self.roles, len(self.window_rows),
-            row)
+        pieces = [piece for window in windows for piece in window]
+        piece_ptr = np.zeros(len(pieces) + 1, np.int64)
+        np.cumsum([piece.size for piece in pieces], out=piece_ptr[1:])
+        window_ptr = np.zeros(len(windows) + 1, np.int64)
+        np.cumsum(counts, out=window_ptr[1:])
+        row_ptr = np.zeros(len(windows) + 1, np.int64)
+        np.cumsum(np.left_shift(1, counts), out=row_ptr[1:])
+        window_items = piece_ptr[window_ptr[1:]] - piece_ptr[window_ptr[:-1]]
+        self._reserve(int(row_ptr[-1]),
+                      int((np.left_shift(1, np.maximum(counts - 1, 0)) * window_items).sum()))
+        rows = np.full(row_ptr[-1], -1, np.int64)
+        items = np.concatenate(pieces) if pieces else np.zeros(0, np.int64)
+        n_records, self.offset, failed = _add_windows(
+            items, piece_ptr, window_ptr, row_ptr, self.codes, self.rec, self.hashes,
+            self.table, self.n_records, self.buf, self.offset, self.stamp, self.tick,
+            self.roles, np.int64(len(self.window_rows)), rows)
         if n_records <= -2:
-            piece = pieces[-2 - n_records]
+            piece = windows[failed][-2 - n_records]
             raise ValueError("Every cluster of a window must already be in the family; "
                              f"{np.sort(piece)[:10].tolist()}... is not.")
         self.n_records = _check_collision(n_records)
-        self.window_rows.append(row)
+        self.window_rows += np.split(rows, row_ptr[1:-1])
 
     def add_cluster(self, cluster):
         items = np.unique(np.asarray(list(cluster), dtype=np.int64))

@@ -12,8 +12,11 @@ built-in models need:
   ``O(N**2)`` per seed tree in total instead of ``O(sum |S|**2)``.
 """
 
+import numba
 import numpy as np
-from numba import njit
+from numba import njit, prange
+
+from .._core.parallel import parallel_kernel
 
 
 @njit(cache=True, inline="always")
@@ -241,61 +244,102 @@ def family_graph_pair_sums(graph, family):
     for t, offset in enumerate(offsets.tolist()):
         inside = (family.starts >= offset) & (family.stops <= offset + n)
         home[inside] = t
-    return _graph_pair_sums(graph.indptr.astype(np.int64), graph.indices.astype(np.int64),
-                            graph.data, family.items, family.starts, family.stops,
-                            family.build_left, family.build_right, home, offsets, positions)
+    indptr = graph.indptr.astype(np.int64)
+    indices = graph.indices.astype(np.int64)
+    # Each vertex's cut is its own: vertices in chunks over numba's threads, one
+    # stamp array per thread; then W(S) = W(L) + W(R) + cut in size order.
+    kernel = _graph_cuts.for_work(family.n_vertices * (indices.size // max(n, 1)))
+    n_slots = (1 if kernel is _graph_cuts.serial
+               else max(1, min(numba.get_num_threads(), _MAX_SLOTS)))
+    cuts = kernel(indptr, indices, graph.data, family.items, family.starts, family.stops,
+                  family.build_left, family.build_right, home, offsets, positions,
+                  np.int64(_CHUNK), np.int64(n_slots))
+    return _sum_cuts(cuts, family.starts, family.stops, family.build_left,
+                     family.build_right)
+
+
+#: Vertices per chunk of :func:`_graph_cuts` (chunks dealt round-robin to threads).
+_CHUNK = 256
+
+#: Most threads of :func:`_graph_cuts`: each holds a stamp per item.
+_MAX_SLOTS = 8
+
+
+@parallel_kernel
+def _graph_cuts(indptr, indices, weights, items, starts, stops, build_left, build_right,
+                home, offsets, positions, chunk, n_slots):
+    """Per vertex: the edge weights between its construction split's children
+    (or inside it, without a split); slot ``j`` takes chunks ``j``, ``j + n_slots``, ..."""
+    n_vertices = starts.size
+    n = indptr.size - 1
+    cuts = np.zeros(n_vertices)
+    stamps = np.full((n_slots, n), -1, np.int64)
+    n_chunks = (n_vertices + chunk - 1) // chunk
+    for slot in prange(n_slots):
+        stamp = stamps[slot]
+        for c in range(slot, n_chunks, n_slots):
+            for v in range(c * chunk, min((c + 1) * chunk, n_vertices)):
+                if stops[v] - starts[v] >= 2:
+                    cuts[v] = _cut(v, indptr, indices, weights, items, starts, stops,
+                                   build_left, build_right, home, offsets, positions, stamp)
+    return cuts
+
+
+@njit(cache=True, inline="always")
+def _cut(v, indptr, indices, weights, items, starts, stops, build_left, build_right, home,
+         offsets, positions, stamp):
+    left = build_left[v]
+    acc = 0.0
+    if left < 0:
+        # No construction split: every edge inside S, once.
+        for a in range(starts[v], stops[v]):
+            stamp[items[a]] = v
+        for a in range(starts[v], stops[v]):
+            i = items[a]
+            for e in range(indptr[i], indptr[i + 1]):
+                if stamp[indices[e]] == v and indices[e] > i:
+                    acc += weights[e]
+        return acc
+    right = build_right[v]
+    small, big = left, right
+    if stops[left] - starts[left] > stops[right] - starts[right]:
+        small, big = right, left
+    t = home[v]
+    if t >= 0:
+        lo = starts[v] - offsets[t]
+        hi = stops[v] - offsets[t]
+        for a in range(starts[small], stops[small]):
+            stamp[items[a]] = v
+        for a in range(starts[small], stops[small]):
+            i = items[a]
+            for e in range(indptr[i], indptr[i + 1]):
+                j = indices[e]
+                p = positions[t, j]
+                if lo <= p < hi and stamp[j] != v:
+                    acc += weights[e]
+    else:
+        for a in range(starts[big], stops[big]):
+            stamp[items[a]] = v
+        for a in range(starts[small], stops[small]):
+            i = items[a]
+            for e in range(indptr[i], indptr[i + 1]):
+                if stamp[indices[e]] == v:
+                    acc += weights[e]
+    return acc
 
 
 @njit(cache=True)
-def _graph_pair_sums(indptr, indices, weights, items, starts, stops, build_left,
-                     build_right, home, offsets, positions):
-    n_vertices = starts.size
-    n = indptr.size - 1
-    out = np.zeros(n_vertices)
-    stamp = np.full(n, -1, np.int64)
-    for v in range(n_vertices):
-        size = stops[v] - starts[v]
-        if size < 2:
+def _sum_cuts(cuts, starts, stops, build_left, build_right):
+    """``W(S) = W(L) + W(R) + cut`` over the vertices in size order (children first)."""
+    out = np.zeros(starts.size)
+    for v in range(starts.size):
+        if stops[v] - starts[v] < 2:
             continue
         left = build_left[v]
-        acc = 0.0
         if left < 0:
-            # No construction split: every edge inside S, once.
-            for a in range(starts[v], stops[v]):
-                stamp[items[a]] = v
-            for a in range(starts[v], stops[v]):
-                i = items[a]
-                for e in range(indptr[i], indptr[i + 1]):
-                    if stamp[indices[e]] == v and indices[e] > i:
-                        acc += weights[e]
-            out[v] = acc
-            continue
-        right = build_right[v]
-        small, big = left, right
-        if stops[left] - starts[left] > stops[right] - starts[right]:
-            small, big = right, left
-        t = home[v]
-        if t >= 0:
-            lo = starts[v] - offsets[t]
-            hi = stops[v] - offsets[t]
-            for a in range(starts[small], stops[small]):
-                stamp[items[a]] = v
-            for a in range(starts[small], stops[small]):
-                i = items[a]
-                for e in range(indptr[i], indptr[i + 1]):
-                    j = indices[e]
-                    p = positions[t, j]
-                    if lo <= p < hi and stamp[j] != v:
-                        acc += weights[e]
+            out[v] = cuts[v]
         else:
-            for a in range(starts[big], stops[big]):
-                stamp[items[a]] = v
-            for a in range(starts[small], stops[small]):
-                i = items[a]
-                for e in range(indptr[i], indptr[i + 1]):
-                    if stamp[indices[e]] == v:
-                        acc += weights[e]
-        out[v] = out[left] + out[right] + acc
+            out[v] = out[left] + out[build_right[v]] + cuts[v]
     return out
 
 

@@ -24,3 +24,37 @@ def test_window_unions_equal_direct_pair_sums(part):
         members = family.members(v)
         block = sign(w[np.ix_(members, members)])
         assert ours[v] == pytest.approx((block.sum() - np.trace(block)) / 2, abs=1e-9)
+
+
+def test_graph_pair_sums_equal_direct_sums_on_any_number_of_threads(monkeypatch):
+    """Sums over a graph's edges: the direct sums, bit for bit the same when the
+    cuts run on two threads in small chunks."""
+    import numba
+    from scipy import sparse
+
+    from sklearn_trellis._core import parallel
+    from sklearn_trellis.models import _family_stats
+    from sklearn_trellis.models._family_stats import family_graph_pair_sums
+    rng = np.random.default_rng(1)
+    n = 150
+    X = rng.normal(size=(n, 3))
+    trees = linkage_seed_trees(X)
+    family = ClusterFamily.from_trees(trees, n, windows=tree_windows(trees[0], n, 5),
+                                      extra_clusters=[rng.choice(n, 20, replace=False)])
+    w = np.exp(-np.sqrt(((X[:, None] - X[None]) ** 2).sum(-1)))
+    w[w < 0.4] = 0.0
+    np.fill_diagonal(w, 0.0)
+    graph = sparse.csr_matrix(w)
+    serial = family_graph_pair_sums(graph, family)
+    for v in range(family.n_vertices):
+        members = family.members(v)
+        assert serial[v] == pytest.approx(w[np.ix_(members, members)].sum() / 2, abs=1e-9)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_WORK", 0)
+    monkeypatch.setattr(_family_stats, "_CHUNK", 5)
+    previous = numba.get_num_threads()
+    try:
+        numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+        threaded = family_graph_pair_sums(graph, family)
+    finally:
+        numba.set_num_threads(previous)
+    np.testing.assert_array_equal(serial, threaded)

@@ -27,9 +27,11 @@ never see the energy.
 
 import math
 
+import numba
 import numpy as np
 from numba import njit, prange
 
+from ..._core.parallel import parallel_kernel
 from ..._core.specialise import specialise as _specialise, template
 from ..._core.subsets import logaddexp, logsumexp_buffer
 from .._split_potential import split_bindings, split_log_potential
@@ -263,7 +265,67 @@ def _splits_of(s, use_range, range_vertex, records, starts, stops, sizes, hashes
     return n_out
 
 
-@njit(cache=True)
+#: Vertices per chunk of edge discovery. The chunks of a group are dealt
+#: round-robin to the slots (one per thread) and their rows gathered in chunk
+#: order: the edges come out in vertex order whatever the number of threads.
+_CHUNK = 256
+
+#: First output rows per vertex of the family (the buffers double when short).
+_ROWS_PER_VERTEX = 4
+
+#: Most slots (threads) of edge discovery: each holds a stamp per vertex.
+_MAX_SLOTS = 8
+
+
+@parallel_kernel
+def _group_splits(vertices, chunk, n_slots, chunk_rows, slot_next, buffers, fill, stamps,
+                  records, use_range, range_vertex, starts, stops, sizes, hashes, table, present,
+                  lowest, extra_ptr, extra_list, vertex_window, vertex_window_mask,
+                  window_table, max_edges):
+    """The splits of ``vertices`` (one group), slot ``j`` taking the chunks
+    (of ``chunk`` vertices) ``j``, ``j + n_slots``, ... into ``buffers[j]``.
+
+    Resumable: slot ``j`` goes on from position ``slot_next[j]`` of
+    ``vertices`` with ``fill[j]`` rows, and stops before a vertex that could
+    overflow its buffer (``slot_next[j] < vertices.size``: the caller grows
+    the buffers and calls again) or once it holds more than ``max_edges`` rows.
+    ``chunk_rows[c]``: the first and last row of chunk ``c`` in its slot's buffer.
+    """
+    n = vertices.shape[0]
+    n_trees = records.shape[0]
+    capacity = buffers.shape[1]
+    width = window_table.shape[1]
+    for j in prange(n_slots):
+        out = buffers[j]
+        stamp = stamps[j]
+        n_out = fill[j]
+        p = slot_next[j]
+        while p < n:
+            c = p // chunk
+            if p % chunk == 0:
+                chunk_rows[c, 0] = n_out
+            s = vertices[p]
+            # A vertex has fewer splits than candidates.
+            need = n_out + 1 + n_trees * sizes[s] + (extra_ptr[lowest[s] + 1]
+                                                     - extra_ptr[lowest[s]])
+            if vertex_window[s] >= 0:
+                need += width
+            if need > capacity and capacity <= max_edges:
+                break
+            n_out = _splits_of(s, use_range, range_vertex[s], records, starts, stops, sizes,
+                               hashes, table, present, lowest, extra_ptr, extra_list,
+                               vertex_window, vertex_window_mask, window_table, stamp, out,
+                               n_out)
+            p += 1
+            if p % chunk == 0 or p == n:
+                chunk_rows[c, 1] = n_out
+                p += (n_slots - 1) * chunk       # this slot's next chunk
+            if n_out > max_edges:
+                break
+        fill[j] = n_out
+        slot_next[j] = p
+
+
 def discover_edges(children, tree_vertex, tree_offsets, home, range_vertex, n_items, items,
                    starts, stops, sizes, hashes, lowest, extra_ptr, extra_list,
                    vertex_window, vertex_window_mask, window_table, max_edges):
@@ -274,44 +336,64 @@ def discover_edges(children, tree_vertex, tree_offsets, home, range_vertex, n_it
     the window ``v`` is a union in), ``-1`` if none: the walk up a tree stops
     at the first ancestor outside that range (no higher one is a subset of
     ``v``). Returns ``(edges, n_edges)``; ``n_edges > max_edges`` means the
-    search stopped early (nothing beyond ``max_edges`` is stored).
+    search stopped early (``edges`` is then empty).
+
+    The vertices of a group are independent: large groups run on
+    ``numba.get_num_threads()`` threads (at most ``_MAX_SLOTS``), each with
+    its own stamps and output buffer; the rows are gathered in vertex order,
+    so the result is the same for any number of threads.
     """
     n_vertices = sizes.shape[0]
     n_trees = children.shape[0]
     table = build_hash_table(hashes, sizes)
     present = build_hash_filter(hashes)
     records = _walk_records(children, tree_vertex, sizes, hashes, n_items)
-    stamp = np.full(n_vertices, -1, np.int64)
-    capacity = min(max_edges + 1, 4 * n_vertices + 16)
-    out = np.empty((capacity, 3), np.int64)
-    n_out = np.int64(0)  # typed: a literal 0 would compile _splits_of once more
+    # Group -1 (no home tree) first, then tree by tree; vertices ascending in each.
+    order = n_items + np.argsort(home[n_items:], kind="stable")
+    bounds = np.searchsorted(home[order], np.arange(-1, n_trees + 1))
+    stamps = np.zeros((0, n_vertices), np.int64)
+    pieces = []
+    n_edges = 0
     for group in range(-1, n_trees):
+        vertices = order[bounds[group + 1]:bounds[group + 2]]
+        if vertices.size == 0:
+            continue
         if group >= 0:
             _position_ranges(children, items, tree_offsets[group], n_items, records)
-        for s in range(n_items, n_vertices):
-            if home[s] != group:
-                continue
-            # Grow the output so that the next vertex cannot overflow it
-            # (a vertex has fewer splits than candidates).
-            need = n_out + 1 + n_trees * sizes[s] + (extra_ptr[lowest[s] + 1]
-                                                     - extra_ptr[lowest[s]])
-            if vertex_window[s] >= 0:
-                need += window_table.shape[1]
-            if need > out.shape[0] and out.shape[0] <= max_edges:
-                grown = max(2 * out.shape[0], need)
-                grown = min(grown, max_edges + 1)
-                bigger = np.empty((grown, 3), np.int64)
-                for e in range(n_out):  # loops: numba's slice copy compiles for seconds
-                    for j in range(3):
-                        bigger[e, j] = out[e, j]
-                out = bigger
-            n_out = _splits_of(s, group >= 0, range_vertex[s], records, starts, stops,
-                               sizes, hashes, table, present, lowest, extra_ptr, extra_list,
-                               vertex_window, vertex_window_mask, window_table, stamp, out,
-                               n_out)
-            if n_out > max_edges:
-                return out, n_out
-    return out, n_out
+        # About n_trees + 1 short walks per vertex.
+        kernel = _group_splits.for_work(vertices.size * (n_trees + 1))
+        n_slots = (1 if kernel is _group_splits.serial
+                   else max(1, min(numba.get_num_threads(), _MAX_SLOTS)))
+        if stamps.shape[0] < n_slots:     # stamps stay valid: a vertex is done once
+            stamps = np.full((n_slots, n_vertices), -1, np.int64)
+        # As many rows as one buffer for every vertex would have: a group with
+        # many splits per vertex (window unions) seldom has to grow them.
+        capacity = min(max_edges + 1, _ROWS_PER_VERTEX * n_vertices // n_slots + 16)
+        buffers = np.empty((n_slots, capacity, 3), np.int64)
+        chunk_rows = np.zeros((-(-vertices.size // _CHUNK), 2), np.int64)
+        slot_next = np.arange(n_slots, dtype=np.int64) * _CHUNK
+        fill = np.zeros(n_slots, np.int64)
+        while True:
+            kernel(vertices, np.int64(_CHUNK), np.int64(n_slots), chunk_rows, slot_next,
+                   buffers, fill, stamps, records, np.bool_(group >= 0), range_vertex, starts,
+                   stops, sizes, hashes, table, present, lowest, extra_ptr, extra_list,
+                   vertex_window, vertex_window_mask, window_table, np.int64(max_edges))
+            if n_edges + int(fill.sum()) > max_edges:
+                return np.empty((0, 3), np.int64), n_edges + int(fill.sum())
+            if (slot_next >= vertices.size).all():
+                break
+            capacity = min(2 * capacity, max_edges + 1)
+            grown = np.empty((n_slots, capacity, 3), np.int64)
+            for j, rows in enumerate(fill.tolist()):     # (untouched rows cost no memory)
+                grown[j, :rows] = buffers[j, :rows]
+            buffers = grown
+        # A compact copy, so the buffers (up to twice the rows) are freed now.
+        pieces.append(np.concatenate([buffers[c % n_slots, first:last]
+                                      for c, (first, last) in enumerate(chunk_rows.tolist())]))
+        del buffers
+        n_edges += int(fill.sum())
+    edges = np.concatenate(pieces) if pieces else np.empty((0, 3), np.int64)
+    return edges, n_edges
 
 
 @njit(cache=True)

@@ -494,3 +494,41 @@ def test_window_root_ranges_find_the_same_edges(seed, monkeypatch):
     for name in ("edge_ptr", "edge_parent", "edge_left", "edge_right"):
         np.testing.assert_array_equal(getattr(fitted, name), getattr(unbounded, name))
     assert fitted.log_partition_function == unbounded.log_partition_function
+
+
+def test_edge_discovery_is_the_same_on_any_number_of_threads(monkeypatch):
+    """Threaded discovery (small chunks, buffers regrown many times) finds the same
+    edges in the same order as the serial pass, so the same trees and ties."""
+    import numba
+
+    from sklearn_trellis._core import parallel
+    from sklearn_trellis.engines.sparse import _sparse_hier_kernels
+    from sklearn_trellis.engines.sparse.seeds import tree_windows
+    rng = np.random.default_rng(9)
+    n = 150
+    X = rng.normal(size=(n, 3))
+    trees = [linkage(X, m)[:, :2].astype(np.int64) for m in ("single", "average", "ward")]
+    family = ClusterFamily.from_trees(trees, n, windows=tree_windows(trees[1], n, size=5))
+
+    def fitted(**options):
+        return SparseHierarchicalTrellis(family, split_function=lambda a, b: -float(len(a)),
+                                         verify_edges=True, **options).fit()
+
+    serial = fitted()
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_WORK", 0)
+    monkeypatch.setattr(_sparse_hier_kernels, "_CHUNK", 7)
+    monkeypatch.setattr(_sparse_hier_kernels, "_ROWS_PER_VERTEX", 0)
+    previous = numba.get_num_threads()
+    try:
+        numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+        threaded = fitted()
+        assert fitted(max_edges=serial.n_edges).n_edges == serial.n_edges
+        with pytest.raises(ValueError, match="max_edges"):
+            fitted(max_edges=serial.n_edges - 1)
+    finally:
+        numba.set_num_threads(previous)
+    assert serial.n_edges > 3 * n
+    for name in ("edge_ptr", "edge_parent", "edge_left", "edge_right"):
+        np.testing.assert_array_equal(getattr(serial, name), getattr(threaded, name))
+    np.testing.assert_array_equal(serial.map_children, threaded.map_children)
+    assert serial.log_partition_function == threaded.log_partition_function
