@@ -99,8 +99,7 @@ def test_max_n_clusters_draws_and_threads():
         point_estimate(pairwise_cooccurrence(samples), method="draws")
 
 
-# n = 4 and 6 in the fast set; n = 9 (21,147 partitions, two exact fits) is slow
-@pytest.mark.parametrize("n", [4, 6, pytest.param(9, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("n", [4, 6, 9])
 def test_exact_binder_estimate_equals_exhaustive_minimum(n):
     rng = np.random.default_rng(n)
     for beta in (0.4, 1.2):
