@@ -83,11 +83,13 @@ def pytest_collection_modifyitems(config, items):
 # SKLEARN_TRELLIS_COMPILE_LOG=DIR: every process (each xdist worker, or the single
 #   process with -n 0) appends one JSON line per compilation to DIR/<worker>.jsonl:
 #   function, signature, test file and test, own CPU seconds of the process (nested
-#   compilations excluded; CPU rather than wall time, which a loaded machine inflates).
+#   compilations excluded; CPU rather than wall time, which a loaded machine inflates),
+#   and one line per test: its CPU seconds (compilation included) and wall clock times.
 # SKLEARN_TRELLIS_COMPILE_REPORT=N: after the run, sums the logs (in a temporary DIR
 #   unless SKLEARN_TRELLIS_COMPILE_LOG names one): total seconds, the N test files and
 #   kernels that cost most, kernels compiled by several workers, kernels compiled for
-#   several signatures.
+#   several signatures; the tests and files whose execution (CPU less compilation) costs
+#   most; each worker's busy CPU and when its last test ended (the idle tail).
 COMPILE_REPORT = int(os.environ.get("SKLEARN_TRELLIS_COMPILE_REPORT", "0") or 0)
 COMPILE_LOG_ENV = "SKLEARN_TRELLIS_COMPILE_LOG"
 _WORKER = os.environ.get("PYTEST_XDIST_WORKER", "main")
@@ -129,6 +131,19 @@ def _start_compile_log(directory):
                 "depth": len(_compile["stack"])}) + "\n")
 
     event.register("numba:compile", _CompileLogger())
+    _compile["log"] = log
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    # here, unlike the report hooks, only in the process that runs the test
+    cpu, wall = time.process_time(), time.time()
+    yield
+    if "log" in _compile:
+        import json
+        _compile["log"].write(json.dumps({
+            "worker": _WORKER, "test_run": item.nodeid, "cpu": time.process_time() - cpu,
+            "start": wall, "end": time.time()}) + "\n")
 
 
 def pytest_collectstart(collector):
@@ -151,6 +166,8 @@ def pytest_terminal_summary(terminalreporter):
     for path in glob.glob(os.path.join(os.environ[COMPILE_LOG_ENV], "*.jsonl")):
         with open(path) as lines:
             records += [json.loads(line) for line in lines]
+    runs = [r for r in records if "test_run" in r]
+    records = [r for r in records if "test_run" not in r]
     write = terminalreporter.write_line
     by_file, by_test, by_kernel = (collections.Counter() for _ in range(3))
     workers, signatures = collections.defaultdict(set), collections.defaultdict(set)
@@ -179,3 +196,28 @@ def pytest_terminal_summary(terminalreporter):
                       for f, sigs in signatures.items() if len(sigs) > 1), reverse=True)
     for spent, function, count in several[:COMPILE_REPORT]:
         write(f"{spent:8.1f} s  {count:3d} signatures  {function}")
+    _write_execution(terminalreporter, runs, by_test)
+
+
+def _write_execution(terminalreporter, runs, compiled_in_test):
+    """Execution CPU (a test's CPU less the compilation it triggered) per test and file,
+    and each worker's load: what marking tests slow or shrinking them can still save."""
+    write = terminalreporter.write_line
+    execution, by_file = {}, collections.Counter()
+    for r in runs:
+        execution[r["test_run"]] = r["cpu"] - compiled_in_test.get(r["test_run"], 0.0)
+        by_file[r["test_run"].split("::")[0]] += execution[r["test_run"]]
+    terminalreporter.section(
+        f"test execution: {sum(execution.values()):.0f} CPU s in {len(runs)} tests "
+        f"(their CPU less the compilation they triggered)")
+    start = min((r["start"] for r in runs), default=0.0)
+    for worker in sorted({r["worker"] for r in runs}):
+        mine = [r for r in runs if r["worker"] == worker]
+        write(f"{worker}: {len(mine)} tests, {sum(r['cpu'] for r in mine):.0f} CPU s, last test "
+              f"ended {max(r['end'] for r in mine) - start:.0f} s after the first began")
+    write("test files:")
+    for where, spent in by_file.most_common(COMPILE_REPORT):
+        write(f"{spent:8.1f} s  {where}")
+    write("tests:")
+    for test, spent in sorted(execution.items(), key=lambda item: -item[1])[:COMPILE_REPORT]:
+        write(f"{spent:8.1f} s  {test}")

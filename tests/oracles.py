@@ -221,13 +221,19 @@ def family_partitions(n, clusters, cluster_value):
     ``cluster_value(frozenset)`` over each one's clusters.
     """
     allowed = set(clusters)
+    blocks, block_ids, _, _ = _partition_blocks(n)
+    blocks = [frozenset(b) for b in blocks]
+    is_allowed = [b in allowed for b in blocks]
+    value = {}   # cluster_value once per distinct cluster, summed in the same order
+    partitions = _set_partitions(n)
     rows, values = [], []
-    for labels in set_partitions(n):
-        blocks = [frozenset(np.flatnonzero(labels == k).tolist())
-                  for k in range(labels.max() + 1)]
-        if all(b in allowed for b in blocks):
+    for labels, ids in zip(partitions, block_ids):
+        if all(is_allowed[b] for b in ids):
+            for b in ids:
+                if b not in value:
+                    value[b] = cluster_value(blocks[b])
             rows.append(labels)
-            values.append(sum(cluster_value(b) for b in blocks))
+            values.append(sum(value[b] for b in ids))
     return np.array(rows, dtype=np.int64), np.array(values)
 
 
@@ -556,19 +562,34 @@ def partition_log_joints(n, log_prior, log_cluster):
     ``log_cluster(members)`` the sorted item indices of one cluster (cached).
     Returns ``(partitions, log_joint)``.
     """
-    partitions = set_partitions(n)
-    cache = {}
+    blocks, block_ids, counts, count_ids = _partition_blocks(n)
+    log_m = [log_cluster(np.array(members, dtype=np.intp)) for members in blocks]
+    log_p = [log_prior(np.array(sizes, dtype=np.int64)) for sizes in counts]
+    # the same sums in the same order as summing over each row's clusters in label order
+    log_joint = np.array([log_p[c] + sum(log_m[b] for b in ids)
+                          for c, ids in zip(count_ids, block_ids)])
+    return set_partitions(n), log_joint
 
-    def log_m(members):
-        key = tuple(members.tolist())
-        if key not in cache:
-            cache[key] = log_cluster(members)
-        return cache[key]
 
-    log_joint = np.array([
-        log_prior(np.bincount(row)) + sum(log_m(np.flatnonzero(row == c)) for c in np.unique(row))
-        for row in partitions])
-    return partitions, log_joint
+@functools.lru_cache(maxsize=None)   # called once per grid point or setting with the same n
+def _partition_blocks(n):
+    """The clusters and cluster sizes of every set partition of ``n`` items, each listed once.
+
+    Returns ``(blocks, block_ids, counts, count_ids)``: ``blocks`` the distinct clusters as
+    sorted index tuples, ``block_ids[t]`` the clusters of partition ``t`` in label order,
+    ``counts`` the distinct size vectors, ``count_ids[t]`` partition ``t``'s.
+    """
+    blocks, counts = {}, {}
+    block_ids, count_ids = [], []
+    for row in _set_partitions(n).tolist():
+        members = {}
+        for i, label in enumerate(row):
+            members.setdefault(label, []).append(i)
+        ids = tuple(blocks.setdefault(tuple(members[c]), len(blocks)) for c in range(len(members)))
+        sizes = tuple(len(members[c]) for c in range(len(members)))
+        block_ids.append(ids)
+        count_ids.append(counts.setdefault(sizes, len(counts)))
+    return list(blocks), block_ids, list(counts), count_ids
 
 
 def correlation_pairwise_by_enumeration(w, beta):
