@@ -25,7 +25,7 @@ def cell_add(code, params, stats, x, weight):
 @njit(cache=True)
 def cell_log_marginal(code, params, stats):
     """``log_marginal_at`` at offset 0."""
-    return log_marginal_at(code, params, 0, stats, 0)
+    return log_marginal_at(code, params, np.int64(0), stats, np.int64(0))
 
 
 @njit(cache=True)

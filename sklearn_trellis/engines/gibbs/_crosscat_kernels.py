@@ -50,7 +50,7 @@ def column_partition_score(t, p, x, constants, labels, n_slots, scratch):
             accumulate_with_constant_at(t, p, 0, flat, c * width, x[i], constants[i], 1.0)
     total = 0.0
     for c in range(n_slots):
-        total += log_marginal_at(t, p, 0, flat, c * width)
+        total += log_marginal_at(t, p, np.int64(0), flat, c * width)
     return total
 
 
@@ -291,7 +291,7 @@ def column_table_score(t, p, stats, j, n_clusters):
     base = j * stats.shape[1] * width
     total = 0.0
     for k in range(n_clusters):
-        total += log_marginal_at(t, p, 0, flat, base + k * width)
+        total += log_marginal_at(t, p, np.int64(0), flat, base + k * width)
     return total
 
 
