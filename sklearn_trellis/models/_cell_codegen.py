@@ -93,6 +93,7 @@ skip missing cells. Codes: {codes}.
 
 from collections import namedtuple
 
+import numpy as np
 from numba import njit
 
 {imports}
@@ -119,7 +120,7 @@ def _grid_log_scores_by_marginals(code, grid, n_points, log_prior, flat, base, w
     for g in range(n_points):
         total = 0.0
         for k in range(n_clusters):
-            total += log_marginal_at(code, grid[g], 0, flat, base + k * width)
+            total += log_marginal_at(code, grid[g], np.int64(0), flat, base + k * width)
         out[g] = log_prior[g] + total'''
 
 

@@ -18,7 +18,7 @@ def subset_log_marginals(params, data, n_items, n_stats, work, out):
     """``out[B] = log m(X_B)`` for every non-empty bitmask ``B`` (depth-first, O(n) rows)."""
     rows = np.empty((n_items + 1, n_stats))
     shared = np.zeros(1)
-    lik_reset(params, rows, 0)
+    lik_reset(params, rows, np.int64(0))
     out[0] = 0.0
     # explicit DFS stack: mask, next item to try, depth
     masks = np.zeros(n_items + 1, np.int64)

@@ -31,6 +31,7 @@ skip missing cells. Codes: 0 normal, 1 bernoulli, 2 poisson, 3 categorical.
 
 from collections import namedtuple
 
+import numpy as np
 from numba import njit
 
 from .cell_types import normal as _normal
@@ -68,7 +69,7 @@ def _grid_log_scores_by_marginals(code, grid, n_points, log_prior, flat, base, w
     for g in range(n_points):
         total = 0.0
         for k in range(n_clusters):
-            total += log_marginal_at(code, grid[g], 0, flat, base + k * width)
+            total += log_marginal_at(code, grid[g], np.int64(0), flat, base + k * width)
         out[g] = log_prior[g] + total
 
 

@@ -19,13 +19,13 @@ from .cell_kernels import (accumulate_at, cached_log_predictive_at,
 @njit(cache=True)
 def cell_add(code, params, stats, x, weight):
     """``accumulate_at`` at offset 0."""
-    accumulate_at(code, params, 0, stats, 0, x, weight)
+    accumulate_at(code, params, np.int64(0), stats, np.int64(0), x, weight)
 
 
 @njit(cache=True)
 def cell_log_marginal(code, params, stats):
     """``log_marginal_at`` at offset 0."""
-    return log_marginal_at(code, params, 0, stats, 0)
+    return log_marginal_at(code, params, np.int64(0), stats, np.int64(0))
 
 
 @njit(cache=True)
@@ -109,7 +109,7 @@ def column_stats(code, params, x, labels, stats):
     for i in range(x.size):
         c = labels[i]
         if c >= 0:
-            accumulate_at(code, params, 0, flat, c * width, x[i], 1.0)
+            accumulate_at(code, params, np.int64(0), flat, c * width, x[i], 1.0)
 
 
 @njit(cache=True)

@@ -47,7 +47,7 @@ VI_LB = 7
 N_CONTINGENCY_KINDS = 5
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True)
 def _omari(both, in_a, in_b, n_pairs):
     expected = in_a * in_b / n_pairs if n_pairs > 0 else 0.0
     maximum = 0.5 * (in_a + in_b)
@@ -56,7 +56,7 @@ def _omari(both, in_a, in_b, n_pairs):
     return 1.0 - (both - expected) / (maximum - expected)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True)
 def cm_loss(kind, m, sex, sep, stx, stp, sjx, sjp, a, b):
     """Loss of the estimate against one sample from the six contingency sums."""
     if kind == BINDER:
@@ -172,7 +172,7 @@ def psm_losses(candidates, pairwise, kind, a, b):
     return out
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True)
 def _update(kind, i, k, delta, labels, sizes, counts, samples_t, block_counts, stats,
             pairwise, mass, xl):
     """Add (``delta = 1``) or remove (``-1``) element ``i`` to/from slot ``k``.
@@ -221,7 +221,7 @@ def _update(kind, i, k, delta, labels, sizes, counts, samples_t, block_counts, s
         sizes[k] += 1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True)
 def _costs(kind, i, labels, sizes, n_slots, counts, samples_t, block_counts, stats,
            pairwise, mass, xl, a, b, out, scratch):
     """Loss (up to a constant common to all slots) if ``i`` joins each slot.
@@ -309,7 +309,7 @@ def _costs(kind, i, labels, sizes, n_slots, counts, samples_t, block_counts, sta
     return _omari(stats[1, 1], sp, stats[0, 2], n_pairs)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True)
 def _choose(sizes, n_slots, costs, new_cost, current, n_clusters, max_clusters):
     """Cheapest slot: ``current`` kept on ties, a new cluster only if strictly better.
 
@@ -333,7 +333,7 @@ def _choose(sizes, n_slots, costs, new_cost, current, n_clusters, max_clusters):
     return best_slot
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True)
 def _loss_value(kind, labels, sizes, stats, pairwise, mass, a, b):
     """Loss of the allocated elements from the search state (``O(T)`` or ``O(n^2)``)."""
     m = stats[0, 0]

@@ -532,10 +532,11 @@ def item_log_marginals(params, data, n_stats, work_size):
     shared = np.zeros(1)
     work = np.zeros(max(1, work_size))
     out = np.empty(n)
+    slot = np.int64(0)  # typed, not a constant: the kernels' one compiled version
     for i in range(n):
-        lik_reset(params, stats, 0)
-        lik_add(params, data, stats, shared, work, 0, i)
-        out[i] = lik_log_cluster(params, stats, shared, 0)
+        lik_reset(params, stats, slot)
+        lik_add(params, data, stats, shared, work, slot, i)
+        out[i] = lik_log_cluster(params, stats, shared, slot)
     return out
 
 

@@ -217,8 +217,8 @@ def n_clusters_blocks(a, b, log_z_out, probs, dest, n_bits, block_bits, linear):
     n_chunks, chunk_size = n_parallel_chunks(n_blocks)
     for chunk in prange(n_chunks):
         start, stop = chunk_bounds(chunk, n_chunks, chunk_size, n_blocks)
-        n_clusters_range(a, b, log_z_out, probs, dest, block_bits, 0, start, stop,
-                         linear)
+        n_clusters_range(a, b, log_z_out, probs, dest, block_bits, np.int64(0), start,
+                         stop, linear)
 
 
 @njit(cache=True)

@@ -235,8 +235,9 @@ def n_clusters_pass(log_potentials, log_z, n_items, linear=True):
             b = _exp_into(b, -b_low, weights_b[:low])
         used[highest] = is_linear
         if highest == n_items - 1:
-            # Only the full set is needed: do its block alone.
-            dest = np.zeros((width, 1 << block_bits))
+            # Only the full set is needed: do its block alone, into a column slice like
+            # the other layers' ``probs[:, low:high]`` (one compiled version of the kernel).
+            dest = np.zeros((width, 2 << block_bits))[:, :1 << block_bits]
             kernels.n_clusters_range(a, b, log_z[low:high], probs, dest, block_bits,
                                      n_blocks - 1, n_blocks - 1, n_blocks, is_linear)
             return dest[:, -1], used

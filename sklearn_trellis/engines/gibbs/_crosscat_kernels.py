@@ -47,10 +47,10 @@ def column_partition_score(t, p, x, constants, labels, n_slots, scratch):
     for i in range(x.size):
         c = labels[i]
         if c >= 0:
-            accumulate_with_constant_at(t, p, 0, flat, c * width, x[i], constants[i], 1.0)
+            accumulate_with_constant_at(t, p, np.int64(0), flat, c * width, x[i], constants[i], 1.0)
     total = 0.0
     for c in range(n_slots):
-        total += log_marginal_at(t, p, 0, flat, c * width)
+        total += log_marginal_at(t, p, np.int64(0), flat, c * width)
     return total
 
 
@@ -193,7 +193,7 @@ def sequential_allocation(t, p, x, alpha, order, labels, stats, counts, sample):
             log_counts[k] = log_counts[k - 1]   # alpha's weight moves to the next new cluster
             _refresh_cluster(t, p, flat, k * width, n_stats)
         if x[i] == x[i]:
-            accumulate_at(t, p, 0, flat, chosen * width, x[i], 1.0)
+            accumulate_at(t, p, np.int64(0), flat, chosen * width, x[i], 1.0)
         counts[chosen] += 1.0
         if x[i] == x[i] and refresh_due(counts[chosen]):
             _refresh_cluster(t, p, flat, chosen * width, n_stats)
@@ -260,8 +260,8 @@ def fill_column(j, t, p, x, constants, labels, n_clusters, stats, clear):
     flat = stats.ravel()
     base = j * stats.shape[1] * width
     for i in range(x.size):
-        accumulate_with_constant_at(t, p, 0, flat, base + labels[i] * width, x[i], constants[i],
-                                    1.0)
+        accumulate_with_constant_at(t, p, np.int64(0), flat, base + labels[i] * width, x[i],
+                                    constants[i], 1.0)
 
 
 @njit(cache=True)
@@ -291,7 +291,7 @@ def column_table_score(t, p, stats, j, n_clusters):
     base = j * stats.shape[1] * width
     total = 0.0
     for k in range(n_clusters):
-        total += log_marginal_at(t, p, 0, flat, base + k * width)
+        total += log_marginal_at(t, p, np.int64(0), flat, base + k * width)
     return total
 
 

@@ -330,7 +330,7 @@ def _log_marginals(cols, codes, params, table, k):
     for c in range(cols.size):
         j = cols[c]
         # offsets into the flat table, as the other callers: one compiled specialisation
-        total += log_marginal_at(codes[j], params[j], 0, table.ravel(),
+        total += log_marginal_at(codes[j], params[j], np.int64(0), table.ravel(),
                                  (j * table.shape[1] + k) * table.shape[2])
     return total
 
