@@ -118,27 +118,23 @@ rows gathered in vertex order: the same edges and tree for any number of
 threads), the completion skips the queries of points that a bounding box or
 the triangle inequality rules out (10.3 -> 5.6 CPU s; its remaining queries
 use the same threads) and the windows are inserted in one compiled call. The
-MAP tree and log-potential are unchanged. At load 12 to 30 (shared machine;
-wall times not meaningful, the CPU time counts both threads)::
+MAP tree and log-potential are unchanged. Two full runs on a quiet machine
+(load about 1), back to back, show how much the same fit varies here::
 
-    load average 25.12, 22.53, 17.91
-    sklearn  N=10,000: ok, wall 99.87 s, CPU 6.64 s, peak 0.97 GiB
-    trellis  N=10,000: ok, wall 128.92 s, CPU 12.40 s, peak 1.32 GiB -- MAP log-potential
-        -3.08414e+08, best seed tree -3.08779e+08 (MAP >= every seed: True); 226,928
-        clusters; numba compilations after the warm-up: 0
-    N=10,000: time ratio 1.29x wall, 1.87x CPU (target <= 2x); load average 30.37, 27.81, 22.46
-    trellis  N=100,000, 10-NN graph: ok, wall 690.45 s, CPU 74.22 s, peak 1.77 GiB -- MAP
-        log-potential -6.28463e+08, best seed tree -6.31169e+08 (MAP >= every seed: True);
-        1,529,238 clusters; numba compilations after the warm-up: 0
+    sklearn  N=10,000: ok, wall 9.71 s, CPU 9.69 s, peak 0.97 GiB
+    trellis  N=10,000: ok, wall 13.78 s, CPU 15.67 s, peak 1.44 GiB -- ...
+    N=10,000: time ratio 1.42x wall, 1.62x CPU (target <= 2x); load average 1.04, 1.63, 3.41
+    N=20,000: peak memory ratio 1.19x (target <= 1.5x); load average 1.11, 1.42, 3.08
+    N=100,000 with a 10-NN graph: 82.7 s wall, 89.5 s CPU (target <= 60 s), 0.64x
+        AgglomerativeClustering's wall time, 0.56x its CPU time, peak 1.85 GiB
 
-The N = 100,000 fit alone (``run("trellis", 100_000, 10)``) a little later, at
-load 1.5 to 2.3 (quiet but for one other job; 91.0 s wall, 90.9 CPU s before)::
+    N=10,000: time ratio 1.62x wall, 1.83x CPU (target <= 2x); load average 0.45, 0.55, 1.81
+    N=100,000 with a 10-NN graph: 71.0 s wall, 77.1 s CPU (target <= 60 s), 0.62x
+        AgglomerativeClustering's wall time, 0.53x its CPU time, peak 1.73 GiB
 
-    load average 2.26, 4.17, 9.61
-    trellis  N=100,000, 10-NN graph: ok, wall 53.84 s, CPU 58.40 s, peak 1.73 GiB -- MAP
-        log-potential -6.28463e+08, best seed tree -6.31169e+08 (MAP >= every seed: True);
-        1,529,238 clusters; numba compilations after the warm-up: 0
-    load average 1.45, 3.41, 8.83
+The MAP log-potentials are unchanged (-3.08414e+08 and -6.28463e+08). The
+N = 100,000 fit alone, run in a helper's session at load about 2, took 53.8 s
+wall and 58.4 CPU s: the same fit varies from 54 to 83 s on this machine.
 """
 
 import argparse
