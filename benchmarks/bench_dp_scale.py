@@ -296,11 +296,14 @@ def section_dask(n, iterations, d=10, k=20, chunk=1_000_000, seed=0):
     figures = {}
     lik = None
     for n_workers in (1, 2):
-        # one core per worker: numba's thread pool too, else one worker already uses
-        # every core of a small machine and a second one cannot be faster
+        # one core per worker: numba's and BLAS's thread pools too (the label pass's
+        # block scoring is a BLAS product), else one worker already uses every core of
+        # a small machine and a second one cannot be faster
+        one_core = {name: "1" for name in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS",
+                                           "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
         with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
                           memory_limit="10GB", dashboard_address=":0",
-                          env={"NUMBA_NUM_THREADS": "1"}) as cluster, \
+                          env=one_core) as cluster, \
                 Client(cluster) as client:
             X = da.map_blocks(_dask_blobs_block, chunk, d, k, seed, dtype=np.float32,
                               chunks=((chunk,) * (n // chunk), (d,)))
