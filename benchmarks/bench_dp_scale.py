@@ -263,6 +263,13 @@ def section_scoring(n, iterations, repeats=3):
           f"{np.median(figures['rows']) / np.median(figures['block']):.2f}   ({load()})")
 
 
+def _process_cpu_seconds():
+    """CPU seconds of the calling process (run on each Dask worker by ``client.run``)."""
+    import psutil   # a dependency of dask.distributed
+    times = psutil.Process().cpu_times()
+    return times.user + times.system
+
+
 def _dask_blobs_block(rows, d, k, seed, block_id=None):
     """One chunk of the blobs, made on the worker from its block index (labels first, so
     the driver can regenerate them alone)."""
@@ -318,11 +325,13 @@ def section_dask(n, iterations, d=10, k=20, chunk=1_000_000, seed=0):
             times, sent = [], []
             trips_before = sum(executor.round_trips.values())
             waited_before = executor.seconds_waiting
+            cpu_before = client.run(_process_cpu_seconds)
             for _ in range(iterations):
                 before, start = executor.bytes_sent, time.perf_counter()
                 subcluster.iterate(state, lik, pp, rng, n_split_merge=10)
                 times.append(time.perf_counter() - start)
                 sent.append(executor.bytes_sent - before)
+            cpu_after = client.run(_process_cpu_seconds)
             trips = (sum(executor.round_trips.values()) - trips_before) / iterations
             waited = (executor.seconds_waiting - waited_before) / iterations
             ari = adjusted_rand_score(y, state.labels)
@@ -339,6 +348,9 @@ def section_dask(n, iterations, d=10, k=20, chunk=1_000_000, seed=0):
                   "whole run (round trips, seconds): " + ", ".join(
                       f"{name} {count} {executor.seconds_by_method[name]:.2f}"
                       for name, count in executor.round_trips.most_common()))
+            # both workers busy at once, or one after the other? (CPU per worker)
+            print("  workers' CPU over the iterations: " + ", ".join(
+                f"{cpu_after[w] - cpu_before[w]:.1f} s" for w in sorted(cpu_after)))
     same = figures[1][1] == figures[2][1]
     print(f"ratio 1 worker / 2 workers (last half): "
           f"{np.mean(figures[1][0][iterations // 2:]) / np.mean(figures[2][0][iterations // 2:]):.2f}"
