@@ -25,6 +25,14 @@ from numba import njit
 #: a first fit would pay).
 PARALLEL_MIN_WORK = 1 << 20
 
+#: Items per chunk of a slotted kernel: chunks are dealt round-robin to the
+#: slots (one per thread) and their outputs gathered in chunk order, so the
+#: result does not depend on the number of threads.
+SLOT_CHUNK = 256
+
+#: Most slots of a slotted kernel (each holds its own scratch, e.g. stamps).
+MAX_SLOTS = 8
+
 
 class ParallelKernel:
     """One ``prange`` kernel source compiled as ``parallel`` and ``serial`` dispatchers."""
@@ -53,6 +61,14 @@ class ParallelKernel:
         if work < PARALLEL_MIN_WORK or numba.get_num_threads() == 1:
             return self.serial
         return self.parallel
+
+    def with_slots(self, work):
+        """``(twin, n_slots)`` for ``work`` inner iterations: the serial twin with
+        one slot, or the parallel one with a slot per thread (at most :data:`MAX_SLOTS`)."""
+        twin = self.for_work(work)
+        if twin is self.serial:
+            return twin, 1
+        return twin, max(1, min(numba.get_num_threads(), MAX_SLOTS))
 
     def __call__(self, *args):
         """Run the parallel twin (callers that know the work use :meth:`for_work`)."""

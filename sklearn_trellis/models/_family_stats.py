@@ -12,11 +12,10 @@ built-in models need:
   ``O(N**2)`` per seed tree in total instead of ``O(sum |S|**2)``.
 """
 
-import numba
 import numpy as np
 from numba import njit, prange
 
-from .._core.parallel import parallel_kernel
+from .._core.parallel import SLOT_CHUNK, parallel_kernel
 
 
 @njit(cache=True, inline="always")
@@ -248,21 +247,12 @@ def family_graph_pair_sums(graph, family):
     indices = graph.indices.astype(np.int64)
     # Each vertex's cut is its own: vertices in chunks over numba's threads, one
     # stamp array per thread; then W(S) = W(L) + W(R) + cut in size order.
-    kernel = _graph_cuts.for_work(family.n_vertices * (indices.size // max(n, 1)))
-    n_slots = (1 if kernel is _graph_cuts.serial
-               else max(1, min(numba.get_num_threads(), _MAX_SLOTS)))
+    kernel, n_slots = _graph_cuts.with_slots(family.n_vertices * (indices.size // max(n, 1)))
     cuts = kernel(indptr, indices, graph.data, family.items, family.starts, family.stops,
                   family.build_left, family.build_right, home, offsets, positions,
-                  np.int64(_CHUNK), np.int64(n_slots))
+                  np.int64(SLOT_CHUNK), np.int64(n_slots))
     return _sum_cuts(cuts, family.starts, family.stops, family.build_left,
                      family.build_right)
-
-
-#: Vertices per chunk of :func:`_graph_cuts` (chunks dealt round-robin to threads).
-_CHUNK = 256
-
-#: Most threads of :func:`_graph_cuts`: each holds a stamp per item.
-_MAX_SLOTS = 8
 
 
 @parallel_kernel

@@ -50,7 +50,7 @@ def test_graph_pair_sums_equal_direct_sums_on_any_number_of_threads(monkeypatch)
         members = family.members(v)
         assert serial[v] == pytest.approx(w[np.ix_(members, members)].sum() / 2, abs=1e-9)
     monkeypatch.setattr(parallel, "PARALLEL_MIN_WORK", 0)
-    monkeypatch.setattr(_family_stats, "_CHUNK", 5)
+    monkeypatch.setattr(_family_stats, "SLOT_CHUNK", 5)
     previous = numba.get_num_threads()
     try:
         numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))

@@ -27,11 +27,10 @@ never see the energy.
 
 import math
 
-import numba
 import numpy as np
 from numba import njit, prange
 
-from ..._core.parallel import parallel_kernel
+from ..._core.parallel import SLOT_CHUNK, parallel_kernel
 from ..._core.specialise import specialise as _specialise, template
 from ..._core.subsets import logaddexp, logsumexp_buffer
 from .._split_potential import split_bindings, split_log_potential
@@ -265,16 +264,8 @@ def _splits_of(s, use_range, range_vertex, records, starts, stops, sizes, hashes
     return n_out
 
 
-#: Vertices per chunk of edge discovery. The chunks of a group are dealt
-#: round-robin to the slots (one per thread) and their rows gathered in chunk
-#: order: the edges come out in vertex order whatever the number of threads.
-_CHUNK = 256
-
 #: First output rows per vertex of the family (the buffers double when short).
 _ROWS_PER_VERTEX = 4
-
-#: Most slots (threads) of edge discovery: each holds a stamp per vertex.
-_MAX_SLOTS = 8
 
 
 @parallel_kernel
@@ -339,8 +330,9 @@ def discover_edges(children, tree_vertex, tree_offsets, home, range_vertex, n_it
     search stopped early (``edges`` is then empty).
 
     The vertices of a group are independent: large groups run on
-    ``numba.get_num_threads()`` threads (at most ``_MAX_SLOTS``), each with
-    its own stamps and output buffer; the rows are gathered in vertex order,
+    ``numba.get_num_threads()`` threads (at most ``MAX_SLOTS``), each with
+    its own stamps and output buffer, taking chunks of ``SLOT_CHUNK`` vertices
+    in turn; the rows are gathered in vertex order,
     so the result is the same for any number of threads.
     """
     n_vertices = sizes.shape[0]
@@ -361,20 +353,18 @@ def discover_edges(children, tree_vertex, tree_offsets, home, range_vertex, n_it
         if group >= 0:
             _position_ranges(children, items, tree_offsets[group], n_items, records)
         # About n_trees + 1 short walks per vertex.
-        kernel = _group_splits.for_work(vertices.size * (n_trees + 1))
-        n_slots = (1 if kernel is _group_splits.serial
-                   else max(1, min(numba.get_num_threads(), _MAX_SLOTS)))
+        kernel, n_slots = _group_splits.with_slots(vertices.size * (n_trees + 1))
         if stamps.shape[0] < n_slots:     # stamps stay valid: a vertex is done once
             stamps = np.full((n_slots, n_vertices), -1, np.int64)
         # As many rows as one buffer for every vertex would have: a group with
         # many splits per vertex (window unions) seldom has to grow them.
         capacity = min(max_edges + 1, _ROWS_PER_VERTEX * n_vertices // n_slots + 16)
         buffers = np.empty((n_slots, capacity, 3), np.int64)
-        chunk_rows = np.zeros((-(-vertices.size // _CHUNK), 2), np.int64)
-        slot_next = np.arange(n_slots, dtype=np.int64) * _CHUNK
+        chunk_rows = np.zeros((-(-vertices.size // SLOT_CHUNK), 2), np.int64)
+        slot_next = np.arange(n_slots, dtype=np.int64) * SLOT_CHUNK
         fill = np.zeros(n_slots, np.int64)
         while True:
-            kernel(vertices, np.int64(_CHUNK), np.int64(n_slots), chunk_rows, slot_next,
+            kernel(vertices, np.int64(SLOT_CHUNK), np.int64(n_slots), chunk_rows, slot_next,
                    buffers, fill, stamps, records, np.bool_(group >= 0), range_vertex, starts,
                    stops, sizes, hashes, table, present, lowest, extra_ptr, extra_list,
                    vertex_window, vertex_window_mask, window_table, np.int64(max_edges))

@@ -516,7 +516,7 @@ def test_edge_discovery_is_the_same_on_any_number_of_threads(monkeypatch):
 
     serial = fitted()
     monkeypatch.setattr(parallel, "PARALLEL_MIN_WORK", 0)
-    monkeypatch.setattr(_sparse_hier_kernels, "_CHUNK", 7)
+    monkeypatch.setattr(_sparse_hier_kernels, "SLOT_CHUNK", 7)
     monkeypatch.setattr(_sparse_hier_kernels, "_ROWS_PER_VERTEX", 0)
     previous = numba.get_num_threads()
     try:
