@@ -11,7 +11,9 @@ copy when it fits (contiguous row scans: about twice scipy's speed) and
 without the GIL, so that scipy's single linkage runs in a thread meanwhile
 (:func:`linkage_matrices`; two chains at once gained nothing, being bound by
 memory bandwidth). Tests check equality with scipy's linkage matrices, ties
-included.
+included. Up to :data:`SCIPY_LINKAGE_ITEMS` items the entry points call scipy
+itself: the same matrices, in milliseconds, where compiling the chains would
+cost seconds of a first fit.
 """
 
 import math
@@ -26,6 +28,12 @@ from ..._core.union_find import find_root
 
 #: Linkage codes of :func:`nn_chain_linkage`.
 NN_CHAIN_METHODS = {"average": 0, "complete": 1, "ward": 2}
+
+#: Up to this N, :func:`linkage_matrices` and :func:`euclidean_linkage_matrices`
+#: return scipy's own linkages (the same matrices; a few milliseconds each here,
+#: while compiling the chains and their distance fill costs seconds once per
+#: environment). Tests lower it to 0 to run the compiled chains at small N.
+SCIPY_LINKAGE_ITEMS = 1_000
 
 
 @njit(cache=True, inline="always")
@@ -109,6 +117,8 @@ def euclidean_linkage_matrices(methods, X, work, progress=None):
     fill. A fill (about half ``pdist``'s CPU time: 0.66 s against 1.17 s at
     N = 10,000 in 10-d) stands in for the copy from a condensed vector, and no
     condensed vector is held: ``8 N**2`` bytes at the peak instead of ``12 N**2``.
+    Up to :data:`SCIPY_LINKAGE_ITEMS` items: scipy's linkages of ``pdist(X)``
+    (``work`` unused).
 
     Parameters
     ----------
@@ -123,6 +133,11 @@ def euclidean_linkage_matrices(methods, X, work, progress=None):
     """
     X = np.ascontiguousarray(X, dtype=np.float64)
     n = X.shape[0]
+    if n <= SCIPY_LINKAGE_ITEMS:     # scipy's linkages of pdist: the same matrices
+        from scipy.spatial.distance import pdist
+
+        condensed = pdist(X)
+        return [_scipy_linkage(condensed, method, progress) for method in methods]
     fill = euclidean_square.for_work(n * n * max(X.shape[1], 1))
     found = {}
     filled = False
@@ -299,6 +314,16 @@ def _label(Z, n):
         next_label += 1
 
 
+def _scipy_linkage(condensed, method, progress):
+    """scipy's own linkage matrix (small N: the matrices the compiled chains give)."""
+    from scipy.cluster.hierarchy import linkage
+
+    if progress is not None:
+        n = int(round((1 + math.sqrt(1 + 8 * np.size(condensed))) / 2))
+        progress.stage(f"{method} linkage of {n:,} items")
+    return linkage(condensed, method=method)
+
+
 def linkage_matrices(jobs, n_threads=2, progress=None, work=None):
     """scipy linkage matrices of ``jobs`` = ``[(method, condensed), ...]``, in order.
 
@@ -309,7 +334,8 @@ def linkage_matrices(jobs, n_threads=2, progress=None, work=None):
     when ``n_threads >= 2``. No two working copies exist at once. ``progress``
     (a :class:`~sklearn_trellis._core.progress.Progress`) gets a stage line per
     chain and throttled progress lines within it. ``work``: an ``(N, N)``
-    float64 array each chain uses in turn as its square working copy.
+    float64 array each chain uses in turn as its square working copy. Up to
+    :data:`SCIPY_LINKAGE_ITEMS` items, all are scipy's linkages, in this thread.
     """
     from scipy.cluster.hierarchy import linkage
 
@@ -325,6 +351,9 @@ def linkage_matrices(jobs, n_threads=2, progress=None, work=None):
                                 work=work)
 
     jobs = list(jobs)
+    if all(np.size(condensed) <= SCIPY_LINKAGE_ITEMS * (SCIPY_LINKAGE_ITEMS - 1) // 2
+           for _, condensed in jobs):       # small: scipy's own (the same matrices)
+        return [_scipy_linkage(condensed, method, progress) for method, condensed in jobs]
     others = [k for k, (method, _) in enumerate(jobs) if method not in NN_CHAIN_METHODS]
     out = [None] * len(jobs)
     pool = ThreadPoolExecutor(1) if n_threads >= 2 and others else None
@@ -343,5 +372,5 @@ def linkage_matrices(jobs, n_threads=2, progress=None, work=None):
     return out
 
 
-__all__ = ["NN_CHAIN_METHODS", "euclidean_linkage_matrices", "linkage_matrices",
-           "nn_chain_linkage"]
+__all__ = ["NN_CHAIN_METHODS", "SCIPY_LINKAGE_ITEMS", "euclidean_linkage_matrices",
+           "linkage_matrices", "nn_chain_linkage"]

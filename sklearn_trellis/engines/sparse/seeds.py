@@ -32,6 +32,10 @@ LINKAGES = ("single", "average", "complete", "ward")
 #: ``'diana'``, Kaufman & Rousseeuw's divisive tree (:mod:`sklearn_trellis.engines.divisive`).
 OTHER_SEEDS = ("diana",)
 
+#: Up to this many distances, the finiteness and sign checks are numpy's (their
+#: temporaries are small; the compiled check costs a compilation in a first fit).
+SMALL_CHECK_SIZE = 1_000_000
+
 
 def check_linkages(linkage):
     """The linkage names of ``'all'``, one name or a list of names (validated)."""
@@ -175,7 +179,11 @@ default='all'
                              f"got shape {distances.shape}.")
         if n == 1:
             return [np.zeros((0, 2), dtype=np.int64) for _ in names]
-        finite, nonnegative = finite_nonnegative(condensed)   # no N**2 / 2 temporaries
+        if condensed.size <= SMALL_CHECK_SIZE:     # numpy: no kernel to compile
+            finite = bool(np.isfinite(condensed).all())
+            nonnegative = bool((condensed >= 0).all())
+        else:
+            finite, nonnegative = finite_nonnegative(condensed)   # no N**2 / 2 temporaries
         if not finite:
             raise ValueError("distances contain NaN or infinity.")
         if not nonnegative:

@@ -5,8 +5,15 @@ import pytest
 from scipy.cluster.hierarchy import linkage
 from scipy.spatial.distance import pdist
 
+from sklearn_trellis.engines.sparse import _nn_chain
 from sklearn_trellis.engines.sparse._nn_chain import (euclidean_linkage_matrices, linkage_matrices,
                                                      nn_chain_linkage)
+
+
+@pytest.fixture(autouse=True)
+def compiled_chains(monkeypatch):
+    """Run the compiled chains at every N (up to SCIPY_LINKAGE_ITEMS, scipy's own run)."""
+    monkeypatch.setattr(_nn_chain, "SCIPY_LINKAGE_ITEMS", 0)
 
 
 def _condensed():
@@ -95,3 +102,29 @@ def test_euclidean_linkages_from_one_square_array_are_scipys(case):
     got = euclidean_linkage_matrices(methods, X, work)
     for method, Z in zip(methods, got):
         np.testing.assert_array_equal(Z, linkage(pdist(X), method=method))
+
+
+@pytest.mark.parametrize("euclidean", [True, False])
+def test_small_inputs_take_scipys_linkages_with_the_same_matrices(monkeypatch, euclidean):
+    import io
+
+    from sklearn_trellis._core.progress import Progress
+    X = np.random.default_rng(4).integers(0, 4, size=(60, 2)).astype(float)   # ties
+    methods = ["single", "average", "complete", "ward"]
+
+    def run():
+        stream = io.StringIO()
+        progress = Progress("fit", verbose=1, interval=0.0, stream=stream)
+        if euclidean:
+            return euclidean_linkage_matrices(methods, X, np.empty((60, 60)), progress), stream
+        return linkage_matrices([(m, pdist(X)) for m in methods], progress=progress), stream
+
+    compiled, _ = run()
+    monkeypatch.setattr(_nn_chain, "SCIPY_LINKAGE_ITEMS", 60)
+    small, stream = run()
+    for got, expected in zip(small, compiled):
+        np.testing.assert_array_equal(got, expected)
+    assert [line.split(" linkage")[0] for line in stream.getvalue().splitlines()] == \
+        [f"[fit] {m}" for m in methods]
+    with pytest.raises(ValueError, match="finite"):
+        linkage_matrices([("average", np.array([1.0, np.inf, 2.0]))])
