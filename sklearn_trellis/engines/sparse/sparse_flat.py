@@ -197,7 +197,12 @@ class SparseFlatTrellis:
 
     # ------------------------------------------------------------------ fit
     def fit(self):
-        """Run the inside pass (``log Z``, MAP) and the outside pass (cluster marginals)."""
+        """Run the inside pass (``log Z``, MAP); the outside pass (cluster marginals)
+        runs on the first query that needs it.
+
+        Seed-family searches fit many trellises and read only ``log Z`` and the
+        MAP of most, and a small fit need not compile the outside kernels at all.
+        """
         if self.method_ == "tree":
             self._fit_tree()
         else:
@@ -206,11 +211,35 @@ class SparseFlatTrellis:
             raise ValueError("Every partition of the family has zero potential "
                              "(log Z = -inf).")
         self.map_labels = vertex_labels(self.map_vertices, self.family)
-        # Linear-space marginals are what every later query sums.
-        self._marginals = np.exp(self._log_marginals)
-        self._acc = kernels.push_down(self._marginals, self.family.build_left,
-                                      self.family.build_right)
+        self._outside = None
         return self
+
+    def _outside_pass(self):
+        """``(marginals, acc)``: every vertex's cluster marginal (linear space: what the
+        queries sum) and the weight :func:`push_down` gives its cross pairs, computed once."""
+        if self._outside is None:
+            f = self.family
+            e = self.log_potentials
+            if self.method_ == "tree":
+                log_marginals = kernels.tree_cluster_log_marginals(e, self._log_z,
+                                                                   f.build_left, f.build_right)
+            else:
+                sizes, ptr, t_vertex, c_ptr, children = self._states
+                log_marginals = kernels.states_cluster_log_marginals(
+                    e, self._log_z, np.argsort(-sizes, kind="mergesort"), ptr, t_vertex,
+                    c_ptr, children, f.n_vertices)
+            marginals = np.exp(log_marginals)
+            self._outside = (marginals, kernels.push_down(marginals, f.build_left,
+                                                          f.build_right))
+        return self._outside
+
+    @property
+    def _marginals(self):
+        return self._outside_pass()[0]
+
+    @property
+    def _acc(self):
+        return self._outside_pass()[1]
 
     def _fit_tree(self):
         f = self.family
@@ -222,8 +251,6 @@ class SparseFlatTrellis:
         self.log_partition_function = float(self._log_z[f.root])
         self.map_log_potential = float(best[f.root])
         self.map_vertices = kernels.tree_map_vertices(self._cut, f.build_left, f.build_right)
-        self._log_marginals = kernels.tree_cluster_log_marginals(e, self._log_z, f.build_left,
-                                                                 f.build_right)
 
     def _leaf_orders(self):
         """Leaf order of every seed tree."""
@@ -303,13 +330,10 @@ class SparseFlatTrellis:
         self.log_partition_function = float(self._log_z[0])
         self.map_log_potential = float(best[0])
         self.map_vertices = kernels.states_map_vertices(self._back, t_vertex, c_ptr, children)
-        self._log_marginals = kernels.states_cluster_log_marginals(
-            e, self._log_z, np.argsort(-sizes, kind="mergesort"), ptr, t_vertex, c_ptr,
-            children, f.n_vertices)
 
     # ------------------------------------------------------------ queries
     def _check_fitted(self):
-        if not hasattr(self, "_marginals"):
+        if not hasattr(self, "_outside"):
             raise RuntimeError("Call fit() first.")
 
     def _items(self, indices, what="indices"):
