@@ -70,7 +70,7 @@ def linkage_heights(children, linkage, *, X=None, distances=None, metric="euclid
     children = np.ascontiguousarray(children, dtype=np.int64)
     n = children.shape[0] + 1
     if n == 1:
-        return np.zeros(0)
+        return np.zeros(0, np.float64)
     if linkage == "ward":
         return _ward_heights(children, np.ascontiguousarray(X, dtype=np.float64))
     code = _LINKAGE_CODE[linkage]
@@ -109,7 +109,7 @@ def monotone_heights(children, heights):
     """Each node lifted to the largest height in its subtree (non-decreasing to the root)."""
     children = np.asarray(children, dtype=np.int64)
     n = children.shape[0] + 1
-    lifted = np.zeros(2 * n - 1)
+    lifted = np.zeros(2 * n - 1, np.float64)
     for row, (a, b) in enumerate(children.tolist()):   # children precede parents
         lifted[n + row] = max(heights[row], lifted[a], lifted[b])
     return lifted[n:]
@@ -142,8 +142,8 @@ def _graph_average_heights(children, rows, cols, weights):
     for a, b, w in zip(rows.tolist(), cols.tolist(), weights.tolist()):
         near[a][b] = w
         near[b][a] = w
-    size = np.ones(2 * n - 1)
-    out = np.zeros(n - 1)
+    size = np.ones(2 * n - 1, np.float64)
+    out = np.zeros(n - 1, np.float64)
     for row, (i, j) in enumerate(children.tolist()):
         k = n + row
         out[row] = near[i].get(j, 0.0)
@@ -167,12 +167,12 @@ def _graph_average_heights(children, rows, cols, weights):
 def _ward_heights(children, X):
     n = children.shape[0] + 1
     d = X.shape[1]
-    centroid = np.zeros((2 * n - 1, d))
-    size = np.ones(2 * n - 1)
+    centroid = np.zeros((2 * n - 1, d), np.float64)
+    size = np.ones(2 * n - 1, np.float64)
     for i in range(n):      # loops: numba's 2-d slice assignment compiles for seconds
         for c in range(d):
             centroid[i, c] = X[i, c]
-    out = np.empty(n - 1)
+    out = np.empty(n - 1, np.float64)
     for row in range(n - 1):
         a, b = children[row, 0], children[row, 1]
         na, nb = size[a], size[b]
@@ -210,7 +210,7 @@ def _pair_distance(data, i, j, kind):
 def _dense_heights(children, order, start, stop, data, kind, code):
     """Single/complete/average over all pairs across each merge (each pair once)."""
     n = children.shape[0] + 1
-    out = np.empty(n - 1)
+    out = np.empty(n - 1, np.float64)
     for row in range(n - 1):
         a, b = children[row, 0], children[row, 1]
         best = np.inf if code == 0 else (-np.inf if code == 1 else 0.0)
@@ -243,7 +243,7 @@ def _graph_heights(children, start, stop, position, rows, cols, weights, code):
         parent[children[row, 0]] = n + row
         parent[children[row, 1]] = n + row
     best = np.full(n - 1, np.inf if code == 0 else (-np.inf if code == 1 else 0.0))
-    count = np.zeros(n - 1)
+    count = np.zeros(n - 1, np.float64)
     for e in range(rows.size):
         pi, pj = position[rows[e]], position[cols[e]]
         node = rows[e]

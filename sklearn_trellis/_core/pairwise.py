@@ -26,14 +26,26 @@ from .validation import check_scalar_param
 
 SIMILARITIES = ("exp", "precomputed")
 
+#: Up to this many entries, the checks of a matrix or vector are numpy's: their
+#: temporaries are small, and a small fit then compiles no checking kernel
+#: (the kernels read large inputs in place, without temporaries).
+SMALL_CHECK_ENTRIES = 1_000_000
+
 
 def scan_pairwise_matrix(matrix):
     """``(all finite, largest |entry|, largest |m_ij - m_ji|)`` of a square matrix.
 
-    float32 and float64 matrices are read in place (no copy).
+    float32 and float64 matrices are read in place (no copy) beyond
+    ``SMALL_CHECK_ENTRIES`` entries.
     """
     if matrix.dtype not in (np.float32, np.float64):
         matrix = np.asarray(matrix, dtype=np.float64)
+    if 0 < matrix.size <= SMALL_CHECK_ENTRIES:
+        # Differences in the matrix's own dtype, as the kernel's; not finite: the
+        # kernel (its maxima are over the finite pairs).
+        if np.isfinite(matrix).all():
+            return (True, float(np.abs(matrix).max()),
+                    float(np.abs(matrix - matrix.T).max()))
     return _scan(matrix, 64)
 
 
@@ -116,7 +128,7 @@ def condensed_distances(X, metric="euclidean"):
         if _PDIST_METRICS[metric] == "cosine" and np.any(np.linalg.norm(X, axis=1) == 0):
             raise ValueError("Cosine affinity cannot be used when X contains zero vectors")
         return pdist(X, _PDIST_METRICS[metric])
-    out = np.empty(n * (n - 1) // 2)
+    out = np.empty(n * (n - 1) // 2, np.float64)
     position, row = 0, 0
     for block in pairwise_distances_chunked(X, metric=metric):
         for values in block:
@@ -145,7 +157,7 @@ def euclidean_square(X, out):
     condensed copy. Run as ``euclidean_square.for_work(N * N * n_features)(X, out)``.
     """
     n, d = X.shape
-    columns = np.empty((d, n))          # X transposed: a feature's values contiguous
+    columns = np.empty((d, n), np.float64)          # X transposed: a feature's values contiguous
     for i in range(n):
         for k in range(d):
             columns[k, i] = X[i, k]
@@ -154,7 +166,7 @@ def euclidean_square(X, out):
         bi, bj = b // blocks, b % blocks
         if bj < bi:
             continue
-        total = np.empty(_TILE)
+        total = np.empty(_TILE, np.float64)
         for i in range(bi * _TILE, min(bi * _TILE + _TILE, n)):
             if bi == bj:
                 out[i, i] = 0.0
@@ -268,7 +280,7 @@ def local_scales(distances, n_neighbors, *, fitted=True):
     n_rows, n_cols = d.shape
     k = min(int(n_neighbors), n_cols - 1) if fitted else min(int(n_neighbors), n_cols) - 1
     k = max(k, 0)
-    sigma = np.empty(n_rows)
+    sigma = np.empty(n_rows, np.float64)
     step = max(1, 4096 * 64 // max(n_cols, 1))
     for start in range(0, n_rows, step):
         block = np.array(d[start:start + step])

@@ -199,7 +199,7 @@ def subset_sums(values):
     contiguous row per statistic) with zeros for the empty set.
     """
     n_items, width = values.shape
-    out = np.zeros((width, 1 << n_items))
+    out = np.zeros((width, 1 << n_items), np.float64)
     for top in range(n_items):
         base = 1 << top
         for lower in range(base):
@@ -211,7 +211,7 @@ def subset_sums(values):
 @parallel_kernel
 def _pair_sums(weights, n_items, scale):
     size = 1 << n_items
-    table = np.zeros(size)
+    table = np.zeros(size, np.float64)
     # Subsets whose highest item is h extend subsets below 2**h by item h.
     for top in range(1, n_items):
         base = 1 << top

@@ -304,7 +304,7 @@ def children_to_linkage(children, heights):
     """
     children = np.asarray(children, dtype=np.int64).reshape(-1, 2)
     n = children.shape[0] + 1
-    sizes = np.ones(2 * n - 1)
+    sizes = np.ones(2 * n - 1, np.float64)
     for row, (a, b) in enumerate(children.tolist()):
         sizes[n + row] = sizes[a] + sizes[b]
     return np.column_stack([children.astype(np.float64), np.asarray(heights, np.float64),
@@ -446,7 +446,7 @@ def banner_to_merge(order, banner, split_order):
     heapq.heapify(ready)
     code = np.zeros(n, dtype=np.int64)
     merge = np.empty((max(n - 1, 0), 2), dtype=np.int64)
-    heights = np.empty(max(n - 1, 0))
+    heights = np.empty(max(n - 1, 0), np.float64)
     for row in range(n - 1):
         height, k = heapq.heappop(ready)
         k = -k

@@ -50,7 +50,7 @@ def _vertex_pair_sum(matrix, items, starts, stops, build_left, build_right, sign
 @njit(cache=True)
 def _pair_sums(matrix, items, starts, stops, build_left, build_right, sign):
     n_vertices = starts.size
-    out = np.zeros(n_vertices)
+    out = np.zeros(n_vertices, np.float64)
     for v in range(n_vertices):
         size = stops[v] - starts[v]
         if size < 2:
@@ -123,7 +123,7 @@ def _window_cuts(matrix, items, starts, stops, table, sign):
     k_max = 0
     while (1 << k_max) < width:
         k_max += 1
-    cuts = np.zeros((n_windows, max(k_max, 1), max(k_max, 1)))
+    cuts = np.zeros((n_windows, max(k_max, 1), max(k_max, 1)), np.float64)
     for w in range(n_windows):
         k = _window_pieces(table, w)
         for j in range(k):
@@ -144,7 +144,7 @@ def _window_cuts(matrix, items, starts, stops, table, sign):
 def _pair_sums_windows(matrix, items, starts, stops, build_left, build_right, sign,
                        vertex_window, vertex_mask, table, cuts):
     n_vertices = starts.size
-    out = np.zeros(n_vertices)
+    out = np.zeros(n_vertices, np.float64)
     for v in range(n_vertices):
         size = stops[v] - starts[v]
         if size < 2:
@@ -171,7 +171,7 @@ def _pair_sums_windows(matrix, items, starts, stops, build_left, build_right, si
 def _item_sums(values, items, starts, stops, build_left, build_right):
     n_vertices = starts.size
     k = values.shape[1]
-    out = np.zeros((k, n_vertices))
+    out = np.zeros((k, n_vertices), np.float64)
     for v in range(n_vertices):
         left = build_left[v]
         if left >= 0:
@@ -262,7 +262,7 @@ def _graph_cuts(indptr, indices, weights, items, starts, stops, build_left, buil
     (or inside it, without a split); slot ``j`` takes chunks ``j``, ``j + n_slots``, ..."""
     n_vertices = starts.size
     n = indptr.size - 1
-    cuts = np.zeros(n_vertices)
+    cuts = np.zeros(n_vertices, np.float64)
     stamps = np.full((n_slots, n), -1, np.int64)
     n_chunks = (n_vertices + chunk - 1) // chunk
     for slot in prange(n_slots):
@@ -321,7 +321,7 @@ def _cut(v, indptr, indices, weights, items, starts, stops, build_left, build_ri
 @njit(cache=True)
 def _sum_cuts(cuts, starts, stops, build_left, build_right):
     """``W(S) = W(L) + W(R) + cut`` over the vertices in size order (children first)."""
-    out = np.zeros(starts.size)
+    out = np.zeros(starts.size, np.float64)
     for v in range(starts.size):
         if stops[v] - starts[v] < 2:
             continue
@@ -337,7 +337,7 @@ def _sum_cuts(cuts, starts, stops, build_left, build_right):
 def _item_sums_per_row(values, items, starts, stops, build_left, build_right):
     m = values.shape[0]
     n_vertices = starts.size
-    out = np.zeros((m, n_vertices))
+    out = np.zeros((m, n_vertices), np.float64)
     for j in range(m):
         row = values[j]
         sums = out[j]

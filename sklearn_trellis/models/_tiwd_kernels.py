@@ -294,7 +294,7 @@ def block_sums(S, labels, n_clusters, sizes, sbars):
 def label_column_sums(S, labels, n_slots):
     """``C[b, i] = sum_{j: labels[j] = b} S_ij`` (``O(n^2)``, one pass over ``S``)."""
     n = labels.shape[0]
-    out = np.zeros((n_slots, n))
+    out = np.zeros((n_slots, n), np.float64)
     for i in range(n):
         row = S[i]
         for j in range(n):

@@ -28,7 +28,7 @@ def single_linkage_mst(dist):
     best_from = np.zeros(n, dtype=np.int64)
     a = np.empty(n - 1, dtype=np.int64)
     b = np.empty(n - 1, dtype=np.int64)
-    w = np.empty(n - 1)
+    w = np.empty(n - 1, np.float64)
     current = 0
     in_tree[0] = True
     for step in range(n - 1):
@@ -61,8 +61,8 @@ def mst_to_linkage(a, b, w, order, n):
     """
     roots = np.arange(2 * n - 1)
     node_of = np.arange(2 * n - 1)  # union-find root -> current cluster node id
-    sizes = np.ones(2 * n - 1)
-    linkage = np.empty((n - 1, 4))
+    sizes = np.ones(2 * n - 1, np.float64)
+    linkage = np.empty((n - 1, 4), np.float64)
     for r in range(n - 1):
         t = order[r]
         ra = find_root(roots, a[t])
@@ -144,7 +144,7 @@ def tree_matvec(parent, lam, path_lam, y, n, subtree, path_lamy):
     path_lamy[n_nodes - 1] = 0.0
     for v in range(n_nodes - 2, -1, -1):
         path_lamy[v] = path_lamy[parent[v]] + lam[v] * subtree[v]
-    out = np.empty(n)
+    out = np.empty(n, np.float64)
     for i in range(n):
         out[i] = total_y * total_lam - weighted + 2.0 * path_lamy[i] - total_y * path_lam[i]
     return out
@@ -154,7 +154,7 @@ def tree_matvec(parent, lam, path_lam, y, n, subtree, path_lamy):
 def path_sums(parent, lam, n):
     """Sum of edge lengths from every node to the root."""
     n_nodes = 2 * n - 1
-    out = np.zeros(n_nodes)
+    out = np.zeros(n_nodes, np.float64)
     for v in range(n_nodes - 2, -1, -1):
         out[v] = out[parent[v]] + lam[v]
     return out
@@ -164,7 +164,7 @@ def path_sums(parent, lam, n):
 def row_weighted_sums(matrix, weights):
     """``matrix @ weights`` accumulated in float64 whatever the matrix dtype (no copy)."""
     n = matrix.shape[0]
-    out = np.empty(n)
+    out = np.empty(n, np.float64)
     for i in prange(n):
         acc = 0.0
         for j in range(matrix.shape[1]):

@@ -60,3 +60,18 @@ def test_euclidean_square_is_pdist_bit_for_bit(twin, shape):
     X = rng.normal(size=shape) * 10.0 ** rng.uniform(-3, 3, size=shape[1])
     out = getattr(euclidean_square, twin)(X, np.full((shape[0],) * 2, np.nan))
     np.testing.assert_array_equal(out, squareform(pdist(X)))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_small_matrix_scan_is_the_kernels(monkeypatch, dtype):
+    from sklearn_trellis._core import pairwise
+    rng = np.random.default_rng(5)
+    m = (rng.normal(size=(30, 30)) * 10.0 ** rng.integers(-3, 3, size=(30, 30))).astype(dtype)
+    for matrix in (m, m + m.T, np.zeros((3, 3), dtype), -np.eye(4, dtype=dtype)):
+        small = pairwise.scan_pairwise_matrix(matrix)                  # numpy
+        monkeypatch.setattr(pairwise, "SMALL_CHECK_ENTRIES", 0)
+        assert pairwise.scan_pairwise_matrix(matrix) == small          # the kernel
+        monkeypatch.undo()
+    m[2, 7] = np.nan            # not finite: the kernel's maxima over the finite pairs
+    finite, largest, asymmetry = pairwise.scan_pairwise_matrix(m)
+    assert not finite and np.isfinite(largest) and np.isfinite(asymmetry)

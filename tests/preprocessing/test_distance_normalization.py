@@ -16,14 +16,28 @@ def _sq_distances(rng, n, dim=4, centres=3):
     return squareform(pdist(X, "sqeuclidean"))
 
 
+@pytest.mark.parametrize("interpreted", [True, False])
 @pytest.mark.parametrize("seed", range(3))
-def test_single_linkage_matches_scipy(seed):
+def test_single_linkage_matches_scipy(seed, interpreted, monkeypatch):
+    from sklearn_trellis.preprocessing import distance_normalization
     D = _sq_distances(np.random.default_rng(seed), 40)
+    monkeypatch.setattr(distance_normalization, "INTERPRETED_LINKAGE_ITEMS",
+                        100 if interpreted else 0)
     ours = single_linkage(D)
     ref = linkage(squareform(D, checks=False), "single")
     np.testing.assert_allclose(ours[:, 2], ref[:, 2])
     np.testing.assert_allclose(cophenet(ours), cophenet(ref))
     np.testing.assert_array_equal(ours[:, 3], ref[:, 3])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_interpreted_single_linkage_is_the_kernels(monkeypatch, dtype):
+    from sklearn_trellis.preprocessing import distance_normalization
+    D = np.round(_sq_distances(np.random.default_rng(7), 60)).astype(dtype)  # ties
+    monkeypatch.setattr(distance_normalization, "INTERPRETED_LINKAGE_ITEMS", 0)
+    compiled = single_linkage(D)
+    monkeypatch.setattr(distance_normalization, "INTERPRETED_LINKAGE_ITEMS", 100)
+    np.testing.assert_array_equal(single_linkage(D), compiled)
 
 
 @pytest.mark.parametrize("method", ["single", "average", "complete"])

@@ -212,7 +212,8 @@ def greedy_state(n, n_stats, work_size):
     counters = np.zeros(3, np.int64)
     counters[N_ACTIVE] = n
     counters[NEXT_NODE] = n
-    return (np.zeros((n + 1, n_stats)), np.zeros(1), np.zeros(max(1, work_size)), np.zeros(6),
+    return (np.zeros((n + 1, n_stats), np.float64), np.zeros(1, np.float64),
+            np.zeros(max(1, work_size), np.float64), np.zeros(6, np.float64),
             np.zeros(n_nodes, np.int64), np.full(n_nodes, -1, np.int64),
             np.full(n + 1, -1, np.int64), np.full(n + 1, -1, np.int64),
             np.full(n, -1, np.int64), np.full(n_nodes, -np.inf), np.full(n_nodes, -np.inf),
@@ -429,9 +430,9 @@ def tree_node_log_marginals(params, data, children, n_stats, work_size):
     """
     n = children.shape[0] + 1
     n_rows = n // 2 + 2
-    stats = np.zeros((n_rows, n_stats))
-    shared = np.zeros(1)
-    work = np.zeros(max(1, work_size))
+    stats = np.zeros((n_rows, n_stats), np.float64)
+    shared = np.zeros(1, np.float64)
+    work = np.zeros(max(1, work_size), np.float64)
     free = np.arange(n_rows - 1, -1, -1).astype(np.int64)
     n_free = n_rows
     n_nodes = 2 * n - 1
@@ -440,7 +441,7 @@ def tree_node_log_marginals(params, data, children, n_stats, work_size):
     head = np.arange(n_nodes).astype(np.int64)
     tail = np.arange(n_nodes).astype(np.int64)
     next_item = np.full(n, -1, np.int64)
-    out = np.empty(n - 1)
+    out = np.empty(n - 1, np.float64)
     for t in range(n - 1):
         s, n_free = _merge_into_larger_child(params, data, stats, shared, work, children, t,
                                              slot, size, head, tail, next_item, free, n_free)
@@ -458,9 +459,9 @@ def filter_items(params, data, items, part_items, part_starts, n_stats, work_siz
     with two or more parts).
     """
     n_parts = part_starts.size - 1
-    stats = np.zeros((n_parts, n_stats))
-    shared = np.zeros(1)
-    work = np.zeros(max(1, work_size))
+    stats = np.zeros((n_parts, n_stats), np.float64)
+    shared = np.zeros(1, np.float64)
+    work = np.zeros(max(1, work_size), np.float64)
     for p in range(n_parts):
         lik_reset(params, stats, p)
         for t in range(part_starts[p], part_starts[p + 1]):
@@ -493,9 +494,9 @@ def grouped_log_predictives(params, data, new_data, children, log_weight, group,
     n_new = new_data.shape[0]
     result = np.full((n_new, n_groups), -np.inf)
     n_rows = n // 2 + 3
-    stats = np.zeros((n_rows, n_stats))
-    shared = np.zeros(1)
-    work = np.zeros(max(1, work_size))
+    stats = np.zeros((n_rows, n_stats), np.float64)
+    shared = np.zeros(1, np.float64)
+    work = np.zeros(max(1, work_size), np.float64)
     leaf_row = n_rows - 1
     for i in range(n):
         if log_weight[i] > -np.inf:
@@ -528,10 +529,10 @@ def grouped_log_predictives(params, data, new_data, children, log_weight, group,
 def item_log_marginals(params, data, n_stats, work_size):
     """``log m(x_i)`` of every row as a cluster of its own."""
     n = data.shape[0]
-    stats = np.zeros((1, n_stats))
-    shared = np.zeros(1)
-    work = np.zeros(max(1, work_size))
-    out = np.empty(n)
+    stats = np.zeros((1, n_stats), np.float64)
+    shared = np.zeros(1, np.float64)
+    work = np.zeros(max(1, work_size), np.float64)
+    out = np.empty(n, np.float64)
     slot = np.int64(0)  # typed, not a constant: the kernels' one compiled version
     for i in range(n):
         lik_reset(params, stats, slot)

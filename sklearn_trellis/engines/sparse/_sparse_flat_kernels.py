@@ -45,8 +45,8 @@ TRANSITIONS_CAP = 2
 def tree_inside(e, left, right):
     """``log Z``, MAP value and "cut" choice of every vertex of a tree family."""
     n_vertices = e.size
-    log_z = np.empty(n_vertices)
-    best = np.empty(n_vertices)
+    log_z = np.empty(n_vertices, np.float64)
+    best = np.empty(n_vertices, np.float64)
     cut = np.zeros(n_vertices, np.bool_)
     for v in range(n_vertices):
         a = left[v]
@@ -74,7 +74,7 @@ def tree_cluster_log_marginals(e, log_z, left, right):
     root = n_vertices - 1
     log_out = np.full(n_vertices, -np.inf)
     log_out[root] = 0.0
-    out = np.empty(n_vertices)
+    out = np.empty(n_vertices, np.float64)
     for v in range(root, -1, -1):
         out[v] = e[v] + log_out[v] - log_z[root]
         a = left[v]
@@ -139,7 +139,7 @@ def tree_n_clusters(e, log_z, left, right, sizes):
     root = n_vertices - 1
     n = sizes[root]
     # Keep only the polynomials still needed: a vertex's is freed at its parent.
-    polys = [np.empty(0) for _ in range(n_vertices)]
+    polys = [np.empty(0, np.float64) for _ in range(n_vertices)]
     for v in range(n_vertices):
         a = left[v]
         p = np.full(sizes[v] + 1, -np.inf)
@@ -152,8 +152,8 @@ def tree_n_clusters(e, log_z, left, right, sizes):
                     continue
                 for j in range(pb.size):
                     p[i + j] = logaddexp(p[i + j], pa[i] + pb[j])
-            polys[a] = np.empty(0)
-            polys[b] = np.empty(0)
+            polys[a] = np.empty(0, np.float64)
+            polys[b] = np.empty(0, np.float64)
         p[1] = logaddexp(p[1], e[v])
         polys[v] = p
     return polys[root][:n + 1]
@@ -493,7 +493,7 @@ def states_inside(e, order, trans_ptr, trans_vertex, child_ptr, children):
     log_z = np.full(n_states, -np.inf)
     best = np.full(n_states, -np.inf)
     back = np.full(n_states, -1, np.int64)
-    terms = np.empty(trans_vertex.size)
+    terms = np.empty(trans_vertex.size, np.float64)
     for k in range(n_states):
         s = order[k]
         top = -np.inf
@@ -599,8 +599,8 @@ def states_n_clusters(e, state_size, order, trans_ptr, trans_vertex, child_ptr, 
     """
     n_states = state_size.size
     table = np.full((n_states, n_items + 1), -np.inf)
-    poly = np.empty(n_items + 1)
-    scratch = np.empty(n_items + 1)
+    poly = np.empty(n_items + 1, np.float64)
+    scratch = np.empty(n_items + 1, np.float64)
     for k in range(n_states):
         s = order[k]
         for t in range(trans_ptr[s], trans_ptr[s + 1]):
@@ -646,7 +646,7 @@ def push_down(marginals, build_left, build_right):
 @njit(cache=True)
 def pairwise_full(acc, items, starts, stops, build_left, build_right, n_items):
     """The ``(N, N)`` matrix of ``P(i ~ j)`` from :func:`push_down`'s weights."""
-    out = np.zeros((n_items, n_items))
+    out = np.zeros((n_items, n_items), np.float64)
     for v in range(acc.size):
         w = acc[v]
         if w == 0.0 or stops[v] - starts[v] < 2:
@@ -695,7 +695,7 @@ def containment(query, items, starts, stops, build_left, build_right, n_items):
 def pairwise_rows(acc, rows, items, starts, stops, build_left, build_right, n_items):
     """Rows ``P(i ~ .)`` for the items ``rows``: ``O(n_vertices + N)`` per row on trees."""
     n_vertices = starts.size
-    out = np.zeros((rows.size, n_items))
+    out = np.zeros((rows.size, n_items), np.float64)
     query = np.empty(1, np.int64)
     for q in range(rows.size):
         i = rows[q]

@@ -392,7 +392,9 @@ def edges_to_csr(edges, n_edges, n_vertices):
     counts = np.zeros(n_vertices + 1, np.int64)
     for e in range(n_edges):
         counts[edges[e, 0] + 1] += 1
-    ptr = np.cumsum(counts)
+    ptr = counts
+    for s in range(n_vertices):     # running sum in place (np.cumsum compiles numba's own)
+        ptr[s + 1] += ptr[s]
     fill = ptr[:-1].copy()
     parent = np.empty(n_edges, np.int64)
     left = np.empty(n_edges, np.int64)
@@ -436,7 +438,7 @@ def verify_edges(ptr, left, right, items, starts, stops, n_items):
 def edge_potentials(params, stats, full, ptr, left, right):
     """``psi`` of every edge and the number of NaN / +inf values (set to -inf)."""
     n_vertices = ptr.shape[0] - 1
-    psi = np.empty(left.shape[0])
+    psi = np.empty(left.shape[0], np.float64)
     invalid = np.zeros(n_vertices, np.int64)
     for s in prange(n_vertices):
         for e in range(ptr[s], ptr[s + 1]):
@@ -445,7 +447,10 @@ def edge_potentials(params, stats, full, ptr, left, right):
                 invalid[s] += 1
                 value = -np.inf
             psi[e] = value
-    return psi, invalid.sum()
+    n_invalid = 0               # a loop: array.sum() compiles numba's reduction twice
+    for s in range(n_vertices):
+        n_invalid += invalid[s]
+    return psi, n_invalid
 
 
 # -- inside recursions -------------------------------------------------------------------
@@ -460,7 +465,7 @@ def inside_pass(ptr, left, right, psi, is_leaf, log_z, map_value, best_edge,
     width = 1
     for s in range(n_vertices):
         width = max(width, ptr[s + 1] - ptr[s])
-    terms = np.empty(width)
+    terms = np.empty(width, np.float64)
     scratch = np.empty(width, np.int64)
     for s in range(n_vertices):
         first = ptr[s]
@@ -594,7 +599,7 @@ def outside_pass(ptr, left, right, psi, log_z, root):
 def vertex_frequencies(trees, left, right, root, n_vertices):
     """Fraction of the trees (rows of edge ids) in which each vertex is a node."""
     n_trees = trees.shape[0]
-    counts = np.zeros(n_vertices)
+    counts = np.zeros(n_vertices, np.float64)
     mark = np.full(n_vertices, -1, np.int64)
     for t in range(n_trees):
         for k in range(trees.shape[1]):
@@ -613,7 +618,7 @@ def vertex_frequencies(trees, left, right, root, n_vertices):
 def split_cdfs(ptr, left, right, psi, log_z):
     """Cumulative probability of each edge among the splits of its parent (Eq. 3)."""
     n_vertices = ptr.shape[0] - 1
-    cdf = np.zeros(left.shape[0])
+    cdf = np.zeros(left.shape[0], np.float64)
     for s in range(n_vertices):
         acc = 0.0
         base = log_z[s]

@@ -21,7 +21,8 @@ import numbers
 import numpy as np
 
 from ..._core.budget import check_memory
-from ..._core.pairwise import check_pairwise_matrix, finite_nonnegative, upper_triangle
+from ..._core.pairwise import (SMALL_CHECK_ENTRIES, check_pairwise_matrix,
+                               finite_nonnegative, upper_triangle)
 from ..._core.trees import check_children, leaf_order, scipy_to_children, tree_to_postorder_children
 from ..map.search import beam_search_trees
 from ._nn_chain import euclidean_linkage_matrices, linkage_matrices
@@ -31,10 +32,6 @@ LINKAGES = ("single", "average", "complete", "ward")
 #: Seed trees that are not linkages, available by name but not part of ``'all'``:
 #: ``'diana'``, Kaufman & Rousseeuw's divisive tree (:mod:`sklearn_trellis.engines.divisive`).
 OTHER_SEEDS = ("diana",)
-
-#: Up to this many distances, the finiteness and sign checks are numpy's (their
-#: temporaries are small; the compiled check costs a compilation in a first fit).
-SMALL_CHECK_SIZE = 1_000_000
 
 
 def check_linkages(linkage):
@@ -179,7 +176,7 @@ default='all'
                              f"got shape {distances.shape}.")
         if n == 1:
             return [np.zeros((0, 2), dtype=np.int64) for _ in names]
-        if condensed.size <= SMALL_CHECK_SIZE:     # numpy: no kernel to compile
+        if condensed.size <= SMALL_CHECK_ENTRIES:     # numpy: no kernel to compile
             finite = bool(np.isfinite(condensed).all())
             nonnegative = bool((condensed >= 0).all())
         else:
