@@ -157,7 +157,7 @@ def euclidean_square(X, out):
     condensed copy. Run as ``euclidean_square.for_work(N * N * n_features)(X, out)``.
     """
     n, d = X.shape
-    columns = np.empty((d, n), np.float64)          # X transposed: a feature's values contiguous
+    columns = np.empty((d, n), np.float64)   # X transposed: a feature's values contiguous
     for i in range(n):
         for k in range(d):
             columns[k, i] = X[i, k]

@@ -433,13 +433,18 @@ def tree_node_log_marginals(params, data, children, n_stats, work_size):
     stats = np.zeros((n_rows, n_stats), np.float64)
     shared = np.zeros(1, np.float64)
     work = np.zeros(max(1, work_size), np.float64)
-    free = np.arange(n_rows - 1, -1, -1).astype(np.int64)
+    free = np.empty(n_rows, np.int64)     # rows n_rows - 1, ..., 0 (loops: no np.arange
+    for r in range(n_rows):               # nor np.ones to compile)
+        free[r] = n_rows - 1 - r
     n_free = n_rows
     n_nodes = 2 * n - 1
     slot = np.full(n_nodes, -1, np.int64)
-    size = np.ones(n_nodes, np.int64)
-    head = np.arange(n_nodes).astype(np.int64)
-    tail = np.arange(n_nodes).astype(np.int64)
+    size = np.full(n_nodes, 1, np.int64)
+    head = np.empty(n_nodes, np.int64)
+    tail = np.empty(n_nodes, np.int64)
+    for v in range(n_nodes):
+        head[v] = v
+        tail[v] = v
     next_item = np.full(n, -1, np.int64)
     out = np.empty(n - 1, np.float64)
     for t in range(n - 1):
@@ -506,12 +511,17 @@ def grouped_log_predictives(params, data, new_data, children, log_weight, group,
             for j in range(n_new):
                 result[j, g] = logaddexp(result[j, g], log_weight[i] + lik_log_predictive(
                     params, new_data, stats, shared, work, leaf_row, j))
-    free = np.arange(n_rows - 2, -1, -1).astype(np.int64)
+    free = np.empty(n_rows - 1, np.int64)     # rows n_rows - 2, ..., 0 (loops, as above)
+    for r in range(n_rows - 1):
+        free[r] = n_rows - 2 - r
     n_free = n_rows - 1
     slot = np.full(n_nodes, -1, np.int64)
-    size = np.ones(n_nodes, np.int64)
-    head = np.arange(n_nodes).astype(np.int64)
-    tail = np.arange(n_nodes).astype(np.int64)
+    size = np.full(n_nodes, 1, np.int64)
+    head = np.empty(n_nodes, np.int64)
+    tail = np.empty(n_nodes, np.int64)
+    for v in range(n_nodes):
+        head[v] = v
+        tail[v] = v
     next_item = np.full(n, -1, np.int64)
     for t in range(n - 1):
         k = n + t

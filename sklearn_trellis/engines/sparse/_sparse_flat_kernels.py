@@ -294,7 +294,9 @@ def enumerate_states(n_items, rank, codes, items, starts, stops, vertex_sizes, b
     fits_c = np.zeros(n_vertices, np.bool_)
     inside = np.empty(n_vertices, np.int64)
     in_b = np.zeros(n_items, np.bool_)
-    parent = np.arange(n_items)
+    parent = np.empty(n_items, np.int64)     # each item its own root (a loop: no np.arange
+    for i in range(n_items):                 # to compile)
+        parent[i] = i
     comp_of_root = np.full(n_items, -1, np.int64)
     comp_items = np.empty(n_items, np.int64)
     comp_bits = np.zeros((n_items, n_words), np.uint64)
