@@ -192,8 +192,11 @@ def test_callable_energy_goes_sparse_above_its_exact_limit():
 
 def test_verbose_reports_every_stage_and_progress_within_the_seed_linkages(capsys, monkeypatch):
     from sklearn_trellis._core import progress
-    # a zero throttle interval: every compiled chunk of the linkages reports
+    from sklearn_trellis.engines.sparse import _nn_chain
+    # a zero throttle interval: every compiled chunk of the linkages reports (the
+    # compiled chains: at 120 items scipy's linkages would run, with stage lines only)
     monkeypatch.setattr(progress.Progress, "__init__", _tiny_interval(progress.Progress.__init__))
+    monkeypatch.setattr(_nn_chain, "SCIPY_LINKAGE_ITEMS", 0)
     X = np.random.default_rng(0).normal(size=(120, 3))
     TrellisHierarchical(n_clusters=3, method="sparse", verbose=1).fit(X)
     out = capsys.readouterr().out
