@@ -39,12 +39,18 @@ Prints, in one process and with the anchors measured in the same run:
    and the driver's round trips per iteration (shard maps and single-shard calls, per
    shard method) with the seconds it waited for them.
    The same number of rows in one process is the anchor (``--dask-rows`` <= 10^6 only).
+   Per worker: its CPU (user + system) and minor page faults over the timed iterations,
+   numba's pool and its rows (the shards are spread by rows). The one-core settings go
+   through ``distributed.nanny.pre-spawn-environ`` (numba reads them at import, before a
+   ``LocalCluster(env=...)`` applies), without Dask's ``MALLOC_TRIM_THRESHOLD_`` unless
+   ``--dask-keep-malloc-trim`` (see ``_worker_environ``).
 
 The machine is shared: the load average is printed with every figure; compare ratios.
 
 Run: ``PYTHONPATH=$PWD python benchmarks/bench_dp_scale.py [--quick] [--iterations N]
 [--bgm-max-iter N] [--bgm-embedding-max-iter N] [--skip-small] [--skip-large] [--skip-embedding]
-[--scoring] [--dask [--dask-rows N] [--dask-only]]`` (``--bgm-max-iter`` caps the EM iterations of
+[--scoring] [--dask [--dask-rows N] [--dask-iterations N] [--dask-keep-malloc-trim]
+[--dask-only]]`` (``--bgm-max-iter`` caps the EM iterations of
 BayesianGaussianMixture on the large blobs, whose per-iteration time is printed). Every time
 is printed with the CPU time of all threads beside it.
 """
@@ -263,11 +269,36 @@ def section_scoring(n, iterations, repeats=3):
           f"{np.median(figures['rows']) / np.median(figures['block']):.2f}   ({load()})")
 
 
-def _process_cpu_seconds():
-    """CPU seconds of the calling process (run on each Dask worker by ``client.run``)."""
-    import psutil   # a dependency of dask.distributed
-    times = psutil.Process().cpu_times()
-    return times.user + times.system
+def _process_cpu():
+    """User and system CPU seconds and minor page faults of the calling process, and the
+    size of numba's thread pool (run on each Dask worker by ``client.run``)."""
+    import resource
+
+    import numba
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return (np.array([usage.ru_utime, usage.ru_stime, usage.ru_minflt]),
+            numba.config.NUMBA_NUM_THREADS)
+
+
+def _worker_environ(keep_malloc_trim):
+    """``distributed.nanny.pre-spawn-environ`` of the benchmark's workers: one core each.
+
+    These variables must be set before the worker process starts: the process imports
+    this script (so numba and numpy) before Dask applies a ``LocalCluster(env=...)``, and
+    numba reads ``NUMBA_NUM_THREADS`` at import (with ``env=`` and kernels loaded from
+    numba's cache, each worker ran its kernels on 2 threads). Dask's own
+    ``MALLOC_TRIM_THRESHOLD_`` is dropped unless ``keep_malloc_trim``: it also fixes
+    glibc's mmap threshold, so every temporary array above 128 kB of the kernels is a fresh
+    mapping, page-faulted anew (10^6 rows: 34,000 faults per label pass over 250,000 rows,
+    a third of a worker's CPU in system time).
+    """
+    import dask
+    environ = dict(dask.config.get("distributed.nanny.pre-spawn-environ"))
+    environ.update({name: "1" for name in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS",
+                                           "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")})
+    if not keep_malloc_trim:
+        environ.pop("MALLOC_TRIM_THRESHOLD_", None)
+    return environ
 
 
 def _dask_blobs_block(rows, d, k, seed, block_id=None):
@@ -284,7 +315,9 @@ def _dask_blobs_labels(n, chunk, k, seed):
                            for b in range(n // chunk)])
 
 
-def section_dask(n, iterations, d=10, k=20, chunk=1_000_000, seed=0):
+def section_dask(n, iterations, d=10, k=20, chunk=1_000_000, seed=0,
+                 keep_malloc_trim=False):
+    import dask
     import dask.array as da
     from distributed import Client, LocalCluster
 
@@ -306,11 +339,10 @@ def section_dask(n, iterations, d=10, k=20, chunk=1_000_000, seed=0):
         # one core per worker: numba's and BLAS's thread pools too (the label pass's
         # block scoring is a BLAS product), else one worker already uses every core of
         # a small machine and a second one cannot be faster
-        one_core = {name: "1" for name in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS",
-                                           "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
-        with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                          memory_limit="10GB", dashboard_address=":0",
-                          env=one_core) as cluster, \
+        environ = _worker_environ(keep_malloc_trim)
+        with dask.config.set({"distributed.nanny.pre-spawn-environ": environ}), \
+                LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                             memory_limit="10GB", dashboard_address=":0") as cluster, \
                 Client(cluster) as client:
             X = da.map_blocks(_dask_blobs_block, chunk, d, k, seed, dtype=np.float32,
                               chunks=((chunk,) * (n // chunk), (d,)))
@@ -325,13 +357,13 @@ def section_dask(n, iterations, d=10, k=20, chunk=1_000_000, seed=0):
             times, sent = [], []
             trips_before = sum(executor.round_trips.values())
             waited_before = executor.seconds_waiting
-            cpu_before = client.run(_process_cpu_seconds)
+            cpu_before = client.run(_process_cpu)
             for _ in range(iterations):
                 before, start = executor.bytes_sent, time.perf_counter()
                 subcluster.iterate(state, lik, pp, rng, n_split_merge=10)
                 times.append(time.perf_counter() - start)
                 sent.append(executor.bytes_sent - before)
-            cpu_after = client.run(_process_cpu_seconds)
+            cpu_after = client.run(_process_cpu)
             trips = (sum(executor.round_trips.values()) - trips_before) / iterations
             waited = (executor.seconds_waiting - waited_before) / iterations
             ari = adjusted_rand_score(y, state.labels)
@@ -349,8 +381,17 @@ def section_dask(n, iterations, d=10, k=20, chunk=1_000_000, seed=0):
                       f"{name} {count} {executor.seconds_by_method[name]:.2f}"
                       for name, count in executor.round_trips.most_common()))
             # both workers busy at once, or one after the other? (CPU per worker)
-            print("  workers' CPU over the iterations: " + ", ".join(
-                f"{cpu_after[w] - cpu_before[w]:.1f} s" for w in sorted(cpu_after)))
+            workers = sorted(cpu_after)
+            rows = [int(executor.shard_sizes[[w == worker for w in executor.workers]].sum())
+                    for worker in workers]
+            spent = [cpu_after[w][0] - cpu_before[w][0] for w in workers]
+            print(f"  workers' CPU over the iterations (user + system, minor page faults; "
+                  f"MALLOC_TRIM_THRESHOLD_ {environ.get('MALLOC_TRIM_THRESHOLD_', 'unset')}): "
+                  + ", ".join(f"{u + s:.1f} s ({u:.1f} + {s:.1f}, {f:,.0f} faults)"
+                              for u, s, f in spent)
+                  + "; numba threads " + ", ".join(str(cpu_after[w][1]) for w in workers)
+                  + "; rows " + ", ".join(f"{r:,}" for r in rows)
+                  + f" ({len(executor.moved_shards)} chunk(s) moved to balance them)")
     same = figures[1][1] == figures[2][1]
     print(f"ratio 1 worker / 2 workers (last half): "
           f"{np.mean(figures[1][0][iterations // 2:]) / np.mean(figures[2][0][iterations // 2:]):.2f}"
@@ -390,10 +431,14 @@ def main():
     parser.add_argument("--dask-only", action="store_true", help="run the Dask section only")
     parser.add_argument("--dask-rows", type=int, default=10_000_000)
     parser.add_argument("--dask-iterations", type=int, default=6)
+    parser.add_argument("--dask-keep-malloc-trim", action="store_true",
+                        help="keep Dask's MALLOC_TRIM_THRESHOLD_ in the workers (page faults "
+                        "of every large temporary: its cost)")
     args = parser.parse_args()
     print(f"numba threads: {__import__('numba').get_num_threads()}, {load()}")
     if args.dask_only:
-        section_dask(args.dask_rows, args.dask_iterations)
+        section_dask(args.dask_rows, args.dask_iterations,
+                     keep_malloc_trim=args.dask_keep_malloc_trim)
         return
     # compile once, outside the timings: the serial and parallel twins (a launch over all
     # rows from init='one', statistics of >= 131,072 rows) and the collapsed engine
@@ -417,7 +462,8 @@ def main():
     if args.scoring:
         section_scoring(10_000, args.iterations or 200)
     if args.dask:
-        section_dask(args.dask_rows, args.dask_iterations)
+        section_dask(args.dask_rows, args.dask_iterations,
+                     keep_malloc_trim=args.dask_keep_malloc_trim)
 
 
 if __name__ == "__main__":

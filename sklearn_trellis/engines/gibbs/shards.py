@@ -11,11 +11,12 @@ sharding. Two executors run the maps:
 
 - :class:`LocalExecutor`: the shards are objects of this process (one by default); the
   parallelism is numba's threads over blocks of rows.
-- :class:`DaskExecutor`: each shard is a Dask actor (``dask.distributed``) on the worker
-  that holds its chunk of a ``dask.array``: rows, labels and sides never leave it; per
-  iteration only parameters go to the workers and statistics come back (Dinari et al.
-  2019's design: a master holding the parameters, workers holding the data). No
-  scheduler of our own: the actors and futures are Dask's.
+- :class:`DaskExecutor`: each shard is a Dask actor (``dask.distributed``) made from its
+  chunk of a ``dask.array``, the actors spread over the workers by rows (the worker
+  holding a chunk keeps it while it has less than its share): rows, labels and sides
+  never leave it; per iteration only parameters go to the workers and statistics come
+  back (Dinari et al. 2019's design: a master holding the parameters, workers holding
+  the data). No scheduler of our own: the actors and futures are Dask's.
 
 Random numbers of the row passes are counter based (``row_uniform(key, global row)``): a
 shard shifts the pass key by its first row (:func:`shifted_key`), so that its local rows
@@ -149,9 +150,12 @@ class Shard:
         Rows per block of the sums (the same on every shard).
     labels : ndarray of shape (n_rows,) or None
         Initial labels ``0..K-1`` (None: all rows in cluster 0).
+    n_threads : int or None, default=None
+        Threads of the shard's parallel kernels (a Dask worker's ``nthreads``); None:
+        numba's setting of the calling thread.
     """
 
-    def __init__(self, likelihood, data, offset, block_rows, labels=None):
+    def __init__(self, likelihood, data, offset, block_rows, labels=None, n_threads=None):
         if offset % block_rows:
             raise ValueError(f"A shard must start on a block boundary: offset {offset} is "
                              f"not a multiple of block_rows={block_rows}.")
@@ -165,6 +169,7 @@ class Shard:
         first = self.offset // self.block_rows
         self.nodes = dyadic_nodes(first, first - (-n // self.block_rows))
         self.node_levels = _levels(self.nodes)
+        self.n_threads = n_threads
         self._proposal = None
         self._launch = None
 
@@ -172,9 +177,18 @@ class Shard:
     def engine(self):
         return engine_for(self.likelihood)
 
+    def _kernel(self, name, n_rows):
+        """:func:`kernel`, run on ``n_threads`` threads at most: numba's pool may be
+        larger (``NUMBA_NUM_THREADS`` is read when numba is imported, which on a Dask
+        worker can precede the worker's environment; the count is per calling thread)."""
+        if self.n_threads is not None:
+            import numba
+            numba.set_num_threads(max(1, min(self.n_threads, numba.config.NUMBA_NUM_THREADS)))
+        return kernel(self.engine, name, n_rows)
+
     def _suff_nodes(self, params, rows, offsets):
         out = np.zeros((len(self.nodes), offsets.size - 1, self.likelihood.n_suff))
-        kernel(self.engine, "block_tree_suff", rows.size)(
+        self._kernel("block_tree_suff", rows.size)(
             params, self.data, rows, offsets, self.block_rows, self.node_levels, out)
         return self.nodes, out
 
@@ -219,7 +233,7 @@ class Shard:
         pinned[anchors[anchors >= 0]] = True
         self._proposal = np.empty(n, np.int64)
         block_counts = np.empty((-(-n // kernels.BLOCK_ROWS), n_clusters), np.int64)
-        kernel(self.engine, "propose_labels", n)(
+        self._kernel("propose_labels", n)(
             params, theta, log_pi, n_clusters, self.data, self.labels, pinned,
             shifted_key(key, self.offset), self._proposal, block_counts)
         return block_counts.sum(axis=0)
@@ -268,7 +282,7 @@ class Shard:
         rows, current, free, counted, sides = self._launch
         suff = np.zeros((len(self.nodes), 2, self.likelihood.n_suff))
         log_q = np.zeros((len(self.nodes), 1, 1))
-        kernel(self.engine, "launch_pass_nodes", rows.size)(
+        self._kernel("launch_pass_nodes", rows.size)(
             params, theta, log_pi, self.data, rows, current if forced else free, counted,
             shifted_key(key, self.offset), self.block_rows, self.node_levels, sides, suff,
             log_q)
@@ -390,15 +404,55 @@ def is_dask_array(X):
     return type(X).__module__.split(".")[0] == "dask" and hasattr(X, "chunks")
 
 
+def balanced_placement(sizes, holders, threads):
+    """The worker of each shard: rows spread over the workers in proportion to their
+    threads, each shard kept on a holder of its chunk when it fits there.
+
+    ``sizes[s]``: rows of shard ``s``; ``holders[s]``: the workers holding its chunk;
+    ``threads``: ``{worker: nthreads}``. A shard stays on a holder whose rows so far plus
+    half the shard's are within its share; the others go, in order, to the worker
+    furthest below its share. Returns the list of workers, in shard order.
+    """
+    workers = sorted(threads)
+    total = float(np.sum(sizes))
+    share = {w: total * threads[w] / sum(threads.values()) for w in workers}
+    load = dict.fromkeys(workers, 0.0)
+    placed = [None] * len(sizes)
+    for s, size in enumerate(sizes):
+        for worker in sorted(set(holders[s]) & set(workers)):
+            if load[worker] + size / 2 <= share[worker]:
+                placed[s] = worker
+                load[worker] += size
+                break
+    for s, size in enumerate(sizes):
+        if placed[s] is None:
+            placed[s] = min(workers, key=lambda w: (load[w] - share[w], w))
+            load[placed[s]] += size
+    return placed
+
+
 class DaskExecutor(_Executor):
-    """Shards as Dask actors, each on the worker holding its chunk of a ``dask.array``.
+    """Shards as Dask actors, spread over the workers by rows, each from its chunk of a
+    ``dask.array``.
 
     The row chunks are rechunked to block boundaries and persisted; shard ``s`` is an
-    actor created on the worker that holds chunk ``s``, from that chunk (no transfer):
-    rows, labels and launch sides stay there. ``bytes_sent`` counts the pickled size of
-    every message (arguments to each shard, results back): statistics and parameters only.
-    ``round_trips`` and ``seconds_by_method`` count the maps and calls and the seconds the
-    driver waited for them, per shard method (a map is one round trip, its shards in
+    actor on worker ``workers[s]`` (:func:`balanced_placement`: the worker holding chunk
+    ``s`` unless that worker already has its share of rows; ``moved_shards`` lists the
+    chunks Dask copied to another worker, once), built from that chunk: rows, labels and
+    launch sides stay there. The shards' parallel kernels run on as many threads as
+    their worker has (its ``nthreads``), whatever numba's default.
+
+    Dask's default ``distributed.nanny.pre-spawn-environ`` sets glibc's
+    ``MALLOC_TRIM_THRESHOLD_``, which also fixes its mmap threshold at 128 kB: every
+    larger temporary of the kernels is then a new mapping, page-faulted anew (10^6 rows,
+    4 iterations on one worker: 4.9 CPU s, 1.2 of them system time, against 3.1 without
+    it). Dropping it from that setting (``benchmarks/bench_dp_scale.py --dask`` does)
+    removes that cost.
+
+    ``bytes_sent`` counts the pickled size of every message (arguments to each shard,
+    results back): statistics and parameters only.
+    ``round_trips`` and ``seconds_by_method`` count the maps and calls and the seconds
+    the driver waited for them, per shard method (a map is one round trip, its shards in
     parallel).
 
     Parameters
@@ -431,13 +485,20 @@ class DaskExecutor(_Executor):
         with client.as_current():  # placed, so that each actor starts where its rows are
             distributed.wait(chunks)
         holders = client.who_has(chunks)
+        threads = client.nthreads()   # {worker: its threads}
+        # the scheduler places chunks by its own rules (4 equal chunks on 2 workers: 1 and
+        # 3 seen), and an iteration lasts as long as the busiest worker: the actors are
+        # spread by rows, a chunk copied (once, by Dask) only when its holder has its share
+        self.workers = balanced_placement(self.shard_sizes, [holders[c.key] for c in chunks],
+                                          threads)
+        self.moved_shards = [s for s, (chunk, worker) in enumerate(zip(chunks, self.workers))
+                             if worker not in holders[chunk.key]]
         futures = [client.submit(Shard, likelihood, chunk, int(a), block_rows,
-                                 None if labels is None else labels(a, b),
-                                 workers=list(holders[chunk.key]), actor=True)
-                   for chunk, a, b in zip(chunks, bounds[:-1], bounds[1:])]
+                                 None if labels is None else labels(a, b), threads[worker],
+                                 workers=[worker], actor=True)
+                   for chunk, a, b, worker in zip(chunks, bounds[:-1], bounds[1:], self.workers)]
         self.shards = [future.result() for future in futures]
         self._futures = futures   # the actors live as long as their futures
-        self.workers = [tuple(holders[chunk.key]) for chunk in chunks]
         self.bytes_sent = 0
         self.seconds_waiting = 0.0
         self.round_trips = collections.Counter()
@@ -477,4 +538,4 @@ class DaskExecutor(_Executor):
 
 __all__ = ["BLOCK_ROWS", "Shard", "LocalExecutor", "DaskExecutor", "reduce_tree", "dyadic_nodes",
            "shifted_key", "aligned_bounds", "engine_for", "import_distributed",
-           "is_dask_array"]
+           "is_dask_array", "balanced_placement"]

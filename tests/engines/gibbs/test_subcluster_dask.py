@@ -104,9 +104,10 @@ def test_same_chain_locally_and_on_dask_workers(clients):
         assert executor.bytes_sent / 4 < 40 * X.nbytes
 
 
-def test_each_shard_starts_on_a_worker_holding_its_rows(clients):
-    """The chunks are placed before the actors: each shard's actor runs on a worker that
-    holds its chunk (an actor started elsewhere would fetch its rows over the network)."""
+def test_shards_are_spread_over_the_workers_by_rows(clients):
+    """Each shard's actor runs on ``executor.workers[s]``; the workers hold equal rows up to
+    one shard, whatever worker the scheduler put each chunk on; only the chunks of
+    ``moved_shards`` were copied (a shard whose chunk is elsewhere)."""
     from sklearn_trellis.engines.gibbs.shards import DaskExecutor
     X = blobs()
     lik = NormalInverseWishart().fit(X)
@@ -114,9 +115,44 @@ def test_each_shard_starts_on_a_worker_holding_its_rows(clients):
     executor = DaskExecutor(lik, da.from_array(X, chunks=(37, 3)), client=client,
                             block_rows=16)
     actors_on = client.who_has(executor._futures)
-    for future, holders in zip(executor._futures, executor.workers):
-        assert holders, "the chunk's worker was not known when the actor started"
-        assert set(actors_on[future.key]) <= set(holders)
+    for future, worker in zip(executor._futures, executor.workers):
+        assert set(actors_on[future.key]) == {worker}
+    rows = {w: executor.shard_sizes[np.array(executor.workers) == w].sum()
+            for w in client.nthreads()}
+    assert len(rows) == 2
+    assert abs(rows.popitem()[1] - rows.popitem()[1]) <= executor.shard_sizes.max()
+    assert len(executor.moved_shards) < executor.n_shards
+
+
+def test_shard_kernels_use_the_given_threads():
+    """``n_threads`` (a Dask worker's ``nthreads``) caps numba's threads of the calling
+    thread, whatever numba's pool (which a worker may have sized before its environment)."""
+    import numba
+    from sklearn_trellis.engines.gibbs.shards import Shard
+    X = blobs(n_per=20)
+    lik = NormalInverseWishart().fit(X)
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+        Shard(lik, lik.check_sampler_data(X), 0, 16, n_threads=1).statistics(
+            lik.kernel_params(), 1)
+        assert numba.get_num_threads() == 1
+    finally:
+        numba.set_num_threads(before)
+
+
+def test_balanced_placement_keeps_chunks_where_they_fit():
+    """4 equal shards, 3 on one worker: one moves; unequal threads take rows in proportion;
+    a holder is kept while the shard's middle is within its share."""
+    from sklearn_trellis.engines.gibbs.shards import balanced_placement
+    one_each = {"a": 1, "b": 1}
+    assert balanced_placement([10, 10, 10, 11], [["b"], ["a"], ["a"], ["a"]],
+                              one_each) == ["b", "a", "a", "b"]
+    assert balanced_placement([10] * 4, [["a"]] * 4, one_each) == ["a", "a", "b", "b"]
+    assert balanced_placement([10] * 5, [["a"], ["b"]] * 2 + [["a"]],
+                              one_each) == ["a", "b", "a", "b", "a"]
+    assert balanced_placement([10] * 6, [["b"]] * 6, {"a": 2, "b": 1}) == ["b", "b"] + ["a"] * 4
+    assert balanced_placement([10] * 3, [["a"]] * 3, {"a": 1, "b": 1, "c": 1}) == ["a", "b", "c"]
 
 
 def test_driver_round_trips_per_iteration(clients):
