@@ -151,6 +151,7 @@ CALIBRATION_SETTINGS = (
     ("beta, alpha, center 'auto'", dict(beta="auto", alpha="auto", center="auto")),
     ("beta='posterior'", dict(beta="posterior")),
     ("beta='posterior', alpha 'auto'", dict(beta="posterior", alpha="auto")),
+    ("beta, alpha 'posterior'", dict(beta="posterior", alpha="posterior")),
 )
 
 #: The settings chosen with ``--setting`` (all when empty).
