@@ -489,7 +489,8 @@ def _fast_tiwd_weak_signal_rows(quick):
     blocks are ``n_blocks=5, alpha=5``, not the default CRP(1) prior; CRP(1) blocks are
     the default's own model. Settings: the defaults (``dof`` learned), ``dof`` held at
     its moment estimate (the previous default), the generator's partition prior, and the
-    generator's every hyperparameter (oracle)."""
+    generator's every hyperparameter (oracle); on CRP(1) blocks also 4 chains of 800
+    sweeps (one chain of 200 does not reach the posterior there)."""
     n, n_draws = 60, (8 if quick else 30)
     prior = dict(n_blocks=5, alpha=5.0)
     cases = (("5 blocks", False, "defaults", {}),
@@ -497,7 +498,10 @@ def _fast_tiwd_weak_signal_rows(quick):
              ("5 blocks", False, "n_blocks=5, alpha=5", prior),
              ("5 blocks", False, "oracle", dict(dof="true", theta=0.05, **prior)),
              ("CRP(1) blocks", True, "defaults", {}),
-             ("CRP(1) blocks", True, "oracle", dict(dof="true", theta=0.05)))
+             ("CRP(1) blocks", True, "800 sweeps x 4 chains", dict(n_sweeps=800, n_chains=4)),
+             ("CRP(1) blocks", True, "oracle", dict(dof="true", theta=0.05)),
+             ("CRP(1) blocks", True, "oracle, 800 x 4",
+              dict(dof="true", theta=0.05, n_sweeps=800, n_chains=4)))
     rows = []
     for dof in WEAK_SIGNAL_DOFS[:1] if quick else WEAK_SIGNAL_DOFS:
         for blocks, crp, setting, params in cases:
