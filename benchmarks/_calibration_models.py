@@ -28,6 +28,9 @@ the estimators' defaults on data drawn from their own models, of
 - FastTIWD's pairwise marginals and held-out ``predict_proba`` on the
   generator's feature rows (exactly its model) and on its distances (the
   translation lost), at the defaults and at the true hyperparameters;
+- FastTIWD where the distances hardly inform the blocks (``WEAK_SIGNAL``):
+  five Dirichlet blocks (not the default prior) and CRP(1) blocks (the
+  default's), with the held-out ``P(x ~ j)`` of :func:`heldout_comembership`;
 - CrossCat's ``row_similarity`` in each planted view.
 
 A held-out ``predict_proba`` is scored label-free (:func:`heldout_pairwise_ece`):
@@ -40,7 +43,8 @@ overconfident (DPMixture on CRP(4) data: 0.159 by matching; the printed note
 gives both).
 
 Run through the issue's driver:
-``python benchmarks/bench_calibration.py --only _calibration_models [--quick]``.
+``python benchmarks/bench_calibration.py --only _calibration_models [--quick]
+[--part NAME ...]`` (parts: the keys of ``CALIBRATION_PARTS``).
 """
 
 import sys
