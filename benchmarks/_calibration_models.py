@@ -28,6 +28,9 @@ the estimators' defaults on data drawn from their own models, of
 - FastTIWD's pairwise marginals and held-out ``predict_proba`` on the
   generator's feature rows (exactly its model) and on its distances (the
   translation lost), at the defaults and at the true hyperparameters;
+- FastTIWD where the distances hardly inform the blocks (``WEAK_SIGNAL``):
+  five Dirichlet blocks (not the default prior) and CRP(1) blocks (the
+  default's), with the held-out ``P(x ~ j)`` of :func:`heldout_comembership`;
 - CrossCat's ``row_similarity`` in each planted view.
 
 A held-out ``predict_proba`` is scored label-free (:func:`heldout_pairwise_ece`):
@@ -40,13 +43,15 @@ overconfident (DPMixture on CRP(4) data: 0.159 by matching; the printed note
 gives both).
 
 Run through the issue's driver:
-``python benchmarks/bench_calibration.py --only _calibration_models [--quick]``.
+``python benchmarks/bench_calibration.py --only _calibration_models [--quick]
+[--part NAME ...]`` (parts: the keys of ``CALIBRATION_PARTS``).
 """
 
 import sys
 
 import numpy as np
 from scipy.optimize import brentq, linear_sum_assignment
+from scipy.special import logsumexp
 from sklearn.mixture import BayesianGaussianMixture
 from sklearn.model_selection import GridSearchCV
 
@@ -55,6 +60,8 @@ from sklearn_trellis import (BayesianHierarchicalClustering, CrossCat, DPMixture
 from sklearn_trellis.datasets import make_gaussian_pairs, make_ginkgo_jets, make_wishart_blocks
 from sklearn_trellis.metrics import expected_calibration_error, pairwise_from_proba
 from sklearn_trellis.models import BetaBernoulli, GinkgoEnergy
+from sklearn_trellis.models.wishart import estimate_dof, estimate_dof_from_distances
+from sklearn_trellis.preprocessing.distance_normalization import normalized_inner_products
 
 GOAL = 0.15
 
@@ -422,6 +429,99 @@ def _fast_tiwd_calibration_rows(quick):
     return rows
 
 
+#: The weak-signal draws of FastTIWD: few dimensions (``d`` just above the rank 59 of 60
+#: fitted objects' distances, and twice that) and ``theta = 0.05``, 5 blocks. Each distance
+#: then says little about the blocks and the posterior is close to the partition prior.
+WEAK_SIGNAL_DOFS = (62, 120)
+WEAK_SIGNAL = dict(n_blocks=5, theta=0.05)
+
+
+def heldout_comembership(est, X_new):
+    """``P(x ~ j | data)`` of each held-out item ``x`` and fitted item ``j``: each kept
+    sample's exact conditional of ``x`` (the per-sample weights ``predict_proba``
+    averages), read at the cluster that holds ``j`` in that sample, averaged over the
+    samples. Unlike ``predict_proba[x, labels_[j]]`` it does not go through the point
+    estimate ``labels_``, which a diffuse posterior makes a poor stand-in for ``j``'s
+    cluster."""
+    together, n_samples = 0.0, 0
+    for sample_labels, log_weights in est._predictive(X_new):
+        weights = np.exp(log_weights - logsumexp(log_weights, axis=1, keepdims=True))
+        together = together + weights[:, sample_labels]
+        n_samples += 1
+    return together / n_samples
+
+
+def moment_dof(distances):
+    """The moment estimate of ``dof`` that FastTIWD held fixed before it learned ``dof``
+    (the larger of the ``S*`` and log-distance estimates; its chain still starts there)."""
+    S, _ = normalized_inner_products(distances, "single")
+    return max(estimate_dof(S), estimate_dof_from_distances(distances))
+
+
+def _weak_signal_draws(dof, crp, n, n_draws, params):
+    """Pairwise marginals, held-out ``P(x ~ j)`` and held-out ``predict_proba`` read through
+    ``labels_`` of FastTIWD on weak-signal distances (``WEAK_SIGNAL``), and the mean learned
+    ``dof_``. ``crp``: the blocks are a CRP(1) partition (the default prior's), else five
+    Dirichlet(1) blocks. ``params`` may say ``dof='true'`` or ``dof='moment'``."""
+    pairs, comembership, readout, dofs = [], [], [], []
+    upper = np.triu_indices(n, 1)
+    for seed in range(n_draws):
+        labels = make_gaussian_pairs(n + 20, alpha=1.0, random_state=seed).target if crp else None
+        data = make_wishart_blocks(n_samples=n + 20, dof=dof, labels=labels, random_state=seed,
+                                   **WEAK_SIGNAL)
+        fitted, new = data.distances[:n, :n], data.distances[n:, :n]
+        chosen = dict(params)
+        if chosen.get("dof") == "true":
+            chosen["dof"] = float(dof)
+        elif chosen.get("dof") == "moment":
+            chosen["dof"] = moment_dof(fitted)
+        est = FastTIWD(random_state=0, **chosen).fit(fitted)
+        same = data.target[:, None] == data.target[None, :]
+        pairs.append((est.pairwise_marginals_[upper], same[:n, :n][upper]))
+        comembership.append((heldout_comembership(est, new).ravel(), same[n:, :n].ravel()))
+        readout.append((pairwise_from_proba(est.predict_proba(new),
+                                            reference_labels=est.labels_).ravel(),
+                        same[n:, :n].ravel()))
+        dofs.append(est.dof_)
+    return pairs, comembership, readout, float(np.mean(dofs))
+
+
+def _fast_tiwd_weak_signal_rows(quick):
+    """FastTIWD where the data hardly inform the partition (``WEAK_SIGNAL``, on distances,
+    pooled over planted draws, +- the bootstrap error): the posterior is then close to the
+    prior, so it is calibrated only when the prior is the generator's. Five Dirichlet(1)
+    blocks are ``n_blocks=5, alpha=5``, not the default CRP(1) prior; CRP(1) blocks are
+    the default's own model. Settings: the defaults (``dof`` learned), ``dof`` held at
+    its moment estimate (the previous default), the generator's partition prior, and the
+    generator's every hyperparameter (oracle); on CRP(1) blocks also 4 chains of 800
+    sweeps (one chain of 200 does not reach the posterior there)."""
+    n, n_draws = 60, (8 if quick else 30)
+    prior = dict(n_blocks=5, alpha=5.0)
+    cases = (("5 blocks", False, "defaults", {}),
+             ("5 blocks", False, "dof = moment estimate", dict(dof="moment")),
+             ("5 blocks", False, "n_blocks=5, alpha=5", prior),
+             ("5 blocks", False, "oracle", dict(dof="true", theta=0.05, **prior)),
+             ("CRP(1) blocks", True, "defaults", {}),
+             ("CRP(1) blocks", True, "800 sweeps x 4 chains", dict(n_sweeps=800, n_chains=4)),
+             ("CRP(1) blocks", True, "oracle", dict(dof="true", theta=0.05)),
+             ("CRP(1) blocks", True, "oracle, 800 x 4",
+              dict(dof="true", theta=0.05, n_sweeps=800, n_chains=4)))
+    rows = []
+    for dof in WEAK_SIGNAL_DOFS[:1] if quick else WEAK_SIGNAL_DOFS:
+        for blocks, crp, setting, params in cases:
+            pairs, comembership, readout, mean_dof = _weak_signal_draws(dof, crp, n, n_draws,
+                                                                        params)
+            for quantity, per_draw in (("pairwise marginals", pairs),
+                                       ("held-out P(x ~ j)", comembership),
+                                       ("predict_proba (held out)", readout)):
+                ece, error = _bootstrap_ece(per_draw)
+                rows.append(dict(model="FastTIWD", data=f"weak {blocks} d={dof} n={n}+20",
+                                 setting=f"{quantity}, {setting}", engine="gibbs", ece=ece,
+                                 note=f"+- {error:.3f} ({n_draws} draws); theta 0.05, "
+                                      f"distances; mean dof_ {mean_dof:.0f}"))
+    return rows
+
+
 def two_view_data(n_rows, seed):
     """Rows in two views (two Gaussian columns each), each view's rows on its own CRP(1.5)
     partition: ``(X, labels of view 0, labels of view 1)``."""
@@ -466,13 +566,26 @@ def _crosscat_calibration_rows(quick):
     return rows
 
 
-def calibration_rows(quick=False):
+#: The parts of ``calibration_rows`` (``bench_calibration.py --part NAME`` runs some only).
+CALIBRATION_PARTS = {
+    "dp": lambda quick: _dp_calibration_rows(quick),
+    "bhc": lambda quick: _bhc_calibration_rows(quick) + _bhc_own_model_rows(quick),
+    "fast_tiwd": lambda quick: _fast_tiwd_calibration_rows(quick),
+    "fast_tiwd_weak": lambda quick: _fast_tiwd_weak_signal_rows(quick),
+    "crosscat": lambda quick: _crosscat_calibration_rows(quick),
+}
+
+
+def calibration_rows(quick=False, parts=None):
     """ECE of the probabilities of DPMixture, BHC, FastTIWD and CrossCat at their defaults on
     data from their own models, next to BayesianGaussianMixture (rows ``{model, data,
-    setting, engine, ece, note}``, see bench_calibration.py)."""
-    return (_dp_calibration_rows(quick) + _bhc_calibration_rows(quick)
-            + _bhc_own_model_rows(quick)
-            + _fast_tiwd_calibration_rows(quick) + _crosscat_calibration_rows(quick))
+    setting, engine, ece, note}``, see bench_calibration.py); ``parts`` (names of
+    ``CALIBRATION_PARTS``) keeps some only."""
+    unknown = set(parts or ()) - set(CALIBRATION_PARTS)
+    if unknown:
+        raise ValueError(f"unknown parts {sorted(unknown)}; choose from {list(CALIBRATION_PARTS)}")
+    return [row for name, part in CALIBRATION_PARTS.items() if not parts or name in parts
+            for row in part(quick)]
 
 
 if __name__ == "__main__":

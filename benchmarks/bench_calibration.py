@@ -34,14 +34,17 @@ small, fast version, as ``--quick`` does here)::
 Missing keys print as blank; relative errors are computed here.
 
 Run: ``python benchmarks/bench_calibration.py [--quick] [--only SECTION ...]
-[--setting NAME ...] [--skip-recovery]`` (sections: ``ecc``, ``_calibration_trees``,
-``_calibration_models``; ``--setting`` keeps only the named correlation-clustering
-calibration settings, e.g. ``--setting "beta='posterior', alpha 'auto'"``). The load
+[--setting NAME ...] [--part NAME ...] [--skip-recovery]`` (sections: ``ecc``,
+``_calibration_trees``, ``_calibration_models``; ``--setting`` keeps only the named
+correlation-clustering calibration settings, e.g. ``--setting "beta='posterior', alpha
+'auto'"``; ``--part`` only the named parts of a module's calibration rows, e.g.
+``--only _calibration_models --part fast_tiwd_weak``). The load
 average is printed with the timings (a shared machine's figures vary with it).
 """
 
 import argparse
 import importlib
+import inspect
 import os
 import sys
 import time
@@ -148,6 +151,7 @@ CALIBRATION_SETTINGS = (
     ("beta, alpha, center 'auto'", dict(beta="auto", alpha="auto", center="auto")),
     ("beta='posterior'", dict(beta="posterior")),
     ("beta='posterior', alpha 'auto'", dict(beta="posterior", alpha="auto")),
+    ("beta, alpha 'posterior'", dict(beta="posterior", alpha="posterior")),
 )
 
 #: The settings chosen with ``--setting`` (all when empty).
@@ -340,8 +344,11 @@ def main(argv=None):
                         + ["true beta and alpha"],
                         help="run only these settings of the correlation-clustering "
                              "calibration rows (repeatable)")
+    parser.add_argument("--part", action="append",
+                        help="run only these parts of the optional modules' calibration rows "
+                             "(repeatable; e.g. 'fast_tiwd_weak' of _calibration_models)")
     parser.add_argument("--skip-recovery", action="store_true",
-                        help="leave out the correlation-clustering recovery rows")
+                        help="leave out the recovery rows (of every section)")
     args = parser.parse_args(argv)
     CHOSEN_SETTINGS[:] = args.setting or []
     chosen = set(args.only or ("ecc", *SECTIONS))
@@ -356,10 +363,12 @@ def main(argv=None):
             recovery += ecc_recovery_rows(args.quick)
         calibration += ecc_calibration_rows(args.quick)
     for module in sections:
-        if hasattr(module, "recovery_rows"):
+        if hasattr(module, "recovery_rows") and not args.skip_recovery:
             recovery += module.recovery_rows(args.quick)
         if hasattr(module, "calibration_rows"):
-            calibration += module.calibration_rows(args.quick)
+            takes_parts = "parts" in inspect.signature(module.calibration_rows).parameters
+            calibration += (module.calibration_rows(args.quick, parts=args.part)
+                            if args.part and takes_parts else module.calibration_rows(args.quick))
     print_recovery(recovery)
     pairwise = [row for row in calibration if row.get("quantity") != "predict_proba"]
     if pairwise or not calibration:

@@ -14,7 +14,7 @@ from ._core.compilation import announces_compilation
 from ._core.pairwise import check_square_symmetric
 from ._core.progress import Progress
 from ._core.validation import check_scalar_param
-from .engines.beta_posterior import beta_posterior
+from .engines.beta_posterior import LOG_ALPHA_GRID, LOG_B_GRID, beta_posterior
 from .engines.exact.binder import bayes_estimate
 from .engines.gaussian_pair_evidence import (evidence_family, log_evidence, log_predictive,
                                              maximise_evidence, shifted_affinities)
@@ -100,7 +100,7 @@ class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
         the evidence (empirical Bayes, with ``'precomputed'`` too), learned
         jointly with ``beta`` when ``beta='auto'``. ``affinity_offset_``
         holds the value used.
-    alpha : float, 'auto' or None, default=None
+    alpha : float, 'auto', 'posterior' or None, default=None
         Partition prior of the Gaussian pair model. ``None``: uniform over
         all partitions (the classical correlation-clustering distribution);
         a float: the Ewens (Chinese restaurant process) prior of that
@@ -112,7 +112,20 @@ class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
         evidence (empirical Bayes, jointly with ``beta`` and ``center`` when
         they are ``'auto'``; the gradient in ``log alpha`` is the posterior
         mean number of clusters minus its prior mean); ``alpha_`` holds the
-        value used.
+        value used. ``'posterior'`` (with ``beta='posterior'`` only): the
+        Ewens concentration is summed out with ``beta``, over 17 values
+        ``log alpha = -5, -4.5, ..., 3`` under the Gamma prior
+        ``alpha_prior`` taken on that grid, each pair ``(alpha, beta)``
+        weighed by its exact evidence: 17 x 41 trellis fits. Every
+        probability is the average; ``alpha_`` is the posterior mode's,
+        ``alpha_grid_`` and ``alpha_posterior_`` hold the grid and its
+        posterior.
+    alpha_prior : (shape, rate) or None, default=(1.0, 1.0)
+        Gamma prior on ``alpha``. With ``alpha='auto'`` the search maximises
+        the evidence plus its log density in ``log alpha`` (the posterior mode
+        of ``log alpha``; ``None``: plain empirical Bayes); with
+        ``alpha='posterior'`` it is the prior ``alpha`` is summed out under.
+        Unused otherwise.
     gamma : float, default=None
         RBF width; ``None`` means ``1 / n_features``.
     method : {'auto', 'exact', 'sparse', 'milp', 'perturb_and_map'}, default='auto'
@@ -183,10 +196,17 @@ default='all'
         With ``beta='posterior'`` only: the grid of ``beta`` summed over.
     beta_posterior_ : ndarray of shape (41,)
         With ``beta='posterior'`` only: ``p(beta | W)`` on ``beta_grid_``
-        (zero below ``1e-16`` of the largest).
+        (zero below ``1e-16`` of the largest; ``alpha`` summed out when
+        ``alpha='posterior'``).
     alpha_ : float or None
-        The partition prior used: ``alpha``, or the empirical Bayes
-        concentration.
+        The partition prior used: ``alpha``, the empirical Bayes
+        concentration, or with ``alpha='posterior'`` the grid value of the
+        posterior mode of ``(alpha, beta)``.
+    alpha_grid_ : ndarray of shape (17,)
+        With ``alpha='posterior'`` only: the grid of ``alpha`` summed over.
+    alpha_posterior_ : ndarray of shape (17,)
+        With ``alpha='posterior'`` only: ``p(alpha | W)`` on ``alpha_grid_``,
+        ``beta`` summed out.
     noise_variance_ : float
         The Gaussian pair model's ``s2`` maximising the evidence at ``beta_``
         and ``affinity_offset_`` (closed form); then
@@ -284,7 +304,8 @@ default='all'
         "beta": [Interval(Real, 0, None, closed="left"), StrOptions({"auto", "posterior"})],
         "affinity": [StrOptions({"exp_euclidean", "rbf", "precomputed"}), callable],
         "center": ["boolean", StrOptions({"auto"})],
-        "alpha": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"}), None],
+        "alpha": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto", "posterior"}),
+                  None],
         "alpha_prior": ["array-like", None],
         "gamma": [Interval(Real, 0, None, closed="neither"), None],
         "method": [StrOptions({"auto", "exact", "sparse", "milp", "perturb_and_map"})],
@@ -339,12 +360,20 @@ default='all'
 
     def _learn_parameters(self, s, offset, plan, features, seed_linkages, progress):
         """``(beta, offset, alpha)``: the given ones, or empirical Bayes values (``'auto'``)."""
-        learn_offset, learn_alpha = self.center == "auto", isinstance(self.alpha, str)
         averaged = self.beta == "posterior"
+        if self.alpha == "posterior" and not averaged:
+            raise ValueError("alpha='posterior' sums alpha out with beta: it needs "
+                             "beta='posterior'.")
+        if self.alpha == "posterior" and self.alpha_prior is None:
+            raise ValueError("alpha='posterior' needs a prior on alpha: alpha_prior=(shape, "
+                             "rate), not None.")
+        learn_offset = self.center == "auto"
+        # alpha summed out is learned by empirical Bayes only to learn the offset with it
+        learn_alpha = self.alpha == "auto" or self.alpha == "posterior" and learn_offset
         # With beta summed out, a learned center or alpha is found jointly with beta.
         learn_beta = self.beta == "auto" or averaged and (learn_offset or learn_alpha)
         beta = 1.0 if isinstance(self.beta, str) else float(self.beta)
-        alpha = ALPHA_START if learn_alpha else self.alpha
+        alpha = ALPHA_START if learn_alpha or self.alpha == "posterior" else self.alpha
         if s.shape[0] < 3 and (learn_beta or learn_offset or learn_alpha or averaged):
             raise ValueError(f"beta='auto' or 'posterior', center='auto' and alpha='auto' "
                              f"need at least 3 items (got {s.shape[0]}): one pair's "
@@ -375,12 +404,17 @@ default='all'
             raise ValueError("beta='posterior' sums over exact (or family) trellises; "
                              "method='perturb_and_map' has none. Use method='exact', "
                              "'sparse' or 'milp', or give beta a value.")
-        progress.stage("beta summed out over its posterior (41 trellis fits)")
+        summed = self.alpha == "posterior"
+        progress.stage("beta" + (" and alpha" if summed else "")
+                       + " summed out over the posterior"
+                       + (f" ({len(LOG_ALPHA_GRID) * len(LOG_B_GRID)} trellis fits)" if summed
+                          else f" ({len(LOG_B_GRID)} trellis fits)"))
         family = evidence_family(plan, s, beta=1.0, offset=self.affinity_offset_,
                                  alpha=self.alpha_, features=features,
                                  seed_linkages=seed_linkages)
-        return beta_posterior(w, alpha=self.alpha_, family=family,
-                              max_items=plan.max_exact_size, progress=progress)
+        return beta_posterior(w, alpha=None if summed else self.alpha_,
+                              alpha_prior=self._checked_alpha_prior() if summed else None,
+                              family=family, max_items=plan.max_exact_size, progress=progress)
 
     def _checked_alpha_prior(self):
         """``alpha_prior`` as a ``(shape, rate)`` pair of floats, or None."""
@@ -430,8 +464,12 @@ default='all'
         posterior = None
         if self.beta == "posterior":
             posterior = self._beta_posterior(s, w, plan, features, seed_linkages, progress)
-            self.beta_ = float(posterior.betas[posterior.mode[0]])
-            self.beta_grid_, self.beta_posterior_ = posterior.betas, posterior.probabilities
+            self.beta_ = posterior.beta_of(posterior.mode[0])
+            self.beta_grid_, self.beta_posterior_ = posterior.betas, posterior.beta_probabilities
+            if posterior.alphas is not None:
+                self.alpha_ = posterior.alpha_of(posterior.mode[0])
+                self.alpha_grid_ = posterior.alphas
+                self.alpha_posterior_ = posterior.alpha_probabilities
         del s
         self.affinity_matrix_ = w
         self.model_ = CorrelationClusteringModel(beta=self.beta_, alpha=self.alpha_).fit(w)

@@ -51,7 +51,7 @@ def load_tumour_subset(n_per_class=6, random_state=0):
 
 def make_wishart_blocks(n_samples=200, n_blocks=3, dof=300, scale=2.0, theta=0.05,
                         proportions="dirichlet", offset=40.0, dtype=np.float64,
-                        return_features=False, random_state=None):
+                        return_features=False, labels=None, random_state=None):
     """Squared distances of the "normal clusters" benchmark of Adametz & Roth (2011, §4).
 
     Rows of ``X = offset + sqrt(scale) (E + sqrt(theta) U[z])`` with ``E`` and
@@ -60,10 +60,17 @@ def make_wishart_blocks(n_samples=200, n_blocks=3, dof=300, scale=2.0, theta=0.0
     ``S = X X^T / d``: ``D_ij = ||x_i - x_j||^2 / d``. Mean within-block
     distance ``2 scale``, between blocks ``2 scale (1 + theta)``.
 
+    The blocks are drawn with ``Dirichlet(1, ..., 1)`` proportions, which is
+    :class:`~sklearn_trellis.FastTIWD`'s prior with ``n_blocks=k, alpha=k``,
+    or uniformly; ``labels`` gives them instead (for instance a CRP(1)
+    partition, :class:`~sklearn_trellis.FastTIWD`'s default prior, to draw
+    data from the model the defaults assume).
+
     Parameters
     ----------
     n_samples : int, default=200
     n_blocks : int, default=3
+        Ignored when ``labels`` is given.
     dof : int, default=300
         Dimension ``d`` (the Wishart degrees of freedom).
     scale : float, default=2.0
@@ -72,7 +79,7 @@ def make_wishart_blocks(n_samples=200, n_blocks=3, dof=300, scale=2.0, theta=0.0
         The paper's ``15 / d``.
     proportions : {'dirichlet', 'uniform'}, default='dirichlet'
         Block labels drawn with ``Dirichlet(1, ..., 1)`` proportions (unequal
-        blocks) or uniformly.
+        blocks) or uniformly. Ignored when ``labels`` is given.
     offset : float, default=40.0
         Common mean, which the distances do not see.
     dtype : {np.float64, np.float32}, default=np.float64
@@ -83,6 +90,10 @@ def make_wishart_blocks(n_samples=200, n_blocks=3, dof=300, scale=2.0, theta=0.0
         ``W_d(Sigma_B) / d``, the Wishart block model of
         :class:`~sklearn_trellis.FastTIWD` with no translation to undo (fit them with
         ``metric='sqeuclidean', normalization='none'``). A copy of ``n x d`` floats.
+    labels : array-like of shape (n_samples,) of int, default=None
+        The block of each object (any integers: equal values share a block),
+        instead of drawing them; ``target`` is then these blocks numbered
+        ``0..K-1``. The rest of the draw uses ``random_state`` as without it.
     random_state : int, RandomState instance or None, default=None
 
     Returns
@@ -99,13 +110,19 @@ def make_wishart_blocks(n_samples=200, n_blocks=3, dof=300, scale=2.0, theta=0.0
     ((50, 50), (50,))
     """
     rng = check_random_state(random_state)
-    if proportions == "dirichlet":
-        weights = rng.dirichlet(np.ones(n_blocks))
-    elif proportions == "uniform":
-        weights = np.full(n_blocks, 1.0 / n_blocks)
-    else:
+    if proportions not in ("dirichlet", "uniform"):
         raise ValueError(f"proportions must be 'dirichlet' or 'uniform', got {proportions!r}.")
-    target = rng.choice(n_blocks, size=n_samples, p=weights)
+    if labels is not None:
+        labels = np.asarray(labels)
+        if labels.shape != (n_samples,) or not np.issubdtype(labels.dtype, np.integer):
+            raise ValueError(f"labels must hold {n_samples} integers (one block per object), "
+                             f"got an array of shape {labels.shape} and dtype {labels.dtype}.")
+        target = np.unique(labels, return_inverse=True)[1].ravel()
+        n_blocks = int(target.max()) + 1 if n_samples else 0
+    else:
+        weights = (rng.dirichlet(np.ones(n_blocks)) if proportions == "dirichlet"
+                   else np.full(n_blocks, 1.0 / n_blocks))
+        target = rng.choice(n_blocks, size=n_samples, p=weights)
     centres = rng.standard_normal((n_blocks, dof))
     X = offset + np.sqrt(scale) * (rng.standard_normal((n_samples, dof))
                                    + np.sqrt(theta) * centres[target])

@@ -27,6 +27,13 @@ marginals, the number of clusters, the new-item predictive density, and draws.
 Grid values whose weight is below ``1e-16`` of the largest are dropped before
 their trellis is kept (their whole mass is below double precision); the weights
 of the others are renormalised.
+
+The Ewens concentration ``alpha`` can be summed out the same way
+(``alpha_prior=(shape, rate)``): a second grid, ``log alpha`` from -5 to 3 in
+steps of 1/2 (:data:`LOG_ALPHA_GRID`), under the Gamma prior taken on it
+(:func:`alpha_grid_log_prior`); every pair ``(alpha_i, beta_k)`` is one trellis
+fit, weighed by ``p(alpha_i) p(beta_k) p(W | alpha_i, beta_k)``. The grid
+points are numbered ``i * n_beta + k``.
 """
 
 from dataclasses import dataclass, field
@@ -45,6 +52,9 @@ LOG_B_GRID = tuple(np.round(np.arange(-4.0, 6.0 + 1e-9, 0.25), 2))
 
 #: Scale of the half-normal prior on ``b sd`` (the module docstring).
 PRIOR_SCALE = 4.0
+
+#: The grid of ``log alpha`` when ``alpha`` is summed out too: -5 to 3 in steps of 1/2.
+LOG_ALPHA_GRID = tuple(np.round(np.arange(-5.0, 3.0 + 1e-9, 0.5), 2))
 
 #: Grid values with ``log weight`` below the largest's minus this are dropped (1e-16).
 NEGLIGIBLE_LOG_WEIGHT = 16.0 * np.log(10.0)
@@ -68,6 +78,23 @@ def grid_log_prior(log_b_grid=LOG_B_GRID, scale=PRIOR_SCALE):
     return log_density - logsumexp(log_density)
 
 
+def alpha_grid_log_prior(alpha_prior, log_alpha_grid=LOG_ALPHA_GRID):
+    """A ``Gamma(shape, rate)`` prior on ``alpha`` taken on the grid of ``log alpha``: its
+    density times the Jacobian ``alpha``, normalised (log probabilities summing to one).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> p = np.exp(alpha_grid_log_prior((1.0, 1.0)))
+    >>> round(float(p.sum()), 12), int(np.argmax(p)) == LOG_ALPHA_GRID.index(0.0)
+    (1.0, True)
+    """
+    shape, rate = alpha_prior
+    grid = np.asarray(log_alpha_grid, dtype=np.float64)
+    log_density = shape * grid - rate * np.exp(grid)   # (shape - 1) log a - rate a + log a
+    return log_density - logsumexp(log_density)
+
+
 def grid_betas(shifted, log_b_grid=LOG_B_GRID):
     """The grid's ``beta`` values (``b / 2``) for the shifted affinities ``w'``.
 
@@ -86,22 +113,30 @@ def grid_betas(shifted, log_b_grid=LOG_B_GRID):
 
 @dataclass
 class BetaPosterior:
-    """The posterior over the grid of ``beta`` and the fitted trellises of its support.
+    """The posterior over the grid of ``beta`` (and of ``alpha``, when it is summed out
+    too) and the fitted trellises of its support.
+
+    Grid points are numbered ``i * n_beta + k`` for ``(alpha_i, beta_k)`` (just ``k``
+    with a fixed ``alpha``).
 
     Attributes
     ----------
-    betas : ndarray of shape (n_grid,)
-        The grid.
-    log_prior : ndarray of shape (n_grid,)
-        ``log p(beta_k)`` (:func:`grid_log_prior`).
-    log_evidences : ndarray of shape (n_grid,)
-        ``log p(W | beta_k)`` at the maximising noise variance.
-    probabilities : ndarray of shape (n_grid,)
-        ``p(beta_k | W)`` (zero where dropped as negligible).
+    betas : ndarray of shape (n_beta,)
+        The grid of ``beta``.
+    alphas : ndarray of shape (n_alpha,) or None
+        The grid of ``alpha`` summed over, or None (``alpha`` fixed).
+    log_prior : ndarray of shape (n_alpha * n_beta,)
+        ``log p(alpha_i) + log p(beta_k)`` (:func:`alpha_grid_log_prior`,
+        :func:`grid_log_prior`).
+    log_evidences : ndarray of shape (n_alpha * n_beta,)
+        ``log p(W | alpha_i, beta_k)`` at the maximising noise variance.
+    probabilities : ndarray of shape (n_alpha * n_beta,)
+        ``p(alpha_i, beta_k | W)`` (zero where dropped as negligible).
     log_evidence : float
-        ``log sum_k p(beta_k) p(W | beta_k)``, the evidence with ``beta`` summed out.
+        ``log sum p(alpha_i) p(beta_k) p(W | alpha_i, beta_k)``, the evidence with
+        ``beta`` (and ``alpha``) summed out.
     components : list of (index, model, trellis, noise_variance)
-        The grid values kept, with their fitted model and trellis.
+        The grid points kept, with their fitted model and trellis.
     """
 
     betas: np.ndarray
@@ -110,11 +145,34 @@ class BetaPosterior:
     probabilities: np.ndarray
     log_evidence: float
     components: list = field(repr=False)
+    alphas: np.ndarray = None
 
     @property
     def mode(self):
         """The kept component of largest posterior probability."""
         return max(self.components, key=lambda c: self.probabilities[c[0]])
+
+    def _grid_probabilities(self):
+        """``p(alpha_i, beta_k | W)`` as an ``(n_alpha, n_beta)`` table (one row if fixed)."""
+        return self.probabilities.reshape(-1, self.betas.size)
+
+    @property
+    def beta_probabilities(self):
+        """``p(beta_k | W)``, ``alpha`` summed out when it is."""
+        return self._grid_probabilities().sum(axis=0)
+
+    @property
+    def alpha_probabilities(self):
+        """``p(alpha_i | W)`` (None when ``alpha`` is fixed)."""
+        return None if self.alphas is None else self._grid_probabilities().sum(axis=1)
+
+    def beta_of(self, index):
+        """The ``beta`` of grid point ``index``."""
+        return float(self.betas[index % self.betas.size])
+
+    def alpha_of(self, index):
+        """The ``alpha`` of grid point ``index`` (None when ``alpha`` is fixed)."""
+        return None if self.alphas is None else float(self.alphas[index // self.betas.size])
 
     @property
     def _weights(self):
@@ -165,16 +223,21 @@ class BetaPosterior:
         return logsumexp(np.vstack(terms), axis=0)
 
 
-def beta_posterior(shifted, *, alpha=None, family=None, max_items=22,
-                   log_b_grid=LOG_B_GRID, progress=SILENT):
-    """Fit the trellis at every grid value of ``beta`` and weigh them by the evidence.
+def beta_posterior(shifted, *, alpha=None, alpha_prior=None, family=None, max_items=22,
+                   log_b_grid=LOG_B_GRID, log_alpha_grid=LOG_ALPHA_GRID, progress=SILENT):
+    """Fit the trellis at every grid value of ``beta`` (and ``alpha``) and weigh them by
+    the evidence.
 
     Parameters
     ----------
     shifted : ndarray of shape (N, N)
         The shifted affinities ``w' = w - c`` (diagonal ignored; ``N >= 3``).
     alpha : float or None, default=None
-        The partition prior (``None``: uniform; else Ewens' concentration).
+        The partition prior (``None``: uniform; else Ewens' concentration), when
+        ``alpha_prior`` is None.
+    alpha_prior : (shape, rate) or None, default=None
+        Sum the Ewens concentration out too, under this Gamma prior taken on
+        ``log_alpha_grid`` (:func:`alpha_grid_log_prior`); ``alpha`` must then be None.
     family : ClusterFamily, optional
         Fit the sparse trellis over this family instead of the exact trellis
         (each quantity is then the family's).
@@ -182,6 +245,8 @@ def beta_posterior(shifted, *, alpha=None, family=None, max_items=22,
         The exact trellis's limit.
     log_b_grid : sequence of float, default=LOG_B_GRID
         The grid of ``log(b sd)``; the prior on it is :func:`grid_log_prior`.
+    log_alpha_grid : sequence of float, default=LOG_ALPHA_GRID
+        The grid of ``log alpha`` (with ``alpha_prior``).
     progress : Progress, default=SILENT
 
     Returns
@@ -198,20 +263,32 @@ def beta_posterior(shifted, *, alpha=None, family=None, max_items=22,
     1.0
     >>> posterior.pairwise_marginals().shape
     (8, 8)
+    >>> both = beta_posterior(data.affinity, alpha_prior=(1.0, 1.0))
+    >>> both.probabilities.shape, both.alpha_probabilities.shape
+    ((697,), (17,))
     """
     n = shifted.shape[0]
     if n < 3:
         raise ValueError(f"Averaging over beta needs at least 3 items (got {n}): one pair's "
                          "affinity is fitted exactly, with no noise left.")
+    if alpha_prior is not None and alpha is not None:
+        raise ValueError("Give alpha (fixed) or alpha_prior (alpha summed out), not both.")
     betas = grid_betas(shifted, log_b_grid)
-    log_prior = grid_log_prior(log_b_grid)
+    if alpha_prior is None:
+        alphas, alpha_values, log_prior = None, [alpha], grid_log_prior(log_b_grid)
+    else:
+        alphas = np.exp(np.asarray(log_alpha_grid, dtype=np.float64))
+        alpha_values = [float(a) for a in alphas]
+        log_prior = (alpha_grid_log_prior(alpha_prior, log_alpha_grid)[:, None]
+                     + grid_log_prior(log_b_grid)[None, :]).ravel()
     n_pairs, _, sum_sq = pair_moments(shifted)
-    log_evidences = np.empty(betas.size)
-    log_joint = np.full(betas.size, -np.inf)
+    log_evidences = np.empty(log_prior.size)
+    log_joint = np.full(log_prior.size, -np.inf)
     kept, best = [], -np.inf
     one_trellis = EXACT_BYTES_PER_SUBSET * (1 << n) if family is None else 0
-    for k, beta in enumerate(betas):
-        model = CorrelationClusteringModel(beta=float(beta), alpha=alpha).fit(shifted)
+    grid = [(a, b) for a in alpha_values for b in betas]
+    for k, (alpha_k, beta) in enumerate(grid):
+        model = CorrelationClusteringModel(beta=float(beta), alpha=alpha_k).fit(shifted)
         trellis = fit_flat_trellis(model, family, max_items=max_items)
         variance = noise_variance(2.0 * beta, n_pairs, sum_sq)
         log_evidences[k] = log_evidence(trellis, model, shifted, variance)
@@ -224,15 +301,15 @@ def beta_posterior(shifted, *, alpha=None, family=None, max_items=22,
                          f"{len(kept) + 1} exact trellises of beta's posterior",
                          way_out="Give beta a value, or use beta='auto'.")
             kept.append((k, model, trellis, variance))
-        progress.update(k + 1, betas.size, "values of beta")
+        progress.update(k + 1, len(grid), "grid values")
     log_total = float(logsumexp(log_joint[[c[0] for c in kept]]))
-    probabilities = np.zeros(betas.size)
+    probabilities = np.zeros(log_prior.size)
     for c in kept:
         probabilities[c[0]] = np.exp(log_joint[c[0]] - log_total)
     return BetaPosterior(betas=betas, log_prior=log_prior, log_evidences=log_evidences,
                          probabilities=probabilities, log_evidence=float(logsumexp(log_joint)),
-                         components=kept)
+                         components=kept, alphas=alphas)
 
 
-__all__ = ["BetaPosterior", "LOG_B_GRID", "PRIOR_SCALE", "beta_posterior", "grid_betas",
-           "grid_log_prior"]
+__all__ = ["BetaPosterior", "LOG_ALPHA_GRID", "LOG_B_GRID", "PRIOR_SCALE",
+           "alpha_grid_log_prior", "beta_posterior", "grid_betas", "grid_log_prior"]

@@ -1,6 +1,8 @@
-"""make_wishart_blocks: the feature rows it returns are the rows behind its distances."""
+"""make_wishart_blocks: the feature rows it returns are the rows behind its distances; given
+blocks (``labels``)."""
 
 import numpy as np
+import pytest
 from sklearn.metrics import pairwise_distances
 
 from sklearn_trellis.datasets import make_wishart_blocks
@@ -24,3 +26,28 @@ def test_features_give_the_distances_and_the_block_covariance():
 
 def test_features_are_not_returned_by_default():
     assert "features" not in make_wishart_blocks(n_samples=10, random_state=0)
+
+
+def test_given_labels_are_the_blocks():
+    labels = np.repeat([7, -2, 5], [4, 10, 6])
+    data = make_wishart_blocks(n_samples=20, dof=4000, theta=1.0, labels=labels,
+                               random_state=0)
+    np.testing.assert_array_equal(data.target, np.repeat([2, 0, 1], [4, 10, 6]))
+    # mean squared distance 2 scale inside a block, 2 scale (1 + theta) across
+    same = data.target[:, None] == data.target[None, :]
+    off = ~np.eye(20, dtype=bool)
+    assert abs(data.distances[same & off].mean() - 2 * data.scale) < 0.1
+    assert abs(data.distances[~same].mean() - 2 * data.scale * 2.0) < 0.2
+
+
+def test_drawn_blocks_are_unchanged_by_the_labels_option():
+    # the labels option must not move the random stream of the default draw
+    data = make_wishart_blocks(n_samples=12, dof=5, random_state=3)
+    np.testing.assert_array_equal(data.target, [1, 2, 2, 0, 0, 0, 1, 0, 1, 1, 0, 1])
+
+
+def test_bad_labels_are_refused():
+    with pytest.raises(ValueError, match="labels must hold 5 integers"):
+        make_wishart_blocks(n_samples=5, labels=[0, 1, 0])
+    with pytest.raises(ValueError, match="labels must hold 5 integers"):
+        make_wishart_blocks(n_samples=5, labels=[0.5, 1, 0, 1, 1])

@@ -1,4 +1,5 @@
-"""``ExactCorrelationClustering(beta='posterior')``: beta summed out over a grid prior.
+"""``ExactCorrelationClustering(beta='posterior')``: beta (and with ``alpha='posterior'``
+alpha) summed out over a grid prior.
 
 The grid posterior, the evidence and every averaged probability against
 enumeration of all partitions x the grid (tests/oracles.py), draws against
@@ -13,7 +14,7 @@ from oracles import (cluster_probability, gaussian_pair_beta_grid_log_joints,
                      gaussian_pair_log_joint, set_partitions, together_probability)
 from sklearn_trellis import ExactCorrelationClustering
 from sklearn_trellis.datasets import make_gaussian_pairs
-from sklearn_trellis.engines.beta_posterior import LOG_B_GRID, beta_posterior
+from sklearn_trellis.engines.beta_posterior import LOG_ALPHA_GRID, LOG_B_GRID, beta_posterior
 
 
 def grid_prior(w, betas):
@@ -143,3 +144,87 @@ def test_alpha_auto_is_learned_then_beta_summed_out():
     assert isinstance(est.alpha_, float) and est.alpha_ > 0
     partitions, p_beta, p_pi, _ = brute_force(w, est.beta_grid_, est.alpha_)
     np.testing.assert_allclose(est.beta_posterior_, p_beta, atol=1e-12)
+
+
+def alpha_grid_prior(alphas, shape=1.0, rate=1.0):
+    """The Gamma(shape, rate) prior on ``alpha`` taken on its logarithmic grid, from its
+    definition: density times ``alpha`` (the Jacobian), normalised."""
+    alphas = np.asarray(alphas)
+    density = alphas ** (shape - 1.0) * np.exp(-rate * alphas) * alphas
+    return density / density.sum()
+
+
+def brute_force_alpha_beta(w, alphas, betas, alpha_prior=(1.0, 1.0)):
+    """``(partitions, p(alpha_i, beta_k | W), p(pi | W), log p(W))`` by enumeration of
+    all partitions x the two grids."""
+    partitions = set_partitions(w.shape[0])
+    with np.errstate(divide="ignore"):   # prior weights below double precision
+        log_beta_prior = np.log(grid_prior(w, betas))
+    log_alpha_prior = np.log(alpha_grid_prior(alphas, *alpha_prior))
+    joints = np.array([gaussian_pair_beta_grid_log_joints(partitions, w, betas, alpha)
+                       + log_beta_prior[:, None] + log_a
+                       for alpha, log_a in zip(alphas, log_alpha_prior)])
+    log_total = logsumexp(joints)
+    return (partitions, np.exp(logsumexp(joints, axis=2) - log_total),
+            np.exp(logsumexp(joints, axis=(0, 1)) - log_total), log_total)
+
+
+@pytest.mark.parametrize("n, seed, beta, alpha_prior", [(4, 0, 0.25, (1.0, 1.0)),
+                                                        (5, 1, 0.5, (2.0, 0.5))])
+def test_alpha_summed_out_matches_enumeration(n, seed, beta, alpha_prior):
+    w = affinities(n, seed, beta)
+    est = ExactCorrelationClustering(beta="posterior", alpha="posterior",
+                                     alpha_prior=alpha_prior, affinity="precomputed").fit(w)
+    np.testing.assert_allclose(np.log(est.alpha_grid_), LOG_ALPHA_GRID, atol=1e-12)
+    partitions, p_grid, p_pi, log_evidence = brute_force_alpha_beta(
+        w, est.alpha_grid_, est.beta_grid_, alpha_prior)
+    np.testing.assert_allclose(est.alpha_posterior_, p_grid.sum(axis=1), atol=1e-12)
+    np.testing.assert_allclose(est.beta_posterior_, p_grid.sum(axis=0), atol=1e-12)
+    assert est.log_evidence_ == pytest.approx(log_evidence, abs=1e-9)
+    mode = np.unravel_index(np.argmax(p_grid), p_grid.shape)
+    assert (est.alpha_, est.beta_) == (est.alpha_grid_[mode[0]], est.beta_grid_[mode[1]])
+    same = partitions[:, :, None] == partitions[:, None, :]
+    np.testing.assert_allclose(est.pairwise_marginals_, np.tensordot(p_pi, same, axes=1),
+                               atol=1e-12)
+    counts = np.array([len(set(p)) for p in partitions])
+    np.testing.assert_allclose(est.n_clusters_distribution_,
+                               np.bincount(counts, weights=p_pi, minlength=n + 1)[1:],
+                               atol=1e-12)
+    for subset in ([0, 1], list(range(n))):
+        assert est.together_marginal(subset) == pytest.approx(
+            together_probability(partitions, p_pi, subset), abs=1e-12)
+
+
+def test_alpha_summed_out_score_samples_match_enumeration():
+    """``log p(w_x | W) = log sum_{i,k} p(alpha_i, beta_k | W) p(w_x | W, alpha_i, beta_k)``."""
+    n = 3
+    w = affinities(n + 1, 9)
+    est = ExactCorrelationClustering(beta="posterior", alpha="posterior",
+                                     affinity="precomputed").fit(w[:n, :n])
+    _, p_grid, _, _ = brute_force_alpha_beta(w[:n, :n], est.alpha_grid_, est.beta_grid_)
+    partitions = set_partitions(n + 1)
+    terms = [(i, k, alpha, beta) for i, alpha in enumerate(est.alpha_grid_)
+             for k, beta in enumerate(est.beta_grid_) if p_grid[i, k] > 0]
+    want = []
+    mean_sq = np.mean(w[:n, :n][np.triu_indices(n, 1)] ** 2)
+    for i, k, alpha, beta in terms:
+        b = 2.0 * beta
+        variance = 2.0 * mean_sq / (1.0 + np.sqrt(1.0 + b * b * mean_sq))
+        joint = gaussian_pair_log_joint(partitions, w, beta * variance, -beta * variance,
+                                        variance, alpha)
+        marginal = gaussian_pair_log_joint(partitions, w, beta * variance, -beta * variance,
+                                           variance, alpha, n_scored=n)
+        want.append(np.log(p_grid[i, k]) + logsumexp(joint) - logsumexp(marginal))
+    assert est.score_samples(w[n:, :n])[0] == pytest.approx(logsumexp(want), abs=1e-9)
+
+
+def test_alpha_summed_out_refusals():
+    w = affinities(4, 7)
+    with pytest.raises(ValueError, match="needs beta='posterior'"):
+        ExactCorrelationClustering(beta="auto", alpha="posterior",
+                                   affinity="precomputed").fit(w)
+    with pytest.raises(ValueError, match="needs a prior on alpha"):
+        ExactCorrelationClustering(beta="posterior", alpha="posterior", alpha_prior=None,
+                                   affinity="precomputed").fit(w)
+    with pytest.raises(ValueError, match="not both"):
+        beta_posterior(w, alpha=1.0, alpha_prior=(1.0, 1.0))
