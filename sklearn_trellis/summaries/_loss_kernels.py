@@ -26,6 +26,12 @@ VI (``VI.lb``, natural log)::
     VI.lb(c) = (1/n) sum_i [log |c(i)| + log sum_j P_ij - 2 log sum_{j in c(i)} P_ij].
 
 A candidate's slot ``k`` is a cluster of ``labels`` (``-1``: not allocated).
+
+The kernels that depend on the loss are templates compiled per loss
+(:func:`loss_kernels`): they branch on the bound constant ``KIND``, and numba
+drops the branches of the other losses before typing them, so a fit that needs
+one loss compiles that loss's code only (DPMixture's default VI search: about a
+third less compilation than a kernel holding all eight losses).
 """
 
 import math
@@ -33,6 +39,7 @@ import math
 import numpy as np
 from numba import njit
 
+from .._core.specialise import specialise, template
 from ._kernels import xlogx_table
 
 BINDER = 0
@@ -56,22 +63,22 @@ def _omari(both, in_a, in_b, n_pairs):
     return 1.0 - (both - expected) / (maximum - expected)
 
 
-@njit(cache=True)
-def cm_loss(kind, m, sex, sep, stx, stp, sjx, sjp, a, b):
+@template
+def cm_loss(m, sex, sep, stx, stp, sjx, sjp, a, b):
     """Loss of the estimate against one sample from the six contingency sums."""
-    if kind == BINDER:
+    if KIND == BINDER:
         return a * (stp - sjp) + b * (sep - sjp)
     if m <= 0:
         return 0.0
-    if kind == VI:
+    if KIND == VI:
         return (a * stx + (2.0 - a) * sex - 2.0 * sjx) / m
-    if kind == OMARI:
+    if KIND == OMARI:
         return _omari(sjp, stp, sep, 0.5 * m * (m - 1.0))
     log_m = math.log(m)
     h_e = max(log_m - sex / m, 0.0)
     h_t = max(log_m - stx / m, 0.0)
     h_j = max(log_m - sjx / m, 0.0)
-    if kind == NVI:
+    if KIND == NVI:
         if h_j <= 1e-15:
             return 0.0
         return min(max((2.0 * h_j - h_e - h_t) / h_j, 0.0), 1.0)
@@ -81,8 +88,8 @@ def cm_loss(kind, m, sex, sep, stx, stp, sjx, sjp, a, b):
     return min(max((h_j - min(h_e, h_t)) / top, 0.0), 1.0)
 
 
-@njit(cache=True, nogil=True)
-def cm_losses(candidates, samples, kind, a, b):
+@template(nogil=True)
+def cm_losses(candidates, samples, a, b):
     """(C, T) losses of each candidate (labels ``0..K-1``) against each sample."""
     n_candidates, n = candidates.shape
     n_samples = samples.shape[0]
@@ -130,12 +137,12 @@ def cm_losses(candidates, samples, kind, a, b):
                     stx += xl[v]
                     stp += 0.5 * v * (v - 1.0)
                     block_sizes[blk] = 0
-            out[r, t] = cm_loss(kind, float(n), sex, sep, stx, stp, sjx, sjp, a, b)
+            out[r, t] = cm_loss(float(n), sex, sep, stx, stp, sjx, sjp, a, b)
     return out
 
 
-@njit(cache=True, nogil=True)
-def psm_losses(candidates, pairwise, kind, a, b):
+@template(nogil=True)
+def psm_losses(candidates, pairwise, a, b):
     """Pairwise-loss value of each candidate (labels ``0..K-1``) given ``P``."""
     n_candidates, n = candidates.shape
     out = np.zeros(n_candidates)
@@ -161,20 +168,20 @@ def psm_losses(candidates, pairwise, kind, a, b):
                     if j > i:
                         together += 1.0
                         weighted += pairwise[i, j]
-            if kind == VI_LB:
+            if KIND == VI_LB:
                 value += math.log(size) + math.log(row_sums[i]) - 2.0 * math.log(mass)
-        if kind == BINDER_PSM:
+        if KIND == BINDER_PSM:
             out[r] = a * total + b * together - (a + b) * weighted
-        elif kind == OMARI_APPROX:
+        elif KIND == OMARI_APPROX:
             out[r] = _omari(weighted, total, together, 0.5 * n * (n - 1.0))
         else:
             out[r] = value / n
     return out
 
 
-@njit(cache=True)
-def _update(kind, i, k, delta, labels, sizes, counts, samples_t, block_counts, stats,
-            pairwise, mass, xl):
+@template
+def _update(i, k, delta, labels, sizes, counts, samples_t, block_counts, stats, pairwise,
+            mass, xl):
     """Add (``delta = 1``) or remove (``-1``) element ``i`` to/from slot ``k``.
 
     ``stats`` = [m, SEx, SEp, (contingency: per sample STx, STp, SJx, SJp
@@ -190,7 +197,7 @@ def _update(kind, i, k, delta, labels, sizes, counts, samples_t, block_counts, s
     sign = 1.0 if delta > 0 else -1.0
     stats[0, 1] += sign * (xl[size + 1] - xl[size])
     stats[0, 2] += sign * size
-    if kind < N_CONTINGENCY_KINDS:
+    if KIND < N_CONTINGENCY_KINDS:
         for t in range(samples_t.shape[1]):
             blk = samples_t[i, t]
             if delta < 0:
@@ -221,8 +228,8 @@ def _update(kind, i, k, delta, labels, sizes, counts, samples_t, block_counts, s
         sizes[k] += 1
 
 
-@njit(cache=True)
-def _costs(kind, i, labels, sizes, n_slots, counts, samples_t, block_counts, stats,
+@template
+def _costs(i, labels, sizes, n_slots, counts, samples_t, block_counts, stats,
            pairwise, mass, xl, a, b, out, scratch):
     """Loss (up to a constant common to all slots) if ``i`` joins each slot.
 
@@ -231,7 +238,7 @@ def _costs(kind, i, labels, sizes, n_slots, counts, samples_t, block_counts, sta
     """
     n = labels.shape[0]
     m = stats[0, 0] + 1.0
-    if kind == BINDER or kind == VI:
+    if KIND == BINDER or KIND == VI:
         # linear in the sums: only the estimate's terms differ between slots
         n_samples = samples_t.shape[1]
         row = samples_t[i]
@@ -241,7 +248,7 @@ def _costs(kind, i, labels, sizes, n_slots, counts, samples_t, block_counts, sta
                 continue
             counts_k = counts[k]
             cross = 0.0
-            if kind == BINDER:
+            if KIND == BINDER:
                 for t in range(n_samples):
                     cross += counts_k[t, row[t]]
                 out[k] = b * size - (a + b) * cross / n_samples
@@ -251,7 +258,7 @@ def _costs(kind, i, labels, sizes, n_slots, counts, samples_t, block_counts, sta
                     cross += xl[u + 1] - xl[u]
                 out[k] = (2.0 - a) * (xl[size + 1] - xl[size]) - 2.0 * cross / n_samples
         return 0.0
-    if kind < N_CONTINGENCY_KINDS:
+    if KIND < N_CONTINGENCY_KINDS:
         n_samples = samples_t.shape[1]
         # the reference side gains i whatever slot it joins
         for t in range(n_samples):
@@ -260,7 +267,7 @@ def _costs(kind, i, labels, sizes, n_slots, counts, samples_t, block_counts, sta
             scratch[t, 1] = stats[1 + t, 1] + v
         new = 0.0
         for t in range(n_samples):
-            new += cm_loss(kind, m, stats[0, 1], stats[0, 2], scratch[t, 0], scratch[t, 1],
+            new += cm_loss(m, stats[0, 1], stats[0, 2], scratch[t, 0], scratch[t, 1],
                            stats[1 + t, 2], stats[1 + t, 3], a, b)
         for k in range(n_slots):
             size = sizes[k]
@@ -271,7 +278,7 @@ def _costs(kind, i, labels, sizes, n_slots, counts, samples_t, block_counts, sta
             total = 0.0
             for t in range(n_samples):
                 u = counts[k, t, samples_t[i, t]]
-                total += cm_loss(kind, m, sex, sep, scratch[t, 0], scratch[t, 1],
+                total += cm_loss(m, sex, sep, scratch[t, 0], scratch[t, 1],
                                  stats[1 + t, 2] + xl[u + 1] - xl[u], stats[1 + t, 3] + u,
                                  a, b)
             out[k] = total / n_samples
@@ -288,13 +295,13 @@ def _costs(kind, i, labels, sizes, n_slots, counts, samples_t, block_counts, sta
         p = pairwise[i, j]
         row_mass += p
         scratch[k, 0] += p
-        if kind == VI_LB:
+        if KIND == VI_LB:
             out[k] -= 2.0 * (math.log(mass[j] + p) - math.log(mass[j]))
-    if kind == BINDER_PSM:
+    if KIND == BINDER_PSM:
         for k in range(n_slots):
             out[k] = b * sizes[k] - (a + b) * scratch[k, 0]
         return 0.0
-    if kind == VI_LB:
+    if KIND == VI_LB:
         for k in range(n_slots):
             size = sizes[k]
             if size > 0:
@@ -333,20 +340,20 @@ def _choose(sizes, n_slots, costs, new_cost, current, n_clusters, max_clusters):
     return best_slot
 
 
-@njit(cache=True)
-def _loss_value(kind, labels, sizes, stats, pairwise, mass, a, b):
+@template
+def _loss_value(labels, sizes, stats, pairwise, mass, a, b):
     """Loss of the allocated elements from the search state (``O(T)`` or ``O(n^2)``)."""
     m = stats[0, 0]
-    if kind < N_CONTINGENCY_KINDS:
+    if KIND < N_CONTINGENCY_KINDS:
         n_samples = stats.shape[0] - 1
         total = 0.0
         for t in range(n_samples):
-            total += cm_loss(kind, m, stats[0, 1], stats[0, 2], stats[1 + t, 0],
+            total += cm_loss(m, stats[0, 1], stats[0, 2], stats[1 + t, 0],
                              stats[1 + t, 1], stats[1 + t, 2], stats[1 + t, 3], a, b)
         return total / n_samples
-    if kind == BINDER_PSM:
+    if KIND == BINDER_PSM:
         return a * stats[1, 0] + b * stats[0, 2] - (a + b) * stats[1, 1]
-    if kind == OMARI_APPROX:
+    if KIND == OMARI_APPROX:
         return _omari(stats[1, 1], stats[1, 0], stats[0, 2], 0.5 * m * (m - 1.0))
     n = labels.shape[0]  # VI_LB
     value = 0.0
@@ -361,9 +368,9 @@ def _loss_value(kind, labels, sizes, stats, pairwise, mass, a, b):
     return value / m if m > 0 else 0.0
 
 
-@njit(cache=True, nogil=True)
-def greedy_search(kind, labels, order, pairwise, samples_t, n_sample_blocks, max_sweeps,
-                  max_clusters, a, b):
+@template(nogil=True)
+def greedy_search(labels, order, pairwise, samples_t, n_sample_blocks, max_sweeps, max_clusters,
+                  a, b):
     """SALSO-style search, in place on ``labels`` (``-1`` = not yet allocated).
 
     1. Sequential allocation: elements still at ``-1`` join, in ``order``, the
@@ -380,13 +387,13 @@ def greedy_search(kind, labels, order, pairwise, samples_t, n_sample_blocks, max
     """
     n = labels.shape[0]
     xl = xlogx_table(n + 2)
-    n_samples = samples_t.shape[1] if kind < N_CONTINGENCY_KINDS else 0
+    n_samples = samples_t.shape[1] if KIND < N_CONTINGENCY_KINDS else 0
     capacity = min(n, max(8, 2 * n_sample_blocks))
     for i in range(n):
         if labels[i] + 1 > capacity:
             capacity = labels[i] + 1
     sizes = np.zeros(n, np.int64)
-    if kind < N_CONTINGENCY_KINDS:
+    if KIND < N_CONTINGENCY_KINDS:
         counts = np.zeros((capacity, n_samples, n_sample_blocks), np.int32)
         block_counts = np.zeros((n_samples, n_sample_blocks), np.int32)
         stats = np.zeros((1 + n_samples, 4))
@@ -406,7 +413,7 @@ def greedy_search(kind, labels, order, pairwise, samples_t, n_sample_blocks, max
     n_clusters = np.int64(0)
     add = np.int64(1)
     remove = np.int64(-1)
-    if kind < N_CONTINGENCY_KINDS:
+    if KIND < N_CONTINGENCY_KINDS:
         # bulk start: count, then the sums from the tables (O(n T) increments)
         for i in range(n):
             k = preset[i]
@@ -440,8 +447,8 @@ def greedy_search(kind, labels, order, pairwise, samples_t, n_sample_blocks, max
             if preset[i] >= 0:
                 if sizes[preset[i]] == 0:
                     n_clusters += 1
-                _update(kind, i, preset[i], add, labels, sizes, counts, samples_t,
-                        block_counts, stats, pairwise, mass, xl)
+                _update(i, preset[i], add, labels, sizes, counts, samples_t, block_counts,
+                        stats, pairwise, mass, xl)
                 n_slots = max(n_slots, preset[i] + 1)
     for step in range(max_sweeps + 1):
         changed = False
@@ -450,11 +457,11 @@ def greedy_search(kind, labels, order, pairwise, samples_t, n_sample_blocks, max
             if step == 0 and current >= 0:
                 continue  # allocation pass: only the unallocated elements
             if current >= 0:
-                _update(kind, i, current, remove, labels, sizes, counts, samples_t, block_counts,
+                _update(i, current, remove, labels, sizes, counts, samples_t, block_counts,
                         stats, pairwise, mass, xl)
                 if sizes[current] == 0:
                     n_clusters -= 1
-            new_cost = _costs(kind, i, labels, sizes, n_slots, counts, samples_t,
+            new_cost = _costs(i, labels, sizes, n_slots, counts, samples_t,
                               block_counts, stats, pairwise, mass, xl, a, b, costs, scratch)
             slot = _choose(sizes, n_slots, costs, new_cost, current, n_clusters, max_clusters)
             if slot == n_slots:  # a new cluster: the first empty slot
@@ -463,7 +470,7 @@ def greedy_search(kind, labels, order, pairwise, samples_t, n_sample_blocks, max
                     slot += 1
                 if slot == n_slots:
                     n_slots += 1
-                if kind < N_CONTINGENCY_KINDS and slot >= counts.shape[0]:
+                if KIND < N_CONTINGENCY_KINDS and slot >= counts.shape[0]:
                     grown = np.zeros((min(n, 2 * counts.shape[0]), n_samples,
                                       n_sample_blocks), np.int32)
                     # loops: numba's slice copy compiles for seconds
@@ -474,14 +481,27 @@ def greedy_search(kind, labels, order, pairwise, samples_t, n_sample_blocks, max
                     counts = grown
             if sizes[slot] == 0:
                 n_clusters += 1
-            _update(kind, i, slot, add, labels, sizes, counts, samples_t, block_counts,
+            _update(i, slot, add, labels, sizes, counts, samples_t, block_counts,
                     stats, pairwise, mass, xl)
             changed |= slot != current
         if step > 0 and not changed:
             break
-    return labels, _loss_value(kind, labels, sizes, stats, pairwise, mass, a, b)
+    return labels, _loss_value(labels, sizes, stats, pairwise, mass, a, b)
 
 
-__all__ = ["cm_loss", "cm_losses", "psm_losses", "greedy_search", "BINDER",
-           "VI", "OMARI",
-           "NVI", "NID", "BINDER_PSM", "OMARI_APPROX", "VI_LB", "N_CONTINGENCY_KINDS"]
+def loss_kernels(kind):
+    """The kernels of one loss ``kind`` (``BINDER``, ``VI``, ...), compiled on first use.
+
+    Returns a namespace with ``cm_losses(candidates, samples, a, b)``,
+    ``psm_losses(candidates, pairwise, a, b)`` and ``greedy_search(labels, order,
+    pairwise, samples_t, n_sample_blocks, max_sweeps, max_clusters, a, b)`` (and
+    their helpers), each for that loss only; memoised, and cached on disk per loss.
+    """
+    kind = int(kind)
+    if not 0 <= kind <= VI_LB:
+        raise ValueError(f"Unknown loss kind {kind}.")
+    return specialise(globals(), {"KIND": kind})
+
+
+__all__ = ["loss_kernels", "BINDER", "VI", "OMARI", "NVI", "NID", "BINDER_PSM",
+           "OMARI_APPROX", "VI_LB", "N_CONTINGENCY_KINDS"]
