@@ -153,8 +153,9 @@ class Target:
         kernels = loss_kernels(kind)
         candidates = np.ascontiguousarray(candidates, dtype=np.int64)
         if kind < N_CONTINGENCY_KINDS:
-            return kernels.cm_losses(candidates, self.samples, float(a), float(b)).mean(axis=1)
-        return kernels.psm_losses(candidates, self.pairwise, float(a), float(b))
+            return kernels.cm_losses(candidates, self.samples, kind, float(a),
+                                     float(b)).mean(axis=1)
+        return kernels.psm_losses(candidates, self.pairwise, kind, float(a), float(b))
 
     def distinct_samples(self):
         """Distinct sampled partitions (canonical), most frequent first."""
@@ -235,12 +236,12 @@ def exhaustive_minimum(target, kind, a, b, max_clusters):
         rows, weights = _distinct_with_weights(target)
 
         def losses(candidates):
-            return kernels.cm_losses(candidates, rows, float(a), float(b)) @ weights
+            return kernels.cm_losses(candidates, rows, kind, float(a), float(b)) @ weights
     else:
         rows = np.zeros(0)
 
         def losses(candidates):
-            return kernels.psm_losses(candidates, target.pairwise, float(a), float(b))
+            return kernels.psm_losses(candidates, target.pairwise, kind, float(a), float(b))
     chunk = max(1, (1 << 22) // max(rows.shape[0], target.n))  # tables of 32 MiB at most
     best, best_value = 0, np.inf
     for start in range(0, partitions.shape[0], chunk):
@@ -263,8 +264,8 @@ def _one_run(kind, target, start, seed, loss, a, b, max_sweeps, max_clusters,
 
     def search(labels, sweeps):
         order = rng.permutation(n).astype(np.int64)
-        labels, value = greedy_search(labels, order, pairwise, samples_t, n_blocks, sweeps,
-                                      max_clusters, float(a), float(b))
+        labels, value = greedy_search(kind, labels, order, pairwise, samples_t, n_blocks,
+                                      sweeps, max_clusters, float(a), float(b))
         return first_appearance_labels(labels), value
 
     labels, value = search(np.asarray(start, np.int64).copy(), max_sweeps)
