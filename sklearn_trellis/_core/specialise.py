@@ -58,6 +58,8 @@ def templates_of(namespace):
 
 
 def _source_stamp(function):
+    if isinstance(function, (bool, int)):  # a constant the templates branch on
+        return repr(function)
     py_func = getattr(function, "py_func", function)
     try:
         path = inspect.getfile(py_func)
@@ -75,8 +77,11 @@ def specialise(namespace, bindings):
     ----------
     namespace : dict
         The ``globals()`` of the module that defines (or imports) the templates.
-    bindings : dict of str to numba dispatcher
-        The model's functions, under the names the templates call.
+    bindings : dict of str to numba dispatcher or int
+        The model's functions, under the names the templates call; or integer
+        constants the templates branch on (``if KIND == VI:``): numba prunes the
+        branches of the other values before typing, so each copy compiles only its
+        own code.
 
     Returns
     -------

@@ -33,7 +33,7 @@ from .._core.validation import check_option, check_scalar_param
 from ._input import as_sample_set, check_labels, relabel_rows, sample_major
 from ._kernels import cooccurrence_counts
 from ._loss_kernels import (BINDER, BINDER_PSM, N_CONTINGENCY_KINDS, NID, NVI, OMARI, OMARI_APPROX,
-                            VI, VI_LB, cm_losses, greedy_search, psm_losses)
+                            VI, VI_LB, loss_kernels)
 from .metrics import check_costs
 
 #: Loss names and their kernel kind; Binder switches to its pairwise form on ``P``.
@@ -150,10 +150,12 @@ class Target:
     def losses(self, candidates, loss, a=1.0, b=1.0):
         """Expected loss of each row of ``candidates`` (canonical labels ``0..K-1``)."""
         kind = self.kind(loss)
+        kernels = loss_kernels(kind)
         candidates = np.ascontiguousarray(candidates, dtype=np.int64)
         if kind < N_CONTINGENCY_KINDS:
-            return cm_losses(candidates, self.samples, kind, float(a), float(b)).mean(axis=1)
-        return psm_losses(candidates, self.pairwise, kind, float(a), float(b))
+            return kernels.cm_losses(candidates, self.samples, kind, float(a),
+                                     float(b)).mean(axis=1)
+        return kernels.psm_losses(candidates, self.pairwise, kind, float(a), float(b))
 
     def distinct_samples(self):
         """Distinct sampled partitions (canonical), most frequent first."""
@@ -229,16 +231,17 @@ def exhaustive_minimum(target, kind, a, b, max_clusters):
     """``(labels, value)``: the partition of smallest expected loss among all of them
     (at most ``max_clusters`` clusters; the first in lexicographic order among ties)."""
     partitions = set_partitions(target.n, max_clusters)
+    kernels = loss_kernels(kind)
     if kind < N_CONTINGENCY_KINDS:  # the distinct samples, weighted by their frequency
         rows, weights = _distinct_with_weights(target)
 
         def losses(candidates):
-            return cm_losses(candidates, rows, kind, float(a), float(b)) @ weights
+            return kernels.cm_losses(candidates, rows, kind, float(a), float(b)) @ weights
     else:
         rows = np.zeros(0)
 
         def losses(candidates):
-            return psm_losses(candidates, target.pairwise, kind, float(a), float(b))
+            return kernels.psm_losses(candidates, target.pairwise, kind, float(a), float(b))
     chunk = max(1, (1 << 22) // max(rows.shape[0], target.n))  # tables of 32 MiB at most
     best, best_value = 0, np.inf
     for start in range(0, partitions.shape[0], chunk):
@@ -257,6 +260,7 @@ def _one_run(kind, target, start, seed, loss, a, b, max_sweeps, max_clusters,
     samples_t = target.samples_t if kind < N_CONTINGENCY_KINDS else np.zeros((1, 1), np.int32)
     pairwise = target.pairwise if kind >= N_CONTINGENCY_KINDS else np.zeros((1, 1))
     n_blocks = target.n_sample_blocks if kind < N_CONTINGENCY_KINDS else 1
+    greedy_search = loss_kernels(kind).greedy_search
 
     def search(labels, sweeps):
         order = rng.permutation(n).astype(np.int64)
@@ -405,6 +409,7 @@ def point_estimate(samples_or_pairwise, loss="binder", *, a=1.0, b=1.0, method="
         target.samples_t
     else:
         target.pairwise
+    loss_kernels(kind)  # and the kernels' namespace
     runs = Parallel(n_jobs=n_jobs, prefer="threads")(
         delayed(_one_run)(kind, target, start, seed, loss, a, b, max_sweeps, max_clusters,
                           max_zealous_updates) for start, seed in zip(starts, seeds))

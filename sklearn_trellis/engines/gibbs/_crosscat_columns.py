@@ -42,7 +42,8 @@ def _open_view(slot, new_labels, k, alpha, labels, counts, n_clusters, alphas, s
     """View slot ``slot`` takes the row partition ``new_labels`` (``k`` clusters)."""
     stats, counts = grown(stats, counts, k + 1)
     old = n_clusters[slot]
-    labels[slot, :] = new_labels
+    for r in range(new_labels.size):   # a loop: a slice copy compiles numba's shape error
+        labels[slot, r] = new_labels[r]
     n_clusters[slot] = k
     fill_counts(slot, labels, counts, n_clusters, old)
     alphas[slot] = alpha
@@ -268,7 +269,9 @@ def resample_params(codes, grids, grid_log_prior, grid_sizes, params, view_of, n
             continue
         column_grid_scores(codes[j], grids[j], size, grid_log_prior[j], stats, j,
                            n_clusters[view_of[j]], scores)
-        params[j, :] = grids[j, sample_log_weights(scores, size)]
+        g = sample_log_weights(scores, size)
+        for p in range(params.shape[1]):   # a loop: a slice copy compiles numba's shape error
+            params[j, p] = grids[j, g, p]
 
 
 @njit(cache=True)

@@ -298,7 +298,10 @@ def scan_rows(v, rows, constants, codes, params, view_of, labels, counts, n_clus
                 if n_slots + 1 > stats.shape[1]:
                     stats, counts = grown(stats, counts, n_slots + 1)
                     bigger = np.empty((cols.size, stats.shape[1], stats.shape[2]))
-                    bigger[:, :cache.shape[1], :] = cache
+                    for c in range(cols.size):   # loops, not a slice copy
+                        for k2 in range(cache.shape[1]):
+                            for q in range(cache.shape[2]):
+                                bigger[c, k2, q] = cache[c, k2, q]
                     cache = bigger
                 _refresh(n_slots, cols, codes, params, stats, cache)
         _row_cells(i, k, 1.0, cols, codes, params, rows, constants, stats)
@@ -315,8 +318,9 @@ def scan_rows(v, rows, constants, codes, params, view_of, labels, counts, n_clus
                 counts[v, m] = counts[v, k]
                 counts[v, k] = 0
                 for c in range(cols.size):
-                    stats[cols[c], m, :] = stats[cols[c], k, :]
-                    stats[cols[c], k, :] = 0.0
+                    for q in range(stats.shape[2]):
+                        stats[cols[c], m, q] = stats[cols[c], k, q]
+                        stats[cols[c], k, q] = 0.0
             m += 1
     for i in range(n):
         lab[i] = index[lab[i]]
@@ -378,8 +382,10 @@ def split_merge_rows(v, n_proposals, rows, constants, codes, params, view_of, la
         for t in range(m - 1, 0, -1):
             s = np.random.randint(t + 1)
             items[t], items[s] = items[s], items[t]
-        for c in range(cols.size):
-            part[cols[c], :, :] = 0.0
+        for c in range(cols.size):   # loops, not slices: numba's slice assignment
+            for q in range(n_stats):   # compiles its shape-error message (~2 s)
+                part[cols[c], 0, q] = 0.0
+                part[cols[c], 1, q] = 0.0
         _row_cells(i, first, 1.0, cols, codes, params, rows, constants, part)
         _row_cells(j, second, 1.0, cols, codes, params, rows, constants, part)
         _refresh(first, cols, codes, params, part, cache)
@@ -389,10 +395,14 @@ def split_merge_rows(v, n_proposals, rows, constants, codes, params, view_of, la
         split = ci == cj
         for t in range(m):
             r = items[t]
-            w0 = math.log(sizes[0]) + _row_log_predictive(r, 0, cols, codes, params, rows,
-                                                          part, cache)
-            w1 = math.log(sizes[1]) + _row_log_predictive(r, 1, cols, codes, params, rows,
-                                                          part, cache)
+            w0 = w1 = 0.0
+            for h in range(2):   # one call site: the inlined cell-type dispatch compiles once
+                w = math.log(sizes[h]) + _row_log_predictive(r, h, cols, codes, params, rows,
+                                                             part, cache)
+                if h == 0:
+                    w0 = w
+                else:
+                    w1 = w
             top = max(w0, w1)
             log_norm = top + math.log(math.exp(w0 - top) + math.exp(w1 - top))
             if split:
@@ -414,8 +424,9 @@ def split_merge_rows(v, n_proposals, rows, constants, codes, params, view_of, la
                 k = n_clusters[v]
                 stats, counts = grown(stats, counts, k + 2)
                 for c in range(cols.size):
-                    stats[cols[c], ci, :] = part[cols[c], 0, :]
-                    stats[cols[c], k, :] = part[cols[c], 1, :]
+                    for q in range(n_stats):
+                        stats[cols[c], ci, q] = part[cols[c], 0, q]
+                        stats[cols[c], k, q] = part[cols[c], 1, q]
                 lab[j] = k
                 for t in range(m):
                     if side[t] == 1:
@@ -429,12 +440,14 @@ def split_merge_rows(v, n_proposals, rows, constants, codes, params, view_of, la
                    + _log_marginals(cols, codes, params, stats, cj)
                    + math.lgamma(counts[v, ci]) + math.lgamma(counts[v, cj]) + log_alpha)
             for c in range(cols.size):   # the merged blocks (statistics are additive)
-                part[cols[c], 0, :] += part[cols[c], 1, :]
+                for q in range(n_stats):
+                    part[cols[c], 0, q] += part[cols[c], 1, q]
             new = _log_marginals(cols, codes, params, part, first) + math.lgamma(size)
             if math.log(np.random.random()) < new - old + log_q:
                 last = n_clusters[v] - 1
                 for c in range(cols.size):
-                    stats[cols[c], ci, :] = part[cols[c], 0, :]
+                    for q in range(n_stats):
+                        stats[cols[c], ci, q] = part[cols[c], 0, q]
                 counts[v, ci] = size
                 for r in range(n):
                     if lab[r] == cj:
@@ -442,13 +455,15 @@ def split_merge_rows(v, n_proposals, rows, constants, codes, params, view_of, la
                 # the last cluster takes the merged one's index
                 if cj != last:
                     for c in range(cols.size):
-                        stats[cols[c], cj, :] = stats[cols[c], last, :]
+                        for q in range(n_stats):
+                            stats[cols[c], cj, q] = stats[cols[c], last, q]
                     counts[v, cj] = counts[v, last]
                     for r in range(n):
                         if lab[r] == last:
                             lab[r] = cj
                 for c in range(cols.size):
-                    stats[cols[c], last, :] = 0.0
+                    for q in range(n_stats):
+                        stats[cols[c], last, q] = 0.0
                 counts[v, last] = 0
                 n_clusters[v] = last
     return stats, counts
