@@ -66,7 +66,10 @@ shard map; its start (which also finds the second seed row in its shard) and its
 (which also returns the label of the next proposal's row, drawn before it) are one map
 each: ``LAUNCH_ITERATIONS + 3`` round trips to the workers per launched proposal, one
 (the row's label) per proposal refused before its launch, two for the restricted Gibbs
-step (its proposal, then its settlement with the first proposal's label).
+step (its proposal, then its settlement with the first proposal's label). With one shard
+in this process (an ndarray's default executor) a launch is instead one call of one kernel
+(:meth:`.shards.Shard.launch`): its random numbers are drawn first, in the order of the
+passes, so that the chain is the same bit for bit.
 
 References
 ----------
