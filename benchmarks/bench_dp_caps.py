@@ -78,7 +78,7 @@ class TracingExecutor(LocalExecutor):
         self.y, self.iteration = y, 0
 
     def map(self, name, *args, per_shard=None):
-        if name == "launch_start":   # a split's cluster: the launch's (first == second)
+        if name in ("launch_start", "launch"):  # a split's cluster: the launch's first
             self._split_label = args[1]
         if name == "apply_merge":
             before = self.labels().astype(np.int64)

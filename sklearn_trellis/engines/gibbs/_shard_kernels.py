@@ -19,7 +19,7 @@ from numba import njit, prange
 
 from ..._core.specialise import specialise as _specialise, template
 from ...models.likelihood import uncollapsed_bindings
-from ._subcluster_kernels import SCORE_ROWS, row_uniform
+from ._subcluster_kernels import SCORE_ROWS, draw_thetas, members_of, row_at_rank, row_uniform
 
 
 @njit(cache=True)
@@ -96,6 +96,70 @@ def _combine_leaves(leaves, node_levels, out):
         out[node] = stack[0]
 
 
+@template
+def _launch_chunk(params, theta, log_pi, data, members, target, counted, key, ch, sides,
+                  row_log_q):
+    """Chunk ``ch`` (``SCORE_ROWS`` positions) of a launch pass: each position's side,
+    drawn (uniform ``row_uniform(key, members[t])``) when ``target[t] < 0``, else forced to
+    ``target[t]``, and the log probability of that side (0 for a row not ``counted``)."""
+    m = members.size
+    start = ch * SCORE_ROWS
+    stop = min(m, start + SCORE_ROWS)
+    rows = members[start:stop]
+    lp = np.empty((2, stop - start))
+    lik_log_density_block(params, theta, 2, data, rows, lp)
+    for t in range(stop - start):
+        a = lp[0, t] + log_pi[0]
+        b = lp[1, t] + log_pi[1]
+        largest = max(a, b)
+        if largest == -np.inf:
+            a = 0.0
+            b = 0.0
+            largest = 0.0
+        norm = largest + math.log(math.exp(a - largest) + math.exp(b - largest))
+        side = target[start + t]
+        if side < 0:
+            side = 0 if row_uniform(key, rows[t]) < math.exp(a - norm) else 1
+        sides[start + t] = side
+        row_log_q[start + t] = ((a if side == 0 else b) - norm) if counted[start + t] else 0.0
+
+
+@template
+def _launch_leaf(params, data, members, sides, row_log_q, lo, hi, leaves, leaf_q, leaf):
+    """Leaf ``leaf`` (the positions ``[lo, hi)`` of one block of rows) of a launch pass:
+    each side's sufficient statistics into ``leaves[leaf]`` (zeroed by the caller) and the
+    log probability of the sides, added row after row, into ``leaf_q[leaf, 0, 0]``."""
+    total = 0.0
+    n_left = 0
+    for t in range(lo, hi):
+        total += row_log_q[t]
+        n_left += 1 - sides[t]
+    leaf_q[leaf, 0, 0] = total
+    by_side = np.empty(hi - lo, np.int64)   # side 0's rows, then side 1's, increasing
+    left = 0
+    right = n_left
+    for t in range(lo, hi):
+        if sides[t] == 0:
+            by_side[left] = members[t]
+            left += 1
+        else:
+            by_side[right] = members[t]
+            right += 1
+    if n_left > 0:
+        lik_suff_add_rows(params, data, by_side[:n_left], leaves[leaf], 0)
+    if hi - lo > n_left:
+        lik_suff_add_rows(params, data, by_side[n_left:], leaves[leaf], 1)
+
+
+@njit(cache=True)
+def _n_leaves(node_levels):
+    """Blocks covered by the nodes of levels ``node_levels``."""
+    n_leaves = 0
+    for node in range(node_levels.size):
+        n_leaves += 1 << node_levels[node]
+    return n_leaves
+
+
 @template(parallel=True)
 def launch_pass_nodes(params, theta, log_pi, data, members, target, counted, key, block_rows,
                       node_levels, sides, suff_out, log_q_out):
@@ -114,59 +178,112 @@ def launch_pass_nodes(params, theta, log_pi, data, members, target, counted, key
     row_log_q = np.empty(m)
     # the densities in chunks of SCORE_ROWS members (a row's density is the same whatever
     # the chunk; they are the threads' shares)
-    n_chunks = -(-m // SCORE_ROWS)
-    for ch in prange(n_chunks):
-        start = ch * SCORE_ROWS
-        stop = min(m, start + SCORE_ROWS)
-        rows = members[start:stop]
-        lp = np.empty((2, stop - start))
-        lik_log_density_block(params, theta, 2, data, rows, lp)
-        for t in range(stop - start):
-            a = lp[0, t] + log_pi[0]
-            b = lp[1, t] + log_pi[1]
-            largest = max(a, b)
-            if largest == -np.inf:
-                a = 0.0
-                b = 0.0
-                largest = 0.0
-            norm = largest + math.log(math.exp(a - largest) + math.exp(b - largest))
-            side = target[start + t]
-            if side < 0:
-                side = 0 if row_uniform(key, rows[t]) < math.exp(a - norm) else 1
-            sides[start + t] = side
-            row_log_q[start + t] = ((a if side == 0 else b) - norm) if counted[start + t] else 0.0
+    for ch in prange(-(-m // SCORE_ROWS)):
+        _launch_chunk(params, theta, log_pi, data, members, target, counted, key, ch, sides,
+                      row_log_q)
     # the statistics: one leaf per block of rows, then the tree over the blocks
-    n_leaves = 0
-    for node in range(node_levels.size):
-        n_leaves += 1 << node_levels[node]
+    n_leaves = _n_leaves(node_levels)
     bounds = np.searchsorted(members, np.arange(n_leaves + 1) * block_rows)
     leaves = np.zeros((n_leaves, 2, suff_out.shape[2]))
     leaf_q = np.zeros((n_leaves, 1, 1))
     for leaf in prange(n_leaves):
-        lo = bounds[leaf]
-        hi = bounds[leaf + 1]
-        total = 0.0
-        n_left = 0
-        for t in range(lo, hi):
-            total += row_log_q[t]
-            n_left += 1 - sides[t]
-        leaf_q[leaf, 0, 0] = total
-        by_side = np.empty(hi - lo, np.int64)   # side 0's rows, then side 1's, increasing
-        left = 0
-        right = n_left
-        for t in range(lo, hi):
-            if sides[t] == 0:
-                by_side[left] = members[t]
-                left += 1
-            else:
-                by_side[right] = members[t]
-                right += 1
-        if n_left > 0:
-            lik_suff_add_rows(params, data, by_side[:n_left], leaves[leaf], 0)
-        if hi - lo > n_left:
-            lik_suff_add_rows(params, data, by_side[n_left:], leaves[leaf], 1)
+        _launch_leaf(params, data, members, sides, row_log_q, bounds[leaf], bounds[leaf + 1],
+                     leaves, leaf_q, leaf)
     _combine_leaves(leaves, node_levels, suff_out)
     _combine_leaves(leaf_q, node_levels, log_q_out)
+
+
+@njit(cache=True)
+def _fold_nodes(nodes, out):
+    """``out`` = the nodes' total, added from the right (as
+    :func:`sklearn_trellis.engines.gibbs.shards.reduce_tree` adds the nodes of a shard
+    holding every block)."""
+    last = nodes.shape[0] - 1
+    for s in range(out.shape[0]):
+        for k in range(out.shape[1]):
+            total = nodes[last, s, k]
+            for t in range(last - 1, -1, -1):
+                total = nodes[t, s, k] + total
+            out[s, k] = total
+
+
+@template(parallel=True)
+def launch(params, data, labels, first, second, seeds, find, log_pi, theta_seeds, keys,
+           log_fraction, forced, block_rows, node_levels, theta, stats, suff, counts,
+           rows_out, sides_out):
+    """A whole split/merge launch on a shard holding every block of rows: the driver's
+    ``LAUNCH_ITERATIONS + 1`` passes (:func:`launch_pass_nodes`) and its parameter draws
+    between them, in one call, bit for bit as the driver would run them.
+
+    The rows of clusters ``first`` and ``second`` (equal for a split) go to two sides
+    seeded at the local rows ``seeds`` (side 0, side 1); ``find[0] >= 0``: the side-1
+    seed is instead the ``find[1]``-th row of cluster ``find[0]`` other than row
+    ``find[2]``. The side-0 seed's parameters ``theta`` are drawn (:func:`draw_thetas`,
+    seed ``theta_seeds[0]``) from the seeds' statistics; pass ``p`` (key ``keys[p]``)
+    draws the sides from ``log_pi`` and ``theta``, then ``log_pi = log_fraction[counts]``
+    (``log_fraction[c] = log(c / m)``, numpy's log, given by the caller) and ``theta``
+    is drawn again (seed ``theta_seeds[p + 1]``); the last pass forces the sides to the
+    current clusters when ``forced``. ``log_pi`` (initial weights), ``theta`` and
+    ``stats`` (scratch) are overwritten; ``suff`` and ``counts`` receive the last pass's
+    side statistics and counts, ``rows_out[:m]`` and ``sides_out[:m]`` the launch's ``m``
+    rows (increasing) and their last sides (arrays as long as ``labels``: no arrays
+    returned, whose boxing costs more than a small launch). Returns the last pass's
+    ``log q``.
+    """
+    if find[0] >= 0:
+        seeds[1] = row_at_rank(labels, find[0], find[1], find[2], True)
+    rows, current = members_of(labels, first, second)
+    m = rows.size
+    free = np.full(m, -1, np.int64)
+    counted = np.ones(m, np.bool_)
+    suff[:] = 0.0
+    for side in range(2):
+        local = seeds[side]
+        if 0 <= local < labels.size:
+            position = np.searchsorted(rows, local)
+            free[position] = side
+            counted[position] = False
+            lik_suff_add_rows(params, data, np.array([local]), suff, side)
+    stats[:] = 0.0
+    draw_thetas(params, suff, stats, theta, 2, theta_seeds[0])
+    sides = np.empty(m, np.int64)
+    row_log_q = np.empty(m)
+    n_leaves = _n_leaves(node_levels)
+    bounds = np.searchsorted(rows, np.arange(n_leaves + 1) * block_rows)
+    leaves = np.zeros((n_leaves, 2, suff.shape[1]))
+    leaf_q = np.zeros((n_leaves, 1, 1))
+    nodes = np.zeros((node_levels.size, 2, suff.shape[1]))
+    q_nodes = np.zeros((node_levels.size, 1, 1))
+    log_q = np.zeros((1, 1))
+    n_passes = keys.size
+    for p in range(n_passes):
+        final = p == n_passes - 1
+        target = current if final and forced else free
+        for ch in prange(-(-m // SCORE_ROWS)):
+            _launch_chunk(params, theta, log_pi, data, rows, target, counted, keys[p], ch,
+                          sides, row_log_q)
+        leaves[:] = 0.0
+        for leaf in prange(n_leaves):
+            _launch_leaf(params, data, rows, sides, row_log_q, bounds[leaf],
+                         bounds[leaf + 1], leaves, leaf_q, leaf)
+        _combine_leaves(leaves, node_levels, nodes)
+        _fold_nodes(nodes, suff)
+        n_right = 0
+        for t in range(m):
+            n_right += sides[t]
+        counts[0] = m - n_right
+        counts[1] = n_right
+        if final:
+            _combine_leaves(leaf_q, node_levels, q_nodes)
+            _fold_nodes(q_nodes, log_q)
+        else:
+            log_pi[0] = log_fraction[counts[0]]
+            log_pi[1] = log_fraction[counts[1]]
+            stats[:] = 0.0
+            draw_thetas(params, suff, stats, theta, 2, theta_seeds[p + 1])
+    rows_out[:m] = rows
+    sides_out[:m] = sides
+    return log_q[0, 0]
 
 
 def specialise(likelihood):

@@ -46,29 +46,49 @@ def row_uniform(key, i):
     return float(x >> np.uint64(11)) * (1.0 / 9007199254740992.0)
 
 
+#: An entry whose log weight lies this far below one already summed is not computed:
+#: ``exp(-38) < 2**-54`` (with a margin for the rounding of ``exp``), and a weight below
+#: ``2**-54`` times a running sum is less than half its last bit: adding it changes nothing.
+NEGLIGIBLE_NATS = 38.0
+
+
 @njit(cache=True)
 def _pick(logw, n, u):
-    """Index drawn with probability proportional to ``exp(logw[:n])`` from the uniform ``u``
-    (``logw`` is overwritten with the unnormalised weights)."""
+    """Index drawn with probability proportional to ``exp(logw[:n])`` from the uniform ``u``.
+
+    The index is, bit for bit, that of the plain draw: the weights ``exp(logw[a] - max)``
+    summed in order, then the first cumulative sum above ``u`` times the total. Two kinds
+    of entries are not computed, since their weights leave every sum unchanged: those
+    below ``EXP_UNDERFLOW`` (``exp`` is exactly 0.0) and those ``NEGLIGIBLE_NATS`` below
+    an entry already summed (less than half the running sum's last bit). ``logw`` is
+    overwritten with the weights: 0.0 below ``EXP_UNDERFLOW``, and for a negligible
+    entry its (negative) log weight relative to the largest.
+    """
     largest = -np.inf
     for a in range(n):
         if logw[a] > largest:
             largest = logw[a]
     total = 0.0
+    summed = -np.inf  # the largest log weight summed so far: the sum is at least its exp
     for a in range(n):
-        # in place: the weights themselves; far below the largest, exp is exactly 0.0
-        # (skipping it changes no bit: most clusters are thousands of nats away)
         delta = logw[a] - largest
-        logw[a] = math.exp(delta) if delta > EXP_UNDERFLOW else 0.0
-        total += logw[a]
+        if not delta > EXP_UNDERFLOW:   # exp is exactly 0.0 (a NaN weight counts as 0)
+            logw[a] = 0.0
+        elif delta < summed - NEGLIGIBLE_NATS:
+            logw[a] = delta
+        else:
+            logw[a] = math.exp(delta)
+            total += logw[a]
+            summed = max(summed, delta)
     target = u * total
     cumulative = 0.0
     for a in range(n):
-        cumulative += logw[a]
+        if logw[a] > 0.0:
+            cumulative += logw[a]
         if cumulative > target:
             return a
     for a in range(n - 1, -1, -1):  # rounding: the last positive weight
-        if logw[a] > 0:
+        if logw[a] > 0.0 or (logw[a] < 0.0 and math.exp(logw[a]) > 0.0):
             return a
     return n - 1
 

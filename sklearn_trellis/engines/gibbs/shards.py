@@ -51,6 +51,10 @@ def engine_for(likelihood):
         tree_kernels = shard_kernels.specialise(likelihood)
         engine.block_tree_suff = tree_kernels.block_tree_suff
         engine.launch_pass_nodes = tree_kernels.launch_pass_nodes
+        engine.launch = tree_kernels.launch
+        # the launch kernel draws parameters with the block-tree module's copy of
+        # draw_thetas: the driver uses it too (one compiled version)
+        engine.draw_thetas = tree_kernels.draw_thetas
         _ENGINES[key] = engine
     return engine
 
@@ -172,6 +176,7 @@ class Shard:
         self.n_threads = n_threads
         self._proposal = None
         self._launch = None
+        self._launch_rows = self._launch_sides = None
 
     @property
     def engine(self):
@@ -290,6 +295,43 @@ class Shard:
         return (np.array([rows.size - n_right, n_right]), (self.nodes, suff),
                 (self.nodes, log_q[:, 0, 0]))
 
+    def launch(self, params, first, second, seeds, find, log_pi, theta_seeds, keys,
+               log_fraction, forced):
+        """A whole launch in one call: :meth:`launch_start`, every :meth:`launch_pass` and the
+        parameter draws between them (:func:`._shard_kernels.launch`), the same bit for bit.
+        Only for a shard holding every row (offset 0, the only shard): its sums are the
+        totals.
+
+        ``seeds`` and ``find`` are those of :meth:`launch_start` (``find`` None or
+        ``(cluster, rank, skip)``), ``log_pi`` the first pass's log weights,
+        ``theta_seeds[p]`` the seed of the parameters of pass ``p``, ``keys[p]`` its key
+        (the random numbers the driver would draw, in its order), ``log_fraction[c] =
+        log(c / m)`` for the ``m`` rows of the launch (numpy's log, as the driver's), and
+        ``forced`` forces the last pass's sides to the current clusters. Returns the last
+        pass's per-side counts, sufficient statistics and ``log q``; the sides are kept
+        for :meth:`apply_split`.
+        """
+        lik = self.likelihood
+        local_seeds = np.array(seeds, np.int64) - self.offset
+        find = (np.array([find[0], find[1], find[2] - self.offset], np.int64) if find is not None
+                else np.array([-1, 0, 0], np.int64))
+        keys = np.array([shifted_key(key, self.offset) for key in keys], np.int64)
+        suff = np.empty((2, lik.n_suff))
+        counts = np.empty(2, np.int64)
+        if self._launch_rows is None:
+            self._launch_rows = np.empty(self.labels.size, np.int64)
+            self._launch_sides = np.empty(self.labels.size, np.int64)
+        m = log_fraction.size - 1
+        log_q = kernel(self.engine, "launch", m)(
+            params, self.data, self.labels, first, second, local_seeds, find,
+            np.array(log_pi, np.float64), np.asarray(theta_seeds, np.int64), keys,
+            log_fraction, forced, self.block_rows, self.node_levels,
+            np.empty((2, lik.n_theta)), np.empty((2, lik.n_stats)), suff, counts,
+            self._launch_rows, self._launch_sides)
+        # what apply_split reads (views of scratch the next launch overwrites)
+        self._launch = (self._launch_rows[:m], None, None, None, self._launch_sides[:m])
+        return counts, suff, log_q
+
     def _label_if_here(self, row):
         """The label of global row ``row`` if this shard holds it, else None."""
         local = row - self.offset
@@ -333,6 +375,9 @@ class _Executor:
     in shard order; ``call(s, name, *args)`` calls one shard."""
 
     n_blocks = 0
+    #: True when one shard of this process holds every row: a launch is then one shard
+    #: call (:meth:`Shard.launch`) instead of a map per pass.
+    whole_launches = False
 
     def _set_bounds(self, bounds, block_rows):
         self.bounds = np.asarray(bounds, np.int64)
@@ -347,6 +392,8 @@ class _Executor:
 
     def shard_of(self, row):
         """The shard holding global row ``row``."""
+        if self.shard_sizes.size == 1:
+            return 0
         return int(np.searchsorted(self.bounds, row, side="right") - 1)
 
     def labels(self):
@@ -379,6 +426,7 @@ class LocalExecutor(_Executor):
         self.shards = [Shard(likelihood, data[a:b], a, block_rows,
                              None if labels is None else labels[a:b])
                        for a, b in zip(bounds[:-1], bounds[1:])]
+        self.whole_launches = len(self.shards) == 1
 
     def map(self, name, *args, per_shard=None):
         return [getattr(shard, name)(*(args if per_shard is None else args + (per_shard[s],)))

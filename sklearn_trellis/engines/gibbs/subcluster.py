@@ -66,7 +66,10 @@ shard map; its start (which also finds the second seed row in its shard) and its
 (which also returns the label of the next proposal's row, drawn before it) are one map
 each: ``LAUNCH_ITERATIONS + 3`` round trips to the workers per launched proposal, one
 (the row's label) per proposal refused before its launch, two for the restricted Gibbs
-step (its proposal, then its settlement with the first proposal's label).
+step (its proposal, then its settlement with the first proposal's label). With one shard
+in this process (an ndarray's default executor) a launch is instead one call of one kernel
+(:meth:`.shards.Shard.launch`): its random numbers are drawn first, in the order of the
+passes, so that the chain is the same bit for bit.
 
 References
 ----------
@@ -264,6 +267,8 @@ def _draw_thetas(engine, likelihood, params, suff, rng):
 def _locate(per_shard, rank):
     """``(shard, rank within it)`` of the ``rank``-th row when shard ``s`` holds
     ``per_shard[s]`` of them in row order."""
+    if per_shard.size == 1:
+        return 0, int(rank)
     s = int(np.searchsorted(np.cumsum(per_shard), rank, side="right"))
     return s, int(rank - np.sum(per_shard[:s]))
 
@@ -320,6 +325,9 @@ def _launch(state, likelihood, first, second, i, j, rng, forced=False):
     engine = _engine(likelihood)
     executor = state.executor
     params = state.params
+    m = int(state.counts[first] + (state.counts[second] if second != first else 0))
+    if executor.whole_launches:
+        return _whole_launch(executor, params, first, second, i, j, m, rng, forced)
     if np.ndim(j) == 0:
         seeds = executor.map("launch_start", params, first, second, (int(i), int(j)))
     else:
@@ -331,7 +339,6 @@ def _launch(state, likelihood, first, second, i, j, rng, forced=False):
     suff = seeds[0]
     for more in seeds[1:]:
         suff = suff + more
-    m = int(state.counts[first] + (state.counts[second] if second != first else 0))
     log_pi = np.log([0.5, 0.5])
     theta = _draw_thetas(engine, likelihood, params, suff, rng)
     for final in [False] * LAUNCH_ITERATIONS + [True]:
@@ -345,6 +352,29 @@ def _launch(state, likelihood, first, second, i, j, rng, forced=False):
             theta = _draw_thetas(engine, likelihood, params, suff, rng)
     log_q = float(reduce_tree([r[2] for r in results], executor.n_blocks))
     return log_q, suff, counts, shard_counts
+
+
+def _whole_launch(executor, params, first, second, i, j, m, rng, forced):
+    """:func:`_launch` as one shard call (``executor.whole_launches``:
+    :meth:`.shards.Shard.launch`), the same bit for bit: the seeds of the parameter draws
+    and the keys of the passes are drawn first, in the order the passes draw them."""
+    theta_seeds = np.empty(LAUNCH_ITERATIONS + 1, np.int64)
+    keys = np.empty(LAUNCH_ITERATIONS + 1, np.int64)
+    theta_seeds[0] = rng.randint(_MAX_SEED)
+    for p in range(LAUNCH_ITERATIONS + 1):
+        keys[p] = _key(rng)
+        if p < LAUNCH_ITERATIONS:
+            theta_seeds[p + 1] = rng.randint(_MAX_SEED)
+    if np.ndim(j) == 0:
+        seeds, find = (int(i), int(j)), None
+    else:
+        seeds, find = (int(i), -1), tuple(int(v) for v in j[1:])
+    with np.errstate(divide="ignore"):  # an empty side: log 0 = -inf, as np.log(counts / m)
+        log_fraction = np.log(np.arange(m + 1) / m)
+    counts, suff, log_q = executor.map("launch", params, first, second, seeds, find,
+                                       np.log([0.5, 0.5]), theta_seeds, keys, log_fraction,
+                                       forced)[0]
+    return log_q, suff, counts, counts[None, :]
 
 
 def _log_m(engine, likelihood, params, suff):

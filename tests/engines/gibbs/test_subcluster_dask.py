@@ -77,11 +77,14 @@ def test_block_tree_total_does_not_depend_on_the_shards():
 @pytest.mark.parametrize("likelihood", [NormalInverseWishart, NormalGamma])
 def test_same_chain_on_any_number_of_local_shards(likelihood):
     """Shards of 16-row blocks start the block kernels' row tiles at other rows: the same
-    chain bit for bit."""
+    chain bit for bit. One shard runs each launch as one kernel call (``Shard.launch``),
+    several shards pass by pass (``launch_pass``, as Dask workers): the same chain too."""
     X = blobs(dtype=np.float32)
     lik = likelihood().fit(X)
     data = lik.check_sampler_data(X)
-    runs = [chain(lik, LocalExecutor(lik, data, n_shards=s, block_rows=16)) for s in (1, 3, 7)]
+    executors = [LocalExecutor(lik, data, n_shards=s, block_rows=16) for s in (1, 3, 7)]
+    assert [e.whole_launches for e in executors] == [True, False, False]
+    runs = [chain(lik, executor) for executor in executors]
     for other in runs[1:]:
         assert_same_chain(runs[0], other)
     assert runs[0].samples[-1].max() + 1 >= 3
