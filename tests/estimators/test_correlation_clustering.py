@@ -1,10 +1,13 @@
 """ExactCorrelationClustering against brute-force enumeration, plus API behaviour."""
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
+from scipy.special import logsumexp
 from sklearn.model_selection import GridSearchCV
 
 from oracles import (canonical, cluster_probability, correlation_log_potentials,
@@ -87,6 +90,65 @@ def test_property_random_instances(n, beta, seed):
     # invariants that hold for any instance
     assert model.n_clusters_distribution_.sum() == pytest.approx(1.0)
     assert model.map_log_potential_ <= model.log_partition_function_ + 1e-9
+
+
+def constant_affinity_summaries(n, c, beta):
+    """log Z, the pairwise marginal and the number-of-clusters distribution of correlation
+    clustering with every affinity equal to ``c``, by the recursion on the block of the
+    last item (the exponential formula; no trellis): a block of ``m`` items has
+    log-potential ``beta * c * m * (m - 1)``, less ``beta * c * n * (n - 1) / 2`` overall."""
+    def log_binom(a, b):
+        return math.lgamma(a + 1) - math.lgamma(b + 1) - math.lgamma(a - b + 1)
+
+    log_block = [beta * c * m * (m - 1) for m in range(n + 1)]
+    # log_a[i, k]: log of the sum over partitions of i items into k blocks of their potential
+    log_a = np.full((n + 1, n + 1), -np.inf)
+    log_a[0, 0] = 0.0
+    for i in range(1, n + 1):
+        for k in range(1, i + 1):
+            log_a[i, k] = logsumexp([log_binom(i - 1, m - 1) + log_block[m] + log_a[i - m, k - 1]
+                                     for m in range(1, i - k + 2)])
+    log_all = logsumexp(log_a, axis=1)   # every number of blocks, for each number of items
+    log_z = log_all[n] - beta * c * n * (n - 1) / 2
+    together = np.exp(logsumexp([log_binom(n - 2, m - 2) + log_block[m] + log_all[n - m]
+                                 for m in range(2, n + 1)]) - log_all[n])
+    return log_z, together, np.exp(log_a[n, 1:] - log_all[n])
+
+
+def test_exact_engine_at_n20_matches_the_closed_form():
+    """At n = 20, the largest exact size (its parallel and linear-space kernels), against an
+    independent computation: constant affinities (the recursion above) for log Z, the MAP,
+    the pairwise marginals and the number of clusters; then one pair's affinity shifted by
+    delta, which multiplies Z by P(pair together) e^(beta delta) + (1 - P) e^(-beta delta)
+    exactly, so both fits' marginals of that pair follow from their two log Z."""
+    parts = set_partitions(7)   # the recursion itself, against enumeration
+    w7 = np.full((7, 7), 0.4) - 0.4 * np.eye(7)
+    ref = flat_summaries(parts, correlation_log_potentials(parts, w7, 1.5))
+    log_z, together, n_clusters = constant_affinity_summaries(7, 0.4, 1.5)
+    assert log_z == pytest.approx(ref["log_z"], rel=1e-13)
+    assert together == pytest.approx(ref["pairwise"][2, 5], rel=1e-12)
+    np.testing.assert_allclose(n_clusters, ref["k_dist"], atol=1e-13)
+    n, c, beta, delta = 20, 0.03, 1.0, 0.7
+    w = np.full((n, n), c)
+    np.fill_diagonal(w, 0.0)
+    model = ExactCorrelationClustering(beta=beta, affinity="precomputed", method="exact").fit(w)
+    log_z, together, n_clusters = constant_affinity_summaries(n, c, beta)
+    assert model.log_partition_function_ == pytest.approx(log_z, rel=1e-12)
+    assert model.map_log_potential_ == pytest.approx(beta * c * n * (n - 1) / 2, rel=1e-12)
+    assert model.n_clusters_ == 1
+    off = ~np.eye(n, dtype=bool)
+    np.testing.assert_allclose(model.pairwise_marginals_[off], together, rtol=1e-10)
+    np.testing.assert_allclose(model.n_clusters_distribution_, n_clusters, atol=1e-12)
+    assert 0.1 < n_clusters.max() < 0.5   # spread over several numbers of clusters
+    shifted = w.copy()
+    shifted[3, 17] = shifted[17, 3] = c + delta
+    moved = ExactCorrelationClustering(beta=beta, affinity="precomputed",
+                                       method="exact").fit(shifted)
+    gain = moved.log_partition_function_ - model.log_partition_function_
+    up, down = np.exp(beta * delta), np.exp(-beta * delta)
+    assert gain == pytest.approx(np.log(together * up + (1 - together) * down), abs=1e-10)
+    p_moved = moved.pairwise_marginals_[3, 17]
+    assert -gain == pytest.approx(np.log(p_moved * down + (1 - p_moved) * up), abs=1e-10)
 
 
 def test_samples_follow_the_exact_distribution():
