@@ -135,6 +135,23 @@ MAP tree and log-potential are unchanged. Two full runs on a quiet machine
 The MAP log-potentials are unchanged (-3.08414e+08 and -6.28463e+08). The
 N = 100,000 fit alone, run in a helper's session at load about 2, took 53.8 s
 wall and 58.4 CPU s: the same fit varies from 54 to 83 s on this machine.
+
+Issue 29, fifth round (2026-11-27; the N = 100,000 case alone, old and new
+code back to back in fresh processes, the load average printed before each).
+Ward's constrained tree now runs on a second thread while the other seed
+trees are built, and edge discovery leaves its rows in the buffers they were
+written to (no per-group compact copy, no final concatenation) until the CSR
+arrays take them: peak memory -0.21 GiB; the MAP tree, its log-potential and
+``log_partition_function_`` are bit for bit unchanged. With another job on
+the second core the thread gains nothing (the seed trees alone: 7.8-8.8 s
+before, 4.95 s after with a free core, 9.65 s without one)::
+
+    old, load average 3.49: wall 35.00 s, CPU 34.40 s, peak 1.74 GiB
+    new, load average 4.20: wall 38.27 s, CPU 35.19 s, peak 1.51 GiB
+    old, load average 3.85: wall 36.78 s, CPU 35.99 s, peak 1.72 GiB
+
+(The same fits took 453 s and 251 s wall, 55.7 and 50.8 CPU s, at load 15
+to 18: CPU time inflates under load too.)
 """
 
 import argparse

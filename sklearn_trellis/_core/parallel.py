@@ -13,9 +13,14 @@ twin.
 Only for kernels whose ``prange`` iterations write disjoint outputs (no
 reduction across iterations): both twins then compute bit-for-bit the same
 result, whichever runs.
+
+:func:`run_beside` runs two independent serial tasks at once (one in a
+background thread: it should spend its time in a ``nogil`` kernel), within the
+same thread budget (``numba.get_num_threads()``).
 """
 
 import types
+from concurrent.futures import ThreadPoolExecutor
 
 import numba
 from numba import njit
@@ -83,6 +88,28 @@ def _from_dispatchers(parallel, serial):
     kernel.__doc__ = parallel.py_func.__doc__
     kernel.__name__ = parallel.py_func.__name__
     return kernel
+
+
+def run_beside(background, foreground):
+    """``(background(), foreground())``, the two run at once when numba may use two threads.
+
+    ``background`` runs in a second thread (its work should be a ``nogil``
+    kernel, or the two take turns on the GIL); with one thread allowed
+    (``numba.get_num_threads() == 1``) the two run one after the other. Each
+    computes what it would alone: for independent tasks the results do not
+    depend on which way they ran.
+
+    Examples
+    --------
+    >>> run_beside(lambda: 1 + 1, lambda: "foreground")
+    (2, 'foreground')
+    """
+    if numba.get_num_threads() < 2:
+        return background(), foreground()
+    with ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(background)
+        ahead = foreground()
+        return pending.result(), ahead
 
 
 def parallel_kernel(function=None, **options):

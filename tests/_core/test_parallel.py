@@ -58,3 +58,34 @@ def test_a_specialised_twin_pickles():
     np.testing.assert_array_equal(again.for_work(1)(x), kernel.serial(x))
     np.testing.assert_array_equal(again(x), kernel.parallel(x))
     assert again.__name__ == "row_sums_0123abcd"
+
+
+def test_run_beside_returns_both_results_in_order(monkeypatch):
+    import threading
+    seen = {}
+
+    def background():
+        seen["background"] = threading.current_thread()
+        return "b"
+
+    def foreground():
+        seen["foreground"] = threading.current_thread()
+        return "f"
+
+    monkeypatch.setattr(parallel.numba, "get_num_threads", lambda: 2)
+    assert parallel.run_beside(background, foreground) == ("b", "f")
+    assert seen["background"] is not seen["foreground"]       # a second thread
+    monkeypatch.setattr(parallel.numba, "get_num_threads", lambda: 1)
+    assert parallel.run_beside(background, foreground) == ("b", "f")
+    assert seen["background"] is seen["foreground"]           # one thread: in turn
+
+
+def test_run_beside_raises_the_tasks_errors(monkeypatch):
+    import pytest
+
+    def fail():
+        raise ValueError("background failed")
+
+    monkeypatch.setattr(parallel.numba, "get_num_threads", lambda: 2)
+    with pytest.raises(ValueError, match="background failed"):
+        parallel.run_beside(fail, lambda: 0)

@@ -188,7 +188,7 @@ def _purge(heap, size, live, lexicographic):
     return m
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def heap_replay_tree(n, indptr, indices, distances, complete):
     """scikit-learn's ``linkage_tree`` (average or complete), its heap step for step.
 
@@ -338,7 +338,7 @@ def _table_insert(table, filled, key, value):
     return table, filled
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _symmetric_weights(n, indptr, indices, distances):
     """Whether each edge has the same distance in both rows (scikit-learn then
     keeps one value per edge; otherwise each side's own value until it merges)."""
@@ -379,7 +379,7 @@ def _slot_append(pool, start, length, capacity, top, alive, slot, value):
     return pool, top
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def average_complete_tree(n, indptr, indices, distances, complete):
     """scikit-learn's ``linkage_tree`` (average or complete) on a connected graph,
     in about ``O(E log E)`` for ``E`` edges (scikit-learn's is quadratic when a
@@ -540,7 +540,7 @@ def _ward_distance(m1, m2, row, col):
     return pa * n
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def ward_connected_tree(n, indptr, indices, X):
     """scikit-learn's ``ward_tree`` on a connected graph (CSR, sorted, no diagonal)."""
     # True, as a comparison: a literal True would compile the heap helpers a second time

@@ -317,6 +317,20 @@ def _group_splits(vertices, chunk, n_slots, chunk_rows, slot_next, buffers, fill
         slot_next[j] = p
 
 
+def _discovery_work(vertices, sizes, vertex_window, n_trees, window_width):
+    """Inner iterations of the splits of ``vertices``, for the serial/parallel choice.
+
+    A vertex of ``s`` items walks up ``n_trees`` trees (about ``log2 s``
+    steps each, more in unbalanced trees) after trying its lowest item, and a
+    window union enumerates up to ``window_width / 2`` sub-masks of its window
+    (the ones holding its lowest piece).
+    """
+    steps = np.log2(sizes[vertices].astype(np.float64)) + 1.0
+    work = float(vertices.size) + n_trees * float(steps.sum())
+    work += window_width // 2 * float(np.count_nonzero(vertex_window[vertices] >= 0))
+    return work
+
+
 def discover_edges(children, tree_vertex, tree_offsets, home, range_vertex, n_items, items,
                    starts, stops, sizes, hashes, lowest, extra_ptr, extra_list,
                    vertex_window, vertex_window_mask, window_table, max_edges):
@@ -326,14 +340,17 @@ def discover_edges(children, tree_vertex, tree_offsets, home, range_vertex, n_it
     ``range_vertex[v]``, a superset of ``v`` (``v`` itself, or the root of
     the window ``v`` is a union in), ``-1`` if none: the walk up a tree stops
     at the first ancestor outside that range (no higher one is a subset of
-    ``v``). Returns ``(edges, n_edges)``; ``n_edges > max_edges`` means the
-    search stopped early (``edges`` is then empty).
+    ``v``). Returns ``(groups, n_edges)``: the rows, group by group, for
+    :func:`edges_to_csr`; ``n_edges > max_edges`` means the search stopped
+    early (``groups`` is then empty).
 
     The vertices of a group are independent: large groups run on
     ``numba.get_num_threads()`` threads (at most ``MAX_SLOTS``), each with
     its own stamps and output buffer, taking chunks of ``SLOT_CHUNK`` vertices
-    in turn; the rows are gathered in vertex order,
-    so the result is the same for any number of threads.
+    in turn; :func:`edges_to_csr` reads the rows in vertex order (chunk by
+    chunk), so the result is the same for any number of threads. A group is
+    ``(buffers, chunk_rows)``: the rows stay where the kernel wrote them (no
+    compact copy, no concatenation: only the rows written are resident).
     """
     n_vertices = sizes.shape[0]
     n_trees = children.shape[0]
@@ -344,7 +361,7 @@ def discover_edges(children, tree_vertex, tree_offsets, home, range_vertex, n_it
     order = n_items + np.argsort(home[n_items:], kind="stable")
     bounds = np.searchsorted(home[order], np.arange(-1, n_trees + 1))
     stamps = np.zeros((0, n_vertices), np.int64)
-    pieces = []
+    groups = []
     n_edges = 0
     for group in range(-1, n_trees):
         vertices = order[bounds[group + 1]:bounds[group + 2]]
@@ -352,8 +369,8 @@ def discover_edges(children, tree_vertex, tree_offsets, home, range_vertex, n_it
             continue
         if group >= 0:
             _position_ranges(children, items, tree_offsets[group], n_items, records)
-        # About n_trees + 1 short walks per vertex.
-        kernel, n_slots = _group_splits.with_slots(vertices.size * (n_trees + 1))
+        kernel, n_slots = _group_splits.with_slots(
+            _discovery_work(vertices, sizes, vertex_window, n_trees, window_table.shape[1]))
         if stamps.shape[0] < n_slots:     # stamps stay valid: a vertex is done once
             stamps = np.full((n_slots, n_vertices), -1, np.int64)
         # As many rows as one buffer for every vertex would have: a group with
@@ -369,7 +386,7 @@ def discover_edges(children, tree_vertex, tree_offsets, home, range_vertex, n_it
                    stops, sizes, hashes, table, present, lowest, extra_ptr, extra_list,
                    vertex_window, vertex_window_mask, window_table, np.int64(max_edges))
             if n_edges + int(fill.sum()) > max_edges:
-                return np.empty((0, 3), np.int64), n_edges + int(fill.sum())
+                return [], n_edges + int(fill.sum())
             if (slot_next >= vertices.size).all():
                 break
             capacity = min(2 * capacity, max_edges + 1)
@@ -377,35 +394,57 @@ def discover_edges(children, tree_vertex, tree_offsets, home, range_vertex, n_it
             for j, rows in enumerate(fill.tolist()):     # (untouched rows cost no memory)
                 grown[j, :rows] = buffers[j, :rows]
             buffers = grown
-        # A compact copy, so the buffers (up to twice the rows) are freed now.
-        pieces.append(np.concatenate([buffers[c % n_slots, first:last]
-                                      for c, (first, last) in enumerate(chunk_rows.tolist())]))
+        # Rows past a slot's fill were never written: no resident memory.
+        groups.append((buffers, chunk_rows))
         del buffers
         n_edges += int(fill.sum())
-    edges = np.concatenate(pieces) if pieces else np.empty((0, 3), np.int64)
-    return edges, n_edges
+    return groups, n_edges
 
 
 @njit(cache=True)
-def edges_to_csr(edges, n_edges, n_vertices):
-    """Sort edge rows by parent (stable): ``(ptr, parent, left, right)``."""
+def _count_parents(buffers, chunk_rows, counts):
+    """``counts[S + 1] += 1`` for every row ``(S, L, R)`` of a group."""
+    n_slots = buffers.shape[0]
+    for c in range(chunk_rows.shape[0]):
+        rows = buffers[c % n_slots]
+        for e in range(chunk_rows[c, 0], chunk_rows[c, 1]):
+            counts[rows[e, 0] + 1] += 1
+
+
+@njit(cache=True)
+def _place_rows(buffers, chunk_rows, fill, parent, left, right):
+    """Each row of a group, in vertex order, at its parent's next CSR position."""
+    n_slots = buffers.shape[0]
+    for c in range(chunk_rows.shape[0]):
+        rows = buffers[c % n_slots]
+        for e in range(chunk_rows[c, 0], chunk_rows[c, 1]):
+            s = rows[e, 0]
+            j = fill[s]
+            parent[j] = s
+            left[j] = rows[e, 1]
+            right[j] = rows[e, 2]
+            fill[s] += 1
+
+
+def edges_to_csr(groups, n_vertices):
+    """The rows of :func:`discover_edges`'s ``groups``, sorted by parent (stable,
+    in group then vertex order): ``(ptr, parent, left, right)``.
+
+    Empties ``groups``: each group's buffers are freed once its rows are placed.
+    """
     counts = np.zeros(n_vertices + 1, np.int64)
-    for e in range(n_edges):
-        counts[edges[e, 0] + 1] += 1
-    ptr = counts
-    for s in range(n_vertices):     # running sum in place (np.cumsum compiles numba's own)
-        ptr[s + 1] += ptr[s]
+    for buffers, chunk_rows in groups:
+        _count_parents(buffers, chunk_rows, counts)
+    ptr = np.cumsum(counts)
     fill = ptr[:-1].copy()
+    n_edges = int(ptr[-1])
     parent = np.empty(n_edges, np.int64)
     left = np.empty(n_edges, np.int64)
     right = np.empty(n_edges, np.int64)
-    for e in range(n_edges):
-        s = edges[e, 0]
-        j = fill[s]
-        parent[j] = s
-        left[j] = edges[e, 1]
-        right[j] = edges[e, 2]
-        fill[s] += 1
+    while groups:
+        buffers, chunk_rows = groups.pop(0)
+        _place_rows(buffers, chunk_rows, fill, parent, left, right)
+        del buffers
     return ptr, parent, left, right
 
 

@@ -22,6 +22,7 @@ from scipy.spatial.distance import squareform
 
 from ..._core.budget import BudgetExceeded
 from ..._core.family import ClusterFamily
+from ..._core.parallel import run_beside
 from ..divisive import divisive_seed_trees
 from ._constrained_linkage import constrained_tree, edge_distances
 from .seeds import beam_seed_trees, linkage_seed_trees, tree_windows, windows_within_budget
@@ -48,7 +49,8 @@ def constrained_linkage_trees(names, X, connectivity, metric="euclidean"):
     only clusters joined by an edge), so they seed a family of connected
     clusters. They are scikit-learn's ``ward_tree`` / ``linkage_tree`` trees,
     computed by the compiled kernels of ``_constrained_linkage`` (same trees,
-    tested). Memory is ``O(edges)``: no ``N x N`` matrix.
+    tested). Memory is ``O(edges)``: no ``N x N`` matrix. Ward's tree is built
+    on a second thread while the others are (``_core.parallel.run_beside``).
 
     Parameters
     ----------
@@ -73,16 +75,22 @@ def constrained_linkage_trees(names, X, connectivity, metric="euclidean"):
     graph.setdiag(0)
     graph.eliminate_zeros()
     graph.sort_indices()
-    distances = None
-    trees, built = [], []
-    for name in names:
-        if name == "ward" and metric not in ("euclidean", "l2"):
-            continue
-        if name != "ward" and distances is None:
-            distances = edge_distances(X, graph, metric)
-        trees.append(constrained_tree(name, X, graph, metric, distances=distances))
-        built.append(name)
-    return trees, built
+    built = [name for name in names
+             if name != "ward" or metric in ("euclidean", "l2")]
+    others = [name for name in built if name != "ward"]
+
+    def other_trees():
+        distances = edge_distances(X, graph, metric) if others else None
+        return [constrained_tree(name, X, graph, metric, distances=distances)
+                for name in others]
+
+    if "ward" not in built:
+        return other_trees(), built
+    # Ward's tree (the longest, its own kernel without the GIL) on a second core
+    # while the others are built: each tree is what it would be alone.
+    ward, trees = run_beside(lambda: constrained_tree("ward", X, graph, metric), other_trees)
+    trees = iter(trees)
+    return [ward if name == "ward" else next(trees) for name in built], built
 
 
 def linkage_trees(names, dissimilarities, X=None, progress=None, work=None, euclidean=False):

@@ -287,7 +287,7 @@ class SparseHierarchicalTrellis:
         np.cumsum(np.bincount(extra_items, minlength=n), out=extra_ptr[1:])
         self.lowest = kernels.lowest_items(family.items, family.starts, family.stops,
                                            family.build_left, family.build_right)
-        rows, n_edges = kernels.discover_edges(
+        groups, n_edges = kernels.discover_edges(
             children, tree_vertex, offsets, home, range_vertex, n, family.items, family.starts,
             family.stops, family.sizes, family.hashes, self.lowest, extra_ptr, extra_list,
             family.vertex_window, family.vertex_window_mask, family.window_table,
@@ -300,8 +300,7 @@ class SparseHierarchicalTrellis:
                 "seed trees / extra clusters, or raise max_edges.")
         check_memory(BYTES_PER_EDGE * n_edges, f"sparse trellis's {n_edges:,} edges")
         self.edge_ptr, self.edge_parent, self.edge_left, self.edge_right = \
-            kernels.edges_to_csr(rows, n_edges, self.n_vertices)
-        del rows
+            kernels.edges_to_csr(groups, self.n_vertices)
         self.n_edges = int(n_edges)
         if self.verify_edges:
             n_bad = kernels.verify_edges(self.edge_ptr, self.edge_left, self.edge_right,
