@@ -36,6 +36,24 @@ def brute_force(w, betas, alpha):
             np.exp(logsumexp(joints, axis=0) - log_total), log_total)
 
 
+def assert_marginals_are_enumerations(est, partitions, p_pi):
+    """Pairwise, number-of-clusters, cluster and together marginals of ``est`` equal the
+    sums over the enumerated ``partitions`` weighed by their posterior ``p_pi``."""
+    n = partitions.shape[1]
+    same = partitions[:, :, None] == partitions[:, None, :]
+    np.testing.assert_allclose(est.pairwise_marginals_, np.tensordot(p_pi, same, axes=1),
+                               atol=1e-12)
+    counts = np.array([len(set(p)) for p in partitions])
+    np.testing.assert_allclose(est.n_clusters_distribution_,
+                               np.bincount(counts, weights=p_pi, minlength=n + 1)[1:],
+                               atol=1e-12)
+    for subset in ([0], [0, 1], list(range(n))):
+        assert est.cluster_marginal(subset) == pytest.approx(
+            cluster_probability(partitions, p_pi, subset), abs=1e-12)
+        assert est.together_marginal(subset) == pytest.approx(
+            together_probability(partitions, p_pi, subset), abs=1e-12)
+
+
 def affinities(n, seed, beta=0.5):
     data = make_gaussian_pairs(n, beta=beta, alpha=1.5, random_state=seed)
     return data.affinity
@@ -54,18 +72,7 @@ def test_posterior_and_averaged_marginals_match_enumeration(n, seed, beta, alpha
     np.testing.assert_allclose(est.beta_posterior_, p_beta, atol=1e-12)
     assert est.log_evidence_ == pytest.approx(log_evidence, abs=1e-9)
     assert est.beta_ == est.beta_grid_[np.argmax(p_beta)]
-    same = partitions[:, :, None] == partitions[:, None, :]
-    np.testing.assert_allclose(est.pairwise_marginals_, np.tensordot(p_pi, same, axes=1),
-                               atol=1e-12)
-    counts = np.array([len(set(p)) for p in partitions])
-    np.testing.assert_allclose(est.n_clusters_distribution_,
-                               np.bincount(counts, weights=p_pi, minlength=n + 1)[1:],
-                               atol=1e-12)
-    for subset in ([0], [0, 1], list(range(n))):
-        assert est.cluster_marginal(subset) == pytest.approx(
-            cluster_probability(partitions, p_pi, subset), abs=1e-12)
-        assert est.together_marginal(subset) == pytest.approx(
-            together_probability(partitions, p_pi, subset), abs=1e-12)
+    assert_marginals_are_enumerations(est, partitions, p_pi)
 
 
 @pytest.mark.parametrize("alpha", [None, 0.7])
@@ -183,16 +190,7 @@ def test_alpha_summed_out_matches_enumeration(n, seed, beta, alpha_prior):
     assert est.log_evidence_ == pytest.approx(log_evidence, abs=1e-9)
     mode = np.unravel_index(np.argmax(p_grid), p_grid.shape)
     assert (est.alpha_, est.beta_) == (est.alpha_grid_[mode[0]], est.beta_grid_[mode[1]])
-    same = partitions[:, :, None] == partitions[:, None, :]
-    np.testing.assert_allclose(est.pairwise_marginals_, np.tensordot(p_pi, same, axes=1),
-                               atol=1e-12)
-    counts = np.array([len(set(p)) for p in partitions])
-    np.testing.assert_allclose(est.n_clusters_distribution_,
-                               np.bincount(counts, weights=p_pi, minlength=n + 1)[1:],
-                               atol=1e-12)
-    for subset in ([0, 1], list(range(n))):
-        assert est.together_marginal(subset) == pytest.approx(
-            together_probability(partitions, p_pi, subset), abs=1e-12)
+    assert_marginals_are_enumerations(est, partitions, p_pi)
 
 
 def test_alpha_summed_out_score_samples_match_enumeration():

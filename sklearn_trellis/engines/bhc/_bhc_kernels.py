@@ -382,6 +382,26 @@ def greedy_merges(params, data, log_alpha, rose, state, merges, kinds, max_merge
     return new - n
 
 
+@njit(cache=True)
+def _leaf_item_lists(n):
+    """The state of :func:`_merge_into_larger_child` before any merge of an ``n``-leaf tree.
+
+    ``(slot, size, head, tail, next_item)`` over the tree's ``2 n - 1`` nodes:
+    no statistics row, size 1 and a one-item list per node (loops: no
+    ``np.arange`` to compile).
+    """
+    n_nodes = 2 * n - 1
+    slot = np.full(n_nodes, -1, np.int64)
+    size = np.full(n_nodes, 1, np.int64)
+    head = np.empty(n_nodes, np.int64)
+    tail = np.empty(n_nodes, np.int64)
+    for v in range(n_nodes):
+        head[v] = v
+        tail[v] = v
+    next_item = np.full(n, -1, np.int64)
+    return slot, size, head, tail, next_item
+
+
 @template
 def _merge_into_larger_child(params, data, stats, shared, work, children, t, slot, size, head,
                              tail, next_item, free, n_free):
@@ -437,15 +457,7 @@ def tree_node_log_marginals(params, data, children, n_stats, work_size):
     for r in range(n_rows):               # nor np.ones to compile)
         free[r] = n_rows - 1 - r
     n_free = n_rows
-    n_nodes = 2 * n - 1
-    slot = np.full(n_nodes, -1, np.int64)
-    size = np.full(n_nodes, 1, np.int64)
-    head = np.empty(n_nodes, np.int64)
-    tail = np.empty(n_nodes, np.int64)
-    for v in range(n_nodes):
-        head[v] = v
-        tail[v] = v
-    next_item = np.full(n, -1, np.int64)
+    slot, size, head, tail, next_item = _leaf_item_lists(n)
     out = np.empty(n - 1, np.float64)
     for t in range(n - 1):
         s, n_free = _merge_into_larger_child(params, data, stats, shared, work, children, t,
@@ -495,7 +507,6 @@ def grouped_log_predictives(params, data, new_data, children, log_weight, group,
     ``(n_new, n_groups)``.
     """
     n = children.shape[0] + 1
-    n_nodes = 2 * n - 1
     n_new = new_data.shape[0]
     result = np.full((n_new, n_groups), -np.inf)
     n_rows = n // 2 + 3
@@ -515,14 +526,7 @@ def grouped_log_predictives(params, data, new_data, children, log_weight, group,
     for r in range(n_rows - 1):
         free[r] = n_rows - 2 - r
     n_free = n_rows - 1
-    slot = np.full(n_nodes, -1, np.int64)
-    size = np.full(n_nodes, 1, np.int64)
-    head = np.empty(n_nodes, np.int64)
-    tail = np.empty(n_nodes, np.int64)
-    for v in range(n_nodes):
-        head[v] = v
-        tail[v] = v
-    next_item = np.full(n, -1, np.int64)
+    slot, size, head, tail, next_item = _leaf_item_lists(n)
     for t in range(n - 1):
         k = n + t
         s, n_free = _merge_into_larger_child(params, data, stats, shared, work, children, t,
