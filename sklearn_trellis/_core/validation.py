@@ -3,6 +3,7 @@
 import numbers
 
 import numpy as np
+from sklearn.utils.validation import validate_data
 
 
 def check_scalar_param(value, name, *, kind=numbers.Real, low=None, high=None,
@@ -54,6 +55,48 @@ def check_indices(indices, n_items, name="indices"):
         raise ValueError(f"{name} must be distinct, got {idx.tolist()}.")
     return idx
 
+
+
+#: Read-only arrays of at most this many bytes are copied before they reach the
+#: numba kernels (:func:`writeable_if_small`): numba types a read-only array apart
+#: from a writeable one (``readonly array(...)``) and compiles every kernel a second
+#: time for it, which costs seconds, while copying 64 MiB costs milliseconds.
+READONLY_COPY_MAX_BYTES = 64 * 2**20
+
+
+def writeable_if_small(array):
+    """A writeable copy of a small read-only ``array``; any other input unchanged.
+
+    Read-only arrays (``np.load(mmap_mode='r')``, scikit-learn's read-only memmap
+    checks, ``writeable=False`` views from pandas or Arrow) of at most
+    :data:`READONLY_COPY_MAX_BYTES` are copied (memory layout kept), so that the
+    kernels run the version compiled for writeable arrays instead of compiling a
+    read-only one. Larger read-only arrays are returned as they are (a user's big
+    memory map is not duplicated in memory; the kernels compile their read-only
+    version once, cached on disk). Writeable arrays and non-arrays are returned
+    unchanged: the estimators never write into their input.
+
+    >>> x = np.zeros(3)
+    >>> x.setflags(write=False)
+    >>> writeable_if_small(x).flags.writeable
+    True
+    >>> y = np.zeros(3)
+    >>> writeable_if_small(y) is y
+    True
+    """
+    if (isinstance(array, np.ndarray) and not array.flags.writeable
+            and array.nbytes <= READONLY_COPY_MAX_BYTES):
+        return np.array(array, order="K")   # a base ndarray, also of a np.memmap
+    return array
+
+
+def validate_kernel_data(estimator, X, **kwargs):
+    """scikit-learn's ``validate_data(estimator, X, **kwargs)``, then :func:`writeable_if_small`.
+
+    The estimators validate every array they hand to numba kernels (features,
+    precomputed distances or affinities, label samples) with it.
+    """
+    return writeable_if_small(validate_data(estimator, X, **kwargs))
 
 
 #: Largest ``max |log phi|`` the engines accept: their sums of log-potentials

@@ -1,10 +1,21 @@
 """scikit-learn's estimator checks on every estimator, expected failures declared."""
 
+import gc
+
+import numpy as np
+import pytest
+from numba.core import event
+from numba.core.dispatcher import Dispatcher
+from sklearn.base import clone
+from sklearn.datasets import make_blobs
+from sklearn.metrics import pairwise_distances
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_trellis import (BayesianHierarchicalClustering, CrossCat, DivisiveClustering,
                              DPMixture, EntropyAgglomeration, ExactCorrelationClustering,
                              FastTIWD, InfiniteBiclustering, TrellisHierarchical)
+from sklearn_trellis._core import validation
+from sklearn_trellis._core.validation import writeable_if_small
 
 # EntropyAgglomeration.fit takes a sample set: rows are sampled clusterings, the
 # columns are the n elements (n_features_in_ = n), values are integer labels.
@@ -93,3 +104,94 @@ def expected_failed_checks(estimator):
 @parametrize_with_checks(ESTIMATORS, expected_failed_checks=expected_failed_checks)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+# -- read-only input (issue 29) ------------------------------------------------------
+# numba types a read-only array apart from a writeable one and would compile every
+# kernel again for it: small read-only inputs are copied (validate_kernel_data). One
+# instance per estimator, on the input its kernels read; the parameter is called
+# ``estimator`` so that tests/conftest.py runs each case with that estimator's checks,
+# which compile the same kernels.
+READONLY_CASES = [
+    ExactCorrelationClustering(max_exact_size=16),
+    TrellisHierarchical(metric="precomputed", energy="hcc", linkage="average"),
+    DPMixture(n_sweeps=20),
+    EntropyAgglomeration(),
+    FastTIWD(n_sweeps=10),                       # metric='precomputed'
+    DivisiveClustering(metric="precomputed", method="kmedoids"),
+    InfiniteBiclustering(n_sweeps=6),
+    BayesianHierarchicalClustering(),
+    CrossCat(n_sweeps=10),
+]
+
+
+def _input_for(estimator):
+    """A small writeable input of the kind ``estimator`` fits."""
+    X, _ = make_blobs(n_samples=12, n_features=3, centers=3, random_state=0)
+    if isinstance(estimator, EntropyAgglomeration):
+        return np.random.RandomState(0).randint(0, 3, size=(6, 8))
+    if getattr(estimator, "metric", None) == "precomputed":
+        return pairwise_distances(X, metric="sqeuclidean")
+    return X
+
+
+def _read_only(X):
+    X = X.copy()
+    X.setflags(write=False)
+    return X
+
+
+def _read_only_overloads():
+    """The compiled or cache-loaded versions of live numba kernels taking a read-only array.
+
+    (The compilation events alone would miss versions that a warm on-disk cache loads.)
+    """
+    return {(id(kernel), signature)
+            for kernel in gc.get_objects() if isinstance(kernel, Dispatcher)
+            for signature in list(kernel.overloads)
+            if any(getattr(arg, "mutable", True) is False for arg in signature)}
+
+
+def _fitted_arrays(estimator):
+    return {name: value for name, value in vars(estimator).items()
+            if name.endswith("_") and not name.startswith("_") and isinstance(value, np.ndarray)}
+
+
+@pytest.mark.parametrize("estimator", READONLY_CASES, ids=lambda e: type(e).__name__)
+def test_read_only_input_compiles_nothing_more_and_fits_the_same(estimator):
+    if "random_state" in estimator.get_params():
+        estimator = clone(estimator).set_params(random_state=0)
+    X = _input_for(estimator)
+    writeable = clone(estimator).fit(X)              # compiles (or loads) the kernels
+    read_only_X = _read_only(X)
+    before = _read_only_overloads()
+    with event.install_recorder("numba:compile") as recorder:
+        read_only = clone(estimator).fit(read_only_X)
+    compiled = [str(e.data.get("dispatcher", e.data)) for _, e in recorder.buffer
+                if e.is_start]
+    assert compiled == [], f"fit on read-only input compiled {compiled}"
+    assert _read_only_overloads() <= before       # nor loaded a read-only version
+    assert not read_only_X.flags.writeable            # the user's array is left as it was
+    expected, got = _fitted_arrays(writeable), _fitted_arrays(read_only)
+    assert expected and got.keys() == expected.keys()
+    for name, value in expected.items():              # exactly the same fit
+        np.testing.assert_array_equal(got[name], value, err_msg=name, strict=True)
+
+
+def test_large_read_only_input_reaches_the_fit_uncopied(monkeypatch):
+    """Above the threshold (patched down to 0 bytes) the validated array is the user's."""
+    validated = []
+
+    def spy(array):
+        validated.append(writeable_if_small(array))
+        return validated[-1]
+
+    monkeypatch.setattr(validation, "READONLY_COPY_MAX_BYTES", 0)
+    monkeypatch.setattr(validation, "writeable_if_small", spy)
+    estimator = DivisiveClustering()          # the features reach no kernel: no compilation
+    X = _input_for(estimator)
+    read_only_X = _read_only(X)
+    read_only = clone(estimator).fit(read_only_X)
+    assert len(validated) == 1 and np.shares_memory(validated[0], read_only_X)
+    assert not validated[0].flags.writeable
+    np.testing.assert_array_equal(read_only.children_, clone(estimator).fit(X).children_)
