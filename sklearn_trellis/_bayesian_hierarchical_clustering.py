@@ -9,7 +9,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ._core.validation import NestedModelParamsMixin, validate_kernel_data
+from ._core.validation import NestedModelParamsMixin, WriteableStateMixin, validate_kernel_data
 from ._core.compilation import announces_compilation
 from ._core.progress import Progress
 from ._hierarchy_mixin import HierarchyMixin
@@ -22,8 +22,8 @@ from .models import LIKELIHOODS, make_likelihood
 from .models.likelihood import ClusterLikelihood
 
 
-class BayesianHierarchicalClustering(NestedModelParamsMixin, HierarchyMixin, ClusterMixin,
-                                     BaseEstimator):
+class BayesianHierarchicalClustering(WriteableStateMixin, NestedModelParamsMixin, HierarchyMixin,
+                                     ClusterMixin, BaseEstimator):
     """Bayesian hierarchical clustering (Heller & Ghahramani 2005) on conjugate likelihoods.
 
     Agglomerates the rows of ``X`` by the posterior probability ``r_k`` that

@@ -13,7 +13,7 @@ from ._core.budget import check_memory, rows_or_zero
 from ._core.compilation import announces_compilation
 from ._core.pairwise import check_square_symmetric
 from ._core.progress import Progress
-from ._core.validation import check_scalar_param, validate_kernel_data
+from ._core.validation import WriteableStateMixin, check_scalar_param, validate_kernel_data
 from .engines.beta_posterior import LOG_ALPHA_GRID, LOG_B_GRID, beta_posterior
 from .engines.exact.binder import bayes_estimate
 from .engines.gaussian_pair_evidence import (evidence_family, log_evidence, log_predictive,
@@ -36,7 +36,7 @@ ALPHA_START = 1.0
 POINT_ESTIMATE_SAMPLES = 1000
 
 
-class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
+class ExactCorrelationClustering(WriteableStateMixin, ClusterMixin, BaseEstimator):
     """Correlation clustering with the exact distribution over all clusterings.
 
     For a flat clustering ``C`` of the N items the model is the Gibbs

@@ -13,7 +13,7 @@ from ._core.compilation import announces_compilation
 from ._core.pairwise import check_square_symmetric, similarity_from_distances
 from ._core.progress import Progress
 from ._core.units import from_units, metric_degree, to_units, unit_exponent
-from ._core.validation import validate_kernel_data
+from ._core.validation import WriteableStateMixin, validate_kernel_data
 from ._hierarchy_mixin import HierarchyMixin
 from .engines.divisive import CRITERIA, METHODS, divisive_tree, r_dissimilarities
 from .engines.divisive.exact_split import MAX_EXACT_ITEMS
@@ -51,7 +51,7 @@ def _in_data_units(tree, exponent, metric):
     return tree
 
 
-class DivisiveClustering(HierarchyMixin, ClusterMixin, BaseEstimator):
+class DivisiveClustering(WriteableStateMixin, HierarchyMixin, ClusterMixin, BaseEstimator):
     """Divisive (top-down) hierarchical clustering: DIANA, K-means / K-medoids bisection,
     or exactly optimal splits.
 

@@ -8,13 +8,13 @@ from sklearn.utils._param_validation import Interval
 
 from ._core.compilation import announces_compilation
 from ._core.progress import Progress
-from ._core.validation import validate_kernel_data
+from ._core.validation import WriteableStateMixin, validate_kernel_data
 from ._hierarchy_mixin import HierarchyMixin
 from .summaries import as_sample_set, is_block_list_format
 from .summaries.agglomeration import entropy_agglomeration_tree
 
 
-class EntropyAgglomeration(HierarchyMixin, ClusterMixin, BaseEstimator):
+class EntropyAgglomeration(WriteableStateMixin, HierarchyMixin, ClusterMixin, BaseEstimator):
     """Entropy agglomeration (EA) of a sample set of partitions or feature allocations.
 
     Fidaner & Cemgil (2013, Section 5): start from the singletons

@@ -26,8 +26,8 @@ from ._core.progress import Progress
 from ._core.merge_heights import (HEIGHT_LINKAGES, linkage_heights, monotone_heights,
                                   order_by_height)
 from ._core.trees import check_tree, children_to_tree
-from ._core.validation import (NestedModelParamsMixin, check_indices, check_option,
-                               check_scalar_param, validate_kernel_data)
+from ._core.validation import (NestedModelParamsMixin, WriteableStateMixin, check_indices,
+                               check_option, check_scalar_param, validate_kernel_data)
 from ._hierarchy_mixin import HierarchyMixin
 from .engines.attachment import (attachment_tree, cluster_attachment_proba, log_normalize,
                                  new_item_evidence)
@@ -53,7 +53,8 @@ def _scores_likelihood(estimator):
             and getattr(energy, "is_density", True))
 
 
-class TrellisHierarchical(NestedModelParamsMixin, HierarchyMixin, ClusterMixin, BaseEstimator):
+class TrellisHierarchical(WriteableStateMixin, NestedModelParamsMixin, HierarchyMixin,
+                          ClusterMixin, BaseEstimator):
     """Hierarchical clustering with the distribution over binary trees, exact or sparse.
 
     A drop-in replacement of :class:`sklearn.cluster.AgglomerativeClustering`

@@ -99,6 +99,63 @@ def validate_kernel_data(estimator, X, **kwargs):
     return writeable_if_small(validate_data(estimator, X, **kwargs))
 
 
+def _map_state_arrays(value, function, seen):
+    """``value`` with ``function`` applied to every ndarray in it.
+
+    Walks dicts and lists (changed in place), tuples (rebuilt) and the
+    ``__dict__`` of the package's own objects; ``seen`` breaks cycles.
+    """
+    if isinstance(value, np.ndarray):
+        return function(value)
+    if id(value) in seen:
+        return value
+    seen.add(id(value))
+    if isinstance(value, dict):
+        for key, item in value.items():
+            value[key] = _map_state_arrays(item, function, seen)
+    elif isinstance(value, list):
+        value[:] = [_map_state_arrays(item, function, seen) for item in value]
+    elif type(value) is tuple:
+        return tuple(_map_state_arrays(item, function, seen) for item in value)
+    elif (type(value).__module__.startswith("sklearn_trellis.")
+          and isinstance(getattr(value, "__dict__", None), dict)):
+        _map_state_arrays(vars(value), function, seen)
+    return value
+
+
+class WriteableStateMixin:
+    """Unpickling makes a small read-only fitted state writeable (see :func:`writeable_if_small`).
+
+    ``joblib.load(..., mmap_mode='r')`` (and scikit-learn's
+    ``check_estimators_pickle(readonly_memmap=True)``) gives the fitted arrays
+    as read-only memory maps, for which the kernels of ``predict``,
+    ``score_samples``, ... would compile a second version. When the read-only
+    arrays of the state total at most :data:`READONLY_COPY_MAX_BYTES` they are
+    copied (an array held twice stays shared); a larger state is kept mapped.
+    Put the mixin before ``BaseEstimator`` in the bases.
+    """
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        read_only = {}
+
+        def collect(array):
+            if not array.flags.writeable:
+                read_only[id(array)] = array
+            return array
+
+        _map_state_arrays(self.__dict__, collect, set())
+        if read_only and sum(a.nbytes for a in read_only.values()) <= READONLY_COPY_MAX_BYTES:
+            copies = {}
+
+            def copy(array):
+                if id(array) in read_only and id(array) not in copies:
+                    copies[id(array)] = np.array(array, order="K")
+                return copies.get(id(array), array)
+
+            _map_state_arrays(self.__dict__, copy, set())
+
+
 #: Largest ``max |log phi|`` the engines accept: their sums of log-potentials
 #: (over at most a few thousand terms) then stay finite in float64.
 MAX_LOG_POTENTIAL = 1e300

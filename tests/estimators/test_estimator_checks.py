@@ -9,6 +9,7 @@ from numba.core.dispatcher import Dispatcher
 from sklearn.base import clone
 from sklearn.datasets import make_blobs
 from sklearn.metrics import pairwise_distances
+from sklearn.utils._testing import create_memmap_backed_data
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_trellis import (BayesianHierarchicalClustering, CrossCat, DivisiveClustering,
@@ -195,3 +196,32 @@ def test_large_read_only_input_reaches_the_fit_uncopied(monkeypatch):
     assert len(validated) == 1 and np.shares_memory(validated[0], read_only_X)
     assert not validated[0].flags.writeable
     np.testing.assert_array_equal(read_only.children_, clone(estimator).fit(X).children_)
+
+
+@pytest.mark.parametrize("estimator", READONLY_CASES, ids=lambda e: type(e).__name__)
+def test_memory_mapped_fitted_state_compiles_nothing_more(estimator):
+    """A fit loaded with ``joblib.load(mmap_mode='r')`` predicts with the writeable kernels."""
+    if "random_state" in estimator.get_params():
+        estimator = clone(estimator).set_params(random_state=0)
+    X = _input_for(estimator)
+    fitted = clone(estimator).fit(X)
+    methods = [m for m in ("predict", "predict_proba", "score_samples", "transform")
+               if hasattr(fitted, m)]
+    expected = {m: getattr(fitted, m)(X) for m in methods}   # compiles (or loads) the kernels
+    mapped = create_memmap_backed_data(fitted)
+    assert all(value.flags.writeable for value in _fitted_arrays(mapped).values())
+    before = _read_only_overloads()
+    with event.install_recorder("numba:compile") as recorder:
+        got = {m: getattr(mapped, m)(X) for m in methods}
+    assert not [e for _, e in recorder.buffer if e.is_start]
+    assert _read_only_overloads() <= before
+    for m in methods:
+        np.testing.assert_array_equal(got[m], expected[m], err_msg=m, strict=True)
+
+
+def test_large_memory_mapped_fitted_state_stays_mapped(monkeypatch):
+    monkeypatch.setattr(validation, "READONLY_COPY_MAX_BYTES", 0)
+    estimator = DivisiveClustering().fit(_input_for(DivisiveClustering()))
+    mapped = create_memmap_backed_data(estimator)
+    assert not mapped.children_.flags.writeable
+    np.testing.assert_array_equal(mapped.children_, estimator.children_)
