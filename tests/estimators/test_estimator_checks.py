@@ -1,7 +1,5 @@
 """scikit-learn's estimator checks on every estimator, expected failures declared."""
 
-import gc
-
 import numpy as np
 import pytest
 from numba.core import event
@@ -142,15 +140,28 @@ def _read_only(X):
     return X
 
 
-def _read_only_overloads():
-    """The compiled or cache-loaded versions of live numba kernels taking a read-only array.
+@pytest.fixture
+def new_read_only_versions(monkeypatch):
+    """The kernel versions taking a read-only array that calls from Python add from now on.
 
-    (The compilation events alone would miss versions that a warm on-disk cache loads.)
+    Compiled or loaded from the on-disk cache (the compilation events alone miss
+    the versions that a warm cache loads): numba's dispatcher calls
+    ``_compile_for_args`` on every call whose argument types it has no version for.
     """
-    return {(id(kernel), signature)
-            for kernel in gc.get_objects() if isinstance(kernel, Dispatcher)
-            for signature in list(kernel.overloads)
-            if any(getattr(arg, "mutable", True) is False for arg in signature)}
+    added = []
+    compile_for_args = Dispatcher._compile_for_args
+
+    def spy(kernel, *args, **kwargs):
+        before = set(kernel.overloads)
+        try:
+            return compile_for_args(kernel, *args, **kwargs)
+        finally:
+            added.extend(f"{kernel.py_func.__qualname__}{signature}"
+                         for signature in set(kernel.overloads) - before
+                         if any(getattr(arg, "mutable", True) is False for arg in signature))
+
+    monkeypatch.setattr(Dispatcher, "_compile_for_args", spy)
+    return added
 
 
 def _fitted_arrays(estimator):
@@ -159,19 +170,20 @@ def _fitted_arrays(estimator):
 
 
 @pytest.mark.parametrize("estimator", READONLY_CASES, ids=lambda e: type(e).__name__)
-def test_read_only_input_compiles_nothing_more_and_fits_the_same(estimator):
+def test_read_only_input_compiles_nothing_more_and_fits_the_same(estimator,
+                                                                 new_read_only_versions):
     if "random_state" in estimator.get_params():
         estimator = clone(estimator).set_params(random_state=0)
     X = _input_for(estimator)
     writeable = clone(estimator).fit(X)              # compiles (or loads) the kernels
     read_only_X = _read_only(X)
-    before = _read_only_overloads()
+    del new_read_only_versions[:]
     with event.install_recorder("numba:compile") as recorder:
         read_only = clone(estimator).fit(read_only_X)
     compiled = [str(e.data.get("dispatcher", e.data)) for _, e in recorder.buffer
                 if e.is_start]
     assert compiled == [], f"fit on read-only input compiled {compiled}"
-    assert _read_only_overloads() <= before       # nor loaded a read-only version
+    assert new_read_only_versions == []          # nor loaded a read-only version
     assert not read_only_X.flags.writeable            # the user's array is left as it was
     expected, got = _fitted_arrays(writeable), _fitted_arrays(read_only)
     assert expected and got.keys() == expected.keys()
@@ -199,7 +211,7 @@ def test_large_read_only_input_reaches_the_fit_uncopied(monkeypatch):
 
 
 @pytest.mark.parametrize("estimator", READONLY_CASES, ids=lambda e: type(e).__name__)
-def test_memory_mapped_fitted_state_compiles_nothing_more(estimator):
+def test_memory_mapped_fitted_state_compiles_nothing_more(estimator, new_read_only_versions):
     """A fit loaded with ``joblib.load(mmap_mode='r')`` predicts with the writeable kernels."""
     if "random_state" in estimator.get_params():
         estimator = clone(estimator).set_params(random_state=0)
@@ -210,11 +222,11 @@ def test_memory_mapped_fitted_state_compiles_nothing_more(estimator):
     expected = {m: getattr(fitted, m)(X) for m in methods}   # compiles (or loads) the kernels
     mapped = create_memmap_backed_data(fitted)
     assert all(value.flags.writeable for value in _fitted_arrays(mapped).values())
-    before = _read_only_overloads()
+    del new_read_only_versions[:]
     with event.install_recorder("numba:compile") as recorder:
         got = {m: getattr(mapped, m)(X) for m in methods}
     assert not [e for _, e in recorder.buffer if e.is_start]
-    assert _read_only_overloads() <= before
+    assert new_read_only_versions == []
     for m in methods:
         np.testing.assert_array_equal(got[m], expected[m], err_msg=m, strict=True)
 
