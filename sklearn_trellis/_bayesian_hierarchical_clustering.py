@@ -7,9 +7,9 @@ from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClusterMixin, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
-from ._core.validation import NestedModelParamsMixin
+from ._core.validation import NestedModelParamsMixin, WriteableStateMixin, validate_kernel_data
 from ._core.compilation import announces_compilation
 from ._core.progress import Progress
 from ._hierarchy_mixin import HierarchyMixin
@@ -22,8 +22,8 @@ from .models import LIKELIHOODS, make_likelihood
 from .models.likelihood import ClusterLikelihood
 
 
-class BayesianHierarchicalClustering(NestedModelParamsMixin, HierarchyMixin, ClusterMixin,
-                                     BaseEstimator):
+class BayesianHierarchicalClustering(WriteableStateMixin, NestedModelParamsMixin, HierarchyMixin,
+                                     ClusterMixin, BaseEstimator):
     """Bayesian hierarchical clustering (Heller & Ghahramani 2005) on conjugate likelihoods.
 
     Agglomerates the rows of ``X`` by the posterior probability ``r_k`` that
@@ -210,7 +210,7 @@ ClusterLikelihood, default='gaussian'
         -------
         self : BayesianHierarchicalClustering
         """
-        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
+        X = validate_kernel_data(self, X, dtype=np.float64, ensure_min_samples=2)
         n = X.shape[0]
         self._check_n_clusters(n)
         if self.method == "randomized" and self.tree == "rose":
@@ -282,7 +282,7 @@ ClusterLikelihood, default='gaussian'
     # -- new points ------------------------------------------------------------
     def _grouped(self, X):
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+        X = validate_kernel_data(self, X, dtype=np.float64, reset=False)
         new_data = self.model_.check_data(X)
         group, fractions = bhc_posterior.node_groups(self.children_, self.labels_,
                                                      self.n_clusters_)

@@ -7,13 +7,13 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from ._core.budget import check_memory, rows_or_zero
 from ._core.compilation import announces_compilation
 from ._core.pairwise import check_square_symmetric
 from ._core.progress import Progress
-from ._core.validation import check_scalar_param
+from ._core.validation import WriteableStateMixin, check_scalar_param, validate_kernel_data
 from .engines.beta_posterior import LOG_ALPHA_GRID, LOG_B_GRID, beta_posterior
 from .engines.exact.binder import bayes_estimate
 from .engines.gaussian_pair_evidence import (evidence_family, log_evidence, log_predictive,
@@ -36,7 +36,7 @@ ALPHA_START = 1.0
 POINT_ESTIMATE_SAMPLES = 1000
 
 
-class ExactCorrelationClustering(ClusterMixin, BaseEstimator):
+class ExactCorrelationClustering(WriteableStateMixin, ClusterMixin, BaseEstimator):
     """Correlation clustering with the exact distribution over all clusterings.
 
     For a flat clustering ``C`` of the N items the model is the Gibbs
@@ -450,7 +450,7 @@ default='all'
         check_memory(N_AFFINITY_COPIES * 8 * n * n, f"the ({n}, {n}) affinity matrices",
                      way_out="Use fewer items (e.g. a subsample, or cluster the centres of "
                              "a k-means fit), or a method without an N x N matrix (DPMixture).")
-        X = validate_data(self, X, dtype=np.float64)
+        X = validate_kernel_data(self, X, dtype=np.float64)
         # The engines, refused before computing any N x N or 2**N table if they cannot fit.
         plan = plan_flat(X.shape[0], method=self.method, max_exact_size=self.max_exact_size,
                          n_perturbations=self.n_perturbations)
@@ -605,7 +605,7 @@ default='all'
         which model selection follows: ``X[test][:, train]``).
         """
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+        X = validate_kernel_data(self, X, dtype=np.float64, reset=False)
         if self.affinity == "precomputed":
             s = X
         else:

@@ -7,13 +7,13 @@ from sklearn.base import BaseEstimator, ClusterMixin, _fit_context
 from sklearn.metrics import pairwise_distances
 from sklearn.metrics.pairwise import _VALID_METRICS
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import validate_data
 
 from ._core.budget import check_memory
 from ._core.compilation import announces_compilation
 from ._core.pairwise import check_square_symmetric, similarity_from_distances
 from ._core.progress import Progress
 from ._core.units import from_units, metric_degree, to_units, unit_exponent
+from ._core.validation import WriteableStateMixin, validate_kernel_data
 from ._hierarchy_mixin import HierarchyMixin
 from .engines.divisive import CRITERIA, METHODS, divisive_tree, r_dissimilarities
 from .engines.divisive.exact_split import MAX_EXACT_ITEMS
@@ -51,7 +51,7 @@ def _in_data_units(tree, exponent, metric):
     return tree
 
 
-class DivisiveClustering(HierarchyMixin, ClusterMixin, BaseEstimator):
+class DivisiveClustering(WriteableStateMixin, HierarchyMixin, ClusterMixin, BaseEstimator):
     """Divisive (top-down) hierarchical clustering: DIANA, K-means / K-medoids bisection,
     or exactly optimal splits.
 
@@ -283,16 +283,16 @@ class DivisiveClustering(HierarchyMixin, ClusterMixin, BaseEstimator):
     def _check_input(self, X):
         allow_nan = self._allows_nan()
         if not allow_nan and self.metric != "precomputed":
-            data = validate_data(self, X, dtype=np.float64, ensure_min_samples=2,
-                                 ensure_all_finite=False)
+            data = validate_kernel_data(self, X, dtype=np.float64, ensure_min_samples=2,
+                                        ensure_all_finite=False)
             if np.isnan(data).any():
                 raise ValueError(self._nan_message())
             if not np.all(np.isfinite(data)):
                 raise ValueError("Input X contains infinity or a value too large for "
                                  "dtype('float64').")
             return data
-        return validate_data(self, X, dtype=np.float64, ensure_min_samples=2,
-                             ensure_all_finite="allow-nan" if allow_nan else True)
+        return validate_kernel_data(self, X, dtype=np.float64, ensure_min_samples=2,
+                                    ensure_all_finite="allow-nan" if allow_nan else True)
 
     def _nan_message(self):
         if self.method == "kmeans":

@@ -6,10 +6,11 @@ import numpy as np
 from sklearn.base import ClusterMixin, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from ._core.budget import check_memory
 from ._core.compilation import announces_compilation
+from ._core.validation import validate_kernel_data
 from ._gibbs_base import (MAX_LOSS_ESTIMATE_ITEMS, _BaseGibbs, check_given_labels,
                           gamma_hyperprior, initial_labels, predictive_picks)
 from .engines.exact.binder import bayes_estimate
@@ -348,8 +349,8 @@ array-like of shape (n_samples,), default='auto'
             return self._fit_dask(X, prior)
         given = X
         self._check_warm_shape(np.shape(X))
-        X = validate_data(self, X, dtype=[np.float64, np.float32],
-                          reset=not self._has_chains())
+        X = validate_kernel_data(self, X, dtype=[np.float64, np.float32],
+                                 reset=not self._has_chains())
         warm = self._warm_start_mode(X)
         rng = check_random_state(self.random_state)
         n = X.shape[0]
@@ -530,7 +531,7 @@ array-like of shape (n_samples,), default='auto'
     def _predictive(self, X):
         """Per kept sample (MAX_PREDICTIVE_SAMPLES at most): log weights (m, K_s + 1)."""
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+        X = validate_kernel_data(self, X, dtype=np.float64, reset=False)
         data_new = self.model_.check_data(X)
         count = self.samples_.shape[0]
         picks = predictive_picks(count)

@@ -5,16 +5,16 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin, _fit_context
 from sklearn.utils._param_validation import Interval
-from sklearn.utils.validation import validate_data
 
 from ._core.compilation import announces_compilation
 from ._core.progress import Progress
+from ._core.validation import WriteableStateMixin, validate_kernel_data
 from ._hierarchy_mixin import HierarchyMixin
 from .summaries import as_sample_set, is_block_list_format
 from .summaries.agglomeration import entropy_agglomeration_tree
 
 
-class EntropyAgglomeration(HierarchyMixin, ClusterMixin, BaseEstimator):
+class EntropyAgglomeration(WriteableStateMixin, HierarchyMixin, ClusterMixin, BaseEstimator):
     """Entropy agglomeration (EA) of a sample set of partitions or feature allocations.
 
     Fidaner & Cemgil (2013, Section 5): start from the singletons
@@ -149,7 +149,7 @@ class EntropyAgglomeration(HierarchyMixin, ClusterMixin, BaseEstimator):
         direct = is_block_list_format(samples) or (
             isinstance(samples, np.ndarray) and samples.ndim == 3)
         if not direct:
-            labels = validate_data(self, samples, dtype=None, ensure_min_samples=1)
+            labels = validate_kernel_data(self, samples, dtype=None, ensure_min_samples=1)
             return as_sample_set(labels)
         sample_set = as_sample_set(samples)
         self.n_features_in_ = sample_set.n_elements

@@ -12,11 +12,12 @@ from sklearn.metrics import pairwise_distances
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import type_of_target
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from ._core.budget import check_memory, rows_or_zero
 from ._core.compilation import announces_compilation
 from ._core.pairwise import check_square_symmetric
+from ._core.validation import validate_kernel_data
 from ._gibbs_base import (_BaseGibbs, _refuse_rows_without_density, check_given_labels,
                           predictive_picks)
 from .engines.exact.trellis_for_model import trellis_for_model
@@ -508,8 +509,8 @@ default='singletons'
         self._check_combinations()
         self._check_memory(rows_or_zero(X))
         self._check_warm_shape(np.shape(X))
-        X = validate_data(self, X, dtype=[np.float64, np.float32],
-                          reset=not self._has_chains())
+        X = validate_kernel_data(self, X, dtype=[np.float64, np.float32],
+                                 reset=not self._has_chains())
         n = X.shape[0]
         if n < 2:
             raise ValueError(f"FastTIWD needs at least 2 samples, got n_samples={n}.")
@@ -684,12 +685,12 @@ default='singletons'
         S = self.inner_products_
         if self.metric == "precomputed":
             # n_features_in_ is n: the check is that of the squared distances' width
-            D_new = validate_data(self, X, dtype=np.float64, reset=False)
+            D_new = validate_kernel_data(self, X, dtype=np.float64, reset=False)
             if np.any(D_new < 0):
                 raise ValueError("Negative values in data passed to FastTIWD: X must hold "
                                  "squared distances when metric='precomputed'.")
         else:
-            X = validate_data(self, X, dtype=np.float64, reset=False)
+            X = validate_kernel_data(self, X, dtype=np.float64, reset=False)
             if self.normalization == "none":
                 return X @ self._X_fit.T, np.einsum("ij,ij->i", X, X)
             D_new = pairwise_distances(X, self._X_fit, metric="sqeuclidean")

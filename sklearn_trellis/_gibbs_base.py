@@ -19,7 +19,7 @@ from sklearn.cluster import KMeans
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._core.budget import check_memory
-from ._core.validation import NestedModelParamsMixin
+from ._core.validation import NestedModelParamsMixin, WriteableStateMixin
 from .engines.gibbs.chains import collect_chains, n_clusters_frequencies
 from .models.priors import GammaHyperprior
 from .summaries.occurrence import pairwise_cooccurrence
@@ -123,7 +123,7 @@ def _refuse_rows_without_density(lost):
                          "and the training data together.")
 
 
-class _BaseGibbs(NestedModelParamsMixin, BaseEstimator):
+class _BaseGibbs(WriteableStateMixin, NestedModelParamsMixin, BaseEstimator):
     """Base class of the estimators that sample partitions by Gibbs sampling.
 
     It holds the parameters every Gibbs estimator has (keyword-only, after each

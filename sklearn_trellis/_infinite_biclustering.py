@@ -6,10 +6,11 @@ import numpy as np
 from sklearn.base import BiclusterMixin, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_array, check_is_fitted, validate_data
+from sklearn.utils.validation import check_array, check_is_fitted
 
 from ._core.compilation import announces_compilation
 from ._core.labels import first_appearance_labels
+from ._core.validation import validate_kernel_data
 from ._gibbs_base import (KMEANS_INIT_CLUSTERS, MAX_LOSS_ESTIMATE_ITEMS, MAX_PAIRWISE_ITEMS,
                           _BaseGibbs, check_given_labels, gamma_hyperprior, initial_labels)
 from .engines.exact.bicluster import ExactBiclusterPosterior, bell
@@ -253,8 +254,8 @@ default='vi'
         self._check_burn_in()
         hyperprior = gamma_hyperprior(self.alpha_prior)
         self._check_warm_shape(np.shape(X))
-        X = validate_data(self, X, dtype=np.float64, ensure_all_finite="allow-nan",
-                          reset=not self._has_chains())
+        X = validate_kernel_data(self, X, dtype=np.float64, ensure_all_finite="allow-nan",
+                                 reset=not self._has_chains())
         warm = self._warm_start_mode(X)
         rng = check_random_state(self.random_state)
         if warm == "continue":

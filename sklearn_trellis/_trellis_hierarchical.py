@@ -15,7 +15,7 @@ from sklearn.metrics.pairwise import paired_distances
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils._available_if import available_if
-from sklearn.utils.validation import check_is_fitted, check_memory, validate_data
+from sklearn.utils.validation import check_is_fitted, check_memory
 
 from ._core.budget import check_memory as check_memory_bytes
 from ._core.units import from_units, scaled_pairwise_distances, to_units, unit_exponent
@@ -26,8 +26,8 @@ from ._core.progress import Progress
 from ._core.merge_heights import (HEIGHT_LINKAGES, linkage_heights, monotone_heights,
                                   order_by_height)
 from ._core.trees import check_tree, children_to_tree
-from ._core.validation import (NestedModelParamsMixin, check_indices, check_option,
-                               check_scalar_param)
+from ._core.validation import (NestedModelParamsMixin, WriteableStateMixin, check_indices,
+                               check_option, check_scalar_param, validate_kernel_data)
 from ._hierarchy_mixin import HierarchyMixin
 from .engines.attachment import (attachment_tree, cluster_attachment_proba, log_normalize,
                                  new_item_evidence)
@@ -53,7 +53,8 @@ def _scores_likelihood(estimator):
             and getattr(energy, "is_density", True))
 
 
-class TrellisHierarchical(NestedModelParamsMixin, HierarchyMixin, ClusterMixin, BaseEstimator):
+class TrellisHierarchical(WriteableStateMixin, NestedModelParamsMixin, HierarchyMixin,
+                          ClusterMixin, BaseEstimator):
     """Hierarchical clustering with the distribution over binary trees, exact or sparse.
 
     A drop-in replacement of :class:`sklearn.cluster.AgglomerativeClustering`
@@ -516,7 +517,7 @@ default='dasgupta'
             raise ValueError(f"{self.metric} was provided as metric. Ward can only work "
                              "with euclidean distances (i.e. 'euclidean' and 'l2').")
         names = self._seed_names()
-        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
+        X = validate_kernel_data(self, X, dtype=np.float64, ensure_min_samples=2)
         if self.metric == "precomputed":
             self._check_precomputed(X)
         n = X.shape[0]
@@ -973,9 +974,9 @@ default='dasgupta'
                              "metric='precomputed' the callable sees the N x N matrix, "
                              "which a new item's distances cannot enlarge unambiguously.")
         if model.input_kind == "features":
-            return validate_data(self, X, dtype=np.float64, reset=False)
+            return validate_kernel_data(self, X, dtype=np.float64, reset=False)
         # with 'precomputed', n_features_in_ is N: the check is that of the distances' width
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+        X = validate_kernel_data(self, X, dtype=np.float64, reset=False)
         if pairwise:
             if np.any(X < 0):
                 raise ValueError("Negative values in data passed to TrellisHierarchical: "

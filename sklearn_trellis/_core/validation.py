@@ -3,6 +3,7 @@
 import numbers
 
 import numpy as np
+from sklearn.utils.validation import validate_data
 
 
 def check_scalar_param(value, name, *, kind=numbers.Real, low=None, high=None,
@@ -54,6 +55,105 @@ def check_indices(indices, n_items, name="indices"):
         raise ValueError(f"{name} must be distinct, got {idx.tolist()}.")
     return idx
 
+
+
+#: Read-only arrays of at most this many bytes are copied before they reach the
+#: numba kernels (:func:`writeable_if_small`): numba types a read-only array apart
+#: from a writeable one (``readonly array(...)``) and compiles every kernel a second
+#: time for it, which costs seconds, while copying 64 MiB costs milliseconds.
+READONLY_COPY_MAX_BYTES = 64 * 2**20
+
+
+def writeable_if_small(array):
+    """A writeable copy of a small read-only ``array``; any other input unchanged.
+
+    Read-only arrays (``np.load(mmap_mode='r')``, scikit-learn's read-only memmap
+    checks, ``writeable=False`` views from pandas or Arrow) of at most
+    :data:`READONLY_COPY_MAX_BYTES` are copied (memory layout kept), so that the
+    kernels run the version compiled for writeable arrays instead of compiling a
+    read-only one. Larger read-only arrays are returned as they are (a user's big
+    memory map is not duplicated in memory; the kernels compile their read-only
+    version once, cached on disk). Writeable arrays and non-arrays are returned
+    unchanged: the estimators never write into their input.
+
+    >>> x = np.zeros(3)
+    >>> x.setflags(write=False)
+    >>> writeable_if_small(x).flags.writeable
+    True
+    >>> y = np.zeros(3)
+    >>> writeable_if_small(y) is y
+    True
+    """
+    if (isinstance(array, np.ndarray) and not array.flags.writeable
+            and array.nbytes <= READONLY_COPY_MAX_BYTES):
+        return np.array(array, order="K")   # a base ndarray, also of a np.memmap
+    return array
+
+
+def validate_kernel_data(estimator, X, **kwargs):
+    """scikit-learn's ``validate_data(estimator, X, **kwargs)``, then :func:`writeable_if_small`.
+
+    The estimators validate every array they hand to numba kernels (features,
+    precomputed distances or affinities, label samples) with it.
+    """
+    return writeable_if_small(validate_data(estimator, X, **kwargs))
+
+
+def _map_state_arrays(value, function, seen):
+    """``value`` with ``function`` applied to every ndarray in it.
+
+    Walks dicts and lists (changed in place), tuples (rebuilt) and the
+    ``__dict__`` of the package's own objects; ``seen`` breaks cycles.
+    """
+    if isinstance(value, np.ndarray):
+        return function(value)
+    if id(value) in seen:
+        return value
+    seen.add(id(value))
+    if isinstance(value, dict):
+        for key, item in value.items():
+            value[key] = _map_state_arrays(item, function, seen)
+    elif isinstance(value, list):
+        value[:] = [_map_state_arrays(item, function, seen) for item in value]
+    elif type(value) is tuple:
+        return tuple(_map_state_arrays(item, function, seen) for item in value)
+    elif (type(value).__module__.startswith("sklearn_trellis.")
+          and isinstance(getattr(value, "__dict__", None), dict)):
+        _map_state_arrays(vars(value), function, seen)
+    return value
+
+
+class WriteableStateMixin:
+    """Unpickling makes a small read-only fitted state writeable (see :func:`writeable_if_small`).
+
+    ``joblib.load(..., mmap_mode='r')`` (and scikit-learn's
+    ``check_estimators_pickle(readonly_memmap=True)``) gives the fitted arrays
+    as read-only memory maps, for which the kernels of ``predict``,
+    ``score_samples``, ... would compile a second version. When the read-only
+    arrays of the state total at most :data:`READONLY_COPY_MAX_BYTES` they are
+    copied (an array held twice stays shared); a larger state is kept mapped.
+    Put the mixin before ``BaseEstimator`` in the bases.
+    """
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        read_only = {}
+
+        def collect(array):
+            if not array.flags.writeable:
+                read_only[id(array)] = array
+            return array
+
+        _map_state_arrays(self.__dict__, collect, set())
+        if read_only and sum(a.nbytes for a in read_only.values()) <= READONLY_COPY_MAX_BYTES:
+            copies = {}
+
+            def copy(array):
+                if id(array) in read_only and id(array) not in copies:
+                    copies[id(array)] = np.array(array, order="K")
+                return copies.get(id(array), array)
+
+            _map_state_arrays(self.__dict__, copy, set())
 
 
 #: Largest ``max |log phi|`` the engines accept: their sums of log-potentials

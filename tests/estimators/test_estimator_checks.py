@@ -1,10 +1,20 @@
 """scikit-learn's estimator checks on every estimator, expected failures declared."""
 
+import numpy as np
+import pytest
+from numba.core import event
+from numba.core.dispatcher import Dispatcher
+from sklearn.base import clone
+from sklearn.datasets import make_blobs
+from sklearn.metrics import pairwise_distances
+from sklearn.utils._testing import create_memmap_backed_data
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_trellis import (BayesianHierarchicalClustering, CrossCat, DivisiveClustering,
                              DPMixture, EntropyAgglomeration, ExactCorrelationClustering,
                              FastTIWD, InfiniteBiclustering, TrellisHierarchical)
+from sklearn_trellis._core import validation
+from sklearn_trellis._core.validation import writeable_if_small
 
 # EntropyAgglomeration.fit takes a sample set: rows are sampled clusterings, the
 # columns are the n elements (n_features_in_ = n), values are integer labels.
@@ -93,3 +103,137 @@ def expected_failed_checks(estimator):
 @parametrize_with_checks(ESTIMATORS, expected_failed_checks=expected_failed_checks)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+# -- read-only input (issue 29) ------------------------------------------------------
+# numba types a read-only array apart from a writeable one and would compile every
+# kernel again for it: small read-only inputs are copied (validate_kernel_data). One
+# instance per estimator, on the input its kernels read; the parameter is called
+# ``estimator`` so that tests/conftest.py runs each case with that estimator's checks,
+# which compile the same kernels.
+READONLY_CASES = [
+    ExactCorrelationClustering(max_exact_size=16),
+    TrellisHierarchical(metric="precomputed", energy="hcc", linkage="average"),
+    DPMixture(n_sweeps=20),
+    EntropyAgglomeration(),
+    FastTIWD(n_sweeps=10),                       # metric='precomputed'
+    DivisiveClustering(metric="precomputed", method="kmedoids"),
+    InfiniteBiclustering(n_sweeps=6),
+    BayesianHierarchicalClustering(),
+    CrossCat(n_sweeps=10),
+]
+
+
+def _input_for(estimator):
+    """A small writeable input of the kind ``estimator`` fits."""
+    X, _ = make_blobs(n_samples=12, n_features=3, centers=3, random_state=0)
+    if isinstance(estimator, EntropyAgglomeration):
+        return np.random.RandomState(0).randint(0, 3, size=(6, 8))
+    if getattr(estimator, "metric", None) == "precomputed":
+        return pairwise_distances(X, metric="sqeuclidean")
+    return X
+
+
+def _read_only(X):
+    X = X.copy()
+    X.setflags(write=False)
+    return X
+
+
+@pytest.fixture
+def new_read_only_versions(monkeypatch):
+    """The kernel versions taking a read-only array that calls from Python add from now on.
+
+    Compiled or loaded from the on-disk cache (the compilation events alone miss
+    the versions that a warm cache loads): numba's dispatcher calls
+    ``_compile_for_args`` on every call whose argument types it has no version for.
+    """
+    added = []
+    compile_for_args = Dispatcher._compile_for_args
+
+    def spy(kernel, *args, **kwargs):
+        before = set(kernel.overloads)
+        try:
+            return compile_for_args(kernel, *args, **kwargs)
+        finally:
+            added.extend(f"{kernel.py_func.__qualname__}{signature}"
+                         for signature in set(kernel.overloads) - before
+                         if any(getattr(arg, "mutable", True) is False for arg in signature))
+
+    monkeypatch.setattr(Dispatcher, "_compile_for_args", spy)
+    return added
+
+
+def _fitted_arrays(estimator):
+    return {name: value for name, value in vars(estimator).items()
+            if name.endswith("_") and not name.startswith("_") and isinstance(value, np.ndarray)}
+
+
+@pytest.mark.parametrize("estimator", READONLY_CASES, ids=lambda e: type(e).__name__)
+def test_read_only_input_compiles_nothing_more_and_fits_the_same(estimator,
+                                                                 new_read_only_versions):
+    if "random_state" in estimator.get_params():
+        estimator = clone(estimator).set_params(random_state=0)
+    X = _input_for(estimator)
+    writeable = clone(estimator).fit(X)              # compiles (or loads) the kernels
+    read_only_X = _read_only(X)
+    del new_read_only_versions[:]
+    with event.install_recorder("numba:compile") as recorder:
+        read_only = clone(estimator).fit(read_only_X)
+    compiled = [str(e.data.get("dispatcher", e.data)) for _, e in recorder.buffer
+                if e.is_start]
+    assert compiled == [], f"fit on read-only input compiled {compiled}"
+    assert new_read_only_versions == []          # nor loaded a read-only version
+    assert not read_only_X.flags.writeable            # the user's array is left as it was
+    expected, got = _fitted_arrays(writeable), _fitted_arrays(read_only)
+    assert expected and got.keys() == expected.keys()
+    for name, value in expected.items():              # exactly the same fit
+        np.testing.assert_array_equal(got[name], value, err_msg=name, strict=True)
+
+
+def test_large_read_only_input_reaches_the_fit_uncopied(monkeypatch):
+    """Above the threshold (patched down to 0 bytes) the validated array is the user's."""
+    validated = []
+
+    def spy(array):
+        validated.append(writeable_if_small(array))
+        return validated[-1]
+
+    monkeypatch.setattr(validation, "READONLY_COPY_MAX_BYTES", 0)
+    monkeypatch.setattr(validation, "writeable_if_small", spy)
+    estimator = DivisiveClustering()          # the features reach no kernel: no compilation
+    X = _input_for(estimator)
+    read_only_X = _read_only(X)
+    read_only = clone(estimator).fit(read_only_X)
+    assert len(validated) == 1 and np.shares_memory(validated[0], read_only_X)
+    assert not validated[0].flags.writeable
+    np.testing.assert_array_equal(read_only.children_, clone(estimator).fit(X).children_)
+
+
+@pytest.mark.parametrize("estimator", READONLY_CASES, ids=lambda e: type(e).__name__)
+def test_memory_mapped_fitted_state_compiles_nothing_more(estimator, new_read_only_versions):
+    """A fit loaded with ``joblib.load(mmap_mode='r')`` predicts with the writeable kernels."""
+    if "random_state" in estimator.get_params():
+        estimator = clone(estimator).set_params(random_state=0)
+    X = _input_for(estimator)
+    fitted = clone(estimator).fit(X)
+    methods = [m for m in ("predict", "predict_proba", "score_samples", "transform")
+               if hasattr(fitted, m)]
+    expected = {m: getattr(fitted, m)(X) for m in methods}   # compiles (or loads) the kernels
+    mapped = create_memmap_backed_data(fitted)
+    assert all(value.flags.writeable for value in _fitted_arrays(mapped).values())
+    del new_read_only_versions[:]
+    with event.install_recorder("numba:compile") as recorder:
+        got = {m: getattr(mapped, m)(X) for m in methods}
+    assert not [e for _, e in recorder.buffer if e.is_start]
+    assert new_read_only_versions == []
+    for m in methods:
+        np.testing.assert_array_equal(got[m], expected[m], err_msg=m, strict=True)
+
+
+def test_large_memory_mapped_fitted_state_stays_mapped(monkeypatch):
+    monkeypatch.setattr(validation, "READONLY_COPY_MAX_BYTES", 0)
+    estimator = DivisiveClustering().fit(_input_for(DivisiveClustering()))
+    mapped = create_memmap_backed_data(estimator)
+    assert not mapped.children_.flags.writeable
+    np.testing.assert_array_equal(mapped.children_, estimator.children_)
