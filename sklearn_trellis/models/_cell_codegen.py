@@ -152,20 +152,25 @@ def _dispatcher(name, args, options, nan, default, doc, types):
 
 
 def _offset_zero_forms(name, code):
-    """The three functions of :class:`CellKernels` of one type, at offset 0."""
+    """The three functions of :class:`CellKernels` of one type, at offset 0.
+
+    The code and offsets are int64 values, not literals: numba compiles a dispatcher
+    again for each literal argument, and the engines call the same dispatchers with
+    int64 codes and offsets (one compilation then serves every type and caller).
+    """
     return f"""@njit(cache=True)
 def {name}_add_cell(params, stats, x, weight):
-    accumulate_at({code}, params, 0, stats, 0, x, weight)
+    accumulate_at(np.int64({code}), params, np.int64(0), stats, np.int64(0), x, weight)
 
 
 @njit(cache=True)
 def {name}_log_marginal(params, stats):
-    return log_marginal_at({code}, params, 0, stats, 0)
+    return log_marginal_at(np.int64({code}), params, np.int64(0), stats, np.int64(0))
 
 
 @njit(cache=True)
 def {name}_log_predictive(params, stats, x):
-    return log_predictive_at({code}, params, 0, stats, 0, x)"""
+    return log_predictive_at(np.int64({code}), params, np.int64(0), stats, np.int64(0), x)"""
 
 
 def generate(registry):

@@ -291,62 +291,62 @@ def grid_log_scores_at(code, grid, n_points, log_prior, flat, base, width, n_clu
 
 @njit(cache=True)
 def normal_add_cell(params, stats, x, weight):
-    accumulate_at(0, params, 0, stats, 0, x, weight)
+    accumulate_at(np.int64(0), params, np.int64(0), stats, np.int64(0), x, weight)
 
 
 @njit(cache=True)
 def normal_log_marginal(params, stats):
-    return log_marginal_at(0, params, 0, stats, 0)
+    return log_marginal_at(np.int64(0), params, np.int64(0), stats, np.int64(0))
 
 
 @njit(cache=True)
 def normal_log_predictive(params, stats, x):
-    return log_predictive_at(0, params, 0, stats, 0, x)
+    return log_predictive_at(np.int64(0), params, np.int64(0), stats, np.int64(0), x)
 
 
 @njit(cache=True)
 def bernoulli_add_cell(params, stats, x, weight):
-    accumulate_at(1, params, 0, stats, 0, x, weight)
+    accumulate_at(np.int64(1), params, np.int64(0), stats, np.int64(0), x, weight)
 
 
 @njit(cache=True)
 def bernoulli_log_marginal(params, stats):
-    return log_marginal_at(1, params, 0, stats, 0)
+    return log_marginal_at(np.int64(1), params, np.int64(0), stats, np.int64(0))
 
 
 @njit(cache=True)
 def bernoulli_log_predictive(params, stats, x):
-    return log_predictive_at(1, params, 0, stats, 0, x)
+    return log_predictive_at(np.int64(1), params, np.int64(0), stats, np.int64(0), x)
 
 
 @njit(cache=True)
 def poisson_add_cell(params, stats, x, weight):
-    accumulate_at(2, params, 0, stats, 0, x, weight)
+    accumulate_at(np.int64(2), params, np.int64(0), stats, np.int64(0), x, weight)
 
 
 @njit(cache=True)
 def poisson_log_marginal(params, stats):
-    return log_marginal_at(2, params, 0, stats, 0)
+    return log_marginal_at(np.int64(2), params, np.int64(0), stats, np.int64(0))
 
 
 @njit(cache=True)
 def poisson_log_predictive(params, stats, x):
-    return log_predictive_at(2, params, 0, stats, 0, x)
+    return log_predictive_at(np.int64(2), params, np.int64(0), stats, np.int64(0), x)
 
 
 @njit(cache=True)
 def categorical_add_cell(params, stats, x, weight):
-    accumulate_at(3, params, 0, stats, 0, x, weight)
+    accumulate_at(np.int64(3), params, np.int64(0), stats, np.int64(0), x, weight)
 
 
 @njit(cache=True)
 def categorical_log_marginal(params, stats):
-    return log_marginal_at(3, params, 0, stats, 0)
+    return log_marginal_at(np.int64(3), params, np.int64(0), stats, np.int64(0))
 
 
 @njit(cache=True)
 def categorical_log_predictive(params, stats, x):
-    return log_predictive_at(3, params, 0, stats, 0, x)
+    return log_predictive_at(np.int64(3), params, np.int64(0), stats, np.int64(0), x)
 
 
 #: The :class:`CellKernels` of each type, by code.

@@ -31,7 +31,7 @@ def cell_log_marginal(code, params, stats):
 @njit(cache=True)
 def cell_log_predictive(code, params, stats, x):
     """``log_predictive_at`` at offset 0."""
-    return log_predictive_at(code, params, 0, stats, 0, x)
+    return log_predictive_at(code, params, np.int64(0), stats, np.int64(0), x)
 
 
 @njit(cache=True)
@@ -49,7 +49,7 @@ def cell_cached_log_predictive(code, params, stats, cache, x):
 @njit(cache=True)
 def cell_posterior_draw(code, params, stats, theta):
     """theta (``theta_size`` entries) drawn from the posterior of the cells ``stats``."""
-    posterior_draw_at(code, params, 0, stats, 0, theta, 0)
+    posterior_draw_at(code, params, np.int64(0), stats, np.int64(0), theta, np.int64(0))
 
 
 @njit(cache=True)

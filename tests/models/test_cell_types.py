@@ -103,6 +103,25 @@ def test_the_toy_cell_type_through_the_generated_dispatch(toy_dispatch):
     assert k.log_marginal_at(0, p, 0, s, 0) == normal.log_marginal(observed)
 
 
+def test_the_offset_zero_forms_pass_no_literal_to_the_dispatch():
+    """The per-type kernels pass int64 codes and offsets, as the engines do: numba compiles
+    each dispatcher once for every caller, not once more per literal argument."""
+    from numba import njit, types
+
+    array = types.float64[::1]
+    arguments = {"add_cell": (array, array, types.float64, types.float64),
+                 "log_marginal": (array, array), "log_predictive": (array, array, types.float64)}
+    kernels = cell_kernels.KERNELS[-1]   # (one type: every type's forms share a template)
+    for field, kernel in zip(kernels._fields, kernels):
+        # a fresh, uncached copy: its typing calls the dispatchers (a cached kernel's
+        # machine code would call none of them)
+        njit(kernel.py_func).compile(arguments[field])
+    for dispatcher in (cell_kernels.accumulate_at, cell_kernels.log_marginal_at,
+                       cell_kernels.log_predictive_at):
+        for signature in dispatcher.signatures:
+            assert not any(isinstance(t, types.Literal) for t in signature), signature
+
+
 def test_no_engine_names_a_cell_type():
     """Engines pass type codes to the dispatch; only ``models/cell_kernels.py`` branches."""
     pattern = re.compile(r"\b(NORMAL|BERNOULLI|POISSON|CATEGORICAL)\b|cell_types|"

@@ -180,13 +180,15 @@ def slice_rows(v, columns, constants, codes, params, view_of, labels, counts, n_
         offsets[c] = c * width
     theta = np.zeros((n_new, cols.size * width))
     empty = np.zeros(stats.shape[2])
+    zero = np.int64(0)   # not a literal 0: the offset-0 callers' compilation serves here too
     for k in range(n_new):
         for c in range(cols.size):
             j = cols[c]
             if k < n_old:
-                posterior_draw_at(codes[j], params[j], 0, stats[j, k], 0, theta[k], offsets[c])
+                posterior_draw_at(codes[j], params[j], zero, stats[j, k], zero, theta[k],
+                                  offsets[c])
             else:
-                posterior_draw_at(codes[j], params[j], 0, empty, 0, theta[k], offsets[c])
+                posterior_draw_at(codes[j], params[j], zero, empty, zero, theta[k], offsets[c])
     n = labels.shape[1]
     choice = np.empty(n)
     for i in range(n):

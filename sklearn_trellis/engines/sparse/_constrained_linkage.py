@@ -179,7 +179,7 @@ def _upper_edges(n, indptr, indices, distances):
 def _purge(heap, size, live, lexicographic):
     """Keep the entries ``(w, a, b)`` with ``live[a]`` and ``live[b]`` (drop those of
     merged clusters, or superseded edges) and re-heapify; returns the new size."""
-    m = 0
+    m = np.int64(0)   # not a literal: _heapify would be compiled again for a literal 0
     for e in range(size):
         if live[np.int64(heap[e, 1])] and live[np.int64(heap[e, 2])]:
             heap[m, 0], heap[m, 1], heap[m, 2] = heap[e, 0], heap[e, 1], heap[e, 2]
@@ -402,7 +402,10 @@ def average_complete_tree(n, indptr, indices, distances, complete):
     length = np.zeros(n, np.int64)
     capacity = np.zeros(n, np.int64)
     pool = np.empty(2 * (indices.size + 4 * n) + 16, np.int64)
-    top = 0
+    # counters start as int64 values, not literals: numba's type inference would otherwise
+    # compile the helpers they reach (_slot_append, _table_insert, the heap's) a second
+    # time, for the literal 0 it meets first
+    top = np.int64(0)
     for i in range(n):
         degree = indptr[i + 1] - indptr[i]
         start[i], length[i], capacity[i] = top, degree, degree + 4
@@ -422,11 +425,11 @@ def average_complete_tree(n, indptr, indices, distances, complete):
     while cells < 4 * n_edges:
         cells *= 2
     table = np.full((cells, 2), _EMPTY, np.int64)
-    filled = 0
+    filled = np.int64(0)
     # heap rows (distance, stamp, stamp): both ends name the edge, for _purge
     heap = np.empty((max(2 * n_edges, 16), 3))
     order = np.bool_(False)   # by weight only, ties abort anyway (typed: not a constant)
-    stamps = 0
+    stamps = np.int64(0)
     for i in range(n):
         for p in range(indptr[i], indptr[i + 1]):
             col = indices[p]
