@@ -127,12 +127,11 @@ def tree_clusters(tree):
     """Set of item tuples of every node of a tree (leaves and root included)."""
     out = set()
 
-    def walk(node):
-        leaves = tree_leaves(node)
+    def walk(node):   # each node's sorted leaves from its children's (one pass)
+        leaves = (tuple(sorted(walk(node[0]) + walk(node[1]))) if isinstance(node, tuple)
+                  else (node,))
         out.add(leaves)
-        if isinstance(node, tuple):
-            walk(node[0])
-            walk(node[1])
+        return leaves
 
     walk(tree)
     return out
@@ -161,12 +160,14 @@ def tree_sibling_pairs(tree):
     """``(left, right)`` item tuples of every internal node (left holds the lowest item)."""
     out = []
 
-    def walk(node):
-        if isinstance(node, tuple):
-            a, b = tree_leaves(node[0]), tree_leaves(node[1])
-            out.append((a, b) if a[0] < b[0] else (b, a))
-            walk(node[0])
-            walk(node[1])
+    def walk(node):   # the node's sorted leaves; pairs listed parent first
+        if not isinstance(node, tuple):
+            return (node,)
+        slot = len(out)
+        out.append(None)
+        a, b = walk(node[0]), walk(node[1])
+        out[slot] = (a, b) if a[0] < b[0] else (b, a)
+        return tuple(sorted(a + b))
 
     walk(tree)
     return out
@@ -174,10 +175,13 @@ def tree_sibling_pairs(tree):
 
 def canonical_tree(tree):
     """The same tree with every node's children ordered by their lowest item."""
-    if not isinstance(tree, tuple):
-        return int(tree)
-    a, b = canonical_tree(tree[0]), canonical_tree(tree[1])
-    return (a, b) if tree_leaves(a)[0] < tree_leaves(b)[0] else (b, a)
+    def walk(node):   # (canonical subtree, its lowest item)
+        if not isinstance(node, tuple):
+            return int(node), int(node)
+        (a, low_a), (b, low_b) = walk(node[0]), walk(node[1])
+        return ((a, b), low_a) if low_a < low_b else ((b, a), low_b)
+
+    return walk(tree)[0]
 
 
 def tree_log_potential(tree, split_value):

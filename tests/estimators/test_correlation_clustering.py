@@ -93,7 +93,8 @@ def test_property_random_instances(n, beta, seed):
 
 
 def constant_affinity_summaries(n, c, beta):
-    """log Z, the pairwise marginal and the number-of-clusters distribution of correlation
+    """log Z, the number-of-clusters distribution and its joint with one pair being
+    together (``P(K = k, i ~ j)``; summed over k, the pairwise marginal) of correlation
     clustering with every affinity equal to ``c``, by the recursion on the block of the
     last item (the exponential formula; no trellis): a block of ``m`` items has
     log-potential ``beta * c * m * (m - 1)``, less ``beta * c * n * (n - 1) / 2`` overall."""
@@ -110,45 +111,65 @@ def constant_affinity_summaries(n, c, beta):
                                      for m in range(1, i - k + 2)])
     log_all = logsumexp(log_a, axis=1)   # every number of blocks, for each number of items
     log_z = log_all[n] - beta * c * n * (n - 1) / 2
-    together = np.exp(logsumexp([log_binom(n - 2, m - 2) + log_block[m] + log_all[n - m]
-                                 for m in range(2, n + 1)]) - log_all[n])
-    return log_z, together, np.exp(log_a[n, 1:] - log_all[n])
+    # the pair is the last two items; their block has m >= 2 items, the rest k - 1 blocks
+    together_and_k = np.array([np.exp(logsumexp(
+        [log_binom(n - 2, m - 2) + log_block[m] + log_a[n - m, k - 1]
+         for m in range(2, n - k + 2)]) - log_all[n]) if k < n else 0.0
+        for k in range(1, n + 1)])
+    return log_z, np.exp(log_a[n, 1:] - log_all[n]), together_and_k
 
 
 def test_exact_engine_at_n20_matches_the_closed_form():
-    """At n = 20, the largest exact size (its parallel and linear-space kernels), against an
-    independent computation: constant affinities (the recursion above) for log Z, the MAP,
-    the pairwise marginals and the number of clusters; then one pair's affinity shifted by
-    delta, which multiplies Z by P(pair together) e^(beta delta) + (1 - P) e^(-beta delta)
-    exactly, so both fits' marginals of that pair follow from their two log Z."""
+    """At n = 20, the largest exact size, and n = 19, the smallest that runs every
+    parallel and linear-space kernel in every pass (a layer of 2**18 subsets), against an
+    independent computation: constant affinities (the recursion above) at n = 20 for log Z,
+    the MAP and the pairwise marginals; then at n = 19 one pair's affinity shifted by
+    delta, which multiplies each partition's potential by e^(beta delta) if the pair is
+    together, else by e^(-beta delta): so log Z, that pair's marginal and the number of
+    clusters distribution follow exactly from the constant-affinity recursion. (One fit
+    per size: the number-of-clusters pass at n = 20 alone costs 2.5 CPU s.)"""
     parts = set_partitions(7)   # the recursion itself, against enumeration
     w7 = np.full((7, 7), 0.4) - 0.4 * np.eye(7)
     ref = flat_summaries(parts, correlation_log_potentials(parts, w7, 1.5))
-    log_z, together, n_clusters = constant_affinity_summaries(7, 0.4, 1.5)
+    log_z, n_clusters, together_and_k = constant_affinity_summaries(7, 0.4, 1.5)
     assert log_z == pytest.approx(ref["log_z"], rel=1e-13)
-    assert together == pytest.approx(ref["pairwise"][2, 5], rel=1e-12)
     np.testing.assert_allclose(n_clusters, ref["k_dist"], atol=1e-13)
-    n, c, beta, delta = 20, 0.03, 1.0, 0.7
+    pair_together = parts[:, 5] == parts[:, 6]
+    np.testing.assert_allclose(together_and_k, np.bincount(
+        parts.max(axis=1)[pair_together], weights=ref["probs"][pair_together], minlength=7),
+        atol=1e-13)
+    assert together_and_k.sum() == pytest.approx(ref["pairwise"][2, 5], rel=1e-12)
+    c, beta, delta = 0.03, 1.0, 0.7
+    n = 20
     w = np.full((n, n), c)
     np.fill_diagonal(w, 0.0)
     model = ExactCorrelationClustering(beta=beta, affinity="precomputed", method="exact").fit(w)
-    log_z, together, n_clusters = constant_affinity_summaries(n, c, beta)
+    log_z, n_clusters, together_and_k = constant_affinity_summaries(n, c, beta)
     assert model.log_partition_function_ == pytest.approx(log_z, rel=1e-12)
     assert model.map_log_potential_ == pytest.approx(beta * c * n * (n - 1) / 2, rel=1e-12)
     assert model.n_clusters_ == 1
     off = ~np.eye(n, dtype=bool)
-    np.testing.assert_allclose(model.pairwise_marginals_[off], together, rtol=1e-10)
-    np.testing.assert_allclose(model.n_clusters_distribution_, n_clusters, atol=1e-12)
+    np.testing.assert_allclose(model.pairwise_marginals_[off], together_and_k.sum(),
+                               rtol=1e-10)
+    n = 19
+    log_z, n_clusters, together_and_k = constant_affinity_summaries(n, c, beta)
+    together = together_and_k.sum()
     assert 0.1 < n_clusters.max() < 0.5   # spread over several numbers of clusters
-    shifted = w.copy()
+    shifted = np.full((n, n), c)
+    np.fill_diagonal(shifted, 0.0)
     shifted[3, 17] = shifted[17, 3] = c + delta
     moved = ExactCorrelationClustering(beta=beta, affinity="precomputed",
                                        method="exact").fit(shifted)
-    gain = moved.log_partition_function_ - model.log_partition_function_
+    gain = moved.log_partition_function_ - log_z
     up, down = np.exp(beta * delta), np.exp(-beta * delta)
     assert gain == pytest.approx(np.log(together * up + (1 - together) * down), abs=1e-10)
     p_moved = moved.pairwise_marginals_[3, 17]
     assert -gain == pytest.approx(np.log(p_moved * down + (1 - p_moved) * up), abs=1e-10)
+    assert moved.map_log_potential_ == pytest.approx(
+        beta * (c * n * (n - 1) / 2 + delta), rel=1e-12)
+    np.testing.assert_allclose(
+        moved.n_clusters_distribution_,
+        (together_and_k * up + (n_clusters - together_and_k) * down) / np.exp(gain), atol=1e-12)
 
 
 def test_samples_follow_the_exact_distribution():
