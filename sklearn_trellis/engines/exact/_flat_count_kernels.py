@@ -18,13 +18,18 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from ..._core.parallel import parallel_kernel
 from ..._core.subsets import chunk_bounds, n_parallel_chunks, popcount
 from ._flat_kernels import best_cluster, draw_cluster, write_label
 
 
-@njit(cache=True, parallel=True)
+@parallel_kernel
 def count_layer(log_potentials, log_zk, map_k, lowest, n_items):
-    """Fill rows ``log_zk[S]`` and ``map_k[S]`` for every ``S`` whose lowest item is ``lowest``."""
+    """Fill rows ``log_zk[S]`` and ``map_k[S]`` for every ``S`` whose lowest item is ``lowest``.
+
+    Each ``S`` reads only rows of subsets without ``lowest`` (earlier layers) and
+    writes its own rows: the serial and parallel twins give the same tables.
+    """
     low = 1 << lowest
     n_free = n_items - 1 - lowest
     total = 1 << n_free
@@ -83,7 +88,7 @@ def count_map_clusters(log_potentials, map_k, full, n_clusters):
     return clusters
 
 
-@njit(cache=True, parallel=True)
+@parallel_kernel
 def count_cluster_marginals(log_potentials, log_zk, log_count, log_z, full, out):
     """``out[B] = P(B is a cluster) = sum_k exp(w_k + e(B) + log Z_{k-1}(full \\ B) - log Z)``."""
     width = log_zk.shape[1]
@@ -101,7 +106,7 @@ def count_cluster_marginals(log_potentials, log_zk, log_count, log_z, full, out)
         out[mask] = total
 
 
-@njit(cache=True, parallel=True)
+@parallel_kernel
 def count_sample_partitions(log_potentials, log_zk, full, n_items, n_clusters, uniforms):
     """Exact draws given the number of clusters of each draw (``n_clusters[s]``)."""
     n_samples = uniforms.shape[0]

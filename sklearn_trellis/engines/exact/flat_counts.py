@@ -79,7 +79,9 @@ class CountWeightedFlatTrellis:
         self._log_zk[0, 0] = 0.0
         self._map_k[0, 0] = 0.0
         for lowest in range(n - 1, -1, -1):
-            kernels.count_layer(self.log_potentials, self._log_zk, self._map_k, lowest, n)
+            # sum over the layer's subsets S of (subsets of S) x (cluster counts): 3^free (N + 1)
+            layer = kernels.count_layer.for_work(3 ** (n - 1 - lowest) * (n + 1))
+            layer(self.log_potentials, self._log_zk, self._map_k, lowest, n)
         self.log_z_by_n_clusters = self._log_zk[self.full].copy()
         weighted = self.log_count + self.log_z_by_n_clusters
         weighted[0] = -np.inf
@@ -97,8 +99,9 @@ class CountWeightedFlatTrellis:
             list(kernels.count_map_clusters(self.log_potentials, self._map_k, self.full, k_best)),
             n)
         marginals = np.empty(size)
-        kernels.count_cluster_marginals(self.log_potentials, self._log_zk, self.log_count,
-                                        self.log_partition_function, self.full, marginals)
+        cluster_marginals = kernels.count_cluster_marginals.for_work(size * (n + 1))
+        cluster_marginals(self.log_potentials, self._log_zk, self.log_count,
+                          self.log_partition_function, self.full, marginals)
         self._cluster = marginals.copy()
         self._together = superset_sums_inplace(marginals, n)
         return self
@@ -122,8 +125,10 @@ class CountWeightedFlatTrellis:
         probs = self.n_clusters_distribution()
         ks = random_state.choice(np.arange(1, self.n_items + 1), size=n_samples, p=probs)
         uniforms = random_state.random_sample((n_samples, self.n_items))
-        return kernels.count_sample_partitions(self.log_potentials, self._log_zk, self.full,
-                                               self.n_items, ks.astype(np.int64), uniforms)
+        # each draw walks at most N clusters, each chosen among the subsets of what is left
+        draws = kernels.count_sample_partitions.for_work(n_samples * (1 << self.n_items))
+        return draws(self.log_potentials, self._log_zk, self.full, self.n_items,
+                     ks.astype(np.int64), uniforms)
 
 
 __all__ = ["CountWeightedFlatTrellis"]

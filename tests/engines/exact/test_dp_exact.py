@@ -88,6 +88,35 @@ def test_count_weighted_trellis_matches_enumeration(n):
     assert np.all(np.abs(freq - ref["probs"]) < 5 * se)
 
 
+def test_count_weighted_trellis_serial_and_parallel_twins_agree(monkeypatch):
+    """Small layers run the kernels' serial twins, large ones the parallel: same bits."""
+    import numba
+    from sklearn_trellis._core import parallel
+    rng = np.random.default_rng(3)
+    n = 7
+    table = rng.standard_normal(1 << n)
+    table[0] = 0.0
+    log_count = rng.standard_normal(n + 1)
+
+    def run():
+        trellis = CountWeightedFlatTrellis(table, log_count).fit()
+        return (trellis.log_partition_function, trellis.pairwise_marginals(),
+                trellis.n_clusters_distribution(), trellis._cluster,
+                trellis.sample(50, np.random.RandomState(0)))
+
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_WORK", 1 << 62)
+    serial = run()
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_WORK", 0)
+    previous = numba.get_num_threads()
+    try:
+        numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+        threaded = run()
+    finally:
+        numba.set_num_threads(previous)
+    for a, b in zip(serial, threaded):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_count_weighted_trellis_validation():
     with pytest.raises(ValueError, match="log_count"):
         CountWeightedFlatTrellis(np.zeros(8), np.zeros(3))
