@@ -197,21 +197,33 @@ def _warm_up(neighbours):
     Parallel kernels have a serial twin for small inputs
     (``sklearn_trellis._core.parallel``): a small warm-up fit alone compiles
     the serial twins only, and the large fit would compile the parallel ones
-    inside its measured time. A second small fit with the size threshold at
-    zero compiles the parallel twins too. Each warm-up fit also scores its seed
+    inside its measured time. A second small fit with the size thresholds at
+    zero compiles the parallel twins too, and the kernels that small inputs
+    skip (scipy's seed linkages up to ``SCIPY_LINKAGE_ITEMS`` items, numpy's
+    matrix checks up to ``SMALL_CHECK_ENTRIES`` entries). Each warm-up fit also scores its seed
     trees, as :func:`_fit` does after the measured fit.
     """
     from sklearn.neighbors import kneighbors_graph
 
+    import sklearn_trellis._core.pairwise as pairwise
     import sklearn_trellis._core.parallel as parallel
+    import sklearn_trellis.engines.sparse._nn_chain as nn_chain
     from sklearn_trellis import TrellisHierarchical
     small = data(300)
     graph = kneighbors_graph(small, neighbours, include_self=False) if neighbours else None
-    threshold = parallel.PARALLEL_MIN_WORK
-    for parallel.PARALLEL_MIN_WORK in (threshold, 0):
-        model = TrellisHierarchical(n_clusters=10, connectivity=graph).fit(small)
-        model._trellis.seed_tree_log_potentials()     # as the report does after the fit
-    parallel.PARALLEL_MIN_WORK = threshold
+    # (module, constant): the second fit takes the large inputs' paths everywhere
+    small_paths = [(parallel, "PARALLEL_MIN_WORK"), (nn_chain, "SCIPY_LINKAGE_ITEMS"),
+                   (pairwise, "SMALL_CHECK_ENTRIES")]
+    saved = [getattr(module, name) for module, name in small_paths]
+    try:
+        for large_paths in (False, True):
+            for (module, name), value in zip(small_paths, saved):
+                setattr(module, name, 0 if large_paths else value)
+            model = TrellisHierarchical(n_clusters=10, connectivity=graph).fit(small)
+            model._trellis.seed_tree_log_potentials()     # as the report does after the fit
+    finally:
+        for (module, name), value in zip(small_paths, saved):
+            setattr(module, name, value)
 
 
 def _fit(kind, n, neighbours, queue):
