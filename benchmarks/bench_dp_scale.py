@@ -56,6 +56,7 @@ is printed with the CPU time of all threads beside it.
 """
 
 import argparse
+import contextlib
 import os
 import time
 
@@ -301,6 +302,32 @@ def _worker_environ(keep_malloc_trim):
     return environ
 
 
+@contextlib.contextmanager
+def _driver_environ_kept(names):
+    """Restore the driver's own ``names`` in ``os.environ`` after the block starts and ends.
+
+    The nannies of a ``LocalCluster`` run in this (the driver's) process and write
+    ``distributed.nanny.pre-spawn-environ`` into its ``os.environ`` when they spawn
+    their workers; numba re-reads ``NUMBA_NUM_THREADS`` whenever it compiles and
+    refuses a value other than the one its threads started with ("Cannot set
+    NUMBA_NUM_THREADS to a different value once the threads have been launched").
+    Call ``restore()`` once the workers are up.
+    """
+    saved = {name: os.environ.get(name) for name in names}
+
+    def restore():
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+    try:
+        yield restore
+    finally:
+        restore()
+
+
 def _dask_blobs_block(rows, d, k, seed, block_id=None):
     """One chunk of the blobs, made on the worker from its block index (labels first, so
     the driver can regenerate them alone)."""
@@ -340,10 +367,12 @@ def section_dask(n, iterations, d=10, k=20, chunk=1_000_000, seed=0,
         # block scoring is a BLAS product), else one worker already uses every core of
         # a small machine and a second one cannot be faster
         environ = _worker_environ(keep_malloc_trim)
-        with dask.config.set({"distributed.nanny.pre-spawn-environ": environ}), \
+        with _driver_environ_kept(environ) as restore_driver_environ, \
+                dask.config.set({"distributed.nanny.pre-spawn-environ": environ}), \
                 LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
                              memory_limit="10GB", dashboard_address=":0") as cluster, \
                 Client(cluster) as client:
+            restore_driver_environ()   # the workers are up: the driver keeps its own threads
             X = da.map_blocks(_dask_blobs_block, chunk, d, k, seed, dtype=np.float32,
                               chunks=((chunk,) * (n // chunk), (d,)))
             if lik is None:   # the priors from evenly spaced rows, as DPMixture does
