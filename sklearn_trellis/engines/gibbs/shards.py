@@ -322,7 +322,7 @@ class Shard:
             self._launch_rows = np.empty(self.labels.size, np.int64)
             self._launch_sides = np.empty(self.labels.size, np.int64)
         m = log_fraction.size - 1
-        log_q = kernel(self.engine, "launch", m)(
+        log_q = self._kernel("launch", m)(
             params, self.data, self.labels, first, second, local_seeds, find,
             np.array(log_pi, np.float64), np.asarray(theta_seeds, np.int64), keys,
             log_fraction, forced, self.block_rows, self.node_levels,

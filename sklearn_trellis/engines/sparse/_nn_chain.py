@@ -314,13 +314,17 @@ def _label(Z, n):
         next_label += 1
 
 
+def condensed_items(size):
+    """``N`` of a condensed distance vector of ``size = N (N - 1) / 2`` entries."""
+    return int(round((1 + math.sqrt(1 + 8 * size)) / 2))
+
+
 def _scipy_linkage(condensed, method, progress):
     """scipy's own linkage matrix (small N: the matrices the compiled chains give)."""
     from scipy.cluster.hierarchy import linkage
 
     if progress is not None:
-        n = int(round((1 + math.sqrt(1 + 8 * np.size(condensed))) / 2))
-        progress.stage(f"{method} linkage of {n:,} items")
+        progress.stage(f"{method} linkage of {condensed_items(np.size(condensed)):,} items")
     return linkage(condensed, method=method)
 
 
@@ -344,7 +348,7 @@ def linkage_matrices(jobs, n_threads=2, progress=None, work=None):
         if not finite_nonnegative(condensed)[0]:     # no N**2 / 2 temporary
             raise ValueError("The condensed distance matrix must contain only "
                              "finite values.")
-        n = int(round((1 + math.sqrt(1 + 8 * condensed.size)) / 2))
+        n = condensed_items(condensed.size)
         if progress is not None:
             progress.stage(f"{method} linkage of {n:,} items")
         return nn_chain_linkage(condensed, n, NN_CHAIN_METHODS[method], progress=progress,
@@ -372,5 +376,5 @@ def linkage_matrices(jobs, n_threads=2, progress=None, work=None):
     return out
 
 
-__all__ = ["NN_CHAIN_METHODS", "SCIPY_LINKAGE_ITEMS", "euclidean_linkage_matrices",
-           "linkage_matrices", "nn_chain_linkage"]
+__all__ = ["NN_CHAIN_METHODS", "SCIPY_LINKAGE_ITEMS", "condensed_items",
+           "euclidean_linkage_matrices", "linkage_matrices", "nn_chain_linkage"]

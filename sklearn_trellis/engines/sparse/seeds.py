@@ -25,7 +25,7 @@ from ..._core.pairwise import (SMALL_CHECK_ENTRIES, check_pairwise_matrix,
                                finite_nonnegative, upper_triangle)
 from ..._core.trees import check_children, leaf_order, scipy_to_children, tree_to_postorder_children
 from ..map.search import beam_search_trees
-from ._nn_chain import euclidean_linkage_matrices, linkage_matrices
+from ._nn_chain import condensed_items, euclidean_linkage_matrices, linkage_matrices
 
 #: The linkages ``'all'`` names, in this order.
 LINKAGES = ("single", "average", "complete", "ward")
@@ -166,7 +166,7 @@ default='all'
             condensed = _condensed_from_square(distances) if n > 1 else np.zeros(0)
         elif distances.ndim == 1:
             m = distances.size
-            n = int(round((1 + np.sqrt(1 + 8 * m)) / 2))
+            n = condensed_items(m)
             if n * (n - 1) // 2 != m:
                 raise ValueError(f"A condensed distance vector has length N (N - 1) / 2; "
                                  f"{m} is not of that form.")
