@@ -362,8 +362,11 @@ array-like of shape (n_samples,), default='auto'
         sampler = None if exact else self._sampler(n)
         data = (self.model_.check_sampler_data(X) if sampler is subcluster
                 else self.model_.check_data(X))
-        if isinstance(given, np.ndarray) and np.may_share_memory(data, given):
-            data = data.copy()  # predictions must not follow later edits of the caller's X
+        if (isinstance(given, np.ndarray) and data.flags.writeable
+                and np.may_share_memory(data, given)):
+            # predictions must not follow later edits of the caller's X (a large
+            # read-only X, e.g. a memory map, is kept shared: not duplicated)
+            data = data.copy()
         if exact:
             self._fit_exact(data, rng)
         else:

@@ -12,7 +12,7 @@ import numbers
 import numpy as np
 from scipy.special import gammaln, multigammaln
 
-from .._core.validation import check_option, check_scalar_param
+from .._core.validation import check_option, check_scalar_param, writeable_if_small
 from . import _conjugate_kernels as k
 from . import _uncollapsed_kernels as u
 from .likelihood import (ClusterLikelihood, GibbsKernels, UncollapsedKernels, no_prepare,
@@ -160,7 +160,7 @@ class _FittedMixin(ClusterLikelihood):
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} was fitted "
                              f"with {self.n_features_in_}.")
-        return np.require(X, requirements=["C", "W"])
+        return writeable_if_small(np.require(X, requirements=["C"]))
 
     def _validate_rows(self, X, keep_float32=False):
         return _check_features(X, type(self).__name__, keep_float32)

@@ -13,6 +13,7 @@ from numba import njit
 from sklearn.base import BaseEstimator
 
 from .._core.specialise import specialise
+from .._core.validation import writeable_if_small
 from . import _likelihood_kernels, _uncollapsed_kernels
 
 #: The eight numba functions a cluster likelihood hands to the engine (see
@@ -103,12 +104,13 @@ class ClusterLikelihood(BaseEstimator):
         raise NotImplementedError
 
     def kernel_data(self, X):
-        """float64 C-contiguous writeable 2-d array, one row per item, read by the kernels.
+        """float64 C-contiguous 2-d array, one row per item, read by the kernels.
 
-        (Writeable so that read-only inputs, e.g. memory maps, do not make numba
-        compile a second version of every kernel.)
+        A small read-only input (e.g. a memory map) is copied, so that numba does
+        not compile a read-only version of every kernel; one larger than
+        ``READONLY_COPY_MAX_BYTES`` is used in place (:func:`.writeable_if_small`).
         """
-        return np.require(X, dtype=np.float64, requirements=["C", "W"])
+        return writeable_if_small(np.require(X, dtype=np.float64, requirements=["C"]))
 
     @property
     def n_stats(self):

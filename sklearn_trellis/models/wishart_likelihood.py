@@ -7,7 +7,7 @@ are those of :mod:`.wishart`; this module adapts them to the engine's protocol
 
 import numpy as np
 
-from .._core.validation import check_scalar_param
+from .._core.validation import check_scalar_param, writeable_if_small
 from . import _tiwd_kernels as _tk
 from .likelihood import ClusterLikelihood, GibbsKernels
 from .wishart import (centred_log_pdet, collapsed_log_likelihood, dof_log_likelihood_of_terms,
@@ -181,10 +181,14 @@ class WishartBlockLikelihood(ClusterLikelihood):
         return {"theta": params[:, 0], "dof": params[:, 1]}
 
     def kernel_data(self, X):
-        """``S`` itself, float64 or float32 (kept), C-contiguous and writeable."""
+        """``S`` itself, float64 or float32 (kept), C-contiguous; writeable if small.
+
+        A read-only ``S`` larger than ``READONLY_COPY_MAX_BYTES`` is used in place
+        (:func:`.writeable_if_small`).
+        """
         S = np.asarray(X)
         dtype = S.dtype if S.dtype in (np.float32, np.float64) else np.float64
-        return np.require(S, dtype=dtype, requirements=["C", "W"])
+        return writeable_if_small(np.require(S, dtype=dtype, requirements=["C"]))
 
     def work_size(self, capacity):
         """The cross-block sums (translation-invariant mode), the row block sums' banks, ``rho``."""

@@ -237,3 +237,32 @@ def test_large_memory_mapped_fitted_state_stays_mapped(monkeypatch):
     mapped = create_memmap_backed_data(estimator)
     assert not mapped.children_.flags.writeable
     np.testing.assert_array_equal(mapped.children_, estimator.children_)
+
+
+@pytest.mark.slow   # compiles the read-only version of every Gibbs and BHC kernel
+@pytest.mark.parametrize("estimator", [
+    DPMixture(n_sweeps=20, method="gibbs"), DPMixture(n_sweeps=20, method="subcluster"),
+    BayesianHierarchicalClustering()], ids=["gibbs", "subcluster", "bhc"])
+def test_large_read_only_rows_are_not_duplicated(estimator, monkeypatch):
+    """Above the threshold (patched down to 0 bytes) the rows the kernels read are the
+    user's read-only array itself, and the fit is the writeable input's bit for bit."""
+    from sklearn_trellis.models.conjugate import _FittedMixin
+    if "random_state" in estimator.get_params():
+        estimator = clone(estimator).set_params(random_state=0)
+    X, _ = make_blobs(n_samples=40, n_features=3, centers=3, random_state=0)
+    writeable = clone(estimator).fit(X)
+    monkeypatch.setattr(validation, "READONLY_COPY_MAX_BYTES", 0)
+    rows = []
+    for name in ("check_data", "check_sampler_data"):
+        def spy(self, data, _check=getattr(_FittedMixin, name)):
+            rows.append(_check(self, data))
+            return rows[-1]
+        monkeypatch.setattr(_FittedMixin, name, spy)
+    read_only_X = _read_only(X)
+    read_only = clone(estimator).fit(read_only_X)
+    assert rows and all(np.shares_memory(r, read_only_X) and not r.flags.writeable
+                        for r in rows)
+    expected, got = _fitted_arrays(writeable), _fitted_arrays(read_only)
+    assert expected and got.keys() == expected.keys()
+    for name, value in expected.items():
+        np.testing.assert_array_equal(got[name], value, err_msg=name, strict=True)

@@ -217,3 +217,27 @@ def test_gaussian_priors_from_float32_rows_without_a_float64_copy(likelihood):
     np.testing.assert_allclose(lik.mean_prior_, reference.mean_prior_, rtol=1e-12)
     np.testing.assert_allclose(lik.kernel_params(), reference.kernel_params(), rtol=1e-9)
     assert lik.mean_prior_.dtype == np.float64
+
+
+# ---------------------------------------------------------------- read-only rows
+def _read_only(X):
+    X = np.array(X)
+    X.setflags(write=False)
+    return X
+
+
+@pytest.mark.parametrize("kind", ["gaussian", "diagonal", "bernoulli", "multinomial"])
+@pytest.mark.parametrize("method", ["check_data", "check_sampler_data"])
+def test_small_read_only_rows_are_copied_large_ones_used_in_place(kind, method, monkeypatch):
+    """The 64 MiB rule of ``writeable_if_small``: below it a writeable copy (one kernel
+    version), above it (threshold patched to 0) the caller's rows themselves."""
+    from sklearn_trellis._core import validation
+    X = _read_only(random_data(kind, np.random.default_rng(0), 10, 3))
+    lik = make_likelihood(kind).fit(X)
+    small = getattr(lik, method)(X)
+    assert small.flags.writeable and not np.shares_memory(small, X)
+    np.testing.assert_array_equal(small, X)
+    monkeypatch.setattr(validation, "READONLY_COPY_MAX_BYTES", 0)
+    large = getattr(lik, method)(X)
+    assert np.shares_memory(large, X) and not large.flags.writeable
+    assert not X.flags.writeable

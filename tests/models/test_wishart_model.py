@@ -241,3 +241,19 @@ def test_gibbs_matches_exact_posterior(n_sweeps):
     batches = together.reshape(n_batches, -1, together.shape[1]).mean(axis=1)
     se = batches.std(axis=0, ddof=1) / np.sqrt(n_batches)
     assert np.all(np.abs(freq - exact[iu]) < 5 * se + 2e-3), np.max(np.abs(freq - exact[iu]) / se)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_kernel_data_copies_only_a_small_read_only_matrix(dtype, monkeypatch):
+    from sklearn_trellis._core import validation
+    rng = np.random.default_rng(0)
+    Y = rng.normal(size=(6, 3))
+    S = (Y @ Y.T).astype(dtype)
+    S.setflags(write=False)
+    lik = WishartBlockLikelihood(dof=3.0).fit(S)
+    small = lik.kernel_data(S)
+    assert small.dtype == dtype and small.flags.writeable and not np.shares_memory(small, S)
+    np.testing.assert_array_equal(small, S)
+    monkeypatch.setattr(validation, "READONLY_COPY_MAX_BYTES", 0)
+    large = lik.kernel_data(S)
+    assert np.shares_memory(large, S) and not large.flags.writeable
