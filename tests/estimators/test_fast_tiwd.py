@@ -87,10 +87,10 @@ def test_split_merge_sampler_matches_exact(distances):
     within Monte Carlo error of the exact posterior, that of ``method='exact'`` on feature
     rows (``normalization='none'``) and the translation-invariant one enumerated with dense
     matrices on distances."""
-    params = dict(scale=0.6, theta=1.5, dof=2.0)
+    params = dict(scale=0.6, theta=1.5, dof=2.0, alpha=0.7)   # alpha != 1: K matters
     if distances:
         X = _small_distances(2, 6)
-        exact = translation_invariant_posterior_summaries(X, 1.5, 2.0, 1.0,
+        exact = translation_invariant_posterior_summaries(X, 1.5, 2.0, 0.7,
                                                           scale=0.6)["pairwise"]
     else:
         X = _small_rows(2, 6)

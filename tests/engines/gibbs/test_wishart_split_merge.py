@@ -13,7 +13,7 @@ from sklearn_trellis.engines.gibbs import sampler as gibbs
 from sklearn_trellis.models.priors import CRP
 from sklearn_trellis.models.wishart_likelihood import WishartBlockLikelihood
 
-THETA, DOF, SCALE, ALPHA = 1.5, 2.0, 0.6, 1.0
+THETA, DOF, SCALE, ALPHA = 1.5, 2.0, 0.6, 0.7   # alpha != 1: log_count(K) matters
 
 
 def _rows(seed, n, dim=3):
