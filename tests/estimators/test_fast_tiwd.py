@@ -221,6 +221,8 @@ def test_log_posterior_of_labels_matches_trace():
     (dict(burn_in=5, n_sweeps=5), "D", None, "burn_in"),
     (dict(method="vb"), "D", None, "method"),
     (dict(warm_start="yes"), "D", None, "warm_start"),
+    (dict(n_split_merge=-1), "D", None, "n_split_merge"),
+    (dict(n_split_merge=1.5), "D", None, "n_split_merge"),
 ])
 def test_invalid_input(params, X_kind, y, match):
     D = _small_distances(0, 8)
