@@ -48,6 +48,7 @@ Run through the issue's driver:
 """
 
 import sys
+import time
 
 import numpy as np
 from scipy.optimize import brentq, linear_sum_assignment
@@ -462,8 +463,9 @@ def _weak_signal_draws(dof, crp, n, n_draws, params):
     """Pairwise marginals, held-out ``P(x ~ j)`` and held-out ``predict_proba`` read through
     ``labels_`` of FastTIWD on weak-signal distances (``WEAK_SIGNAL``), and the mean learned
     ``dof_``. ``crp``: the blocks are a CRP(1) partition (the default prior's), else five
-    Dirichlet(1) blocks. ``params`` may say ``dof='true'`` or ``dof='moment'``."""
-    pairs, comembership, readout, dofs = [], [], [], []
+    Dirichlet(1) blocks. ``params`` may say ``dof='true'`` or ``dof='moment'``. Also the
+    fits' mean CPU seconds (``time.process_time``, the fit alone)."""
+    pairs, comembership, readout, dofs, seconds = [], [], [], [], []
     upper = np.triu_indices(n, 1)
     for seed in range(n_draws):
         labels = make_gaussian_pairs(n + 20, alpha=1.0, random_state=seed).target if crp else None
@@ -475,7 +477,9 @@ def _weak_signal_draws(dof, crp, n, n_draws, params):
             chosen["dof"] = float(dof)
         elif chosen.get("dof") == "moment":
             chosen["dof"] = moment_dof(fitted)
+        start = time.process_time()
         est = FastTIWD(random_state=0, **chosen).fit(fitted)
+        seconds.append(time.process_time() - start)
         same = data.target[:, None] == data.target[None, :]
         pairs.append((est.pairwise_marginals_[upper], same[:n, :n][upper]))
         comembership.append((heldout_comembership(est, new).ravel(), same[n:, :n].ravel()))
@@ -483,7 +487,7 @@ def _weak_signal_draws(dof, crp, n, n_draws, params):
                                             reference_labels=est.labels_).ravel(),
                         same[n:, :n].ravel()))
         dofs.append(est.dof_)
-    return pairs, comembership, readout, float(np.mean(dofs))
+    return pairs, comembership, readout, float(np.mean(dofs)), float(np.mean(seconds[1:]))
 
 
 def _fast_tiwd_weak_signal_rows(quick):
@@ -509,8 +513,8 @@ def _fast_tiwd_weak_signal_rows(quick):
     rows = []
     for dof in WEAK_SIGNAL_DOFS[:1] if quick else WEAK_SIGNAL_DOFS:
         for blocks, crp, setting, params in cases:
-            pairs, comembership, readout, mean_dof = _weak_signal_draws(dof, crp, n, n_draws,
-                                                                        params)
+            pairs, comembership, readout, mean_dof, _ = _weak_signal_draws(dof, crp, n, n_draws,
+                                                                           params)
             for quantity, per_draw in (("pairwise marginals", pairs),
                                        ("held-out P(x ~ j)", comembership),
                                        ("predict_proba (held out)", readout)):
@@ -519,6 +523,36 @@ def _fast_tiwd_weak_signal_rows(quick):
                                  setting=f"{quantity}, {setting}", engine="gibbs", ece=ece,
                                  note=f"+- {error:.3f} ({n_draws} draws); theta 0.05, "
                                       f"distances; mean dof_ {mean_dof:.0f}"))
+    return rows
+
+
+#: Split-merge proposals per sweep compared on the defaults' own model (CRP(1) blocks).
+SPLIT_MERGE_SETTINGS = (("defaults (n_split_merge=0)", {}),
+                        ("n_split_merge=2", dict(n_split_merge=2)),
+                        ("n_split_merge=10", dict(n_split_merge=10)),
+                        ("n_split_merge=10, 4 chains", dict(n_split_merge=10, n_chains=4)),
+                        ("800 sweeps x 4 chains", dict(n_sweeps=800, n_chains=4)))
+
+
+def _fast_tiwd_split_merge_rows(quick):
+    """FastTIWD's split-merge proposals on weak-signal distances from the defaults' own
+    model (CRP(1) blocks, ``WEAK_SIGNAL``; the same planted draws and seeds for every
+    setting, so ``n_split_merge=0`` is the defaults' fit itself): pairwise marginals and
+    held-out ``P(x ~ j)`` against the truth, +- the bootstrap error, and the mean CPU seconds
+    of a fit (the first fit, which may compile, left out)."""
+    n, n_draws = 60, (8 if quick else 30)
+    rows = []
+    for dof in WEAK_SIGNAL_DOFS[1:] if quick else WEAK_SIGNAL_DOFS:
+        for setting, params in SPLIT_MERGE_SETTINGS:
+            pairs, comembership, _, mean_dof, seconds = _weak_signal_draws(dof, True, n,
+                                                                           n_draws, params)
+            for quantity, per_draw in (("pairwise marginals", pairs),
+                                       ("held-out P(x ~ j)", comembership)):
+                ece, error = _bootstrap_ece(per_draw)
+                rows.append(dict(model="FastTIWD", data=f"weak CRP(1) blocks d={dof} n={n}+20",
+                                 setting=f"{quantity}, {setting}", engine="gibbs", ece=ece,
+                                 note=f"+- {error:.3f} ({n_draws} draws); {seconds:.2f} CPU s "
+                                      f"per fit; mean dof_ {mean_dof:.0f}"))
     return rows
 
 
@@ -572,6 +606,7 @@ CALIBRATION_PARTS = {
     "bhc": lambda quick: _bhc_calibration_rows(quick) + _bhc_own_model_rows(quick),
     "fast_tiwd": lambda quick: _fast_tiwd_calibration_rows(quick),
     "fast_tiwd_weak": lambda quick: _fast_tiwd_weak_signal_rows(quick),
+    "fast_tiwd_split_merge": lambda quick: _fast_tiwd_split_merge_rows(quick),
     "crosscat": lambda quick: _crosscat_calibration_rows(quick),
 }
 

@@ -92,9 +92,11 @@ class ClusterLikelihood(BaseEstimator):
     #: them the likelihood also defines ``n_suff`` (length of an additive sufficient
     #: statistics row) and ``n_theta`` (length of a cluster parameter row).
     uncollapsed_kernels = None
-    #: False when the state lives partly outside ``stats``/``shared`` (split-merge proposals
-    #: restore only those two on rejection).
-    supports_split_merge = True
+    #: True when moving an item changes more than its two clusters' rows of ``stats`` and
+    #: ``shared`` (fastTIWD's translation-invariant cross-block sums, in ``work`` and in every
+    #: slot's row): a rejected split-merge proposal then restores the whole of ``stats`` and
+    #: ``work`` (``O(capacity n_stats + work size)`` per proposal) instead of those rows.
+    nonlocal_state = False
 
     def fit(self, X, y=None):
         raise NotImplementedError

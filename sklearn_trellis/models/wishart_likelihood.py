@@ -93,9 +93,10 @@ class WishartBlockLikelihood(ClusterLikelihood):
     n_stats = 4
 
     @property
-    def supports_split_merge(self):
-        """Not in translation-invariant mode: the cross-block sums live in ``work``."""
-        return not self.translation_invariant
+    def nonlocal_state(self):
+        """In translation-invariant mode: the cross-block sums live in ``work`` and a move
+        changes every slot's ``v`` (split-merge restores them all on a rejection)."""
+        return bool(self.translation_invariant)
 
     @property
     def n_shared(self):

@@ -81,6 +81,33 @@ def test_sampler_matches_translation_invariant_enumeration(semi_supervised):
     np.testing.assert_allclose(sampled.theta_samples_, 1.5)
 
 
+@pytest.mark.parametrize("distances", [True, False], ids=["distances", "rows"])
+def test_split_merge_sampler_matches_exact(distances):
+    """``n_split_merge`` > 0 (proposals after each Gibbs scan): co-clustering frequencies
+    within Monte Carlo error of the exact posterior, that of ``method='exact'`` on feature
+    rows (``normalization='none'``) and the translation-invariant one enumerated with dense
+    matrices on distances."""
+    params = dict(scale=0.6, theta=1.5, dof=2.0, alpha=0.7)   # alpha != 1: K matters
+    if distances:
+        X = _small_distances(2, 6)
+        exact = translation_invariant_posterior_summaries(X, 1.5, 2.0, 0.7,
+                                                          scale=0.6)["pairwise"]
+    else:
+        X = _small_rows(2, 6)
+        params.update(metric="sqeuclidean", normalization="none")
+        exact = FastTIWD(method="exact", **params).fit(X).pairwise_marginals_
+    n_sweeps, n_batches = 3000, 20
+    sampled = FastTIWD(method="gibbs", n_sweeps=n_sweeps + 50, burn_in=50, n_split_merge=8,
+                       random_state=0, **params).fit(X)
+    iu = np.triu_indices(6, 1)
+    assert np.sum((exact[iu] > 0.1) & (exact[iu] < 0.9)) >= 4  # a spread-out posterior
+    together = sampled.samples_[:, iu[0]] == sampled.samples_[:, iu[1]]
+    freq = together.mean(axis=0)
+    batches = together.reshape(n_batches, -1, together.shape[1]).mean(axis=1)
+    se = batches.std(axis=0, ddof=1) / np.sqrt(n_batches)
+    assert np.all(np.abs(freq - exact[iu]) < 5 * se + 5e-3), np.abs(freq - exact[iu]) / se
+
+
 def _benchmark_scores(seed, n_sweeps=200):
     data = make_wishart_blocks(random_state=seed)
     D = data.distances
@@ -194,6 +221,8 @@ def test_log_posterior_of_labels_matches_trace():
     (dict(burn_in=5, n_sweeps=5), "D", None, "burn_in"),
     (dict(method="vb"), "D", None, "method"),
     (dict(warm_start="yes"), "D", None, "warm_start"),
+    (dict(n_split_merge=-1), "D", None, "n_split_merge"),
+    (dict(n_split_merge=1.5), "D", None, "n_split_merge"),
 ])
 def test_invalid_input(params, X_kind, y, match):
     D = _small_distances(0, 8)

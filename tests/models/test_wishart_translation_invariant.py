@@ -93,16 +93,6 @@ def test_kernels_match_formula(scale):
         assert np.isclose(value, formula(labels, state.params[0]), rtol=1e-11)
 
 
-def test_split_merge_refused():
-    S = _any_inner_products(np.random.default_rng(0), _points(np.random.default_rng(0), 5)[1])
-    likelihood = WishartBlockLikelihood(translation_invariant=True).fit(S)
-    data = likelihood.kernel_data(S)
-    state = gibbs.new_state(likelihood, data, np.zeros(5, int), 1.0)
-    with pytest.raises(ValueError, match="n_split_merge=0"):
-        gibbs.sweep(state, likelihood, make_prior(1.0).kernel_params(), data,
-                    np.random.RandomState(0), n_split_merge=2)
-
-
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("scale", [None, 0.9])
 def test_new_item_matches_dense(seed, scale):

@@ -107,7 +107,10 @@ New params go through :func:`.sampler.set_params`, which resets the free slots
 (they score new clusters) and calls ``refresh``, then the optional Python hook
 ``refresh_work(params, stats, shared, work, active, n_active)`` for cached state
 kept in ``work`` (fastTIWD's cross-block sums; ``grow_work(work, old_capacity,
-new_capacity)`` keeps such state when the slots are doubled). A likelihood whose
+new_capacity)`` keeps such state when the slots are doubled). Such a likelihood,
+whose moves change more than the two clusters' rows of ``stats`` and ``shared``,
+sets ``nonlocal_state = True``: a rejected split-merge proposal then restores
+the whole of ``stats`` and ``work``. A likelihood whose
 hyperprior is a finite grid also returns it from ``hyperparameter_grid()``
 (``(params, log_prior)``); exact inference then marginalises it
 (:class:`sklearn_trellis.engines.exact.grid_marginal.GridMarginalPosterior`), and

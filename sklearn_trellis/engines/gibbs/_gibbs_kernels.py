@@ -210,9 +210,19 @@ def _allocate(params, pp, data, labels, stats, shared, work, items, n, ci, cj,
     return log_q
 
 
+@njit(cache=True, inline='always')
+def _copy_state(stats, work, stats_to, work_to):
+    """``stats_to[:] = stats``, ``work_to[:] = work`` (loops: numba's slice copy compiles for seconds)."""
+    for c in range(stats.shape[0]):
+        for col in range(stats.shape[1]):
+            stats_to[c, col] = stats[c, col]
+    for k in range(work.size):
+        work_to[k] = work[k]
+
+
 @template(nogil=True)
 def split_merge(params, pp, data, labels, counts, active, where, free, meta,
-                stats, shared, work, fixed, n_proposals, seed):
+                stats, shared, work, fixed, n_proposals, seed, restore_all):
     """Sequentially-allocated split-merge proposals (Dahl 2003); returns the number accepted.
 
     Picks two distinct items ``i, j``; if they share a cluster, proposes to split
@@ -222,6 +232,11 @@ def split_merge(params, pp, data, labels, counts, active, where, free, meta,
     sequential allocation reproducing the current split). Metropolis-Hastings
     accepts with the exact ratio of the log joints. Clusters holding fixed
     items are left to the Gibbs scan.
+
+    A rejected proposal gets back the two clusters' rows of ``stats`` and
+    ``shared``; ``restore_all`` (a likelihood with ``nonlocal_state``, e.g.
+    fastTIWD's translation-invariant cross-block sums) gets back the whole of
+    ``stats`` and ``work`` too (``O(capacity n_stats + work.size)`` per proposal).
     """
     np.random.seed(seed)
     n_items = labels.size
@@ -233,6 +248,8 @@ def split_merge(params, pp, data, labels, counts, active, where, free, meta,
     items = np.empty(n_items, np.int64)
     target = np.empty(n_items, np.int64)
     sizes = np.zeros(2, np.int64)
+    all_stats = np.empty((stats.shape[0] if restore_all else 0, n_stats))
+    all_work = np.empty(work.size if restore_all else 0)
     accepted = 0
     for _ in range(n_proposals):
         if meta[1] < 2:
@@ -263,6 +280,8 @@ def split_merge(params, pp, data, labels, counts, active, where, free, meta,
         for col in range(n_stats):
             saved[0, col] = stats[ci, col]
             saved[1, col] = stats[cj, col]
+        if restore_all:
+            _copy_state(stats, work, all_stats, all_work)
         if ci == cj:
             size = counts[ci]
             old = (lik_log_cluster(params, stats, shared, ci) + lik_log_global(params, shared)
@@ -297,6 +316,8 @@ def split_merge(params, pp, data, labels, counts, active, where, free, meta,
                 lik_reset(params, stats, cs)
                 for col in range(shared.shape[0]):
                     shared[col] = saved_shared[col]
+                if restore_all:
+                    _copy_state(all_stats, all_work, stats, work)
         else:
             old = (lik_log_cluster(params, stats, shared, ci) + lik_log_cluster(params, stats, shared, cj)
                    + lik_log_global(params, shared) + log_block(pp, counts[ci])
@@ -339,6 +360,8 @@ def split_merge(params, pp, data, labels, counts, active, where, free, meta,
                     stats[cj, col] = saved[1, col]
                 for col in range(shared.shape[0]):
                     shared[col] = saved_shared[col]
+                if restore_all:
+                    _copy_state(all_stats, all_work, stats, work)
     return accepted
 
 

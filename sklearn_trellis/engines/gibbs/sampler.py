@@ -165,9 +165,6 @@ def sweep(state, likelihood, prior_params, data, rng, *, fixed=None, n_split_mer
             state.active, state.where, state.free, state.meta, state.stats,
             state.shared, state.work, order, position, rng.randint(_MAX_SEED), logw)
     accepted = 0
-    if n_split_merge > 0 and not likelihood.supports_split_merge:
-        raise ValueError(f"{type(likelihood).__name__} keeps state that split-merge "
-                         "proposals cannot restore on rejection; use n_split_merge=0.")
     if n_split_merge > 0 and n > 1:
         fixed_mask = np.zeros(n, np.bool_) if fixed is None else fixed
         # each proposal uses at most one slot: the kernel never runs out
@@ -175,7 +172,8 @@ def sweep(state, likelihood, prior_params, data, rng, *, fixed=None, n_split_mer
         accepted += engine.split_merge(
             state.params, prior_params, data, state.labels, state.counts,
             state.active, state.where, state.free, state.meta, state.stats,
-            state.shared, state.work, fixed_mask, n_split_merge, rng.randint(_MAX_SEED))
+            state.shared, state.work, fixed_mask, n_split_merge, rng.randint(_MAX_SEED),
+            bool(likelihood.nonlocal_state))
     likelihood.kernels.refresh(state.params, data, state.labels, state.stats, state.shared,
            state.active, state.meta[0])
     return accepted
