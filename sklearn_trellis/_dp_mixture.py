@@ -108,7 +108,7 @@ default='gaussian'
     init : {'auto', 'subsample', 'kmeans', 'one', 'singletons', 'random'} or \
 array-like of shape (n_samples,), default='auto'
         Starting partition of every chain. ``'subsample'``: a sub-cluster chain of
-        ``SUBSAMPLE_ITERATIONS`` (100) iterations on ``SUBSAMPLE_ROWS`` (10,000) evenly
+        ``SUBSAMPLE_ITERATIONS`` (40) iterations on ``SUBSAMPLE_ROWS`` (10,000) evenly
         spaced rows, started from k-means with 10 clusters (on one thread), then
         ``SUBSAMPLE_SEARCH_ITERATIONS`` (10) with ``SUBSAMPLE_SPLIT_MERGE`` (100)
         split/merge proposals each (clusters still missing), then every row drawn from
