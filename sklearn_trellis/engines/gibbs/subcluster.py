@@ -97,9 +97,27 @@ from .shards import LocalExecutor, engine_for, is_dask_array, reduce_tree
 LAUNCH_ITERATIONS = 3
 
 #: Rows of the evenly spaced subsample whose chain starts a larger chain
-#: (:func:`subsample_start`), and that chain's iterations.
+#: (:func:`subsample_start`), and that chain's iterations (before the search below:
+#: 10^6 blobs, 20 clusters, seeds 0-2: 20, 21, 20 clusters, ARI 1.0 with 40 or 100 of
+#: them; 20, 20, 21 clusters, ARI 1.0, 1.0, 0.997 with 20).
 SUBSAMPLE_ROWS = 10_000
-SUBSAMPLE_ITERATIONS = 100
+SUBSAMPLE_ITERATIONS = 40
+
+#: The subsample chain's last iterations run ``SUBSAMPLE_SPLIT_MERGE`` split/merge
+#: proposals each: on the subsample a launch costs about ``8 N_k d`` (passes over one
+#: cluster's rows), a restricted Gibbs pass ``2 n K d``, so at ``K = 80`` one pass costs
+#: as much as hundreds of launches, and the clusters still missing come from splits
+#: (``bench_dp_scale.py``'s 100,000 x 128 embedding-like rows, 80 Zipf-sized clusters:
+#: after 100 iterations of 10 proposals the subsample had 79 clusters, the 80th was
+#: found 16 iterations into the full chain). Only the last ones: from k-means' unions
+#: of clusters, 100 proposals without a restricted Gibbs pass between them cut true
+#: clusters (10^6 blobs, 20 clusters: 22-25 clusters, ARI 0.96-0.98 after 20 such
+#: iterations; 20, ARI 1.0 after 100 of 10 proposals). ``SUBSAMPLE_SPLIT_MERGE`` is per
+#: ``SUBSAMPLE_ROWS`` rows: a smaller subsample gets proportionally fewer (never fewer
+#: than the chain's own), as many proposals on a few hundred rows over-split their
+#: clusters (five blobs, 150 rows: ARI 0.90 with 100).
+SUBSAMPLE_SEARCH_ITERATIONS = 10
+SUBSAMPLE_SPLIT_MERGE = 100
 
 _MAX_KEY = np.iinfo(np.int64).max
 _MAX_SEED = np.iinfo(np.int32).max
@@ -571,12 +589,16 @@ def subsample_rows(n, n_rows=None):
 
 
 def subsample_start(likelihood, prior, data, *, init_labels=None, n_iterations=None,
-                    n_rows=None, n_split_merge=10, hyperprior=None, random_state=None):
+                    n_rows=None, n_split_merge=10, n_search_iterations=None,
+                    hyperprior=None, random_state=None):
     """Starting labels of every row of ``data`` from a chain on an evenly spaced subsample.
 
     A sub-cluster chain of ``n_iterations`` (None: ``SUBSAMPLE_ITERATIONS``) runs on the
     ``n_rows`` rows of :func:`subsample_rows` (None: ``SUBSAMPLE_ROWS``; ``init_labels``:
-    their starting labels, None: one cluster); then cluster weights and parameters are
+    their starting labels, None: one cluster; ``n_split_merge`` proposals per iteration),
+    then ``n_search_iterations`` (None: ``SUBSAMPLE_SEARCH_ITERATIONS``) more with
+    ``SUBSAMPLE_SPLIT_MERGE`` proposals per ``SUBSAMPLE_ROWS`` rows each (at least
+    ``n_split_merge``); then cluster weights and parameters are
     drawn given its last partition (as in :func:`restricted_gibbs`) and every row of
     ``data`` is drawn from ``pi_k f(x | theta_k)`` in one parallel pass (clusters left
     empty are dropped).
@@ -598,11 +620,19 @@ def subsample_start(likelihood, prior, data, *, init_labels=None, n_iterations=N
     n = int(data.shape[0])
     rows = subsample_rows(n, n_rows)
     n_iterations = SUBSAMPLE_ITERATIONS if n_iterations is None else n_iterations
+    n_search = (SUBSAMPLE_SEARCH_ITERATIONS if n_search_iterations is None
+                else n_search_iterations)
     sub = data[rows].compute() if is_dask_array(data) else data[rows]
     sub = likelihood.check_sampler_data(np.asarray(sub))
-    chain = run_chain(likelihood, prior, sub, n_sweeps=n_iterations, init_labels=init_labels,
-                      n_split_merge=n_split_merge, hyperprior=hyperprior, random_state=rng)
-    small = chain.state
+    small = run_chain(likelihood, prior, sub, n_sweeps=n_iterations, init_labels=init_labels,
+                      n_split_merge=n_split_merge, hyperprior=hyperprior,
+                      random_state=rng).state
+    if n_search:
+        small = run_chain(likelihood, prior, sub, n_sweeps=n_search, state=small,
+                          n_split_merge=max(n_split_merge, SUBSAMPLE_SPLIT_MERGE
+                                            * rows.size // SUBSAMPLE_ROWS),
+                          hyperprior=hyperprior,
+                          random_state=rng).state
     engine = _engine(likelihood)
     K = small.n_clusters
     log_pi = _draw_log_weights(prior.with_alpha(small.alpha).kernel_params(), small.counts,
@@ -610,9 +640,13 @@ def subsample_start(likelihood, prior, data, *, init_labels=None, n_iterations=N
     theta = _draw_thetas(engine, likelihood, small.params, small.suff, rng)
     executor = make_executor(likelihood, data)
     no_anchors = np.full((executor.n_shards, K), -1, np.int64)
-    executor.map("propose", small.params, theta, log_pi, K, _key(rng),
-                 per_shard=list(no_anchors))
-    executor.map("settle", True, small.params, K)
+    # as in run_chain: the parallelism is numba's; a BLAS pool under each numba thread's
+    # products oversubscribes the cores (100,000 x 128 rows, 80 clusters: 2.6 CPU s
+    # for this pass instead of 0.2)
+    with threadpool_limits(1, user_api="blas"):
+        executor.map("propose", small.params, theta, log_pi, K, _key(rng),
+                     per_shard=list(no_anchors))
+        executor.map("settle", True, small.params, K)
     labels = executor.labels().astype(np.int64)
     out = np.empty(n, np.int64)
     compact_labels(labels, out)
@@ -708,4 +742,5 @@ def run_chains(likelihood, prior, data, *, n_chains=1, n_jobs=None, random_state
 __all__ = ["SubclusterState", "new_state", "make_executor", "attach", "restricted_gibbs",
            "split_merge", "iterate", "log_joint", "record_statistics", "predictive_log_weights",
            "run_chain", "run_chains", "subsample_rows", "subsample_start", "LAUNCH_ITERATIONS",
-           "SUBSAMPLE_ROWS", "SUBSAMPLE_ITERATIONS"]
+           "SUBSAMPLE_ROWS", "SUBSAMPLE_ITERATIONS", "SUBSAMPLE_SEARCH_ITERATIONS",
+           "SUBSAMPLE_SPLIT_MERGE"]
