@@ -1,0 +1,60 @@
+"""A numba kernel's own Python source, for inputs too small to pay for its compilation.
+
+Numba compiles a kernel on its first call, about 0.1 s for the smallest and
+seconds for a large one; on a small input, the same steps run by the Python
+interpreter take milliseconds. :func:`interpreted` returns the kernel's
+``py_func`` rebound so that the kernels it calls are their Python source too
+(calling a numba kernel from Python compiles it): nothing is compiled.
+
+Only for kernels whose every value is an integer, a bit pattern or a
+comparison (no ``exp``, ``log`` or other library float functions, which numba
+and NumPy may round differently): numba's and NumPy's integer scalars wrap
+alike, so both give the same arrays bit for bit. Call it through
+:func:`run_interpreted`, which silences NumPy's overflow warnings (uint64
+hashes wrap around on purpose, silently in numba). Each call site decides
+what is small, tests the interpreted run against the compiled one, and
+tests the compiled kernel at every size (a threshold set to 0).
+"""
+
+import types
+
+import numpy as np
+from numba.core.registry import CPUDispatcher
+
+_TWINS = {}
+
+
+def interpreted(kernel):
+    """``kernel``'s Python source, calling the Python source of the kernels it calls.
+
+    Parameters
+    ----------
+    kernel : numba dispatcher (``njit``)
+
+    Returns
+    -------
+    function
+        A plain function with the kernel's code; its module globals that are
+        numba kernels are replaced by their own interpreted twins.
+    """
+    twin = _TWINS.get(kernel)
+    if twin is None:
+        function = kernel.py_func
+        bound = dict(function.__globals__)
+        twin = types.FunctionType(function.__code__, bound, function.__name__,
+                                  function.__defaults__, function.__closure__)
+        _TWINS[kernel] = twin       # before its callees: a recursive kernel ends here
+        for name in function.__code__.co_names:
+            value = bound.get(name)
+            if isinstance(value, CPUDispatcher):
+                bound[name] = interpreted(value)
+    return twin
+
+
+def run_interpreted(kernel, *args):
+    """``interpreted(kernel)(*args)`` with NumPy's integer overflow warnings silenced."""
+    with np.errstate(over="ignore"):
+        return interpreted(kernel)(*args)
+
+
+__all__ = ["interpreted", "run_interpreted"]
