@@ -6,6 +6,13 @@ interpreter take milliseconds. :func:`interpreted` returns the kernel's
 ``py_func`` rebound so that the kernels it calls are their Python source too
 (calling a numba kernel from Python compiles it): nothing is compiled.
 
+A process that keeps fitting small inputs would pay the interpreter's
+milliseconds on every fit, long after a compilation (or a load from numba's
+disk cache, a few milliseconds) would have paid off: once its interpreted runs
+have taken :data:`INTERPRETED_BUDGET_SECONDS` of CPU, :func:`interpreting` is
+false and call sites run the compiled kernels. Both give the same values, so
+only the time depends on this history.
+
 Only for kernels whose every value is an integer, a bit pattern or a
 comparison (no ``exp``, ``log`` or other library float functions, which numba
 and NumPy may round differently): numba's and NumPy's integer scalars wrap
@@ -16,12 +23,24 @@ what is small, tests the interpreted run against the compiled one, and
 tests the compiled kernel at every size (a threshold set to 0).
 """
 
+import threading
+import time
 import types
 
 import numpy as np
 from numba.core.registry import CPUDispatcher
 
+#: CPU seconds of interpreted runs after which a process compiles its kernels.
+INTERPRETED_BUDGET_SECONDS = 1.0
+
 _TWINS = {}
+_spent = 0.0
+_lock = threading.Lock()
+
+
+def interpreting():
+    """Whether small inputs still run interpreted in this process (the budget is not spent)."""
+    return _spent < INTERPRETED_BUDGET_SECONDS
 
 
 def interpreted(kernel):
@@ -52,9 +71,16 @@ def interpreted(kernel):
 
 
 def run_interpreted(kernel, *args):
-    """``interpreted(kernel)(*args)`` with NumPy's integer overflow warnings silenced."""
-    with np.errstate(over="ignore"):
-        return interpreted(kernel)(*args)
+    """``interpreted(kernel)(*args)``, NumPy's integer overflow warnings silenced; its CPU
+    time (this thread's) counts against :data:`INTERPRETED_BUDGET_SECONDS`."""
+    global _spent
+    start = time.thread_time()
+    try:
+        with np.errstate(over="ignore"):
+            return interpreted(kernel)(*args)
+    finally:
+        with _lock:
+            _spent += time.thread_time() - start
 
 
-__all__ = ["interpreted", "run_interpreted"]
+__all__ = ["INTERPRETED_BUDGET_SECONDS", "interpreted", "interpreting", "run_interpreted"]

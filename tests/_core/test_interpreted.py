@@ -3,7 +3,8 @@
 import numpy as np
 from numba import njit
 
-from sklearn_trellis._core.interpreted import interpreted, run_interpreted
+from sklearn_trellis._core import interpreted as module
+from sklearn_trellis._core.interpreted import interpreted, interpreting, run_interpreted
 from sklearn_trellis._core.union_find import find_root
 
 
@@ -42,3 +43,12 @@ def test_the_twin_calls_twins_and_compiles_nothing():
     assert int(got[0]) == want[0]     # numba returns scalars as Python ints
     np.testing.assert_array_equal(got[1], want[1])
     assert got[1].dtype == want[1].dtype and got[2] == want[2] == 4
+
+
+def test_a_process_stops_interpreting_once_its_budget_is_spent(monkeypatch):
+    monkeypatch.setattr(module, "_spent", 0.0)
+    assert interpreting()
+    monkeypatch.setattr(module, "INTERPRETED_BUDGET_SECONDS", 0.0)
+    assert not interpreting()
+    run_interpreted(_depth, 3)
+    assert module._spent > 0.0

@@ -31,7 +31,7 @@ from sklearn.utils import check_random_state
 
 from ..._core.budget import BudgetExceeded, available_memory_bytes, check_memory, format_bytes
 from ..._core.family import ClusterFamily, item_codes
-from ..._core.interpreted import run_interpreted
+from ..._core.interpreted import interpreting, run_interpreted
 from ..._core.labels import canonical_rows
 from ..._core.trees import leaf_order
 from ..._core.validation import check_indices
@@ -85,7 +85,7 @@ def _enumerate_states(family, rank, max_states, max_transitions):
             return result
     f = family
     n = f.n_items
-    small = n <= INTERPRETED_STATE_ITEMS
+    small = n <= INTERPRETED_STATE_ITEMS and interpreting()
     bitsets = (f.items, f.starts, f.stops, rank, (n + 63) >> 6)
     anchor, word_lo, word_ptr, words = (run_interpreted(kernels.vertex_bitsets, *bitsets)
                                         if small else kernels.vertex_bitsets(*bitsets))
@@ -336,7 +336,8 @@ class SparseFlatTrellis:
                     rank[candidate] = np.arange(n)
                     spans = (f.items, f.starts, f.stops, rank)
                     holes = (run_interpreted(kernels.rank_holes, *spans)
-                             if n <= INTERPRETED_STATE_ITEMS else kernels.rank_holes(*spans))
+                             if n <= INTERPRETED_STATE_ITEMS and interpreting()
+                             else kernels.rank_holes(*spans))
                     if best is None or holes < best[0]:
                         best = (holes, candidate)
                 order = best[1]

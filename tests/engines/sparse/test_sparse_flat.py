@@ -17,7 +17,8 @@ from sklearn_trellis.engines import ExactFlatTrellis
 from sklearn_trellis._core.budget import BudgetExceeded
 from sklearn_trellis._core.family import ClusterFamily
 from sklearn_trellis.engines.sparse.seeds import linkage_seed_trees
-from sklearn_trellis.engines.sparse import sparse_flat
+from sklearn_trellis._core import interpreted as _interpreted
+from sklearn_trellis.engines.sparse import _sparse_flat_kernels as kernels, sparse_flat
 from sklearn_trellis.engines.sparse.sparse_flat import SparseFlatTrellis
 
 
@@ -222,7 +223,14 @@ def _union_family(n, seed, random=True):
 
 def _states_fit(model, family, monkeypatch, interpreted, **kwargs):
     monkeypatch.setattr(sparse_flat, "INTERPRETED_STATE_ITEMS", 48 if interpreted else 0)
-    return SparseFlatTrellis.from_model(model, family, **kwargs).fit()
+    monkeypatch.setattr(_interpreted, "INTERPRETED_BUDGET_SECONDS", np.inf)
+    runs = []
+    monkeypatch.setattr(sparse_flat, "run_interpreted",
+                        lambda kernel, *args: runs.append(kernel) or
+                        _interpreted.run_interpreted(kernel, *args))
+    trellis = SparseFlatTrellis.from_model(model, family, **kwargs).fit()
+    assert (kernels.enumerate_states in runs) == (interpreted and family.n_items <= 48)
+    return trellis
 
 
 @pytest.mark.parametrize("n, seed, random", [(9, 0, True), (24, 1, True), (48, 2, False)])
