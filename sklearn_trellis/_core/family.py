@@ -22,7 +22,7 @@ the member lists of equal-hash clusters, so deduplication is exact.
 import numpy as np
 from numba import njit
 
-from .interpreted import interpreting, run_interpreted
+from .interpreted import call
 from .trees import check_children, leaf_order, tree_to_postorder_children
 
 #: Up to this many items a family is built by its kernels' own Python source
@@ -488,9 +488,7 @@ class _FamilyBuilder:
 
     def _run(self, kernel, *args, interpreted=True):
         """``kernel(*args)``, interpreted for a small family (``INTERPRETED_FAMILY_ITEMS``)."""
-        if interpreted and self.n_items <= INTERPRETED_FAMILY_ITEMS and interpreting():
-            return run_interpreted(kernel, *args)
-        return kernel(*args)
+        return call(kernel, *args, small=interpreted and self.n_items <= INTERPRETED_FAMILY_ITEMS)
 
     def _reserve(self, records, items):
         """Room for ``records`` more clusters and ``items`` more buffer entries."""

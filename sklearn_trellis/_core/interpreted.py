@@ -83,4 +83,13 @@ def run_interpreted(kernel, *args):
             _spent += time.thread_time() - start
 
 
-__all__ = ["INTERPRETED_BUDGET_SECONDS", "interpreted", "interpreting", "run_interpreted"]
+def call(kernel, *args, small):
+    """``kernel(*args)``: interpreted if the input is ``small`` and the process still
+    interprets (:func:`interpreting`), else compiled."""
+    if small and interpreting():
+        return run_interpreted(kernel, *args)
+    return kernel(*args)
+
+
+__all__ = ["INTERPRETED_BUDGET_SECONDS", "call", "interpreted", "interpreting",
+           "run_interpreted"]

@@ -20,7 +20,7 @@ import heapq
 import numpy as np
 from numba import njit
 
-from .interpreted import interpreting, run_interpreted
+from .interpreted import call
 from .labels import first_appearance_labels
 
 #: Up to this many items :func:`leaf_order` runs its kernel's own Python source
@@ -244,9 +244,7 @@ def leaf_order(children, n_items):
     numbering) is the range ``order[start[k]:stop[k]]``.
     """
     arguments = (np.ascontiguousarray(children, dtype=np.int64).reshape(-1, 2), int(n_items))
-    if n_items <= INTERPRETED_TREE_ITEMS and interpreting():
-        return run_interpreted(_leaf_order, *arguments)
-    return _leaf_order(*arguments)
+    return call(_leaf_order, *arguments, small=n_items <= INTERPRETED_TREE_ITEMS)
 
 
 @njit(cache=True)

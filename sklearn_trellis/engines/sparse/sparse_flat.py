@@ -31,7 +31,7 @@ from sklearn.utils import check_random_state
 
 from ..._core.budget import BudgetExceeded, available_memory_bytes, check_memory, format_bytes
 from ..._core.family import ClusterFamily, item_codes
-from ..._core.interpreted import interpreting, run_interpreted
+from ..._core.interpreted import call, interpreting, run_interpreted
 from ..._core.labels import canonical_rows
 from ..._core.trees import leaf_order
 from ..._core.validation import check_indices
@@ -86,9 +86,8 @@ def _enumerate_states(family, rank, max_states, max_transitions):
     f = family
     n = f.n_items
     small = n <= INTERPRETED_STATE_ITEMS and interpreting()
-    bitsets = (f.items, f.starts, f.stops, rank, (n + 63) >> 6)
-    anchor, word_lo, word_ptr, words = (run_interpreted(kernels.vertex_bitsets, *bitsets)
-                                        if small else kernels.vertex_bitsets(*bitsets))
+    anchor, word_lo, word_ptr, words = call(kernels.vertex_bitsets, f.items, f.starts,
+                                            f.stops, rank, (n + 63) >> 6, small=small)
     order = np.argsort(anchor, kind="stable")
     anchor_ptr = np.searchsorted(anchor[order], np.arange(n + 1)).astype(np.int64)
     arguments = (n, rank, item_codes(n), f.items, f.starts, f.stops, f.sizes, f.build_left,
@@ -334,10 +333,8 @@ class SparseFlatTrellis:
                 for candidate in candidates:
                     rank = np.empty(n, dtype=np.int64)
                     rank[candidate] = np.arange(n)
-                    spans = (f.items, f.starts, f.stops, rank)
-                    holes = (run_interpreted(kernels.rank_holes, *spans)
-                             if n <= INTERPRETED_STATE_ITEMS and interpreting()
-                             else kernels.rank_holes(*spans))
+                    holes = call(kernels.rank_holes, f.items, f.starts, f.stops, rank,
+                                 small=n <= INTERPRETED_STATE_ITEMS)
                     if best is None or holes < best[0]:
                         best = (holes, candidate)
                 order = best[1]

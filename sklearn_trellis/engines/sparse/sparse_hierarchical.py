@@ -34,6 +34,7 @@ from sklearn.utils import check_random_state
 
 from ..._core.budget import check_memory, format_bytes
 from ..._core.family import ClusterFamily, item_codes
+from ..._core.interpreted import call
 from ..._core.trees import check_children, children_to_tree, tree_splits, tree_to_postorder_children
 from ..._core.validation import MAX_LOG_POTENTIAL, check_indices, check_log_potential_scale
 from .._split_potential import OVERFLOW_REMEDY, refuse_overflow
@@ -285,8 +286,9 @@ class SparseHierarchicalTrellis:
         extra_list = np.ascontiguousarray(owners[order], dtype=np.int64)
         extra_ptr = np.zeros(n + 1, np.int64)
         np.cumsum(np.bincount(extra_items, minlength=n), out=extra_ptr[1:])
-        self.lowest = kernels.lowest_items(family.items, family.starts, family.stops,
-                                           family.build_left, family.build_right)
+        self.lowest = call(kernels.lowest_items, family.items, family.starts, family.stops,
+                           family.build_left, family.build_right,
+                           small=self.n_vertices <= kernels.INTERPRETED_DISCOVERY_WORK)
         groups, n_edges = kernels.discover_edges(
             children, tree_vertex, offsets, home, range_vertex, n, family.items, family.starts,
             family.stops, family.sizes, family.hashes, self.lowest, extra_ptr, extra_list,
