@@ -42,7 +42,8 @@ _EMPTY = -1
 #: Up to this many inner iterations (:func:`_discovery_work`; about half a
 #: microsecond each) edge discovery runs its kernels' own Python source
 #: (:mod:`~sklearn_trellis._core.interpreted`: the same steps and values), and so
-#: do :func:`edges_to_csr` and :func:`lowest_items` up to as many rows or vertices:
+#: do :func:`edges_to_csr`, :func:`lowest_items`, :func:`tree_from_root` and
+#: :func:`node_heights` up to as many rows, vertices or items:
 #: a small fit's trellises take tens of milliseconds (40 items, window_size 8:
 #: 70 ms), against about 3.5 s of compiling these kernels in a first fit.
 INTERPRETED_DISCOVERY_WORK = 200_000

@@ -57,6 +57,10 @@ _TRANSITION_BYTES = 32
 #: of compiling :func:`~._sparse_flat_kernels.enumerate_states` in a first fit.
 INTERPRETED_STATE_ITEMS = 48
 
+#: Up to this many items the MAP's read-off and its labels (``O(N)`` steps) run
+#: their kernels' Python source too (about 0.6 s of compilation in a first fit).
+INTERPRETED_MAP_ITEMS = 1_000
+
 #: States and transitions the interpreted enumeration may reach (up to about
 #: 0.4 ms a transition at 48 items): beyond, the compiled kernel starts over with
 #: the caller's caps.
@@ -144,7 +148,7 @@ def vertex_labels(vertices, family):
     cluster_of = np.empty((1, family.n_items), dtype=np.int64)
     for k, v in enumerate(vertices):
         cluster_of[0, family.items[family.starts[v]:family.stops[v]]] = k
-    return canonical_rows(cluster_of)[0]
+    return call(canonical_rows, cluster_of, small=family.n_items <= INTERPRETED_MAP_ITEMS)[0]
 
 
 class SparseFlatTrellis:
@@ -310,7 +314,8 @@ class SparseFlatTrellis:
         self._log_z, best, self._cut = kernels.tree_inside(e, f.build_left, f.build_right)
         self.log_partition_function = float(self._log_z[f.root])
         self.map_log_potential = float(best[f.root])
-        self.map_vertices = kernels.tree_map_vertices(self._cut, f.build_left, f.build_right)
+        self.map_vertices = call(kernels.tree_map_vertices, self._cut, f.build_left,
+                                 f.build_right, small=f.n_items <= INTERPRETED_MAP_ITEMS)
 
     def _leaf_orders(self):
         """Leaf order of every seed tree."""
@@ -383,7 +388,8 @@ class SparseFlatTrellis:
                                                               c_ptr, children)
         self.log_partition_function = float(self._log_z[0])
         self.map_log_potential = float(best[0])
-        self.map_vertices = kernels.states_map_vertices(self._back, t_vertex, c_ptr, children)
+        self.map_vertices = call(kernels.states_map_vertices, self._back, t_vertex, c_ptr,
+                                 children, small=n <= INTERPRETED_MAP_ITEMS)
 
     # ------------------------------------------------------------ queries
     def _check_fitted(self):

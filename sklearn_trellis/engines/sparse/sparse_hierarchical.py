@@ -400,8 +400,9 @@ class SparseHierarchicalTrellis:
             raise ValueError("No tree realised by the family has a positive potential "
                              "(log Z = -inf): the model forbids every split they need.")
         self.map_log_potential = float(self._map_value[root])
-        self.map_edges = kernels.tree_from_root(root, self.n_items, self._best_edge,
-                                                self.edge_left, self.edge_right)
+        self.map_edges = call(kernels.tree_from_root, root, self.n_items, self._best_edge,
+                              self.edge_left, self.edge_right,
+                              small=self.n_items <= kernels.INTERPRETED_DISCOVERY_WORK)
         self.map_children, self.map_distances = self.tree_children(self.map_edges)
         self.timings["inside"] = time.perf_counter() - clock
         self._log(f"log Z and MAP ({self.timings['inside']:.2f} s)")
@@ -435,8 +436,9 @@ class SparseHierarchicalTrellis:
         if edges.size == 0:
             empty = (np.zeros((0, 2), np.intp), np.zeros(0))
             return empty + (np.zeros(0, np.int64),) if return_vertices else empty
-        heights = kernels.node_heights(edges, self.edge_parent, self.edge_left,
-                                       self.edge_right, self.n_vertices)
+        heights = call(kernels.node_heights, edges, self.edge_parent, self.edge_left,
+                       self.edge_right, self.n_vertices,
+                       small=n <= kernels.INTERPRETED_DISCOVERY_WORK)
         parents = self.edge_parent[edges]
         order = np.lexsort((self.lowest[parents], self.family.sizes[parents], heights))
         node_id = np.arange(self.n_vertices, dtype=np.int64)  # singletons: their item

@@ -27,6 +27,7 @@ def compiled_states(monkeypatch):
     """The compiled state enumeration at every N (up to INTERPRETED_STATE_ITEMS items a
     fit runs its Python source: tested against it below)."""
     monkeypatch.setattr(sparse_flat, "INTERPRETED_STATE_ITEMS", 0)
+    monkeypatch.setattr(sparse_flat, "INTERPRETED_MAP_ITEMS", 0)
 
 
 def correlation_model(n, seed, beta=1.0):
@@ -223,6 +224,7 @@ def _union_family(n, seed, random=True):
 
 def _states_fit(model, family, monkeypatch, interpreted, **kwargs):
     monkeypatch.setattr(sparse_flat, "INTERPRETED_STATE_ITEMS", 48 if interpreted else 0)
+    monkeypatch.setattr(sparse_flat, "INTERPRETED_MAP_ITEMS", 1_000 if interpreted else 0)
     monkeypatch.setattr(_interpreted, "INTERPRETED_BUDGET_SECONDS", np.inf)
     runs = []
     monkeypatch.setattr(sparse_flat, "run_interpreted",
@@ -250,7 +252,25 @@ def test_interpreted_state_enumeration_is_the_kernels(n, seed, random, monkeypat
             assert got.dtype == want.dtype
             np.testing.assert_array_equal(got, want)
         assert ours.log_partition_function == compiled.log_partition_function
+        np.testing.assert_array_equal(ours.map_vertices, compiled.map_vertices)
         np.testing.assert_array_equal(ours.map_labels, compiled.map_labels)
+
+
+def test_interpreted_tree_map_is_the_kernels(monkeypatch):
+    n = 30
+    _, model = correlation_model(n, 4, beta=2.0)
+    family = ClusterFamily.from_trees([random_tree(n, np.random.default_rng(4))], n)
+    potentials = model.family_log_potentials(family)
+    monkeypatch.setattr(_interpreted, "INTERPRETED_BUDGET_SECONDS", np.inf)
+    fits = []
+    for items in (0, 1_000):
+        monkeypatch.setattr(sparse_flat, "INTERPRETED_MAP_ITEMS", items)
+        spent = _interpreted._spent
+        fits.append(SparseFlatTrellis(family, potentials).fit())
+        assert (_interpreted._spent > spent) == (items > 0)
+    assert fits[0].method_ == "tree" and fits[0].map_vertices.size > 1
+    np.testing.assert_array_equal(fits[1].map_vertices, fits[0].map_vertices)
+    np.testing.assert_array_equal(fits[1].map_labels, fits[0].map_labels)
 
 
 @pytest.mark.parametrize("interpreted", [True, False])
