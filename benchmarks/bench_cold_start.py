@@ -141,6 +141,20 @@ seconds, compilations; the search compiled per loss then): DPMixture 13.66 / 74 
 12.91 / 72, 13.56 -> 12.37, 14.50 -> 13.29; CrossCat 30.86 / 144 -> 26.49 / 107.
 Per family, quieter (load 3.6 to 5.5): DPMixture 13.27 / 74 -> 11.49 / 72 (wall
 20.4 -> 17.5 s), CrossCat 27.68 / 144 -> 22.99 / 107 (wall 54.6 -> 27.3 s).
+
+Interpreted structure kernels (2026-11-27, tenth round): on small inputs the
+sparse trellises' integer kernels run their own Python source
+(:mod:`sklearn_trellis._core.interpreted`, bitwise the same values; each call
+site bounds the work, and a process stops interpreting after 1 s of it): the
+state enumeration (up to 48 items), the family builder and ``leaf_order``,
+hierarchical edge discovery, the pair sums and the MAP read-off; a family's
+remainder states are memoised. Base then this branch, alternating, twice
+(load 10.5 to 16.2; first-fit CPU seconds, compilations):
+ExactCorrelationClustering 9.31 / 54 -> 1.54 / 11 and 9.76 -> 1.56,
+TrellisHierarchical 12.66 / 64 -> 3.62 / 24 and 12.76 -> 3.63 (wall seconds
+63.8 -> 9.3 and 127.7 -> 22.4 at that load). The second fit of a process pays the interpreter instead: warm, 9 ms ->
+90 ms (ECC) and 6 ms -> 99 ms (TrellisHierarchical) CPU for the first dozen fits,
+then the compiled kernels as before.
 """
 
 import argparse

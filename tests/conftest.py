@@ -37,6 +37,15 @@ def ticking_progress(monkeypatch):
     return make
 
 
+@pytest.fixture(autouse=True)
+def fresh_interpreter_budget(monkeypatch):
+    """Every test starts with the whole budget of interpreted kernels
+    (:mod:`sklearn_trellis._core.interpreted`): whether a small input runs compiled
+    or interpreted then depends on the test alone, not on the tests before it."""
+    from sklearn_trellis._core import interpreted
+    monkeypatch.setattr(interpreted, "_spent", 0.0)
+
+
 # -- which worker runs what (pytest-xdist, --dist loadgroup) -------------------------
 # Each test file is one unit of work (as --dist loadfile), except scikit-learn's estimator
 # checks: one file of about 900 checks, the longest unit by far. They are split by

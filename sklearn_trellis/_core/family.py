@@ -22,7 +22,17 @@ the member lists of equal-hash clusters, so deduplication is exact.
 import numpy as np
 from numba import njit
 
+from .interpreted import call
 from .trees import check_children, leaf_order, tree_to_postorder_children
+
+#: Up to this many items a family is built by its kernels' own Python source
+#: (:mod:`~sklearn_trellis._core.interpreted`: the same steps and values), windows
+#: too when their unions hold at most ``INTERPRETED_WINDOW_ENTRIES`` items (about
+#: a microsecond each): a small fit's family takes milliseconds (40 items, four
+#: trees and eleven windows of 8: 20 ms), against about 1.5 s of compiling the
+#: builder's kernels (3 s with the windows' in a first fit).
+INTERPRETED_FAMILY_ITEMS = 100
+INTERPRETED_WINDOW_ENTRIES = 100_000
 
 #: Seed of the random item codes (fixed: families built separately agree on hashes).
 _CODE_SEED = 0x7E11_15C0_DE5
@@ -470,11 +480,15 @@ class _FamilyBuilder:
         self.rec[:n, _LEFT:] = -1
         self.hashes[:n] = self.codes
         self.n_records = n
-        self.table = _rehash(self.rec, self.hashes, n, _table_size(n))
+        self.table = self._run(_rehash, self.rec, self.hashes, n, _table_size(n))
         self.trees = []
         self.tree_records = []
         self.tree_offsets = []
         self.window_rows = []
+
+    def _run(self, kernel, *args, interpreted=True):
+        """``kernel(*args)``, interpreted for a small family (``INTERPRETED_FAMILY_ITEMS``)."""
+        return call(kernel, *args, small=interpreted and self.n_items <= INTERPRETED_FAMILY_ITEMS)
 
     def _reserve(self, records, items):
         """Room for ``records`` more clusters and ``items`` more buffer entries."""
@@ -488,7 +502,8 @@ class _FamilyBuilder:
                 new[:self.n_records] = old[:self.n_records]
                 setattr(self, name, new)
         if 2 * need > self.table.size:
-            self.table = _rehash(self.rec, self.hashes, self.n_records, _table_size(need))
+            self.table = self._run(_rehash, self.rec, self.hashes, self.n_records,
+                                   _table_size(need))
         if self.offset + items > self.buf.size:
             new = np.empty(max(self.offset + items, 2 * self.buf.size), np.int64)
             new[:self.offset] = self.buf[:self.offset]
@@ -503,10 +518,10 @@ class _FamilyBuilder:
         self.buf[base:base + n] = order
         self.offset += n
         records = np.empty(2 * n - 1, np.int64)
-        self.n_records = _check_collision(_add_tree_nodes(
-            np.ascontiguousarray(children, dtype=np.int64).reshape(-1, 2), n, base, start,
-            stop, self.codes, self.rec, self.hashes, self.table, self.n_records, self.buf,
-            self.stamp, self.tick, records))
+        self.n_records = _check_collision(self._run(
+            _add_tree_nodes, np.ascontiguousarray(children, dtype=np.int64).reshape(-1, 2), n,
+            base, start, stop, self.codes, self.rec, self.hashes, self.table, self.n_records,
+            self.buf, self.stamp, self.tick, records))
         self.trees.append(children)
         self.tree_records.append(records)
 
@@ -533,14 +548,15 @@ class _FamilyBuilder:
         row_ptr = np.zeros(len(windows) + 1, np.int64)
         np.cumsum(np.left_shift(1, counts), out=row_ptr[1:])
         window_items = piece_ptr[window_ptr[1:]] - piece_ptr[window_ptr[:-1]]
-        self._reserve(int(row_ptr[-1]),
-                      int((np.left_shift(1, np.maximum(counts - 1, 0)) * window_items).sum()))
+        entries = int((np.left_shift(1, np.maximum(counts - 1, 0)) * window_items).sum())
+        self._reserve(int(row_ptr[-1]), entries)
         rows = np.full(row_ptr[-1], -1, np.int64)
         items = np.concatenate(pieces) if pieces else np.zeros(0, np.int64)
-        n_records, self.offset, failed = _add_windows(
-            items, piece_ptr, window_ptr, row_ptr, self.codes, self.rec, self.hashes,
-            self.table, self.n_records, self.buf, self.offset, self.stamp, self.tick,
-            self.roles, np.int64(len(self.window_rows)), rows)
+        n_records, self.offset, failed = self._run(
+            _add_windows, items, piece_ptr, window_ptr, row_ptr, self.codes, self.rec,
+            self.hashes, self.table, self.n_records, self.buf, self.offset, self.stamp,
+            self.tick, self.roles, np.int64(len(self.window_rows)), rows,
+            interpreted=entries <= INTERPRETED_WINDOW_ENTRIES)
         if n_records <= -2:
             piece = windows[failed][-2 - n_records]
             raise ValueError("Every cluster of a window must already be in the family; "
@@ -560,8 +576,8 @@ class _FamilyBuilder:
         start = self.offset
         self.buf[start:start + items.size] = items
         self.offset += items.size
-        r = _check_collision(_insert(
-            self.rec, self.hashes, self.table, self.n_records, self.buf, hash_pair[0],
+        r = _check_collision(self._run(
+            _insert, self.rec, self.hashes, self.table, self.n_records, self.buf, hash_pair[0],
             hash_pair[1], start, start + items.size, -1, -1, items, 0, items.size,
             self.stamp, self.tick, True))
         if r == self.n_records:
@@ -586,8 +602,8 @@ class _FamilyBuilder:
         build_left = np.where(left >= 0, new_id[np.maximum(left, 0)], -1)
         build_right = np.where(left >= 0, new_id[np.maximum(right, 0)], -1)
         # Clusters given without a split: use (S - {max S}, {max S}) when present.
-        _missing_splits(build_left, build_right, sizes[order], starts, stops, buffer, hashes,
-                        self.codes, self.rec, self.hashes, self.table, new_id)
+        self._run(_missing_splits, build_left, build_right, sizes[order], starts, stops,
+                  buffer, hashes, self.codes, self.rec, self.hashes, self.table, new_id)
         tree_vertices = [new_id[records] for records in self.tree_records]
         roles = self.roles[:n_records][order]
         vertex_window = roles[:, 0].copy()

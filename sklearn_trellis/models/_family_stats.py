@@ -15,7 +15,15 @@ built-in models need:
 import numpy as np
 from numba import njit, prange
 
+from .._core.interpreted import call
 from .._core.parallel import SLOT_CHUNK, parallel_kernel
+
+#: Up to this many pair terms (:func:`_pair_terms`, about a microsecond each)
+#: :func:`family_pair_sums` runs its kernels' own Python source
+#: (:mod:`~sklearn_trellis._core.interpreted`: the same additions in the same order,
+#: so the same sums): a small fit's family takes milliseconds, against about 0.7 s
+#: of compiling them (1.3 s with windows) in a first fit.
+INTERPRETED_PAIR_TERMS = 100_000
 
 
 @njit(cache=True, inline="always")
@@ -93,18 +101,29 @@ def family_pair_sums(matrix, family, part=None):
     signs = {None: 0, "positive": 1, "negative": -1}
     if part not in signs:
         raise ValueError(f"part must be None, 'positive' or 'negative', got {part!r}.")
+    small = _pair_terms(family) <= INTERPRETED_PAIR_TERMS
     if family.window_table.size:
         # A window union is the sum of its pieces' W and of the cuts between its
         # pieces: the cuts cost O(s**2) once per window of s items, instead of
         # O(s**2) for each of its 2**k unions.
-        cuts = _window_cuts(matrix, family.items, family.starts, family.stops,
-                            family.window_table, signs[part])
-        return _pair_sums_windows(matrix, family.items, family.starts, family.stops,
-                                  family.build_left, family.build_right, signs[part],
-                                  family.vertex_window, family.vertex_window_mask,
-                                  family.window_table, cuts)
-    return _pair_sums(matrix, family.items, family.starts, family.stops,
-                      family.build_left, family.build_right, signs[part])
+        cuts = call(_window_cuts, matrix, family.items, family.starts, family.stops,
+                    family.window_table, signs[part], small=small)
+        return call(_pair_sums_windows, matrix, family.items, family.starts, family.stops,
+                    family.build_left, family.build_right, signs[part], family.vertex_window,
+                    family.vertex_window_mask, family.window_table, cuts, small=small)
+    return call(_pair_sums, matrix, family.items, family.starts, family.stops,
+                family.build_left, family.build_right, signs[part], small=small)
+
+
+def _pair_terms(family):
+    """Terms :func:`family_pair_sums` adds, at most: ``|L| |R|`` per vertex with a
+    construction split, ``|S| (|S| - 1) / 2`` per other vertex (window unions,
+    summed from their pieces, count as split ones)."""
+    sizes = family.stops - family.starts
+    split = family.build_left >= 0
+    whole = sizes[~split]
+    return int((sizes[family.build_left[split]] * sizes[family.build_right[split]]).sum()
+               + (whole * (whole - 1) // 2).sum())
 
 
 @njit(cache=True)

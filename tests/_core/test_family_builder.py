@@ -10,8 +10,24 @@ import bisect
 import numpy as np
 import pytest
 
+from sklearn_trellis._core import family as family_module, interpreted as interpreted_module
+from sklearn_trellis._core import trees as trees_module
 from sklearn_trellis._core.family import ClusterFamily, _FamilyBuilder, item_codes
 from sklearn_trellis._core.trees import leaf_order
+
+
+@pytest.fixture(params=[False, True], ids=["compiled", "interpreted"])
+def interpreted(request, monkeypatch):
+    """The builder's kernels compiled at every N, or their Python source
+    (``INTERPRETED_FAMILY_ITEMS``); both are checked against the Python builder."""
+    on = request.param
+    monkeypatch.setattr(family_module, "INTERPRETED_FAMILY_ITEMS", 10 ** 9 if on else 0)
+    monkeypatch.setattr(family_module, "INTERPRETED_WINDOW_ENTRIES", 10 ** 9 if on else 0)
+    monkeypatch.setattr(trees_module, "INTERPRETED_TREE_ITEMS", 10 ** 9 if on else 0)
+    monkeypatch.setattr(interpreted_module, "INTERPRETED_BUDGET_SECONDS", np.inf)
+    spent = interpreted_module._spent
+    yield on
+    assert (interpreted_module._spent > spent) == on
 from sklearn_trellis.engines.sparse.seeds import linkage_seed_trees, tree_windows
 
 
@@ -246,7 +262,7 @@ def _random_tree(rng, n):
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 7, 40, 300])
-def test_same_family_as_python_builder(n):
+def test_same_family_as_python_builder(n, interpreted):
     rng = np.random.default_rng(n)
     X = rng.normal(size=(n, 2))
     trees = linkage_seed_trees(X) if n > 1 else []
@@ -258,7 +274,7 @@ def test_same_family_as_python_builder(n):
     _assert_same(_build(_FamilyBuilder, *args), _build(_PythonFamilyBuilder, *args))
 
 
-def test_same_family_windows_of_several_trees():
+def test_same_family_windows_of_several_trees(interpreted):
     rng = np.random.default_rng(3)
     n = 120
     trees = [_random_tree(rng, n) for _ in range(3)]
@@ -267,20 +283,20 @@ def test_same_family_windows_of_several_trees():
     _assert_same(_build(_FamilyBuilder, *args), _build(_PythonFamilyBuilder, *args))
 
 
-def test_same_family_from_clusters():
+def test_same_family_from_clusters(interpreted):
     clusters = [[i for i in range(6) if mask >> i & 1] for mask in range(1, 1 << 6)]
     _assert_same(_build(_FamilyBuilder, 6, clusters=clusters),
                  _build(_PythonFamilyBuilder, 6, clusters=clusters))
 
 
-def test_window_piece_outside_family():
+def test_window_piece_outside_family(interpreted):
     builder = _FamilyBuilder(4)
     builder.add_tree(np.array([[0, 1], [2, 3], [4, 5]]))
     with pytest.raises(ValueError, match="must already be in the family"):
         builder.add_window([np.array([0, 2]), np.array([1])])
 
 
-def test_leaf_order_matches_recursion():
+def test_leaf_order_matches_recursion(interpreted):
     rng = np.random.default_rng(0)
     n = 50
     children = _random_tree(rng, n)

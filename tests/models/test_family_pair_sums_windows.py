@@ -6,7 +6,37 @@ import pytest
 
 from sklearn_trellis._core.family import ClusterFamily
 from sklearn_trellis.engines.sparse.seeds import linkage_seed_trees, tree_windows
+from sklearn_trellis.models import _family_stats
 from sklearn_trellis.models._family_stats import family_pair_sums
+
+
+@pytest.fixture(autouse=True)
+def compiled_pair_sums(monkeypatch):
+    """The compiled pair sums at every size (small families run their Python source:
+    tested against them below)."""
+    monkeypatch.setattr(_family_stats, "INTERPRETED_PAIR_TERMS", 0)
+
+
+@pytest.mark.parametrize("windows", [0, 5])
+@pytest.mark.parametrize("part", [None, "positive", "negative"])
+def test_interpreted_pair_sums_are_the_kernels(part, windows, monkeypatch):
+    from sklearn_trellis._core import interpreted
+    rng = np.random.default_rng(2)
+    n = 40
+    X = rng.normal(size=(n, 3))
+    trees = linkage_seed_trees(X)
+    family = ClusterFamily.from_trees(
+        trees, n, windows=tree_windows(trees[0], n, windows) if windows else (),
+        extra_clusters=[rng.choice(n, 12, replace=False)])
+    w = np.exp(-np.sqrt(((X[:, None] - X[None]) ** 2).sum(-1))) - 0.3
+    compiled = family_pair_sums(w, family, part)
+    monkeypatch.setattr(_family_stats, "INTERPRETED_PAIR_TERMS", 10 ** 9)
+    monkeypatch.setattr(interpreted, "INTERPRETED_BUDGET_SECONDS", np.inf)
+    spent = interpreted._spent
+    ours = family_pair_sums(w, family, part)
+    assert interpreted._spent > spent
+    assert ours.dtype == compiled.dtype
+    np.testing.assert_array_equal(ours, compiled)      # the same additions in the same order
 
 
 @pytest.mark.parametrize("part", [None, "positive", "negative"])

@@ -25,17 +25,28 @@ energy's numba split function, called with vertex ids (the root vertex as
 never see the energy.
 """
 
+import functools
 import math
 
 import numpy as np
 from numba import njit, prange
 
+from ..._core.interpreted import call
 from ..._core.parallel import SLOT_CHUNK, parallel_kernel
 from ..._core.specialise import specialise as _specialise, template
 from ..._core.subsets import logaddexp, logsumexp_buffer
 from .._split_potential import split_bindings, split_log_potential
 
 _EMPTY = -1
+
+#: Up to this many inner iterations (:func:`_discovery_work`; about half a
+#: microsecond each) edge discovery runs its kernels' own Python source
+#: (:mod:`~sklearn_trellis._core.interpreted`: the same steps and values), and so
+#: do :func:`edges_to_csr`, :func:`lowest_items`, :func:`tree_from_root` and
+#: :func:`node_heights` up to as many rows, vertices or items:
+#: a small fit's trellises take tens of milliseconds (40 items, window_size 8:
+#: 70 ms), against about 3.5 s of compiling these kernels in a first fit.
+INTERPRETED_DISCOVERY_WORK = 200_000
 
 
 # -- hash table over the vertices ----------------------------------------------
@@ -354,9 +365,11 @@ def discover_edges(children, tree_vertex, tree_offsets, home, range_vertex, n_it
     """
     n_vertices = sizes.shape[0]
     n_trees = children.shape[0]
-    table = build_hash_table(hashes, sizes)
-    present = build_hash_filter(hashes)
-    records = _walk_records(children, tree_vertex, sizes, hashes, n_items)
+    small = _discovery_work(np.arange(n_items, n_vertices), sizes, vertex_window, n_trees,
+                            window_table.shape[1]) <= INTERPRETED_DISCOVERY_WORK
+    table = call(build_hash_table, hashes, sizes, small=small)
+    present = call(build_hash_filter, hashes, small=small)
+    records = call(_walk_records, children, tree_vertex, sizes, hashes, n_items, small=small)
     # Group -1 (no home tree) first, then tree by tree; vertices ascending in each.
     order = n_items + np.argsort(home[n_items:], kind="stable")
     bounds = np.searchsorted(home[order], np.arange(-1, n_trees + 1))
@@ -368,9 +381,12 @@ def discover_edges(children, tree_vertex, tree_offsets, home, range_vertex, n_it
         if vertices.size == 0:
             continue
         if group >= 0:
-            _position_ranges(children, items, tree_offsets[group], n_items, records)
+            call(_position_ranges, children, items, tree_offsets[group], n_items, records,
+                 small=small)
         kernel, n_slots = _group_splits.with_slots(
             _discovery_work(vertices, sizes, vertex_window, n_trees, window_table.shape[1]))
+        if small and kernel is _group_splits.serial:
+            kernel = functools.partial(call, kernel, small=True)
         if stamps.shape[0] < n_slots:     # stamps stay valid: a vertex is done once
             stamps = np.full((n_slots, n_vertices), -1, np.int64)
         # As many rows as one buffer for every vertex would have: a group with
@@ -433,8 +449,10 @@ def edges_to_csr(groups, n_vertices):
     Empties ``groups``: each group's buffers are freed once its rows are placed.
     """
     counts = np.zeros(n_vertices + 1, np.int64)
+    n_rows = sum(int((chunk_rows[:, 1] - chunk_rows[:, 0]).sum()) for _, chunk_rows in groups)
+    small = n_rows <= INTERPRETED_DISCOVERY_WORK
     for buffers, chunk_rows in groups:
-        _count_parents(buffers, chunk_rows, counts)
+        call(_count_parents, buffers, chunk_rows, counts, small=small)
     ptr = np.cumsum(counts)
     fill = ptr[:-1].copy()
     n_edges = int(ptr[-1])
@@ -443,7 +461,7 @@ def edges_to_csr(groups, n_vertices):
     right = np.empty(n_edges, np.int64)
     while groups:
         buffers, chunk_rows = groups.pop(0)
-        _place_rows(buffers, chunk_rows, fill, parent, left, right)
+        call(_place_rows, buffers, chunk_rows, fill, parent, left, right, small=small)
         del buffers
     return ptr, parent, left, right
 

@@ -24,12 +24,14 @@ the family.
 """
 
 import numbers
+import weakref
 
 import numpy as np
 from sklearn.utils import check_random_state
 
 from ..._core.budget import BudgetExceeded, available_memory_bytes, check_memory, format_bytes
 from ..._core.family import ClusterFamily, item_codes
+from ..._core.interpreted import call, interpreting, run_interpreted
 from ..._core.labels import canonical_rows
 from ..._core.trees import leaf_order
 from ..._core.validation import check_indices
@@ -47,6 +49,68 @@ _STATE_OVERHEAD = 8 * 11
 
 #: Bytes per transition (vertex, pointer to its components, about two components).
 _TRANSITION_BYTES = 32
+
+#: Up to this many items the state enumeration runs its kernels' own Python source
+#: (:mod:`~sklearn_trellis._core.interpreted`: the same steps and values) before
+#: compiling them: the union of a small fit's linkage trees takes tens of
+#: milliseconds (40 blobs: 56 states, 144 transitions, 30 ms), against about 4 s
+#: of compiling :func:`~._sparse_flat_kernels.enumerate_states` in a first fit.
+INTERPRETED_STATE_ITEMS = 48
+
+#: Up to this many items the MAP's read-off and its labels (``O(N)`` steps) run
+#: their kernels' Python source too (about 0.6 s of compilation in a first fit).
+INTERPRETED_MAP_ITEMS = 1_000
+
+#: States and transitions the interpreted enumeration may reach (up to about
+#: 0.4 ms a transition at 48 items): beyond, the compiled kernel starts over with
+#: the caller's caps.
+INTERPRETED_MAX_STATES = 500
+INTERPRETED_MAX_TRANSITIONS = 1_000
+
+#: The remainder states of each family, kept while the family lives: they do not
+#: depend on the potentials, so the trellises of one family at other parameters
+#: (empirical Bayes, ``beta='posterior'``) reuse them.
+_STATES = weakref.WeakKeyDictionary()
+
+
+def _enumerate_states(family, rank, max_states, max_transitions):
+    """:func:`~._sparse_flat_kernels.enumerate_states` on a family, memoised per family.
+
+    A memoised enumeration is reused when it fits the caps: below them, a new
+    run would reach the same states and stop at the same point. A small
+    family is enumerated by the kernel's Python source within
+    ``INTERPRETED_MAX_STATES``; if that cap, below the caller's, is hit, the
+    compiled kernel runs with the caller's.
+    """
+    known = _STATES.get(family)
+    if known is not None and np.array_equal(known[0], rank):
+        result = known[1]
+        if result[1] <= max_states and result[2] <= max_transitions:
+            return result
+    f = family
+    n = f.n_items
+    small = n <= INTERPRETED_STATE_ITEMS and interpreting()
+    anchor, word_lo, word_ptr, words = call(kernels.vertex_bitsets, f.items, f.starts,
+                                            f.stops, rank, (n + 63) >> 6, small=small)
+    order = np.argsort(anchor, kind="stable")
+    anchor_ptr = np.searchsorted(anchor[order], np.arange(n + 1)).astype(np.int64)
+    arguments = (n, rank, item_codes(n), f.items, f.starts, f.stops, f.sizes, f.build_left,
+                 f.build_right, anchor, word_lo, word_ptr, words, anchor_ptr,
+                 order.astype(np.int64))
+    result = None
+    if small:
+        caps = (min(max_states, INTERPRETED_MAX_STATES),
+                min(max_transitions, INTERPRETED_MAX_TRANSITIONS))
+        result = run_interpreted(kernels.enumerate_states, *arguments, *caps)
+        status = result[0]
+        if (status == kernels.STATES_CAP and caps[0] < max_states
+                or status == kernels.TRANSITIONS_CAP and caps[1] < max_transitions):
+            result = None
+    if result is None:
+        result = kernels.enumerate_states(*arguments, max_states, max_transitions)
+    if result[0] == kernels.STATES_OK:
+        _STATES[family] = (rank.copy(), result)
+    return result
 
 
 def tree_log_partition_functions(log_potentials, left, right):
@@ -84,7 +148,7 @@ def vertex_labels(vertices, family):
     cluster_of = np.empty((1, family.n_items), dtype=np.int64)
     for k, v in enumerate(vertices):
         cluster_of[0, family.items[family.starts[v]:family.stops[v]]] = k
-    return canonical_rows(cluster_of)[0]
+    return call(canonical_rows, cluster_of, small=family.n_items <= INTERPRETED_MAP_ITEMS)[0]
 
 
 class SparseFlatTrellis:
@@ -250,7 +314,8 @@ class SparseFlatTrellis:
         self._log_z, best, self._cut = kernels.tree_inside(e, f.build_left, f.build_right)
         self.log_partition_function = float(self._log_z[f.root])
         self.map_log_potential = float(best[f.root])
-        self.map_vertices = kernels.tree_map_vertices(self._cut, f.build_left, f.build_right)
+        self.map_vertices = call(kernels.tree_map_vertices, self._cut, f.build_left,
+                                 f.build_right, small=f.n_items <= INTERPRETED_MAP_ITEMS)
 
     def _leaf_orders(self):
         """Leaf order of every seed tree."""
@@ -273,7 +338,8 @@ class SparseFlatTrellis:
                 for candidate in candidates:
                     rank = np.empty(n, dtype=np.int64)
                     rank[candidate] = np.arange(n)
-                    holes = kernels.rank_holes(f.items, f.starts, f.stops, rank)
+                    holes = call(kernels.rank_holes, f.items, f.starts, f.stops, rank,
+                                 small=n <= INTERPRETED_STATE_ITEMS)
                     if best is None or holes < best[0]:
                         best = (holes, candidate)
                 order = best[1]
@@ -286,10 +352,6 @@ class SparseFlatTrellis:
         n = f.n_items
         rank = self._rank()
         self.rank_ = rank
-        anchor, word_lo, word_ptr, words = kernels.vertex_bitsets(f.items, f.starts, f.stops,
-                                                                  rank, (n + 63) >> 6)
-        order = np.argsort(anchor, kind="stable")
-        anchor_ptr = np.searchsorted(anchor[order], np.arange(n + 1)).astype(np.int64)
         n_words = (n + 63) >> 6
         state_bytes = 8 * n_words + _STATE_OVERHEAD
         available = available_memory_bytes()
@@ -301,10 +363,7 @@ class SparseFlatTrellis:
             max_states = int(min(max_states, budget // (2 * state_bytes)))
             max_transitions = int(budget // (2 * _TRANSITION_BYTES))
         status, n_states, n_trans, sizes, ptr, t_vertex, c_ptr, children = \
-            kernels.enumerate_states(n, rank, item_codes(n), f.items, f.starts, f.stops,
-                                     f.sizes, f.build_left, f.build_right, anchor, word_lo,
-                                     word_ptr, words, anchor_ptr, order.astype(np.int64),
-                                     max_states, max_transitions)
+            _enumerate_states(f, rank, max_states, max_transitions)
         if status == kernels.STATES_CAP:
             limit = ("max_states" if max_states == self.max_states else
                      f"the memory available ({format_bytes(available)})")
@@ -329,7 +388,8 @@ class SparseFlatTrellis:
                                                               c_ptr, children)
         self.log_partition_function = float(self._log_z[0])
         self.map_log_potential = float(best[0])
-        self.map_vertices = kernels.states_map_vertices(self._back, t_vertex, c_ptr, children)
+        self.map_vertices = call(kernels.states_map_vertices, self._back, t_vertex, c_ptr,
+                                 children, small=n <= INTERPRETED_MAP_ITEMS)
 
     # ------------------------------------------------------------ queries
     def _check_fitted(self):

@@ -34,6 +34,7 @@ from sklearn.utils import check_random_state
 
 from ..._core.budget import check_memory, format_bytes
 from ..._core.family import ClusterFamily, item_codes
+from ..._core.interpreted import call
 from ..._core.trees import check_children, children_to_tree, tree_splits, tree_to_postorder_children
 from ..._core.validation import MAX_LOG_POTENTIAL, check_indices, check_log_potential_scale
 from .._split_potential import OVERFLOW_REMEDY, refuse_overflow
@@ -285,8 +286,9 @@ class SparseHierarchicalTrellis:
         extra_list = np.ascontiguousarray(owners[order], dtype=np.int64)
         extra_ptr = np.zeros(n + 1, np.int64)
         np.cumsum(np.bincount(extra_items, minlength=n), out=extra_ptr[1:])
-        self.lowest = kernels.lowest_items(family.items, family.starts, family.stops,
-                                           family.build_left, family.build_right)
+        self.lowest = call(kernels.lowest_items, family.items, family.starts, family.stops,
+                           family.build_left, family.build_right,
+                           small=self.n_vertices <= kernels.INTERPRETED_DISCOVERY_WORK)
         groups, n_edges = kernels.discover_edges(
             children, tree_vertex, offsets, home, range_vertex, n, family.items, family.starts,
             family.stops, family.sizes, family.hashes, self.lowest, extra_ptr, extra_list,
@@ -398,8 +400,9 @@ class SparseHierarchicalTrellis:
             raise ValueError("No tree realised by the family has a positive potential "
                              "(log Z = -inf): the model forbids every split they need.")
         self.map_log_potential = float(self._map_value[root])
-        self.map_edges = kernels.tree_from_root(root, self.n_items, self._best_edge,
-                                                self.edge_left, self.edge_right)
+        self.map_edges = call(kernels.tree_from_root, root, self.n_items, self._best_edge,
+                              self.edge_left, self.edge_right,
+                              small=self.n_items <= kernels.INTERPRETED_DISCOVERY_WORK)
         self.map_children, self.map_distances = self.tree_children(self.map_edges)
         self.timings["inside"] = time.perf_counter() - clock
         self._log(f"log Z and MAP ({self.timings['inside']:.2f} s)")
@@ -433,8 +436,9 @@ class SparseHierarchicalTrellis:
         if edges.size == 0:
             empty = (np.zeros((0, 2), np.intp), np.zeros(0))
             return empty + (np.zeros(0, np.int64),) if return_vertices else empty
-        heights = kernels.node_heights(edges, self.edge_parent, self.edge_left,
-                                       self.edge_right, self.n_vertices)
+        heights = call(kernels.node_heights, edges, self.edge_parent, self.edge_left,
+                       self.edge_right, self.n_vertices,
+                       small=n <= kernels.INTERPRETED_DISCOVERY_WORK)
         parents = self.edge_parent[edges]
         order = np.lexsort((self.lowest[parents], self.family.sizes[parents], heights))
         node_id = np.arange(self.n_vertices, dtype=np.int64)  # singletons: their item

@@ -17,7 +17,17 @@ from sklearn_trellis.engines import ExactFlatTrellis
 from sklearn_trellis._core.budget import BudgetExceeded
 from sklearn_trellis._core.family import ClusterFamily
 from sklearn_trellis.engines.sparse.seeds import linkage_seed_trees
+from sklearn_trellis._core import interpreted as _interpreted
+from sklearn_trellis.engines.sparse import _sparse_flat_kernels as kernels, sparse_flat
 from sklearn_trellis.engines.sparse.sparse_flat import SparseFlatTrellis
+
+
+@pytest.fixture(autouse=True)
+def compiled_states(monkeypatch):
+    """The compiled state enumeration at every N (up to INTERPRETED_STATE_ITEMS items a
+    fit runs its Python source: tested against it below)."""
+    monkeypatch.setattr(sparse_flat, "INTERPRETED_STATE_ITEMS", 0)
+    monkeypatch.setattr(sparse_flat, "INTERPRETED_MAP_ITEMS", 0)
 
 
 def correlation_model(n, seed, beta=1.0):
@@ -202,6 +212,94 @@ def test_bounds_against_exact_and_each_seed_tree(seed):
             assert single.log_potential(labels) <= single.map_log_potential + 1e-9
             assert single.log_potential(labels) == pytest.approx(
                 model.log_potential(labels) - model.log_potential_constant(), abs=1e-9)
+
+
+# ------------------------------------------- interpreted and memoised enumeration
+def _union_family(n, seed, random=True):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2))
+    return ClusterFamily.from_trees(
+        linkage_seed_trees(X) + ([random_tree(n, rng)] if random else []), n)
+
+
+def _states_fit(model, family, monkeypatch, interpreted, **kwargs):
+    monkeypatch.setattr(sparse_flat, "INTERPRETED_STATE_ITEMS", 48 if interpreted else 0)
+    monkeypatch.setattr(sparse_flat, "INTERPRETED_MAP_ITEMS", 1_000 if interpreted else 0)
+    monkeypatch.setattr(_interpreted, "INTERPRETED_BUDGET_SECONDS", np.inf)
+    runs = []
+    monkeypatch.setattr(sparse_flat, "run_interpreted",
+                        lambda kernel, *args: runs.append(kernel) or
+                        _interpreted.run_interpreted(kernel, *args))
+    trellis = SparseFlatTrellis.from_model(model, family, **kwargs).fit()
+    assert (kernels.enumerate_states in runs) == (interpreted and family.n_items <= 48)
+    return trellis
+
+
+@pytest.mark.parametrize("n, seed, random", [(9, 0, True), (24, 1, True), (48, 2, False)])
+def test_interpreted_state_enumeration_is_the_kernels(n, seed, random, monkeypatch):
+    _, model = correlation_model(n, seed)
+    compiled = _states_fit(model, _union_family(n, seed, random), monkeypatch, False)
+    # a fresh family each time: nothing memoised
+    for max_states in (sparse_flat.INTERPRETED_MAX_STATES, 3):   # 3: starts over compiled
+        monkeypatch.setattr(sparse_flat, "INTERPRETED_MAX_STATES", max_states)
+        ours = _states_fit(model, _union_family(n, seed, random), monkeypatch, True)
+        assert compiled.method_ == ours.method_ == "states"
+        assert (ours.n_states_, ours.n_transitions_) == (compiled.n_states_,
+                                                         compiled.n_transitions_)
+        for got, want in zip(ours._states + (ours.rank_, ours._log_z, ours._back),
+                             compiled._states + (compiled.rank_, compiled._log_z,
+                                                 compiled._back)):
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
+        assert ours.log_partition_function == compiled.log_partition_function
+        np.testing.assert_array_equal(ours.map_vertices, compiled.map_vertices)
+        np.testing.assert_array_equal(ours.map_labels, compiled.map_labels)
+
+
+def test_interpreted_tree_map_is_the_kernels(monkeypatch):
+    n = 30
+    _, model = correlation_model(n, 4, beta=2.0)
+    family = ClusterFamily.from_trees([random_tree(n, np.random.default_rng(4))], n)
+    potentials = model.family_log_potentials(family)
+    monkeypatch.setattr(_interpreted, "INTERPRETED_BUDGET_SECONDS", np.inf)
+    fits = []
+    for items in (0, 1_000):
+        monkeypatch.setattr(sparse_flat, "INTERPRETED_MAP_ITEMS", items)
+        spent = _interpreted._spent
+        fits.append(SparseFlatTrellis(family, potentials).fit())
+        assert (_interpreted._spent > spent) == (items > 0)
+    assert fits[0].method_ == "tree" and fits[0].map_vertices.size > 1
+    np.testing.assert_array_equal(fits[1].map_vertices, fits[0].map_vertices)
+    np.testing.assert_array_equal(fits[1].map_labels, fits[0].map_labels)
+
+
+@pytest.mark.parametrize("interpreted", [True, False])
+def test_state_cap_is_the_same_interpreted_or_compiled(interpreted, monkeypatch):
+    n = 8
+    rng = np.random.default_rng(1)
+    _, model = correlation_model(n, 1)
+    family = ClusterFamily.from_trees([random_tree(n, rng) for _ in range(4)], n)
+    with pytest.raises(BudgetExceeded) as refused:
+        _states_fit(model, family, monkeypatch, interpreted, max_states=3)
+    assert refused.value.limit == 3 and refused.value.reached == 3
+
+
+def test_a_family_enumerates_its_states_once(monkeypatch):
+    n = 12
+    family = _union_family(n, 3)
+    _, cold = correlation_model(n, 3, beta=0.5)
+    _, hot = correlation_model(n, 3, beta=2.0)
+    first = _states_fit(cold, family, monkeypatch, False)
+    second = _states_fit(hot, family, monkeypatch, False)
+    assert all(a is b for a, b in zip(first._states, second._states))
+    fresh = _states_fit(hot, _union_family(n, 3), monkeypatch, False)
+    assert second.log_partition_function == fresh.log_partition_function
+    np.testing.assert_array_equal(second.map_labels, fresh.map_labels)
+    # a cap below the states known refuses, as a new enumeration would
+    with pytest.raises(BudgetExceeded):
+        _states_fit(hot, family, monkeypatch, False, max_states=first.n_states_ - 1)
+    again = _states_fit(hot, family, monkeypatch, False, max_states=first.n_states_)
+    assert again._states[0] is first._states[0]
 
 
 # ------------------------------------------------------------------- sampling

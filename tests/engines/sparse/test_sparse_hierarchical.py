@@ -19,6 +19,14 @@ from sklearn_trellis.engines.sparse.sparse_hierarchical import (SparseHierarchic
                                                          log_double_factorial_trees)
 
 
+@pytest.fixture(autouse=True)
+def compiled_discovery(monkeypatch):
+    """The compiled edge discovery at every size (small families run its Python
+    source: tested against it below)."""
+    from sklearn_trellis.engines.sparse import _sparse_hier_kernels
+    monkeypatch.setattr(_sparse_hier_kernels, "INTERPRETED_DISCOVERY_WORK", 0)
+
+
 # -- helpers ---------------------------------------------------------------------
 def random_children(rng, n):
     """A uniformly random merge order as a scikit-learn ``children_`` array."""
@@ -532,3 +540,38 @@ def test_edge_discovery_is_the_same_on_any_number_of_threads(monkeypatch):
         np.testing.assert_array_equal(getattr(serial, name), getattr(threaded, name))
     np.testing.assert_array_equal(serial.map_children, threaded.map_children)
     assert serial.log_partition_function == threaded.log_partition_function
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("rows_per_vertex", [4, 0])      # 0: the buffers grow
+def test_interpreted_edge_discovery_is_the_kernels(seed, rows_per_vertex, monkeypatch):
+    from sklearn_trellis._core import interpreted
+    from sklearn_trellis.engines.sparse import _sparse_hier_kernels
+    from sklearn_trellis.engines.sparse.seeds import tree_windows
+    rng = np.random.default_rng(90 + seed)
+    n = 30
+    X = rng.normal(size=(n, 3))
+    trees = [linkage(X, m)[:, :2].astype(np.int64) for m in ("single", "average")]
+    extras = [rng.choice(n, size=rng.integers(2, n), replace=False).tolist() for _ in range(4)]
+    family = ClusterFamily.from_trees(trees + [random_children(rng, n)], n,
+                                      extra_clusters=extras,
+                                      windows=tree_windows(trees[1], n, size=4 + seed))
+    monkeypatch.setattr(_sparse_hier_kernels, "_ROWS_PER_VERTEX", rows_per_vertex)
+    monkeypatch.setattr(interpreted, "INTERPRETED_BUDGET_SECONDS", np.inf)
+
+    def fitted(work):
+        monkeypatch.setattr(_sparse_hier_kernels, "INTERPRETED_DISCOVERY_WORK", work)
+        spent = interpreted._spent
+        trellis = SparseHierarchicalTrellis(family, split_function=lambda a, b: -float(len(a)),
+                                            verify_edges=True).fit()
+        assert (interpreted._spent > spent) == (work > 0)
+        return trellis
+
+    compiled, ours = fitted(0), fitted(10 ** 9)
+    assert compiled.n_edges > 3 * n
+    for name in ("lowest", "edge_ptr", "edge_parent", "edge_left", "edge_right"):
+        got, want = getattr(ours, name), getattr(compiled, name)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(ours.map_children, compiled.map_children)
+    assert ours.log_partition_function == compiled.log_partition_function
