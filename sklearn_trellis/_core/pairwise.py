@@ -143,7 +143,7 @@ def condensed_distances(X, metric="euclidean"):
 _TILE = 64
 
 
-@parallel_kernel
+@parallel_kernel(nogil=True)
 def euclidean_square(X, out):
     """Fill ``out`` (N, N) with the euclidean distances of ``X``'s rows, zero diagonal.
 
