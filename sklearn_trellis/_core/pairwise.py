@@ -21,7 +21,7 @@ import numpy as np
 from numba import njit, prange
 
 from .budget import check_memory
-from .parallel import parallel_kernel
+from .parallel import parallel_kernel, run_beside
 from .validation import check_scalar_param
 
 SIMILARITIES = ("exp", "precomputed")
@@ -46,28 +46,39 @@ def scan_pairwise_matrix(matrix):
         if np.isfinite(matrix).all():
             return (True, float(np.abs(matrix).max()),
                     float(np.abs(matrix - matrix.T).max()))
-    return _scan(matrix, 64)
+    kernel, n_slots = _scan.with_slots(matrix.size)
+    found = kernel(matrix, 64, n_slots)
+    # Maxima: the same whichever slot saw which tile.
+    return bool(found[:, 0].all()), float(found[:, 1].max()), float(found[:, 2].max())
 
 
-@njit(cache=True)
-def _scan(matrix, tile):
-    """``(all finite, largest |entry|, largest |m_ij - m_ji|)`` in one tiled pass."""
+@parallel_kernel
+def _scan(matrix, tile, n_slots):
+    """Per slot ``(all finite, largest |entry|, largest |m_ij - m_ji|)`` of the rows of
+    tiles ``slot``, ``slot + n_slots``, ... (one tiled pass over the matrix)."""
     n = matrix.shape[0]
-    finite = True
-    largest = 0.0
-    asymmetry = 0.0
-    for bi in range(0, n, tile):
-        for bj in range(bi, n, tile):
-            for i in range(bi, min(bi + tile, n)):
-                for j in range(max(bj, i), min(bj + tile, n)):
-                    a = matrix[i, j]
-                    b = matrix[j, i]
-                    if not (np.isfinite(a) and np.isfinite(b)):
-                        finite = False
-                    else:
-                        largest = max(largest, abs(float(a)), abs(float(b)))
-                        asymmetry = max(asymmetry, abs(float(a) - float(b)))
-    return finite, largest, asymmetry
+    found = np.zeros((n_slots, 3), np.float64)
+    n_tiles = (n + tile - 1) // tile
+    for slot in prange(n_slots):
+        finite = True
+        largest = 0.0
+        asymmetry = 0.0
+        for t in range(slot, n_tiles, n_slots):
+            bi = t * tile
+            for bj in range(bi, n, tile):
+                for i in range(bi, min(bi + tile, n)):
+                    for j in range(max(bj, i), min(bj + tile, n)):
+                        a = matrix[i, j]
+                        b = matrix[j, i]
+                        if not (np.isfinite(a) and np.isfinite(b)):
+                            finite = False
+                        else:
+                            largest = max(largest, abs(float(a)), abs(float(b)))
+                            asymmetry = max(asymmetry, abs(float(a) - float(b)))
+        found[slot, 0] = 1.0 if finite else 0.0
+        found[slot, 1] = largest
+        found[slot, 2] = asymmetry
+    return found
 
 
 def check_pairwise_matrix(matrix, name):
@@ -326,6 +337,21 @@ def _kth_smallest_rows(d, k, out):
     return out
 
 
+def _by_row_halves(task, n_rows, size):
+    """``task(rows)`` on two slices of the rows at once (numpy's element-wise ufuncs
+    release the GIL), or on all of them for a small matrix (``size`` entries).
+
+    The halves meet at a row that is a multiple of 8: each slice starts at the
+    same offset modulo a SIMD register as in the whole matrix, so every entry
+    goes through the same code path (the same bits).
+    """
+    half = (n_rows // 2) & ~7
+    if size <= SMALL_CHECK_ENTRIES or half == 0:
+        task(slice(0, n_rows))
+        return
+    run_beside(lambda: task(slice(half, n_rows)), lambda: task(slice(0, half)))
+
+
 def _divide_by_pair_scales(d, sigma_rows, sigma_cols, out):
     """``out = d / sqrt(sigma_i sigma_j)`` without an (N, N) temporary."""
     np.divide(d, np.sqrt(sigma_rows)[:, None], out=out)
@@ -360,12 +386,18 @@ def similarity_from_distances(distances, kind, scale, return_scale=False, n_neig
         s = np.empty_like(d) if copy and np.may_share_memory(d, distances) else d
         if scale == "local":
             width = local_scales(d, n_neighbors)
-            _divide_by_pair_scales(d, width, width, s)
-            np.negative(s, out=s)
+
+            def similarities(rows):
+                _divide_by_pair_scales(d[rows], width[rows], width, s[rows])
+                np.negative(s[rows], out=s[rows])
+                np.exp(s[rows], out=s[rows])
         else:
             width = median_off_diagonal(d) if scale in (None, "median") else float(scale)
-            np.divide(d, -width, out=s)
-        np.exp(s, out=s)
+
+            def similarities(rows):
+                np.divide(d[rows], -width, out=s[rows])
+                np.exp(s[rows], out=s[rows])
+        _by_row_halves(similarities, d.shape[0], d.size)
     else:
         raise ValueError(f"similarity must be one of {SIMILARITIES}, got {kind!r}.")
     np.fill_diagonal(s, 0.0)

@@ -62,14 +62,21 @@ def test_euclidean_square_is_pdist_bit_for_bit(twin, shape):
     np.testing.assert_array_equal(out, squareform(pdist(X)))
 
 
+@pytest.mark.parametrize("threads", [False, True])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_small_matrix_scan_is_the_kernels(monkeypatch, dtype):
-    from sklearn_trellis._core import pairwise
+def test_small_matrix_scan_is_the_kernels(monkeypatch, dtype, threads):
+    """numpy's checks of a small matrix find what the kernel (serial, or its tiles
+    dealt to slots on numba's threads) finds."""
+    from sklearn_trellis._core import pairwise, parallel
     rng = np.random.default_rng(5)
     m = (rng.normal(size=(30, 30)) * 10.0 ** rng.integers(-3, 3, size=(30, 30))).astype(dtype)
-    for matrix in (m, m + m.T, np.zeros((3, 3), dtype), -np.eye(4, dtype=dtype)):
+    wide = rng.normal(size=(150, 150)).astype(dtype)           # three tiles of rows
+    for matrix in (m, m + m.T, np.zeros((3, 3), dtype), -np.eye(4, dtype=dtype), wide,
+                   wide + wide.T):
         small = pairwise.scan_pairwise_matrix(matrix)                  # numpy
         monkeypatch.setattr(pairwise, "SMALL_CHECK_ENTRIES", 0)
+        if threads:
+            monkeypatch.setattr(parallel, "PARALLEL_MIN_WORK", 0)
         assert pairwise.scan_pairwise_matrix(matrix) == small          # the kernel
         monkeypatch.undo()
     m[2, 7] = np.nan            # not finite: the kernel's maxima over the finite pairs
