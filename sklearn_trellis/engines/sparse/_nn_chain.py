@@ -9,9 +9,13 @@ the same Lance-Williams updates in the same floating-point order, then the
 same stable sort by height and relabelling), compiled, on a square working
 copy when it fits (contiguous row scans: about twice scipy's speed) and
 without the GIL, so that scipy's single linkage runs in a thread meanwhile
-(:func:`linkage_matrices`; two chains at once gained nothing, being bound by
-memory bandwidth). Tests check equality with scipy's linkage matrices, ties
-included. Up to :data:`SCIPY_LINKAGE_ITEMS` items the entry points call scipy
+(:func:`linkage_matrices`). The scans and updates visit only the live
+clusters, in scipy's order (a sorted list: a third less CPU time). With a
+second working array (:data:`SECOND_CHAIN_BYTES`), two chains run at once:
+each then takes about the CPU time it takes alone (0.90 against 0.88 s at
+N = 10,000: not bound by memory bandwidth), but the second array's first
+touch costs about a CPU second. Tests check equality with scipy's linkage
+matrices, ties included. Up to :data:`SCIPY_LINKAGE_ITEMS` items the entry points call scipy
 itself: the same matrices, in milliseconds, where compiling the chains would
 cost seconds of a first fit.
 """
