@@ -21,7 +21,7 @@ import numpy as np
 from numba import njit, prange
 
 from .budget import check_memory
-from .parallel import parallel_kernel
+from .parallel import parallel_kernel, run_beside
 from .validation import check_scalar_param
 
 SIMILARITIES = ("exp", "precomputed")
@@ -46,28 +46,39 @@ def scan_pairwise_matrix(matrix):
         if np.isfinite(matrix).all():
             return (True, float(np.abs(matrix).max()),
                     float(np.abs(matrix - matrix.T).max()))
-    return _scan(matrix, 64)
+    kernel, n_slots = _scan.with_slots(matrix.size)
+    found = kernel(matrix, 64, n_slots)
+    # Maxima: the same whichever slot saw which tile.
+    return bool(found[:, 0].all()), float(found[:, 1].max()), float(found[:, 2].max())
 
 
-@njit(cache=True)
-def _scan(matrix, tile):
-    """``(all finite, largest |entry|, largest |m_ij - m_ji|)`` in one tiled pass."""
+@parallel_kernel
+def _scan(matrix, tile, n_slots):
+    """Per slot ``(all finite, largest |entry|, largest |m_ij - m_ji|)`` of the rows of
+    tiles ``slot``, ``slot + n_slots``, ... (one tiled pass over the matrix)."""
     n = matrix.shape[0]
-    finite = True
-    largest = 0.0
-    asymmetry = 0.0
-    for bi in range(0, n, tile):
-        for bj in range(bi, n, tile):
-            for i in range(bi, min(bi + tile, n)):
-                for j in range(max(bj, i), min(bj + tile, n)):
-                    a = matrix[i, j]
-                    b = matrix[j, i]
-                    if not (np.isfinite(a) and np.isfinite(b)):
-                        finite = False
-                    else:
-                        largest = max(largest, abs(float(a)), abs(float(b)))
-                        asymmetry = max(asymmetry, abs(float(a) - float(b)))
-    return finite, largest, asymmetry
+    found = np.zeros((n_slots, 3), np.float64)
+    n_tiles = (n + tile - 1) // tile
+    for slot in prange(n_slots):
+        finite = True
+        largest = 0.0
+        asymmetry = 0.0
+        for t in range(slot, n_tiles, n_slots):
+            bi = t * tile
+            for bj in range(bi, n, tile):
+                for i in range(bi, min(bi + tile, n)):
+                    for j in range(max(bj, i), min(bj + tile, n)):
+                        a = matrix[i, j]
+                        b = matrix[j, i]
+                        if not (np.isfinite(a) and np.isfinite(b)):
+                            finite = False
+                        else:
+                            largest = max(largest, abs(float(a)), abs(float(b)))
+                            asymmetry = max(asymmetry, abs(float(a) - float(b)))
+        found[slot, 0] = 1.0 if finite else 0.0
+        found[slot, 1] = largest
+        found[slot, 2] = asymmetry
+    return found
 
 
 def check_pairwise_matrix(matrix, name):
@@ -143,7 +154,7 @@ def condensed_distances(X, metric="euclidean"):
 _TILE = 64
 
 
-@parallel_kernel
+@parallel_kernel(nogil=True)
 def euclidean_square(X, out):
     """Fill ``out`` (N, N) with the euclidean distances of ``X``'s rows, zero diagonal.
 
@@ -281,14 +292,64 @@ def local_scales(distances, n_neighbors, *, fitted=True):
     k = min(int(n_neighbors), n_cols - 1) if fitted else min(int(n_neighbors), n_cols) - 1
     k = max(k, 0)
     sigma = np.empty(n_rows, np.float64)
-    step = max(1, 4096 * 64 // max(n_cols, 1))
-    for start in range(0, n_rows, step):
-        block = np.array(d[start:start + step])
-        block.partition(k, axis=1)
-        sigma[start:start + step] = block[:, k]
+    if d.size > SMALL_CHECK_ENTRIES:
+        # One pass over the rows in place, on numba's threads (numpy's partition
+        # copies and selects each row: about 1 s serially at N = 10,000).
+        _kth_smallest_rows.for_work(d.size)(d, k, sigma)
+    else:
+        step = max(1, 4096 * 64 // max(n_cols, 1))
+        for start in range(0, n_rows, step):
+            block = np.array(d[start:start + step])
+            block.partition(k, axis=1)
+            sigma[start:start + step] = block[:, k]
     positive = sigma[sigma > 0]
     sigma[~(sigma > 0)] = positive.min() if positive.size else 1.0
     return sigma
+
+
+@parallel_kernel
+def _kth_smallest_rows(d, k, out):
+    """``out[i]``: the ``k``-th smallest entry of row ``i`` (0-based, ``k < d.shape[1]``),
+    the value ``np.partition(d[i], k)[k]`` holds; rows of finite values.
+
+    Each row keeps its ``k + 1`` smallest values so far in ascending order: an
+    entry not below the largest of them is passed over after one comparison.
+    """
+    n_rows, n_cols = d.shape
+    for i in prange(n_rows):
+        best = np.empty(k + 1, np.float64)
+        row = d[i]
+        held = 0
+        for j in range(n_cols):
+            value = row[j]
+            if held <= k:
+                position = held
+                held += 1
+            elif value < best[k]:
+                position = k
+            else:
+                continue
+            while position > 0 and best[position - 1] > value:
+                best[position] = best[position - 1]
+                position -= 1
+            best[position] = value
+        out[i] = best[k]
+    return out
+
+
+def _by_row_halves(task, n_rows, size):
+    """``task(rows)`` on two slices of the rows at once (numpy's element-wise ufuncs
+    release the GIL), or on all of them for a small matrix (``size`` entries).
+
+    The halves meet at a row that is a multiple of 8: each slice starts at the
+    same offset modulo a SIMD register as in the whole matrix, so every entry
+    goes through the same code path (the same bits).
+    """
+    half = (n_rows // 2) & ~7
+    if size <= SMALL_CHECK_ENTRIES or half == 0:
+        task(slice(0, n_rows))
+        return
+    run_beside(lambda: task(slice(half, n_rows)), lambda: task(slice(0, half)))
 
 
 def _divide_by_pair_scales(d, sigma_rows, sigma_cols, out):
@@ -325,12 +386,18 @@ def similarity_from_distances(distances, kind, scale, return_scale=False, n_neig
         s = np.empty_like(d) if copy and np.may_share_memory(d, distances) else d
         if scale == "local":
             width = local_scales(d, n_neighbors)
-            _divide_by_pair_scales(d, width, width, s)
-            np.negative(s, out=s)
+
+            def similarities(rows):
+                _divide_by_pair_scales(d[rows], width[rows], width, s[rows])
+                np.negative(s[rows], out=s[rows])
+                np.exp(s[rows], out=s[rows])
         else:
             width = median_off_diagonal(d) if scale in (None, "median") else float(scale)
-            np.divide(d, -width, out=s)
-        np.exp(s, out=s)
+
+            def similarities(rows):
+                np.divide(d[rows], -width, out=s[rows])
+                np.exp(s[rows], out=s[rows])
+        _by_row_halves(similarities, d.shape[0], d.size)
     else:
         raise ValueError(f"similarity must be one of {SIMILARITIES}, got {kind!r}.")
     np.fill_diagonal(s, 0.0)

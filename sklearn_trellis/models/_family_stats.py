@@ -36,8 +36,9 @@ def _part(value, sign):
 
 
 @njit(cache=True, inline="always")
-def _vertex_pair_sum(matrix, items, starts, stops, build_left, build_right, sign, out, v):
-    """``W(S)`` of vertex ``v`` from its construction split (children already in ``out``)."""
+def _vertex_cut(matrix, items, starts, stops, build_left, build_right, sign, v):
+    """The sum between the children of vertex ``v``'s construction split, or, without
+    one, over the pairs inside ``v``: ``W(S)`` less its children's."""
     left = build_left[v]
     acc = 0.0
     if left >= 0:
@@ -46,12 +47,22 @@ def _vertex_pair_sum(matrix, items, starts, stops, build_left, build_right, sign
             row = items[a]
             for b in range(starts[right], stops[right]):
                 acc += _part(matrix[row, items[b]], sign)
-        return out[left] + out[right] + acc
+        return acc
     # No construction split: sum over the pairs directly.
     for a in range(starts[v], stops[v]):
         row = items[a]
         for b in range(a + 1, stops[v]):
             acc += _part(matrix[row, items[b]], sign)
+    return acc
+
+
+@njit(cache=True, inline="always")
+def _vertex_pair_sum(matrix, items, starts, stops, build_left, build_right, sign, out, v):
+    """``W(S)`` of vertex ``v`` from its construction split (children already in ``out``)."""
+    acc = _vertex_cut(matrix, items, starts, stops, build_left, build_right, sign, v)
+    left = build_left[v]
+    if left >= 0:
+        return out[left] + out[build_right[v]] + acc
     return acc
 
 
@@ -102,17 +113,33 @@ def family_pair_sums(matrix, family, part=None):
     if part not in signs:
         raise ValueError(f"part must be None, 'positive' or 'negative', got {part!r}.")
     small = _pair_terms(family) <= INTERPRETED_PAIR_TERMS
+    work = matrix.size * max(len(family.seed_trees), 1)     # about N**2 / 2 per tree
+    # Small families: one serial pass (the threads' kernel is not compiled).
+    threads = not small and _vertex_cuts.for_work(work) is _vertex_cuts.parallel
     if family.window_table.size:
         # A window union is the sum of its pieces' W and of the cuts between its
         # pieces: the cuts cost O(s**2) once per window of s items, instead of
         # O(s**2) for each of its 2**k unions.
-        cuts = call(_window_cuts, matrix, family.items, family.starts, family.stops,
-                    family.window_table, signs[part], small=small)
-        return call(_pair_sums_windows, matrix, family.items, family.starts, family.stops,
-                    family.build_left, family.build_right, signs[part], family.vertex_window,
-                    family.vertex_window_mask, family.window_table, cuts, small=small)
-    return call(_pair_sums, matrix, family.items, family.starts, family.stops,
-                family.build_left, family.build_right, signs[part], small=small)
+        cuts = call(_window_cuts.for_work(work), matrix, family.items, family.starts,
+                    family.stops, family.window_table, signs[part], small=small)
+        if not threads:
+            return call(_pair_sums_windows, matrix, family.items, family.starts, family.stops,
+                        family.build_left, family.build_right, signs[part],
+                        family.vertex_window, family.vertex_window_mask,
+                        family.window_table, cuts, small=small)
+        unions = (family.vertex_window >= 0) & (
+            (family.vertex_window_mask & (family.vertex_window_mask - 1)) != 0)
+        vertex_cuts = _parallel_vertex_cuts(matrix, family, signs[part], unions, work)
+        return _sum_cuts_windows(vertex_cuts, family.starts, family.stops, family.build_left,
+                                 family.build_right, family.vertex_window,
+                                 family.vertex_window_mask, family.window_table, cuts)
+    if not threads:
+        return call(_pair_sums, matrix, family.items, family.starts, family.stops,
+                    family.build_left, family.build_right, signs[part], small=small)
+    vertex_cuts = _parallel_vertex_cuts(matrix, family, signs[part],
+                                        np.zeros(family.n_vertices, np.bool_), work)
+    return _sum_cuts(vertex_cuts, family.starts, family.stops, family.build_left,
+                     family.build_right)
 
 
 def _pair_terms(family):
@@ -126,6 +153,31 @@ def _pair_terms(family):
                + (whole * (whole - 1) // 2).sum())
 
 
+def _parallel_vertex_cuts(matrix, family, sign, skip, work):
+    """Each vertex's :func:`_vertex_cut` (``skip``: left at 0) on numba's threads."""
+    kernel, n_slots = _vertex_cuts.with_slots(work)
+    return kernel(matrix, family.items, family.starts, family.stops, family.build_left,
+                  family.build_right, np.int64(sign), skip, np.int64(n_slots))
+
+
+@parallel_kernel
+def _vertex_cuts(matrix, items, starts, stops, build_left, build_right, sign, skip, n_slots):
+    """:func:`_vertex_cut` of every vertex of two items or more not in ``skip``.
+
+    Slot ``j`` takes the vertices ``last - j``, ``last - j - n_slots``, ...:
+    vertices are numbered by size, so the slots share the large ones (a
+    vertex's sum is its own: the result does not depend on the slots).
+    """
+    n_vertices = starts.size
+    cuts = np.zeros(n_vertices, np.float64)
+    for slot in prange(n_slots):
+        for v in range(n_vertices - 1 - slot, -1, -n_slots):
+            if stops[v] - starts[v] >= 2 and not skip[v]:
+                cuts[v] = _vertex_cut(matrix, items, starts, stops, build_left, build_right,
+                                      sign, v)
+    return cuts
+
+
 @njit(cache=True)
 def _window_pieces(table, w):
     width = table.shape[1]
@@ -135,7 +187,7 @@ def _window_pieces(table, w):
     return k
 
 
-@njit(cache=True)
+@parallel_kernel
 def _window_cuts(matrix, items, starts, stops, table, sign):
     """``cuts[w, j, l]``: the sum of ``w`` between pieces ``j`` and ``l`` of window ``w``."""
     n_windows, width = table.shape
@@ -143,7 +195,7 @@ def _window_cuts(matrix, items, starts, stops, table, sign):
     while (1 << k_max) < width:
         k_max += 1
     cuts = np.zeros((n_windows, max(k_max, 1), max(k_max, 1)), np.float64)
-    for w in range(n_windows):
+    for w in prange(n_windows):
         k = _window_pieces(table, w)
         for j in range(k):
             pj = table[w, 1 << j]
@@ -171,18 +223,44 @@ def _pair_sums_windows(matrix, items, starts, stops, build_left, build_right, si
         w = vertex_window[v]
         mask = vertex_mask[v]
         if w >= 0 and (mask & (mask - 1)) != 0:
-            acc = 0.0
-            k = _window_pieces(table, w)
-            for j in range(k):
-                if mask >> j & 1:
-                    acc += out[table[w, 1 << j]]
-                    for l in range(j + 1, k):
-                        if mask >> l & 1:
-                            acc += cuts[w, j, l]
-            out[v] = acc
+            out[v] = _window_union_sum(out, table, cuts, w, mask)
             continue
         out[v] = _vertex_pair_sum(matrix, items, starts, stops, build_left, build_right, sign,
                                   out, v)
+    return out
+
+
+@njit(cache=True, inline="always")
+def _window_union_sum(out, table, cuts, w, mask):
+    """``W`` of the union ``mask`` of window ``w``'s pieces: their ``W`` and the cuts
+    between them."""
+    acc = 0.0
+    k = _window_pieces(table, w)
+    for j in range(k):
+        if mask >> j & 1:
+            acc += out[table[w, 1 << j]]
+            for l in range(j + 1, k):
+                if mask >> l & 1:
+                    acc += cuts[w, j, l]
+    return acc
+
+
+@njit(cache=True)
+def _sum_cuts_windows(vertex_cuts, starts, stops, build_left, build_right, vertex_window,
+                      vertex_mask, table, cuts):
+    """:func:`_pair_sums_windows` from the vertices' cuts (:func:`_vertex_cuts`)."""
+    out = np.zeros(starts.size, np.float64)
+    for v in range(starts.size):
+        if stops[v] - starts[v] < 2:
+            continue
+        w = vertex_window[v]
+        mask = vertex_mask[v]
+        if w >= 0 and (mask & (mask - 1)) != 0:
+            out[v] = _window_union_sum(out, table, cuts, w, mask)
+        elif build_left[v] >= 0:
+            out[v] = out[build_left[v]] + out[build_right[v]] + vertex_cuts[v]
+        else:
+            out[v] = vertex_cuts[v]
     return out
 
 

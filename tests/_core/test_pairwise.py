@@ -62,16 +62,44 @@ def test_euclidean_square_is_pdist_bit_for_bit(twin, shape):
     np.testing.assert_array_equal(out, squareform(pdist(X)))
 
 
+@pytest.mark.parametrize("threads", [False, True])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_small_matrix_scan_is_the_kernels(monkeypatch, dtype):
-    from sklearn_trellis._core import pairwise
+def test_small_matrix_scan_is_the_kernels(monkeypatch, dtype, threads):
+    """numpy's checks of a small matrix find what the kernel (serial, or its tiles
+    dealt to slots on numba's threads) finds."""
+    from sklearn_trellis._core import pairwise, parallel
     rng = np.random.default_rng(5)
     m = (rng.normal(size=(30, 30)) * 10.0 ** rng.integers(-3, 3, size=(30, 30))).astype(dtype)
-    for matrix in (m, m + m.T, np.zeros((3, 3), dtype), -np.eye(4, dtype=dtype)):
+    wide = rng.normal(size=(150, 150)).astype(dtype)           # three tiles of rows
+    for matrix in (m, m + m.T, np.zeros((3, 3), dtype), -np.eye(4, dtype=dtype), wide,
+                   wide + wide.T):
         small = pairwise.scan_pairwise_matrix(matrix)                  # numpy
         monkeypatch.setattr(pairwise, "SMALL_CHECK_ENTRIES", 0)
+        if threads:
+            monkeypatch.setattr(parallel, "PARALLEL_MIN_WORK", 0)
         assert pairwise.scan_pairwise_matrix(matrix) == small          # the kernel
         monkeypatch.undo()
     m[2, 7] = np.nan            # not finite: the kernel's maxima over the finite pairs
     finite, largest, asymmetry = pairwise.scan_pairwise_matrix(m)
     assert not finite and np.isfinite(largest) and np.isfinite(asymmetry)
+
+
+@pytest.mark.parametrize("twin", ["serial", "parallel"])
+@pytest.mark.parametrize("fitted", [True, False])
+def test_local_scales_of_large_matrices_are_numpys_partition(monkeypatch, twin, fitted):
+    """Beyond ``SMALL_CHECK_ENTRIES`` a compiled selection (rows in place) gives the
+    k-th smallest of each row, ties and zeros included: numpy's partition's values."""
+    from sklearn_trellis._core import pairwise
+    from sklearn_trellis._core.pairwise import _kth_smallest_rows, local_scales
+    rng = np.random.default_rng(3)
+    d = rng.integers(0, 4, size=(30, 25)).astype(np.float64)    # many ties, some zeros
+    d[3] = 0.0                                                  # a row of duplicates
+    expected = local_scales(d, 6, fitted=fitted)                # numpy's partition
+    for k in (0, 6, 24):
+        np.testing.assert_array_equal(
+            getattr(_kth_smallest_rows, twin)(d, k, np.empty(30)),
+            np.partition(d, k, axis=1)[:, k])
+    monkeypatch.setattr(pairwise, "SMALL_CHECK_ENTRIES", 0)
+    monkeypatch.setattr(pairwise._kth_smallest_rows, "for_work",
+                        lambda work: getattr(pairwise._kth_smallest_rows, twin))
+    np.testing.assert_array_equal(local_scales(d, 6, fitted=fitted), expected)

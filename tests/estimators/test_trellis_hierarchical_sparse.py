@@ -190,19 +190,32 @@ def test_callable_energy_goes_sparse_above_its_exact_limit():
         TrellisHierarchical(energy=negative_cut, method="exact").fit(X[:13])
 
 
-def test_verbose_reports_every_stage_and_progress_within_the_seed_linkages(capsys, monkeypatch):
+@pytest.mark.parametrize("lanes", [1, 2])
+def test_verbose_reports_every_stage_and_progress_within_the_seed_linkages(capsys, monkeypatch,
+                                                                          lanes):
+    import numba
+
     from sklearn_trellis._core import progress
     from sklearn_trellis.engines.sparse import _nn_chain
     # a zero throttle interval: every compiled chunk of the linkages reports (the
     # compiled chains: at 120 items scipy's linkages would run, with stage lines only)
     monkeypatch.setattr(progress.Progress, "__init__", _tiny_interval(progress.Progress.__init__))
     monkeypatch.setattr(_nn_chain, "SCIPY_LINKAGE_ITEMS", 0)
+    if lanes == 1:        # the chains in turn, on one (N, N) array
+        monkeypatch.setattr(_nn_chain, "SECOND_CHAIN_BYTES", 0)
+    elif numba.get_num_threads() < 2:
+        pytest.skip("two lanes need two numba threads")
     X = np.random.default_rng(0).normal(size=(120, 3))
     TrellisHierarchical(n_clusters=3, method="sparse", verbose=1).fit(X)
     out = capsys.readouterr().out
-    for stage in ("(120, 120) distances", "seed trees", "average linkage of 120 items: ",
-                  "ward linkage of 120 items: ", "energy (DasguptaEnergy)", "sparse trellis",
-                  "[SparseHierarchicalTrellis]", "ward merge heights"):
+    stages = ["(120, 120) distances", "seed trees", "energy (DasguptaEnergy)", "sparse trellis",
+              "[SparseHierarchicalTrellis]", "ward merge heights"]
+    stages += [f"{method} linkage of 120 items" for method in ("single", "average", "ward")]
+    if lanes == 1:
+        stages += ["average linkage of 120 items: ", "ward linkage of 120 items: "]
+    else:   # the foreground lane's chains report, naming their linkage
+        stages += ["/119 merges of "]
+    for stage in stages:
         assert stage in out, stage
 
 

@@ -88,3 +88,33 @@ def test_graph_pair_sums_equal_direct_sums_on_any_number_of_threads(monkeypatch)
     finally:
         numba.set_num_threads(previous)
     np.testing.assert_array_equal(serial, threaded)
+
+
+@pytest.mark.parametrize("windows", [False, True])
+@pytest.mark.parametrize("part", [None, "negative"])
+def test_dense_pair_sums_on_threads_equal_the_serial_pass_bit_for_bit(monkeypatch, windows,
+                                                                      part):
+    """Large matrices: each vertex's cut on numba's threads, then one pass adding the
+    children's sums; the same bits as the serial pass, windows or not."""
+    import numba
+
+    from sklearn_trellis._core import parallel
+    rng = np.random.default_rng(2)
+    n = 90
+    X = rng.normal(size=(n, 3))
+    trees = linkage_seed_trees(X)
+    family = ClusterFamily.from_trees(
+        trees, n, windows=tree_windows(trees[3], n, 5) if windows else (),
+        extra_clusters=[rng.choice(n, 15, replace=False)])      # one without a split
+    assert (family.build_left[n:] < 0).any()
+    assert np.any(family.vertex_window >= 0) == windows
+    w = np.exp(-np.sqrt(((X[:, None] - X[None]) ** 2).sum(-1))) - 0.3
+    serial = family_pair_sums(w, family, part)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_WORK", 0)
+    previous = numba.get_num_threads()
+    try:
+        numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+        threaded = family_pair_sums(w, family, part)
+    finally:
+        numba.set_num_threads(previous)
+    assert serial.tobytes() == threaded.tobytes()

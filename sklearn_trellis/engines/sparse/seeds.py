@@ -112,7 +112,8 @@ default='all'
     With euclidean ``X``, the linkages share one square ``(N, N)`` array
     (``8 N**2`` bytes, ``work`` if given) refilled with ``pdist``'s distances
     (bit for bit) before each nearest-neighbour chain; no condensed copy is
-    made. Otherwise the condensed distance matrix is computed once and shared
+    made. Up to ``_nn_chain.SECOND_CHAIN_BYTES`` (1 GiB: N <= 11,585) a second
+    such array lets two chains run at once on two threads (the same trees). Otherwise the condensed distance matrix is computed once and shared
     by the linkages: ``4 N (N - 1)`` bytes (400 MB at ``N = 10,000``), and
     average, complete and Ward linkage (scipy's nearest-neighbour chain,
     compiled without the GIL in the private module ``_nn_chain``) each work on

@@ -93,13 +93,30 @@ def _rows():
     yield "two", np.array([[0.0], [1.5]])
 
 
+@pytest.mark.parametrize("lanes", [1, 2])
 @pytest.mark.parametrize("case", list(_rows()), ids=lambda c: c[0])
-def test_euclidean_linkages_from_one_square_array_are_scipys(case):
+def test_euclidean_linkages_from_one_square_array_are_scipys(monkeypatch, case, lanes):
+    """One array, the chains in turn; or two arrays, two chains at once (two threads)."""
+    import numba
     _, X = case
     n = X.shape[0]
+    if lanes == 1:
+        monkeypatch.setattr(_nn_chain, "SECOND_CHAIN_BYTES", 0)
+    elif numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("two lanes need two numba threads")
+    used = []
+    two_lanes = _nn_chain._two_lanes
+    monkeypatch.setattr(_nn_chain, "_two_lanes",
+                        lambda *args: used.append(1) or two_lanes(*args))
     methods = ["ward", "single", "complete", "average"]   # any order, single anywhere
     work = np.full((n, n), np.nan)
-    got = euclidean_linkage_matrices(methods, X, work)
+    previous = numba.get_num_threads()
+    try:
+        numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+        got = euclidean_linkage_matrices(methods, X, work)
+    finally:
+        numba.set_num_threads(previous)
+    assert len(used) == (lanes == 2)
     for method, Z in zip(methods, got):
         np.testing.assert_array_equal(Z, linkage(pdist(X), method=method))
 
