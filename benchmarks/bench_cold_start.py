@@ -141,6 +141,21 @@ seconds, compilations; the search compiled per loss then): DPMixture 13.66 / 74 
 12.91 / 72, 13.56 -> 12.37, 14.50 -> 13.29; CrossCat 30.86 / 144 -> 26.49 / 107.
 Per family, quieter (load 3.6 to 5.5): DPMixture 13.27 / 74 -> 11.49 / 72 (wall
 20.4 -> 17.5 s), CrossCat 27.68 / 144 -> 22.99 / 107 (wall 54.6 -> 27.3 s).
+
+Fewer compilation roots (2026-11-27, tenth round): numba optimises and emits
+machine code for a kernel together with every callee linked into it (each
+compiled function's module links its callees' and runs the full LLVM pipeline
+again), so a kernel that only sequences others costs about as much as all of
+them: CrossCat's compiled sweep took 3 s of CPU of a small first fit, nearly all
+of it lowering. The sweep is now a Python sequence of the move kernels on one
+seed of numba's generator (the same draws: outputs bitwise unchanged, 0.01 ms
+more per sweep on 40 x 4), and the one-line wrappers of InfiniteBiclustering's
+block kernels are inlined. Main then this change (load 12.6 to 15.7; first-fit
+CPU seconds, compilations): CrossCat 27.87 / 107 -> 25.19 / 107,
+InfiniteBiclustering 18.33 / 90 -> 17.30 / 84. What is left is the move kernels
+themselves and the cell types a table does not have: with the dispatch cut to
+the normal type alone (an upper bound for a numeric table; load 10), CrossCat
+26.25 / 107 -> 22.21 / 94 and InfiniteBiclustering 16.66 / 90 -> 15.51 / 84.
 """
 
 import argparse
