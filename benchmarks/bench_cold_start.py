@@ -155,6 +155,21 @@ TrellisHierarchical 12.66 / 64 -> 3.62 / 24 and 12.76 -> 3.63 (wall seconds
 63.8 -> 9.3 and 127.7 -> 22.4 at that load). The second fit of a process pays the interpreter instead: warm, 9 ms ->
 90 ms (ECC) and 6 ms -> 99 ms (TrellisHierarchical) CPU for the first dozen fits,
 then the compiled kernels as before.
+
+Fewer compilation roots (2026-11-27, tenth round): numba optimises and emits
+machine code for a kernel together with every callee linked into it (each
+compiled function's module links its callees' and runs the full LLVM pipeline
+again), so a kernel that only sequences others costs about as much as all of
+them: CrossCat's compiled sweep took 3 s of CPU of a small first fit, nearly all
+of it lowering. The sweep is now a Python sequence of the move kernels on one
+seed of numba's generator (the same draws: outputs bitwise unchanged, 0.01 ms
+more per sweep on 40 x 4), and the one-line wrappers of InfiniteBiclustering's
+block kernels are inlined. Main then this change (load 12.6 to 15.7; first-fit
+CPU seconds, compilations): CrossCat 27.87 / 107 -> 25.19 / 107,
+InfiniteBiclustering 18.33 / 90 -> 17.30 / 84. What is left is the move kernels
+themselves and the cell types a table does not have: with the dispatch cut to
+the normal type alone (an upper bound for a numeric table; load 10), CrossCat
+26.25 / 107 -> 22.21 / 94 and InfiniteBiclustering 16.66 / 90 -> 15.51 / 84.
 """
 
 import argparse

@@ -48,7 +48,7 @@ least as accurate (views, rows, every imputation error). The defaults add a
 row and a column split-merge proposal per sweep: 1.3 to 1.4 times Lace's
 sweep, for view and row ARI of 0.80 / 0.70 and 0.93 / 0.92 against Lace's
 0.63 / 0.51 and 0.74 / 0.39; Lace given that time (126 to 144 sweeps) gains
-nothing. A sweep is one compiled call (``engines/gibbs/_crosscat_sweep.py``)
+nothing. A sweep is a few kernel calls on one seed (``engines/gibbs/_crosscat_sweep.py``)
 on a flat state in which each column keeps its statistics per row cluster
 of its view: the slice move scores a view's cells column by column, the
 columns' scores against the views are computed at once on numba's threads,

@@ -40,8 +40,13 @@ from .cell_kernels import (accumulate_at, cached_log_predictive_at, log_marginal
 
 _HEADER = 5
 
+# The one-line wrappers and offset helpers are inlined (``inline='always'``): as their
+# own functions each was one more compilation for the Gibbs engine's kernels to link
+# and optimise again; ``_update``, ``_prepare`` and ``_cache_block`` stay calls (one
+# compiled body for all their call sites).
 
-@njit(cache=True)
+
+@njit(cache=True, inline='always')
 def _param_start(params, g):
     """Offset of group ``g``'s ``[type code, column, cell params]`` in ``params``."""
     return _HEADER + int(params[1]) + g * int(params[3])
@@ -74,7 +79,7 @@ def _cache_block(params, row, g, everything):
         row[base + width - 1] = log_marginal_at(code, params, p0 + 2, row, base)
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _cache_row(params, row, everything):
     for g in range(int(params[0])):
         _cache_block(params, row, g, everything)
@@ -87,7 +92,7 @@ def blocks_reset(params, stats, c):
     _cache_row(params, stats[c], np.bool_(False))
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _head(params):
     """Offset of the items' cache in ``work``."""
     n_groups, width, n_stats = int(params[0]), int(params[2]), int(params[4])
@@ -118,7 +123,7 @@ def _prepare(params, data, work, i):
     work[size + n_stats] = i + 1.0
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def blocks_prepare(params, data, labels, stats, shared, work, i):
     """The statistics of item ``i``'s cells in each group, into ``work[:G * S]``."""
     _prepare(params, data, work, i)
@@ -160,12 +165,12 @@ def _update(params, data, stats, work, c, i, sign):
         _cache_block(params, row, g, np.bool_(False))
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def blocks_add(params, data, stats, shared, work, c, i):
     _update(params, data, stats, work, c, i, 1.0)
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def blocks_remove(params, data, stats, shared, work, c, i):
     _update(params, data, stats, work, c, i, -1.0)
 

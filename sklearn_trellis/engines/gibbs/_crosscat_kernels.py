@@ -62,6 +62,12 @@ def reseed(seed):
 
 
 @njit(cache=True)
+def draw_below(n):
+    """``np.random.randint(n)`` on numba's generator (for a sweep sequenced in Python)."""
+    return np.random.randint(n)
+
+
+@njit(cache=True)
 def crp_labels(n, alpha, seed, labels):
     """A partition of ``n`` items drawn from CRP(alpha) (sequential seating), labels ``0..K-1``."""
     np.random.seed(seed)

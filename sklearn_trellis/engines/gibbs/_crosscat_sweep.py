@@ -1,27 +1,30 @@
-"""CrossCat's sweep in one numba call: the move kernels in order, one seed.
+"""CrossCat's sweep: the move kernels in order on one seed of numba's generator.
 
-A Python driver calling each move kernel in turn spent, on small tables, more
-time between the kernels (dispatch, seeding numba's generator, allocations)
-than in them; this kernel runs steps 1-3 of a sweep (:mod:`.crosscat`) on the
-flat state (layout in :mod:`._crosscat_kernels`) after seeding the generator
-once, and returns ``(stats, counts)`` (grown when a move opened more clusters
-than they held).
+Steps 1-3 of a sweep (:mod:`.crosscat`) on the flat state (layout in
+:mod:`._crosscat_kernels`): the generator is seeded once and every kernel goes on
+drawing from it (seed ``-1``), so the sweep is one random stream whatever calls the
+kernels. Returns ``(stats, counts)`` (grown when a move opened more clusters than
+they held).
+
+The sequence is plain Python, not a compiled kernel: numba compiles a kernel by
+optimising and emitting machine code for everything it calls again (each callee's
+code is linked into the caller's module), so a compiled sweep cost a first fit as
+much compilation as its largest move (about 3 s of CPU on a small table) to save
+a few kernel dispatches per sweep.
 """
 
 import numpy as np
-from numba import njit
 
 from ..._core.random_draws import permutation
 from ._crosscat_columns import column_gibbs, column_split_merge, resample_params
+from ._crosscat_kernels import draw_below, reseed
 from ._crosscat_rows import scan_rows, slice_rows, split_merge_rows
 
-#: ``row_sampler`` codes. The slice move's is ``None``: numba prunes a branch on an
-#: argument that is ``None`` at compile time, so a default fit does not compile the
-#: collapsed scan.
+#: ``row_sampler`` codes. The slice move's is ``None`` (the kernels' own ``None``
+#: arguments let numba prune what a default fit does not run).
 SLICE, COLLAPSED = None, 1
 
 
-@njit(cache=True)
 def sweep(row_sampler, n_row_split_merge, n_column_split_merge, parallel_cells, rows, columns,
           constants, codes, params, grids, grid_log_prior, grid_sizes, view_of, n_columns,
           labels, counts, n_clusters, alphas, stats, alpha_views, n_aux, rows_alpha,
@@ -36,10 +39,8 @@ def sweep(row_sampler, n_row_split_merge, n_column_split_merge, parallel_cells, 
     scores; ``None``: nothing runs on threads and numba compiles no parallel loop
     (a first fit of a small table does not pay for them).
     """
-    np.random.seed(seed)
-    # int64 variables, not literals: numba compiles a callee separately for a literal
-    # argument, and the Python driver calls the same kernels with int64 seeds
-    no_seed, one = np.int64(-1), np.int64(1)
+    reseed(seed)
+    no_seed, one = -1, 1
     for v in range(n_columns.size):
         if n_columns[v] == 0:
             continue
@@ -54,13 +55,13 @@ def sweep(row_sampler, n_row_split_merge, n_column_split_merge, parallel_cells, 
     # of two clusters over the view's columns: one in every view would cost more than the
     # rest of the sweep on tall tables)
     occupied = np.empty(n_columns.size, np.int64)  # the views with columns, in order
-    n_occupied = 0  # (a loop: np.flatnonzero of a comparison compiles two numba functions)
+    n_occupied = 0
     for v in range(n_columns.size):
         if n_columns[v] > 0:
             occupied[n_occupied] = v
             n_occupied += 1
     for _ in range(n_row_split_merge):
-        v = occupied[np.random.randint(n_occupied)]
+        v = occupied[draw_below(n_occupied)]
         stats, counts = split_merge_rows(v, one, rows, constants, codes, params, view_of,
                                          labels, counts, n_clusters, alphas, stats, no_seed)
     d = codes.size
