@@ -524,11 +524,17 @@ def _fast_tiwd_weak_signal_rows(quick):
 
 def two_view_data(n_rows, seed):
     """Rows in two views (two Gaussian columns each), each view's rows on its own CRP(1.5)
-    partition: ``(X, labels of view 0, labels of view 1)``."""
-    rng = np.random.default_rng(seed)
+    partition: ``(X, labels of view 0, labels of view 1)``.
+
+    The two partitions and the cells come from independent streams of ``seed``
+    (``SeedSequence.spawn``; seeding view 1 with ``seed + 1`` reused it as view 0 of the
+    next draw)."""
+    data_seed, *view_seeds = np.random.SeedSequence(seed).spawn(3)
+    rng = np.random.default_rng(data_seed)
     columns, partitions = [], []
     for view in range(2):
-        labels = make_gaussian_pairs(n_rows, alpha=1.5, random_state=seed + view).target
+        labels = make_gaussian_pairs(n_rows, alpha=1.5,
+                                     random_state=int(view_seeds[view].generate_state(1)[0])).target
         means = rng.normal(scale=5.0, size=(labels.max() + 1, 2))
         columns.append(means[labels] + rng.normal(size=(n_rows, 2)))
         partitions.append(labels)

@@ -14,6 +14,7 @@ from numba import njit
 from ..._core.random_draws import permutation
 from ._crosscat_columns import column_gibbs, column_split_merge, resample_params
 from ._crosscat_rows import scan_rows, slice_rows, split_merge_rows
+from ._crosscat_views import view_split_merge
 
 #: ``row_sampler`` codes. The slice move's is ``None``: numba prunes a branch on an
 #: argument that is ``None`` at compile time, so a default fit does not compile the
@@ -28,8 +29,8 @@ def sweep(row_sampler, n_row_split_merge, n_column_split_merge, parallel_cells, 
           rows_shape, rows_rate, seed):
     """Rows of every view (slice move or collapsed scan), ``n_row_split_merge`` row
     split-merge proposals (each in a uniformly drawn view), every column by Algorithm
-    8, ``n_column_split_merge`` column split-merge proposals, then the columns' grid
-    hyperparameters.
+    8, ``n_column_split_merge`` column split-merge proposals and as many view split-merge
+    proposals (:mod:`._crosscat_views`), then the columns' grid hyperparameters.
 
     ``parallel_cells``: a view of at least this many cells scores its rows on
     numba's threads, and a table of at least this many cells its columns'
@@ -74,6 +75,10 @@ def sweep(row_sampler, n_row_split_merge, n_column_split_merge, parallel_cells, 
                                            view_of, n_columns, labels, counts, n_clusters,
                                            alphas, stats, alpha_views, rows_alpha, rows_shape,
                                            rows_rate, no_seed)
+        stats, counts = view_split_merge(n_column_split_merge, columns, constants, codes, params,
+                                         view_of, n_columns, labels, counts, n_clusters, alphas,
+                                         stats, alpha_views, rows_alpha, rows_shape, rows_rate,
+                                         no_seed)
     resample_params(codes, grids, grid_log_prior, grid_sizes, params, view_of, n_clusters,
                     stats, no_seed)
     return stats, counts
