@@ -19,7 +19,10 @@ chain's flat state (:class:`CrossCatState`, layout in :mod:`._crosscat_kernels`)
    (Neal's Algorithm 8 over views, :func:`._crosscat_columns.column_gibbs`), then
    ``split_merge[1]`` random columns get a split-merge proposal (a view of
    their own with a row partition fitted to them, or, alone, a merge into another
-   view: :func:`._crosscat_columns.column_split_merge`);
+   view: :func:`._crosscat_columns.column_split_merge`), and as many view
+   split-merge proposals are made (a view's columns split into two views or two
+   views merged, every view it makes with its rows allocated anew:
+   :func:`._crosscat_views.view_split_merge`);
 3. column hyperparameters: exact draws from their conditional over each
    column's grid;
 4. concentrations: ``alpha_views`` and each view's ``alpha`` from their Gamma
