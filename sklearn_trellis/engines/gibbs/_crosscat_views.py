@@ -69,9 +69,10 @@ def joint_sequential_allocation(members, m, codes, params, columns, alpha, order
     width = 2 * n_stats
     counts[:] = 0.0
     for a in range(m):
-        stats[a] = 0.0
-        _refresh_cluster(codes[members[a]], params[members[a]], stats[a].ravel(), np.int64(0),
-                         n_stats)
+        flat = stats[a].ravel()
+        for q in range(flat.size):   # a loop: an array-wide assignment compiles more code
+            flat[q] = 0.0
+        _refresh_cluster(codes[members[a]], params[members[a]], flat, np.int64(0), n_stats)
     k = 0
     log_q = 0.0
     log_counts[0] = math.log(alpha)
@@ -192,7 +193,8 @@ def view_split_merge(n_proposals, columns, constants, codes, params, view_of, n_
     stay = np.empty(d, np.int64)
     leave = np.empty(d, np.int64)
     merged = np.empty(d, np.int64)
-    draw, score = np.bool_(True), np.bool_(False)
+    # typed values, not literals: numba compiles a callee once per literal argument
+    draw, score, single = np.bool_(True), np.bool_(False), np.int64(1)
     for _ in range(n_proposals):
         i = np.random.randint(d)
         j = np.random.randint(d - 1)
@@ -203,15 +205,15 @@ def view_split_merge(n_proposals, columns, constants, codes, params, view_of, n_
         alpha_v = alphas[v]
         # the launch: rows allocated on column i alone and on column j alone
         one[0] = i
-        joint_sequential_allocation(one, 1, codes, params, columns, alpha_v, order, launch_i,
-                                    sa_stats, seating, draw)
+        joint_sequential_allocation(one, single, codes, params, columns, alpha_v, order,
+                                    launch_i, sa_stats, seating, draw)
         one[0] = j
-        joint_sequential_allocation(one, 1, codes, params, columns, alpha_v, order, launch_j,
-                                    sa_stats, seating, draw)
+        joint_sequential_allocation(one, single, codes, params, columns, alpha_v, order,
+                                    launch_j, sa_stats, seating, draw)
         k_i, k_j = _n_clusters_of(launch_i), _n_clusters_of(launch_j)
         # the columns of the merged view (C), i's side (R) and j's side (S), and log q of
         # the sides: drawn (split) or scored (merge)
-        n_merged = n_stay = n_leave = 0
+        n_merged, n_stay, n_leave = np.int64(0), np.int64(0), np.int64(0)   # not literals
         log_q_sides = 0.0
         for l in range(d):
             if view_of[l] != v and view_of[l] != u:
