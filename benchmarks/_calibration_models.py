@@ -545,8 +545,9 @@ def _crosscat_calibration_rows(quick):
     """CrossCat on planted two-view data (:func:`two_view_data`, pooled over draws, +- the
     bootstrap error): the rows' co-membership in the view of each column
     (``row_similarity``) against that view's true partition, at the defaults, with a 16
-    times longer chain and with four chains (a chain stuck with both views merged, which
-    a longer chain does not leave and more chains outvote, is counted in the note)."""
+    times longer chain and with four chains (draws whose fit ends with both views merged,
+    the mode chains were stuck in before the view split-merge move, are counted in the
+    note)."""
     n, n_draws = (40, 4) if quick else (80, 30)
     upper = np.triu_indices(n, 1)
     rows = []

@@ -6,7 +6,7 @@ does not leave it by moving one column at a time. A column leaving alone scores 
 cells under a partition of its own, but the view it leaves keeps its fine partition,
 which still fits the columns that stay: the gain appears only once that view coarsens
 too (on planted two-view tables, even the true partition proposed for one column, or
-for the two columns of the other view, is rejected by 26 to 80 nats). This move
+for the two columns of the other view, is rejected by 26 to 81 nats). This move
 re-partitions the rows of both views it makes at once.
 
 The move (state layout in :mod:`._crosscat_kernels`): an ordered pair of columns
