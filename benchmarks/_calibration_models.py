@@ -558,11 +558,17 @@ def _fast_tiwd_split_merge_rows(quick):
 
 def two_view_data(n_rows, seed):
     """Rows in two views (two Gaussian columns each), each view's rows on its own CRP(1.5)
-    partition: ``(X, labels of view 0, labels of view 1)``."""
-    rng = np.random.default_rng(seed)
+    partition: ``(X, labels of view 0, labels of view 1)``.
+
+    The two partitions and the cells come from independent streams of ``seed``
+    (``SeedSequence.spawn``; seeding view 1 with ``seed + 1`` reused it as view 0 of the
+    next draw)."""
+    data_seed, *view_seeds = np.random.SeedSequence(seed).spawn(3)
+    rng = np.random.default_rng(data_seed)
     columns, partitions = [], []
     for view in range(2):
-        labels = make_gaussian_pairs(n_rows, alpha=1.5, random_state=seed + view).target
+        labels = make_gaussian_pairs(n_rows, alpha=1.5,
+                                     random_state=int(view_seeds[view].generate_state(1)[0])).target
         means = rng.normal(scale=5.0, size=(labels.max() + 1, 2))
         columns.append(means[labels] + rng.normal(size=(n_rows, 2)))
         partitions.append(labels)
@@ -573,8 +579,9 @@ def _crosscat_calibration_rows(quick):
     """CrossCat on planted two-view data (:func:`two_view_data`, pooled over draws, +- the
     bootstrap error): the rows' co-membership in the view of each column
     (``row_similarity``) against that view's true partition, at the defaults, with a 16
-    times longer chain and with four chains (a chain stuck with both views merged, which
-    a longer chain does not leave and more chains outvote, is counted in the note)."""
+    times longer chain and with four chains (draws whose fit ends with both views merged,
+    the mode chains were stuck in before the view split-merge move, are counted in the
+    note)."""
     n, n_draws = (40, 4) if quick else (80, 30)
     upper = np.triu_indices(n, 1)
     rows = []

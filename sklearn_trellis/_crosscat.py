@@ -88,12 +88,15 @@ class CrossCat(ClusterMixin, _BaseGibbs):
         costs several times as much. Both leave the same posterior invariant.
     n_split_merge : int, default=1
         Split-merge proposals per sweep: that many on the rows (Dahl's
-        sequentially-allocated proposal, each in a view drawn at random), and
+        sequentially-allocated proposal, each in a view drawn at random),
         that many on random columns (a new view whose row partition is fitted
-        to the column, or a lone column joining another view). They let the
-        chain split clusters and form views that single-row and single-column
-        moves reach slowly; 0 leaves the moves Lace makes (the cheapest sweep,
-        the slowest mixing).
+        to the column, or a lone column joining another view), and that many
+        on views (a view's columns split into two views, or two views merged,
+        the rows of each view it makes allocated anew on its columns). They
+        let the chain split clusters and form views that single-row and
+        single-column moves reach slowly (a chain with all columns in one
+        view leaves it only by the view move); 0 leaves the moves Lace makes
+        (the cheapest sweep, the slowest mixing).
     random_state : int, RandomState instance or None, default=None
     verbose : int, default=0
     warm_start : bool, default=False

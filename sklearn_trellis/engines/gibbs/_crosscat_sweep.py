@@ -19,10 +19,17 @@ from ..._core.random_draws import permutation
 from ._crosscat_columns import column_gibbs, column_split_merge, resample_params
 from ._crosscat_kernels import draw_below, reseed
 from ._crosscat_rows import scan_rows, slice_rows, split_merge_rows
+from ._crosscat_views import view_split_merge
 
 #: ``row_sampler`` codes. The slice move's is ``None`` (the kernels' own ``None``
 #: arguments let numba prune what a default fit does not run).
 SLICE, COLLAPSED = None, 1
+
+#: A table of at most this many cells makes its view split-merge proposals every sweep, a
+#: larger one with probability ``VIEW_MOVE_CELLS / cells`` (a proposal allocates every
+#: row on the columns of the views it touches, three times: 3 to 5 times the rest of a
+#: sweep; applying an invariant move at random leaves the posterior invariant).
+VIEW_MOVE_CELLS = 50_000
 
 
 def sweep(row_sampler, n_row_split_merge, n_column_split_merge, parallel_cells, rows, columns,
@@ -31,8 +38,9 @@ def sweep(row_sampler, n_row_split_merge, n_column_split_merge, parallel_cells, 
           rows_shape, rows_rate, seed):
     """Rows of every view (slice move or collapsed scan), ``n_row_split_merge`` row
     split-merge proposals (each in a uniformly drawn view), every column by Algorithm
-    8, ``n_column_split_merge`` column split-merge proposals, then the columns' grid
-    hyperparameters.
+    8, ``n_column_split_merge`` column split-merge proposals and as many view split-merge
+    proposals (:mod:`._crosscat_views`; on tables of more than :data:`VIEW_MOVE_CELLS`
+    cells, in a random share of the sweeps), then the columns' grid hyperparameters.
 
     ``parallel_cells``: a view of at least this many cells scores its rows on
     numba's threads, and a table of at least this many cells its columns'
@@ -75,6 +83,11 @@ def sweep(row_sampler, n_row_split_merge, n_column_split_merge, parallel_cells, 
                                            view_of, n_columns, labels, counts, n_clusters,
                                            alphas, stats, alpha_views, rows_alpha, rows_shape,
                                            rows_rate, no_seed)
+        if columns.size <= VIEW_MOVE_CELLS or np.random.random() * columns.size < VIEW_MOVE_CELLS:
+            stats, counts = view_split_merge(n_column_split_merge, columns, constants, codes,
+                                             params, view_of, n_columns, labels, counts,
+                                             n_clusters, alphas, stats, alpha_views, rows_alpha,
+                                             rows_shape, rows_rate, no_seed)
     resample_params(codes, grids, grid_log_prior, grid_sizes, params, view_of, n_clusters,
                     stats, no_seed)
     return stats, counts

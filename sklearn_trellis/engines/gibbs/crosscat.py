@@ -19,7 +19,10 @@ chain's flat state (:class:`CrossCatState`, layout in :mod:`._crosscat_kernels`)
    (Neal's Algorithm 8 over views, :func:`._crosscat_columns.column_gibbs`), then
    ``split_merge[1]`` random columns get a split-merge proposal (a view of
    their own with a row partition fitted to them, or, alone, a merge into another
-   view: :func:`._crosscat_columns.column_split_merge`);
+   view: :func:`._crosscat_columns.column_split_merge`), and as many view
+   split-merge proposals are made (a view's columns split into two views or two
+   views merged, every view it makes with its rows allocated anew:
+   :func:`._crosscat_views.view_split_merge`);
 3. column hyperparameters: exact draws from their conditional over each
    column's grid;
 4. concentrations: ``alpha_views`` and each view's ``alpha`` from their Gamma
@@ -53,6 +56,7 @@ from . import _crosscat_columns as cols_k
 from . import _crosscat_kernels as ck
 from . import _crosscat_rows as rows_k
 from . import _crosscat_sweep as sweep_k
+from . import _crosscat_views as views_k
 from . import sampler
 
 _MAX_SEED = np.iinfo(np.int32).max
@@ -313,6 +317,18 @@ def split_merge_columns(model, state, rng, chosen=None):
         st.alpha_views, *model.alpha_rows.kernel_args(), _seed(rng))
 
 
+def split_merge_views(model, state, rng, n_proposals=None):
+    """``n_proposals`` view split-merge proposals (default: the model's number of column
+    proposals): :func:`._crosscat_views.view_split_merge`."""
+    n_proposals = model.split_merge[1] if n_proposals is None else n_proposals
+    columns, constants = model._by_column
+    st = state
+    st.stats, st.counts = views_k.view_split_merge(
+        np.int64(n_proposals), columns, constants, model.codes, st.params, st.view_of,
+        st.n_columns, st.labels, st.counts, st.n_clusters, st.alphas, st.stats,
+        st.alpha_views, *model.alpha_rows.kernel_args(), _seed(rng))
+
+
 def resample_column_params(model, state, rng):
     """Exact draw of each column's grid hyperparameters given its blocks."""
     grids, log_prior, sizes = model.grids
@@ -494,6 +510,7 @@ def view_predictives(model, sample, data_new):
 
 __all__ = ["ConcentrationPrior", "ViewPredictive", "view_predictives", "CrossCatModel",
            "CrossCatState", "CrossCatSample", "new_crosscat_state", "restart_state", "refill_view",
-           "sweep_rows", "move_columns", "split_merge_columns", "resample_column_params",
+           "sweep_rows", "move_columns", "split_merge_columns", "split_merge_views",
+           "resample_column_params",
            "resample_concentrations", "sweep", "log_joint", "snapshot", "run_chain",
            "run_chains", "PARALLEL_CELLS", "ROW_THREADS"]
