@@ -83,7 +83,8 @@ def sweep(row_sampler, n_row_split_merge, n_column_split_merge, parallel_cells, 
                                            view_of, n_columns, labels, counts, n_clusters,
                                            alphas, stats, alpha_views, rows_alpha, rows_shape,
                                            rows_rate, no_seed)
-        if columns.size <= VIEW_MOVE_CELLS or np.random.random() * columns.size < VIEW_MOVE_CELLS:
+        # numba's generator, not NumPy's: the sweep's one random stream
+        if columns.size <= VIEW_MOVE_CELLS or draw_below(columns.size) < VIEW_MOVE_CELLS:
             stats, counts = view_split_merge(n_column_split_merge, columns, constants, codes,
                                              params, view_of, n_columns, labels, counts,
                                              n_clusters, alphas, stats, alpha_views, rows_alpha,

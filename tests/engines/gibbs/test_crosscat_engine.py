@@ -351,3 +351,39 @@ def test_column_grid_scores_equal_the_block_marginals(kind):
         naive = log_prior[g] + sum(cell.kernels.log_marginal(grid[g], stats[1, k])
                                    for k in range(4))
         assert out[g] == pytest.approx(naive, rel=1e-12)
+
+
+def test_large_tables_make_view_proposals_in_a_share_of_the_sweeps(monkeypatch):
+    """Above ``VIEW_MOVE_CELLS`` cells the view split-merge runs with probability
+    ``VIEW_MOVE_CELLS / cells`` per sweep, drawn from the sweep's own stream (numba's
+    generator): a binomial count, and the same chain for the same seed."""
+    from sklearn_trellis.engines.gibbs import _crosscat_sweep
+    rng = np.random.RandomState(1)
+    X = rng.randn(40, 4)
+    model = _model(X, [CELL_MODELS["normal"]().fit(X[:, j]) for j in range(4)])
+    calls = []
+    view_split_merge = _crosscat_sweep.view_split_merge
+
+    def counted(*args):
+        calls.append(1)
+        return view_split_merge(*args)
+
+    monkeypatch.setattr(_crosscat_sweep, "view_split_merge", counted)
+    monkeypatch.setattr(_crosscat_sweep, "VIEW_MOVE_CELLS", X.size // 4)   # share 1/4
+    runs = []
+    counts = []
+    for numpy_seed in (0, 1):       # NumPy's global generator must not matter
+        np.random.seed(numpy_seed)
+        del calls[:]
+        runs.append(engine.run_chain(model, n_sweeps=400, random_state=3).samples)
+        counts.append(len(calls))
+    n = counts[0]
+    assert counts[1] == n
+    assert abs(n - 100) < 5 * np.sqrt(400 * 0.25 * 0.75), n
+    for one, other in zip(*runs):
+        np.testing.assert_array_equal(one.rows, other.rows)
+        np.testing.assert_array_equal(one.views, other.views)
+    monkeypatch.setattr(_crosscat_sweep, "VIEW_MOVE_CELLS", X.size)       # every sweep
+    del calls[:]
+    engine.run_chain(model, n_sweeps=20, random_state=3)
+    assert len(calls) == 20
