@@ -66,13 +66,20 @@ def engine_for(likelihood):
 #: threads faster in wall time only from 5 10^4 rows (on the shared 2-core machine).
 PARALLEL_MIN_ROWS = 8 * kernels.BLOCK_ROWS
 
+#: The label pass's work per row at which ``PARALLEL_MIN_ROWS`` was measured: 20
+#: clusters times 10 features. A pass over rows that cost more (80 clusters of 128
+#: features: 51 times more) goes on threads with proportionally fewer rows.
+LABEL_PASS_CALIBRATION = 20 * 10
 
-def kernel(engine, name, n_rows):
-    """The parallel kernel ``name``, or its serial twin below ``PARALLEL_MIN_ROWS`` rows."""
+
+def kernel(engine, name, n_rows, row_cost=1.0):
+    """The parallel kernel ``name``, or its serial twin below ``PARALLEL_MIN_ROWS`` rows
+    (each weighted by ``row_cost``, a row's work relative to the measurement's)."""
     twins = getattr(engine, name)
+    rows = n_rows * max(row_cost, 1.0)
     if name == "block_tree_suff":
-        return twins.for_work(n_rows if n_rows >= PARALLEL_MIN_ROWS else 0)
-    return twins.parallel if n_rows >= PARALLEL_MIN_ROWS else twins.serial
+        return twins.for_work(n_rows if rows >= PARALLEL_MIN_ROWS else 0)
+    return twins.parallel if rows >= PARALLEL_MIN_ROWS else twins.serial
 
 
 def shifted_key(key, offset):
@@ -182,14 +189,14 @@ class Shard:
     def engine(self):
         return engine_for(self.likelihood)
 
-    def _kernel(self, name, n_rows):
+    def _kernel(self, name, n_rows, row_cost=1.0):
         """:func:`kernel`, run on ``n_threads`` threads at most: numba's pool may be
         larger (``NUMBA_NUM_THREADS`` is read when numba is imported, which on a Dask
         worker can precede the worker's environment; the count is per calling thread)."""
         if self.n_threads is not None:
             import numba
             numba.set_num_threads(max(1, min(self.n_threads, numba.config.NUMBA_NUM_THREADS)))
-        return kernel(self.engine, name, n_rows)
+        return kernel(self.engine, name, n_rows, row_cost)
 
     def _suff_nodes(self, params, rows, offsets):
         out = np.zeros((len(self.nodes), offsets.size - 1, self.likelihood.n_suff))
@@ -238,7 +245,8 @@ class Shard:
         pinned[anchors[anchors >= 0]] = True
         self._proposal = np.empty(n, np.int64)
         block_counts = np.empty((-(-n // kernels.BLOCK_ROWS), n_clusters), np.int64)
-        self._kernel("propose_labels", n)(
+        row_cost = n_clusters * self.data.shape[1] / LABEL_PASS_CALIBRATION
+        self._kernel("propose_labels", n, row_cost)(
             params, theta, log_pi, n_clusters, self.data, self.labels, pinned,
             shifted_key(key, self.offset), self._proposal, block_counts)
         return block_counts.sum(axis=0)

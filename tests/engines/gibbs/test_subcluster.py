@@ -428,3 +428,16 @@ def test_subsample_start_draws_every_row_from_a_subsample_chain(monkeypatch):
     DPMixture(method="gibbs", n_sweeps=1, init="subsample", random_state=0).fit(X)
     assert len(calls) == 2
 
+
+
+def test_label_pass_goes_on_threads_by_its_work_not_its_rows():
+    """``row_cost`` (clusters times features over the measurement's 20 x 10) lowers the
+    row count at which the label pass runs its parallel twin; other passes count rows."""
+    engine = shards.engine_for(NormalInverseWishart().fit(np.eye(3)))
+    twins = engine.propose_labels
+    few = shards.PARALLEL_MIN_ROWS // 50
+    assert shards.kernel(engine, "propose_labels", few) is twins.serial
+    assert shards.kernel(engine, "propose_labels", few, 80 * 128 / 200) is twins.parallel
+    assert shards.kernel(engine, "propose_labels", few, 0.1) is twins.serial
+    assert (shards.kernel(engine, "propose_labels", shards.PARALLEL_MIN_ROWS, 0.1)
+            is twins.parallel)      # a cheap row never keeps a large pass serial
