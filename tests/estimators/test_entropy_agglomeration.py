@@ -206,3 +206,26 @@ def test_binary_block_arrays_and_block_lists_agree():
         np.testing.assert_array_equal(from_binary.children_, other.children_)
         np.testing.assert_array_equal(from_binary.distances_, other.distances_)
     assert from_binary.n_features_in_ == 7
+
+
+@pytest.mark.parametrize("feature_allocation", [False, True])
+def test_interpreted_cooccurrence_counts_are_the_kernel(monkeypatch, feature_allocation):
+    """The co-occurrence counts of a small sample set, run interpreted, equal the
+    compiled kernel's (which runs at every size with the threshold 0), and so does
+    the whole fit."""
+    from sklearn_trellis._core import interpreted
+    from sklearn_trellis.summaries import agglomeration
+    rng = np.random.default_rng(3)
+    if feature_allocation:   # (T, n_blocks, n) binary memberships: depth > 1
+        samples = (rng.random((30, 4, 25)) < 0.4).astype(np.int8)
+    else:
+        samples = rng.integers(0, 4, (30, 25))
+    monkeypatch.setattr(agglomeration, "INTERPRETED_COOCCURRENCE_WORK", 0)
+    compiled = EntropyAgglomeration().fit(samples)
+    assert interpreted._spent == 0.0
+    monkeypatch.setattr(agglomeration, "INTERPRETED_COOCCURRENCE_WORK", 10 ** 9)
+    ours = EntropyAgglomeration().fit(samples)
+    assert interpreted._spent > 0.0
+    for name in ("cooccurrence_", "children_", "distances_", "counts_", "labels_"):
+        np.testing.assert_array_equal(getattr(ours, name), getattr(compiled, name))
+    np.testing.assert_allclose(compiled.cooccurrence_, pairwise_cooccurrence(samples))

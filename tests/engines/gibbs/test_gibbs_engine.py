@@ -200,3 +200,23 @@ def test_dask_backend_runs_chains():
             results = gibbs.run_chains(lik, CRP(1.0), data, n_jobs=2, **kwargs)
     for a, b in zip(reference, results):
         np.testing.assert_array_equal(a.samples, b.samples)
+
+
+@pytest.mark.parametrize("n", [1, 7, 200, 201])
+def test_interpreted_compact_labels_is_the_kernel(monkeypatch, n):
+    """A state's labels renumbered interpreted (up to ``INTERPRETED_LABEL_ITEMS``) equal
+    the compiled kernel's (which runs at every size with the threshold 0)."""
+    from types import SimpleNamespace
+    from sklearn_trellis._core import interpreted
+    from sklearn_trellis._core.labels import first_appearance_labels
+    slots = 3 * np.random.default_rng(n).integers(0, 9, n) + 5     # slot ids, not compact
+    state = SimpleNamespace(labels=slots)
+    monkeypatch.setattr(gibbs, "INTERPRETED_LABEL_ITEMS", 0)
+    compiled = gibbs.GibbsState.compact_labels(state)
+    assert interpreted._spent == 0.0
+    monkeypatch.setattr(gibbs, "INTERPRETED_LABEL_ITEMS", 200)
+    ours = gibbs.GibbsState.compact_labels(state)
+    assert (interpreted._spent > 0.0) == (n <= 200)
+    np.testing.assert_array_equal(ours, compiled)
+    assert ours.dtype == compiled.dtype == np.int64
+    np.testing.assert_array_equal(compiled, first_appearance_labels(slots))
