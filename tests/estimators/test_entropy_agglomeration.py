@@ -208,24 +208,34 @@ def test_binary_block_arrays_and_block_lists_agree():
     assert from_binary.n_features_in_ == 7
 
 
-@pytest.mark.parametrize("feature_allocation", [False, True])
-def test_interpreted_cooccurrence_counts_are_the_kernel(monkeypatch, feature_allocation):
-    """The co-occurrence counts of a small sample set, run interpreted, equal the
-    compiled kernel's (which runs at every size with the threshold 0), and so does
-    the whole fit."""
+def _fit_with_thresholds(monkeypatch, samples, items, budget=1.0):
     from sklearn_trellis._core import interpreted
     from sklearn_trellis.summaries import agglomeration
-    rng = np.random.default_rng(3)
+    monkeypatch.setattr(agglomeration, "INTERPRETED_COOCCURRENCE_WORK", items)
+    monkeypatch.setattr(agglomeration, "INTERPRETED_AGGLOMERATION_WORK", items)
+    monkeypatch.setattr(interpreted, "INTERPRETED_BUDGET_SECONDS", budget)
+    monkeypatch.setattr(interpreted, "_spent", 0.0)
+    return EntropyAgglomeration(n_clusters=1).fit(samples), interpreted._spent
+
+
+@pytest.mark.parametrize("feature_allocation", [False, True])
+@pytest.mark.parametrize("n", [1, 2, 25])
+def test_interpreted_agglomeration_is_the_kernels(monkeypatch, feature_allocation, n):
+    """A small sample set's co-occurrence counts and agglomeration, run interpreted, give
+    the compiled kernels' fit bit for bit (the compiled ones run at every size with the
+    threshold 0), also when the process's budget runs out between the kernels (an
+    interpreted start, then compiled merges on its state)."""
+    rng = np.random.default_rng(n)
     if feature_allocation:   # (T, n_blocks, n) binary memberships: depth > 1
-        samples = (rng.random((30, 4, 25)) < 0.4).astype(np.int8)
+        samples = (rng.random((30, 4, n)) < 0.4).astype(np.int8)
     else:
-        samples = rng.integers(0, 4, (30, 25))
-    monkeypatch.setattr(agglomeration, "INTERPRETED_COOCCURRENCE_WORK", 0)
-    compiled = EntropyAgglomeration().fit(samples)
-    assert interpreted._spent == 0.0
-    monkeypatch.setattr(agglomeration, "INTERPRETED_COOCCURRENCE_WORK", 10 ** 9)
-    ours = EntropyAgglomeration().fit(samples)
-    assert interpreted._spent > 0.0
-    for name in ("cooccurrence_", "children_", "distances_", "counts_", "labels_"):
-        np.testing.assert_array_equal(getattr(ours, name), getattr(compiled, name))
+        samples = rng.integers(0, 4, (30, n))
+    compiled, spent = _fit_with_thresholds(monkeypatch, samples, 0)
+    assert spent == 0.0
+    for budget in (1.0, 1e-12):
+        ours, spent = _fit_with_thresholds(monkeypatch, samples, 10 ** 9, budget)
+        assert spent > 0.0
+        for name in ("cooccurrence_", "children_", "distances_", "counts_", "labels_",
+                     "n_clusters_histogram_"):
+            np.testing.assert_array_equal(getattr(ours, name), getattr(compiled, name))
     np.testing.assert_allclose(compiled.cooccurrence_, pairwise_cooccurrence(samples))
