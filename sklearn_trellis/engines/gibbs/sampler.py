@@ -17,9 +17,10 @@ from . import _gibbs_kernels as kernels
 
 _MAX_SEED = np.iinfo(np.int32).max
 
-#: Up to this many items a state's labels are renumbered by the kernel's own Python
-#: source (:mod:`~sklearn_trellis._core.interpreted`: integers only, the same labels):
-#: about 0.1 ms a sample at 200 items, against 0.3 s of compilation in a first fit.
+#: Up to this many items a state's labels are renumbered, and a new state's slots
+#: filled, by the kernels' own Python source (:mod:`~sklearn_trellis._core.interpreted`:
+#: integers only, the same arrays): about 0.1 ms a sample at 200 items, against
+#: 0.3 s of compilation each in a first fit.
 INTERPRETED_LABEL_ITEMS = 200
 
 
@@ -93,6 +94,8 @@ def new_state(likelihood, data, init_labels, alpha, capacity=None, params=None):
         shared=np.zeros(max(1, likelihood.n_shared)),
         work=np.zeros(max(1, likelihood.work_size(capacity))),
         params=params, alpha=float(alpha))
+    call(kernels.occupy_slots, compact, state.counts, state.active, state.where, state.free,
+         state.meta, small=compact.size <= INTERPRETED_LABEL_ITEMS)
     _engine(likelihood).rebuild(params, data, compact, state.labels, state.counts,
                     state.active, state.where, state.free, state.meta, state.stats,
                     state.shared, state.work)
