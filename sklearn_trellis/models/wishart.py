@@ -26,11 +26,25 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import gammaln, logsumexp, multigammaln, polygamma
 
+from .._core.interpreted import call
 from .._core.subsets import subset_pair_sums
 from .._core.validation import check_scalar_param
 from . import _tiwd_kernels as _tk
 from ._flat import FlatModel
 from .priors import make_prior
+
+
+#: Up to this many items the ``O(n^2)`` block and column sums of a labelling run
+#: their kernels' own Python source (:mod:`~sklearn_trellis._core.interpreted`:
+#: the same float additions in the same order): a few milliseconds at 40 items,
+#: against about 0.6 s of compilation in a first fit.
+INTERPRETED_BLOCK_ITEMS = 100
+
+
+def _label_column_sums(S, labels, n_slots):
+    """``_tk.label_column_sums`` (each term is added to a float64 entry: any ``S`` dtype)."""
+    return call(_tk.label_column_sums, S, labels, n_slots,
+                small=labels.shape[0] <= INTERPRETED_BLOCK_ITEMS)
 
 
 def _labels_and_count(labels, n_clusters):
@@ -57,7 +71,9 @@ def block_statistics(S, labels, n_clusters=None):
     labels, k = _labels_and_count(labels, n_clusters)
     sizes = np.zeros(k)
     sbars = np.zeros(k)
-    _tk.block_sums(S, labels, k, sizes, sbars)
+    # interpreted: float64 only (a Python float plus a float32 scalar is a float32 in NumPy)
+    call(_tk.block_sums, S, labels, k, sizes, sbars,
+         small=labels.shape[0] <= INTERPRETED_BLOCK_ITEMS and S.dtype == np.float64)
     return sizes, sbars
 
 
@@ -86,7 +102,7 @@ def block_cross_sums(S, labels, n_clusters=None):
         Its diagonal is the ``sbars`` of :func:`block_statistics`.
     """
     labels, k = _labels_and_count(labels, n_clusters)
-    columns = _tk.label_column_sums(S, labels, k)
+    columns = _label_column_sums(S, labels, k)
     return np.stack([np.bincount(labels, weights=columns[b], minlength=k) for b in range(k)])
 
 
@@ -581,7 +597,7 @@ class ClusterSums:
     def _rebuild(self, labels):
         self._slots = labels.copy()
         n_slots = int(labels.max()) + 1
-        self._columns = _tk.label_column_sums(self.S, labels, n_slots)
+        self._columns = _label_column_sums(self.S, labels, n_slots)
         # per slot, the new items' row sums (slot-major: a moved item updates two rows)
         self._row_sums = np.zeros((n_slots, self.rows_by_item.shape[1]))
         _tk.add_rows(self._row_sums, self.rows_by_item, labels)

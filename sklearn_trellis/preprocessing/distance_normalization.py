@@ -25,14 +25,22 @@ Prim's algorithm on ``D`` directly, not via scipy's condensed copy).
 
 import numpy as np
 
+from .._core.interpreted import call
 from . import _normalization_kernels as kernels
 
 NORMALIZATIONS = ("single", "linf", "center", "none")
 
 #: Up to this N, :func:`single_linkage` runs its two kernels' own Python source
-#: (``py_func``: the same steps and values) instead of compiling them: a few
-#: milliseconds, against about a second of compilation in a first fit.
+#: (:mod:`~sklearn_trellis._core.interpreted`: the same steps and values) instead
+#: of compiling them: a few milliseconds, against about a second of compilation
+#: in a first fit.
 INTERPRETED_LINKAGE_ITEMS = 100
+
+#: Up to this N, the tree's ``O(N)`` path sums and matrix-vector products (one per
+#: conjugate-gradient step) and the ``O(N^2)`` projection run interpreted (plain
+#: float sums and products in the kernels' order: the same bits): about 20 ms in
+#: all at 100 points, against about a second of compilation in a first fit.
+INTERPRETED_NORMALIZATION_ITEMS = 100
 
 
 def single_linkage(dist):
@@ -52,11 +60,13 @@ def single_linkage(dist):
     n = dist.shape[0]
     if n < 2:
         return np.empty((0, 4))
-    mst, to_linkage = kernels.single_linkage_mst, kernels.mst_to_linkage
-    if n <= INTERPRETED_LINKAGE_ITEMS:
-        mst, to_linkage = mst.py_func, to_linkage.py_func
-    a, b, w = mst(dist)
-    return to_linkage(a, b, w, np.argsort(w, kind="stable"), n)
+    small = n <= INTERPRETED_LINKAGE_ITEMS
+    a, b, w = call(kernels.single_linkage_mst, dist, small=small)
+    return call(kernels.mst_to_linkage, a, b, w, np.argsort(w, kind="stable"), n, small=small)
+
+
+def _path_sums(parent, lam, n):
+    return call(kernels.path_sums, parent, lam, n, small=n <= INTERPRETED_NORMALIZATION_ITEMS)
 
 
 class DistanceTree:
@@ -97,14 +107,15 @@ class DistanceTree:
         lam[:n] += leaf_ridge
         self.heights = heights
         self.edge_lengths = lam
-        self._path = kernels.path_sums(parent, lam, n)
+        self._path = _path_sums(parent, lam, n)
         self._work = (np.empty(2 * n - 1), np.empty(2 * n - 1))
 
     def matvec(self, y):
         """``S_tree @ y`` in ``O(n)``."""
         y = np.asarray(y, dtype=np.float64)
-        return kernels.tree_matvec(self.parent, self.edge_lengths, self._path, y,
-                                   self.n_leaves, *self._work)
+        return call(kernels.tree_matvec, self.parent, self.edge_lengths, self._path, y,
+                    self.n_leaves, *self._work,
+                    small=self.n_leaves <= INTERPRETED_NORMALIZATION_ITEMS)
 
     def dense(self):
         """The dense ``S_tree`` (``O(n^2)`` memory; for checks and small ``n``)."""
@@ -139,7 +150,7 @@ def tree_from_distances(dist, kind="single"):
     floor = 1e-8 * scale if scale > 0 else 1.0
     if np.any(leaf < floor):
         tree.edge_lengths[:n] = np.maximum(leaf, floor)
-        tree._path = kernels.path_sums(tree.parent, tree.edge_lengths, n)
+        tree._path = _path_sums(tree.parent, tree.edge_lengths, n)
     return tree
 
 
@@ -180,11 +191,13 @@ def project_distances(dist, weights, dtype=np.float64):
     if top > 0 and np.isfinite(top):
         a = a / top
     c = float(a.sum())
-    # u = S a for S = -D/2 (a small matrix runs the serial twins: no parallel compile)
-    u = -0.5 * kernels.row_weighted_sums.for_work(dist.size)(dist, a)
+    # u = S a for S = -D/2 (a small matrix runs the serial twins: no parallel compile;
+    # a very small one their Python source)
+    small = dist.shape[0] <= INTERPRETED_NORMALIZATION_ITEMS
+    u = -0.5 * call(kernels.row_weighted_sums.for_work(dist.size), dist, a, small=small)
     q = float(a @ u) / c ** 2
     out = np.empty(dist.shape, dtype=dtype)
-    kernels.project_distances.for_work(dist.size)(dist, u, 1.0 / c, q, out)
+    call(kernels.project_distances.for_work(dist.size), dist, u, 1.0 / c, q, out, small=small)
     return out
 
 

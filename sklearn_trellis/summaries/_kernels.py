@@ -240,13 +240,24 @@ def _join_entropies(pool_blocks, pool_counts, seg_start, cap, alive, size, weigh
         new_row[c] = _round_entropy(max(h, 0.0))
 
 
+@njit(cache=True)
+def entropy_tables(n):
+    """``(xlogx_table(n + 2), [log k for k in 0..n+1])`` (``log 0`` stored as 0): the
+    logarithms of an agglomeration over ``n`` elements, computed compiled so that its
+    other kernels only add, multiply and compare (and may run interpreted)."""
+    log_table = np.zeros(n + 2)
+    for k in range(1, n + 2):
+        log_table[k] = math.log(k)
+    return xlogx_table(n + 2), log_table
+
+
 #: Entries of the agglomeration's ``counters``: end of the used pool, live singletons.
 POOL_END, N_SINGLETONS = 0, 1
 
 
 @njit(cache=True)
 def entropy_agglomeration_start(memberships, labels_by_sample, max_blocks, cooccurrence,
-                                degree, use_dense):
+                                degree, use_dense, xl, log_table):
     """The state of an entropy agglomeration (Fidaner & Cemgil 2013, Section 5) before
     its first merge; :func:`entropy_agglomeration_steps` makes the merges.
 
@@ -258,17 +269,14 @@ def entropy_agglomeration_start(memberships, labels_by_sample, max_blocks, coocc
     ``labels_by_sample`` is the (T, n) label array of a partition sample set
     (shape (0, 0) for feature allocations). ``use_dense`` keeps an
     ``(n, T, max_blocks)`` int32 histogram of every live subset (faster, more
-    memory).
+    memory). ``xl`` and ``log_table`` are :func:`entropy_tables` ``(n)``: the kernel
+    takes no logarithm itself.
 
     Returns ``(state, outputs)``: the working arrays, and ``(children, distances,
     counts)`` in scikit-learn's encoding, filled by the steps.
     """
     n, n_samples, _ = memberships.shape
-    xl = xlogx_table(n + 2)
-    log_table = np.zeros(n + 2)
-    for k in range(1, n + 2):
-        log_table[k] = math.log(k)
-    log2 = math.log(2.0)
+    log2 = log_table[2]
 
     distances = np.full((n, n), np.inf)
     for i in range(n):
@@ -470,6 +478,7 @@ def entropy_agglomeration_steps(state, outputs, labels_by_sample, singleton_labe
     return singleton_labels, column_of
 
 
-__all__ = ["prefix_statistics", "cooccurrence_counts", "entropy_agglomeration_start",
+__all__ = ["prefix_statistics", "cooccurrence_counts", "entropy_tables",
+           "entropy_agglomeration_start",
            "entropy_agglomeration_steps",
            "xlogx_table", "ENTROPY_DECIMALS"]

@@ -3,15 +3,27 @@
 import numpy as np
 
 from ._input import as_sample_set, sample_major
+from .._core.interpreted import call
 from .._core.progress import SILENT, run_in_chunks
 from ._kernels import (cooccurrence_counts, entropy_agglomeration_start,
-                       entropy_agglomeration_steps)
+                       entropy_agglomeration_steps, entropy_tables)
 
 # Above this, live subsets keep only sparse block histograms (slower, O(n T) memory).
 DENSE_HISTOGRAM_BYTES = 1 << 30
 # Refuse runs whose tables (two n x n matrices, the histogram pool) exceed this.
 MAX_AGGLOMERATION_BYTES = 8 << 30
 
+
+#: Up to this many inner steps (samples x elements^2 x depth) the co-occurrence counts
+#: run the kernel's own Python source (:mod:`~sklearn_trellis._core.interpreted`:
+#: integer counts, the same table): about 0.1 s, against 0.6 s of compilation.
+INTERPRETED_COOCCURRENCE_WORK = 200_000
+
+#: Up to this many elements^2 x samples x depth, the agglomeration itself (its start
+#: and merges: integer histograms, sums of table entries, comparisons; the logarithm
+#: tables are compiled) runs its kernels' own Python source: about 0.07 s at 40
+#: elements and 50 samples, against about 4 s of compilation in a first fit.
+INTERPRETED_AGGLOMERATION_WORK = 200_000
 
 #: Merges of the first chunk (see :func:`~sklearn_trellis._core.progress.run_in_chunks`).
 FIRST_CHUNK = 16
@@ -52,15 +64,18 @@ def entropy_agglomeration_tree(samples, progress=SILENT):
                          f"co-occurrence tables); the limit is "
                          f"{MAX_AGGLOMERATION_BYTES / 2 ** 30:.0f} GiB. Use fewer elements.")
     by_sample = sample_major(sample_set)
-    counts = cooccurrence_counts.for_work(by_sample.size * by_sample.shape[1])(by_sample)
+    work = by_sample.size * by_sample.shape[1]
+    counts = call(cooccurrence_counts.for_work(work), by_sample,
+                  small=work <= INTERPRETED_COOCCURRENCE_WORK)
     degree = np.diagonal(counts).astype(np.int64).copy()
     dense_bytes = 4 * sample_set.n_elements * sample_set.n_samples * max(sample_set.max_blocks, 1)
     use_dense = dense_bytes <= DENSE_HISTOGRAM_BYTES
     labels = (np.ascontiguousarray(by_sample[:, :, 0]) if sample_set.is_partition
               else np.zeros((0, 0), np.int32))
-    state, outputs = entropy_agglomeration_start(
-        sample_set.memberships, labels, max(sample_set.max_blocks, 1), counts, degree,
-        use_dense)
+    small = n * n * n_samples * depth <= INTERPRETED_AGGLOMERATION_WORK
+    state, outputs = call(entropy_agglomeration_start,
+                          sample_set.memberships, labels, max(sample_set.max_blocks, 1), counts,
+                          degree, use_dense, *entropy_tables(n), small=small)
     n_merges = max(n - 1, 0)
     singletons = [labels, np.arange(n, dtype=np.int64)]   # live singletons' label columns
     made = 0
@@ -68,8 +83,8 @@ def entropy_agglomeration_tree(samples, progress=SILENT):
     def merges(size):
         nonlocal made
         stop = min(n_merges, made + size)
-        singletons[:] = entropy_agglomeration_steps(state, outputs, labels, *singletons,
-                                                    use_dense, made, stop)
+        singletons[:] = call(entropy_agglomeration_steps, state, outputs, labels,
+                             *singletons, use_dense, made, stop, small=small)
         made = stop
         progress.update(made, n_merges, "merges")
         return made

@@ -206,3 +206,36 @@ def test_binary_block_arrays_and_block_lists_agree():
         np.testing.assert_array_equal(from_binary.children_, other.children_)
         np.testing.assert_array_equal(from_binary.distances_, other.distances_)
     assert from_binary.n_features_in_ == 7
+
+
+def _fit_with_thresholds(monkeypatch, samples, items, budget=1.0):
+    from sklearn_trellis._core import interpreted
+    from sklearn_trellis.summaries import agglomeration
+    monkeypatch.setattr(agglomeration, "INTERPRETED_COOCCURRENCE_WORK", items)
+    monkeypatch.setattr(agglomeration, "INTERPRETED_AGGLOMERATION_WORK", items)
+    monkeypatch.setattr(interpreted, "INTERPRETED_BUDGET_SECONDS", budget)
+    monkeypatch.setattr(interpreted, "_spent", 0.0)
+    return EntropyAgglomeration(n_clusters=1).fit(samples), interpreted._spent
+
+
+@pytest.mark.parametrize("feature_allocation", [False, True])
+@pytest.mark.parametrize("n", [1, 2, 25])
+def test_interpreted_agglomeration_is_the_kernels(monkeypatch, feature_allocation, n):
+    """A small sample set's co-occurrence counts and agglomeration, run interpreted, give
+    the compiled kernels' fit bit for bit (the compiled ones run at every size with the
+    threshold 0), also when the process's budget runs out between the kernels (an
+    interpreted start, then compiled merges on its state)."""
+    rng = np.random.default_rng(n)
+    if feature_allocation:   # (T, n_blocks, n) binary memberships: depth > 1
+        samples = (rng.random((30, 4, n)) < 0.4).astype(np.int8)
+    else:
+        samples = rng.integers(0, 4, (30, n))
+    compiled, spent = _fit_with_thresholds(monkeypatch, samples, 0)
+    assert spent == 0.0
+    for budget in (1.0, 1e-12):
+        ours, spent = _fit_with_thresholds(monkeypatch, samples, 10 ** 9, budget)
+        assert spent > 0.0
+        for name in ("cooccurrence_", "children_", "distances_", "counts_", "labels_",
+                     "n_clusters_histogram_"):
+            np.testing.assert_array_equal(getattr(ours, name), getattr(compiled, name))
+    np.testing.assert_allclose(compiled.cooccurrence_, pairwise_cooccurrence(samples))

@@ -257,3 +257,29 @@ def test_kernel_data_copies_only_a_small_read_only_matrix(dtype, monkeypatch):
     monkeypatch.setattr(validation, "READONLY_COPY_MAX_BYTES", 0)
     large = lik.kernel_data(S)
     assert np.shares_memory(large, S) and not large.flags.writeable
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("n", [1, 5, 40, 101])
+def test_interpreted_block_sums_are_the_kernels(monkeypatch, dtype, n):
+    """Block and column sums of a small labelling, run interpreted, equal the compiled
+    kernels' bit for bit (the compiled ones run at every size with the threshold 0)."""
+    from sklearn_trellis._core import interpreted
+    from sklearn_trellis.models import wishart
+    rng = np.random.default_rng(n)
+    X = rng.standard_normal((n, 3))
+    S = (X @ X.T).astype(dtype)
+    labels = rng.integers(0, 4, n)
+
+    def run(items):
+        monkeypatch.setattr(wishart, "INTERPRETED_BLOCK_ITEMS", items)
+        return (*wishart.block_statistics(S, labels), wishart.block_cross_sums(S, labels))
+
+    compiled = run(0)
+    assert interpreted._spent == 0.0
+    ours = run(100)
+    assert (interpreted._spent > 0.0) == (n <= 100)
+    for mine, theirs in zip(ours, compiled):
+        assert mine.dtype == theirs.dtype == np.float64
+        np.testing.assert_array_equal(mine, theirs)
+    np.testing.assert_allclose(np.diag(compiled[2]), compiled[1], rtol=1e-12, atol=1e-9)

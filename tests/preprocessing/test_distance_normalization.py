@@ -109,3 +109,31 @@ def test_duplicate_points_keep_tree_positive_definite():
     assert np.linalg.eigvalsh(tree.dense()).min() > 0
     S, _ = normalized_inner_products(D)
     assert np.all(np.isfinite(S))
+
+
+def _normalize_with_thresholds(monkeypatch, D, items, **kwargs):
+    from sklearn_trellis.preprocessing import distance_normalization
+    monkeypatch.setattr(distance_normalization, "INTERPRETED_LINKAGE_ITEMS", items)
+    monkeypatch.setattr(distance_normalization, "INTERPRETED_NORMALIZATION_ITEMS", items)
+    S, info = normalized_inner_products(D, **kwargs)
+    return S, info["weights"], info["tree"]._path, info["cg_iterations"]
+
+
+@pytest.mark.parametrize("normalization", ["single", "linf"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("n", [2, 3, 40])
+def test_interpreted_normalization_is_the_kernels(monkeypatch, normalization, dtype, n):
+    """Tree path sums, matrix-vector products and the projection, run interpreted on a
+    small input, give the compiled kernels' values bit for bit (the compiled path at
+    every size: threshold 0)."""
+    from sklearn_trellis._core import interpreted
+    D = _sq_distances(np.random.default_rng(n), n).astype(dtype)
+    compiled = _normalize_with_thresholds(monkeypatch, D, 0, normalization=normalization,
+                                          dtype=dtype)
+    assert interpreted._spent == 0.0
+    interpreted_run = _normalize_with_thresholds(monkeypatch, D, 100,
+                                                 normalization=normalization, dtype=dtype)
+    assert interpreted._spent > 0.0
+    for ours, theirs in zip(interpreted_run, compiled):
+        np.testing.assert_array_equal(ours, theirs)
+        assert np.asarray(ours).dtype == np.asarray(theirs).dtype

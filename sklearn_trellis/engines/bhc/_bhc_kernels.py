@@ -382,24 +382,17 @@ def greedy_merges(params, data, log_alpha, rose, state, merges, kinds, max_merge
     return new - n
 
 
-@njit(cache=True)
-def _leaf_item_lists(n):
+def leaf_item_lists(n):
     """The state of :func:`_merge_into_larger_child` before any merge of an ``n``-leaf tree.
 
     ``(slot, size, head, tail, next_item)`` over the tree's ``2 n - 1`` nodes:
-    no statistics row, size 1 and a one-item list per node (loops: no
-    ``np.arange`` to compile).
+    no statistics row, size 1 and a one-item list per node. Built by NumPy and
+    passed to the kernels (integers only: nothing of it needs compiling).
     """
     n_nodes = 2 * n - 1
-    slot = np.full(n_nodes, -1, np.int64)
-    size = np.full(n_nodes, 1, np.int64)
-    head = np.empty(n_nodes, np.int64)
-    tail = np.empty(n_nodes, np.int64)
-    for v in range(n_nodes):
-        head[v] = v
-        tail[v] = v
-    next_item = np.full(n, -1, np.int64)
-    return slot, size, head, tail, next_item
+    return (np.full(n_nodes, -1, np.int64), np.ones(n_nodes, np.int64),
+            np.arange(n_nodes, dtype=np.int64), np.arange(n_nodes, dtype=np.int64),
+            np.full(n, -1, np.int64))
 
 
 @template
@@ -441,12 +434,13 @@ def _merge_into_larger_child(params, data, stats, shared, work, children, t, slo
 
 
 @template
-def tree_node_log_marginals(params, data, children, n_stats, work_size):
+def tree_node_log_marginals(params, data, children, n_stats, work_size, lists):
     """``log m(X_k)`` of every merge ``k`` of a ``children_`` tree (children before parents).
 
     Bottom-up; a merge takes over the statistics of its larger child and adds
     the items of the smaller one, so each item is added ``O(log n)`` times
-    and at most ``n / 2`` statistics rows are alive.
+    and at most ``n / 2`` statistics rows are alive. ``lists`` is
+    :func:`leaf_item_lists` ``(n)`` (overwritten).
     """
     n = children.shape[0] + 1
     n_rows = n // 2 + 2
@@ -457,7 +451,7 @@ def tree_node_log_marginals(params, data, children, n_stats, work_size):
     for r in range(n_rows):               # nor np.ones to compile)
         free[r] = n_rows - 1 - r
     n_free = n_rows
-    slot, size, head, tail, next_item = _leaf_item_lists(n)
+    slot, size, head, tail, next_item = lists
     out = np.empty(n - 1, np.float64)
     for t in range(n - 1):
         s, n_free = _merge_into_larger_child(params, data, stats, shared, work, children, t,
@@ -498,13 +492,13 @@ def filter_items(params, data, items, part_items, part_starts, n_stats, work_siz
 
 @template
 def grouped_log_predictives(params, data, new_data, children, log_weight, group, n_groups,
-                            n_stats, work_size):
+                            n_stats, work_size, lists):
     """``log sum_{k in g} w_k p(x | X_k)`` of every new row ``x`` and node group ``g``.
 
     ``log_weight[k]`` is ``log w_k`` (nodes at ``-inf`` are skipped) and
     ``group[k]`` its column. Nodes are visited bottom-up with the statistics
-    recycling of :func:`tree_node_log_marginals`; the output is
-    ``(n_new, n_groups)``.
+    recycling of :func:`tree_node_log_marginals` (``lists`` as there); the
+    output is ``(n_new, n_groups)``.
     """
     n = children.shape[0] + 1
     n_new = new_data.shape[0]
@@ -526,7 +520,7 @@ def grouped_log_predictives(params, data, new_data, children, log_weight, group,
     for r in range(n_rows - 1):
         free[r] = n_rows - 2 - r
     n_free = n_rows - 1
-    slot, size, head, tail, next_item = _leaf_item_lists(n)
+    slot, size, head, tail, next_item = lists
     for t in range(n - 1):
         k = n + t
         s, n_free = _merge_into_larger_child(params, data, stats, shared, work, children, t,

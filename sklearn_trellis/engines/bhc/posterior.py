@@ -28,6 +28,7 @@ from ...models.priors import CRP
 from ..exact.trellis_for_model import trellis_for_model
 from ..sparse.seeds import linkage_seed_trees
 from ..sparse.sparse_flat import SparseFlatTrellis, tree_log_partition_functions
+from ._bhc_kernels import leaf_item_lists
 from .build import bhc_kernels, kernel_params
 
 #: Largest ``n`` for which the exact DP-mixture marginal is computed (flat trellis).
@@ -57,7 +58,7 @@ def node_log_marginals(likelihood, data, children, params=None):
     if children.shape[0] == 0:
         return leaves
     merges = kernels.tree_node_log_marginals(params, data, np.ascontiguousarray(children),
-                                             n_stats, work)
+                                             n_stats, work, leaf_item_lists(children.shape[0] + 1))
     return np.concatenate([leaves, merges])
 
 
@@ -204,7 +205,7 @@ def grouped_log_predictive(likelihood, data, new_data, children, log_weight, gro
     return kernels.grouped_log_predictives(
         kernel_params(likelihood, params), data, new_data,
         np.ascontiguousarray(children), log_weight, group.astype(np.int64), int(n_groups),
-        likelihood.n_stats, likelihood.work_size(1))
+        likelihood.n_stats, likelihood.work_size(1), leaf_item_lists(children.shape[0] + 1))
 
 
 def exact_dp_log_marginal(likelihood, data, alpha, params=None):

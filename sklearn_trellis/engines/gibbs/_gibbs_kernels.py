@@ -111,11 +111,12 @@ def occupy_slots(compact, counts, active, where, free, meta):
 @template
 def rebuild(params, data, init_labels, labels, counts, active, where, free, meta,
             stats, shared, work):
-    """Fill the state from compact labels ``init_labels`` (values ``0..K-1``, capacity > K)."""
+    """Fill the state from compact labels ``init_labels`` (values ``0..K-1``, capacity > K)
+    whose slots :func:`occupy_slots` has filled (the caller runs it: small label vectors
+    interpreted)."""
     for c in range(stats.shape[0]):
         lik_reset(params, stats, c)
     shared[:] = 0.0
-    occupy_slots(init_labels, counts, active, where, free, meta)
     labels[:] = -1
     for i in range(init_labels.size):
         c = init_labels[i]

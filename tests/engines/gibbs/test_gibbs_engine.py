@@ -200,3 +200,50 @@ def test_dask_backend_runs_chains():
             results = gibbs.run_chains(lik, CRP(1.0), data, n_jobs=2, **kwargs)
     for a, b in zip(reference, results):
         np.testing.assert_array_equal(a.samples, b.samples)
+
+
+@pytest.mark.parametrize("n", [1, 7, 200, 201])
+def test_interpreted_compact_labels_is_the_kernel(monkeypatch, n):
+    """A state's labels renumbered interpreted (up to ``INTERPRETED_LABEL_ITEMS``) equal
+    the compiled kernel's (which runs at every size with the threshold 0)."""
+    from types import SimpleNamespace
+    from sklearn_trellis._core import interpreted
+    from sklearn_trellis._core.labels import first_appearance_labels
+    slots = 3 * np.random.default_rng(n).integers(0, 9, n) + 5     # slot ids, not compact
+    state = SimpleNamespace(labels=slots)
+    monkeypatch.setattr(gibbs, "INTERPRETED_LABEL_ITEMS", 0)
+    compiled = gibbs.GibbsState.compact_labels(state)
+    assert interpreted._spent == 0.0
+    monkeypatch.setattr(gibbs, "INTERPRETED_LABEL_ITEMS", 200)
+    ours = gibbs.GibbsState.compact_labels(state)
+    assert (interpreted._spent > 0.0) == (n <= 200)
+    np.testing.assert_array_equal(ours, compiled)
+    assert ours.dtype == compiled.dtype == np.int64
+    np.testing.assert_array_equal(compiled, first_appearance_labels(slots))
+
+
+@pytest.mark.parametrize("n", [1, 9, 201])
+def test_interpreted_slot_filling_is_the_kernel(monkeypatch, n):
+    """A new state's slots filled interpreted (up to ``INTERPRETED_LABEL_ITEMS``) equal the
+    compiled kernel's, array for array (the compiled one runs at every size with 0)."""
+    from sklearn_trellis._core import interpreted
+    lik = NormalGamma().fit(small_data(n, seed=n))
+    data = lik.kernel_data(small_data(n, seed=n))
+    labels = 7 * np.random.default_rng(n).integers(0, 5, n) - 3
+
+    def state_arrays(items):
+        monkeypatch.setattr(gibbs, "INTERPRETED_LABEL_ITEMS", items)
+        state = gibbs.new_state(lik, data, labels, 1.0)
+        return [state.labels, state.counts, state.active, state.where, state.free, state.meta,
+                state.stats, state.shared]
+
+    compiled = state_arrays(0)
+    assert interpreted._spent == 0.0
+    ours = state_arrays(200)
+    assert (interpreted._spent > 0.0) == (n <= 200)
+    for mine, theirs in zip(ours, compiled):
+        assert mine.dtype == theirs.dtype
+        np.testing.assert_array_equal(mine, theirs)
+    k = np.unique(labels).size
+    np.testing.assert_array_equal(np.sort(compiled[1][compiled[2][:k]]),
+                                  np.sort(np.unique(labels, return_counts=True)[1]))
