@@ -226,11 +226,13 @@ def _warm_up(neighbours):
     inside its measured time. A second small fit with the size thresholds at
     zero compiles the parallel twins too, and the kernels that small inputs
     skip (scipy's seed linkages up to ``SCIPY_LINKAGE_ITEMS`` items, numpy's
-    matrix checks up to ``SMALL_CHECK_ENTRIES`` entries). Each warm-up fit also scores its seed
+    matrix checks up to ``SMALL_CHECK_ENTRIES`` entries, the integer kernels that
+    small inputs run interpreted: ``INTERPRETED_BUDGET_SECONDS`` at zero). Each warm-up fit also scores its seed
     trees, as :func:`_fit` does after the measured fit.
     """
     from sklearn.neighbors import kneighbors_graph
 
+    import sklearn_trellis._core.interpreted as interpreted
     import sklearn_trellis._core.pairwise as pairwise
     import sklearn_trellis._core.parallel as parallel
     import sklearn_trellis.engines.sparse._nn_chain as nn_chain
@@ -239,7 +241,7 @@ def _warm_up(neighbours):
     graph = kneighbors_graph(small, neighbours, include_self=False) if neighbours else None
     # (module, constant): the second fit takes the large inputs' paths everywhere
     small_paths = [(parallel, "PARALLEL_MIN_WORK"), (nn_chain, "SCIPY_LINKAGE_ITEMS"),
-                   (pairwise, "SMALL_CHECK_ENTRIES")]
+                   (pairwise, "SMALL_CHECK_ENTRIES"), (interpreted, "INTERPRETED_BUDGET_SECONDS")]
     saved = [getattr(module, name) for module, name in small_paths]
     try:
         for large_paths in (False, True):
