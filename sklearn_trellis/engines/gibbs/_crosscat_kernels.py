@@ -139,6 +139,40 @@ def _refresh_cluster(t, p, flat, base, n_stats):
     predictive_cache_at(t, p, 0, flat, base, flat, base + n_stats)
 
 
+@njit(cache=True, inline='always')
+def allocation_step(weights, probs, k, sample, labels, i, relabel):
+    """Row ``i``'s step of a sequential allocation over ``k`` clusters and a new one.
+
+    ``weights[:k + 1]``: the row's log weights (the new cluster last); ``probs``
+    scratch. Draws the row's cluster into ``labels[i]`` (``sample``, numba's
+    generator) or replays ``labels[i]`` (``relabel``: given labels renumbered in
+    order of first appearance). Returns ``(chosen, log q of the choice)``.
+    """
+    largest = -np.inf
+    for c in range(k + 1):
+        if weights[c] > largest:
+            largest = weights[c]
+    total = 0.0
+    for c in range(k + 1):
+        probs[c] = math.exp(weights[c] - largest)
+        total += probs[c]
+    if sample:
+        u = np.random.random() * total
+        chosen = k
+        acc = 0.0
+        for c in range(k + 1):
+            acc += probs[c]
+            if u < acc:
+                chosen = c
+                break
+        labels[i] = chosen
+    else:
+        if relabel[labels[i]] < 0:
+            relabel[labels[i]] = k
+        chosen = relabel[labels[i]]
+    return chosen, weights[chosen] - largest - math.log(total)
+
+
 @njit(cache=True)
 def sequential_allocation(t, p, x, alpha, order, labels, stats, counts, sample):
     """Rows of one column allocated in ``order`` to CRP(alpha) clusters by their predictive.
@@ -168,32 +202,11 @@ def sequential_allocation(t, p, x, alpha, order, labels, stats, counts, sample):
     log_counts[0] = math.log(alpha)
     for pos in range(n):
         i = order[pos]
-        largest = -np.inf
         for c in range(k + 1):
-            w = log_counts[c] + cached_log_predictive_at(t, p, 0, flat, c * width, flat,
-                                                         c * width + n_stats, x[i])
-            weights[c] = w
-            if w > largest:
-                largest = w
-        total = 0.0
-        for c in range(k + 1):
-            probs[c] = math.exp(weights[c] - largest)
-            total += probs[c]
-        if sample:
-            u = np.random.random() * total
-            chosen = k
-            acc = 0.0
-            for c in range(k + 1):
-                acc += probs[c]
-                if u < acc:
-                    chosen = c
-                    break
-            labels[i] = chosen
-        else:
-            if relabel[labels[i]] < 0:
-                relabel[labels[i]] = k
-            chosen = relabel[labels[i]]
-        log_q += weights[chosen] - largest - math.log(total)
+            weights[c] = log_counts[c] + cached_log_predictive_at(
+                t, p, 0, flat, c * width, flat, c * width + n_stats, x[i])
+        chosen, log_q_row = allocation_step(weights, probs, k, sample, labels, i, relabel)
+        log_q += log_q_row
         if chosen == k:
             k += 1
             log_counts[k] = log_counts[k - 1]   # alpha's weight moves to the next new cluster

@@ -41,8 +41,8 @@ from numba import njit
 from ..._core.random_draws import permutation
 from ...models.cell_kernels import accumulate_at, cached_log_predictive_at
 from ._crosscat_columns import _close_view, _draw_alpha, _free_slot, _open_view
-from ._crosscat_kernels import (_refresh_cluster, column_partition_score, column_table_score,
-                                crp_log_eppf, fill_column, fill_counts, refresh_due, reseed)
+from ._crosscat_kernels import (_refresh_cluster, allocation_step, column_partition_score,
+                                column_table_score, crp_log_eppf, fill_column, fill_counts, refresh_due, reseed)
 
 
 @njit(cache=True)
@@ -87,28 +87,8 @@ def joint_sequential_allocation(members, m, codes, params, columns, alpha, order
                 for c in range(k + 1):
                     weights[c] += cached_log_predictive_at(t, p, 0, flat, c * width, flat,
                                                            c * width + n_stats, x)
-        largest = -np.inf
-        for c in range(k + 1):
-            largest = max(largest, weights[c])
-        total = 0.0
-        for c in range(k + 1):
-            probs[c] = math.exp(weights[c] - largest)
-            total += probs[c]
-        if sample:
-            u = np.random.random() * total
-            chosen = k
-            acc = 0.0
-            for c in range(k + 1):
-                acc += probs[c]
-                if u < acc:
-                    chosen = c
-                    break
-            labels[i] = chosen
-        else:
-            if relabel[labels[i]] < 0:
-                relabel[labels[i]] = k
-            chosen = relabel[labels[i]]
-        log_q += weights[chosen] - largest - math.log(total)
+        chosen, log_q_row = allocation_step(weights, probs, k, sample, labels, i, relabel)
+        log_q += log_q_row
         if chosen == k:
             k += 1
             log_counts[k] = log_counts[k - 1]   # alpha's weight moves to the next new cluster
