@@ -60,6 +60,18 @@ def test_exact_mode_semi_supervised_matches_enumeration():
     assert model.labels_[0] == model.labels_[2] != model.labels_[3] == model.labels_[6]
 
 
+def _assert_co_clustering_matches(samples, exact, n_batches):
+    """Co-clustering frequencies of ``samples`` within 5 batch-means standard errors
+    (+ 5e-3) of the ``exact`` pairwise marginals, on a spread-out posterior."""
+    iu = np.triu_indices(exact.shape[0], 1)
+    assert np.sum((exact[iu] > 0.1) & (exact[iu] < 0.9)) >= 4  # a spread-out posterior
+    together = samples[:, iu[0]] == samples[:, iu[1]]
+    freq = together.mean(axis=0)
+    batches = together.reshape(n_batches, -1, together.shape[1]).mean(axis=1)
+    se = batches.std(axis=0, ddof=1) / np.sqrt(n_batches)
+    assert np.all(np.abs(freq - exact[iu]) < 5 * se + 5e-3), np.abs(freq - exact[iu]) / se
+
+
 @pytest.mark.parametrize("semi_supervised", [False, True])
 def test_sampler_matches_translation_invariant_enumeration(semi_supervised):
     """Distances, scale and theta fixed: sampled co-clustering frequencies within Monte Carlo
@@ -71,13 +83,7 @@ def test_sampler_matches_translation_invariant_enumeration(semi_supervised):
     n_sweeps, n_batches = 8000, 20
     sampled = FastTIWD(method="gibbs", n_sweeps=n_sweeps + 50, burn_in=50, scale=0.6,
                        theta=1.5, dof=2.0, random_state=0).fit(D, y)
-    iu = np.triu_indices(6, 1)
-    assert np.sum((exact[iu] > 0.1) & (exact[iu] < 0.9)) >= 4  # a spread-out posterior
-    together = sampled.samples_[:, iu[0]] == sampled.samples_[:, iu[1]]
-    freq = together.mean(axis=0)
-    batches = together.reshape(n_batches, -1, together.shape[1]).mean(axis=1)
-    se = batches.std(axis=0, ddof=1) / np.sqrt(n_batches)
-    assert np.all(np.abs(freq - exact[iu]) < 5 * se + 5e-3), np.abs(freq - exact[iu]) / se
+    _assert_co_clustering_matches(sampled.samples_, exact, n_batches)
     np.testing.assert_allclose(sampled.theta_samples_, 1.5)
 
 
@@ -99,13 +105,7 @@ def test_split_merge_sampler_matches_exact(distances):
     n_sweeps, n_batches = 3000, 20
     sampled = FastTIWD(method="gibbs", n_sweeps=n_sweeps + 50, burn_in=50, n_split_merge=8,
                        random_state=0, **params).fit(X)
-    iu = np.triu_indices(6, 1)
-    assert np.sum((exact[iu] > 0.1) & (exact[iu] < 0.9)) >= 4  # a spread-out posterior
-    together = sampled.samples_[:, iu[0]] == sampled.samples_[:, iu[1]]
-    freq = together.mean(axis=0)
-    batches = together.reshape(n_batches, -1, together.shape[1]).mean(axis=1)
-    se = batches.std(axis=0, ddof=1) / np.sqrt(n_batches)
-    assert np.all(np.abs(freq - exact[iu]) < 5 * se + 5e-3), np.abs(freq - exact[iu]) / se
+    _assert_co_clustering_matches(sampled.samples_, exact, n_batches)
 
 
 def _benchmark_scores(seed, n_sweeps=200):
