@@ -178,6 +178,22 @@ Trellis fit CPU seconds, three runs each (the middle ones at ``nice -15``)::
 
 The wall-clock gain of the two lanes (about 0.7 s expected on a quiet
 machine) is not measurable at these loads.
+
+Measured quiet (load about 1.1-1.3, the merged code, ``--skip-20k --skip-100k``).
+The first run counted 6 compilations inside the measured fit (5.95 s wall):
+the kernels that small inputs now run interpreted (``_core.interpreted``)
+were no longer compiled by the 300-point warm-up, whose large-paths fit now
+also sets ``INTERPRETED_BUDGET_SECONDS`` to 0. Then, two lanes (the default),
+and one lane (``SECOND_CHAIN_BYTES = 0``, a separate run)::
+
+    sklearn  N=10,000: ok, wall 3.35 s, CPU 3.35 s, peak 0.97 GiB
+    trellis  N=10,000: ok, wall 5.31 s, CPU 8.72 s, peak 1.80 GiB -- ...; numba
+        compilations after the warm-up: 0
+    N=10,000: time ratio 1.58x wall, 2.60x CPU (target <= 2x)
+    one lane: trellis wall 6.54 s, CPU 8.65 s, peak 1.28 GiB (2.68x that run's sklearn)
+
+The two lanes save 1.2 s of wall time for 0.5 GiB at N = 10,000; at N =
+20,000 they are off (one (N, N) array is 3 GiB).
 """
 
 import argparse
