@@ -180,7 +180,7 @@ The wall-clock gain of the two lanes (about 0.7 s expected on a quiet
 machine) is not measurable at these loads.
 
 Measured quiet (load about 1.1-1.3, the merged code, ``--skip-20k --skip-100k``).
-The first run counted 6 compilations inside the measured fit (5.95 s wall):
+The first run counted 6 compilations inside the measured fit (6.25 s wall):
 the kernels that small inputs now run interpreted (``_core.interpreted``)
 were no longer compiled by the 300-point warm-up, whose large-paths fit now
 also sets ``INTERPRETED_BUDGET_SECONDS`` to 0. Then, two lanes (the default),
