@@ -527,9 +527,9 @@ def _fast_tiwd_weak_signal_rows(quick):
 
 
 #: Split-merge proposals per sweep compared on the defaults' own model (CRP(1) blocks).
-SPLIT_MERGE_SETTINGS = (("defaults (n_split_merge=0)", {}),
+SPLIT_MERGE_SETTINGS = (("n_split_merge=0 (the previous default)", dict(n_split_merge=0)),
                         ("n_split_merge=2", dict(n_split_merge=2)),
-                        ("n_split_merge=10", dict(n_split_merge=10)),
+                        ("defaults (n_split_merge=10)", {}),
                         ("n_split_merge=10, 4 chains", dict(n_split_merge=10, n_chains=4)),
                         ("800 sweeps x 4 chains", dict(n_sweeps=800, n_chains=4)))
 
@@ -537,7 +537,7 @@ SPLIT_MERGE_SETTINGS = (("defaults (n_split_merge=0)", {}),
 def _fast_tiwd_split_merge_rows(quick):
     """FastTIWD's split-merge proposals on weak-signal distances from the defaults' own
     model (CRP(1) blocks, ``WEAK_SIGNAL``; the same planted draws and seeds for every
-    setting, so ``n_split_merge=0`` is the defaults' fit itself): pairwise marginals and
+    setting, so ``n_split_merge=10`` is the defaults' fit itself): pairwise marginals and
     held-out ``P(x ~ j)`` against the truth, +- the bootstrap error, and the mean CPU seconds
     of a fit (the first fit, which may compile, left out)."""
     n, n_draws = 60, (8 if quick else 30)
