@@ -185,10 +185,11 @@ def column_split_merge(chosen, columns, constants, codes, params, view_of, n_col
     """
     reseed(seed)
     # typed values, not literals: numba compiles a callee once per literal argument
-    draw, score = np.bool_(True), np.bool_(False)
+    draw, score, single = np.bool_(True), np.bool_(False), np.int64(1)
     n = labels.shape[1]
     width = stats.shape[2]
-    table = np.zeros((n + 1, 2 * width))
+    table = np.zeros((1, n + 1, 2 * width))
+    member = np.empty(1, np.int64)   # the one column the proposal allocates on
     seating = np.zeros(n + 1)
     scratch = np.empty((n + 1, width))
     new_labels = np.empty(n, np.int64)
@@ -197,6 +198,7 @@ def column_split_merge(chosen, columns, constants, codes, params, view_of, n_col
     for j in chosen:
         origin = view_of[j]
         t, p, x, lf = codes[j], params[j], columns[j], constants[j]
+        member[0] = j
         n_views = 0
         for v in range(n_columns.size):
             if n_columns[v] > 0:
@@ -206,8 +208,8 @@ def column_split_merge(chosen, columns, constants, codes, params, view_of, n_col
         size = n_columns[origin]
         if size > 1:
             alpha = _draw_alpha(rows_alpha, rows_shape, rows_rate)
-            log_q = sequential_allocation(t, p, x, alpha, order, new_labels, table,
-                                               seating, draw)
+            log_q = sequential_allocation(member, single, codes, params, columns, alpha,
+                                          order, new_labels, table, seating, draw)
             k = np.int64(0)
             for i in range(n):
                 k = max(k, new_labels[i] + 1)
@@ -237,8 +239,8 @@ def column_split_merge(chosen, columns, constants, codes, params, view_of, n_col
                     target = v
                     break
                 pick -= 1
-        log_q = sequential_allocation(t, p, x, alphas[origin], order, labels[origin],
-                                           table, seating, score)
+        log_q = sequential_allocation(member, single, codes, params, columns, alphas[origin],
+                                      order, labels[origin], table, seating, score)
         delta = (-log_alpha_views + math.log(n_columns[target])
                  - crp_log_eppf(alphas[origin], counts[origin], n_clusters[origin], n)
                  + column_partition_score(t, p, x, lf, labels[target], n_clusters[target],

@@ -139,85 +139,90 @@ def _refresh_cluster(t, p, flat, base, n_stats):
     predictive_cache_at(t, p, 0, flat, base, flat, base + n_stats)
 
 
-@njit(cache=True, inline='always')
-def allocation_step(weights, probs, k, sample, labels, i, relabel):
-    """Row ``i``'s step of a sequential allocation over ``k`` clusters and a new one.
-
-    ``weights[:k + 1]``: the row's log weights (the new cluster last); ``probs``
-    scratch. Draws the row's cluster into ``labels[i]`` (``sample``, numba's
-    generator) or replays ``labels[i]`` (``relabel``: given labels renumbered in
-    order of first appearance). Returns ``(chosen, log q of the choice)``.
-    """
-    largest = -np.inf
-    for c in range(k + 1):
-        if weights[c] > largest:
-            largest = weights[c]
-    total = 0.0
-    for c in range(k + 1):
-        probs[c] = math.exp(weights[c] - largest)
-        total += probs[c]
-    if sample:
-        u = np.random.random() * total
-        chosen = k
-        acc = 0.0
-        for c in range(k + 1):
-            acc += probs[c]
-            if u < acc:
-                chosen = c
-                break
-        labels[i] = chosen
-    else:
-        if relabel[labels[i]] < 0:
-            relabel[labels[i]] = k
-        chosen = relabel[labels[i]]
-    return chosen, weights[chosen] - largest - math.log(total)
-
-
 @njit(cache=True)
-def sequential_allocation(t, p, x, alpha, order, labels, stats, counts, sample):
-    """Rows of one column allocated in ``order`` to CRP(alpha) clusters by their predictive.
+def sequential_allocation(members, m, codes, params, columns, alpha, order, labels, stats,
+                          counts, sample):
+    """Rows allocated in ``order`` to CRP(alpha) clusters by the joint predictive of the
+    columns ``members[:m]``: the proposal of the column and view split-merge moves (a
+    one-pass DP mixture of those columns alone; of one column for the column move and
+    the view move's launch).
 
-    The proposal of the column split-merge move (a one-pass DP mixture of the
-    column alone): row ``order[k]`` joins cluster ``c`` with probability
-    proportional to ``n_c p(x | c)``, a new one to ``alpha p(x)``. ``sample``:
-    draw ``labels`` (numba's generator, returned in order of first appearance
-    along ``order``); otherwise score the given ``labels``. Returns ``log q(labels)``.
-    ``stats`` (n + 1, 2 n_stats) and ``counts`` (n + 1) are scratch: each cluster's
-    statistics, then its one-cell predictive constants (refreshed on the schedule of
-    :func:`refresh_due`).
+    Row ``order[k]`` joins cluster ``c`` with probability proportional to
+    ``n_c prod_l p(x_l | c)`` (missing cells: a factor 1), a new one to
+    ``alpha prod_l p(x_l)``. ``sample``: draw ``labels`` (numba's generator, in order of
+    first appearance along ``order``); otherwise score the given ``labels``. Returns
+    ``log q(labels)``. ``stats`` (``>= m``, n + 1, 2 n_stats) and ``counts`` (n + 1) are
+    scratch: per column, each cluster's statistics then its one-cell predictive constants
+    (refreshed on the schedule of :func:`refresh_due`).
     """
-    n = x.size
+    n = labels.size
     relabel = np.full(n + 1, -1, np.int64)
     weights = np.empty(n + 1)
     probs = np.empty(n + 1)
     log_counts = np.empty(n + 1)
-    n_stats = stats.shape[1] // 2
+    n_stats = stats.shape[2] // 2
     width = 2 * n_stats
-    stats[:, :] = 0.0
     counts[:] = 0.0
-    flat = stats.ravel()   # offsets instead of a row view per cluster and row
-    _refresh_cluster(t, p, flat, np.int64(0), n_stats)
+    for a in range(m):
+        flat = stats[a].ravel()
+        for q in range(flat.size):   # a loop: an array-wide assignment compiles more code
+            flat[q] = 0.0
+        _refresh_cluster(codes[members[a]], params[members[a]], flat, np.int64(0), n_stats)
     k = 0
     log_q = 0.0
     log_counts[0] = math.log(alpha)
     for pos in range(n):
         i = order[pos]
         for c in range(k + 1):
-            weights[c] = log_counts[c] + cached_log_predictive_at(
-                t, p, 0, flat, c * width, flat, c * width + n_stats, x[i])
-        chosen, log_q_row = allocation_step(weights, probs, k, sample, labels, i, relabel)
-        log_q += log_q_row
+            weights[c] = log_counts[c]
+        for a in range(m):
+            j = members[a]
+            t, p, x, flat = codes[j], params[j], columns[j, i], stats[a].ravel()
+            if x == x:
+                for c in range(k + 1):
+                    weights[c] += cached_log_predictive_at(t, p, 0, flat, c * width, flat,
+                                                           c * width + n_stats, x)
+        largest = -np.inf
+        for c in range(k + 1):
+            if weights[c] > largest:
+                largest = weights[c]
+        total = 0.0
+        for c in range(k + 1):
+            probs[c] = math.exp(weights[c] - largest)
+            total += probs[c]
+        if sample:
+            u = np.random.random() * total
+            chosen = k
+            acc = 0.0
+            for c in range(k + 1):
+                acc += probs[c]
+                if u < acc:
+                    chosen = c
+                    break
+            labels[i] = chosen
+        else:   # replay: the given labels renumbered in order of first appearance
+            if relabel[labels[i]] < 0:
+                relabel[labels[i]] = k
+            chosen = relabel[labels[i]]
+        log_q += weights[chosen] - largest - math.log(total)
         if chosen == k:
             k += 1
             log_counts[k] = log_counts[k - 1]   # alpha's weight moves to the next new cluster
-            _refresh_cluster(t, p, flat, k * width, n_stats)
-        if x[i] == x[i]:
-            accumulate_at(t, p, np.int64(0), flat, chosen * width, x[i], 1.0)
+            for a in range(m):
+                _refresh_cluster(codes[members[a]], params[members[a]], stats[a].ravel(),
+                                 k * width, n_stats)
         counts[chosen] += 1.0
-        if x[i] == x[i] and refresh_due(counts[chosen]):
-            _refresh_cluster(t, p, flat, chosen * width, n_stats)
+        for a in range(m):
+            j = members[a]
+            x = columns[j, i]
+            if x == x:
+                flat = stats[a].ravel()
+                accumulate_at(codes[j], params[j], np.int64(0), flat, chosen * width, x, 1.0)
+                if refresh_due(counts[chosen]):
+                    _refresh_cluster(codes[j], params[j], flat, chosen * width, n_stats)
         log_counts[chosen] = math.log(counts[chosen])
     return log_q
+
 
 
 # ---------------------------------------------------------------- the chain state

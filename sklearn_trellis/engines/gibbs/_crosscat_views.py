@@ -13,7 +13,7 @@ The move (state layout in :mod:`._crosscat_kernels`): an ordered pair of columns
 ``(i, j)`` is drawn uniformly, and a random order of the rows.
 
 - Launch (auxiliary, independent of the state the move changes): the rows are
-  allocated sequentially (:func:`joint_sequential_allocation`) on column ``i``
+  allocated sequentially (:func:`._crosscat_kernels.sequential_allocation`) on column ``i``
   alone and on column ``j`` alone, at the row concentration of ``i``'s view.
 - ``i`` and ``j`` share view ``v`` (columns ``C``, row partition ``z_C``): split.
   Every other column of ``C`` goes with ``j`` with probability
@@ -39,73 +39,9 @@ import numpy as np
 from numba import njit
 
 from ..._core.random_draws import permutation
-from ...models.cell_kernels import accumulate_at, cached_log_predictive_at
 from ._crosscat_columns import _close_view, _draw_alpha, _free_slot, _open_view
-from ._crosscat_kernels import (_refresh_cluster, allocation_step, column_partition_score,
-                                column_table_score, crp_log_eppf, fill_column, fill_counts, refresh_due, reseed)
-
-
-@njit(cache=True)
-def joint_sequential_allocation(members, m, codes, params, columns, alpha, order, labels,
-                                stats, counts, sample):
-    """Rows allocated in ``order`` to CRP(alpha) clusters by the joint predictive of the
-    columns ``members[:m]``.
-
-    Row ``order[k]`` joins cluster ``c`` with probability proportional to
-    ``n_c prod_l p(x_l | c)`` (missing cells: a factor 1), a new one to
-    ``alpha prod_l p(x_l)``. ``sample``: draw ``labels`` (numba's generator, in order of
-    first appearance along ``order``); otherwise score the given ``labels``. Returns
-    ``log q(labels)``. ``stats`` (``>= m``, n + 1, 2 n_stats) and ``counts`` (n + 1) are
-    scratch: per column, each cluster's statistics then its one-cell predictive constants
-    (refreshed on the schedule of :func:`._crosscat_kernels.refresh_due`, as the
-    one-column proposal of :func:`._crosscat_kernels.sequential_allocation`).
-    """
-    n = labels.size
-    relabel = np.full(n + 1, -1, np.int64)
-    weights = np.empty(n + 1)
-    probs = np.empty(n + 1)
-    log_counts = np.empty(n + 1)
-    n_stats = stats.shape[2] // 2
-    width = 2 * n_stats
-    counts[:] = 0.0
-    for a in range(m):
-        flat = stats[a].ravel()
-        for q in range(flat.size):   # a loop: an array-wide assignment compiles more code
-            flat[q] = 0.0
-        _refresh_cluster(codes[members[a]], params[members[a]], flat, np.int64(0), n_stats)
-    k = 0
-    log_q = 0.0
-    log_counts[0] = math.log(alpha)
-    for pos in range(n):
-        i = order[pos]
-        for c in range(k + 1):
-            weights[c] = log_counts[c]
-        for a in range(m):
-            j = members[a]
-            t, p, x, flat = codes[j], params[j], columns[j, i], stats[a].ravel()
-            if x == x:
-                for c in range(k + 1):
-                    weights[c] += cached_log_predictive_at(t, p, 0, flat, c * width, flat,
-                                                           c * width + n_stats, x)
-        chosen, log_q_row = allocation_step(weights, probs, k, sample, labels, i, relabel)
-        log_q += log_q_row
-        if chosen == k:
-            k += 1
-            log_counts[k] = log_counts[k - 1]   # alpha's weight moves to the next new cluster
-            for a in range(m):
-                _refresh_cluster(codes[members[a]], params[members[a]], stats[a].ravel(),
-                                 k * width, n_stats)
-        counts[chosen] += 1.0
-        for a in range(m):
-            j = members[a]
-            x = columns[j, i]
-            if x == x:
-                flat = stats[a].ravel()
-                accumulate_at(codes[j], params[j], np.int64(0), flat, chosen * width, x, 1.0)
-                if refresh_due(counts[chosen]):
-                    _refresh_cluster(codes[j], params[j], flat, chosen * width, n_stats)
-        log_counts[chosen] = math.log(counts[chosen])
-    return log_q
+from ._crosscat_kernels import (column_partition_score, column_table_score, crp_log_eppf,
+                                fill_column, reseed, sequential_allocation)
 
 
 @njit(cache=True)
@@ -185,11 +121,11 @@ def view_split_merge(n_proposals, columns, constants, codes, params, view_of, n_
         alpha_v = alphas[v]
         # the launch: rows allocated on column i alone and on column j alone
         one[0] = i
-        joint_sequential_allocation(one, single, codes, params, columns, alpha_v, order,
-                                    launch_i, sa_stats, seating, draw)
+        sequential_allocation(one, single, codes, params, columns, alpha_v, order,
+                              launch_i, sa_stats, seating, draw)
         one[0] = j
-        joint_sequential_allocation(one, single, codes, params, columns, alpha_v, order,
-                                    launch_j, sa_stats, seating, draw)
+        sequential_allocation(one, single, codes, params, columns, alpha_v, order,
+                              launch_j, sa_stats, seating, draw)
         k_i, k_j = _n_clusters_of(launch_i), _n_clusters_of(launch_j)
         # the columns of the merged view (C), i's side (R) and j's side (S), and log q of
         # the sides: drawn (split) or scored (merge)
@@ -227,15 +163,15 @@ def view_split_merge(n_proposals, columns, constants, codes, params, view_of, n_
                           + math.lgamma(float(n_leave)) - math.lgamma(float(n_merged)))
         if u == v:   # split
             alpha_u = _draw_alpha(rows_alpha, rows_shape, rows_rate)
-            log_q_stay = joint_sequential_allocation(stay, n_stay, codes, params, columns,
-                                                     alpha_v, order, z_stay, sa_stats,
-                                                     seating, draw)
-            log_q_leave = joint_sequential_allocation(leave, n_leave, codes, params, columns,
-                                                      alpha_u, order, z_leave, sa_stats,
-                                                      seating, draw)
-            log_q_merge = joint_sequential_allocation(merged, n_merged, codes, params,
-                                                      columns, alpha_v, order, labels[v],
-                                                      sa_stats, seating, score)
+            log_q_stay = sequential_allocation(stay, n_stay, codes, params, columns,
+                                               alpha_v, order, z_stay, sa_stats,
+                                               seating, draw)
+            log_q_leave = sequential_allocation(leave, n_leave, codes, params, columns,
+                                                alpha_u, order, z_leave, sa_stats,
+                                                seating, draw)
+            log_q_merge = sequential_allocation(merged, n_merged, codes, params,
+                                                columns, alpha_v, order, labels[v],
+                                                sa_stats, seating, score)
             k_stay, k_leave = _n_clusters_of(z_stay), _n_clusters_of(z_leave)
             log_split = (_partition_prior(alpha_v, z_stay, k_stay, sizes)
                          + _partition_prior(alpha_u, z_leave, k_leave, sizes)
@@ -265,15 +201,15 @@ def view_split_merge(n_proposals, columns, constants, codes, params, view_of, n_
                                 labels, n_clusters, stats, clear)
         else:        # merge u into v
             z_merged = z_stay
-            log_q_merge = joint_sequential_allocation(merged, n_merged, codes, params,
-                                                      columns, alpha_v, order, z_merged,
-                                                      sa_stats, seating, draw)
-            log_q_stay = joint_sequential_allocation(stay, n_stay, codes, params, columns,
-                                                     alpha_v, order, labels[v], sa_stats,
-                                                     seating, score)
-            log_q_leave = joint_sequential_allocation(leave, n_leave, codes, params, columns,
-                                                      alphas[u], order, labels[u], sa_stats,
-                                                      seating, score)
+            log_q_merge = sequential_allocation(merged, n_merged, codes, params,
+                                                columns, alpha_v, order, z_merged,
+                                                sa_stats, seating, draw)
+            log_q_stay = sequential_allocation(stay, n_stay, codes, params, columns,
+                                               alpha_v, order, labels[v], sa_stats,
+                                               seating, score)
+            log_q_leave = sequential_allocation(leave, n_leave, codes, params, columns,
+                                                alphas[u], order, labels[u], sa_stats,
+                                                seating, score)
             k_merged = _n_clusters_of(z_merged)
             log_merge = (_partition_prior(alpha_v, z_merged, k_merged, sizes)
                          + _columns_score(merged, n_merged, codes, params, columns,
