@@ -4,6 +4,7 @@ from their pieces and the cuts between pieces; they equal the direct sums."""
 import numpy as np
 import pytest
 
+from numba_threads import numba_threads
 from sklearn_trellis._core.family import ClusterFamily
 from sklearn_trellis.engines.sparse.seeds import linkage_seed_trees, tree_windows
 from sklearn_trellis.models import _family_stats
@@ -59,7 +60,6 @@ def test_window_unions_equal_direct_pair_sums(part):
 def test_graph_pair_sums_equal_direct_sums_on_any_number_of_threads(monkeypatch):
     """Sums over a graph's edges: the direct sums, bit for bit the same when the
     cuts run on two threads in small chunks."""
-    import numba
     from scipy import sparse
 
     from sklearn_trellis._core import parallel
@@ -81,12 +81,8 @@ def test_graph_pair_sums_equal_direct_sums_on_any_number_of_threads(monkeypatch)
         assert serial[v] == pytest.approx(w[np.ix_(members, members)].sum() / 2, abs=1e-9)
     monkeypatch.setattr(parallel, "PARALLEL_MIN_WORK", 0)
     monkeypatch.setattr(_family_stats, "SLOT_CHUNK", 5)
-    previous = numba.get_num_threads()
-    try:
-        numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+    with numba_threads(2):
         threaded = family_graph_pair_sums(graph, family)
-    finally:
-        numba.set_num_threads(previous)
     np.testing.assert_array_equal(serial, threaded)
 
 
@@ -96,7 +92,6 @@ def test_dense_pair_sums_on_threads_equal_the_serial_pass_bit_for_bit(monkeypatc
                                                                       part):
     """Large matrices: each vertex's cut on numba's threads, then one pass adding the
     children's sums; the same bits as the serial pass, windows or not."""
-    import numba
 
     from sklearn_trellis._core import parallel
     rng = np.random.default_rng(2)
@@ -111,10 +106,6 @@ def test_dense_pair_sums_on_threads_equal_the_serial_pass_bit_for_bit(monkeypatc
     w = np.exp(-np.sqrt(((X[:, None] - X[None]) ** 2).sum(-1))) - 0.3
     serial = family_pair_sums(w, family, part)
     monkeypatch.setattr(parallel, "PARALLEL_MIN_WORK", 0)
-    previous = numba.get_num_threads()
-    try:
-        numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+    with numba_threads(2):
         threaded = family_pair_sums(w, family, part)
-    finally:
-        numba.set_num_threads(previous)
     assert serial.tobytes() == threaded.tobytes()

@@ -5,6 +5,7 @@ import pytest
 
 from oracles import (cluster_probability, flat_summaries, partition_log_joints, random_subsets,
                      set_partitions, together_probability)
+from numba_threads import numba_threads
 from sklearn_trellis import DPMixture
 from sklearn_trellis.models import (BetaBernoulli, DirichletMultinomial, NormalGamma,
                                     NormalInverseWishart)
@@ -90,7 +91,6 @@ def test_count_weighted_trellis_matches_enumeration(n):
 
 def test_count_weighted_trellis_serial_and_parallel_twins_agree(monkeypatch):
     """Small layers run the kernels' serial twins, large ones the parallel: same bits."""
-    import numba
     from sklearn_trellis._core import parallel
     rng = np.random.default_rng(3)
     n = 7
@@ -107,12 +107,8 @@ def test_count_weighted_trellis_serial_and_parallel_twins_agree(monkeypatch):
     monkeypatch.setattr(parallel, "PARALLEL_MIN_WORK", 1 << 62)
     serial = run()
     monkeypatch.setattr(parallel, "PARALLEL_MIN_WORK", 0)
-    previous = numba.get_num_threads()
-    try:
-        numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+    with numba_threads(2):
         threaded = run()
-    finally:
-        numba.set_num_threads(previous)
     for a, b in zip(serial, threaded):
         np.testing.assert_array_equal(a, b)
 

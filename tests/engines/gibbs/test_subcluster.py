@@ -4,6 +4,7 @@ import numba
 import numpy as np
 import pytest
 
+from numba_threads import numba_threads
 from sklearn_trellis.engines.exact.trellis_for_model import trellis_for_model
 from sklearn_trellis.engines.gibbs import shards, subcluster
 from sklearn_trellis.models import (BetaBernoulli, DirichletMultinomial, NormalGamma,
@@ -295,15 +296,10 @@ def test_same_seed_same_chain_on_any_number_of_threads():
     data = lik.check_sampler_data(X)
     assert data.dtype == np.float32
     runs = []
-    previous = numba.get_num_threads()
-    try:
-        for threads in (1, min(2, numba.config.NUMBA_NUM_THREADS)):
-            numba.set_num_threads(threads)
-            result = subcluster.run_chain(lik, CRP(1.0), data, n_sweeps=6, random_state=5,
-                                          n_split_merge=4)
-            runs.append(result)
-    finally:
-        numba.set_num_threads(previous)
+    for threads in (1, 2):
+        with numba_threads(threads):
+            runs.append(subcluster.run_chain(lik, CRP(1.0), data, n_sweeps=6, random_state=5,
+                                             n_split_merge=4))
     np.testing.assert_array_equal(runs[0].samples, runs[1].samples)
     np.testing.assert_array_equal(runs[0].log_joints, runs[1].log_joints)
     assert runs[0].samples[-1].max() + 1 >= 3   # the three blobs are apart

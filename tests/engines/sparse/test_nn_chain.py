@@ -5,6 +5,7 @@ import pytest
 from scipy.cluster.hierarchy import linkage
 from scipy.spatial.distance import pdist
 
+from numba_threads import numba_threads
 from sklearn_trellis.engines.sparse import _nn_chain
 from sklearn_trellis.engines.sparse._nn_chain import (euclidean_linkage_matrices, linkage_matrices,
                                                      nn_chain_linkage)
@@ -110,12 +111,8 @@ def test_euclidean_linkages_from_one_square_array_are_scipys(monkeypatch, case, 
                         lambda *args: used.append(1) or two_lanes(*args))
     methods = ["ward", "single", "complete", "average"]   # any order, single anywhere
     work = np.full((n, n), np.nan)
-    previous = numba.get_num_threads()
-    try:
-        numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+    with numba_threads(2):
         got = euclidean_linkage_matrices(methods, X, work)
-    finally:
-        numba.set_num_threads(previous)
     assert len(used) == (lanes == 2)
     for method, Z in zip(methods, got):
         np.testing.assert_array_equal(Z, linkage(pdist(X), method=method))

@@ -10,6 +10,7 @@ from scipy.cluster.hierarchy import linkage
 from oracles import (binary_trees, canonical_tree, family_split_edges, family_tree_counts,
                      random_split_table, tree_clusters, tree_log_potential)
 from oracles import ginkgo_energy, small_ginkgo_jets
+from numba_threads import numba_threads
 from sklearn_trellis.models import CallableEnergy, DasguptaEnergy, GinkgoEnergy, HCCEnergy
 from sklearn_trellis.models.callable_energy import table_split
 from sklearn_trellis.engines import ExactHierarchicalTrellis
@@ -507,7 +508,6 @@ def test_window_root_ranges_find_the_same_edges(seed, monkeypatch):
 def test_edge_discovery_is_the_same_on_any_number_of_threads(monkeypatch):
     """Threaded discovery (small chunks, buffers regrown many times) finds the same
     edges in the same order as the serial pass, so the same trees and ties."""
-    import numba
 
     from sklearn_trellis._core import parallel
     from sklearn_trellis.engines.sparse import _sparse_hier_kernels
@@ -526,15 +526,11 @@ def test_edge_discovery_is_the_same_on_any_number_of_threads(monkeypatch):
     monkeypatch.setattr(parallel, "PARALLEL_MIN_WORK", 0)
     monkeypatch.setattr(_sparse_hier_kernels, "SLOT_CHUNK", 7)
     monkeypatch.setattr(_sparse_hier_kernels, "_ROWS_PER_VERTEX", 0)
-    previous = numba.get_num_threads()
-    try:
-        numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+    with numba_threads(2):
         threaded = fitted()
         assert fitted(max_edges=serial.n_edges).n_edges == serial.n_edges
         with pytest.raises(ValueError, match="max_edges"):
             fitted(max_edges=serial.n_edges - 1)
-    finally:
-        numba.set_num_threads(previous)
     assert serial.n_edges > 3 * n
     for name in ("edge_ptr", "edge_parent", "edge_left", "edge_right"):
         np.testing.assert_array_equal(getattr(serial, name), getattr(threaded, name))
