@@ -47,6 +47,12 @@ PARALLEL_MIN_BITS = 14
 PARALLEL_MIN_BITS_LINEAR_WORK = 18
 #: Low bits of the superset sums done within one cache-resident block.
 SUPERSET_BLOCK_BITS = 12
+#: Layers over fewer bits run the plain one-loop kernels (``log Z`` in log
+#: space): their work is small (under 3 ms for all the layers below 12 bits),
+#: and the blocked, unrolled kernels cost seconds of numba compilation that a
+#: fit of up to ``BLOCKED_MIN_BITS + 1`` items then never pays. At least
+#: ``BLOCK_BITS``.
+BLOCKED_MIN_BITS = 12
 
 
 def linear_shifts(range_a, range_b, n_bits):
@@ -91,7 +97,7 @@ def _log_z_layer(a, b, out, buffer, scratch, n_bits, linear):
     inputs) receive the linear weights.
     """
     parallel = n_bits >= PARALLEL_MIN_BITS
-    if linear and n_bits >= BLOCK_BITS:
+    if linear and n_bits >= max(BLOCKED_MIN_BITS, BLOCK_BITS):
         a_low, a_high = kernels.finite_range(a)
         if a_high == -np.inf:
             out[:] = -np.inf
@@ -124,7 +130,7 @@ def _max_layer(a, b, out, n_bits):
     """``out[j] = max_{t subset of j} a[t] + b[j ^ t]``."""
     if n_bits >= PARALLEL_MIN_BITS:
         conv_max_blocks(a, b, out, n_bits)
-    elif n_bits >= BLOCK_BITS:
+    elif n_bits >= max(BLOCKED_MIN_BITS, BLOCK_BITS):
         conv_max_range(a, b, out, 0, 1 << (n_bits - BLOCK_BITS))
     else:
         kernels.conv_max_small(a, b, out, n_bits)
@@ -242,7 +248,7 @@ def n_clusters_pass(log_potentials, log_z, n_items, linear=True):
                                      n_blocks - 1, n_blocks - 1, n_blocks, is_linear)
             return dest[:, -1], used
         dest = probs[:, low:high]
-        if is_linear and highest >= BLOCK_BITS:
+        if is_linear and highest >= max(BLOCKED_MIN_BITS, BLOCK_BITS):
             _n_clusters_linear_layer(a, b, probs, dest, highest, inputs[:low])
         elif highest >= PARALLEL_MIN_BITS:
             kernels.n_clusters_blocks(a, b, log_z[low:high], probs, dest, highest,

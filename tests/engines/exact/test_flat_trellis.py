@@ -184,6 +184,16 @@ def test_linear_shifts_keep_products_representable(n_bits, range_a, range_b):
         assert shift_a == shift_b == 0.0  # no shift: exponent arguments stay small
 
 
+@pytest.fixture
+def blocked_layers(monkeypatch):
+    """Every layer from ``BLOCK_BITS`` bits runs the blocked kernels (linear ``log Z``).
+
+    By default only layers of ``BLOCKED_MIN_BITS`` (12) bits or more do, so the
+    small tables of these tests would never reach them.
+    """
+    monkeypatch.setattr(passes, "BLOCKED_MIN_BITS", _block_codegen.BLOCK_BITS)
+
+
 def fit_both_ways(table):
     """The same table with linear layers allowed (default) and forced into log space."""
     linear = ExactFlatTrellis(table).fit()
@@ -207,7 +217,7 @@ def assert_same_results(first, second, atol=1e-12):
 
 
 @pytest.mark.parametrize("forbid", [0.0, 0.4])
-def test_linear_and_log_space_layers_agree(forbid):
+def test_linear_and_log_space_layers_agree(forbid, blocked_layers):
     table = random_table(np.random.default_rng(11), 10, forbid=forbid)
     linear, logspace = fit_both_ways(table)
     assert linear._linear_layers[_block_codegen.BLOCK_BITS:].all()
@@ -226,7 +236,7 @@ def straddling_table(rng, n, scales):
     return table
 
 
-def test_layers_straddling_the_linear_threshold_match_enumeration():
+def test_layers_straddling_the_linear_threshold_match_enumeration(blocked_layers):
     rng = np.random.default_rng(5)
     n = 8
     # layer 4: small range (linear, no shift); 5: range ~900 (linear, shifted);
@@ -253,7 +263,7 @@ def test_layers_straddling_the_linear_threshold_match_enumeration():
     np.testing.assert_array_equal(linear._n_clusters_linear_layers, [1] * 5 + [0] * 3)
 
 
-def test_forbidden_singletons_give_minus_infinity_subsets():
+def test_forbidden_singletons_give_minus_infinity_subsets(blocked_layers):
     rng = np.random.default_rng(9)
     n = 8
     table = random_table(rng, n, forbid=0.3)
@@ -270,7 +280,24 @@ def test_forbidden_singletons_give_minus_infinity_subsets():
                                    atol=1e-9)
 
 
-def test_parallel_kernels_match_serial(monkeypatch):
+@pytest.mark.parametrize("forbid", [0.0, 0.4])
+def test_small_layers_run_the_plain_kernels_with_the_blocked_kernels_results(
+        forbid, monkeypatch):
+    # Below BLOCKED_MIN_BITS the layers run the one-loop kernels in log space; the
+    # blocked (linear) kernels give the same results to rounding, the same MAP exactly.
+    table = random_table(np.random.default_rng(12), 9, forbid=forbid)
+    plain = ExactFlatTrellis(table).fit()
+    assert not plain._linear_layers.any()
+    monkeypatch.setattr(passes, "BLOCKED_MIN_BITS", _block_codegen.BLOCK_BITS)
+    blocked = ExactFlatTrellis(table).fit()
+    assert blocked._linear_layers[_block_codegen.BLOCK_BITS:].all()
+    assert_same_results(plain, blocked)
+    parts = set_partitions(9)
+    ref = flat_summaries(parts, table_log_phi(parts, table))
+    assert plain.log_partition_function == pytest.approx(ref["log_z"], rel=1e-13)
+
+
+def test_parallel_kernels_match_serial(monkeypatch, blocked_layers):
     table = random_table(np.random.default_rng(4), 9, forbid=0.2)
     serial = fit_both_ways(table)
     monkeypatch.setattr(passes, "PARALLEL_MIN_BITS", 5)
