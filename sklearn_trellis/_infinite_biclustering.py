@@ -12,8 +12,8 @@ from ._core.compilation import announces_compilation
 from ._core.labels import first_appearance_labels
 from ._core.validation import validate_kernel_data
 from ._gibbs_base import (KMEANS_INIT_CLUSTERS, MAX_LOSS_ESTIMATE_ITEMS, MAX_PAIRWISE_ITEMS,
-                          _BaseGibbs, check_given_labels, gamma_hyperprior, initial_labels,
-                          predictive_picks)
+                          _BaseGibbs, _refuse_rows_without_density, check_given_labels,
+                          gamma_hyperprior, initial_labels, predictive_picks)
 from .engines.exact.bicluster import ExactBiclusterPosterior, bell
 from .engines.exact.binder import bayes_estimate
 from .engines.gibbs import bicluster as engine
@@ -405,9 +405,12 @@ default='vi'
         X = validate_kernel_data(self, X, dtype=np.float64, ensure_all_finite="allow-nan",
                                  reset=False)
         self.model_.check_values(X)
-        if self._exact is not None:
-            return self._exact.log_predictive(X)
-        return self._mean_predictive_log_density(np.ascontiguousarray(X))
+        if self._exact is None:
+            return self._mean_predictive_log_density(np.ascontiguousarray(X))
+        with np.errstate(all="ignore"):     # a NaN density is refused below
+            density = self._exact.log_predictive(X)
+        _refuse_rows_without_density(np.isnan(density))
+        return density
 
     def score(self, X, y=None):
         """Mean log posterior predictive density of the rows of ``X`` (higher is better).

@@ -117,12 +117,7 @@ class ExactBiclusterPosterior:
 
     def _grid_log_joint(self):
         """``(G, P_rows, P_columns)``: ``log p(r, c, g, X)`` of every pair at every grid point."""
-        row_masks, column_masks = self._row_masks, self._column_masks
-        table = self._subset_log_marginals
-        log_lik = np.zeros((table.shape[0], len(row_masks), len(column_masks)))
-        for a in range(row_masks.shape[1]):
-            for b in range(column_masks.shape[1]):
-                log_lik += table[:, row_masks[:, a][:, None], column_masks[:, b][None, :]]
+        log_lik = self._sum_over_blocks(self._subset_log_marginals)
         return (log_lik + self._grid_log_prior[:, None, None]
                 + self._eppf_rows[None, :, None] + self._eppf_columns[None, None, :])
 
@@ -169,16 +164,33 @@ class ExactBiclusterPosterior:
                 gain[g], log_join, log_new)) for g in range(len(gain))])
         return out
 
+    def _by_row_subset(self, table):
+        """``(..., 2^n, P_columns)``: ``table`` (``(..., 2^n, 2^d)``, per row subset and column
+        subset) summed over the clusters of each column partition."""
+        out = np.zeros(table.shape[:-1] + (len(self._column_masks),))
+        for b in range(self._column_masks.shape[1]):
+            out += table[..., self._column_masks[:, b]]
+        return out
+
+    def _sum_over_blocks(self, table):
+        """``(G, P_rows, P_columns)``: ``table`` (``(G, 2^n, 2^d)``) summed over the blocks of
+        every pair (columns first, then rows: ``n + d`` gathers, not ``n d``)."""
+        by_subset = self._by_row_subset(table)
+        out = np.zeros((table.shape[0], len(self._row_masks), by_subset.shape[2]))
+        for a in range(self._row_masks.shape[1]):
+            out += by_subset[:, self._row_masks[:, a], :]
+        return out
+
     def _row_log_predictive(self, gain, log_join, log_new):
         """``(P_rows, P_columns)``: ``log p(x | r, c, g, X)`` of every pair at one grid point."""
-        row_masks, column_masks = self._row_masks, self._column_masks
-        terms = np.empty((row_masks.shape[1] + 1, len(row_masks), len(column_masks)))
+        row_masks = self._row_masks
+        by_subset = self._by_row_subset(gain)       # (2^n, P_columns)
+        terms = np.empty((row_masks.shape[1] + 1, len(row_masks), by_subset.shape[1]))
         for a in range(row_masks.shape[1]):
-            terms[a] = log_join[:, a, None]
-            for b in range(column_masks.shape[1]):
-                terms[a] += gain[row_masks[:, a][:, None], column_masks[:, b][None, :]]
-        terms[-1] = log_new + gain[0, column_masks].sum(axis=1)[None, :]
-        return logsumexp(terms, axis=0)
+            terms[a] = log_join[:, a, None] + by_subset[row_masks[:, a]]
+        terms[-1] = log_new + by_subset[0][None, :]
+        top = terms.max(axis=0)    # finite: the new cluster's term is (a missing one: -inf)
+        return top + np.log(np.exp(terms - top).sum(axis=0))
 
     def row_probabilities(self):
         """Posterior probability of each row partition."""
