@@ -150,14 +150,16 @@ default='vi'
 
     Notes
     -----
-    No ``score``: held-out rows would need the predictive of a new row over
-    the column partition, which is not implemented, so ``GridSearchCV`` with
-    its default scoring raises scikit-learn's TypeError. Exact fits report
-    the evidence ``log_marginal_likelihood_`` (compare ``alpha_rows``,
-    ``alpha_columns`` and the cell priors by it on the whole matrix), Gibbs
-    fits learn both concentrations with ``alpha_prior``; against known row
-    labels use a scorer that refits on each fold, e.g. ``scoring=lambda est,
-    X, y: adjusted_rand_score(y, est.fit(X).row_labels_)``.
+    ``score`` is the mean log posterior predictive density of held-out rows
+    (:meth:`score_samples` per row), each a new row of the fitted matrix: it
+    joins a row cluster or a new one by the CRP's predictive weights and its
+    cells are predicted block by block given the column partition. Every term
+    that depends on ``alpha_rows``, ``alpha_columns`` or the cell priors is in
+    it, so ``GridSearchCV`` with its default scoring chooses them. Exact fits
+    compute it exactly (``log p(X + x) - log p(X)``, the cell hyperparameters'
+    grid summed out); Gibbs fits average over up to 25 kept samples. Exact fits
+    also report the evidence ``log_marginal_likelihood_``, and Gibbs fits can
+    learn both concentrations with ``alpha_prior``.
 
     References
     ----------
@@ -180,6 +182,18 @@ default='vi'
     (array([0, 0, 0]), array([1, 1, 1]))
     >>> model.get_shape(0)
     (15, 10)
+
+    Held-out rows are scored by their predictive density; on a tiny matrix
+    (exact mode) the score of a row is the evidence it adds:
+
+    >>> from sklearn_trellis.models.cells import NormalCells
+    >>> cells = NormalCells(kappa=0.1, mean_prior=0.0, variance_prior=1.0)
+    >>> small, row = X[:4, :3], X[4:5, :3]
+    >>> fitted = InfiniteBiclustering(cells, random_state=0).fit(small)
+    >>> both = InfiniteBiclustering(cells, random_state=0).fit(np.vstack([small, row]))
+    >>> gain = both.log_marginal_likelihood_ - fitted.log_marginal_likelihood_
+    >>> bool(np.isclose(fitted.score(row), gain, rtol=0, atol=1e-10))
+    True
     """
 
     _nested_models = {"likelihood": "NormalCells()"}
