@@ -130,6 +130,21 @@ def test_gibbs_score_matches_exact_within_monte_carlo_error():
     assert np.all(np.abs(difference) < 4 * error + 0.01), (difference, error)
 
 
+def _log_mean_predictive(model, X, new):
+    """The score by hand: the log mean over the picked kept samples (up to 25, evenly
+    spaced) of each sample's predictive on the rows ``X``, at its own alpha_rows and cell
+    parameters."""
+    blocks = make_blocks(model.model_, X, np.ascontiguousarray(X.T))
+    n_kept = model.row_samples_.shape[0]
+    per_sample = []
+    for s in np.unique(np.linspace(0, n_kept - 1, min(n_kept, 25)).round().astype(int)):
+        rows = np.unique(model.row_samples_[s], return_inverse=True)[1]
+        per_sample.append(logsumexp(new_row_log_weights(
+            blocks[0], X, rows, model.column_samples_[s].astype(np.int64),
+            model._pooled["cell_params"][s], CRP(model.alphas_rows_[s]), new), axis=1))
+    return logsumexp(per_sample, axis=0) - np.log(len(per_sample))
+
+
 def test_gibbs_scores_average_each_samples_own_hyperparameters():
     """Each picked sample is scored at its own alpha_rows and cell hyperparameters: the
     score is the log mean over the samples of the per-sample predictive."""
@@ -139,15 +154,23 @@ def test_gibbs_scores_average_each_samples_own_hyperparameters():
                                  random_state=0).fit(X)
     assert np.ptp(model.alphas_rows_) > 0 and np.ptp(model.hyperparameters_["a"]) > 0
     new = (rng.random_sample((2, 6)) < 0.3).astype(float)
-    blocks = make_blocks(model.model_, X, np.ascontiguousarray(X.T))
-    per_sample = []
-    for s in np.unique(np.linspace(0, 14, 15).round().astype(int)):
-        rows = np.unique(model.row_samples_[s], return_inverse=True)[1]
-        per_sample.append(logsumexp(new_row_log_weights(
-            blocks[0], X, rows, model.column_samples_[s].astype(np.int64),
-            model._pooled["cell_params"][s], CRP(model.alphas_rows_[s]), new), axis=1))
-    expected = logsumexp(per_sample, axis=0) - np.log(len(per_sample))
-    assert np.allclose(model.score_samples(new), expected, rtol=0, atol=1e-12)
+    assert np.allclose(model.score_samples(new), _log_mean_predictive(model, X, new),
+                       rtol=0, atol=1e-12)
+
+
+def test_warm_starts_score_on_their_own_data_and_samples():
+    rng = np.random.RandomState(5)
+    X, other = (rng.random_sample((2, 12, 6)) < 0.3).astype(float)
+    new = (rng.random_sample((2, 6)) < 0.3).astype(float)
+    model = InfiniteBiclustering(likelihood=BernoulliCells(mean=0.3), n_sweeps=20,
+                                 warm_start=True, random_state=0).fit(X)
+    model.fit(X)                       # continued: 10 kept samples, then 30
+    assert model.row_samples_.shape[0] == 30
+    assert np.allclose(model.score_samples(new), _log_mean_predictive(model, X, new),
+                       rtol=0, atol=1e-12)
+    model.fit(other)                   # new data: the chains restart, the rows are other's
+    assert np.allclose(model.score_samples(new), _log_mean_predictive(model, other, new),
+                       rtol=0, atol=1e-12)
 
 
 def _planted_bernoulli(n_rows, seed):
