@@ -13,7 +13,11 @@ the value the evidence / ``GridSearchCV`` with default scoring selects:
   default scoring, the posterior mean under ``alpha_prior=(1, 1)``, and the
   oracle limit: how often the maximum-likelihood ``alpha`` given the *true*
   partition (Ewens; ``K`` is sufficient) is within 15 %, at n = 150 to
-  150,000, and the ``n`` at which it would be 90 % of the time.
+  150,000, and the ``n`` at which it would be 90 % of the time;
+- InfiniteBiclustering's cell prior strength on a binary matrix drawn from its
+  own model (:func:`crp_bicluster_bernoulli`): ``GridSearchCV`` with default
+  scoring (held-out rows), the posterior mean on the cells' strength grid, and
+  the maximum-likelihood strength given the true partitions.
 
 ``calibration_rows()``: expected calibration error (10 equal-width bins), at
 the estimators' defaults on data drawn from their own models, of
@@ -44,23 +48,26 @@ gives both).
 
 Run through the issue's driver:
 ``python benchmarks/bench_calibration.py --only _calibration_models [--quick]
-[--part NAME ...]`` (parts: the keys of ``CALIBRATION_PARTS``).
+[--part NAME ...]`` (parts: the keys of ``RECOVERY_PARTS`` and ``CALIBRATION_PARTS``;
+a name in both, e.g. ``dp``, runs both).
 """
 
 import sys
 import time
 
 import numpy as np
-from scipy.optimize import brentq, linear_sum_assignment
-from scipy.special import logsumexp
+from scipy.optimize import brentq, linear_sum_assignment, minimize_scalar
+from scipy.special import betaln, logsumexp
 from sklearn.mixture import BayesianGaussianMixture
 from sklearn.model_selection import GridSearchCV
 
 from sklearn_trellis import (BayesianHierarchicalClustering, CrossCat, DPMixture, FastTIWD,
+                             InfiniteBiclustering,
                              TrellisHierarchical)
 from sklearn_trellis.datasets import make_gaussian_pairs, make_ginkgo_jets, make_wishart_blocks
 from sklearn_trellis.metrics import expected_calibration_error, pairwise_from_proba
 from sklearn_trellis.models import BetaBernoulli, GinkgoEnergy
+from sklearn_trellis.models.cells import BernoulliCells
 from sklearn_trellis.models.wishart import estimate_dof, estimate_dof_from_distances
 from sklearn_trellis.preprocessing.distance_normalization import normalized_inner_products
 
@@ -178,9 +185,83 @@ def _dp_rows(quick):
     return rows
 
 
-def recovery_rows(quick=False):
-    """Rows ``{model, parameter, data, true, grid, auto, note}`` (see bench_calibration.py)."""
-    return _ginkgo_rows(20 if quick else 200) + _fast_tiwd_rows(quick) + _dp_rows(quick)
+def crp_bicluster_bernoulli(n_rows, n_columns, alpha, strength, seed):
+    """A binary matrix from the infinite biclustering model: CRP(alpha) partitions of the
+    rows and of the columns, each block's probability from Beta(s / 2, s / 2) (mean 0.5,
+    strength ``s``), its cells Bernoulli. Returns ``(X, row labels, column labels)``."""
+    rng = np.random.default_rng(seed)
+    rows = make_gaussian_pairs(n_rows, alpha=alpha, random_state=seed).target
+    columns = make_gaussian_pairs(n_columns, alpha=alpha, random_state=seed + 1000).target
+    p = rng.beta(strength / 2, strength / 2, size=(rows.max() + 1, columns.max() + 1))
+    X = (rng.random((n_rows, n_columns)) < p[rows][:, columns]).astype(float)
+    return X, rows, columns
+
+
+def known_partitions_strength(X, rows, columns):
+    """The maximum-likelihood strength given the *true* partitions (the block probabilities
+    integrated out): the best any estimate can do from this matrix."""
+    ones = np.zeros((rows.max() + 1, columns.max() + 1))
+    cells = np.zeros_like(ones)
+    np.add.at(ones, (rows[:, None], columns[None, :]), X)
+    np.add.at(cells, (rows[:, None], columns[None, :]), 1.0)
+
+    def minus_log_lik(log_s):
+        half = np.exp(log_s) / 2
+        return -np.sum(betaln(half + ones, half + cells - ones) - betaln(half, half))
+
+    return float(np.exp(minimize_scalar(minus_log_lik, bounds=(np.log(1e-2), np.log(1e4)),
+                                        method="bounded").x))
+
+
+def _ib_rows(quick):
+    """InfiniteBiclustering: the Beta strength of the block probabilities (the cell prior)."""
+    rows = []
+    n_rows, n_columns, alpha = (40, 30, 2.0) if quick else (60, 40, 3.0)
+    sweeps = 20 if quick else 60
+    for true in (2.0, 8.0):
+        X, row_labels, column_labels = crp_bicluster_bernoulli(n_rows, n_columns, alpha, true,
+                                                               seed=0)
+        grid = np.round(true * 2.0 ** (np.arange(-6, 7) / 4), 3)     # steps of 19 %
+        search = GridSearchCV(
+            InfiniteBiclustering(BernoulliCells(mean=0.5, hyperprior="fixed"),
+                                 alpha_rows=alpha, alpha_columns=alpha, n_sweeps=sweeps,
+                                 random_state=0),
+            {"likelihood__strength": grid}, cv=3 if quick else 5).fit(X)
+        learned = InfiniteBiclustering(BernoulliCells(mean=0.5), alpha_rows=alpha,
+                                       alpha_columns=alpha, n_sweeps=2 * sweeps,
+                                       random_state=0).fit(X)
+        strength = learned.hyperparameters_["a"] + learned.hyperparameters_["b"]
+        n_blocks = (row_labels.max() + 1) * (column_labels.max() + 1)
+        rows.append(_row("InfiniteBiclustering", "cell strength",
+                         f"CRP({alpha:g}) x CRP({alpha:g}) Beta-Bernoulli blocks, "
+                         f"{n_rows} x {n_columns}", true,
+                         grid=search.best_params_["likelihood__strength"],
+                         auto=float(strength.mean()),
+                         note=f"GridSearchCV default scoring (held-out rows), cv="
+                              f"{3 if quick else 5}; auto = posterior mean on the 1..100 "
+                              f"grid; MLE from the true partitions ({n_blocks} blocks): "
+                              f"{known_partitions_strength(X, row_labels, column_labels):.3g}; "
+                              f"clusters {learned.n_row_clusters_} x "
+                              f"{learned.n_column_clusters_} (true {row_labels.max() + 1} x "
+                              f"{column_labels.max() + 1})"))
+    return rows
+
+
+#: The parts of ``recovery_rows`` (``bench_calibration.py --part NAME`` runs some only).
+RECOVERY_PARTS = {
+    "ginkgo": lambda quick: _ginkgo_rows(20 if quick else 200),
+    "fast_tiwd": _fast_tiwd_rows,
+    "dp": _dp_rows,
+    "infinite_biclustering": _ib_rows,
+}
+
+
+def recovery_rows(quick=False, parts=None):
+    """Rows ``{model, parameter, data, true, grid, auto, note}`` (see bench_calibration.py);
+    ``parts`` (names of ``RECOVERY_PARTS`` or ``CALIBRATION_PARTS``) keeps some only."""
+    _check_parts(parts)
+    return [row for name, part in RECOVERY_PARTS.items() if not parts or name in parts
+            for row in part(quick)]
 
 
 # -- calibration ------------------------------------------------------------------------
@@ -618,14 +699,19 @@ CALIBRATION_PARTS = {
 }
 
 
+def _check_parts(parts):
+    known = {**RECOVERY_PARTS, **CALIBRATION_PARTS}
+    unknown = set(parts or ()) - set(known)
+    if unknown:
+        raise ValueError(f"unknown parts {sorted(unknown)}; choose from {list(known)}")
+
+
 def calibration_rows(quick=False, parts=None):
     """ECE of the probabilities of DPMixture, BHC, FastTIWD and CrossCat at their defaults on
     data from their own models, next to BayesianGaussianMixture (rows ``{model, data,
     setting, engine, ece, note}``, see bench_calibration.py); ``parts`` (names of
     ``CALIBRATION_PARTS``) keeps some only."""
-    unknown = set(parts or ()) - set(CALIBRATION_PARTS)
-    if unknown:
-        raise ValueError(f"unknown parts {sorted(unknown)}; choose from {list(CALIBRATION_PARTS)}")
+    _check_parts(parts)
     return [row for name, part in CALIBRATION_PARTS.items() if not parts or name in parts
             for row in part(quick)]
 

@@ -37,7 +37,7 @@ Run: ``python benchmarks/bench_calibration.py [--quick] [--only SECTION ...]
 [--setting NAME ...] [--part NAME ...] [--skip-recovery]`` (sections: ``ecc``,
 ``_calibration_trees``, ``_calibration_models``; ``--setting`` keeps only the named
 correlation-clustering calibration settings, e.g. ``--setting "beta='posterior', alpha
-'auto'"``; ``--part`` only the named parts of a module's calibration rows, e.g.
+'auto'"``; ``--part`` only the named parts of a module's recovery and calibration rows, e.g.
 ``--only _calibration_models --part fast_tiwd_weak``). The load
 average is printed with the timings (a shared machine's figures vary with it).
 """
@@ -345,8 +345,9 @@ def main(argv=None):
                         help="run only these settings of the correlation-clustering "
                              "calibration rows (repeatable)")
     parser.add_argument("--part", action="append",
-                        help="run only these parts of the optional modules' calibration rows "
-                             "(repeatable; e.g. 'fast_tiwd_weak' of _calibration_models)")
+                        help="run only these parts of the optional modules' recovery and "
+                             "calibration rows (repeatable; e.g. 'fast_tiwd_weak' or "
+                             "'infinite_biclustering' of _calibration_models)")
     parser.add_argument("--skip-recovery", action="store_true",
                         help="leave out the recovery rows (of every section)")
     args = parser.parse_args(argv)
@@ -364,7 +365,9 @@ def main(argv=None):
         calibration += ecc_calibration_rows(args.quick)
     for module in sections:
         if hasattr(module, "recovery_rows") and not args.skip_recovery:
-            recovery += module.recovery_rows(args.quick)
+            takes_parts = "parts" in inspect.signature(module.recovery_rows).parameters
+            recovery += (module.recovery_rows(args.quick, parts=args.part)
+                         if args.part and takes_parts else module.recovery_rows(args.quick))
         if hasattr(module, "calibration_rows"):
             takes_parts = "parts" in inspect.signature(module.calibration_rows).parameters
             calibration += (module.calibration_rows(args.quick, parts=args.part)

@@ -119,10 +119,10 @@ def with_columns(X, d):
 
 # -- the estimators ---------------------------------------------------------------------
 @FUZZ
-@given(X=tables(), likelihood=st.sampled_from(["auto", "normal", "bernoulli", "poisson",
-                                               "categorical"]),
+@given(X=tables(), X_new=tables(min_rows=0, max_rows=2),
+       likelihood=st.sampled_from(["auto", "normal", "bernoulli", "poisson", "categorical"]),
        method=st.sampled_from(["exact", "gibbs"]))
-def test_infinite_biclustering(X, likelihood, method):
+def test_infinite_biclustering(X, X_new, likelihood, method):
     model = clearly("InfiniteBiclustering", InfiniteBiclustering(
         likelihood, method=method, n_sweeps=4, random_state=0).fit, X)
     if model is None:
@@ -142,6 +142,11 @@ def test_infinite_biclustering(X, likelihood, method):
     assert model.get_shape(0)[0] >= 1
     with pytest.raises(ValueError, match="bicluster index"):
         model.get_shape(model.rows_.shape[0])
+    query = with_columns(X_new, X.shape[1])
+    scores = clearly("InfiniteBiclustering", model.score_samples, query)
+    if scores is not None:
+        assert scores.shape == (query.shape[0],)
+        check_log_density(scores)
 
 
 @FUZZ

@@ -250,3 +250,25 @@ def sum_block_log_marginals(params, table):
         for g in range(n_groups):
             total += table[r, g * width + width - 1]
     return total
+
+
+@njit(cache=True)
+def new_rows_log_predictive(params, table, data_new, out):
+    """``out[m, c] = sum_g log p(new row m's cells of group g | block (c, g) of table)``.
+
+    ``table`` (``K, G * W``) as :func:`block_table` fills it (every block cached);
+    an all-zero row is an empty cluster (its blocks score the prior predictive).
+    Each new row is scored alone, as the Gibbs scan scores a row: its group
+    statistics in ``work``, then :func:`blocks_log_predictive` (NaN cells add 0).
+    """
+    n_groups, n_stats = int(params[0]), int(params[4])
+    size = n_groups * n_stats
+    work = np.zeros(size + n_stats)     # the row's statistics per group, then scratch
+    shared = np.zeros(1)
+    for m in range(data_new.shape[0]):
+        for s in range(size):
+            work[s] = 0.0
+        _accumulate_item(params, data_new, m, work, n_stats, 1.0)
+        for c in range(table.shape[0]):
+            out[m, c] = blocks_log_predictive(params, data_new, table, shared, work, c, m)
+    return out

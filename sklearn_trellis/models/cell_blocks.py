@@ -306,5 +306,36 @@ class CellBlocks(ClusterLikelihood):
         out = out.reshape(n_clusters, self.n_groups_, self._width)
         return np.concatenate([out[..., :self._n_cell_stats], out[..., -1:]], axis=2)
 
+    def new_rows_log_predictive(self, data, labels, data_new, params=None):
+        """Log predictive density of each new row in each cluster of ``labels`` and in a new one.
+
+        ``out[m, c] = log p(data_new[m] | the rows of cluster c)``, the cells of
+        each group scored jointly (``log m(block + cells) - log m(block)``, as
+        the Gibbs scan scores a row); the last column is an empty cluster (the
+        prior predictive). NaN cells are missing (they add nothing).
+
+        Parameters
+        ----------
+        data : ndarray of shape (n, D)
+            The rows ``labels`` cluster (float64, NaN = missing).
+        labels : ndarray of shape (n,)
+            Cluster labels ``0..K-1``.
+        data_new : ndarray of shape (m, D)
+        params : ndarray, default=None
+            Kernel parameters (default ``kernel_params()``).
+
+        Returns
+        -------
+        log_predictive : ndarray of shape (m, K + 1)
+        """
+        params = self.kernel_params() if params is None else np.asarray(params, np.float64)
+        labels = np.asarray(labels, dtype=np.int64)
+        n_clusters = int(labels.max()) + 1 if labels.size else 0
+        table = np.zeros((n_clusters + 1, self.n_groups_ * self._width))   # + an empty one
+        kb.block_table(params, data, labels, n_clusters + 1, table)
+        data_new = np.ascontiguousarray(data_new, dtype=np.float64)
+        return kb.new_rows_log_predictive(params, table, data_new,
+                                          np.empty((data_new.shape[0], n_clusters + 1)))
+
 
 __all__ = ["CellBlocks", "MAX_PRODUCT_GRID", "MAX_CACHE_ENTRIES"]

@@ -153,12 +153,18 @@ def test_infinite_biclustering_normal_cells_are_unit_free(c):
     jacobian = -X.size * math.log(c)
     assert scaled.log_marginal_likelihood_ == pytest.approx(
         base.log_marginal_likelihood_ + jacobian, rel=1e-12)
+    new = _table(seed=3, n=2, d=3)     # held-out rows: densities in units of c too
+    np.testing.assert_allclose(scaled.score_samples(new * c),
+                               base.score_samples(new) - 3 * math.log(c), rtol=1e-12)
     X = _table(seed=2, n=30, d=8)
     base = InfiniteBiclustering(n_sweeps=10, method="gibbs", random_state=0).fit(X)
     scaled = InfiniteBiclustering(n_sweeps=10, method="gibbs", random_state=0).fit(X * c)
     np.testing.assert_array_equal(scaled.row_samples_, base.row_samples_)
     np.testing.assert_allclose(scaled.log_joints_, base.log_joints_ - X.size * math.log(c),
                                rtol=1e-12)
+    new = _table(seed=3, n=2, d=8)
+    np.testing.assert_allclose(scaled.score_samples(new * c),
+                               base.score_samples(new) - 8 * math.log(c), rtol=1e-12)
 
 
 @pytest.mark.parametrize("c", [1e-300, 1e300])

@@ -77,6 +77,8 @@ class ExactBiclusterPosterior:
         else:
             params, log_prior = grid
         self.grid_params = params
+        self._grid_log_prior = log_prior
+        self._X = X
         # log m_g of the cells of every (row subset, column subset); statistics do not
         # depend on the grid point (the Normal shift m0 is shared by the grid)
         code, width = self.cells.code, self.cells.n_stats
@@ -87,28 +89,108 @@ class ExactBiclusterPosterior:
                 cells = chosen[:, [j for j in range(d) if column_mask >> j & 1]]
                 rows[(row_mask << d) | column_mask] = values_stats(code, params[0],
                                                                    cells.ravel(), width)
-        table = grid_log_marginals(code, np.ascontiguousarray(params), rows,
-                                   np.empty((len(params), rows.shape[0])))
-        table = table.reshape(len(params), 1 << n, 1 << d)
+        self._subset_stats = rows
+        self._subset_log_marginals = self._grid_log_marginals(rows)
         self.row_partitions, self.column_partitions = set_partitions(n), set_partitions(d)
-        row_masks = _cluster_masks(self.row_partitions)
-        column_masks = _cluster_masks(self.column_partitions)
-        log_lik = np.zeros((len(params), len(row_masks), len(column_masks)))
-        for a in range(row_masks.shape[1]):
-            for b in range(column_masks.shape[1]):
-                log_lik += table[:, row_masks[:, a][:, None], column_masks[:, b][None, :]]
-        eppf_rows = np.array([self.row_prior.log_eppf(np.bincount(z))
-                              for z in self.row_partitions])
-        eppf_columns = np.array([self.column_prior.log_eppf(np.bincount(z))
-                                 for z in self.column_partitions])
-        full = (log_lik + log_prior[:, None, None] + eppf_rows[None, :, None]
-                + eppf_columns[None, None, :])
+        self._row_masks = _cluster_masks(self.row_partitions)
+        self._column_masks = _cluster_masks(self.column_partitions)
+        self._eppf_rows = np.array([self.row_prior.log_eppf(np.bincount(z))
+                                    for z in self.row_partitions])
+        self._eppf_columns = np.array([self.column_prior.log_eppf(np.bincount(z))
+                                       for z in self.column_partitions])
+        full = self._grid_log_joint()
         self.log_joint = logsumexp(full, axis=0)
         self.log_marginal_likelihood = float(logsumexp(self.log_joint))
         self.grid_log_posterior = (logsumexp(full, axis=(1, 2))
                                    - self.log_marginal_likelihood)
         self._probabilities = np.exp(self.log_joint - self.log_marginal_likelihood)
         return self
+
+    def _grid_log_marginals(self, stats):
+        """``(G, 2^n, 2^d)``: ``log m_g`` of the statistics of every (row subset, column
+        subset) at every grid point (0 for an empty block)."""
+        n, d = self._X.shape
+        params = np.ascontiguousarray(self.grid_params)
+        table = grid_log_marginals(self.cells.code, params, stats,
+                                   np.empty((len(params), stats.shape[0])))
+        return table.reshape(len(params), 1 << n, 1 << d)
+
+    def _grid_log_joint(self):
+        """``(G, P_rows, P_columns)``: ``log p(r, c, g, X)`` of every pair at every grid point."""
+        log_lik = self._sum_over_blocks(self._subset_log_marginals)
+        return (log_lik + self._grid_log_prior[:, None, None]
+                + self._eppf_rows[None, :, None] + self._eppf_columns[None, None, :])
+
+    def log_predictive(self, X_new):
+        """``log p(x | X)`` of each row ``x`` of ``X_new``, the exact sum over the posterior.
+
+        Each row is a new row of the fitted matrix, scored alone: it joins row
+        cluster ``k`` with the prior's predictive weight (CRP: ``n_k / (n + alpha)``,
+        a new cluster ``alpha / (n + alpha)``) and its cells in column cluster ``l``
+        are scored jointly by ``m_g(X_kl + x_l) / m_g(X_kl)`` (a new cluster:
+        ``m_g(x_l)``). Summed over every (row partition, column partition, grid
+        point) with its posterior probability, this is ``p(X + x) / p(X)``. NaN
+        cells are missing (they add nothing).
+
+        Parameters
+        ----------
+        X_new : ndarray of shape (m, n_columns)
+
+        Returns
+        -------
+        log_density : ndarray of shape (m,)
+        """
+        X_new = np.asarray(X_new, dtype=np.float64)
+        n, d = self._X.shape
+        log_post = self._grid_log_joint() - self.log_marginal_likelihood
+        # log prior weight of joining cluster a of each row partition (-inf: no cluster a)
+        sizes = (self.row_partitions[:, :, None] == np.arange(n)[None, None, :]).sum(axis=1)
+        weights = self.row_prior.log_predictive_weights(sizes.ravel())
+        log_join = weights[:-1].reshape(sizes.shape) - np.log(n + self.row_prior.alpha)
+        log_new = weights[-1] - np.log(n + self.row_prior.alpha)
+        code, width = self.cells.code, self.cells.n_stats
+        out = np.empty(X_new.shape[0])
+        for m, x in enumerate(X_new):
+            new_stats = np.zeros((1 << d, width))
+            for column_mask in range(1, 1 << d):
+                new_stats[column_mask] = values_stats(
+                    code, self.grid_params[0], x[[j for j in range(d) if column_mask >> j & 1]],
+                    width)
+            joined = (self._subset_stats.reshape(1 << n, 1 << d, width)
+                      + new_stats[None]).reshape(-1, width)
+            # log m_g(X_RC + x_C) - log m_g(X_RC); row subset 0: log m_g(x_C)
+            gain = self._grid_log_marginals(joined) - self._subset_log_marginals
+            out[m] = logsumexp([logsumexp(log_post[g] + self._row_log_predictive(
+                gain[g], log_join, log_new)) for g in range(len(gain))])
+        return out
+
+    def _by_row_subset(self, table):
+        """``(..., 2^n, P_columns)``: ``table`` (``(..., 2^n, 2^d)``, per row subset and column
+        subset) summed over the clusters of each column partition."""
+        out = np.zeros(table.shape[:-1] + (len(self._column_masks),))
+        for b in range(self._column_masks.shape[1]):
+            out += table[..., self._column_masks[:, b]]
+        return out
+
+    def _sum_over_blocks(self, table):
+        """``(G, P_rows, P_columns)``: ``table`` (``(G, 2^n, 2^d)``) summed over the blocks of
+        every pair (columns first, then rows: ``n + d`` gathers, not ``n d``)."""
+        by_subset = self._by_row_subset(table)
+        out = np.zeros((table.shape[0], len(self._row_masks), by_subset.shape[2]))
+        for a in range(self._row_masks.shape[1]):
+            out += by_subset[:, self._row_masks[:, a], :]
+        return out
+
+    def _row_log_predictive(self, gain, log_join, log_new):
+        """``(P_rows, P_columns)``: ``log p(x | r, c, g, X)`` of every pair at one grid point."""
+        row_masks = self._row_masks
+        by_subset = self._by_row_subset(gain)       # (2^n, P_columns)
+        terms = np.empty((row_masks.shape[1] + 1, len(row_masks), by_subset.shape[1]))
+        for a in range(row_masks.shape[1]):
+            terms[a] = log_join[:, a, None] + by_subset[row_masks[:, a]]
+        terms[-1] = log_new + by_subset[0][None, :]
+        top = terms.max(axis=0)    # finite: the new cluster's term is (a missing one: -inf)
+        return top + np.log(np.exp(terms - top).sum(axis=0))
 
     def row_probabilities(self):
         """Posterior probability of each row partition."""

@@ -83,6 +83,26 @@ def bicluster_log_joint(row_blocks, data, state, row_prior, column_prior):
             + likelihood.partition_log_likelihood(data, state.row_labels, params))
 
 
+def new_row_log_weights(row_blocks, data, row_labels, column_labels, cell_params, row_prior,
+                        data_new):
+    """``(m, K + 1)`` log weights of new rows joining each row cluster of a sample / a new one.
+
+    The row prior's predictive weight (normalised by ``n + alpha``: CRP,
+    ``n_k / (n + alpha)`` and ``alpha / (n + alpha)``) times the row's
+    predictive density given the sample's column clusters and cell parameters
+    (:meth:`CellBlocks.new_rows_log_predictive`); the ``logsumexp`` of a row is
+    its log posterior predictive density given the sample. ``row_prior`` is
+    at the sample's concentration.
+    """
+    likelihood = row_blocks.with_groups(column_labels)
+    params = likelihood.kernel_params([cell_params])
+    log_predictive = likelihood.new_rows_log_predictive(data, row_labels, data_new, params)
+    sizes = np.bincount(row_labels)
+    log_prior = (row_prior.log_predictive_weights(sizes)
+                 - np.log(row_labels.size + row_prior.alpha))
+    return log_prior[None, :] + log_predictive
+
+
 def bicluster_sweep(state, blocks, data, data_t, row_prior, column_prior, rng, *,
                     n_split_merge=0, hyperprior=None):
     """One sweep: rows given columns, columns given rows, then hyperparameters.
@@ -232,5 +252,6 @@ def run_bicluster_chains(blocks, data, data_t, row_prior, column_prior, *, n_cha
 
 
 __all__ = ["BiclusterState", "BiclusterChainResult", "bicluster_sweep", "bicluster_log_joint",
+           "new_row_log_weights",
            "run_bicluster_chain", "run_bicluster_chains", "make_blocks", "new_bicluster_state",
            "restart_state"]
