@@ -57,6 +57,7 @@ import itertools
 
 import numpy as np
 
+from .._core.interpreted import call
 from . import _cell_block_kernels as kb
 from .cells import CellModel
 from .likelihood import ClusterLikelihood, GibbsKernels, zero_global
@@ -65,6 +66,9 @@ from .likelihood import ClusterLikelihood, GibbsKernels, zero_global
 MAX_PRODUCT_GRID = 10_000
 #: Largest cache of the items' group statistics in a state's ``work`` (floats; 128 MB).
 MAX_CACHE_ENTRIES = 1 << 24
+#: Up to this many entries a block table's marginals are summed by the kernel's Python
+#: source (:mod:`~sklearn_trellis._core.interpreted`; a plain sum in the same order).
+INTERPRETED_TABLE_ENTRIES = 10_000
 
 
 class CellBlocks(ClusterLikelihood):
@@ -97,6 +101,9 @@ class CellBlocks(ClusterLikelihood):
     kernels = GibbsKernels(kb.blocks_reset, kb.blocks_prepare, kb.blocks_add, kb.blocks_remove,
                            kb.blocks_log_predictive, kb.blocks_log_cluster, zero_global,
                            kb.blocks_refresh)
+    # blocks_refresh recomputes every occupied block from its items; work's item cache
+    # fills itself (an item's group statistics), so a new state needs no rebuild
+    refresh_rebuilds = True
 
     def __init__(self, cells, column_groups=None, group_cells=None):
         self.cells = cells
@@ -290,7 +297,9 @@ class CellBlocks(ClusterLikelihood):
         n_clusters = int(labels.max()) + 1 if labels.size else 0
         table = np.zeros((n_clusters, self.n_groups_ * self._width))
         kb.block_table(params, data, labels, n_clusters, table)
-        return float(kb.sum_block_log_marginals(params, table))
+        # a plain sum in a fixed order: small tables run its Python source (the same value)
+        return float(call(kb.sum_block_log_marginals, params, table,
+                          small=table.size <= INTERPRETED_TABLE_ENTRIES))
 
     def block_statistics(self, data, labels, params=None):
         """Cell statistics of every (cluster, group) block of the partition ``labels``.
@@ -307,4 +316,4 @@ class CellBlocks(ClusterLikelihood):
         return np.concatenate([out[..., :self._n_cell_stats], out[..., -1:]], axis=2)
 
 
-__all__ = ["CellBlocks", "MAX_PRODUCT_GRID", "MAX_CACHE_ENTRIES"]
+__all__ = ["CellBlocks", "MAX_PRODUCT_GRID", "MAX_CACHE_ENTRIES", "INTERPRETED_TABLE_ENTRIES"]
