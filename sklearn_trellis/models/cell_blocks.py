@@ -98,9 +98,6 @@ class CellBlocks(ClusterLikelihood):
     True
     """
 
-    kernels = GibbsKernels(kb.blocks_reset, kb.blocks_prepare, kb.blocks_add, kb.blocks_remove,
-                           kb.blocks_log_predictive, kb.blocks_log_cluster, zero_global,
-                           kb.blocks_refresh)
     # blocks_refresh recomputes every occupied block from its items; work's item cache
     # fills itself (an item's group statistics), so a new state needs no rebuild
     refresh_rebuilds = True
@@ -176,6 +173,20 @@ class CellBlocks(ClusterLikelihood):
         copy.n_groups_ = int(groups.max()) + 1 if groups.size else 0
         copy.group_cells_ = np.zeros(copy.n_groups_, np.int64)
         return copy
+
+    @property
+    def _block_kernels(self):
+        """The block kernels compiled for the fitted cell types (one type: that type alone)."""
+        self._check_fitted()
+        return kb.specialise([model.cell_type for model in self.cells_])
+
+    @property
+    def kernels(self):
+        """The :class:`GibbsKernels` of the fitted cell types."""
+        k = self._block_kernels
+        return GibbsKernels(k.blocks_reset, k.blocks_prepare, k.blocks_add, k.blocks_remove,
+                            k.blocks_log_predictive, k.blocks_log_cluster, zero_global,
+                            k.blocks_refresh)
 
     def _check_fitted(self):
         if not hasattr(self, "cells_"):
@@ -296,7 +307,7 @@ class CellBlocks(ClusterLikelihood):
         labels = np.asarray(labels, dtype=np.int64)
         n_clusters = int(labels.max()) + 1 if labels.size else 0
         table = np.zeros((n_clusters, self.n_groups_ * self._width))
-        kb.block_table(params, data, labels, n_clusters, table)
+        self._block_kernels.block_table(params, data, labels, n_clusters, table)
         # a plain sum in a fixed order: small tables run its Python source (the same value)
         return float(call(kb.sum_block_log_marginals, params, table,
                           small=table.size <= INTERPRETED_TABLE_ENTRIES))
@@ -311,7 +322,7 @@ class CellBlocks(ClusterLikelihood):
         labels = np.asarray(labels, dtype=np.int64)
         n_clusters = int(labels.max()) + 1 if labels.size else 0
         out = np.zeros((n_clusters, self.n_groups_ * self._width))
-        kb.block_table(params, data, labels, n_clusters, out)
+        self._block_kernels.block_table(params, data, labels, n_clusters, out)
         out = out.reshape(n_clusters, self.n_groups_, self._width)
         return np.concatenate([out[..., :self._n_cell_stats], out[..., -1:]], axis=2)
 

@@ -9,6 +9,8 @@ InfiniteBiclustering's exact posterior).
 import numpy as np
 from numba import njit
 
+from .._core.specialise import specialise as _specialise, template
+
 from .cell_kernels import (accumulate_at, cached_log_predictive_at,
                            cell_constant, log_density_at, log_marginal_at, log_predictive_at,
                            posterior_draw_at, predictive_cache_at, predictive_mean,
@@ -68,16 +70,25 @@ def values_stats(code, params, values, n_stats):
     return stats
 
 
-@njit(cache=True)
-def grid_sum_log_marginals(code, grid_params, rows, out):
-    """``out[g] = sum_r log_marginal(grid_params[g], rows[r])`` (the grid hyperprior's update)."""
+@template
+def _grid_sum_log_marginals(grid_params, rows, out):
     for g in range(grid_params.shape[0]):
         total = 0.0
         for r in range(rows.shape[0]):
             if rows[r, 0] > 0:
-                total += cell_log_marginal(code, grid_params[g], rows[r])
+                total += type_log_marginal(grid_params[g], np.int64(0), rows[r], np.int64(0))
         out[g] = total
     return out
+
+
+def grid_sum_log_marginals(cell_type, grid_params, rows, out):
+    """``out[g] = sum_r log_marginal(grid_params[g], rows[r])`` (the grid hyperprior's update).
+
+    Compiled for the cell-type module ``cell_type`` (:mod:`.cell_types`) alone: its own
+    ``log_marginal``, not the dispatch over every type (empty rows contribute 0).
+    """
+    kernels = _specialise(globals(), {"type_log_marginal": cell_type.log_marginal})
+    return kernels._grid_sum_log_marginals(grid_params, rows, out)
 
 
 @njit(cache=True)

@@ -120,8 +120,8 @@ class CellModel(_GridHyperpriorMixin, BaseEstimator):
     def _grid_log_likelihoods(self, params, rows):
         grid = np.array([self._grid_params(g) for g in range(self.grid_scale_.size)])
         out = np.empty(grid.shape[0])
-        return grid_sum_log_marginals(self.code, grid, np.ascontiguousarray(rows, np.float64),
-                                        out)
+        return grid_sum_log_marginals(self.cell_type, grid,
+                                      np.ascontiguousarray(rows, np.float64), out)
 
     def log_marginal(self, values, params=None):
         """``log m`` of ``values`` (NaN skipped) as one block, by the kernels."""

@@ -252,3 +252,35 @@ def test_new_state_without_rebuild_equals_the_item_by_item_build(groups):
         gibbs.sweep(state, blocks, prior, data, np.random.RandomState(0), n_split_merge=3)
     np.testing.assert_array_equal(built.labels, rebuilt.labels)
     np.testing.assert_array_equal(built.stats, rebuilt.stats)
+
+
+def test_one_type_kernels_equal_the_type_code_dispatch():
+    """A table of one cell type compiles that type's functions alone; its kernels give the
+    values of the dispatch over every type (the kernels of a mixed table), bit for bit."""
+    from sklearn_trellis.models import _cell_block_kernels as kb
+    from sklearn_trellis.models.cell_types import bernoulli, normal
+
+    rng = np.random.RandomState(1)
+    X = rng.normal(size=(8, 5))
+    X[2, 1] = np.nan
+    cells = NormalCells().fit(X)
+    blocks = CellBlocks(cells, column_groups=[0, 1, 0, 2, 1]).fit(X)
+    data = blocks.kernel_data(X)
+    params = blocks.kernel_params()
+    labels = np.array([0, 1, 0, 2, 1, 1, 0, 2])
+    one, dispatch = kb.specialise([normal]), kb.specialise([normal, bernoulli])
+    assert one is not dispatch and blocks._block_kernels is one
+    tables = [np.zeros((3, blocks.n_stats)) for _ in range(2)]
+    for kernels, table in zip((one, dispatch), tables):
+        kernels.block_table(params, data, labels, 3, table)
+    np.testing.assert_array_equal(tables[0], tables[1])
+    # the grid update of the cell model: that type's log marginal, the dispatch's values
+    rows = tables[0].reshape(3, blocks.n_groups_, -1)[:, :, :cells.n_stats]
+    rows = np.ascontiguousarray(rows.reshape(-1, cells.n_stats))
+    expected = []
+    for g in range(cells.grid_scale_.size):
+        total = 0.0
+        for row in rows:
+            total += cells.kernels.log_marginal(cells._grid_params(g), row)
+        expected.append(total)
+    np.testing.assert_array_equal(cells._grid_log_likelihoods(None, rows), expected)
