@@ -71,6 +71,20 @@ MAX_CACHE_ENTRIES = 1 << 24
 INTERPRETED_TABLE_ENTRIES = 10_000
 
 
+_KERNELS = {}
+
+
+def _kernels_of(cell_types):
+    """``(block kernels, GibbsKernels)`` of a table of the cell-type modules ``cell_types``."""
+    found = _KERNELS.get(cell_types)
+    if found is None:
+        k = kb.specialise(cell_types)
+        found = _KERNELS[cell_types] = (k, GibbsKernels(
+            k.blocks_reset, k.blocks_prepare, k.blocks_add, k.blocks_remove,
+            k.blocks_log_predictive, k.blocks_log_cluster, zero_global, k.blocks_refresh))
+    return found
+
+
 class CellBlocks(ClusterLikelihood):
     """Cluster likelihood of matrix rows made of groups of i.i.d. cells (see the module docstring).
 
@@ -177,16 +191,13 @@ class CellBlocks(ClusterLikelihood):
     @property
     def _block_kernels(self):
         """The block kernels compiled for the fitted cell types (one type: that type alone)."""
-        self._check_fitted()
-        return kb.specialise([model.cell_type for model in self.cells_])
+        return _kernels_of(tuple(model.cell_type for model in self.cells_))[0]
 
     @property
     def kernels(self):
         """The :class:`GibbsKernels` of the fitted cell types."""
-        k = self._block_kernels
-        return GibbsKernels(k.blocks_reset, k.blocks_prepare, k.blocks_add, k.blocks_remove,
-                            k.blocks_log_predictive, k.blocks_log_cluster, zero_global,
-                            k.blocks_refresh)
+        self._check_fitted()
+        return _kernels_of(tuple(model.cell_type for model in self.cells_))[1]
 
     def _check_fitted(self):
         if not hasattr(self, "cells_"):

@@ -97,11 +97,12 @@ def new_state(likelihood, data, init_labels, alpha, capacity=None, params=None):
     call(kernels.occupy_slots, compact, state.counts, state.active, state.where, state.free,
          state.meta, small=compact.size <= INTERPRETED_LABEL_ITEMS)
     if likelihood.refresh_rebuilds:
+        lik = likelihood.kernels
         for c in range(capacity):
-            likelihood.kernels.reset(params, state.stats, c)
+            lik.reset(params, state.stats, c)
         state.labels[:] = compact
-        likelihood.kernels.refresh(params, data, state.labels, state.stats, state.shared,
-                                   state.active, state.meta[0])
+        lik.refresh(params, data, state.labels, state.stats, state.shared, state.active,
+                    state.meta[0])
     else:
         _engine(likelihood).rebuild(params, data, compact, state.labels, state.counts,
                                     state.active, state.where, state.free, state.meta,
