@@ -14,7 +14,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ..._core.labels import set_partitions
-from ...models.cell_loops import grid_log_marginals, values_stats
+from ...models.cell_loops import one_type
 
 #: Largest number of (row partition, column partition) pairs enumerated.
 MAX_EXACT_PAIRS = 200_000
@@ -79,16 +79,16 @@ class ExactBiclusterPosterior:
         self.grid_params = params
         # log m_g of the cells of every (row subset, column subset); statistics do not
         # depend on the grid point (the Normal shift m0 is shared by the grid)
-        code, width = self.cells.code, self.cells.n_stats
+        kernels, width = one_type(self.cells.cell_type), self.cells.n_stats
         rows = np.zeros(((1 << n) * (1 << d), width))
         for row_mask in range(1, 1 << n):
             chosen = X[[i for i in range(n) if row_mask >> i & 1]]
             for column_mask in range(1, 1 << d):
                 cells = chosen[:, [j for j in range(d) if column_mask >> j & 1]]
-                rows[(row_mask << d) | column_mask] = values_stats(code, params[0],
-                                                                   cells.ravel(), width)
-        table = grid_log_marginals(code, np.ascontiguousarray(params), rows,
-                                   np.empty((len(params), rows.shape[0])))
+                rows[(row_mask << d) | column_mask] = kernels.typed_values_stats(
+                    params[0], cells.ravel(), width)
+        table = kernels.typed_grid_log_marginals(np.ascontiguousarray(params), rows,
+                                                 np.empty((len(params), rows.shape[0])))
         table = table.reshape(len(params), 1 << n, 1 << d)
         self.row_partitions, self.column_partitions = set_partitions(n), set_partitions(d)
         row_masks = _cluster_masks(self.row_partitions)
