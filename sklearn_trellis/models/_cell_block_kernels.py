@@ -35,15 +35,60 @@ saved.
 import numpy as np
 from numba import njit
 
+from .._core.specialise import specialise as _specialise, template
 from .cell_kernels import (accumulate_at, cached_log_predictive_at, log_marginal_at,
                             predictive_cache_at)
 
 _HEADER = 5
 
+# The kernels are templates (:mod:`sklearn_trellis._core.specialise`) compiled per table:
+# for a table of one cell type (biclustering) with that type's own functions bound
+# (``ONE_TYPE`` true, ``type_accumulate``, ...), so the other types' code is neither typed
+# nor compiled; for a table mixing types with the type-code dispatch of
+# :mod:`.cell_kernels` (see :func:`specialise`).
 # The one-line wrappers and offset helpers are inlined (``inline='always'``): as their
 # own functions each was one more compilation for the Gibbs engine's kernels to link
 # and optimise again; ``_update``, ``_prepare`` and ``_cache_block`` stay calls (one
 # compiled body for all their call sites).
+
+
+@template(inline='always')
+def _accumulate(code, params, p0, stats, s0, x, weight):
+    """``accumulate_at`` (one type: its own ``accumulate``; numba prunes the other branch)."""
+    if ONE_TYPE:
+        if x == x:
+            type_accumulate(params, p0, stats, s0, x, weight)
+    else:
+        accumulate_at(code, params, p0, stats, s0, x, weight)
+
+
+@template(inline='always')
+def _log_marginal(code, params, p0, stats, s0):
+    """``log_marginal_at`` (one type: its own ``log_marginal``)."""
+    if ONE_TYPE:
+        if stats[s0] <= 0:
+            return 0.0
+        return type_log_marginal(params, p0, stats, s0)
+    return log_marginal_at(code, params, p0, stats, s0)
+
+
+@template(inline='always')
+def _predictive_cache(code, params, p0, stats, s0, cache, c0):
+    """``predictive_cache_at`` (one type: its own ``predictive_cache``)."""
+    if ONE_TYPE:
+        type_predictive_cache(params, p0, stats, s0, cache, c0)
+    else:
+        predictive_cache_at(code, params, p0, stats, s0, cache, c0)
+
+
+@template(inline='always')
+def _cached_log_predictive(code, params, p0, stats, s0, cache, c0, x):
+    """``cached_log_predictive_at`` (one type: its own ``cached_log_predictive``)."""
+    if ONE_TYPE:
+        if x != x:
+            return 0.0
+        return type_cached_log_predictive(params, p0, stats, s0, cache, c0, x)
+    return cached_log_predictive_at(code, params, p0, stats, s0, cache, c0, x)
 
 
 @njit(cache=True, inline='always')
@@ -52,7 +97,7 @@ def _param_start(params, g):
     return _HEADER + int(params[1]) + g * int(params[3])
 
 
-@njit(cache=True)
+@template
 def _accumulate_item(params, data, i, out, width, sign):
     """Add (``sign`` +1) or subtract the cells of item ``i`` to the group blocks of ``out``
     (1-d, one block of ``width`` entries per group)."""
@@ -61,10 +106,10 @@ def _accumulate_item(params, data, i, out, width, sign):
     for j in range(n_columns):
         g = int(params[_HEADER + j])
         p0 = start + g * q
-        accumulate_at(int(params[p0]), params, p0 + 2, out, g * width, data[i, j], sign)
+        _accumulate(int(params[p0]), params, p0 + 2, out, g * width, data[i, j], sign)
 
 
-@njit(cache=True)
+@template
 def _cache_block(params, row, g, everything):
     """The cached values of block ``g`` of ``row``: the predictive constants of a one-column
     group, the ``log_marginal`` of the others (of both with ``everything``)."""
@@ -74,18 +119,18 @@ def _cache_block(params, row, g, everything):
     code = int(params[p0])
     single = params[p0 + 1] >= 0
     if single:
-        predictive_cache_at(code, params, p0 + 2, row, base, row, base + n_stats)
+        _predictive_cache(code, params, p0 + 2, row, base, row, base + n_stats)
     if everything or not single:
-        row[base + width - 1] = log_marginal_at(code, params, p0 + 2, row, base)
+        row[base + width - 1] = _log_marginal(code, params, p0 + 2, row, base)
 
 
-@njit(cache=True, inline='always')
+@template(inline='always')
 def _cache_row(params, row, everything):
     for g in range(int(params[0])):
         _cache_block(params, row, g, everything)
 
 
-@njit(cache=True)
+@template
 def blocks_reset(params, stats, c):
     """The empty cluster: zero statistics, the prior's predictive constants."""
     stats[c, :] = 0.0
@@ -99,7 +144,7 @@ def _head(params):
     return n_groups * (n_stats + width) + n_stats + 3
 
 
-@njit(cache=True)
+@template
 def _prepare(params, data, work, i):
     n_groups, n_stats = int(params[0]), int(params[4])
     size = n_groups * n_stats
@@ -123,13 +168,13 @@ def _prepare(params, data, work, i):
     work[size + n_stats] = i + 1.0
 
 
-@njit(cache=True, inline='always')
+@template(inline='always')
 def blocks_prepare(params, data, labels, stats, shared, work, i):
     """The statistics of item ``i``'s cells in each group, into ``work[:G * S]``."""
     _prepare(params, data, work, i)
 
 
-@njit(cache=True)
+@template
 def _update(params, data, stats, work, c, i, sign):
     n_groups, width, n_stats = int(params[0]), int(params[2]), int(params[4])
     row = stats[c]
@@ -165,17 +210,17 @@ def _update(params, data, stats, work, c, i, sign):
         _cache_block(params, row, g, np.bool_(False))
 
 
-@njit(cache=True, inline='always')
+@template(inline='always')
 def blocks_add(params, data, stats, shared, work, c, i):
     _update(params, data, stats, work, c, i, 1.0)
 
 
-@njit(cache=True, inline='always')
+@template(inline='always')
 def blocks_remove(params, data, stats, shared, work, c, i):
     _update(params, data, stats, work, c, i, -1.0)
 
 
-@njit(cache=True)
+@template
 def blocks_log_predictive(params, data, stats, shared, work, c, i):
     """``sum_g log p(item's cells of g | block (c, g))`` (the item prepared)."""
     n_groups, width, q, n_stats = int(params[0]), int(params[2]), int(params[3]), int(params[4])
@@ -193,16 +238,16 @@ def blocks_log_predictive(params, data, stats, shared, work, c, i):
         code = int(params[p0])
         column = int(params[p0 + 1])
         if column >= 0:
-            total += cached_log_predictive_at(code, params, p0 + 2, row, base, row,
-                                              base + n_stats, cells[column])
+            total += _cached_log_predictive(code, params, p0 + 2, row, base, row,
+                                            base + n_stats, cells[column])
             continue
         for s in range(n_stats):
             work[scratch + s] = row[base + s] + work[item + s]
-        total += log_marginal_at(code, params, p0 + 2, work, scratch) - row[base + width - 1]
+        total += _log_marginal(code, params, p0 + 2, work, scratch) - row[base + width - 1]
     return total
 
 
-@njit(cache=True)
+@template
 def blocks_log_cluster(params, stats, shared, c):
     n_groups, width = int(params[0]), int(params[2])
     total = 0.0
@@ -210,13 +255,13 @@ def blocks_log_cluster(params, stats, shared, c):
         base = g * width
         p0 = _param_start(params, g)
         if params[p0 + 1] >= 0:
-            total += log_marginal_at(int(params[p0]), params, p0 + 2, stats[c], base)
+            total += _log_marginal(int(params[p0]), params, p0 + 2, stats[c], base)
         else:
             total += stats[c, base + width - 1]
     return total
 
 
-@njit(cache=True, nogil=True)
+@template(nogil=True)
 def blocks_refresh(params, data, labels, stats, shared, active, n_active):
     """Recompute the occupied slots from their items (no drift of float sums; new params)."""
     width = int(params[2])
@@ -229,7 +274,7 @@ def blocks_refresh(params, data, labels, stats, shared, active, n_active):
         _cache_row(params, stats[active[a]], np.bool_(False))
 
 
-@njit(cache=True)
+@template
 def block_table(params, data, row_labels, n_row_clusters, out):
     """Cell statistics of every (row cluster, group) block: ``out (K, G * W)`` (all cached)."""
     width = int(params[2])
@@ -252,7 +297,7 @@ def sum_block_log_marginals(params, table):
     return total
 
 
-@njit(cache=True)
+@template
 def new_rows_log_predictive(params, table, data_new, out):
     """``out[m, c] = sum_g log p(new row m's cells of group g | block (c, g) of table)``.
 
@@ -272,3 +317,25 @@ def new_rows_log_predictive(params, table, data_new, out):
         for c in range(table.shape[0]):
             out[m, c] = blocks_log_predictive(params, data_new, table, shared, work, c, m)
     return out
+
+
+def specialise(cell_types):
+    """The kernels (a namespace by template name) for a table of the cell-type modules
+    ``cell_types`` (:mod:`.cell_types`, one per cell model; memoised).
+
+    One type: that module's own functions, the other types compiled nowhere; several:
+    the type-code dispatch of :mod:`.cell_kernels`.
+    """
+    kinds = set(cell_types)
+    if len(kinds) == 1:
+        (module,) = kinds
+        bindings = dict(ONE_TYPE=True, type_accumulate=module.accumulate,
+                        type_log_marginal=module.log_marginal,
+                        type_predictive_cache=module.predictive_cache,
+                        type_cached_log_predictive=module.cached_log_predictive)
+    else:   # the one-type names are never compiled (pruned branches): the dispatchers
+        bindings = dict(ONE_TYPE=False, type_accumulate=accumulate_at,
+                        type_log_marginal=log_marginal_at,
+                        type_predictive_cache=predictive_cache_at,
+                        type_cached_log_predictive=cached_log_predictive_at)
+    return _specialise(globals(), bindings)

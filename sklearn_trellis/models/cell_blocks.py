@@ -57,6 +57,7 @@ import itertools
 
 import numpy as np
 
+from .._core.interpreted import call
 from . import _cell_block_kernels as kb
 from .cells import CellModel
 from .likelihood import ClusterLikelihood, GibbsKernels, zero_global
@@ -65,6 +66,23 @@ from .likelihood import ClusterLikelihood, GibbsKernels, zero_global
 MAX_PRODUCT_GRID = 10_000
 #: Largest cache of the items' group statistics in a state's ``work`` (floats; 128 MB).
 MAX_CACHE_ENTRIES = 1 << 24
+#: Up to this many entries a block table's marginals are summed by the kernel's Python
+#: source (:mod:`~sklearn_trellis._core.interpreted`; a plain sum in the same order).
+INTERPRETED_TABLE_ENTRIES = 10_000
+
+
+_KERNELS = {}
+
+
+def _kernels_of(cell_types):
+    """``(block kernels, GibbsKernels)`` of a table of the cell-type modules ``cell_types``."""
+    found = _KERNELS.get(cell_types)
+    if found is None:
+        k = kb.specialise(cell_types)
+        found = _KERNELS[cell_types] = (k, GibbsKernels(
+            k.blocks_reset, k.blocks_prepare, k.blocks_add, k.blocks_remove,
+            k.blocks_log_predictive, k.blocks_log_cluster, zero_global, k.blocks_refresh))
+    return found
 
 
 class CellBlocks(ClusterLikelihood):
@@ -94,9 +112,9 @@ class CellBlocks(ClusterLikelihood):
     True
     """
 
-    kernels = GibbsKernels(kb.blocks_reset, kb.blocks_prepare, kb.blocks_add, kb.blocks_remove,
-                           kb.blocks_log_predictive, kb.blocks_log_cluster, zero_global,
-                           kb.blocks_refresh)
+    # blocks_refresh recomputes every occupied block from its items; work's item cache
+    # fills itself (an item's group statistics), so a new state needs no rebuild
+    refresh_rebuilds = True
 
     def __init__(self, cells, column_groups=None, group_cells=None):
         self.cells = cells
@@ -169,6 +187,17 @@ class CellBlocks(ClusterLikelihood):
         copy.n_groups_ = int(groups.max()) + 1 if groups.size else 0
         copy.group_cells_ = np.zeros(copy.n_groups_, np.int64)
         return copy
+
+    @property
+    def _block_kernels(self):
+        """The block kernels compiled for the fitted cell types (one type: that type alone)."""
+        return _kernels_of(tuple(model.cell_type for model in self.cells_))[0]
+
+    @property
+    def kernels(self):
+        """The :class:`GibbsKernels` of the fitted cell types."""
+        self._check_fitted()
+        return _kernels_of(tuple(model.cell_type for model in self.cells_))[1]
 
     def _check_fitted(self):
         if not hasattr(self, "cells_"):
@@ -289,8 +318,10 @@ class CellBlocks(ClusterLikelihood):
         labels = np.asarray(labels, dtype=np.int64)
         n_clusters = int(labels.max()) + 1 if labels.size else 0
         table = np.zeros((n_clusters, self.n_groups_ * self._width))
-        kb.block_table(params, data, labels, n_clusters, table)
-        return float(kb.sum_block_log_marginals(params, table))
+        self._block_kernels.block_table(params, data, labels, n_clusters, table)
+        # a plain sum in a fixed order: small tables run its Python source (the same value)
+        return float(call(kb.sum_block_log_marginals, params, table,
+                          small=table.size <= INTERPRETED_TABLE_ENTRIES))
 
     def block_statistics(self, data, labels, params=None):
         """Cell statistics of every (cluster, group) block of the partition ``labels``.
@@ -302,7 +333,7 @@ class CellBlocks(ClusterLikelihood):
         labels = np.asarray(labels, dtype=np.int64)
         n_clusters = int(labels.max()) + 1 if labels.size else 0
         out = np.zeros((n_clusters, self.n_groups_ * self._width))
-        kb.block_table(params, data, labels, n_clusters, out)
+        self._block_kernels.block_table(params, data, labels, n_clusters, out)
         out = out.reshape(n_clusters, self.n_groups_, self._width)
         return np.concatenate([out[..., :self._n_cell_stats], out[..., -1:]], axis=2)
 
@@ -332,10 +363,11 @@ class CellBlocks(ClusterLikelihood):
         labels = np.asarray(labels, dtype=np.int64)
         n_clusters = int(labels.max()) + 1 if labels.size else 0
         table = np.zeros((n_clusters + 1, self.n_groups_ * self._width))   # + an empty one
-        kb.block_table(params, data, labels, n_clusters + 1, table)
+        kernels = self._block_kernels
+        kernels.block_table(params, data, labels, n_clusters + 1, table)
         data_new = np.ascontiguousarray(data_new, dtype=np.float64)
-        return kb.new_rows_log_predictive(params, table, data_new,
-                                          np.empty((data_new.shape[0], n_clusters + 1)))
+        return kernels.new_rows_log_predictive(params, table, data_new,
+                                               np.empty((data_new.shape[0], n_clusters + 1)))
 
 
-__all__ = ["CellBlocks", "MAX_PRODUCT_GRID", "MAX_CACHE_ENTRIES"]
+__all__ = ["CellBlocks", "MAX_PRODUCT_GRID", "MAX_CACHE_ENTRIES", "INTERPRETED_TABLE_ENTRIES"]

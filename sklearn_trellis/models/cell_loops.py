@@ -9,6 +9,8 @@ InfiniteBiclustering's exact posterior).
 import numpy as np
 from numba import njit
 
+from .._core.specialise import specialise as _specialise, template
+
 from .cell_kernels import (accumulate_at, cached_log_predictive_at,
                            cell_constant, log_density_at, log_marginal_at, log_predictive_at,
                            posterior_draw_at, predictive_cache_at, predictive_mean,
@@ -68,26 +70,48 @@ def values_stats(code, params, values, n_stats):
     return stats
 
 
-@njit(cache=True)
-def grid_sum_log_marginals(code, grid_params, rows, out):
-    """``out[g] = sum_r log_marginal(grid_params[g], rows[r])`` (the grid hyperprior's update)."""
+# ---------------------------------------------------------------- one cell type
+# Templates (:mod:`sklearn_trellis._core.specialise`) compiled per cell-type module with its
+# own ``type_accumulate`` / ``type_log_marginal``: a model of one type compiles no other
+# type's code (the dispatch over every type is typed and compiled whole).
+@template
+def typed_values_stats(params, values, n_stats):
+    """Statistics of the cells ``values`` (1-d, NaN = missing): :func:`values_stats`."""
+    stats = np.zeros(n_stats)
+    for x in values:
+        if x == x:
+            type_accumulate(params, np.int64(0), stats, np.int64(0), x, 1.0)
+    return stats
+
+
+@template
+def typed_grid_log_marginals(grid_params, rows, out):
+    """``out[g, r] = log_marginal(grid_params[g], rows[r])`` (0 for an empty row)."""
+    for g in range(grid_params.shape[0]):
+        for r in range(rows.shape[0]):
+            out[g, r] = (type_log_marginal(grid_params[g], np.int64(0), rows[r], np.int64(0))
+                         if rows[r, 0] > 0 else 0.0)
+    return out
+
+
+@template
+def typed_grid_sum_log_marginals(grid_params, rows, out):
+    """``out[g] = sum_r log_marginal(grid_params[g], rows[r])`` (the grid hyperprior's
+    update; empty rows contribute 0)."""
     for g in range(grid_params.shape[0]):
         total = 0.0
         for r in range(rows.shape[0]):
             if rows[r, 0] > 0:
-                total += cell_log_marginal(code, grid_params[g], rows[r])
+                total += type_log_marginal(grid_params[g], np.int64(0), rows[r], np.int64(0))
         out[g] = total
     return out
 
 
-@njit(cache=True)
-def grid_log_marginals(code, grid_params, rows, out):
-    """``out[g, r] = log_marginal(grid_params[g], rows[r])`` (0 for an empty row)."""
-    for g in range(grid_params.shape[0]):
-        for r in range(rows.shape[0]):
-            out[g, r] = (cell_log_marginal(code, grid_params[g], rows[r]) if rows[r, 0] > 0
-                         else 0.0)
-    return out
+def one_type(cell_type):
+    """The ``typed_*`` loops compiled for the cell-type module ``cell_type``
+    (:mod:`.cell_types`): a namespace by template name."""
+    return _specialise(globals(), {"type_accumulate": cell_type.accumulate,
+                                   "type_log_marginal": cell_type.log_marginal})
 
 
 # ---------------------------------------------------------------- one column per row cluster

@@ -42,7 +42,7 @@ from sklearn.base import BaseEstimator
 
 from .._core.validation import check_option, check_scalar_param
 from .cell_kernels import KERNELS, code_of
-from .cell_loops import grid_sum_log_marginals, values_stats
+from .cell_loops import one_type
 from .cell_types import bernoulli, categorical, normal, poisson
 from .conjugate import (NormalInverseWishart, _GridHyperpriorMixin, _rate_factor,
                         check_count_total)
@@ -120,15 +120,15 @@ class CellModel(_GridHyperpriorMixin, BaseEstimator):
     def _grid_log_likelihoods(self, params, rows):
         grid = np.array([self._grid_params(g) for g in range(self.grid_scale_.size)])
         out = np.empty(grid.shape[0])
-        return grid_sum_log_marginals(self.code, grid, np.ascontiguousarray(rows, np.float64),
-                                        out)
+        return one_type(self.cell_type).typed_grid_sum_log_marginals(
+            grid, np.ascontiguousarray(rows, np.float64), out)
 
     def log_marginal(self, values, params=None):
         """``log m`` of ``values`` (NaN skipped) as one block, by the kernels."""
         self._check_fitted()
         values = self.check_values(values)
         params = self.kernel_params() if params is None else np.asarray(params, np.float64)
-        stats = values_stats(self.code, params, values, self.n_stats)
+        stats = one_type(self.cell_type).typed_values_stats(params, values, self.n_stats)
         return float(self.kernels.log_marginal(params, stats))
 
     def describe_params(self, params):

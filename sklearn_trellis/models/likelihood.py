@@ -97,6 +97,11 @@ class ClusterLikelihood(BaseEstimator):
     #: slot's row): a rejected split-merge proposal then restores the whole of ``stats`` and
     #: ``work`` (``O(capacity n_stats + work size)`` per proposal) instead of those rows.
     nonlocal_state = False
+    #: True when ``refresh`` computes every occupied slot's statistics from the labels and
+    #: the data alone and ``work`` holds no state of the partition (only caches that its
+    #: kernels fill on demand): a new Gibbs state then needs no item-by-item ``rebuild``
+    #: (one kernel less to compile), only ``reset`` of every slot and ``refresh``.
+    refresh_rebuilds = False
 
     def fit(self, X, y=None):
         raise NotImplementedError

@@ -223,3 +223,64 @@ def test_cells_must_be_fitted_cell_models():
         CellBlocks(NormalCells()).fit(np.zeros((2, 2)))
     with pytest.raises(TypeError, match="cell models"):
         CellBlocks("normal").fit(np.zeros((2, 2)))
+
+
+@pytest.mark.parametrize("groups", [None, [0, 1, 0, 2, 1]])
+def test_new_state_without_rebuild_equals_the_item_by_item_build(groups):
+    """CellBlocks' new Gibbs state (every slot reset, one refresh: ``refresh_rebuilds``) is
+    the state the engine's item-by-item ``rebuild`` builds, bit for bit; a scan continues
+    alike from both."""
+    rng = np.random.RandomState(3)
+    X = mixed_matrix(rng, n=9)
+    cells, blocks = mixed_blocks(X)
+    if groups is not None:
+        cells = NormalCells().fit(X)
+        blocks = CellBlocks(cells, column_groups=groups).fit(X)
+    data = blocks.kernel_data(X)
+    labels = np.array([2, 0, 2, 1, 0, 0, 3, 1, 2])
+    assert blocks.refresh_rebuilds
+    built = gibbs.new_state(blocks, data, labels, 1.0)
+    rebuilt = gibbs.new_state(blocks, data, labels, 1.0)
+    rebuilt.stats[:] = 7.0
+    gibbs._engine(blocks).rebuild(
+        rebuilt.params, data, labels, rebuilt.labels, rebuilt.counts, rebuilt.active,
+        rebuilt.where, rebuilt.free, rebuilt.meta, rebuilt.stats, rebuilt.shared, rebuilt.work)
+    for name in ("labels", "counts", "active", "where", "free", "meta", "stats", "shared"):
+        np.testing.assert_array_equal(getattr(built, name), getattr(rebuilt, name))
+    prior = CRP(1.0).kernel_params()
+    for state in (built, rebuilt):
+        gibbs.sweep(state, blocks, prior, data, np.random.RandomState(0), n_split_merge=3)
+    np.testing.assert_array_equal(built.labels, rebuilt.labels)
+    np.testing.assert_array_equal(built.stats, rebuilt.stats)
+
+
+def test_one_type_kernels_equal_the_type_code_dispatch():
+    """A table of one cell type compiles that type's functions alone; its kernels give the
+    values of the dispatch over every type (the kernels of a mixed table), bit for bit."""
+    from sklearn_trellis.models import _cell_block_kernels as kb
+    from sklearn_trellis.models.cell_types import bernoulli, normal
+
+    rng = np.random.RandomState(1)
+    X = rng.normal(size=(8, 5))
+    X[2, 1] = np.nan
+    cells = NormalCells().fit(X)
+    blocks = CellBlocks(cells, column_groups=[0, 1, 0, 2, 1]).fit(X)
+    data = blocks.kernel_data(X)
+    params = blocks.kernel_params()
+    labels = np.array([0, 1, 0, 2, 1, 1, 0, 2])
+    one, dispatch = kb.specialise([normal]), kb.specialise([normal, bernoulli])
+    assert one is not dispatch and blocks._block_kernels is one
+    tables = [np.zeros((3, blocks.n_stats)) for _ in range(2)]
+    for kernels, table in zip((one, dispatch), tables):
+        kernels.block_table(params, data, labels, 3, table)
+    np.testing.assert_array_equal(tables[0], tables[1])
+    # the grid update of the cell model: that type's log marginal, the dispatch's values
+    rows = tables[0].reshape(3, blocks.n_groups_, -1)[:, :, :cells.n_stats]
+    rows = np.ascontiguousarray(rows.reshape(-1, cells.n_stats))
+    expected = []
+    for g in range(cells.grid_scale_.size):
+        total = 0.0
+        for row in rows:
+            total += cells.kernels.log_marginal(cells._grid_params(g), row)
+        expected.append(total)
+    np.testing.assert_array_equal(cells._grid_log_likelihoods(None, rows), expected)

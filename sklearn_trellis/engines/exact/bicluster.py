@@ -14,7 +14,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ..._core.labels import set_partitions
-from ...models.cell_loops import grid_log_marginals, values_stats
+from ...models.cell_loops import one_type
 
 #: Largest number of (row partition, column partition) pairs enumerated.
 MAX_EXACT_PAIRS = 200_000
@@ -81,14 +81,14 @@ class ExactBiclusterPosterior:
         self._X = X
         # log m_g of the cells of every (row subset, column subset); statistics do not
         # depend on the grid point (the Normal shift m0 is shared by the grid)
-        code, width = self.cells.code, self.cells.n_stats
+        kernels, width = one_type(self.cells.cell_type), self.cells.n_stats
         rows = np.zeros(((1 << n) * (1 << d), width))
         for row_mask in range(1, 1 << n):
             chosen = X[[i for i in range(n) if row_mask >> i & 1]]
             for column_mask in range(1, 1 << d):
                 cells = chosen[:, [j for j in range(d) if column_mask >> j & 1]]
-                rows[(row_mask << d) | column_mask] = values_stats(code, params[0],
-                                                                   cells.ravel(), width)
+                rows[(row_mask << d) | column_mask] = kernels.typed_values_stats(
+                    params[0], cells.ravel(), width)
         self._subset_stats = rows
         self._subset_log_marginals = self._grid_log_marginals(rows)
         self.row_partitions, self.column_partitions = set_partitions(n), set_partitions(d)
@@ -111,8 +111,8 @@ class ExactBiclusterPosterior:
         subset) at every grid point (0 for an empty block)."""
         n, d = self._X.shape
         params = np.ascontiguousarray(self.grid_params)
-        table = grid_log_marginals(self.cells.code, params, stats,
-                                   np.empty((len(params), stats.shape[0])))
+        table = one_type(self.cells.cell_type).typed_grid_log_marginals(
+            params, stats, np.empty((len(params), stats.shape[0])))
         return table.reshape(len(params), 1 << n, 1 << d)
 
     def _grid_log_joint(self):
@@ -148,14 +148,13 @@ class ExactBiclusterPosterior:
         weights = self.row_prior.log_predictive_weights(sizes.ravel())
         log_join = weights[:-1].reshape(sizes.shape) - np.log(n + self.row_prior.alpha)
         log_new = weights[-1] - np.log(n + self.row_prior.alpha)
-        code, width = self.cells.code, self.cells.n_stats
+        kernels, width = one_type(self.cells.cell_type), self.cells.n_stats
         out = np.empty(X_new.shape[0])
         for m, x in enumerate(X_new):
             new_stats = np.zeros((1 << d, width))
             for column_mask in range(1, 1 << d):
-                new_stats[column_mask] = values_stats(
-                    code, self.grid_params[0], x[[j for j in range(d) if column_mask >> j & 1]],
-                    width)
+                new_stats[column_mask] = kernels.typed_values_stats(
+                    self.grid_params[0], x[[j for j in range(d) if column_mask >> j & 1]], width)
             joined = (self._subset_stats.reshape(1 << n, 1 << d, width)
                       + new_stats[None]).reshape(-1, width)
             # log m_g(X_RC + x_C) - log m_g(X_RC); row subset 0: log m_g(x_C)

@@ -98,7 +98,10 @@ recycled); ``shared`` is float64 ``(n_shared,)``; ``work`` float64
     state, which zeroes ``shared`` and then calls ``add`` for every item - so a
     likelihood with a non-zero initial ``shared``, e.g. fastTIWD's ``tr S``,
     sets it here); ``active[:n_active]`` are the occupied slots. May do
-    nothing (:func:`sklearn_trellis.models.likelihood.no_refresh`).
+    nothing (:func:`sklearn_trellis.models.likelihood.no_refresh`). A likelihood
+    whose ``refresh`` computes every occupied slot from the labels alone sets
+    ``refresh_rebuilds = True``: a new state is then built by ``reset`` of every
+    slot and one ``refresh``, without adding the items one by one.
 
 Optional Python hook ``resample_params(params, stats, shared, counts, active,
 random_state)``: called once per sweep, returns new ``params`` or ``None``

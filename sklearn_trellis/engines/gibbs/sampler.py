@@ -96,9 +96,17 @@ def new_state(likelihood, data, init_labels, alpha, capacity=None, params=None):
         params=params, alpha=float(alpha))
     call(kernels.occupy_slots, compact, state.counts, state.active, state.where, state.free,
          state.meta, small=compact.size <= INTERPRETED_LABEL_ITEMS)
-    _engine(likelihood).rebuild(params, data, compact, state.labels, state.counts,
-                    state.active, state.where, state.free, state.meta, state.stats,
-                    state.shared, state.work)
+    if likelihood.refresh_rebuilds:
+        lik = likelihood.kernels
+        for c in range(capacity):
+            lik.reset(params, state.stats, c)
+        state.labels[:] = compact
+        lik.refresh(params, data, state.labels, state.stats, state.shared, state.active,
+                    state.meta[0])
+    else:
+        _engine(likelihood).rebuild(params, data, compact, state.labels, state.counts,
+                                    state.active, state.where, state.free, state.meta,
+                                    state.stats, state.shared, state.work)
     return state
 
 
