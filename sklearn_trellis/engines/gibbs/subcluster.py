@@ -734,12 +734,16 @@ def subsample_start(likelihood, prior, data, *, init_labels=None, n_iterations=N
                     hyperprior=None, random_state=None):
     """Starting labels of every row of ``data`` from a chain on an evenly spaced subsample.
 
-    A sub-cluster chain of ``n_iterations`` (None: ``SUBSAMPLE_ITERATIONS``) runs on the
-    ``n_rows`` rows of :func:`subsample_rows` (None: ``SUBSAMPLE_ROWS``; ``init_labels``:
-    their starting labels, None: one cluster; ``n_split_merge`` proposals per iteration),
-    then ``n_search_iterations`` (None: ``SUBSAMPLE_SEARCH_ITERATIONS``) more with
-    ``SUBSAMPLE_SPLIT_MERGE`` proposals per ``SUBSAMPLE_ROWS`` rows each (at least
-    ``n_split_merge``); then cluster weights and parameters are
+    On the ``n_rows`` rows of :func:`subsample_rows` (None: ``SUBSAMPLE_ROWS``), the
+    labels ``init_labels`` (None: one cluster) are refined by greedy cuts and merges
+    (:func:`divisive_labels`); a sub-cluster chain of at most ``n_iterations`` (None:
+    ``SUBSAMPLE_ITERATIONS``) iterations starts there (``n_split_merge`` proposals per
+    iteration), then at most ``n_search_iterations`` (None:
+    ``SUBSAMPLE_SEARCH_ITERATIONS``) more with ``SUBSAMPLE_SPLIT_MERGE`` proposals per
+    ``SUBSAMPLE_ROWS`` rows each (at least ``n_split_merge``), each of the two ending
+    once settled (:class:`Settled`: ``SUBSAMPLE_PATIENCE``, ``SUBSAMPLE_TOLERANCE``;
+    the embedding of ``bench_dp_scale.py`` and its 10^6 blobs: 3 iterations each, the
+    cuts having found every cluster); then cluster weights and parameters are
     drawn given its last partition (as in :func:`restricted_gibbs`) and every row of
     ``data`` is drawn from ``pi_k f(x | theta_k)`` in one parallel pass (clusters left
     empty are dropped).
@@ -751,6 +755,9 @@ def subsample_start(likelihood, prior, data, *, init_labels=None, n_iterations=N
     the launch reproducing that split row by row (``log q`` of ``-10^3`` to ``-10^4``).
     On ``10^4`` rows the same moves mix quickly; the full chain then starts with about
     the right clusters and only refines them. Any starting state leaves the chain exact.
+    The cuts before the chain find in one pass what its split moves found one cluster
+    per iteration (a 2-D set of 15 blobs of 100 to 30,000 rows: 15 clusters, ARI 0.9998,
+    where the chain alone ended with 16-17 and ARI 0.84-0.90).
 
     ``data`` is an ndarray (``likelihood.check_sampler_data``) or a ``dask.array`` (only
     the subsample is gathered; the labels are drawn on the workers).
@@ -891,6 +898,7 @@ def run_chains(likelihood, prior, data, *, n_chains=1, n_jobs=None, random_state
 
 __all__ = ["SubclusterState", "new_state", "make_executor", "attach", "restricted_gibbs",
            "split_merge", "iterate", "log_joint", "record_statistics", "predictive_log_weights",
-           "run_chain", "run_chains", "subsample_rows", "subsample_start", "LAUNCH_ITERATIONS",
-           "SUBSAMPLE_ROWS", "SUBSAMPLE_ITERATIONS", "SUBSAMPLE_SEARCH_ITERATIONS",
-           "SUBSAMPLE_SPLIT_MERGE"]
+           "run_chain", "run_chains", "subsample_rows", "subsample_start", "divisive_labels",
+           "Settled", "LAUNCH_ITERATIONS", "SUBSAMPLE_ROWS", "SUBSAMPLE_ITERATIONS",
+           "SUBSAMPLE_SEARCH_ITERATIONS", "SUBSAMPLE_SPLIT_MERGE", "SUBSAMPLE_PATIENCE",
+           "SUBSAMPLE_TOLERANCE"]
