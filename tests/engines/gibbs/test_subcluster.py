@@ -347,10 +347,12 @@ def test_same_chain_with_the_parallel_kernels_or_their_serial_twins(monkeypatch)
     np.testing.assert_array_equal(runs[0].state.suff, runs[1].state.suff)
 
 
-def test_same_seed_same_chain_on_any_number_of_threads():
+@pytest.mark.parametrize("make_likelihood", [NormalInverseWishart, NormalGamma])
+def test_same_seed_same_chain_on_any_number_of_threads(make_likelihood):
+    """(The Normal-Gamma's label pass screens in float32: log_density_screen.)"""
     rng = np.random.default_rng(4)
     X = np.vstack([rng.normal(c, 1.0, (3000, 3)) for c in (0, 6, 12)]).astype(np.float32)
-    lik = NormalInverseWishart().fit(X)
+    lik = make_likelihood().fit(X)
     data = lik.check_sampler_data(X)
     assert data.dtype == np.float32
     runs = []
@@ -543,6 +545,37 @@ def test_settled_ends_a_chain_once_k_and_the_log_joint_stop_moving():
     assert subcluster.run_chain(lik, CRP(1.0), data, n_sweeps=5, random_state=0,
                                 stop=never).n_sweeps == 5
     assert len(never.path) == 5
+
+
+@pytest.mark.slow   # compiles the parallel twin (about 30 s from an empty cache)
+@pytest.mark.parametrize("make_likelihood", [NormalGamma])
+def test_label_pass_twins_draw_the_same_labels_on_any_number_of_threads(make_likelihood):
+    """The label pass's serial twin and its parallel twin on one and two threads draw the
+    same labels and block counts (the Normal-Gamma's pass screens in float32 per chunk
+    of rows: log_density_screen)."""
+    rng = np.random.default_rng(5)
+    X = np.vstack([rng.normal(c, 1.0, (2500, 8)) for c in (0, 3, 6)]).astype(np.float32)
+    lik = make_likelihood().fit(X)
+    data = lik.check_sampler_data(X)
+    engine = shards.engine_for(lik)
+    params = lik.kernel_params()
+    state = subcluster.new_state(lik, data, np.repeat(np.arange(3), 2500), 1.0)
+    theta = subcluster._draw_thetas(engine, lik, params, state.suff, np.random.RandomState(0))
+    log_pi = np.log(np.full(3, 1 / 3))
+    labels = np.zeros(len(X), np.int64)
+    pinned = np.zeros(len(X), np.bool_)
+    runs = []
+    for name, threads in (("serial", 1), ("parallel", 1), ("parallel", 2)):
+        out = np.empty(len(X), np.int64)
+        counts = np.empty((-(-len(X) // shards.BLOCK_ROWS), 3), np.int64)
+        with numba_threads(threads):
+            getattr(engine.propose_labels, name)(params, theta, log_pi, 3, data, labels,
+                                                  pinned, np.int64(9), out, counts)
+        runs.append((out, counts))
+    for out, counts in runs[1:]:
+        np.testing.assert_array_equal(out, runs[0][0])
+        np.testing.assert_array_equal(counts, runs[0][1])
+    assert len(np.unique(runs[0][0])) == 3
 
 
 def test_label_pass_goes_on_threads_by_its_work_not_its_rows():
