@@ -98,9 +98,11 @@ from .shards import LocalExecutor, engine_for, is_dask_array, reduce_tree
 LAUNCH_ITERATIONS = 3
 
 #: Rows of the evenly spaced subsample whose chain starts a larger chain
-#: (:func:`subsample_start`), and that chain's iterations (before the search below:
+#: (:func:`subsample_start`), and that chain's iterations at most (it ends once settled,
+#: ``SUBSAMPLE_PATIENCE``); measured before the start's greedy cuts and the search below:
 #: 10^6 blobs, 20 clusters, seeds 0-2: 20, 21, 20 clusters, ARI 1.0 with 40 or 100 of
-#: them; 20, 20, 21 clusters, ARI 1.0, 1.0, 0.997 with 20).
+#: them; 20, 20, 21 clusters, ARI 1.0, 1.0, 0.997 with 20; since the cuts: 20, 20, 20,
+#: ARI 1.0 (seed 0: each of its chains settled after 3 iterations).
 SUBSAMPLE_ROWS = 10_000
 SUBSAMPLE_ITERATIONS = 40
 
@@ -618,8 +620,8 @@ def _two_means(points, i):
 
 
 def divisive_labels(likelihood, pp, data, labels, rng):
-    """Labels of ``data`` refined by greedy cuts: a start for a chain, not a move of it
-    (it only ever splits, and keeps a cut that raises ``p(z | X)``).
+    """Labels of ``data`` refined by greedy cuts, then merges: a start for a chain, not a
+    move of it (it keeps a cut or a merge whenever it raises ``p(z | X)``, and no other).
 
     Every cluster of ``labels``, and each half of a cut kept, is cut once by 2-means
     (:func:`_two_means`, started at a random row of it and its farthest row); the cut
@@ -627,8 +629,11 @@ def divisive_labels(likelihood, pp, data, labels, rng):
     this module's docstring) is positive. A cluster holding separated groups is thus cut
     between groups, where the chain's split launches, seeded at two random rows, mostly
     cut within one (``bench_dp_scale.py``'s embedding, 80 clusters: from k-means' 10,
-    a chain on 10,000 of its rows found about one cluster per iteration). Returns int64
-    labels ``0..K-1``.
+    a chain on 10,000 of its rows found about one cluster per iteration). A 2-means cut
+    of a union can also cut one of its groups; the pairs of clusters whose merge raises
+    ``p(z | X)`` are then merged, best first (:func:`_greedy_merges`; the embedding:
+    84 clusters after the cuts, the 80 true ones after the merges). Returns int64 labels
+    ``0..K-1``.
     """
     engine = _engine(likelihood)
     params = likelihood.kernel_params()
