@@ -94,9 +94,9 @@ class _CompileNames(event.Listener):
         pass
 
 
-#: Seconds of the last ``timed`` fit spent in its starting state (``init='subsample'``: a
-#: chain on 10,000 rows, then one pass over all rows; its k-means start is not counted),
-#: printed apart from the iterations.
+#: Seconds of the last ``timed`` fit spent in its starting state (``init='subsample'``:
+#: greedy cuts and a chain on 10,000 rows, then one pass over all rows; its k-means start
+#: is not counted), printed apart from the iterations.
 LAST_START = [0.0]
 _subsample_start = subcluster.subsample_start
 
@@ -191,8 +191,9 @@ def embedding(n, d, k=80, seed=0):
 #: Iterations of the embedding's sub-cluster chain (``--iterations`` overrides): a fixed
 #: count, not a stopping rule (``DPMixture`` has none). Measured (seed 0, the subsample
 #: start of ``init='auto'``): NMI 1.0000 (K=80, BGM's figure) from the start (t=0)
-#: through iteration 30 (``--iterations 30``); seeds 1 and 2: 1.0000 at t=0 too (K=81
-#: and 80). Before the start's split/merge search (``subcluster.SUBSAMPLE_SPLIT_MERGE``)
+#: through iteration 30 (``--iterations 30``); seeds 1 and 2: 1.0000 at t=0 too (K=80
+#: both since the start's greedy cuts, ``subcluster.divisive_labels``; K=81 and 80
+#: before). Before the start's split/merge search (``subcluster.SUBSAMPLE_SPLIT_MERGE``)
 #: it was 0.9993 (K=79) until iteration 16, and 30 iterations were run. 5 keeps a
 #: margin; the table of NMI against iterations is printed on every run, with the first
 #: iteration whose NMI reaches BGM's, so a change that slows convergence shows

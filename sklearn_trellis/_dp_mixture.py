@@ -107,12 +107,16 @@ default='gaussian'
         at most that many.
     init : {'auto', 'subsample', 'kmeans', 'one', 'singletons', 'random'} or \
 array-like of shape (n_samples,), default='auto'
-        Starting partition of every chain. ``'subsample'``: a sub-cluster chain of
-        ``SUBSAMPLE_ITERATIONS`` (40) iterations on ``SUBSAMPLE_ROWS`` (10,000) evenly
-        spaced rows, started from k-means with 10 clusters (on one thread), then
+        Starting partition of every chain. ``'subsample'``: on ``SUBSAMPLE_ROWS``
+        (10,000) evenly spaced rows, k-means with 10 clusters (on one thread), each
+        cluster cut by 2-means while a cut raises the posterior, then merges that raise
+        it (``divisive_labels``), then a sub-cluster chain of at most
+        ``SUBSAMPLE_ITERATIONS`` (40) iterations and at most
         ``SUBSAMPLE_SEARCH_ITERATIONS`` (10) with ``SUBSAMPLE_SPLIT_MERGE`` (100)
-        split/merge proposals each (clusters still missing), then every row drawn from
-        its last cluster weights and parameters
+        split/merge proposals each (clusters still missing), each chain ending once
+        settled (the number of clusters unchanged and the log joint within
+        ``SUBSAMPLE_TOLERANCE`` nats per row over ``SUBSAMPLE_PATIENCE`` iterations),
+        then every row drawn from its last cluster weights and parameters
         (:func:`~sklearn_trellis.engines.gibbs.subcluster.subsample_start`; likelihoods
         with an uncollapsed form). ``'kmeans'``: k-means with 10 clusters; ``'one'``:
         one cluster; ``'singletons'``; ``'random'``: uniform random labels among

@@ -551,7 +551,7 @@ class NormalGamma(_GridHyperpriorMixin, _FittedMixin):
                            k.ng_log_predictive, k.ng_log_cluster, zero_global, k.ng_refresh)
     uncollapsed_kernels = UncollapsedKernels(u.ng_suff_add_rows, u.ng_suff_to_stats,
                                              u.ng_draw_theta, u.ng_log_density_rows,
-                                             u.ng_log_density_block)
+                                             u.ng_log_density_block, u.ng_log_density_screen)
 
     #: Shape grid of ``hyperprior='grid'``: ``(3 + c) / 2``.
     SHAPE_GRID = 0.5 * (3.0 + np.array([0.0, 0.5, 1.0, 2.0, 4.0, 8.0]))

@@ -27,10 +27,11 @@ GibbsKernels = namedtuple("GibbsKernels", [
 #: cluster parameters (:mod:`sklearn_trellis.engines.gibbs.subcluster`); contracts in
 #: :mod:`sklearn_trellis.models._uncollapsed_kernels`. ``log_density_block`` (a block of
 #: rows against every cluster) is optional: without it the rows are scored cluster by
-#: cluster through ``log_density_rows``.
+#: cluster through ``log_density_rows``; so is ``log_density_screen`` (the label pass's
+#: block, ``-inf`` where an entry cannot matter): without it, ``log_density_block``.
 UncollapsedKernels = namedtuple("UncollapsedKernels", [
-    "suff_add_rows", "suff_to_stats", "draw_theta", "log_density_rows", "log_density_block"],
-    defaults=(None,))
+    "suff_add_rows", "suff_to_stats", "draw_theta", "log_density_rows", "log_density_block",
+    "log_density_screen"], defaults=(None, None))
 
 
 def protocol_bindings(kernels):
@@ -54,6 +55,11 @@ def uncollapsed_bindings(likelihood):
             vars(_uncollapsed_kernels),
             {"lik_log_density_rows": bindings["lik_log_density_rows"]}
         ).log_density_block_by_rows
+    if bindings["lik_log_density_screen"] is None:
+        bindings["lik_log_density_screen"] = specialise(
+            vars(_uncollapsed_kernels),
+            {"lik_log_density_block": bindings["lik_log_density_block"]}
+        ).log_density_screen_by_block
     return bindings
 
 

@@ -113,8 +113,10 @@ def propose_labels(params, theta, log_pi, n_clusters, data, labels, pinned, key,
         # the (clusters, rows) table of one chunk stays in cache
         logp = np.empty((n_clusters, size))
         logw = np.empty(n_clusters)
-        lik_log_density_block(params, theta, n_clusters, data, np.arange(start, start + size),
-                              logp)
+        # -inf where a weight is certainly below exp(-NEGLIGIBLE_NATS - 1) of the row's
+        # largest: less than 2**-54 of the total, as the entries _pick leaves out
+        lik_log_density_screen(params, theta, n_clusters, data, np.arange(start, start + size),
+                               log_pi, NEGLIGIBLE_NATS + 1.0, logp)
         for t in range(size):
             i = start + t
             if pinned[i]:

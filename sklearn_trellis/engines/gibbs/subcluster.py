@@ -80,6 +80,7 @@ R. M. Neal. A split-merge Markov chain Monte Carlo procedure for the Dirichlet p
 mixture model. JCGS 2004.
 """
 
+import collections
 import time
 from dataclasses import dataclass, field
 
@@ -97,9 +98,11 @@ from .shards import LocalExecutor, engine_for, is_dask_array, reduce_tree
 LAUNCH_ITERATIONS = 3
 
 #: Rows of the evenly spaced subsample whose chain starts a larger chain
-#: (:func:`subsample_start`), and that chain's iterations (before the search below:
+#: (:func:`subsample_start`), and that chain's iterations at most (it ends once settled,
+#: ``SUBSAMPLE_PATIENCE``); measured before the start's greedy cuts and the search below:
 #: 10^6 blobs, 20 clusters, seeds 0-2: 20, 21, 20 clusters, ARI 1.0 with 40 or 100 of
-#: them; 20, 20, 21 clusters, ARI 1.0, 1.0, 0.997 with 20).
+#: them; 20, 20, 21 clusters, ARI 1.0, 1.0, 0.997 with 20; since the cuts: 20, 20, 20,
+#: ARI 1.0 (seed 0: each of its chains settled after 3 iterations).
 SUBSAMPLE_ROWS = 10_000
 SUBSAMPLE_ITERATIONS = 40
 
@@ -118,6 +121,12 @@ SUBSAMPLE_ITERATIONS = 40
 #: clusters (five blobs, 150 rows: ARI 0.90 with 100).
 SUBSAMPLE_SEARCH_ITERATIONS = 10
 SUBSAMPLE_SPLIT_MERGE = 100
+
+#: Each of the two chains of the start ends early once settled (:class:`Settled`): the
+#: number of clusters unchanged and the log joint within ``SUBSAMPLE_TOLERANCE`` nats
+#: per row over ``SUBSAMPLE_PATIENCE`` iterations.
+SUBSAMPLE_PATIENCE = 2
+SUBSAMPLE_TOLERANCE = 1e-3
 
 _MAX_KEY = np.iinfo(np.int64).max
 _MAX_SEED = np.iinfo(np.int32).max
@@ -412,6 +421,17 @@ def _partner_log_weights(engine, likelihood, params, pp, suff, counts, k):
     return out
 
 
+def _keep_split(state, k, suff, counts, shard_counts):
+    """The driver's side of an applied split of cluster ``k``: side 0 keeps ``k``, side 1
+    becomes cluster ``K`` (the shards relabel with ``apply_split``)."""
+    state.suff = np.vstack([state.suff, suff[1:2]])
+    state.suff[k] = suff[0]
+    state.counts = np.append(state.counts, counts[1])
+    state.counts[k] = counts[0]
+    state.shard_counts = np.column_stack([state.shard_counts, shard_counts[:, 1]])
+    state.shard_counts[:, k] = shard_counts[:, 0]
+
+
 def split_merge(state, likelihood, pp, rng, n_proposals, ahead=None):
     """Step 3: ``n_proposals`` split or merge proposals, exact Metropolis-Hastings; returns
     the number accepted. ``ahead``: the first proposal's row and its label, already drawn
@@ -468,12 +488,7 @@ def split_merge(state, likelihood, pp, rng, n_proposals, ahead=None):
                 accept = log_u < log_a + log_w[K]
             if accept:
                 end("apply_split", K)
-                state.suff = np.vstack([state.suff, suff[1:2]])
-                state.suff[k] = suff[0]
-                state.counts = np.append(state.counts, counts[1])
-                state.counts[k] = counts[0]
-                state.shard_counts = np.column_stack([state.shard_counts, shard_counts[:, 1]])
-                state.shard_counts[:, k] = shard_counts[:, 0]
+                _keep_split(state, k, suff, counts, shard_counts)
                 accepted += 1
             else:
                 end("end_launch")
@@ -581,6 +596,137 @@ def predictive_log_weights(likelihood, prior_params, params, suff, counts, data_
         return out - np.logaddexp.reduce(log_weights)
 
 
+#: Lloyd iterations at most of a 2-means cut in :func:`divisive_labels`.
+TWO_MEANS_ITERATIONS = 20
+
+
+def _two_means(points, i):
+    """Sides (bool) of a 2-means cut of ``points`` started at row ``i`` and at the row
+    farthest from it (Lloyd's iterations, at most ``TWO_MEANS_ITERATIONS``)."""
+    far = int(np.argmax(np.sum((points - points[i]) ** 2, axis=1)))
+    centres = points[[i, far]]
+    side = None
+    for _ in range(TWO_MEANS_ITERATIONS):
+        # nearer to centre 1: x . (c1 - c0) > (|c1|^2 - |c0|^2) / 2
+        new = points @ (centres[1] - centres[0]) > 0.5 * (centres[1] @ centres[1]
+                                                          - centres[0] @ centres[0])
+        if side is not None and np.array_equal(new, side):
+            break
+        side = new
+        if side.all() or not side.any():
+            break
+        centres = np.array([points[~side].mean(axis=0), points[side].mean(axis=0)])
+    return side
+
+
+def divisive_labels(likelihood, pp, data, labels, rng):
+    """Labels of ``data`` refined by greedy cuts, then merges: a start for a chain, not a
+    move of it (it keeps a cut or a merge whenever it raises ``p(z | X)``, and no other).
+
+    Every cluster of ``labels``, and each half of a cut kept, is cut once by 2-means
+    (:func:`_two_means`, started at a random row of it and its farthest row); the cut
+    is kept if its log posterior ratio (the first line of the split's Hastings ratio in
+    this module's docstring) is positive. A cluster holding separated groups is thus cut
+    between groups, where the chain's split launches, seeded at two random rows, mostly
+    cut within one (``bench_dp_scale.py``'s embedding, 80 clusters: from k-means' 10,
+    a chain on 10,000 of its rows found about one cluster per iteration). A 2-means cut
+    of a union can also cut one of its groups; the pairs of clusters whose merge raises
+    ``p(z | X)`` are then merged, best first (:func:`_greedy_merges`; the embedding:
+    84 clusters after the cuts, the 80 true ones after the merges). Returns int64 labels
+    ``0..K-1``.
+    """
+    engine = _engine(likelihood)
+    params = likelihood.kernel_params()
+    labels = np.unique(np.asarray(labels), return_inverse=True)[1].astype(np.int64).ravel()
+    queue = collections.deque(range(int(labels.max()) + 1 if labels.size else 0))
+    n_clusters = len(queue)
+    while queue:
+        k = queue.popleft()
+        rows = np.flatnonzero(labels == k)
+        if rows.size < 2:
+            continue
+        points = np.asarray(data[rows], dtype=np.float64)
+        side = _two_means(points, rng.randint(rows.size))
+        if side.all() or not side.any():
+            continue
+        halves = [rows[~side], rows[side]]
+        suff = np.zeros((3, likelihood.n_suff))
+        engine.accumulate_suff(params, data, np.concatenate(halves + [rows]),
+                               np.cumsum([0, halves[0].size, halves[1].size, rows.size]),
+                               suff)
+        log_m = _log_m(engine, likelihood, params, suff)
+        gain = (log_block(pp, halves[0].size) + log_block(pp, halves[1].size)
+                - log_block(pp, rows.size) + log_count(pp, n_clusters + 1)
+                - log_count(pp, n_clusters) + log_m[0] + log_m[1] - log_m[2])
+        if gain > 0:
+            labels[halves[1]] = n_clusters
+            queue.extend([k, n_clusters])
+            n_clusters += 1
+    return _greedy_merges(engine, likelihood, params, pp, data, labels)
+
+
+def _greedy_merges(engine, likelihood, params, pp, data, labels):
+    """``labels`` after merging, best first, pairs of clusters whose merge raises
+    ``p(z | X)`` (a 2-means cut of a union can cut one of its groups: later cuts then
+    leave the group's two pieces apart)."""
+    K = int(labels.max()) + 1
+    rows, offsets = kernels.group_rows(labels, K)
+    suff = np.zeros((K, likelihood.n_suff))
+    engine.accumulate_suff(params, data, rows, offsets, suff)
+    counts = np.diff(offsets)
+    single = _log_m(engine, likelihood, params, suff)
+    alive = np.ones(K, bool)
+    gain = np.full((K, K), -np.inf)   # a merge's log posterior ratio but log_count's
+
+    def update(a):
+        others = np.flatnonzero(alive)
+        others = others[others != a]
+        merged = _log_m(engine, likelihood, params, suff[a] + suff[others])
+        gain[a, others] = gain[others, a] = (
+            merged - single[a] - single[others] - log_block(pp, counts[a])
+            + np.array([log_block(pp, counts[a] + counts[c]) - log_block(pp, counts[c])
+                        for c in others]))
+
+    for a in range(K):
+        update(a)
+    n_clusters = K
+    while n_clusters > 1:
+        a, b = np.unravel_index(np.argmax(gain), gain.shape)
+        if not gain[a, b] + log_count(pp, n_clusters - 1) - log_count(pp, n_clusters) > 0:
+            break
+        labels[labels == b] = a
+        suff[a] += suff[b]
+        counts[a] += counts[b]
+        single[a] = _log_m(engine, likelihood, params, suff[a:a + 1])[0]
+        alive[b] = False
+        gain[b, :] = gain[:, b] = -np.inf
+        update(a)
+        n_clusters -= 1
+    return np.unique(labels, return_inverse=True)[1].astype(np.int64).ravel()
+
+
+class Settled:
+    """``stop`` of :func:`run_chain`: True once the number of clusters has not changed and
+    the log joint has moved by at most ``tolerance`` nats per row over the last
+    ``patience`` iterations (a rule of the chain's path, so deterministic given its seed).
+    """
+
+    def __init__(self, likelihood, prior, patience, tolerance):
+        self.likelihood, self.prior = likelihood, prior
+        self.patience, self.tolerance = patience, tolerance
+        self.path = []
+
+    def __call__(self, state):
+        value = log_joint(state, self.likelihood, self.prior.with_alpha(state.alpha)
+                          .kernel_params())
+        self.path.append((state.n_clusters, value))
+        recent = self.path[-(self.patience + 1):]
+        if len(recent) <= self.patience or len({k for k, _ in recent}) > 1:
+            return False
+        values = [v for _, v in recent]
+        return max(values) - min(values) <= self.tolerance * state.n
+
+
 def subsample_rows(n, n_rows=None):
     """``min(n, n_rows)`` evenly spaced row indices of ``n`` rows (those of
     :func:`subsample_start`; ``n_rows`` None: ``SUBSAMPLE_ROWS``)."""
@@ -593,12 +739,16 @@ def subsample_start(likelihood, prior, data, *, init_labels=None, n_iterations=N
                     hyperprior=None, random_state=None):
     """Starting labels of every row of ``data`` from a chain on an evenly spaced subsample.
 
-    A sub-cluster chain of ``n_iterations`` (None: ``SUBSAMPLE_ITERATIONS``) runs on the
-    ``n_rows`` rows of :func:`subsample_rows` (None: ``SUBSAMPLE_ROWS``; ``init_labels``:
-    their starting labels, None: one cluster; ``n_split_merge`` proposals per iteration),
-    then ``n_search_iterations`` (None: ``SUBSAMPLE_SEARCH_ITERATIONS``) more with
-    ``SUBSAMPLE_SPLIT_MERGE`` proposals per ``SUBSAMPLE_ROWS`` rows each (at least
-    ``n_split_merge``); then cluster weights and parameters are
+    On the ``n_rows`` rows of :func:`subsample_rows` (None: ``SUBSAMPLE_ROWS``), the
+    labels ``init_labels`` (None: one cluster) are refined by greedy cuts and merges
+    (:func:`divisive_labels`); a sub-cluster chain of at most ``n_iterations`` (None:
+    ``SUBSAMPLE_ITERATIONS``) iterations starts there (``n_split_merge`` proposals per
+    iteration), then at most ``n_search_iterations`` (None:
+    ``SUBSAMPLE_SEARCH_ITERATIONS``) more with ``SUBSAMPLE_SPLIT_MERGE`` proposals per
+    ``SUBSAMPLE_ROWS`` rows each (at least ``n_split_merge``), each of the two ending
+    once settled (:class:`Settled`: ``SUBSAMPLE_PATIENCE``, ``SUBSAMPLE_TOLERANCE``;
+    the embedding of ``bench_dp_scale.py`` and its 10^6 blobs: 3 iterations each, the
+    cuts having found every cluster); then cluster weights and parameters are
     drawn given its last partition (as in :func:`restricted_gibbs`) and every row of
     ``data`` is drawn from ``pi_k f(x | theta_k)`` in one parallel pass (clusters left
     empty are dropped).
@@ -610,6 +760,9 @@ def subsample_start(likelihood, prior, data, *, init_labels=None, n_iterations=N
     the launch reproducing that split row by row (``log q`` of ``-10^3`` to ``-10^4``).
     On ``10^4`` rows the same moves mix quickly; the full chain then starts with about
     the right clusters and only refines them. Any starting state leaves the chain exact.
+    The cuts before the chain find in one pass what its split moves found one cluster
+    per iteration (a 2-D set of 15 blobs of 100 to 30,000 rows: 15 clusters, ARI 0.9998,
+    where the chain alone ended with 16-17 and ARI 0.84-0.90).
 
     ``data`` is an ndarray (``likelihood.check_sampler_data``) or a ``dask.array`` (only
     the subsample is gathered; the labels are drawn on the workers).
@@ -624,15 +777,20 @@ def subsample_start(likelihood, prior, data, *, init_labels=None, n_iterations=N
                 else n_search_iterations)
     sub = data[rows].compute() if is_dask_array(data) else data[rows]
     sub = likelihood.check_sampler_data(np.asarray(sub))
-    small = run_chain(likelihood, prior, sub, n_sweeps=n_iterations, init_labels=init_labels,
+    labels = np.zeros(rows.size, np.int64) if init_labels is None else init_labels
+    # one thread: the cuts' small products do not pay a BLAS pool's wake-ups
+    with threadpool_limits(1, user_api="blas"):
+        labels = divisive_labels(likelihood, prior.kernel_params(), sub, labels, rng)
+    settled = Settled(likelihood, prior, SUBSAMPLE_PATIENCE, SUBSAMPLE_TOLERANCE)
+    small = run_chain(likelihood, prior, sub, n_sweeps=n_iterations, init_labels=labels,
                       n_split_merge=n_split_merge, hyperprior=hyperprior,
-                      random_state=rng).state
+                      random_state=rng, stop=settled).state
     if n_search:
+        settled = Settled(likelihood, prior, SUBSAMPLE_PATIENCE, SUBSAMPLE_TOLERANCE)
         small = run_chain(likelihood, prior, sub, n_sweeps=n_search, state=small,
                           n_split_merge=max(n_split_merge, SUBSAMPLE_SPLIT_MERGE
                                             * rows.size // SUBSAMPLE_ROWS),
-                          hyperprior=hyperprior,
-                          random_state=rng).state
+                          hyperprior=hyperprior, random_state=rng, stop=settled).state
     engine = _engine(likelihood)
     K = small.n_clusters
     log_pi = _draw_log_weights(prior.with_alpha(small.alpha).kernel_params(), small.counts,
@@ -655,10 +813,12 @@ def subsample_start(likelihood, prior, data, *, init_labels=None, n_iterations=N
 
 def run_chain(likelihood, prior, data, *, n_sweeps, burn_in=0, thin=1, init_labels=None,
               state=None, n_split_merge=10, hyperprior=None, random_state=None, verbose=0,
-              chain_id=0, record=None):
+              chain_id=0, record=None, stop=None):
     """Run one chain of ``n_sweeps`` iterations; the arguments are those of
     :func:`.sampler.run_chain` (``n_split_merge``: proposals per iteration). Returns a
     :class:`.sampler.ChainResult` whose ``state`` is a :class:`SubclusterState`.
+    ``stop``: None, or a function of the state called after every iteration; True ends
+    the chain there (:class:`Settled`).
 
     ``data`` is ``likelihood.check_sampler_data(X)`` (float32 rows stay float32), a
     ``dask.array`` (its chunks are sampled where they are, :class:`.shards.DaskExecutor`)
@@ -711,6 +871,8 @@ def run_chain(likelihood, prior, data, *, n_sweeps, burn_in=0, thin=1, init_labe
                           f"{state.n_clusters} clusters, log joint {value:.6g}, "
                           f"alpha={state.alpha:.3g}, {elapsed / (t + 1):.3g} s/iteration",
                           flush=True)
+                if stop is not None and stop(state):
+                    break
     except KeyboardInterrupt:
         interrupted = True
         if verbose:
@@ -741,6 +903,7 @@ def run_chains(likelihood, prior, data, *, n_chains=1, n_jobs=None, random_state
 
 __all__ = ["SubclusterState", "new_state", "make_executor", "attach", "restricted_gibbs",
            "split_merge", "iterate", "log_joint", "record_statistics", "predictive_log_weights",
-           "run_chain", "run_chains", "subsample_rows", "subsample_start", "LAUNCH_ITERATIONS",
-           "SUBSAMPLE_ROWS", "SUBSAMPLE_ITERATIONS", "SUBSAMPLE_SEARCH_ITERATIONS",
-           "SUBSAMPLE_SPLIT_MERGE"]
+           "run_chain", "run_chains", "subsample_rows", "subsample_start", "divisive_labels",
+           "Settled", "LAUNCH_ITERATIONS", "SUBSAMPLE_ROWS", "SUBSAMPLE_ITERATIONS",
+           "SUBSAMPLE_SEARCH_ITERATIONS", "SUBSAMPLE_SPLIT_MERGE", "SUBSAMPLE_PATIENCE",
+           "SUBSAMPLE_TOLERANCE"]

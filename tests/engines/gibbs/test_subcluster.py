@@ -128,6 +128,64 @@ def test_block_log_density_equals_the_row_kernel(name, dtype):
         np.testing.assert_array_equal(part, out[:, start:stop])
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("name", sorted(BLOCK_CASES))
+def test_screened_log_density_keeps_every_entry_that_can_matter(name, dtype):
+    """``log_density_screen`` (the label pass's block): every entry whose ``log_pi + out``
+    lies within ``window`` of its row's largest is ``log_density_block``'s (to 1e-12 of
+    the largest value), every entry left out (``-inf``) lies more than ``window`` below;
+    the Normal-Gamma's float32 screen leaves some out, the others none; a row's values do
+    not depend on the rows scored with it; a parameter too large for float32 is scored
+    in float64."""
+    from sklearn_trellis.models.likelihood import uncollapsed_bindings
+    lik, make = BLOCK_CASES[name]
+    rng = np.random.default_rng(8)
+    X = make(rng, 700).astype(dtype)
+    lik.fit(X)
+    data = lik.check_sampler_data(X)
+    params = lik.kernel_params()
+    fns = lik.uncollapsed_kernels
+    bindings = uncollapsed_bindings(lik)
+    block, screen = bindings["lik_log_density_block"], bindings["lik_log_density_screen"]
+    n_clusters = 6
+    suff = np.zeros((n_clusters, lik.n_suff))
+    stats = np.zeros((n_clusters, lik.n_stats))
+    theta = np.zeros((n_clusters, lik.n_theta))
+    numba.njit(lambda: np.random.seed(12))()
+    for c in range(n_clusters):
+        fns.suff_add_rows(params, data, np.arange(100 * c, 100 * c + 80), suff, c)
+        fns.suff_to_stats(params, suff, stats, c)
+        fns.draw_theta(params, stats, c, theta)
+    log_pi = np.log(rng.dirichlet(np.ones(n_clusters)))
+    rows = rng.permutation(700)[:600].astype(np.int64)
+    expected = np.empty((n_clusters, rows.size))
+    block(params, theta, n_clusters, data, rows, expected)
+    total = expected + log_pi[:, None]
+    gap = total.max(axis=0) - total
+    for window in (39.0, 2.0):
+        out = np.empty((n_clusters, rows.size))
+        screen(params, theta, n_clusters, data, rows, log_pi, window, out)
+        kept = np.isfinite(out)
+        assert np.all(out[~kept] == -np.inf)
+        assert np.all(kept[gap <= window])
+        assert np.all(gap[~kept] > window)
+        np.testing.assert_allclose(out[kept], expected[kept], rtol=0,
+                                   atol=1e-12 * np.abs(expected).max())
+        if name == "normal_gamma" and window == 2.0:
+            assert 0 < np.sum(~kept) < kept.size
+        elif name != "normal_gamma":
+            assert kept.all()
+        part = np.empty((n_clusters, 37))
+        screen(params, theta, n_clusters, data, rows[100:137], log_pi, window, part)
+        np.testing.assert_array_equal(part, out[:, 100:137])
+    if name == "normal_gamma":   # tau beyond float32's safe range: every entry in float64
+        theta[0, lik.n_features_in_] = 1e16
+        block(params, theta, n_clusters, data, rows, expected)
+        out = np.empty((n_clusters, rows.size))
+        screen(params, theta, n_clusters, data, rows, log_pi, 39.0, out)
+        np.testing.assert_array_equal(out, expected)
+
+
 def _posterior_draws(lik, X, n_draws):
     params = lik.kernel_params()
     fns = lik.uncollapsed_kernels
@@ -289,10 +347,12 @@ def test_same_chain_with_the_parallel_kernels_or_their_serial_twins(monkeypatch)
     np.testing.assert_array_equal(runs[0].state.suff, runs[1].state.suff)
 
 
-def test_same_seed_same_chain_on_any_number_of_threads():
+@pytest.mark.parametrize("make_likelihood", [NormalInverseWishart, NormalGamma])
+def test_same_seed_same_chain_on_any_number_of_threads(make_likelihood):
+    """(The Normal-Gamma's label pass screens in float32: log_density_screen.)"""
     rng = np.random.default_rng(4)
     X = np.vstack([rng.normal(c, 1.0, (3000, 3)) for c in (0, 6, 12)]).astype(np.float32)
-    lik = NormalInverseWishart().fit(X)
+    lik = make_likelihood().fit(X)
     data = lik.check_sampler_data(X)
     assert data.dtype == np.float32
     runs = []
@@ -424,6 +484,98 @@ def test_subsample_start_draws_every_row_from_a_subsample_chain(monkeypatch):
     DPMixture(method="gibbs", n_sweeps=1, init="subsample", random_state=0).fit(X)
     assert len(calls) == 2
 
+
+
+def test_divisive_labels_cut_separated_groups_and_nothing_else():
+    """The start's greedy cuts (:func:`subcluster.divisive_labels`): from one cluster,
+    separated blobs of unequal sizes (the smallest 15 rows) come out whole, a cut that
+    splits a blob comes back together, one blob stays one cluster; the same labels for
+    the same seed."""
+    from sklearn.datasets import make_blobs
+    from sklearn.metrics import adjusted_rand_score
+    centres = [[0, 0], [9, 0], [0, 9], [9, 9], [-9, 0], [0, -9]]
+    X, y = make_blobs([400, 250, 120, 60, 30, 15], centers=centres, random_state=4)
+    lik = NormalInverseWishart().fit(X)
+    data = lik.check_sampler_data(X)
+    pp = CRP(1.0).kernel_params()
+    for seed in range(3):
+        labels = subcluster.divisive_labels(lik, pp, data, np.zeros(len(X), np.int64),
+                                            np.random.RandomState(seed))
+        assert labels.dtype == np.int64 and labels.max() + 1 == 6
+        assert adjusted_rand_score(y, labels) == 1.0
+    # a start that cuts blob 0 in two: merged back
+    start = y.copy()
+    start[(y == 0) & (X[:, 0] > 0)] = 6
+    labels = subcluster.divisive_labels(lik, pp, data, start, np.random.RandomState(0))
+    assert adjusted_rand_score(y, labels) == 1.0
+    np.testing.assert_array_equal(labels, subcluster.divisive_labels(
+        lik, pp, data, start, np.random.RandomState(0)))
+    one = X[y == 0]
+    lik_one = NormalInverseWishart().fit(one)
+    assert subcluster.divisive_labels(lik_one, pp, lik_one.check_sampler_data(one),
+                                      np.zeros(len(one), np.int64),
+                                      np.random.RandomState(0)).max() == 0
+
+
+def test_settled_ends_a_chain_once_k_and_the_log_joint_stop_moving():
+    """``run_chain(stop=Settled(...))``: the chain ends after the first iteration at which
+    the number of clusters has not changed and the log joint has moved by at most the
+    tolerance (nats per row) over ``patience`` iterations (three separated blobs from one
+    cluster); a patience longer than the chain runs every iteration."""
+    from sklearn.datasets import make_blobs
+    X, _ = make_blobs([150, 100, 50], centers=[[0, 0], [10, 0], [0, 10]], random_state=0)
+    lik = NormalInverseWishart(hyperprior="fixed").fit(X)
+    data = lik.check_sampler_data(X)
+    settled = subcluster.Settled(lik, CRP(1.0), patience=2, tolerance=1e-3)
+    result = subcluster.run_chain(lik, CRP(1.0), data, n_sweeps=30, random_state=0,
+                                  init_labels=np.zeros(300, np.int64), stop=settled)
+    path = settled.path
+    assert 3 <= result.n_sweeps < 30 and len(path) == result.n_sweeps
+    assert len({k for k, _ in path[-3:]}) == 1
+    assert np.ptp([v for _, v in path[-3:]]) <= 1e-3 * 300
+    for t in range(2, len(path) - 1):   # not settled before
+        recent = path[t - 2:t + 1]
+        assert (len({k for k, _ in recent}) > 1
+                or np.ptp([v for _, v in recent]) > 1e-3 * 300)
+    # the same chain, iteration for iteration, as one without a stop
+    full = subcluster.run_chain(lik, CRP(1.0), data, n_sweeps=result.n_sweeps,
+                                random_state=0, init_labels=np.zeros(300, np.int64))
+    np.testing.assert_array_equal(full.state.labels, result.state.labels)
+    never = subcluster.Settled(lik, CRP(1.0), patience=30, tolerance=0.0)
+    assert subcluster.run_chain(lik, CRP(1.0), data, n_sweeps=5, random_state=0,
+                                stop=never).n_sweeps == 5
+    assert len(never.path) == 5
+
+
+@pytest.mark.slow   # compiles the parallel twin (about 30 s from an empty cache)
+@pytest.mark.parametrize("make_likelihood", [NormalGamma])
+def test_label_pass_twins_draw_the_same_labels_on_any_number_of_threads(make_likelihood):
+    """The label pass's serial twin and its parallel twin on one and two threads draw the
+    same labels and block counts (the Normal-Gamma's pass screens in float32 per chunk
+    of rows: log_density_screen)."""
+    rng = np.random.default_rng(5)
+    X = np.vstack([rng.normal(c, 1.0, (2500, 8)) for c in (0, 3, 6)]).astype(np.float32)
+    lik = make_likelihood().fit(X)
+    data = lik.check_sampler_data(X)
+    engine = shards.engine_for(lik)
+    params = lik.kernel_params()
+    state = subcluster.new_state(lik, data, np.repeat(np.arange(3), 2500), 1.0)
+    theta = subcluster._draw_thetas(engine, lik, params, state.suff, np.random.RandomState(0))
+    log_pi = np.log(np.full(3, 1 / 3))
+    labels = np.zeros(len(X), np.int64)
+    pinned = np.zeros(len(X), np.bool_)
+    runs = []
+    for name, threads in (("serial", 1), ("parallel", 1), ("parallel", 2)):
+        out = np.empty(len(X), np.int64)
+        counts = np.empty((-(-len(X) // shards.BLOCK_ROWS), 3), np.int64)
+        with numba_threads(threads):
+            getattr(engine.propose_labels, name)(params, theta, log_pi, 3, data, labels,
+                                                  pinned, np.int64(9), out, counts)
+        runs.append((out, counts))
+    for out, counts in runs[1:]:
+        np.testing.assert_array_equal(out, runs[0][0])
+        np.testing.assert_array_equal(counts, runs[0][1])
+    assert len(np.unique(runs[0][0])) == 3
 
 
 def test_label_pass_goes_on_threads_by_its_work_not_its_rows():
