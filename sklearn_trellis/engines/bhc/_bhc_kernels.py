@@ -204,9 +204,9 @@ def greedy_state(n, n_stats, work_size):
     """The arrays of a greedy search over ``n`` rows, in :data:`GREEDY_STATE` order.
 
     Allocated by the caller so that the search can run in chunks (a fit with
-    ``verbose`` reports between them): :func:`greedy_leaves`, then
-    :func:`greedy_pairs` over consecutive row ranges, then :func:`greedy_merges`
-    until ``n - 1`` merges are made. Memory ``O(n)``.
+    ``verbose`` reports between them) of :func:`greedy_search`: pair scores
+    over consecutive row ranges, then merges until ``n - 1`` are made.
+    Memory ``O(n)``.
     """
     n_nodes = 2 * n - 1
     counters = np.zeros(3, np.int64)
@@ -226,37 +226,51 @@ def greedy_state(n, n_stats, work_size):
 
 
 @template
-def greedy_leaves(params, data, log_alpha, state):
-    """Every row its own active cluster (the greedy search's start)."""
-    (stats, shared, work, _, size, slot, head, tail, _, log_s, log_d, _, _, _, _, _, _, _, _, _,
-     _, active, active_list, position, _) = state
-    for i in range(data.shape[0]):
-        lik_reset(params, stats, i)
-        lik_add(params, data, stats, shared, work, i, i)
-        slot[i] = i
-        head[i] = i
-        tail[i] = i
-        size[i] = 1
-        log_d[i] = log_alpha
-        log_s[i] = log_alpha + lik_log_cluster(params, stats, shared, i)
-        active[i] = True
-        active_list[i] = i
-        position[i] = i
+def greedy_search(params, data, log_alpha, rose, state, start, stop, merges, kinds, max_merges):
+    """One chunk of the greedy agglomeration (Heller & Ghahramani 2005, Algorithm 1).
 
+    Called on consecutive row ranges ``[start, stop)`` covering ``[0, n)``
+    with ``max_merges = 0``, then with ``start = stop = n`` until ``n - 1``
+    merges are made. The first range makes every row its own cluster; each
+    range scores the pairs ``(i, j)``, ``start <= i < stop``, ``j > i``, in the
+    order of one call over all rows, offered to both ends; the last one picks
+    every cluster's best partner. Then up to ``max_merges`` more merges: row
+    ``t`` of ``merges`` joins nodes ``a`` and ``b`` into node ``n + t``
+    (leaves are ``0..n-1``), ``kinds[t]`` is :data:`JOIN` for binary trees,
+    or the rose-tree merge kind. Returns the number of merges made so far.
 
-@template
-def greedy_pairs(params, data, log_alpha, rose, state, start, stop):
-    """Score the pairs ``(i, j)``, ``start <= i < stop``, ``j > i``, offered to both ends.
+    A pair's score never changes while both clusters exist, so each active
+    cluster keeps its :data:`N_CANDIDATES` best partners
+    (:func:`insert_candidate`) and an upper bound of its best score. A new
+    cluster is scored against every other one (and offered to their lists);
+    a cluster whose best partner was merged keeps its old score as an upper
+    bound and, when it reaches the top, takes the best partner still in its
+    list, and is rescored against all clusters only once its list is empty.
+    The merges are exactly those of the greedy algorithm; time ``O(n^2)``
+    pair scores in all.
 
-    Called on consecutive ranges covering ``[0, n)``, the pairs are scored in
-    the same order as one call over all rows; the last range also picks every
-    cluster's best partner.
+    The phases are one kernel: numba compiles each kernel's body and the
+    likelihood code linked into it separately, so one kernel compiles in
+    less time than three on a first fit.
     """
-    (stats, shared, work, out, size, slot, head, _, next_item, log_s, log_d, log_p, log_q,
+    (stats, shared, work, out, size, slot, head, tail, next_item, log_s, log_d, log_p, log_q,
      best_score, best_node, best_kind, cand_node, cand_score, cand_kind, cand_count, threshold,
-     active, _, _, _) = state
+     active, active_list, position, counters) = state
     n = data.shape[0]
     scratch = n
+    if start == 0 and stop > 0:    # every row its own active cluster
+        for i in range(n):
+            lik_reset(params, stats, i)
+            lik_add(params, data, stats, shared, work, i, i)
+            slot[i] = i
+            head[i] = i
+            tail[i] = i
+            size[i] = 1
+            log_d[i] = log_alpha
+            log_s[i] = log_alpha + lik_log_cluster(params, stats, shared, i)
+            active[i] = True
+            active_list[i] = i
+            position[i] = i
     for i in range(start, stop):
         for j in range(i + 1, n):
             score = pair_score(params, data, stats, shared, work, scratch, i, j, log_alpha,
@@ -267,34 +281,10 @@ def greedy_pairs(params, data, log_alpha, rose, state, start, stop):
                              threshold)
             insert_candidate(j, i, score, flip_kind(kind), cand_node, cand_score, cand_kind,
                              cand_count, threshold)
-    if stop == n:
+    if stop == n and stop > start:
         for i in range(n):
             best_from_list(i, active, cand_node, cand_score, cand_kind, cand_count, best_score,
                            best_node, best_kind)
-
-
-@template
-def greedy_merges(params, data, log_alpha, rose, state, merges, kinds, max_merges):
-    """Make up to ``max_merges`` more merges of the greedy agglomeration (Heller & Ghahramani
-    2005, Algorithm 1); row ``t`` of ``merges`` joins nodes ``a`` and ``b`` into node
-    ``n + t`` (leaves are ``0..n-1``), ``kinds[t]`` is :data:`JOIN` for binary trees, or the
-    rose-tree merge kind. Returns the number of merges made so far.
-
-    A pair's score never changes while both clusters exist, so each active
-    cluster keeps its :data:`N_CANDIDATES` best partners
-    (:func:`insert_candidate`) and an upper bound of its best score. A new
-    cluster is scored against every other one (and offered to their lists);
-    a cluster whose best partner was merged keeps its old score as an upper
-    bound and, when it reaches the top, takes the best partner still in its
-    list, and is rescored against all clusters only once its list is empty.
-    The merges are exactly those of the greedy algorithm; time ``O(n^2)``
-    pair scores in all (with :func:`greedy_pairs`).
-    """
-    (stats, shared, work, out, size, slot, head, tail, next_item, log_s, log_d, log_p, log_q,
-     best_score, best_node, best_kind, cand_node, cand_score, cand_kind, cand_count, threshold,
-     active, active_list, position, counters) = state
-    n = data.shape[0]
-    scratch = n
     n_active = counters[N_ACTIVE]
     new = counters[NEXT_NODE]
     n_rescans = counters[N_RESCANS]

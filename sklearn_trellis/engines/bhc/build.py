@@ -46,28 +46,29 @@ FIRST_CHUNK = 64
 def greedy_merges(kernels, params, data, n_stats, work_size, log_alpha, rose,
                   progress=SILENT):
     """``(merges, kinds)`` of the greedy search over the rows of ``data`` (see
-    :func:`._bhc_kernels.greedy_merges`), run in chunks so ``progress`` can report."""
+    :func:`._bhc_kernels.greedy_search`), run in chunks so ``progress`` can report."""
     n = data.shape[0]
     state = _bhc_kernels.greedy_state(n, n_stats, work_size)
-    kernels.greedy_leaves(params, data, log_alpha, state)
+    merges = np.empty((n - 1, 2), np.int64)
+    kinds = np.zeros(n - 1, np.int64)
     n_pairs = n * (n - 1) // 2
     start = 0
 
     def pairs(n_rows):
         nonlocal start
         stop = min(n, start + n_rows)
-        kernels.greedy_pairs(params, data, log_alpha, rose, state, start, stop)
+        kernels.greedy_search(params, data, log_alpha, rose, state, start, stop, merges, kinds,
+                              0)
         start = stop
         done = n_pairs - (n - stop) * (n - stop - 1) // 2
         progress.update(done, n_pairs, "pair scores")
         return stop
 
     run_in_chunks(pairs, n, FIRST_CHUNK)
-    merges = np.empty((n - 1, 2), np.int64)
-    kinds = np.zeros(n - 1, np.int64)
 
     def more_merges(count):
-        made = kernels.greedy_merges(params, data, log_alpha, rose, state, merges, kinds, count)
+        made = kernels.greedy_search(params, data, log_alpha, rose, state, n, n, merges, kinds,
+                                     count)
         progress.update(made, n - 1, "merges")
         return made
 
