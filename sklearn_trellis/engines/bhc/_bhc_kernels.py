@@ -58,12 +58,9 @@ def pair_score(params, data, stats, shared, work, scratch, a, b, log_alpha, rose
     ``log p(X|T_m) - log p(X_a|T_a) - log p(X_b|T_b)`` of the best of join,
     absorb and collapse (Blundell, Teh & Heller's criterion).
     """
-    if size[a] >= size[b]:
-        log_m = merged_log_marginal(params, data, stats, shared, work, scratch, slot[a],
-                                    head[slot[b]], next_item)
-    else:
-        log_m = merged_log_marginal(params, data, stats, shared, work, scratch, slot[b],
-                                    head[slot[a]], next_item)
+    big, small = (a, b) if size[a] >= size[b] else (b, a)
+    log_m = merged_log_marginal(params, data, stats, shared, work, scratch, slot[big],
+                                head[slot[small]], next_item)
     n_k = size[a] + size[b]
     e_prior = log_alpha + math.lgamma(n_k)
     e = e_prior + log_m
@@ -109,14 +106,8 @@ def pair_score(params, data, stats, shared, work, scratch, a, b, log_alpha, rose
 N_CANDIDATES = 16
 
 
-@njit(cache=True, inline="always")
-def flip_kind(kind):
-    """The same merge seen from the other cluster (absorb and absorbed swap)."""
-    if kind == ABSORB:
-        return ABSORBED
-    if kind == ABSORBED:
-        return ABSORB
-    return kind
+#: The same merge seen from the other cluster, by kind (absorb and absorbed swap).
+FLIPPED_KIND = (JOIN, ABSORBED, ABSORB, COLLAPSE)
 
 
 @njit(cache=True)
@@ -171,23 +162,6 @@ def best_from_list(c, active, cand_node, cand_score, cand_kind, cand_count, best
         kept += 1
     cand_count[c] = kept
     return kept > 0
-
-
-@template(inline="always")
-def rescan(params, data, stats, shared, work, scratch, c, active_list, n_active, log_alpha,
-           rose, size, slot, head, next_item, log_s, log_d, log_p, log_q, out, cand_node,
-           cand_score, cand_kind, cand_count, threshold):
-    """Score active cluster ``c`` against all other active clusters and refill its list."""
-    cand_count[c] = 0
-    threshold[c] = -np.inf
-    for t in range(n_active):
-        x = active_list[t]
-        if x == c:
-            continue
-        score = pair_score(params, data, stats, shared, work, scratch, c, x, log_alpha, rose,
-                           size, slot, head, next_item, log_s, log_d, log_p, log_q, out)
-        insert_candidate(c, x, score, int(out[0]), cand_node, cand_score, cand_kind,
-                         cand_count, threshold)
 
 
 #: Order of the arrays in the greedy search's state tuple (see :func:`greedy_state`).
@@ -279,7 +253,7 @@ def greedy_search(params, data, log_alpha, rose, state, start, stop, merges, kin
             kind = int(out[0])
             insert_candidate(i, j, score, kind, cand_node, cand_score, cand_kind, cand_count,
                              threshold)
-            insert_candidate(j, i, score, flip_kind(kind), cand_node, cand_score, cand_kind,
+            insert_candidate(j, i, score, FLIPPED_KIND[kind], cand_node, cand_score, cand_kind,
                              cand_count, threshold)
     if stop == n and stop > start:
         for i in range(n):
@@ -299,10 +273,18 @@ def greedy_search(params, data, log_alpha, rose, state, start, stop, merges, kin
         if partner < 0 or not active[partner]:
             if not best_from_list(c, active, cand_node, cand_score, cand_kind, cand_count,
                                   best_score, best_node, best_kind):
-                n_rescans += 1
-                rescan(params, data, stats, shared, work, scratch, c, active_list, n_active,
-                       log_alpha, rose, size, slot, head, next_item, log_s, log_d, log_p,
-                       log_q, out, cand_node, cand_score, cand_kind, cand_count, threshold)
+                n_rescans += 1   # score c against all other active clusters, refill its list
+                cand_count[c] = 0
+                threshold[c] = -np.inf
+                for t in range(n_active):
+                    x = active_list[t]
+                    if x == c:
+                        continue
+                    score = pair_score(params, data, stats, shared, work, scratch, c, x,
+                                       log_alpha, rose, size, slot, head, next_item, log_s,
+                                       log_d, log_p, log_q, out)
+                    insert_candidate(c, x, score, int(out[0]), cand_node, cand_score,
+                                     cand_kind, cand_count, threshold)
                 best_from_list(c, active, cand_node, cand_score, cand_kind, cand_count,
                                best_score, best_node, best_kind)
             continue
@@ -356,12 +338,12 @@ def greedy_search(params, data, log_alpha, rose, state, start, stop, merges, kin
             kind = int(out[0])
             insert_candidate(new, x, score, kind, cand_node, cand_score, cand_kind, cand_count,
                              threshold)
-            insert_candidate(x, new, score, flip_kind(kind), cand_node, cand_score, cand_kind,
+            insert_candidate(x, new, score, FLIPPED_KIND[kind], cand_node, cand_score, cand_kind,
                              cand_count, threshold)
             if score > best_score[x]:
                 best_score[x] = score
                 best_node[x] = new
-                best_kind[x] = flip_kind(kind)
+                best_kind[x] = FLIPPED_KIND[kind]
         best_from_list(new, active, cand_node, cand_score, cand_kind, cand_count, best_score,
                        best_node, best_kind)
         new += 1
@@ -425,28 +407,34 @@ def _merge_into_larger_child(params, data, stats, shared, work, children, t, slo
 
 @template
 def tree_node_log_marginals(params, data, children, n_stats, work_size, lists):
-    """``log m(X_k)`` of every merge ``k`` of a ``children_`` tree (children before parents).
+    """``log m(X_k)`` of every node of a ``children_`` tree: the leaves, then the merges.
 
-    Bottom-up; a merge takes over the statistics of its larger child and adds
-    the items of the smaller one, so each item is added ``O(log n)`` times
-    and at most ``n / 2`` statistics rows are alive. ``lists`` is
-    :func:`leaf_item_lists` ``(n)`` (overwritten).
+    Leaves are ``0..n-1`` (each row a cluster of its own), merge ``t`` is node
+    ``n + t`` (children before parents). Bottom-up; a merge takes over the
+    statistics of its larger child and adds the items of the smaller one, so
+    each item is added ``O(log n)`` times and at most ``n / 2`` statistics
+    rows are alive. ``lists`` is :func:`leaf_item_lists` ``(n)`` (overwritten).
     """
     n = children.shape[0] + 1
     n_rows = n // 2 + 2
     stats = np.zeros((n_rows, n_stats), np.float64)
     shared = np.zeros(1, np.float64)
     work = np.zeros(max(1, work_size), np.float64)
+    out = np.empty(2 * n - 1, np.float64)
+    row = np.int64(0)   # the leaves in turn (typed, not a constant: one compiled callee)
+    for i in range(n):
+        lik_reset(params, stats, row)
+        lik_add(params, data, stats, shared, work, row, i)
+        out[i] = lik_log_cluster(params, stats, shared, row)
     free = np.empty(n_rows, np.int64)     # rows n_rows - 1, ..., 0 (loops: no np.arange
     for r in range(n_rows):               # nor np.ones to compile)
         free[r] = n_rows - 1 - r
     n_free = n_rows
     slot, size, head, tail, next_item = lists
-    out = np.empty(n - 1, np.float64)
     for t in range(n - 1):
         s, n_free = _merge_into_larger_child(params, data, stats, shared, work, children, t,
                                              slot, size, head, tail, next_item, free, n_free)
-        out[t] = lik_log_cluster(params, stats, shared, s)
+        out[n + t] = lik_log_cluster(params, stats, shared, s)
     return out
 
 
@@ -521,22 +509,6 @@ def grouped_log_predictives(params, data, new_data, children, log_weight, group,
                 result[j, g] = logaddexp(result[j, g], log_weight[k] + lik_log_predictive(
                     params, new_data, stats, shared, work, s, j))
     return result
-
-
-@template
-def item_log_marginals(params, data, n_stats, work_size):
-    """``log m(x_i)`` of every row as a cluster of its own."""
-    n = data.shape[0]
-    stats = np.zeros((1, n_stats), np.float64)
-    shared = np.zeros(1, np.float64)
-    work = np.zeros(max(1, work_size), np.float64)
-    out = np.empty(n, np.float64)
-    slot = np.int64(0)  # typed, not a constant: the kernels' one compiled version
-    for i in range(n):
-        lik_reset(params, stats, slot)
-        lik_add(params, data, stats, shared, work, slot, i)
-        out[i] = lik_log_cluster(params, stats, shared, slot)
-    return out
 
 
 def specialise(bindings):

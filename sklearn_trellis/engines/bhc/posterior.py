@@ -53,13 +53,9 @@ def node_log_marginals(likelihood, data, children, params=None):
     """``log m(X_k)`` of every node (leaves ``0..n-1``, then the merges)."""
     kernels = bhc_kernels(likelihood)
     params = kernel_params(likelihood, params)
-    n_stats, work = likelihood.n_stats, likelihood.work_size(1)
-    leaves = kernels.item_log_marginals(params, data, n_stats, work)
-    if children.shape[0] == 0:
-        return leaves
-    merges = kernels.tree_node_log_marginals(params, data, np.ascontiguousarray(children),
-                                             n_stats, work, leaf_item_lists(children.shape[0] + 1))
-    return np.concatenate([leaves, merges])
+    return kernels.tree_node_log_marginals(params, data, np.ascontiguousarray(children),
+                                           likelihood.n_stats, likelihood.work_size(1),
+                                           leaf_item_lists(children.shape[0] + 1))
 
 
 class TreePosterior:
