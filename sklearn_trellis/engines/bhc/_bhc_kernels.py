@@ -354,17 +354,24 @@ def greedy_search(params, data, log_alpha, rose, state, start, stop, merges, kin
     return new - n
 
 
-def leaf_item_lists(n):
-    """The state of :func:`_merge_into_larger_child` before any merge of an ``n``-leaf tree.
+def bottom_up_state(n, n_stats, work_size, extra_rows=0):
+    """The arrays of :func:`_merge_into_larger_child` before any merge of an ``n``-leaf tree.
 
-    ``(slot, size, head, tail, next_item)`` over the tree's ``2 n - 1`` nodes:
-    no statistics row, size 1 and a one-item list per node. Built by NumPy and
-    passed to the kernels (integers only: nothing of it needs compiling).
+    ``(stats, shared, work, free, slot, size, head, tail, next_item)``: zeroed
+    statistics rows, ``n // 2 + 2`` of them free (at most that many are
+    alive at once) and listed in ``free`` from the last to row 0, then
+    ``extra_rows`` more for the caller; over the tree's ``2 n - 1`` nodes no
+    statistics row, size 1 and a one-item list per node. Built by NumPy and
+    passed to the kernels: numba compiles each array allocation of a kernel
+    separately (per dtype and dimension).
     """
     n_nodes = 2 * n - 1
-    return (np.full(n_nodes, -1, np.int64), np.ones(n_nodes, np.int64),
-            np.arange(n_nodes, dtype=np.int64), np.arange(n_nodes, dtype=np.int64),
-            np.full(n, -1, np.int64))
+    n_free = n // 2 + 2
+    return (np.zeros((n_free + extra_rows, n_stats), np.float64), np.zeros(1, np.float64),
+            np.zeros(max(1, work_size), np.float64),
+            np.arange(n_free - 1, -1, -1, dtype=np.int64), np.full(n_nodes, -1, np.int64),
+            np.ones(n_nodes, np.int64), np.arange(n_nodes, dtype=np.int64),
+            np.arange(n_nodes, dtype=np.int64), np.full(n, -1, np.int64))
 
 
 @template
@@ -373,8 +380,9 @@ def _merge_into_larger_child(params, data, stats, shared, work, children, t, slo
     """Statistics row of merge ``t``'s node: its larger child's row plus the smaller child's items.
 
     The bottom-up recycling shared by :func:`tree_node_log_marginals` and
-    :func:`grouped_log_predictives`: ``slot[k]`` is node ``k``'s row (``-1``
-    for a leaf, which gets a fresh row from ``free[:n_free]``), the items of a
+    :func:`grouped_log_predictives` (arrays from :func:`bottom_up_state`):
+    ``slot[k]`` is node ``k``'s row (``-1`` for a leaf, which gets a fresh
+    row from ``free[:n_free]``), the items of a
     node are the linked list ``head[k], next_item[...], ..., tail[k]``.
     Returns ``(row, n_free)``; the smaller child's row goes back to ``free``.
     """
@@ -406,36 +414,28 @@ def _merge_into_larger_child(params, data, stats, shared, work, children, t, slo
 
 
 @template
-def tree_node_log_marginals(params, data, children, n_stats, work_size, lists):
-    """``log m(X_k)`` of every node of a ``children_`` tree: the leaves, then the merges.
+def tree_node_log_marginals(params, data, children, state, out):
+    """``log m(X_k)`` of every node of a ``children_`` tree, in ``out`` (leaves, then merges).
 
     Leaves are ``0..n-1`` (each row a cluster of its own), merge ``t`` is node
     ``n + t`` (children before parents). Bottom-up; a merge takes over the
     statistics of its larger child and adds the items of the smaller one, so
     each item is added ``O(log n)`` times and at most ``n / 2`` statistics
-    rows are alive. ``lists`` is :func:`leaf_item_lists` ``(n)`` (overwritten).
+    rows are alive. ``state`` is :func:`bottom_up_state` ``(n, ...)``
+    (overwritten).
     """
     n = children.shape[0] + 1
-    n_rows = n // 2 + 2
-    stats = np.zeros((n_rows, n_stats), np.float64)
-    shared = np.zeros(1, np.float64)
-    work = np.zeros(max(1, work_size), np.float64)
-    out = np.empty(2 * n - 1, np.float64)
+    stats, shared, work, free, slot, size, head, tail, next_item = state
     row = np.int64(0)   # the leaves in turn (typed, not a constant: one compiled callee)
     for i in range(n):
         lik_reset(params, stats, row)
         lik_add(params, data, stats, shared, work, row, i)
         out[i] = lik_log_cluster(params, stats, shared, row)
-    free = np.empty(n_rows, np.int64)     # rows n_rows - 1, ..., 0 (loops: no np.arange
-    for r in range(n_rows):               # nor np.ones to compile)
-        free[r] = n_rows - 1 - r
-    n_free = n_rows
-    slot, size, head, tail, next_item = lists
+    n_free = free.size
     for t in range(n - 1):
         s, n_free = _merge_into_larger_child(params, data, stats, shared, work, children, t,
                                              slot, size, head, tail, next_item, free, n_free)
         out[n + t] = lik_log_cluster(params, stats, shared, s)
-    return out
 
 
 @template
@@ -470,22 +470,20 @@ def filter_items(params, data, items, part_items, part_starts, n_stats, work_siz
 
 @template
 def grouped_log_predictives(params, data, new_data, children, log_weight, group, n_groups,
-                            n_stats, work_size, lists):
+                            state):
     """``log sum_{k in g} w_k p(x | X_k)`` of every new row ``x`` and node group ``g``.
 
     ``log_weight[k]`` is ``log w_k`` (nodes at ``-inf`` are skipped) and
     ``group[k]`` its column. Nodes are visited bottom-up with the statistics
-    recycling of :func:`tree_node_log_marginals` (``lists`` as there); the
-    output is ``(n_new, n_groups)``.
+    recycling of :func:`tree_node_log_marginals` (``state`` is
+    :func:`bottom_up_state` ``(n, ..., extra_rows=1)``, its last row is the
+    leaves'); the output is ``(n_new, n_groups)``.
     """
     n = children.shape[0] + 1
     n_new = new_data.shape[0]
     result = np.full((n_new, n_groups), -np.inf)
-    n_rows = n // 2 + 3
-    stats = np.zeros((n_rows, n_stats), np.float64)
-    shared = np.zeros(1, np.float64)
-    work = np.zeros(max(1, work_size), np.float64)
-    leaf_row = n_rows - 1
+    stats, shared, work, free, slot, size, head, tail, next_item = state
+    leaf_row = stats.shape[0] - 1
     for i in range(n):
         if log_weight[i] > -np.inf:
             lik_reset(params, stats, leaf_row)
@@ -494,11 +492,7 @@ def grouped_log_predictives(params, data, new_data, children, log_weight, group,
             for j in range(n_new):
                 result[j, g] = logaddexp(result[j, g], log_weight[i] + lik_log_predictive(
                     params, new_data, stats, shared, work, leaf_row, j))
-    free = np.empty(n_rows - 1, np.int64)     # rows n_rows - 2, ..., 0 (loops, as above)
-    for r in range(n_rows - 1):
-        free[r] = n_rows - 2 - r
-    n_free = n_rows - 1
-    slot, size, head, tail, next_item = lists
+    n_free = free.size
     for t in range(n - 1):
         k = n + t
         s, n_free = _merge_into_larger_child(params, data, stats, shared, work, children, t,
