@@ -25,6 +25,7 @@ import math
 import numpy as np
 from numba import njit
 
+from ..._core.compilation import CALLEE_ONLY
 from ..._core.specialise import specialise as _specialise, template
 from ..._core.subsets import logaddexp
 
@@ -48,7 +49,7 @@ def merged_log_marginal(params, data, stats, shared, work, scratch, slot_big, he
     return lik_log_cluster(params, stats, shared, scratch)
 
 
-@template
+@template(**CALLEE_ONLY)
 def pair_score(params, data, stats, shared, work, scratch, a, b, log_alpha, rose,
                size, slot, head, next_item, log_s, log_d, log_p, log_q, out):
     """Score of merging active clusters ``a`` and ``b``; ``out = [kind, log m, S, d]``.
@@ -110,7 +111,7 @@ N_CANDIDATES = 16
 FLIPPED_KIND = (JOIN, ABSORBED, ABSORB, COLLAPSE)
 
 
-@njit(cache=True)
+@njit(cache=True, **CALLEE_ONLY)
 def insert_candidate(c, x, score, kind, cand_node, cand_score, cand_kind, cand_count,
                      threshold):
     """Offer partner ``x`` to the candidate list of ``c``; a full list drops its lowest entry.
@@ -141,7 +142,7 @@ def insert_candidate(c, x, score, kind, cand_node, cand_score, cand_kind, cand_c
     cand_kind[c, low] = kind
 
 
-@njit(cache=True)
+@njit(cache=True, **CALLEE_ONLY)
 def best_from_list(c, active, cand_node, cand_score, cand_kind, cand_count, best_score,
                    best_node, best_kind):
     """Drop the merged partners of ``c``'s list and take its best; False if it is empty."""
@@ -374,7 +375,7 @@ def bottom_up_state(n, n_stats, work_size, extra_rows=0):
             np.arange(n_nodes, dtype=np.int64), np.full(n, -1, np.int64))
 
 
-@template
+@template(**CALLEE_ONLY)
 def _merge_into_larger_child(params, data, stats, shared, work, children, t, slot, size, head,
                              tail, next_item, free, n_free):
     """Statistics row of merge ``t``'s node: its larger child's row plus the smaller child's items.
