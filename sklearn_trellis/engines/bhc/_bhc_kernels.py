@@ -29,6 +29,10 @@ from ..._core.compilation import CALLEE_ONLY
 from ..._core.specialise import specialise as _specialise, template
 from ..._core.subsets import logaddexp
 
+#: Tree shapes, bound to ``TREE`` when the templates are compiled (:func:`specialise`):
+#: numba prunes the other shape's branches, so a binary fit compiles no rose-tree code.
+BINARY, ROSE = 0, 1
+
 #: Merge kinds of the rose-tree greedy search (Blundell, Teh & Heller 2010).
 JOIN = 0           # new node with children {a, b}
 ABSORB = 1         # b becomes one more child of a
@@ -50,14 +54,14 @@ def merged_log_marginal(params, data, stats, shared, work, scratch, slot_big, he
 
 
 @template(**CALLEE_ONLY)
-def pair_score(params, data, stats, shared, work, scratch, a, b, log_alpha, rose,
-               size, slot, head, next_item, log_s, log_d, log_p, log_q, out):
+def pair_score(params, data, stats, shared, work, scratch, a, b, log_alpha, size, slot, head,
+               next_item, log_s, log_d, log_p, log_q, out):
     """Score of merging active clusters ``a`` and ``b``; ``out = [kind, log m, S, d]``.
 
     Binary trees: ``log r`` of the merge (Heller & Ghahramani's criterion).
     Rose trees: the log likelihood ratio
     ``log p(X|T_m) - log p(X_a|T_a) - log p(X_b|T_b)`` of the best of join,
-    absorb and collapse (Blundell, Teh & Heller's criterion).
+    absorb and collapse (Blundell, Teh & Heller's criterion). The shape is the bound ``TREE``.
     """
     big, small = (a, b) if size[a] >= size[b] else (b, a)
     log_m = merged_log_marginal(params, data, stats, shared, work, scratch, slot[big],
@@ -66,7 +70,7 @@ def pair_score(params, data, stats, shared, work, scratch, a, b, log_alpha, rose
     e_prior = log_alpha + math.lgamma(n_k)
     e = e_prior + log_m
     out[1] = log_m
-    if not rose:
+    if TREE == BINARY:
         s_k = logaddexp(e, log_s[a] + log_s[b])
         out[0] = JOIN
         out[2] = s_k
@@ -201,7 +205,7 @@ def greedy_state(n, n_stats, work_size):
 
 
 @template
-def greedy_search(params, data, log_alpha, rose, state, start, stop, merges, kinds, max_merges):
+def greedy_search(params, data, log_alpha, state, start, stop, merges, kinds, max_merges):
     """One chunk of the greedy agglomeration (Heller & Ghahramani 2005, Algorithm 1).
 
     Called on consecutive row ranges ``[start, stop)`` covering ``[0, n)``
@@ -248,9 +252,8 @@ def greedy_search(params, data, log_alpha, rose, state, start, stop, merges, kin
             position[i] = i
     for i in range(start, stop):
         for j in range(i + 1, n):
-            score = pair_score(params, data, stats, shared, work, scratch, i, j, log_alpha,
-                               rose, size, slot, head, next_item, log_s, log_d, log_p, log_q,
-                               out)
+            score = pair_score(params, data, stats, shared, work, scratch, i, j, log_alpha, size,
+                               slot, head, next_item, log_s, log_d, log_p, log_q, out)
             kind = int(out[0])
             insert_candidate(i, j, score, kind, cand_node, cand_score, cand_kind, cand_count,
                              threshold)
@@ -282,7 +285,7 @@ def greedy_search(params, data, log_alpha, rose, state, start, stop, merges, kin
                     if x == c:
                         continue
                     score = pair_score(params, data, stats, shared, work, scratch, c, x,
-                                       log_alpha, rose, size, slot, head, next_item, log_s,
+                                       log_alpha, size, slot, head, next_item, log_s,
                                        log_d, log_p, log_q, out)
                     insert_candidate(c, x, score, int(out[0]), cand_node, cand_score,
                                      cand_kind, cand_count, threshold)
@@ -290,8 +293,8 @@ def greedy_search(params, data, log_alpha, rose, state, start, stop, merges, kin
                                best_score, best_node, best_kind)
             continue
         # merge c and partner into node `new`, in c's slot
-        pair_score(params, data, stats, shared, work, scratch, c, partner, log_alpha, rose,
-                   size, slot, head, next_item, log_s, log_d, log_p, log_q, out)
+        pair_score(params, data, stats, shared, work, scratch, c, partner, log_alpha, size, slot,
+                   head, next_item, log_s, log_d, log_p, log_q, out)
         kind = int(out[0])
         s_c = slot[c]
         s_p = slot[partner]
@@ -305,7 +308,7 @@ def greedy_search(params, data, log_alpha, rose, state, start, stop, merges, kin
         n_k = size[new]
         e_prior = log_alpha + math.lgamma(n_k)
         e = e_prior + out[1]
-        if kind == JOIN:
+        if TREE == BINARY or kind == JOIN:
             p, q = log_s[c] + log_s[partner], log_d[c] + log_d[partner]
         elif kind == ABSORB:
             p, q = log_p[c] + log_s[partner], log_q[c] + log_d[partner]
@@ -334,8 +337,7 @@ def greedy_search(params, data, log_alpha, rose, state, start, stop, merges, kin
         for t in range(n_active - 1):
             x = active_list[t]
             score = pair_score(params, data, stats, shared, work, scratch, new, x, log_alpha,
-                               rose, size, slot, head, next_item, log_s, log_d, log_p, log_q,
-                               out)
+                               size, slot, head, next_item, log_s, log_d, log_p, log_q, out)
             kind = int(out[0])
             insert_candidate(new, x, score, kind, cand_node, cand_score, cand_kind, cand_count,
                              threshold)
@@ -506,6 +508,7 @@ def grouped_log_predictives(params, data, new_data, children, log_weight, group,
     return result
 
 
-def specialise(bindings):
-    """The templates of this module compiled for one likelihood (``lik_*`` name -> function)."""
-    return _specialise(globals(), bindings)
+def specialise(bindings, tree=BINARY):
+    """The templates of this module compiled for one likelihood (``lik_*`` name -> function)
+    and one tree shape (:data:`BINARY` or :data:`ROSE`)."""
+    return _specialise(globals(), {**bindings, "TREE": tree})
