@@ -377,7 +377,7 @@ def bottom_up_state(n, n_stats, work_size, extra_rows=0):
             np.arange(n_nodes, dtype=np.int64), np.full(n, -1, np.int64))
 
 
-@template(**CALLEE_ONLY)
+@template(inline="always")
 def _merge_into_larger_child(params, data, stats, shared, work, children, t, slot, size, head,
                              tail, next_item, free, n_free):
     """Statistics row of merge ``t``'s node: its larger child's row plus the smaller child's items.
