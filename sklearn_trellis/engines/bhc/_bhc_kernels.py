@@ -107,7 +107,7 @@ def pair_score(params, data, stats, shared, work, scratch, a, b, log_alpha, size
     return best
 
 
-#: Partners kept per cluster by the greedy search (see :func:`greedy_merges`).
+#: Partners kept per cluster by the greedy search (see :func:`greedy_search`).
 N_CANDIDATES = 16
 
 
