@@ -21,6 +21,12 @@ from numba.core import event
 #: Seconds of compilation within one fit after which the notice is printed.
 NOTICE_AFTER_SECONDS = 1.0
 
+#: numba options of a kernel only ever called by other kernels (``@njit(cache=True,
+#: **CALLEE_ONLY)``, ``@template(**CALLEE_ONLY)``): numba then compiles no CPython entry point
+#: and no C-callable wrapper for it, a third to a half of a small kernel's compilation.
+#: Python cannot call such a kernel (its ``py_func`` still runs).
+CALLEE_ONLY = {"no_cpython_wrapper": True, "no_cfunc_wrapper": True}
+
 _announced = set()
 _lock = threading.Lock()
 

@@ -27,8 +27,11 @@ from ._normal_gamma_kernels import (normal_gamma_log_marginal, student_t_constan
 
 _LOG_PI = math.log(math.pi)
 
+# The NIW helpers below are inlined (numba's inline="always") into their few callers: each
+# separately compiled function costs 0.15-0.3 s of CPU on a first fit, its wrappers included.
 
-@njit(cache=True)
+
+@njit(cache=True, inline="always")
 def log_multigamma(a, d):
     """``log Gamma_d(a)``."""
     total = 0.25 * d * (d - 1) * _LOG_PI
@@ -38,7 +41,7 @@ def log_multigamma(a, d):
 
 
 # ---------------------------------------------------------------- NIW (full covariance)
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _niw_c_pred(params, stats, c):
     d = int(params[0])
     n = stats[c, 0]
@@ -65,7 +68,7 @@ def niw_reset(params, stats, c):
     _niw_c_pred(params, stats, c)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _chol_update(stats, c, base, d, v, sign):
     """``L L^T + sign v v^T`` in place (rank-one update / downdate of a row-major lower factor)."""
     for k in range(d):

@@ -25,8 +25,13 @@ import math
 import numpy as np
 from numba import njit
 
+from ..._core.compilation import CALLEE_ONLY
 from ..._core.specialise import specialise as _specialise, template
 from ..._core.subsets import logaddexp
+
+#: Tree shapes, bound to ``TREE`` when the templates are compiled (:func:`specialise`):
+#: numba prunes the other shape's branches, so a binary fit compiles no rose-tree code.
+BINARY, ROSE = 0, 1
 
 #: Merge kinds of the rose-tree greedy search (Blundell, Teh & Heller 2010).
 JOIN = 0           # new node with children {a, b}
@@ -48,27 +53,24 @@ def merged_log_marginal(params, data, stats, shared, work, scratch, slot_big, he
     return lik_log_cluster(params, stats, shared, scratch)
 
 
-@template
-def pair_score(params, data, stats, shared, work, scratch, a, b, log_alpha, rose,
-               size, slot, head, next_item, log_s, log_d, log_p, log_q, out):
+@template(**CALLEE_ONLY)
+def pair_score(params, data, stats, shared, work, scratch, a, b, log_alpha, size, slot, head,
+               next_item, log_s, log_d, log_p, log_q, out):
     """Score of merging active clusters ``a`` and ``b``; ``out = [kind, log m, S, d]``.
 
     Binary trees: ``log r`` of the merge (Heller & Ghahramani's criterion).
     Rose trees: the log likelihood ratio
     ``log p(X|T_m) - log p(X_a|T_a) - log p(X_b|T_b)`` of the best of join,
-    absorb and collapse (Blundell, Teh & Heller's criterion).
+    absorb and collapse (Blundell, Teh & Heller's criterion). The shape is the bound ``TREE``.
     """
-    if size[a] >= size[b]:
-        log_m = merged_log_marginal(params, data, stats, shared, work, scratch, slot[a],
-                                    head[slot[b]], next_item)
-    else:
-        log_m = merged_log_marginal(params, data, stats, shared, work, scratch, slot[b],
-                                    head[slot[a]], next_item)
+    big, small = (a, b) if size[a] >= size[b] else (b, a)
+    log_m = merged_log_marginal(params, data, stats, shared, work, scratch, slot[big],
+                                head[slot[small]], next_item)
     n_k = size[a] + size[b]
     e_prior = log_alpha + math.lgamma(n_k)
     e = e_prior + log_m
     out[1] = log_m
-    if not rose:
+    if TREE == BINARY:
         s_k = logaddexp(e, log_s[a] + log_s[b])
         out[0] = JOIN
         out[2] = s_k
@@ -105,21 +107,15 @@ def pair_score(params, data, stats, shared, work, scratch, a, b, log_alpha, rose
     return best
 
 
-#: Partners kept per cluster by the greedy search (see :func:`greedy_merges`).
+#: Partners kept per cluster by the greedy search (see :func:`greedy_search`).
 N_CANDIDATES = 16
 
 
-@njit(cache=True, inline="always")
-def flip_kind(kind):
-    """The same merge seen from the other cluster (absorb and absorbed swap)."""
-    if kind == ABSORB:
-        return ABSORBED
-    if kind == ABSORBED:
-        return ABSORB
-    return kind
+#: The same merge seen from the other cluster, by kind (absorb and absorbed swap).
+FLIPPED_KIND = (JOIN, ABSORBED, ABSORB, COLLAPSE)
 
 
-@njit(cache=True)
+@njit(cache=True, **CALLEE_ONLY)
 def insert_candidate(c, x, score, kind, cand_node, cand_score, cand_kind, cand_count,
                      threshold):
     """Offer partner ``x`` to the candidate list of ``c``; a full list drops its lowest entry.
@@ -150,7 +146,7 @@ def insert_candidate(c, x, score, kind, cand_node, cand_score, cand_kind, cand_c
     cand_kind[c, low] = kind
 
 
-@njit(cache=True)
+@njit(cache=True, **CALLEE_ONLY)
 def best_from_list(c, active, cand_node, cand_score, cand_kind, cand_count, best_score,
                    best_node, best_kind):
     """Drop the merged partners of ``c``'s list and take its best; False if it is empty."""
@@ -173,23 +169,6 @@ def best_from_list(c, active, cand_node, cand_score, cand_kind, cand_count, best
     return kept > 0
 
 
-@template(inline="always")
-def rescan(params, data, stats, shared, work, scratch, c, active_list, n_active, log_alpha,
-           rose, size, slot, head, next_item, log_s, log_d, log_p, log_q, out, cand_node,
-           cand_score, cand_kind, cand_count, threshold):
-    """Score active cluster ``c`` against all other active clusters and refill its list."""
-    cand_count[c] = 0
-    threshold[c] = -np.inf
-    for t in range(n_active):
-        x = active_list[t]
-        if x == c:
-            continue
-        score = pair_score(params, data, stats, shared, work, scratch, c, x, log_alpha, rose,
-                           size, slot, head, next_item, log_s, log_d, log_p, log_q, out)
-        insert_candidate(c, x, score, int(out[0]), cand_node, cand_score, cand_kind,
-                         cand_count, threshold)
-
-
 #: Order of the arrays in the greedy search's state tuple (see :func:`greedy_state`).
 GREEDY_STATE = ("stats", "shared", "work", "out", "size", "slot", "head", "tail", "next_item",
                 "log_s", "log_d", "log_p", "log_q", "best_score", "best_node", "best_kind",
@@ -204,9 +183,9 @@ def greedy_state(n, n_stats, work_size):
     """The arrays of a greedy search over ``n`` rows, in :data:`GREEDY_STATE` order.
 
     Allocated by the caller so that the search can run in chunks (a fit with
-    ``verbose`` reports between them): :func:`greedy_leaves`, then
-    :func:`greedy_pairs` over consecutive row ranges, then :func:`greedy_merges`
-    until ``n - 1`` merges are made. Memory ``O(n)``.
+    ``verbose`` reports between them) of :func:`greedy_search`: pair scores
+    over consecutive row ranges, then merges until ``n - 1`` are made.
+    Memory ``O(n)``.
     """
     n_nodes = 2 * n - 1
     counters = np.zeros(3, np.int64)
@@ -226,59 +205,18 @@ def greedy_state(n, n_stats, work_size):
 
 
 @template
-def greedy_leaves(params, data, log_alpha, state):
-    """Every row its own active cluster (the greedy search's start)."""
-    (stats, shared, work, _, size, slot, head, tail, _, log_s, log_d, _, _, _, _, _, _, _, _, _,
-     _, active, active_list, position, _) = state
-    for i in range(data.shape[0]):
-        lik_reset(params, stats, i)
-        lik_add(params, data, stats, shared, work, i, i)
-        slot[i] = i
-        head[i] = i
-        tail[i] = i
-        size[i] = 1
-        log_d[i] = log_alpha
-        log_s[i] = log_alpha + lik_log_cluster(params, stats, shared, i)
-        active[i] = True
-        active_list[i] = i
-        position[i] = i
+def greedy_search(params, data, log_alpha, state, start, stop, merges, kinds, max_merges):
+    """One chunk of the greedy agglomeration (Heller & Ghahramani 2005, Algorithm 1).
 
-
-@template
-def greedy_pairs(params, data, log_alpha, rose, state, start, stop):
-    """Score the pairs ``(i, j)``, ``start <= i < stop``, ``j > i``, offered to both ends.
-
-    Called on consecutive ranges covering ``[0, n)``, the pairs are scored in
-    the same order as one call over all rows; the last range also picks every
-    cluster's best partner.
-    """
-    (stats, shared, work, out, size, slot, head, _, next_item, log_s, log_d, log_p, log_q,
-     best_score, best_node, best_kind, cand_node, cand_score, cand_kind, cand_count, threshold,
-     active, _, _, _) = state
-    n = data.shape[0]
-    scratch = n
-    for i in range(start, stop):
-        for j in range(i + 1, n):
-            score = pair_score(params, data, stats, shared, work, scratch, i, j, log_alpha,
-                               rose, size, slot, head, next_item, log_s, log_d, log_p, log_q,
-                               out)
-            kind = int(out[0])
-            insert_candidate(i, j, score, kind, cand_node, cand_score, cand_kind, cand_count,
-                             threshold)
-            insert_candidate(j, i, score, flip_kind(kind), cand_node, cand_score, cand_kind,
-                             cand_count, threshold)
-    if stop == n:
-        for i in range(n):
-            best_from_list(i, active, cand_node, cand_score, cand_kind, cand_count, best_score,
-                           best_node, best_kind)
-
-
-@template
-def greedy_merges(params, data, log_alpha, rose, state, merges, kinds, max_merges):
-    """Make up to ``max_merges`` more merges of the greedy agglomeration (Heller & Ghahramani
-    2005, Algorithm 1); row ``t`` of ``merges`` joins nodes ``a`` and ``b`` into node
-    ``n + t`` (leaves are ``0..n-1``), ``kinds[t]`` is :data:`JOIN` for binary trees, or the
-    rose-tree merge kind. Returns the number of merges made so far.
+    Called on consecutive row ranges ``[start, stop)`` covering ``[0, n)``
+    with ``max_merges = 0``, then with ``start = stop = n`` until ``n - 1``
+    merges are made. The first range makes every row its own cluster; each
+    range scores the pairs ``(i, j)``, ``start <= i < stop``, ``j > i``, in the
+    order of one call over all rows, offered to both ends; the last one picks
+    every cluster's best partner. Then up to ``max_merges`` more merges: row
+    ``t`` of ``merges`` joins nodes ``a`` and ``b`` into node ``n + t``
+    (leaves are ``0..n-1``), ``kinds[t]`` is :data:`JOIN` for binary trees,
+    or the rose-tree merge kind. Returns the number of merges made so far.
 
     A pair's score never changes while both clusters exist, so each active
     cluster keeps its :data:`N_CANDIDATES` best partners
@@ -288,13 +226,43 @@ def greedy_merges(params, data, log_alpha, rose, state, merges, kinds, max_merge
     bound and, when it reaches the top, takes the best partner still in its
     list, and is rescored against all clusters only once its list is empty.
     The merges are exactly those of the greedy algorithm; time ``O(n^2)``
-    pair scores in all (with :func:`greedy_pairs`).
+    pair scores in all.
+
+    The phases are one kernel: numba compiles each kernel's body and the
+    likelihood code linked into it separately, so one kernel compiles in
+    less time than three on a first fit.
     """
     (stats, shared, work, out, size, slot, head, tail, next_item, log_s, log_d, log_p, log_q,
      best_score, best_node, best_kind, cand_node, cand_score, cand_kind, cand_count, threshold,
      active, active_list, position, counters) = state
     n = data.shape[0]
     scratch = n
+    if start == 0 and stop > 0:    # every row its own active cluster
+        for i in range(n):
+            lik_reset(params, stats, i)
+            lik_add(params, data, stats, shared, work, i, i)
+            slot[i] = i
+            head[i] = i
+            tail[i] = i
+            size[i] = 1
+            log_d[i] = log_alpha
+            log_s[i] = log_alpha + lik_log_cluster(params, stats, shared, i)
+            active[i] = True
+            active_list[i] = i
+            position[i] = i
+    for i in range(start, stop):
+        for j in range(i + 1, n):
+            score = pair_score(params, data, stats, shared, work, scratch, i, j, log_alpha, size,
+                               slot, head, next_item, log_s, log_d, log_p, log_q, out)
+            kind = int(out[0])
+            insert_candidate(i, j, score, kind, cand_node, cand_score, cand_kind, cand_count,
+                             threshold)
+            insert_candidate(j, i, score, FLIPPED_KIND[kind], cand_node, cand_score, cand_kind,
+                             cand_count, threshold)
+    if stop == n and stop > start:
+        for i in range(n):
+            best_from_list(i, active, cand_node, cand_score, cand_kind, cand_count, best_score,
+                           best_node, best_kind)
     n_active = counters[N_ACTIVE]
     new = counters[NEXT_NODE]
     n_rescans = counters[N_RESCANS]
@@ -309,16 +277,24 @@ def greedy_merges(params, data, log_alpha, rose, state, merges, kinds, max_merge
         if partner < 0 or not active[partner]:
             if not best_from_list(c, active, cand_node, cand_score, cand_kind, cand_count,
                                   best_score, best_node, best_kind):
-                n_rescans += 1
-                rescan(params, data, stats, shared, work, scratch, c, active_list, n_active,
-                       log_alpha, rose, size, slot, head, next_item, log_s, log_d, log_p,
-                       log_q, out, cand_node, cand_score, cand_kind, cand_count, threshold)
+                n_rescans += 1   # score c against all other active clusters, refill its list
+                cand_count[c] = 0
+                threshold[c] = -np.inf
+                for t in range(n_active):
+                    x = active_list[t]
+                    if x == c:
+                        continue
+                    score = pair_score(params, data, stats, shared, work, scratch, c, x,
+                                       log_alpha, size, slot, head, next_item, log_s,
+                                       log_d, log_p, log_q, out)
+                    insert_candidate(c, x, score, int(out[0]), cand_node, cand_score,
+                                     cand_kind, cand_count, threshold)
                 best_from_list(c, active, cand_node, cand_score, cand_kind, cand_count,
                                best_score, best_node, best_kind)
             continue
         # merge c and partner into node `new`, in c's slot
-        pair_score(params, data, stats, shared, work, scratch, c, partner, log_alpha, rose,
-                   size, slot, head, next_item, log_s, log_d, log_p, log_q, out)
+        pair_score(params, data, stats, shared, work, scratch, c, partner, log_alpha, size, slot,
+                   head, next_item, log_s, log_d, log_p, log_q, out)
         kind = int(out[0])
         s_c = slot[c]
         s_p = slot[partner]
@@ -332,7 +308,7 @@ def greedy_merges(params, data, log_alpha, rose, state, merges, kinds, max_merge
         n_k = size[new]
         e_prior = log_alpha + math.lgamma(n_k)
         e = e_prior + out[1]
-        if kind == JOIN:
+        if TREE == BINARY or kind == JOIN:
             p, q = log_s[c] + log_s[partner], log_d[c] + log_d[partner]
         elif kind == ABSORB:
             p, q = log_p[c] + log_s[partner], log_q[c] + log_d[partner]
@@ -361,17 +337,16 @@ def greedy_merges(params, data, log_alpha, rose, state, merges, kinds, max_merge
         for t in range(n_active - 1):
             x = active_list[t]
             score = pair_score(params, data, stats, shared, work, scratch, new, x, log_alpha,
-                               rose, size, slot, head, next_item, log_s, log_d, log_p, log_q,
-                               out)
+                               size, slot, head, next_item, log_s, log_d, log_p, log_q, out)
             kind = int(out[0])
             insert_candidate(new, x, score, kind, cand_node, cand_score, cand_kind, cand_count,
                              threshold)
-            insert_candidate(x, new, score, flip_kind(kind), cand_node, cand_score, cand_kind,
+            insert_candidate(x, new, score, FLIPPED_KIND[kind], cand_node, cand_score, cand_kind,
                              cand_count, threshold)
             if score > best_score[x]:
                 best_score[x] = score
                 best_node[x] = new
-                best_kind[x] = flip_kind(kind)
+                best_kind[x] = FLIPPED_KIND[kind]
         best_from_list(new, active, cand_node, cand_score, cand_kind, cand_count, best_score,
                        best_node, best_kind)
         new += 1
@@ -382,27 +357,35 @@ def greedy_merges(params, data, log_alpha, rose, state, merges, kinds, max_merge
     return new - n
 
 
-def leaf_item_lists(n):
-    """The state of :func:`_merge_into_larger_child` before any merge of an ``n``-leaf tree.
+def bottom_up_state(n, n_stats, work_size, extra_rows=0):
+    """The arrays of :func:`_merge_into_larger_child` before any merge of an ``n``-leaf tree.
 
-    ``(slot, size, head, tail, next_item)`` over the tree's ``2 n - 1`` nodes:
-    no statistics row, size 1 and a one-item list per node. Built by NumPy and
-    passed to the kernels (integers only: nothing of it needs compiling).
+    ``(stats, shared, work, free, slot, size, head, tail, next_item)``: zeroed
+    statistics rows, ``n // 2 + 2`` of them free (at most that many are
+    alive at once) and listed in ``free`` from the last to row 0, then
+    ``extra_rows`` more for the caller; over the tree's ``2 n - 1`` nodes no
+    statistics row, size 1 and a one-item list per node. Built by NumPy and
+    passed to the kernels: numba compiles each array allocation of a kernel
+    separately (per dtype and dimension).
     """
     n_nodes = 2 * n - 1
-    return (np.full(n_nodes, -1, np.int64), np.ones(n_nodes, np.int64),
-            np.arange(n_nodes, dtype=np.int64), np.arange(n_nodes, dtype=np.int64),
-            np.full(n, -1, np.int64))
+    n_free = n // 2 + 2
+    return (np.zeros((n_free + extra_rows, n_stats), np.float64), np.zeros(1, np.float64),
+            np.zeros(max(1, work_size), np.float64),
+            np.arange(n_free - 1, -1, -1, dtype=np.int64), np.full(n_nodes, -1, np.int64),
+            np.ones(n_nodes, np.int64), np.arange(n_nodes, dtype=np.int64),
+            np.arange(n_nodes, dtype=np.int64), np.full(n, -1, np.int64))
 
 
-@template
+@template(inline="always")
 def _merge_into_larger_child(params, data, stats, shared, work, children, t, slot, size, head,
                              tail, next_item, free, n_free):
     """Statistics row of merge ``t``'s node: its larger child's row plus the smaller child's items.
 
     The bottom-up recycling shared by :func:`tree_node_log_marginals` and
-    :func:`grouped_log_predictives`: ``slot[k]`` is node ``k``'s row (``-1``
-    for a leaf, which gets a fresh row from ``free[:n_free]``), the items of a
+    :func:`grouped_log_predictives` (arrays from :func:`bottom_up_state`):
+    ``slot[k]`` is node ``k``'s row (``-1`` for a leaf, which gets a fresh
+    row from ``free[:n_free]``), the items of a
     node are the linked list ``head[k], next_item[...], ..., tail[k]``.
     Returns ``(row, n_free)``; the smaller child's row goes back to ``free``.
     """
@@ -434,30 +417,28 @@ def _merge_into_larger_child(params, data, stats, shared, work, children, t, slo
 
 
 @template
-def tree_node_log_marginals(params, data, children, n_stats, work_size, lists):
-    """``log m(X_k)`` of every merge ``k`` of a ``children_`` tree (children before parents).
+def tree_node_log_marginals(params, data, children, state, out):
+    """``log m(X_k)`` of every node of a ``children_`` tree, in ``out`` (leaves, then merges).
 
-    Bottom-up; a merge takes over the statistics of its larger child and adds
-    the items of the smaller one, so each item is added ``O(log n)`` times
-    and at most ``n / 2`` statistics rows are alive. ``lists`` is
-    :func:`leaf_item_lists` ``(n)`` (overwritten).
+    Leaves are ``0..n-1`` (each row a cluster of its own), merge ``t`` is node
+    ``n + t`` (children before parents). Bottom-up; a merge takes over the
+    statistics of its larger child and adds the items of the smaller one, so
+    each item is added ``O(log n)`` times and at most ``n / 2`` statistics
+    rows are alive. ``state`` is :func:`bottom_up_state` ``(n, ...)``
+    (overwritten).
     """
     n = children.shape[0] + 1
-    n_rows = n // 2 + 2
-    stats = np.zeros((n_rows, n_stats), np.float64)
-    shared = np.zeros(1, np.float64)
-    work = np.zeros(max(1, work_size), np.float64)
-    free = np.empty(n_rows, np.int64)     # rows n_rows - 1, ..., 0 (loops: no np.arange
-    for r in range(n_rows):               # nor np.ones to compile)
-        free[r] = n_rows - 1 - r
-    n_free = n_rows
-    slot, size, head, tail, next_item = lists
-    out = np.empty(n - 1, np.float64)
+    stats, shared, work, free, slot, size, head, tail, next_item = state
+    row = np.int64(0)   # the leaves in turn (typed, not a constant: one compiled callee)
+    for i in range(n):
+        lik_reset(params, stats, row)
+        lik_add(params, data, stats, shared, work, row, i)
+        out[i] = lik_log_cluster(params, stats, shared, row)
+    n_free = free.size
     for t in range(n - 1):
         s, n_free = _merge_into_larger_child(params, data, stats, shared, work, children, t,
                                              slot, size, head, tail, next_item, free, n_free)
-        out[t] = lik_log_cluster(params, stats, shared, s)
-    return out
+        out[n + t] = lik_log_cluster(params, stats, shared, s)
 
 
 @template
@@ -492,22 +473,20 @@ def filter_items(params, data, items, part_items, part_starts, n_stats, work_siz
 
 @template
 def grouped_log_predictives(params, data, new_data, children, log_weight, group, n_groups,
-                            n_stats, work_size, lists):
+                            state):
     """``log sum_{k in g} w_k p(x | X_k)`` of every new row ``x`` and node group ``g``.
 
     ``log_weight[k]`` is ``log w_k`` (nodes at ``-inf`` are skipped) and
     ``group[k]`` its column. Nodes are visited bottom-up with the statistics
-    recycling of :func:`tree_node_log_marginals` (``lists`` as there); the
-    output is ``(n_new, n_groups)``.
+    recycling of :func:`tree_node_log_marginals` (``state`` is
+    :func:`bottom_up_state` ``(n, ..., extra_rows=1)``, its last row is the
+    leaves'); the output is ``(n_new, n_groups)``.
     """
     n = children.shape[0] + 1
     n_new = new_data.shape[0]
     result = np.full((n_new, n_groups), -np.inf)
-    n_rows = n // 2 + 3
-    stats = np.zeros((n_rows, n_stats), np.float64)
-    shared = np.zeros(1, np.float64)
-    work = np.zeros(max(1, work_size), np.float64)
-    leaf_row = n_rows - 1
+    stats, shared, work, free, slot, size, head, tail, next_item = state
+    leaf_row = stats.shape[0] - 1
     for i in range(n):
         if log_weight[i] > -np.inf:
             lik_reset(params, stats, leaf_row)
@@ -516,11 +495,7 @@ def grouped_log_predictives(params, data, new_data, children, log_weight, group,
             for j in range(n_new):
                 result[j, g] = logaddexp(result[j, g], log_weight[i] + lik_log_predictive(
                     params, new_data, stats, shared, work, leaf_row, j))
-    free = np.empty(n_rows - 1, np.int64)     # rows n_rows - 2, ..., 0 (loops, as above)
-    for r in range(n_rows - 1):
-        free[r] = n_rows - 2 - r
-    n_free = n_rows - 1
-    slot, size, head, tail, next_item = lists
+    n_free = free.size
     for t in range(n - 1):
         k = n + t
         s, n_free = _merge_into_larger_child(params, data, stats, shared, work, children, t,
@@ -533,22 +508,7 @@ def grouped_log_predictives(params, data, new_data, children, log_weight, group,
     return result
 
 
-@template
-def item_log_marginals(params, data, n_stats, work_size):
-    """``log m(x_i)`` of every row as a cluster of its own."""
-    n = data.shape[0]
-    stats = np.zeros((1, n_stats), np.float64)
-    shared = np.zeros(1, np.float64)
-    work = np.zeros(max(1, work_size), np.float64)
-    out = np.empty(n, np.float64)
-    slot = np.int64(0)  # typed, not a constant: the kernels' one compiled version
-    for i in range(n):
-        lik_reset(params, stats, slot)
-        lik_add(params, data, stats, shared, work, slot, i)
-        out[i] = lik_log_cluster(params, stats, shared, slot)
-    return out
-
-
-def specialise(bindings):
-    """The templates of this module compiled for one likelihood (``lik_*`` name -> function)."""
-    return _specialise(globals(), bindings)
+def specialise(bindings, tree=BINARY):
+    """The templates of this module compiled for one likelihood (``lik_*`` name -> function)
+    and one tree shape (:data:`BINARY` or :data:`ROSE`)."""
+    return _specialise(globals(), {**bindings, "TREE": tree})

@@ -23,9 +23,10 @@ DEFAULT_SUBSAMPLE_SIZE = 100
 MIN_SPLIT_FRACTION = 0.1
 
 
-def bhc_kernels(likelihood):
-    """The BHC kernel templates compiled for a fitted likelihood."""
-    return _bhc_kernels.specialise(protocol_bindings(likelihood.kernels))
+def bhc_kernels(likelihood, rose=False):
+    """The BHC kernel templates compiled for a fitted likelihood (and binary or rose trees)."""
+    return _bhc_kernels.specialise(protocol_bindings(likelihood.kernels),
+                                   _bhc_kernels.ROSE if rose else _bhc_kernels.BINARY)
 
 
 def kernel_params(likelihood, params=None):
@@ -43,31 +44,29 @@ def _sizes(likelihood):
 FIRST_CHUNK = 64
 
 
-def greedy_merges(kernels, params, data, n_stats, work_size, log_alpha, rose,
-                  progress=SILENT):
+def greedy_merges(kernels, params, data, n_stats, work_size, log_alpha, progress=SILENT):
     """``(merges, kinds)`` of the greedy search over the rows of ``data`` (see
-    :func:`._bhc_kernels.greedy_merges`), run in chunks so ``progress`` can report."""
+    :func:`._bhc_kernels.greedy_search`), run in chunks so ``progress`` can report."""
     n = data.shape[0]
     state = _bhc_kernels.greedy_state(n, n_stats, work_size)
-    kernels.greedy_leaves(params, data, log_alpha, state)
+    merges = np.empty((n - 1, 2), np.int64)
+    kinds = np.zeros(n - 1, np.int64)
     n_pairs = n * (n - 1) // 2
     start = 0
 
     def pairs(n_rows):
         nonlocal start
         stop = min(n, start + n_rows)
-        kernels.greedy_pairs(params, data, log_alpha, rose, state, start, stop)
+        kernels.greedy_search(params, data, log_alpha, state, start, stop, merges, kinds, 0)
         start = stop
         done = n_pairs - (n - stop) * (n - stop - 1) // 2
         progress.update(done, n_pairs, "pair scores")
         return stop
 
     run_in_chunks(pairs, n, FIRST_CHUNK)
-    merges = np.empty((n - 1, 2), np.int64)
-    kinds = np.zeros(n - 1, np.int64)
 
     def more_merges(count):
-        made = kernels.greedy_merges(params, data, log_alpha, rose, state, merges, kinds, count)
+        made = kernels.greedy_search(params, data, log_alpha, state, n, n, merges, kinds, count)
         progress.update(made, n - 1, "merges")
         return made
 
@@ -101,9 +100,9 @@ def greedy_tree(likelihood, data, alpha, *, rose=False, params=None, progress=SI
     """
     n = data.shape[0]
     n_stats, work = _sizes(likelihood)
-    merges, kinds = greedy_merges(bhc_kernels(likelihood), kernel_params(likelihood, params),
-                                  data, n_stats, work, float(np.log(alpha)), bool(rose),
-                                  progress)
+    merges, kinds = greedy_merges(bhc_kernels(likelihood, rose),
+                                  kernel_params(likelihood, params), data, n_stats, work,
+                                  float(np.log(alpha)), progress)
     if not rose:
         return merges, np.ones(n - 1, dtype=bool)
     return binarize_rose(rose_children(merges, kinds, n), n)
@@ -206,14 +205,14 @@ def randomized_tree(likelihood, data, alpha, *, subsample_size=DEFAULT_SUBSAMPLE
                 done.append(int(items[0]))
             else:
                 merges, _ = greedy_merges(kernels, params, np.ascontiguousarray(data[items]),
-                                          n_stats, work, log_alpha, False)
+                                          n_stats, work, log_alpha)
                 done.append(_append_local(rows, merges, items, n))
             n_placed += items.size
             progress.update(n_placed, n, "items in finished subtrees")
             continue
         sample = np.sort(random_state.choice(items, size=subsample_size, replace=False))
         merges, _ = greedy_merges(kernels, params, np.ascontiguousarray(data[sample]), n_stats,
-                                  work, log_alpha, False)
+                                  work, log_alpha)
         parts = [sample[local] for local in _top_parts(merges, subsample_size, min_fraction)]
         starts = np.cumsum([0] + [p.size for p in parts]).astype(np.int64)
         part_items = np.concatenate(parts)

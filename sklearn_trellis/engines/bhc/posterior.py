@@ -28,7 +28,7 @@ from ...models.priors import CRP
 from ..exact.trellis_for_model import trellis_for_model
 from ..sparse.seeds import linkage_seed_trees
 from ..sparse.sparse_flat import SparseFlatTrellis, tree_log_partition_functions
-from ._bhc_kernels import leaf_item_lists
+from ._bhc_kernels import bottom_up_state
 from .build import bhc_kernels, kernel_params
 
 #: Largest ``n`` for which the exact DP-mixture marginal is computed (flat trellis).
@@ -53,13 +53,12 @@ def node_log_marginals(likelihood, data, children, params=None):
     """``log m(X_k)`` of every node (leaves ``0..n-1``, then the merges)."""
     kernels = bhc_kernels(likelihood)
     params = kernel_params(likelihood, params)
-    n_stats, work = likelihood.n_stats, likelihood.work_size(1)
-    leaves = kernels.item_log_marginals(params, data, n_stats, work)
-    if children.shape[0] == 0:
-        return leaves
-    merges = kernels.tree_node_log_marginals(params, data, np.ascontiguousarray(children),
-                                             n_stats, work, leaf_item_lists(children.shape[0] + 1))
-    return np.concatenate([leaves, merges])
+    n = children.shape[0] + 1
+    out = np.empty(2 * n - 1, np.float64)
+    kernels.tree_node_log_marginals(params, data, np.ascontiguousarray(children),
+                                    bottom_up_state(n, likelihood.n_stats,
+                                                    likelihood.work_size(1)), out)
+    return out
 
 
 class TreePosterior:
@@ -205,7 +204,8 @@ def grouped_log_predictive(likelihood, data, new_data, children, log_weight, gro
     return kernels.grouped_log_predictives(
         kernel_params(likelihood, params), data, new_data,
         np.ascontiguousarray(children), log_weight, group.astype(np.int64), int(n_groups),
-        likelihood.n_stats, likelihood.work_size(1), leaf_item_lists(children.shape[0] + 1))
+        bottom_up_state(children.shape[0] + 1, likelihood.n_stats, likelihood.work_size(1),
+                        extra_rows=1))
 
 
 def exact_dp_log_marginal(likelihood, data, alpha, params=None):

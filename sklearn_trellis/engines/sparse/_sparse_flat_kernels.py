@@ -42,17 +42,18 @@ TRANSITIONS_CAP = 2
 
 # --------------------------------------------------------------------- tree engine
 @njit(cache=True)
-def tree_inside(e, left, right):
-    """``log Z``, MAP value and "cut" choice of every vertex of a tree family."""
-    n_vertices = e.size
-    log_z = np.empty(n_vertices, np.float64)
-    best = np.empty(n_vertices, np.float64)
-    cut = np.zeros(n_vertices, np.bool_)
-    for v in range(n_vertices):
+def tree_inside(e, left, right, log_z, best, cut):
+    """``log Z``, MAP value and "cut" choice of every vertex of a tree family, in place.
+
+    The outputs come from NumPy (``sparse_flat._tree_inside``): numba would
+    compile each allocation of a kernel separately, per dtype, on a first fit.
+    """
+    for v in range(e.size):
         a = left[v]
         if a < 0:
             log_z[v] = e[v]
             best[v] = e[v]
+            cut[v] = False
             continue
         b = right[v]
         split_z = log_z[a] + log_z[b]
@@ -64,7 +65,7 @@ def tree_inside(e, left, right):
             cut[v] = True
         else:
             best[v] = e[v]
-    return log_z, best, cut
+            cut[v] = False
 
 
 @njit(cache=True)

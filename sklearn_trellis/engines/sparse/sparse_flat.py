@@ -113,6 +113,14 @@ def _enumerate_states(family, rank, max_states, max_transitions):
     return result
 
 
+def _tree_inside(e, left, right):
+    """``(log_z, best, cut)`` of :func:`._sparse_flat_kernels.tree_inside`, allocated here."""
+    n = e.size
+    log_z, best, cut = np.empty(n), np.empty(n), np.empty(n, np.bool_)
+    kernels.tree_inside(e, left, right, log_z, best, cut)
+    return log_z, best, cut
+
+
 def tree_log_partition_functions(log_potentials, left, right):
     """``log Z`` of every vertex of a tree-structured family (the inside pass).
 
@@ -140,7 +148,7 @@ def tree_log_partition_functions(log_potentials, left, right):
     >>> [round(float(value), 6) for value in z]   # the root: {0, 1} or {0}, {1}
     [1.0, 1.0, 2.0]
     """
-    return kernels.tree_inside(np.asarray(log_potentials, dtype=np.float64), left, right)[0]
+    return _tree_inside(np.asarray(log_potentials, dtype=np.float64), left, right)[0]
 
 
 def vertex_labels(vertices, family):
@@ -311,7 +319,7 @@ class SparseFlatTrellis:
         self.n_transitions_ = None
         self.rank_ = None
         e = self.log_potentials
-        self._log_z, best, self._cut = kernels.tree_inside(e, f.build_left, f.build_right)
+        self._log_z, best, self._cut = _tree_inside(e, f.build_left, f.build_right)
         self.log_partition_function = float(self._log_z[f.root])
         self.map_log_potential = float(best[f.root])
         self.map_vertices = call(kernels.tree_map_vertices, self._cut, f.build_left,
