@@ -20,13 +20,15 @@ _MAX_SEED = np.iinfo(np.int32).max
 #: Up to this many items a state's labels are renumbered, and a new state's slots
 #: filled, by the kernels' own Python source (:mod:`~sklearn_trellis._core.interpreted`:
 #: integers only, the same arrays): about 0.1 ms a sample at 200 items, against
-#: 0.3 s of compilation each in a first fit.
+#: 0.3 s of compilation each in a first fit. So are the engine's ``rebuild`` and
+#: ``log_joint`` steps, calling the likelihood's and prior's compiled kernels (the same
+#: calls, float sums in the same order).
 INTERPRETED_LABEL_ITEMS = 200
 
 
 def _engine(likelihood):
     """The engine kernels compiled for this likelihood (see ``_gibbs_kernels.specialise``)."""
-    return kernels.specialise(likelihood.kernels)
+    return kernels.specialise(likelihood.kernels, bool(likelihood.nonlocal_state))
 
 
 @dataclass
@@ -96,9 +98,9 @@ def new_state(likelihood, data, init_labels, alpha, capacity=None, params=None):
         params=params, alpha=float(alpha))
     call(kernels.occupy_slots, compact, state.counts, state.active, state.where, state.free,
          state.meta, small=compact.size <= INTERPRETED_LABEL_ITEMS)
-    _engine(likelihood).rebuild(params, data, compact, state.labels, state.counts,
-                    state.active, state.where, state.free, state.meta, state.stats,
-                    state.shared, state.work)
+    call(_engine(likelihood).rebuild, params, data, compact, state.labels, state.counts,
+         state.active, state.where, state.free, state.meta, state.stats, state.shared,
+         state.work, small=compact.size <= INTERPRETED_LABEL_ITEMS, compiled_callees=True)
     return state
 
 
@@ -181,8 +183,7 @@ def sweep(state, likelihood, prior_params, data, rng, *, fixed=None, n_split_mer
         accepted += engine.split_merge(
             state.params, prior_params, data, state.labels, state.counts,
             state.active, state.where, state.free, state.meta, state.stats,
-            state.shared, state.work, fixed_mask, n_split_merge, rng.randint(_MAX_SEED),
-            bool(likelihood.nonlocal_state))
+            state.shared, state.work, fixed_mask, n_split_merge, rng.randint(_MAX_SEED))
     likelihood.kernels.refresh(state.params, data, state.labels, state.stats, state.shared,
            state.active, state.meta[0])
     return accepted
@@ -190,9 +191,10 @@ def sweep(state, likelihood, prior_params, data, rng, *, fixed=None, n_split_mer
 
 def log_joint(state, likelihood, prior_params):
     """``log p(z, X)`` of the current state (prior EPPF with its normaliser + likelihood)."""
-    return float(_engine(likelihood).log_joint(state.params, prior_params,
-                                   state.stats, state.shared, state.counts,
-                                   state.active, state.meta[0], state.labels.size))
+    return float(call(_engine(likelihood).log_joint, state.params, prior_params,
+                      state.stats, state.shared, state.counts, state.active, state.meta[0],
+                      state.labels.size, small=state.labels.size <= INTERPRETED_LABEL_ITEMS,
+                      compiled_callees=True))
 
 
 @dataclass
