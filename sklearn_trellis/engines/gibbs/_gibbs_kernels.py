@@ -211,9 +211,11 @@ def _allocate(params, pp, data, labels, stats, shared, work, items, n, ci, cj,
     return log_q
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def _copy_state(stats, work, stats_to, work_to):
-    """``stats_to[:] = stats``, ``work_to[:] = work`` (loops: numba's slice copy compiles for seconds)."""
+    """``stats_to[:] = stats``, ``work_to[:] = work`` (loops: numba's slice copy compiles for
+    seconds; not inlined: its three call sites typed and lowered in ``split_merge`` cost more
+    than its own compilation)."""
     for c in range(stats.shape[0]):
         for col in range(stats.shape[1]):
             stats_to[c, col] = stats[c, col]
