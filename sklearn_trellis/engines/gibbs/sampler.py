@@ -22,8 +22,16 @@ _MAX_SEED = np.iinfo(np.int32).max
 #: integers only, the same arrays): about 0.1 ms a sample at 200 items, against
 #: 0.3 s of compilation each in a first fit. So are the engine's ``rebuild`` and
 #: ``log_joint`` steps, calling the likelihood's and prior's compiled kernels (the same
-#: calls, float sums in the same order).
+#: calls, float sums in the same order) unless one is inlined (:func:`_compiled_alone`).
 INTERPRETED_LABEL_ITEMS = 200
+
+
+def _compiled_alone(likelihood, *names):
+    """Whether the likelihood kernels ``names`` are compiled on their own anyway (not
+    ``inline='always'``): calling one that the engine's kernels inline from Python would
+    compile it once more."""
+    return not any(getattr(likelihood.kernels, name).targetoptions.get("inline") == "always"
+                   for name in names)
 
 
 def _engine(likelihood):
@@ -100,7 +108,9 @@ def new_state(likelihood, data, init_labels, alpha, capacity=None, params=None):
          state.meta, small=compact.size <= INTERPRETED_LABEL_ITEMS)
     call(_engine(likelihood).rebuild, params, data, compact, state.labels, state.counts,
          state.active, state.where, state.free, state.meta, state.stats, state.shared,
-         state.work, small=compact.size <= INTERPRETED_LABEL_ITEMS, compiled_callees=True)
+         state.work, compiled_callees=True,
+         small=(compact.size <= INTERPRETED_LABEL_ITEMS
+                and _compiled_alone(likelihood, "prepare", "add")))  # reset, refresh: sweep's
     return state
 
 
@@ -193,8 +203,9 @@ def log_joint(state, likelihood, prior_params):
     """``log p(z, X)`` of the current state (prior EPPF with its normaliser + likelihood)."""
     return float(call(_engine(likelihood).log_joint, state.params, prior_params,
                       state.stats, state.shared, state.counts, state.active, state.meta[0],
-                      state.labels.size, small=state.labels.size <= INTERPRETED_LABEL_ITEMS,
-                      compiled_callees=True))
+                      state.labels.size, compiled_callees=True,
+                      small=(state.labels.size <= INTERPRETED_LABEL_ITEMS
+                             and _compiled_alone(likelihood, "log_cluster", "log_global"))))
 
 
 @dataclass
