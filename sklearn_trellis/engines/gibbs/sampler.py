@@ -30,8 +30,8 @@ def _compiled_alone(likelihood, *names):
     """Whether the likelihood kernels ``names`` are compiled on their own anyway (not
     ``inline='always'``): calling one that the engine's kernels inline from Python would
     compile it once more."""
-    return not any(getattr(likelihood.kernels, name).targetoptions.get("inline") == "always"
-                   for name in names)
+    return not any(getattr(getattr(likelihood.kernels, name), "targetoptions", {}).get("inline")
+                   == "always" for name in names)
 
 
 def _engine(likelihood):
