@@ -193,13 +193,14 @@ class WishartBlockLikelihood(ClusterLikelihood):
 
     def work_size(self, capacity):
         """The cross-block sums (translation-invariant mode), the row block sums' banks, ``rho``."""
-        return (_tk.cross_size(capacity, bool(self.translation_invariant))
+        # the integer helper's Python source (no compilation)
+        return (_tk.cross_size.py_func(capacity, bool(self.translation_invariant))
                 + _tk.N_BANKS * (capacity + 1) + 2)
 
     def grow_work(self, work, old_capacity, new_capacity):
         """Keep the cross-block sums (their triangular index does not depend on the capacity)."""
         grown = np.zeros(self.work_size(new_capacity))
-        kept = _tk.cross_size(old_capacity, bool(self.translation_invariant))
+        kept = _tk.cross_size.py_func(old_capacity, bool(self.translation_invariant))
         grown[:kept] = work[:kept]
         return grown
 

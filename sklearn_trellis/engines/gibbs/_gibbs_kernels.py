@@ -211,9 +211,11 @@ def _allocate(params, pp, data, labels, stats, shared, work, items, n, ci, cj,
     return log_q
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)
 def _copy_state(stats, work, stats_to, work_to):
-    """``stats_to[:] = stats``, ``work_to[:] = work`` (loops: numba's slice copy compiles for seconds)."""
+    """``stats_to[:] = stats``, ``work_to[:] = work`` (loops: numba's slice copy compiles for
+    seconds; not inlined: its three call sites typed and lowered in ``split_merge`` cost more
+    than its own compilation)."""
     for c in range(stats.shape[0]):
         for col in range(stats.shape[1]):
             stats_to[c, col] = stats[c, col]
@@ -223,7 +225,7 @@ def _copy_state(stats, work, stats_to, work_to):
 
 @template(nogil=True)
 def split_merge(params, pp, data, labels, counts, active, where, free, meta,
-                stats, shared, work, fixed, n_proposals, seed, restore_all):
+                stats, shared, work, fixed, n_proposals, seed):
     """Sequentially-allocated split-merge proposals (Dahl 2003); returns the number accepted.
 
     Picks two distinct items ``i, j``; if they share a cluster, proposes to split
@@ -234,10 +236,11 @@ def split_merge(params, pp, data, labels, counts, active, where, free, meta,
     accepts with the exact ratio of the log joints. Clusters holding fixed
     items are left to the Gibbs scan.
 
-    A rejected proposal gets back the two clusters' rows of ``stats`` and
-    ``shared``; ``restore_all`` (a likelihood with ``nonlocal_state``, e.g.
-    fastTIWD's translation-invariant cross-block sums) gets back the whole of
-    ``stats`` and ``work`` too (``O(capacity n_stats + work.size)`` per proposal).
+    A rejected proposal gets back ``shared`` and the two clusters' rows of
+    ``stats``; with the bound constant ``RESTORE_ALL`` (a likelihood with
+    ``nonlocal_state``, e.g. fastTIWD's translation-invariant cross-block sums)
+    the whole of ``stats`` and ``work`` instead (``O(capacity n_stats + work.size)``
+    per proposal). Numba prunes the other way before typing.
     """
     np.random.seed(seed)
     n_items = labels.size
@@ -248,9 +251,9 @@ def split_merge(params, pp, data, labels, counts, active, where, free, meta,
     saved_shared = np.empty(shared.size)
     items = np.empty(n_items, np.int64)
     target = np.empty(n_items, np.int64)
-    sizes = np.zeros(2, np.int64)
-    all_stats = np.empty((stats.shape[0] if restore_all else 0, n_stats))
-    all_work = np.empty(work.size if restore_all else 0)
+    sizes = np.empty(2, np.int64)  # set before each allocation (np.zeros: two more compilations)
+    all_stats = np.empty((stats.shape[0] if RESTORE_ALL else 0, n_stats))
+    all_work = np.empty(work.size if RESTORE_ALL else 0)
     accepted = 0
     for _ in range(n_proposals):
         if meta[1] < 2:
@@ -278,11 +281,12 @@ def split_merge(params, pp, data, labels, counts, active, where, free, meta,
         n_clusters = meta[0]
         for col in range(shared.shape[0]):  # loops: numba's slice copy compiles for seconds
             saved_shared[col] = shared[col]
-        for col in range(n_stats):
-            saved[0, col] = stats[ci, col]
-            saved[1, col] = stats[cj, col]
-        if restore_all:
+        if RESTORE_ALL:
             _copy_state(stats, work, all_stats, all_work)
+        else:
+            for col in range(n_stats):
+                saved[0, col] = stats[ci, col]
+                saved[1, col] = stats[cj, col]
         if ci == cj:
             size = counts[ci]
             old = (lik_log_cluster(params, stats, shared, ci) + lik_log_global(params, shared)
@@ -296,7 +300,8 @@ def split_merge(params, pp, data, labels, counts, active, where, free, meta,
             labels[j] = cs
             sizes[0] = 1
             sizes[1] = 1
-            target[:n] = -1
+            for t in range(n):
+                target[t] = -1
             log_q = _allocate(params, pp, data, labels, stats, shared, work, items, n,
                               ci, cs, sizes, target)
             new = (lik_log_cluster(params, stats, shared, ci) + lik_log_cluster(params, stats, shared, cs)
@@ -312,13 +317,14 @@ def split_merge(params, pp, data, labels, counts, active, where, free, meta,
                 for t in range(n):
                     labels[items[t]] = ci
                 labels[j] = ci
-                for col in range(n_stats):
-                    stats[ci, col] = saved[0, col]
-                lik_reset(params, stats, cs)
                 for col in range(shared.shape[0]):
                     shared[col] = saved_shared[col]
-                if restore_all:
+                if RESTORE_ALL:
                     _copy_state(all_stats, all_work, stats, work)
+                else:
+                    for col in range(n_stats):
+                        stats[ci, col] = saved[0, col]
+                    lik_reset(params, stats, cs)
         else:
             old = (lik_log_cluster(params, stats, shared, ci) + lik_log_cluster(params, stats, shared, cj)
                    + lik_log_global(params, shared) + log_block(pp, counts[ci])
@@ -356,13 +362,14 @@ def split_merge(params, pp, data, labels, counts, active, where, free, meta,
                 for t in range(n):
                     labels[items[t]] = ci if target[t] == 0 else cj
                 labels[j] = cj
-                for col in range(n_stats):
-                    stats[ci, col] = saved[0, col]
-                    stats[cj, col] = saved[1, col]
                 for col in range(shared.shape[0]):
                     shared[col] = saved_shared[col]
-                if restore_all:
+                if RESTORE_ALL:
                     _copy_state(all_stats, all_work, stats, work)
+                else:
+                    for col in range(n_stats):
+                        stats[ci, col] = saved[0, col]
+                        stats[cj, col] = saved[1, col]
     return accepted
 
 
@@ -397,6 +404,12 @@ def predictive_log_weights(params, pp, data_new, stats, shared, work, counts, ac
     return out
 
 
-def specialise(likelihood_kernels):
-    """A namespace of the engine kernels compiled for one likelihood's ``GibbsKernels``."""
-    return _specialise(globals(), protocol_bindings(likelihood_kernels))
+def specialise(likelihood_kernels, restore_all=False):
+    """A namespace of the engine kernels compiled for one likelihood's ``GibbsKernels``.
+
+    ``restore_all``: the likelihood's ``nonlocal_state`` (``RESTORE_ALL`` in
+    :func:`split_merge`).
+    """
+    bindings = protocol_bindings(likelihood_kernels)
+    bindings["RESTORE_ALL"] = bool(restore_all)
+    return _specialise(globals(), bindings)

@@ -20,13 +20,23 @@ _MAX_SEED = np.iinfo(np.int32).max
 #: Up to this many items a state's labels are renumbered, and a new state's slots
 #: filled, by the kernels' own Python source (:mod:`~sklearn_trellis._core.interpreted`:
 #: integers only, the same arrays): about 0.1 ms a sample at 200 items, against
-#: 0.3 s of compilation each in a first fit.
+#: 0.3 s of compilation each in a first fit. So are the engine's ``rebuild`` and
+#: ``log_joint`` steps, calling the likelihood's and prior's compiled kernels (the same
+#: calls, float sums in the same order) unless one is inlined (:func:`_compiled_alone`).
 INTERPRETED_LABEL_ITEMS = 200
+
+
+def _compiled_alone(likelihood, *names):
+    """Whether the likelihood kernels ``names`` are compiled on their own anyway (not
+    ``inline='always'``): calling one that the engine's kernels inline from Python would
+    compile it once more."""
+    return not any(getattr(getattr(likelihood.kernels, name), "targetoptions", {}).get("inline")
+                   == "always" for name in names)
 
 
 def _engine(likelihood):
     """The engine kernels compiled for this likelihood (see ``_gibbs_kernels.specialise``)."""
-    return kernels.specialise(likelihood.kernels)
+    return kernels.specialise(likelihood.kernels, bool(likelihood.nonlocal_state))
 
 
 @dataclass
@@ -104,9 +114,11 @@ def new_state(likelihood, data, init_labels, alpha, capacity=None, params=None):
         lik.refresh(params, data, state.labels, state.stats, state.shared, state.active,
                     state.meta[0])
     else:
-        _engine(likelihood).rebuild(params, data, compact, state.labels, state.counts,
-                                    state.active, state.where, state.free, state.meta,
-                                    state.stats, state.shared, state.work)
+        call(_engine(likelihood).rebuild, params, data, compact, state.labels, state.counts,
+             state.active, state.where, state.free, state.meta, state.stats, state.shared,
+             state.work, compiled_callees=True,
+             small=(compact.size <= INTERPRETED_LABEL_ITEMS
+                    and _compiled_alone(likelihood, "prepare", "add")))  # reset, refresh: sweep's
     return state
 
 
@@ -189,8 +201,7 @@ def sweep(state, likelihood, prior_params, data, rng, *, fixed=None, n_split_mer
         accepted += engine.split_merge(
             state.params, prior_params, data, state.labels, state.counts,
             state.active, state.where, state.free, state.meta, state.stats,
-            state.shared, state.work, fixed_mask, n_split_merge, rng.randint(_MAX_SEED),
-            bool(likelihood.nonlocal_state))
+            state.shared, state.work, fixed_mask, n_split_merge, rng.randint(_MAX_SEED))
     likelihood.kernels.refresh(state.params, data, state.labels, state.stats, state.shared,
            state.active, state.meta[0])
     return accepted
@@ -198,9 +209,11 @@ def sweep(state, likelihood, prior_params, data, rng, *, fixed=None, n_split_mer
 
 def log_joint(state, likelihood, prior_params):
     """``log p(z, X)`` of the current state (prior EPPF with its normaliser + likelihood)."""
-    return float(_engine(likelihood).log_joint(state.params, prior_params,
-                                   state.stats, state.shared, state.counts,
-                                   state.active, state.meta[0], state.labels.size))
+    return float(call(_engine(likelihood).log_joint, state.params, prior_params,
+                      state.stats, state.shared, state.counts, state.active, state.meta[0],
+                      state.labels.size, compiled_callees=True,
+                      small=(state.labels.size <= INTERPRETED_LABEL_ITEMS
+                             and _compiled_alone(likelihood, "log_cluster", "log_global"))))
 
 
 @dataclass

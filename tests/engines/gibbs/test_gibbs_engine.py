@@ -247,3 +247,41 @@ def test_interpreted_slot_filling_is_the_kernel(monkeypatch, n):
     k = np.unique(labels).size
     np.testing.assert_array_equal(np.sort(compiled[1][compiled[2][:k]]),
                                   np.sort(np.unique(labels, return_counts=True)[1]))
+
+
+def _likelihoods(n):
+    """A factorising likelihood and fastTIWD's (translation invariant: state in ``work`` too)."""
+    from sklearn_trellis.models.wishart_likelihood import WishartBlockLikelihood
+    X = small_data(n, seed=n)
+    gram = X @ X.T
+    return [(NormalGamma().fit(X), X),
+            (WishartBlockLikelihood(dof=3.0, translation_invariant=True).fit(gram), gram)]
+
+
+@pytest.mark.parametrize("n", [1, 9, 201])
+def test_rebuild_and_log_joint_from_python_are_the_kernels(monkeypatch, n):
+    """A new state filled, and its log joint summed, by the engine templates' own Python source
+    calling the compiled likelihood and prior kernels (up to ``INTERPRETED_LABEL_ITEMS``) equal
+    the compiled templates' bit for bit (these run at every size with the threshold 0)."""
+    labels = 7 * np.random.default_rng(n).integers(0, 5, n) - 3
+    likelihoods = _likelihoods(n)
+    # fastTIWD's kernels are compiled alone: its small states take the Python steps
+    assert gibbs._compiled_alone(likelihoods[1][0], "prepare", "add", "log_cluster", "log_global")
+    for lik, X in likelihoods:
+        data = lik.kernel_data(X)
+
+        def run(items):
+            monkeypatch.setattr(gibbs, "INTERPRETED_LABEL_ITEMS", items)
+            state = gibbs.new_state(lik, data, labels, 1.0)
+            joints = [gibbs.log_joint(state, lik, CRP(0.7).kernel_params())]
+            rng = np.random.RandomState(n)
+            for _ in range(2):
+                gibbs.sweep(state, lik, CRP(0.7).kernel_params(), data, rng, n_split_merge=3)
+                joints.append(gibbs.log_joint(state, lik, CRP(0.7).kernel_params()))
+            return [state.labels, state.counts, state.stats, state.shared, state.work,
+                    np.array(joints)]
+
+        compiled = run(0)
+        for mine, theirs in zip(run(200), compiled):
+            assert mine.dtype == theirs.dtype
+            np.testing.assert_array_equal(mine, theirs)
