@@ -58,8 +58,8 @@ _CANDIDATE_WORK = 5 * 10 ** 7
 #: same order, so the same values bit for bit (the other losses take logarithms).
 _INTERPRETABLE_KINDS = (BINDER, VI)
 
-#: Up to this many candidates x samples x elements, Binder's and VI's losses of the
-#: candidates run interpreted: about 0.3 s, against about 1 s of CPU to compile.
+#: Up to this many candidates x distinct samples x elements, Binder's and VI's losses of
+#: the candidates run interpreted: about 0.3 s, against about 1 s of CPU to compile.
 INTERPRETED_LOSS_WORK = 250_000
 
 #: Up to this many elements x samples x searches (runs), Binder's and VI's search runs
@@ -116,12 +116,33 @@ def _canonical_rows(rows):
 
 def contingency_losses(candidates, samples, kind, a, b):
     """(C, T) losses of each candidate (int64 labels ``0..K-1``) against each sample
-    (int32 ``(T, n)``) for a contingency loss ``kind``: the kernel ``cm_losses``, run
-    interpreted on small inputs for Binder and VI (:data:`INTERPRETED_LOSS_WORK`)."""
+    (canonical int32 ``(T, n)``) for a contingency loss ``kind``.
+
+    The kernel ``cm_losses`` scores each distinct sample once (a loss depends on the
+    sample's labels alone: its column is repeated, the same values), interpreted on
+    small inputs for Binder and VI (:data:`INTERPRETED_LOSS_WORK`).
+    """
+    firsts, inverse = _distinct_rows(samples)
     small = (kind in _INTERPRETABLE_KINDS
-             and candidates.size * samples.shape[0] <= INTERPRETED_LOSS_WORK)
-    return call(loss_kernels(kind).cm_losses, candidates, samples, kind, float(a), float(b),
-                xlogx_table(samples.shape[1] + 2), small=small)
+             and candidates.size * len(firsts) <= INTERPRETED_LOSS_WORK)
+    losses = call(loss_kernels(kind).cm_losses, candidates, samples[firsts], kind, float(a),
+                  float(b), xlogx_table(samples.shape[1] + 2), small=small)
+    return losses[:, inverse]
+
+
+def _distinct_rows(rows):
+    """``(firsts, inverse)``: the first row of each distinct row, in order of first
+    appearance, and the distinct row of each row (``rows[firsts][inverse]`` is ``rows``)."""
+    index, firsts = {}, []
+    inverse = np.empty(rows.shape[0], np.int64)
+    for t, row in enumerate(rows):
+        key = row.tobytes()
+        distinct = index.get(key)
+        if distinct is None:
+            distinct = index[key] = len(firsts)
+            firsts.append(t)
+        inverse[t] = distinct
+    return np.array(firsts, np.int64), inverse
 
 
 class Target:
@@ -191,13 +212,10 @@ class Target:
 
     def distinct_samples(self):
         """Distinct sampled partitions (canonical), most frequent first."""
-        rows = {}
-        for t, row in enumerate(self.samples):  # rows are canonical: equal bytes, equal partitions
-            key = row.tobytes()
-            first, count = rows.get(key, (t, 0))
-            rows[key] = (first, count + 1)
-        firsts = sorted(rows.values(), key=lambda item: (-item[1], item[0]))
-        return self.samples[[first for first, _ in firsts]].astype(np.int64)
+        # rows are canonical: equal bytes, equal partitions
+        firsts, inverse = _distinct_rows(self.samples)
+        by_count = np.argsort(-np.bincount(inverse), kind="stable")  # ties: first appearance
+        return self.samples[firsts[by_count]].astype(np.int64)
 
 
 def expected_loss(samples_or_pairwise, labels, loss="binder", *, a=1.0, b=1.0):
