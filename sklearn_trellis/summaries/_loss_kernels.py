@@ -32,6 +32,12 @@ Binder and VI, the other contingency losses, the pairwise losses): they branch o
 the bound constant ``FAMILY``, and numba drops the other families' branches before
 typing them, so a fit compiles its family's code only (DPMixture's default VI
 search: about a quarter less compilation CPU than kernels holding all eight losses).
+
+The search and :func:`cm_losses` take the ``x log x`` table ``xl`` from their
+caller, computed compiled: Binder's and VI's kernels then only add, multiply and
+compare, and run their own Python source on small inputs
+(:mod:`~sklearn_trellis._core.interpreted`, the same values bit for bit; the
+thresholds are in :mod:`~sklearn_trellis.summaries.point_estimates`).
 """
 
 import math
@@ -40,7 +46,6 @@ import numpy as np
 from numba import njit
 
 from .._core.specialise import specialise, template
-from ._kernels import xlogx_table
 
 BINDER = 0
 VI = 1
@@ -95,11 +100,14 @@ def cm_loss(kind, m, sex, sep, stx, stp, sjx, sjp, a, b):
 
 
 @template(nogil=True)
-def cm_losses(candidates, samples, kind, a, b):
-    """(C, T) losses of each candidate (labels ``0..K-1``) against each sample."""
+def cm_losses(candidates, samples, kind, a, b, xl):
+    """(C, T) losses of each candidate (labels ``0..K-1``) against each sample.
+
+    ``xl`` is ``xlogx_table(n + 2)``, passed in (computed compiled) so that the
+    kernel itself only adds, multiplies and compares for Binder and VI.
+    """
     n_candidates, n = candidates.shape
     n_samples = samples.shape[0]
-    xl = xlogx_table(n + 2)
     out = np.zeros((n_candidates, n_samples))
     # largest labels by loops: ``.max()`` compiles numba's reduction, seconds per array type
     n_blocks = 0
@@ -376,7 +384,7 @@ def _loss_value(kind, labels, sizes, stats, pairwise, mass, a, b):
 
 @template(nogil=True)
 def greedy_search(kind, labels, order, pairwise, samples_t, n_sample_blocks, max_sweeps,
-                  max_clusters, a, b):
+                  max_clusters, a, b, xl):
     """SALSO-style search, in place on ``labels`` (``-1`` = not yet allocated).
 
     1. Sequential allocation: elements still at ``-1`` join, in ``order``, the
@@ -388,11 +396,11 @@ def greedy_search(kind, labels, order, pairwise, samples_t, n_sample_blocks, max
 
     ``samples_t`` is element-major (n, T) for the contingency kinds; labels
     already set must lie in ``0..n-1`` and number at most ``max_clusters``.
-    Returns ``(labels, loss)``: the loss of the result, as :func:`cm_losses` /
-    :func:`psm_losses` compute it.
+    ``xl`` is ``xlogx_table(n + 2)`` (as in :func:`cm_losses`). Returns ``(labels,
+    loss)``: the loss of the result, as :func:`cm_losses` / :func:`psm_losses`
+    compute it.
     """
     n = labels.shape[0]
-    xl = xlogx_table(n + 2)
     n_samples = samples_t.shape[1] if FAMILY != PAIRWISE else 0
     capacity = min(n, max(8, 2 * n_sample_blocks))
     for i in range(n):

@@ -22,8 +22,7 @@ import numpy as np
 from .._core.labels import first_appearance_labels
 from .._core.validation import check_scalar_param
 from ._input import check_labels
-from ._loss_kernels import loss_kernels
-from .point_estimates import Target, check_loss_parameters, loss_name
+from .point_estimates import Target, check_loss_parameters, contingency_losses, loss_name
 
 #: Distances usable for the ball (metrics or losses computed from the samples).
 BALL_LOSSES = {"vi", "binder", "omari", "nvi", "nid"}
@@ -123,8 +122,7 @@ def credible_ball(samples, estimate, loss="vi", level=0.95, *, a=1.0, b=1.0):
         raise ValueError(f"estimate has {estimate.size} entries for {target.n} elements.")
     # each sample is the reference, as in expected_loss: distances[t] = L(c_t, estimate)
     kind = target.kind(loss)
-    distances = loss_kernels(kind).cm_losses(estimate[None], target.samples, kind, float(a),
-                                             float(b))[0]
+    distances = contingency_losses(estimate[None], target.samples, kind, a, b)[0]
     n_samples = distances.size
     needed = int(np.ceil(level * n_samples - 1e-9))
     radius = float(np.sort(distances)[max(needed, 1) - 1])

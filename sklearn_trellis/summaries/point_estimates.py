@@ -28,10 +28,11 @@ import numpy as np
 from joblib import Parallel, delayed
 from sklearn.utils import check_random_state
 
+from .._core.interpreted import call
 from .._core.labels import canonical_rows, first_appearance_labels, set_partitions
 from .._core.validation import check_option, check_scalar_param
 from ._input import as_sample_set, check_labels, relabel_rows, sample_major
-from ._kernels import cooccurrence_counts
+from ._kernels import cooccurrence_counts, xlogx_table
 from ._loss_kernels import (BINDER, BINDER_PSM, N_CONTINGENCY_KINDS, NID, NVI, OMARI, OMARI_APPROX,
                             VI, VI_LB, loss_kernels)
 from .metrics import check_costs
@@ -50,6 +51,24 @@ _EXHAUSTIVE_MAX_N = 10
 # Distinct sampled partitions scored as candidates: at most this many
 # contingency (candidates * T * n) or pairwise (candidates * n * n) entries.
 _CANDIDATE_WORK = 5 * 10 ** 7
+
+#: Losses whose kernels may run their own Python source on small inputs
+#: (:mod:`~sklearn_trellis._core.interpreted`): Binder's and VI's only add, multiply
+#: and compare entries of a compiled ``x log x`` table, the same operations in the
+#: same order, so the same values bit for bit (the other losses take logarithms).
+_INTERPRETABLE_KINDS = (BINDER, VI)
+
+#: Up to this many candidates x distinct samples x elements, Binder's and VI's losses of
+#: the candidates run interpreted: about 0.3 s, against about 1 s of CPU to compile.
+INTERPRETED_LOSS_WORK = 250_000
+
+#: Up to this many elements x samples x searches (runs), Binder's and VI's search runs
+#: interpreted: about 0.3 s at 40 elements, 200 samples and one run (an estimator's
+#: labels), against about 2.5 s of CPU to compile.
+INTERPRETED_SEARCH_WORK = 10_000
+
+#: Up to this many labels, the samples are renumbered interpreted (integers only).
+INTERPRETED_LABEL_ENTRIES = 100_000
 
 
 def loss_name(loss):
@@ -91,6 +110,41 @@ def check_pairwise(pairwise):
     return np.ascontiguousarray(pairwise)
 
 
+def _canonical_rows(rows):
+    return call(canonical_rows, rows, small=rows.size <= INTERPRETED_LABEL_ENTRIES)
+
+
+def contingency_losses(candidates, samples, kind, a, b):
+    """(C, T) losses of each candidate (int64 labels ``0..K-1``) against each sample
+    (canonical int32 ``(T, n)``) for a contingency loss ``kind``.
+
+    The kernel ``cm_losses`` scores each distinct sample once (a loss depends on the
+    sample's labels alone: its column is repeated, the same values), interpreted on
+    small inputs for Binder and VI (:data:`INTERPRETED_LOSS_WORK`).
+    """
+    firsts, inverse = _distinct_rows(samples)
+    small = (kind in _INTERPRETABLE_KINDS
+             and candidates.size * len(firsts) <= INTERPRETED_LOSS_WORK)
+    losses = call(loss_kernels(kind).cm_losses, candidates, samples[firsts], kind, float(a),
+                  float(b), xlogx_table(samples.shape[1] + 2), small=small)
+    return losses[:, inverse]
+
+
+def _distinct_rows(rows):
+    """``(firsts, inverse)``: the first row of each distinct row, in order of first
+    appearance, and the distinct row of each row (``rows[firsts][inverse]`` is ``rows``)."""
+    index, firsts = {}, []
+    inverse = np.empty(rows.shape[0], np.int64)
+    for t, row in enumerate(rows):
+        key = row.tobytes()
+        distinct = index.get(key)
+        if distinct is None:
+            distinct = index[key] = len(firsts)
+            firsts.append(t)
+        inverse[t] = distinct
+    return np.array(firsts, np.int64), inverse
+
+
 class Target:
     """What the expected loss is taken over: sampled partitions and/or ``P``.
 
@@ -110,13 +164,13 @@ class Target:
             if isinstance(value, np.ndarray) and value.ndim == 2 and value.dtype.kind in "iu" \
                     and value.size and value.min() >= 0 and value.max() < 4 * value.shape[1] + 64:
                 # the common case, fast: non-negative int labels (T, n)
-                self.samples = canonical_rows(
+                self.samples = _canonical_rows(
                     np.ascontiguousarray(value, dtype=np.int64)).astype(np.int32)
                 self._sample_set = None
             else:
                 sample_set = as_sample_set(value)
                 labels = sample_set.labels  # raises for feature allocations
-                self.samples = canonical_rows(relabel_rows(labels)[0]).astype(np.int32)
+                self.samples = _canonical_rows(relabel_rows(labels)[0]).astype(np.int32)
                 self._sample_set = sample_set
             self.n_sample_blocks = int(self.samples.max()) + 1
             self._pairwise = None
@@ -153,19 +207,15 @@ class Target:
         kernels = loss_kernels(kind)
         candidates = np.ascontiguousarray(candidates, dtype=np.int64)
         if kind < N_CONTINGENCY_KINDS:
-            return kernels.cm_losses(candidates, self.samples, kind, float(a),
-                                     float(b)).mean(axis=1)
+            return contingency_losses(candidates, self.samples, kind, a, b).mean(axis=1)
         return kernels.psm_losses(candidates, self.pairwise, kind, float(a), float(b))
 
     def distinct_samples(self):
         """Distinct sampled partitions (canonical), most frequent first."""
-        rows = {}
-        for t, row in enumerate(self.samples):  # rows are canonical: equal bytes, equal partitions
-            key = row.tobytes()
-            first, count = rows.get(key, (t, 0))
-            rows[key] = (first, count + 1)
-        firsts = sorted(rows.values(), key=lambda item: (-item[1], item[0]))
-        return self.samples[[first for first, _ in firsts]].astype(np.int64)
+        # rows are canonical: equal bytes, equal partitions
+        firsts, inverse = _distinct_rows(self.samples)
+        by_count = np.argsort(-np.bincount(inverse), kind="stable")  # ties: first appearance
+        return self.samples[firsts[by_count]].astype(np.int64)
 
 
 def expected_loss(samples_or_pairwise, labels, loss="binder", *, a=1.0, b=1.0):
@@ -236,7 +286,7 @@ def exhaustive_minimum(target, kind, a, b, max_clusters):
         rows, weights = _distinct_with_weights(target)
 
         def losses(candidates):
-            return kernels.cm_losses(candidates, rows, kind, float(a), float(b)) @ weights
+            return contingency_losses(candidates, rows, kind, a, b) @ weights
     else:
         rows = np.zeros(0)
 
@@ -253,19 +303,21 @@ def exhaustive_minimum(target, kind, a, b, max_clusters):
 
 
 def _one_run(kind, target, start, seed, loss, a, b, max_sweeps, max_clusters,
-             max_zealous_updates):
-    """Sequential allocation + sweetening from ``start``, then zealous updates."""
+             max_zealous_updates, small):
+    """Sequential allocation + sweetening from ``start``, then zealous updates
+    (interpreted if ``small``)."""
     rng = np.random.default_rng(seed)
     n = target.n
     samples_t = target.samples_t if kind < N_CONTINGENCY_KINDS else np.zeros((1, 1), np.int32)
     pairwise = target.pairwise if kind >= N_CONTINGENCY_KINDS else np.zeros((1, 1))
     n_blocks = target.n_sample_blocks if kind < N_CONTINGENCY_KINDS else 1
     greedy_search = loss_kernels(kind).greedy_search
+    xl = xlogx_table(n + 2)
 
     def search(labels, sweeps):
         order = rng.permutation(n).astype(np.int64)
-        labels, value = greedy_search(kind, labels, order, pairwise, samples_t, n_blocks,
-                                      sweeps, max_clusters, float(a), float(b))
+        labels, value = call(greedy_search, kind, labels, order, pairwise, samples_t, n_blocks,
+                             sweeps, max_clusters, float(a), float(b), xl, small=small)
         return first_appearance_labels(labels), value
 
     labels, value = search(np.asarray(start, np.int64).copy(), max_sweeps)
@@ -410,9 +462,11 @@ def point_estimate(samples_or_pairwise, loss="binder", *, a=1.0, b=1.0, method="
     else:
         target.pairwise
     loss_kernels(kind)  # and the kernels' namespace
+    small = (kind in _INTERPRETABLE_KINDS
+             and n * target.samples.shape[0] * len(starts) <= INTERPRETED_SEARCH_WORK)
     runs = Parallel(n_jobs=n_jobs, prefer="threads")(
         delayed(_one_run)(kind, target, start, seed, loss, a, b, max_sweeps, max_clusters,
-                          max_zealous_updates) for start, seed in zip(starts, seeds))
+                          max_zealous_updates, small) for start, seed in zip(starts, seeds))
     values = np.array([value for _, value in runs])
     labels = runs[int(np.argmin(values))][0]
     value = float(values.min())
@@ -425,4 +479,4 @@ def point_estimate(samples_or_pairwise, loss="binder", *, a=1.0, b=1.0, method="
 
 
 __all__ = ["point_estimate", "expected_loss", "LOSSES", "PAIRWISE_LOSSES", "Target",
-           "loss_name"]
+           "loss_name", "contingency_losses"]

@@ -248,3 +248,45 @@ def test_all_singletons_optimum_under_nvi_is_found():
         losses = partition_losses(set_partitions(5), samples, "nvi").mean(axis=1)
         _, value = point_estimate(samples, "nvi", random_state=0, return_loss=True)
         assert value == pytest.approx(losses.min(), abs=1e-9)
+
+
+@pytest.mark.parametrize("loss,a,b", [("vi", 1.0, 1.0), ("vi", 0.4, 1.0), ("binder", 1.0, 1.0),
+                                      ("binder", 0.2, 1.8)])
+def test_interpreted_search_is_the_kernels(monkeypatch, loss, a, b):
+    """Binder's and VI's search, candidate losses and sample renumbering run interpreted
+    on small inputs: the same labels, expected losses and ball distances, bit for bit, as
+    the compiled kernels (which run at every size with the thresholds 0). The cases
+    cover the exhaustive check (5 items), a cluster cap, the slot table growing past
+    its first capacity (Binder with b >> a: singletons) and the samples of an estimator."""
+    from sklearn_trellis._core import interpreted
+    from sklearn_trellis.summaries import point_estimates
+    rng = np.random.default_rng(7)
+    cases = [(random_partition_samples(rng, 30, 5, noise=0.4), dict(n_runs=2)),
+             (random_partition_samples(rng, 30, 12, noise=0.3), dict(n_runs=2, max_n_clusters=3)),
+             (rng.integers(0, 3, (10, 20)), dict(n_runs=1)),
+             (random_partition_samples(rng, 40, 30, noise=0.2) + 5, dict(n_runs=0))]
+
+    def run(work):
+        for name in ("INTERPRETED_SEARCH_WORK", "INTERPRETED_LOSS_WORK",
+                     "INTERPRETED_LABEL_ENTRIES"):
+            monkeypatch.setattr(point_estimates, name, work)
+        results = []
+        for seed, (samples, options) in enumerate(cases):
+            labels, value = point_estimate(samples, loss, a=a, b=b, random_state=seed,
+                                           return_loss=True, **options)
+            ball = credible_ball(samples, labels, loss=loss, a=a, b=b)
+            results.append((labels, value, expected_loss(samples, labels, loss, a=a, b=b),
+                            ball.radius, ball.horizontal_distance))
+        return results
+
+    compiled = run(0)
+    assert interpreted._spent == 0.0
+    monkeypatch.setattr(interpreted, "INTERPRETED_BUDGET_SECONDS", np.inf)
+    ours = run(10 ** 6)
+    assert interpreted._spent > 0.0
+    for (labels, *values), (expected_labels, *expected_values) in zip(ours, compiled):
+        np.testing.assert_array_equal(labels, expected_labels)
+        assert values == expected_values   # bit for bit
+    if (loss, a, b) == ("binder", 0.2, 1.8):   # more clusters than the first capacity, 8
+        assert compiled[2][0].max() + 1 > 8
+
