@@ -94,3 +94,18 @@ def test_gibbs_score_averages_the_shared_picks():
     picked = model._predictive_samples()
     expected = np.linspace(0, 59, 25).round().astype(int)
     assert [id(s) for s in picked] == [id(model._samples[k]) for k in expected]
+
+
+def test_exact_score_sums_the_grid_in_logs_where_the_scaled_sum_underflows(monkeypatch):
+    """The grid sum is a matrix product of probabilities and scaled gains; the sums below
+    ``_SMALLEST_SUM`` are redone in logs: forced for every entry, the scores agree."""
+    from sklearn_trellis.engines.exact import crosscat as exact_engine
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(5, 2))
+    new = rng.normal(size=(3, 2))
+    new[1] *= 1e3
+    new[2, 0] = 1e150                        # far out: its gains span hundreds of nats
+    fitted = CrossCat(alpha_prior=None, n_sweeps=5, random_state=0).fit(X)
+    by_product = fitted.score_samples(new)
+    monkeypatch.setattr(exact_engine, "_SMALLEST_SUM", np.inf)
+    assert np.allclose(fitted.score_samples(new), by_product, rtol=1e-13, atol=0)

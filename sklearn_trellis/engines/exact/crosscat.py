@@ -32,6 +32,9 @@ from .bicluster import cluster_masks
 MAX_EXACT_ROWS = 8
 MAX_EXACT_COLUMNS = 6
 
+#: A grid sum below this (the smallest normal float times ~1e28) is redone in logs.
+_SMALLEST_SUM = 1e-280
+
 
 def _crp_log_eppf(partitions, alpha):
     prior = CRP(alpha)
@@ -159,9 +162,19 @@ class ExactCrossCat:
         joined = np.ascontiguousarray(stats + cell)
         # log m_g(X_s + x) - log m_g(X_s); the empty subset: log m_g(x)
         gain = grid_log_marginals(code, grid, joined, np.empty(log_m.shape)) - log_m
-        terms = grid_log_post[:, None, :] + gain.T[places]
-        return logsumexp(terms, axis=2)
-
+        # the sum over the grid of positive terms, as a product of probabilities and
+        # gains scaled to at most 1 (one matrix product, not an exp per term)
+        top = gain.max(axis=0)
+        top[~np.isfinite(top)] = 0.0
+        with np.errstate(divide="ignore"):
+            sums = np.exp(grid_log_post) @ np.exp(gain - top)
+            out = np.log(np.take_along_axis(sums, places, axis=1)) + top[places]
+        # where the scaled sum lost its digits (below the normal floats), sum the logs
+        lost = np.take_along_axis(sums, places, axis=1) < _SMALLEST_SUM
+        if lost.any():
+            r, a = np.nonzero(lost)
+            out[r, a] = logsumexp(grid_log_post[r] + gain[:, places[r, a]].T, axis=1)
+        return out
 
 def exact_crosscat(model):
     """Enumerate the posterior of ``model`` (a :class:`~..gibbs.crosscat.CrossCatModel`).
