@@ -41,6 +41,14 @@ def _crp_log_eppf(partitions, alpha):
     return np.array([prior.log_eppf(np.bincount(p)) for p in partitions])
 
 
+def _log_total(terms):
+    """``log sum exp(terms)`` of all entries (-inf when every term is)."""
+    top = terms.max()
+    if not np.isfinite(top):
+        return float(top)
+    return float(top + np.log(np.exp(terms - top).sum()))
+
+
 @dataclass
 class ExactCrossCat:
     """Exact posterior summaries; :meth:`sample` draws exact samples."""
@@ -126,15 +134,16 @@ class ExactCrossCat:
         for m, x in enumerate(data_new):
             per_column = [self._column_place_log_predictive(j, x[j], places, *columns[j])
                           for j in range(d)]
-            # log p(x_S | X_S) of every column subset S, the view of those columns
+            # log p(x_S | X_S) of every column subset S, the view of those columns: the
+            # sum over its row partitions and the new row's places
             log_view = np.zeros(1 << d)
             placed = np.zeros((1 << d,) + places.shape)
             for mask in range(1, 1 << d):
                 low = (mask & -mask).bit_length() - 1
                 placed[mask] = placed[mask & (mask - 1)] + per_column[low]
-                log_view[mask] = logsumexp(subset_log_post[mask]
-                                           + logsumexp(log_place + placed[mask], axis=1))
-            out[m] = logsumexp(view_log_post + log_view[view_masks].sum(axis=1))
+                log_view[mask] = _log_total(subset_log_post[mask][:, None] + log_place
+                                            + placed[mask])
+            out[m] = _log_total(view_log_post + log_view[view_masks].sum(axis=1))
         return out
 
     def _column_tables(self, j):
