@@ -175,11 +175,11 @@ class ExactCrossCat:
         # gains scaled to at most 1 (one matrix product, not an exp per term)
         top = gain.max(axis=0)
         top[~np.isfinite(top)] = 0.0
+        sums = np.take_along_axis(np.exp(grid_log_post) @ np.exp(gain - top), places, axis=1)
         with np.errstate(divide="ignore"):
-            sums = np.exp(grid_log_post) @ np.exp(gain - top)
-            out = np.log(np.take_along_axis(sums, places, axis=1)) + top[places]
+            out = np.log(sums) + top[places]
         # where the scaled sum lost its digits (below the normal floats), sum the logs
-        lost = np.take_along_axis(sums, places, axis=1) < _SMALLEST_SUM
+        lost = sums < _SMALLEST_SUM
         if lost.any():
             r, a = np.nonzero(lost)
             out[r, a] = logsumexp(grid_log_post[r] + gain[:, places[r, a]].T, axis=1)
