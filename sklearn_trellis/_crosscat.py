@@ -10,7 +10,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_feature_names, check_is_fitted
 
 from ._core.compilation import announces_compilation
-from ._gibbs_base import MAX_PREDICTIVE_SAMPLES, _BaseGibbs, gamma_hyperprior
+from ._gibbs_base import _BaseGibbs, gamma_hyperprior, predictive_picks
 from .engines.exact.crosscat import MAX_EXACT_COLUMNS, MAX_EXACT_ROWS, exact_crosscat
 from .models import cell_loops as ck
 from .engines.gibbs import crosscat as engine
@@ -161,7 +161,9 @@ class CrossCat(ClusterMixin, _BaseGibbs):
     draw of the prior (columns and rows by CRPs).
 
     ``impute``, ``score`` and ``simulate`` treat the query rows as new rows and
-    average over up to 25 evenly spaced kept samples.
+    average over up to 25 evenly spaced kept samples; in exact mode ``score``
+    sums over the whole posterior instead (``impute`` and ``simulate`` still
+    use the exact draws).
 
     References
     ----------
@@ -358,9 +360,7 @@ class CrossCat(ClusterMixin, _BaseGibbs):
 
     # -- predictive queries --------------------------------------------------------
     def _predictive_samples(self):
-        samples = self._samples
-        count = min(MAX_PREDICTIVE_SAMPLES, len(samples))
-        return [samples[k] for k in np.linspace(0, len(samples) - 1, count).astype(int)]
+        return [self._samples[k] for k in predictive_picks(len(self._samples))]
 
     def _encode(self, X):
         check_is_fitted(self)
@@ -390,7 +390,18 @@ class CrossCat(ClusterMixin, _BaseGibbs):
                              f"{limit:.3g}.")
 
     def score_samples(self, X):
-        """Log posterior predictive density of each row (its missing cells marginalised).
+        """Log posterior predictive density of each row, a new row of the fitted table.
+
+        Each row is predicted alone given the fit: in each view it joins row
+        cluster ``k`` with weight ``n_k / (n + alpha)`` or a new one with
+        ``alpha / (n + alpha)``, and the view's cells are predicted by their
+        blocks' posterior predictives (a new cluster: the prior predictive).
+        An exact fit sums this over the whole posterior (every column
+        partition, every view's row partition and every column's grid point
+        of the cell hyperparameters), so a row's score is ``log p(X + x) -
+        log p(X)``; a Gibbs fit averages the density over up to 25 evenly
+        spaced kept samples, each at its own concentrations and cell
+        hyperparameters. NaN cells are missing (marginalised).
 
         Parameters
         ----------
@@ -401,6 +412,8 @@ class CrossCat(ClusterMixin, _BaseGibbs):
         log_density : ndarray of shape (n_rows,)
         """
         data = self._encode(X)
+        if self._exact is not None:
+            return self._exact.log_predictive(data)
         per_sample = []
         for sample in self._predictive_samples():
             views = engine.view_predictives(self.model_, sample, data)

@@ -146,6 +146,15 @@ def column_log_score(code, params, stats):
 
 
 @njit(cache=True)
+def grid_log_marginals(code, grid, stats, out):
+    """``out[g, s] = log m(stats[g, s])`` at grid point ``grid[g]`` (empty blocks: 0)."""
+    for g in range(grid.shape[0]):
+        for s in range(stats.shape[1]):
+            out[g, s] = cell_log_marginal(code, grid[g], stats[g, s])
+    return out
+
+
+@njit(cache=True)
 def rows_log_predictive(code, params, stats, x_new, out):
     """``out[i, c] += log p(x_new[i] | slot c)`` (NaN cells add 0)."""
     for i in range(x_new.size):

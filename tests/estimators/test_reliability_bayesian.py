@@ -185,6 +185,9 @@ def test_crosscat_normal_columns_are_unit_free(c):
     scaled = CrossCat(alpha_prior=None, n_sweeps=5, random_state=0).fit(X * c)
     assert scaled.log_marginal_likelihood_ == pytest.approx(
         base.log_marginal_likelihood_ - X.size * math.log(c), rel=1e-12)
+    new = _table(seed=5, n=2, d=2)     # exact held-out densities, in units of c too
+    np.testing.assert_allclose(scaled.score_samples(new * c),
+                               base.score_samples(new) - 2 * math.log(c), rtol=1e-12)
     X = _table(seed=4, n=40, d=4)
     base = CrossCat(n_sweeps=8, random_state=0).fit(X)
     scaled = CrossCat(n_sweeps=8, random_state=0).fit(X * c)

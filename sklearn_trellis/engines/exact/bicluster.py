@@ -31,7 +31,7 @@ def bell(n):
     return row[0]
 
 
-def _cluster_masks(partitions):
+def cluster_masks(partitions):
     """``(P, n)`` bitmask of each partition's clusters (``0`` past the last cluster)."""
     n = partitions.shape[1]
     masks = np.zeros((partitions.shape[0], max(n, 1)), np.int64)
@@ -92,8 +92,8 @@ class ExactBiclusterPosterior:
         self._subset_stats = rows
         self._subset_log_marginals = self._grid_log_marginals(rows)
         self.row_partitions, self.column_partitions = set_partitions(n), set_partitions(d)
-        self._row_masks = _cluster_masks(self.row_partitions)
-        self._column_masks = _cluster_masks(self.column_partitions)
+        self._row_masks = cluster_masks(self.row_partitions)
+        self._column_masks = cluster_masks(self.column_partitions)
         self._eppf_rows = np.array([self.row_prior.log_eppf(np.bincount(z))
                                     for z in self.row_partitions])
         self._eppf_columns = np.array([self.column_prior.log_eppf(np.bincount(z))
@@ -223,4 +223,4 @@ class ExactBiclusterPosterior:
         return self.row_partitions[a], self.column_partitions[b], self.log_joint[a, b]
 
 
-__all__ = ["ExactBiclusterPosterior", "bell", "MAX_EXACT_PAIRS"]
+__all__ = ["ExactBiclusterPosterior", "bell", "cluster_masks", "MAX_EXACT_PAIRS"]

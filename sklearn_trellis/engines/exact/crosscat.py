@@ -10,6 +10,11 @@ The sum over the row partitions of a view depends only on the view's column
 set ``S``, so ``Z_S = sum_r CRP(r) prod_{j in S} L_j(r)`` is tabulated for all
 ``2**d`` column subsets from the ``Bell(n)`` row partitions, and the column
 partitions (``Bell(d)``) are enumerated on top.
+
+A new row's predictive density sums the same way: given the view partition its
+views are independent, given a view's row partition its columns' grid points
+are, so ``p(x | X)`` needs one table per column subset and row partition
+(:meth:`ExactCrossCat.log_predictive`).
 """
 
 from dataclasses import dataclass
@@ -18,18 +23,30 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ..._core.labels import set_partitions
-from ...models.cell_loops import column_log_score, column_stats
+from ...models.cell_loops import column_log_score, column_stats, grid_log_marginals
 from ...models.priors import CRP
 from ..gibbs.crosscat import CrossCatSample
+from .bicluster import cluster_masks
 
 #: Largest table exact mode enumerates (Bell(8) = 4140 row partitions, Bell(6) = 203 views).
 MAX_EXACT_ROWS = 8
 MAX_EXACT_COLUMNS = 6
 
+#: A grid sum below this (the smallest normal float times ~1e28) is redone in logs.
+_SMALLEST_SUM = 1e-280
+
 
 def _crp_log_eppf(partitions, alpha):
     prior = CRP(alpha)
     return np.array([prior.log_eppf(np.bincount(p)) for p in partitions])
+
+
+def _log_total(terms):
+    """``log sum exp(terms)`` of all entries (-inf when every term is)."""
+    top = terms.max()
+    if not np.isfinite(top):
+        return float(top)
+    return float(top + np.log(np.exp(terms - top).sum()))
 
 
 @dataclass
@@ -47,6 +64,9 @@ class ExactCrossCat:
     grids: list
     alpha_views: float
     alpha_rows: float
+    data: np.ndarray                     # (n, d) the encoded table
+    codes: np.ndarray                    # (d,) cell type code of each column
+    n_stats: np.ndarray                  # (d,) statistics per block of each column
 
     def sample(self, n_samples, rng):
         """Exact draws as :class:`CrossCatSample` (views, rows, grid point per column)."""
@@ -74,6 +94,96 @@ class ExactCrossCat:
                 column_params=params, log_joint=float(log_joint)))
         return out
 
+    def log_predictive(self, data_new):
+        """``log p(x | X)`` of each row ``x`` of ``data_new``, the exact sum over the posterior.
+
+        Each row is a new row of the fitted table, scored alone. In every view of
+        a column partition it joins cluster ``k`` of the view's row partition
+        with the CRP's weight ``n_k / (n + alpha_rows)`` (a new cluster:
+        ``alpha_rows / (n + alpha_rows)``), and each of the view's columns
+        scores its cell by ``m_g(X_k + x) / m_g(X_k)`` (a new cluster:
+        ``m_g(x)``) averaged over the column's grid posterior given the row
+        partition. Summed over every column partition, row partition and grid
+        point with its posterior probability, this is ``p(X + x) / p(X)``. NaN
+        cells are missing (they add nothing).
+
+        Parameters
+        ----------
+        data_new : ndarray of shape (m, n_columns), encoded like the table
+
+        Returns
+        -------
+        log_density : ndarray of shape (m,)
+        """
+        data_new = np.asarray(data_new, dtype=np.float64)
+        n, d = self.data.shape
+        rows = self.row_partitions
+        # each place of every row partition: its clusters (0 past the last), then a new one
+        places = np.concatenate([cluster_masks(rows), np.zeros((len(rows), 1), np.int64)], 1)
+        sizes = (rows[:, :, None] == np.arange(n)[None, None, :]).sum(axis=1)
+        weights = CRP(self.alpha_rows).log_predictive_weights(sizes.ravel())
+        log_place = (np.concatenate([weights[:-1].reshape(sizes.shape),
+                                     np.full((len(rows), 1), weights[-1])], 1)
+                     - np.log(n + self.alpha_rows))
+        subset_log_z = logsumexp(self.subset_row_log_posterior, axis=1)
+        subset_log_post = self.subset_row_log_posterior - subset_log_z[:, None]
+        view_masks = cluster_masks(self.view_partitions)
+        view_log_post = self.view_log_posterior - self.log_marginal_likelihood
+        columns = [self._column_tables(j) for j in range(d)]
+        out = np.empty(data_new.shape[0])
+        for m, x in enumerate(data_new):
+            per_column = [self._column_place_log_predictive(j, x[j], places, *columns[j])
+                          for j in range(d)]
+            # log p(x_S | X_S) of every column subset S, the view of those columns: the
+            # sum over its row partitions and the new row's places
+            log_view = np.zeros(1 << d)
+            placed = np.zeros((1 << d,) + places.shape)
+            for mask in range(1, 1 << d):
+                low = (mask & -mask).bit_length() - 1
+                placed[mask] = placed[mask & (mask - 1)] + per_column[low]
+                log_view[mask] = _log_total(subset_log_post[mask][:, None] + log_place
+                                            + placed[mask])
+            out[m] = _log_total(view_log_post + log_view[view_masks].sum(axis=1))
+        return out
+
+    def _column_tables(self, j):
+        """Column ``j``'s statistics ``(G, 2**n, n_stats)`` and log marginals ``(G, 2**n)``
+        of every row subset at every grid point, and ``log p(g | r, X_j)`` ``(Bell(n), G)``."""
+        n = self.data.shape[0]
+        grid, code = self.grids[j][0], int(self.codes[j])
+        single = np.zeros((grid.shape[0], n, int(self.n_stats[j])))
+        for g in range(grid.shape[0]):
+            column_stats(code, grid[g], np.ascontiguousarray(self.data[:, j]),
+                         np.arange(n), single[g])
+        members = (np.arange(1 << n)[:, None] >> np.arange(n)[None, :] & 1).astype(float)
+        stats = np.ascontiguousarray(np.einsum("si,giw->gsw", members, single))
+        log_m = grid_log_marginals(code, grid, stats, np.empty(stats.shape[:2]))
+        scores = self.grid_log_scores[j]
+        return stats, log_m, scores - logsumexp(scores, axis=1, keepdims=True)
+
+    def _column_place_log_predictive(self, j, value, places, stats, log_m, grid_log_post):
+        """``(Bell(n), n + 1)``: ``log p(x_j | r, place, X_j)`` of the new cell ``value`` in
+        every place of every row partition, the grid point summed over its posterior."""
+        grid, code = self.grids[j][0], int(self.codes[j])
+        cell = np.zeros((grid.shape[0], 1, stats.shape[2]))
+        for g in range(grid.shape[0]):
+            column_stats(code, grid[g], np.array([value]), np.zeros(1, np.int64), cell[g])
+        joined = np.ascontiguousarray(stats + cell)
+        # log m_g(X_s + x) - log m_g(X_s); the empty subset: log m_g(x)
+        gain = grid_log_marginals(code, grid, joined, np.empty(log_m.shape)) - log_m
+        # the sum over the grid of positive terms, as a product of probabilities and
+        # gains scaled to at most 1 (one matrix product, not an exp per term)
+        top = gain.max(axis=0)
+        top[~np.isfinite(top)] = 0.0
+        sums = np.take_along_axis(np.exp(grid_log_post) @ np.exp(gain - top), places, axis=1)
+        with np.errstate(divide="ignore"):
+            out = np.log(sums) + top[places]
+        # where the scaled sum lost its digits (below the normal floats), sum the logs
+        lost = sums < _SMALLEST_SUM
+        if lost.any():
+            r, a = np.nonzero(lost)
+            out[r, a] = logsumexp(grid_log_post[r] + gain[:, places[r, a]].T, axis=1)
+        return out
 
 def exact_crosscat(model):
     """Enumerate the posterior of ``model`` (a :class:`~..gibbs.crosscat.CrossCatModel`).
@@ -138,7 +248,8 @@ def exact_crosscat(model):
         row_similarity=similarity, view_partitions=views, view_log_posterior=view_log,
         row_partitions=rows, subset_row_log_posterior=subset, grid_log_scores=grid_scores,
         grids=grids, alpha_views=model.alpha_views.value,
-        alpha_rows=model.alpha_rows.value)
+        alpha_rows=model.alpha_rows.value, data=data, codes=model.codes,
+        n_stats=np.array([cell.n_stats for cell in model.cells], np.int64))
 
 
 __all__ = ["exact_crosscat", "ExactCrossCat", "MAX_EXACT_ROWS",
