@@ -474,11 +474,13 @@ def main():
                      keep_malloc_trim=args.dask_keep_malloc_trim)
         return
     # compile once, outside the timings: the serial and parallel twins (a launch over all
-    # rows from init='one', statistics of >= 131,072 rows) and the collapsed engine
+    # rows from init='one', statistics of >= 131,072 rows), the subsample start (its
+    # greedy cuts: init='auto' above 10,000 rows) and the collapsed engine
     warm_X, _ = blobs(140_000)
     for X, likelihood in ((warm_X, "gaussian"), (warm_X.astype(np.float32), "diagonal")):
         subcluster_fit(X, 3, init="one", likelihood=likelihood)
         subcluster_fit(X[:2000], 3, init="one", likelihood=likelihood)
+        subcluster_fit(X[:20_000], 1, likelihood=likelihood)
     DPMixture(method="gibbs", n_sweeps=2, random_state=0).fit(warm_X[:2000])
     # an accepted merge relabels rows; the short warm-up fits may accept none
     replace_label(np.zeros(1, np.int64), 0, 0)

@@ -333,11 +333,10 @@ def ng_log_density_rows(params, theta, c, data, rows, out):
 
 
 @njit(cache=True)
-def ng_log_density_block(params, theta, n_clusters, data, rows, out):
-    """``-1/2 sum_k tau_k (y_k - nu_k)^2 = [y^2, y] . [-tau / 2, tau nu] - 1/2 sum_k tau_k
-    nu_k^2`` (``y = x - m0``, ``nu = mu - m0``): one product ``(K, 2d) x (2d, rows)``."""
+def _ng_weights(params, theta, n_clusters):
+    """The Normal-Gamma label pass's ``(K, 2d)`` weights ``[-tau / 2, tau nu]`` and ``(K,)``
+    constants ``theta_c[2d] - 1/2 sum_k tau_k nu_k^2`` (``nu = mu - m0``)."""
     d = int(params[0])
-    m = rows.size
     weights = np.empty((n_clusters, 2 * d))
     const = np.empty(n_clusters)
     for c in range(n_clusters):
@@ -349,6 +348,16 @@ def ng_log_density_block(params, theta, n_clusters, data, rows, out):
             weights[c, d + k] = tau * nu
             s -= 0.5 * tau * nu * nu
         const[c] = s
+    return weights, const
+
+
+@njit(cache=True)
+def ng_log_density_block(params, theta, n_clusters, data, rows, out):
+    """``-1/2 sum_k tau_k (y_k - nu_k)^2 = [y^2, y] . [-tau / 2, tau nu] - 1/2 sum_k tau_k
+    nu_k^2`` (``y = x - m0``, ``nu = mu - m0``): one product ``(K, 2d) x (2d, rows)``."""
+    d = int(params[0])
+    m = rows.size
+    weights, const = _ng_weights(params, theta, n_clusters)
     features = np.empty((2 * d, DENSITY_BLOCK))
     for start in range(0, m, DENSITY_BLOCK):
         size = min(m, start + DENSITY_BLOCK) - start
@@ -391,19 +400,10 @@ def ng_log_density_screen(params, theta, n_clusters, data, rows, log_pi, window,
     """
     d = int(params[0])
     m = rows.size
-    weights = np.empty((n_clusters, 2 * d))
-    const = np.empty(n_clusters)
+    weights, const = _ng_weights(params, theta, n_clusters)
     norm1 = np.zeros(n_clusters)
     largest = 0.0
     for c in range(n_clusters):
-        s = theta[c, 2 * d]
-        for k in range(d):
-            tau = theta[c, d + k]
-            nu = theta[c, k] - params[3 + k]
-            weights[c, k] = -0.5 * tau
-            weights[c, d + k] = tau * nu
-            s -= 0.5 * tau * nu * nu
-        const[c] = s
         for k in range(2 * d):
             norm1[c] += abs(weights[c, k])
             largest = max(largest, abs(weights[c, k]))
