@@ -63,6 +63,7 @@ def test_exact_score_of_a_row_with_every_cell_missing_is_zero():
     assert fitted.score_samples(np.full((1, 2), np.nan)) == pytest.approx([0.0], abs=1e-12)
 
 
+@pytest.mark.slow   # statistical and loose (4 Monte Carlo errors); the exact tests are precise
 def test_gibbs_score_matches_exact_within_monte_carlo_error():
     rng = np.random.RandomState(1)
     X = rng.normal(scale=0.5, size=(6, 3))
