@@ -60,23 +60,13 @@ def cell_log_density(code, theta, x):
     return log_density_at(code, theta, 0, x)
 
 
-# ---------------------------------------------------------------- blocks and grids
-@njit(cache=True)
-def values_stats(code, params, values, n_stats):
-    """Statistics of the cells ``values`` (1-d, NaN = missing)."""
-    stats = np.zeros(n_stats)
-    for x in values:
-        cell_add(code, params, stats, x, 1.0)
-    return stats
-
-
 # ---------------------------------------------------------------- one cell type
 # Templates (:mod:`sklearn_trellis._core.specialise`) compiled per cell-type module with its
 # own ``type_accumulate`` / ``type_log_marginal``: a model of one type compiles no other
 # type's code (the dispatch over every type is typed and compiled whole).
 @template
 def typed_values_stats(params, values, n_stats):
-    """Statistics of the cells ``values`` (1-d, NaN = missing): :func:`values_stats`."""
+    """Statistics of the cells ``values`` (1-d, NaN = missing)."""
     stats = np.zeros(n_stats)
     for x in values:
         if x == x:

@@ -20,6 +20,12 @@ VALUES = {
 }
 
 
+def values_stats(model, params, values):
+    """Statistics of the cells ``values`` under the fitted cell ``model`` (its type's kernel)."""
+    return ck.one_type(model.cell_type).typed_values_stats(
+        params, np.asarray(values, dtype=np.float64), model.n_stats)
+
+
 def fixed_model(name):
     if name == "normal":
         return NormalCells(kappa=0.7, shape=2.5, mean_prior=0.2, variance_prior=0.8,
@@ -116,9 +122,8 @@ def test_statistics_are_additive(name):
     values = VALUES[name]
     model = fixed_model(name).fit(values)
     p = model.kernel_params()
-    whole = ck.values_stats(model.code, p, values, model.n_stats)
-    parts = (ck.values_stats(model.code, p, values[:3], model.n_stats)
-             + ck.values_stats(model.code, p, values[3:], model.n_stats))
+    whole = values_stats(model, p, values)
+    parts = values_stats(model, p, values[:3]) + values_stats(model, p, values[3:])
     assert np.allclose(whole, parts)
     assert whole[0] == np.sum(~np.isnan(values))
 
@@ -143,10 +148,8 @@ def test_grid_hyperprior(name):
     params, log_prior = model.hyperparameter_grid()
     assert params.shape == (model.grid_scale_.size, model.kernel_params().size)
     assert np.isclose(np.exp(log_prior).sum(), 1.0)
-    rows = np.array([ck.values_stats(model.code, model.kernel_params(), values[:3],
-                                     model.n_stats),
-                     ck.values_stats(model.code, model.kernel_params(), values[3:],
-                                     model.n_stats)])
+    rows = np.array([values_stats(model, model.kernel_params(), values[:3]),
+                     values_stats(model, model.kernel_params(), values[3:])])
     expected = [sum(model.kernels.log_marginal(p, r) for r in rows) for p in params]
     assert np.allclose(model._grid_log_likelihoods(model.kernel_params(), rows), expected)
     rng = np.random.RandomState(0)
@@ -232,8 +235,8 @@ def test_cached_predictive_equals_the_marginal_difference(name):
             ck.cell_predictive_cache(model.code, p, stats, cache)
             scale = max(1.0, abs(ck.cell_log_marginal(model.code, p, stats)))
             for x in values[rng.randint(values.size, size=3)]:
-                expected = (ck.cell_log_marginal(model.code, p, stats + ck.values_stats(
-                    model.code, p, np.array([x]), model.n_stats))
+                expected = (ck.cell_log_marginal(model.code, p, stats + values_stats(
+                    model, p, np.array([x])))
                             - ck.cell_log_marginal(model.code, p, stats))
                 got = ck.cell_cached_log_predictive(model.code, p, stats, cache, x)
                 assert abs(got - expected) <= 1e-12 * scale

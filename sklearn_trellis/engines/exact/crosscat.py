@@ -185,6 +185,7 @@ class ExactCrossCat:
             out[r, a] = logsumexp(grid_log_post[r] + gain[:, places[r, a]].T, axis=1)
         return out
 
+
 def exact_crosscat(model):
     """Enumerate the posterior of ``model`` (a :class:`~..gibbs.crosscat.CrossCatModel`).
 
