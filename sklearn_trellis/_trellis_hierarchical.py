@@ -44,13 +44,38 @@ _LIKELIHOOD_ENERGIES = {"ginkgo": GinkgoEnergy, "exponential_tree": ExponentialT
 
 
 def _scores_likelihood(estimator):
-    """Whether ``energy`` is a likelihood of the data given a tree (``score`` exists)."""
+    """Whether ``energy`` is a likelihood of the data given a tree (``score`` exists).
+
+    When it is not, raises the ``AttributeError`` that ``available_if`` turns
+    into ``hasattr(estimator, 'score') is False``, with a message saying why and
+    what to use instead (as scikit-learn's ``LocalOutlierFactor`` does for
+    ``score_samples``).
+    """
     energy = estimator.energy
     if isinstance(energy, str):
-        return energy in _LIKELIHOOD_ENERGIES
-    # A Ginkgo energy scores only as the density of the leaf momenta (its default).
-    return (isinstance(energy, tuple(_LIKELIHOOD_ENERGIES.values()))
-            and getattr(energy, "is_density", True))
+        if energy in _LIKELIHOOD_ENERGIES:
+            return True
+    elif isinstance(energy, tuple(_LIKELIHOOD_ENERGIES.values())):
+        # A Ginkgo energy scores only as the density of the leaf momenta (its default).
+        if getattr(energy, "is_density", True):
+            return True
+        raise AttributeError(
+            "TrellisHierarchical has no score with GinkgoEnergy(likelihood='ginkgo'): that "
+            "likelihood is not a density of X. Use GinkgoEnergy(likelihood='momenta') (the "
+            "default) to score held-out jets.")
+    if isinstance(energy, str):
+        name = f"energy={energy!r}"
+    elif isinstance(energy, SplitModel):
+        name = f"energy={type(energy).__name__}()"
+    else:
+        name = "a callable energy"
+    raise AttributeError(
+        f"TrellisHierarchical has no score with {name}: the energy is not a "
+        f"likelihood of the data, so there is no held-out likelihood to compare "
+        f"hyperparameters with. Use energy='exponential_tree' (the generative reading of "
+        f"Dasgupta's cost, which has a score), or score against labels: "
+        f"GridSearchCV(..., scoring=sklearn_trellis.metrics.pairwise_log_loss_scorer)"
+        f".fit(X, y).")
 
 
 class TrellisHierarchical(WriteableStateMixin, NestedModelParamsMixin, HierarchyMixin,

@@ -240,6 +240,30 @@ def test_score_exists_only_for_likelihood_energies():
     assert hasattr(TrellisHierarchical(energy=GinkgoEnergy()), "score")
 
 
+@pytest.mark.parametrize("energy, named", [
+    ("dasgupta", "energy='dasgupta'"), ("hcc", "energy='hcc'"),
+    (HCCEnergy(), "energy=HCCEnergy()"), (lambda X, l, r: 0.0, "a callable energy")])
+def test_missing_score_says_why_and_names_a_scorer(energy, named):
+    with pytest.raises(AttributeError) as error:
+        TrellisHierarchical(energy=energy).score
+    message = _attribute_error_messages(error.value)
+    assert "not a likelihood" in message and named in message
+    assert "energy='exponential_tree'" in message
+    assert "pairwise_log_loss_scorer" in message
+
+
+def test_missing_score_of_the_ginkgo_likelihood_names_the_density():
+    with pytest.raises(AttributeError) as error:
+        TrellisHierarchical(energy=GinkgoEnergy(likelihood="ginkgo")).score
+    assert "likelihood='momenta'" in _attribute_error_messages(error.value)
+
+
+def _attribute_error_messages(error):
+    """The error's message and its cause's: scikit-learn >= 1.5 re-raises the check's
+    AttributeError with a generic message, ``from`` the check's own (printed above it)."""
+    return f"{error} {error.__cause__ or ''}"
+
+
 def test_auto_beta_is_a_stationary_point_of_the_evidence():
     rng = np.random.default_rng(6)
     X = np.concatenate([rng.normal(0, 1, (5, 2)), rng.normal(5, 1, (5, 2))])
