@@ -475,7 +475,7 @@ class CrossCat(ClusterMixin, _BaseGibbs):
         ------
         ValueError
             When a row's observed cells have a predictive density float64
-            cannot hold (0): nothing can be conditioned on them.
+            cannot hold: nothing can be conditioned on them.
         """
         data = self._encode(X)
         values = {j: v for j in range(data.shape[1])
@@ -486,10 +486,10 @@ class CrossCat(ClusterMixin, _BaseGibbs):
             means, proba, log_observed = self._sampled_impute(data, values,
                                                               self._predictive_samples())
         missing = np.isnan(data)
-        impossible = np.flatnonzero(missing.any(axis=1) & (log_observed == -np.inf))
+        impossible = np.flatnonzero(missing.any(axis=1) & ~np.isfinite(log_observed))
         if impossible.size:
             raise ValueError(f"Row {impossible[0]}: its observed cells have a predictive "
-                             "density float64 cannot hold (0); its missing cells cannot be "
+                             "density float64 cannot hold; its missing cells cannot be "
                              "conditioned on them.")
         for j, column_values in values.items():
             rows = missing[:, j]
@@ -619,6 +619,6 @@ class CrossCat(ClusterMixin, _BaseGibbs):
 
     @staticmethod
     def _refuse_impossible_condition(log_density):
-        if log_density == -np.inf:
-            raise ValueError("The given cells have a predictive density float64 cannot hold "
-                             "(0): nothing can be drawn given them.")
+        if not np.isfinite(log_density):
+            raise ValueError("The given cells have a predictive density float64 cannot hold: "
+                             "nothing can be drawn given them.")

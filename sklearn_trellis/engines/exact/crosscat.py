@@ -27,7 +27,8 @@ from scipy.special import logsumexp
 
 from ..._core.labels import set_partitions
 from ...models.cell_loops import (column_log_score, column_stats, grid_log_marginals,
-                                  predictive_draws, predictive_means, value_log_predictive)
+                                  predictive_draws, predictive_means, rows_log_predictive,
+                                  value_log_predictive)
 from ...models.priors import CRP
 from ..gibbs.crosscat import CrossCatSample
 from .bicluster import cluster_masks
@@ -182,7 +183,7 @@ class ExactCrossCat:
             observed: NaN).
         log_observed : ndarray of shape (m,)
             ``log p(x_obs | X)`` of each row with a missing cell (NaN for the
-            others); where it is -inf, nothing is conditioned (NaN).
+            others); where it is not finite, nothing is conditioned (NaN).
         """
         data_new = np.asarray(data_new, dtype=np.float64)
         m, d = data_new.shape
@@ -199,7 +200,7 @@ class ExactCrossCat:
                 continue
             post = self._row_posterior(x, tables)
             log_observed[i] = _log_total(post.partition_log_joint)
-            if log_observed[i] == -np.inf:
+            if not np.isfinite(log_observed[i]):
                 continue
             partition_post = post.partition_probabilities()
             for j in missing:
@@ -351,6 +352,14 @@ class ExactCrossCat:
         joined = np.ascontiguousarray(stats + cell)
         # log m_g(X_s + x) - log m_g(X_s); the empty subset: log m_g(x)
         gain = grid_log_marginals(code, grid, joined, np.empty(log_m.shape)) - log_m
+        overflowed = np.isnan(gain)
+        if overflowed.any():
+            # a far cell's statistics overflow (its square): its one-cell predictive
+            # computes the ratio without them
+            for g in np.flatnonzero(overflowed.any(axis=1)):
+                ratio = np.zeros((1, gain.shape[1]))
+                rows_log_predictive(code, grid[g], stats[g], np.array([value]), ratio)
+                gain[g, overflowed[g]] = ratio[0, overflowed[g]]
         # the sum over the grid of positive terms, as a product of probabilities and
         # gains scaled to at most 1 (one matrix product, not an exp per term)
         top = gain.max(axis=0)
