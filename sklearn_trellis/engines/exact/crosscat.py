@@ -203,14 +203,18 @@ class ExactCrossCat:
             if not np.isfinite(log_observed[i]):
                 continue
             partition_post = post.partition_probabilities()
+            place_probabilities = {}
             for j in missing:
-                # p(view of j = S | x_obs, X) times the expectation within the view S
+                # p(r, place | x_obs, X) in the view of j: p(view of j = S | x_obs, X)
+                # times p(r, place | x_S, X_S), summed over the column subsets S
                 in_view = np.bincount(column_masks[:, j], weights=partition_post,
                                       minlength=1 << d)
-                total = np.zeros(expected[j].shape[2])
+                joint = np.zeros(tables.places.shape)
                 for mask in np.flatnonzero(in_view > 0):
-                    total += in_view[mask] * np.tensordot(post.place_probabilities(mask),
-                                                          expected[j], axes=2)
+                    if mask not in place_probabilities:
+                        place_probabilities[mask] = post.place_probabilities(mask)
+                    joint += in_view[mask] * place_probabilities[mask]
+                total = np.tensordot(joint, expected[j], axes=2)
                 if j in proba:
                     proba[j][i] = total
                 else:
