@@ -154,17 +154,17 @@ def test_sampled_impute_on_exact_draws_converges_to_exact_impute():
     answer; the uniform average of the draws' conditionals is off by many."""
     fitted = _views_fit("exact", n_sweeps=5, random_state=0)
     exact = fitted.impute(VIEWS_QUERY)[:, 2]
-    draws = fitted._exact.sample(600, np.random.RandomState(1))
+    draws = fitted._exact.sample(400, np.random.RandomState(1))
     weighted = fitted._sampled_impute(VIEWS_QUERY, {}, draws)[0][:, 2]
-    batches = [fitted._sampled_impute(VIEWS_QUERY, {}, draws[b::20])[0][:, 2]
-               for b in range(20)]
+    batches = [fitted._sampled_impute(VIEWS_QUERY, {}, draws[b::10])[0][:, 2]
+               for b in range(10)]
     error = np.std(batches, axis=0) / np.sqrt(len(batches))
     assert np.all(np.abs(weighted - exact) < 4 * error), (weighted, exact, error)
     # one draw at a time, the estimator is that draw's conditional: their plain mean is
     # the estimator without the weights p(x_obs | draw)
     uniform = np.mean([fitted._sampled_impute(VIEWS_QUERY[:1], {}, [s])[0][0, 2]
-                       for s in draws], axis=0)
-    assert abs(uniform - exact[0]) > 0.08 > 10 * error[0]
+                       for s in draws[:200]], axis=0)
+    assert abs(uniform - exact[0]) > 0.08 > 8 * error[0], (uniform, exact, error)
 
 
 @pytest.mark.slow   # statistical: four Gibbs chains of 1500 sweeps (~10 s)
