@@ -567,8 +567,8 @@ class CrossCat(ClusterMixin, _BaseGibbs):
             partition, row partitions, the row's clusters, grid points) from
             ``p(state | X, x_given)`` and then its cells; a Gibbs fit picks one of
             up to 25 evenly spaced kept samples per row, with probability
-            proportional to ``p(x_given | sample)``, then the row's cluster in
-            each view given the cells and the cells.
+            proportional to ``p(x_given | sample)``, then its cluster in each
+            view given the given cells, then its missing cells.
         random_state : int, RandomState instance or None, default=None
 
         Returns
