@@ -161,9 +161,10 @@ class CrossCat(ClusterMixin, _BaseGibbs):
     draw of the prior (columns and rows by CRPs).
 
     ``impute``, ``score`` and ``simulate`` treat the query rows as new rows and
-    average over up to 25 evenly spaced kept samples; in exact mode ``score``
-    sums over the whole posterior instead (``impute`` and ``simulate`` still
-    use the exact draws).
+    average over up to 25 evenly spaced kept samples (``impute`` and
+    ``simulate`` weight each sample by the density of the row's observed or
+    given cells); in exact mode they sum over the whole posterior instead
+    (``simulate`` draws from it exactly).
 
     References
     ----------
@@ -446,10 +447,15 @@ class CrossCat(ClusterMixin, _BaseGibbs):
     def impute(self, X, return_proba=False):
         """Fill the NaN cells of ``X`` with posterior-predictive means (numbers) or modes.
 
-        Each row is treated as a new row: in every posterior sample and view its
-        cluster is weighted by its observed cells; normal and poisson cells get
-        the predictive mean, bernoulli and categorical cells the most probable
-        value.
+        Each row is treated as a new row and its missing cells are predicted
+        given its observed cells, ``p(x_miss | x_obs, X)``: normal and poisson
+        cells get the predictive mean, bernoulli and categorical cells the most
+        probable value. An exact fit sums over the whole posterior, each state
+        weighted by ``p(x_obs | state)``; a Gibbs fit averages over up to 25
+        evenly spaced kept samples with the self-normalised weights ``p(x_obs |
+        sample)`` (a row's observed cells make some samples likelier than
+        others), each sample's views weighting the row's clusters by its
+        observed cells.
 
         Parameters
         ----------
@@ -457,42 +463,78 @@ class CrossCat(ClusterMixin, _BaseGibbs):
         return_proba : bool, default=False
             Also return, for each bernoulli or categorical column, the predictive
             probabilities of its values (rows of ``X``, columns = categories in
-            ``categories``), as a dict column index -> ndarray.
+            ``categories``), as a dict column index -> ndarray. A cell of ``X``
+            that is observed has probability 1 at its value.
 
         Returns
         -------
         X_imputed : ndarray or DataFrame (same container as ``X``)
         proba : dict, only when ``return_proba``
+
+        Raises
+        ------
+        ValueError
+            When a row's observed cells have a predictive density float64
+            cannot hold: nothing can be conditioned on them.
         """
         data = self._encode(X)
-        d = data.shape[1]
-        samples = self._predictive_samples()
+        values = {j: v for j in range(data.shape[1])
+                  if (v := self._discrete_values(j)) is not None}
+        if self._exact is not None:
+            means, proba, log_observed = self._exact.impute(data, values)
+        else:
+            means, proba, log_observed = self._sampled_impute(data, values,
+                                                              self._predictive_samples())
+        missing = np.isnan(data)
+        impossible = np.flatnonzero(missing.any(axis=1) & ~np.isfinite(log_observed))
+        if impossible.size:
+            raise ValueError(f"Row {impossible[0]}: its observed cells have a predictive "
+                             "density float64 cannot hold; its missing cells cannot be "
+                             "conditioned on them.")
+        for j, column_values in values.items():
+            rows = missing[:, j]
+            means[rows, j] = column_values[np.argmax(proba[j][rows], axis=1)]
+            proba[j][~rows] = column_values[None, :] == data[~rows, j][:, None]
+        filled = np.where(missing, means, data)
+        out = self._decode(filled, X)
+        return (out, proba) if return_proba else out
+
+    def _sampled_impute(self, data, values, samples):
+        """:meth:`ExactCrossCat.impute` from ``samples`` of the posterior: the average of
+        each sample's predictive given ``x_obs``, weighted by ``p(x_obs | sample)``
+        (normalised per row; accumulated rescaled, as a running log-sum-exp). Also
+        returns ``log sum_s p(x_obs | s)``, -inf where no sample gives ``x_obs`` a
+        density."""
         means = np.zeros(data.shape)
-        proba = {j: np.zeros((data.shape[0], v.size)) for j in range(d)
-                 if (v := self._discrete_values(j)) is not None}
+        proba = {j: np.zeros((data.shape[0], v.size)) for j, v in values.items()}
+        log_total = np.full(data.shape[0], -np.inf)
         for sample in samples:
-            for view in engine.view_predictives(self.model_, sample, data):
-                resp = np.exp(view.log_weights - logsumexp(view.log_weights, axis=1,
-                                                           keepdims=True))
+            views = engine.view_predictives(self.model_, sample, data)
+            log_observed = sum(logsumexp(v.log_weights, axis=1) for v in views)
+            with np.errstate(invalid="ignore"):
+                log_new_total = np.logaddexp(log_total, log_observed)
+                keep = np.nan_to_num(np.exp(log_total - log_new_total))
+                weight = np.nan_to_num(np.exp(log_observed - log_new_total))
+            means *= keep[:, None]
+            for table in proba.values():
+                table *= keep[:, None]
+            for view in views:
+                with np.errstate(invalid="ignore"):
+                    resp = np.nan_to_num(np.exp(view.log_weights - logsumexp(
+                        view.log_weights, axis=1, keepdims=True))) * weight[:, None]
                 for j in view.columns:
                     t = self.model_.code(j)
                     stats, p = view.stats[int(j)], view.params[int(j)]
                     if j in proba:
-                        values = self._discrete_values(j)
-                        table = np.empty((stats.shape[0], values.size))
-                        ck.value_log_predictive(t, p, stats, values, table)
+                        table = np.empty((stats.shape[0], values[j].size))
+                        ck.value_log_predictive(t, p, stats, values[j], table)
                         proba[j] += resp @ np.exp(table)
                     else:
                         cluster_means = np.empty(stats.shape[0])
                         ck.predictive_means(t, p, stats, cluster_means)
                         means[:, j] += resp @ cluster_means
-        means /= len(samples)
-        for j in proba:
-            proba[j] /= len(samples)
-            means[:, j] = self._discrete_values(j)[np.argmax(proba[j], axis=1)]
-        filled = np.where(np.isnan(data), means, data)
-        out = self._decode(filled, X)
-        return (out, proba) if return_proba else out
+            log_total = log_new_total
+        return means, proba, log_total
 
     def _decode(self, codes, like=None):
         columns = [self._encoder.inverse_column(j, codes[:, j]) for j in range(codes.shape[1])]
@@ -520,7 +562,13 @@ class CrossCat(ClusterMixin, _BaseGibbs):
         n_rows : int
         given : dict, default=None
             Column (index or name) -> observed value; the other cells are drawn
-            from their predictive distribution conditioned on these.
+            from their predictive distribution conditioned on these,
+            ``p(x | x_given, X)``. An exact fit draws each row's state (column
+            partition, row partitions, the row's clusters, grid points) from
+            ``p(state | X, x_given)`` and then its cells; a Gibbs fit picks one of
+            up to 25 evenly spaced kept samples per row, with probability
+            proportional to ``p(x_given | sample)``, then its cluster in each
+            view given the given cells, then its missing cells.
         random_state : int, RandomState instance or None, default=None
 
         Returns
@@ -540,12 +588,23 @@ class CrossCat(ClusterMixin, _BaseGibbs):
             column_values[0] = value
             condition[0, j] = self._encoder.transform_column(j, column_values)[0]
             self._check_in_range(j, condition[0, j:j + 1])
+        if self._exact is not None:
+            self._refuse_impossible_condition(self._exact.log_predictive(condition)[0])
+            return self._decode(self._exact.simulate(condition[0], n_rows, rng))
         samples = self._predictive_samples()
-        picks = rng.randint(len(samples), size=n_rows)
+        views = [engine.view_predictives(self.model_, sample, condition) for sample in samples]
+        if np.isnan(condition).all():   # every sample gives the empty condition density 1
+            picks = rng.randint(len(samples), size=n_rows)
+        else:   # the samples weighted by p(x_given | sample)
+            log_given = np.array([sum(logsumexp(view.log_weights[0]) for view in sample_views)
+                                  for sample_views in views])
+            self._refuse_impossible_condition(logsumexp(log_given))
+            picks = rng.choice(len(samples), size=n_rows,
+                               p=np.exp(log_given - logsumexp(log_given)))
         out = np.repeat(condition, n_rows, axis=0)
         for s in np.unique(picks):
             rows_here = np.flatnonzero(picks == s)
-            for view in engine.view_predictives(self.model_, samples[s], condition):
+            for view in views[s]:
                 w = np.exp(view.log_weights[0] - logsumexp(view.log_weights[0]))
                 slots = rng.choice(w.size, size=rows_here.size, p=w).astype(np.int64)
                 for j in view.columns:
@@ -557,3 +616,9 @@ class CrossCat(ClusterMixin, _BaseGibbs):
                                         rng.randint(np.iinfo(np.int32).max), draws)
                     out[rows_here, j] = draws
         return self._decode(out)
+
+    @staticmethod
+    def _refuse_impossible_condition(log_density):
+        if not np.isfinite(log_density):
+            raise ValueError("The given cells have a predictive density float64 cannot hold: "
+                             "nothing can be drawn given them.")
