@@ -341,6 +341,27 @@ def cost_rows(quick):
     print(f"(load average {os.getloadavg()[0]:.1f})")
 
 
+def item_bootstrap(y, marginals, reference=None, n_boot=200, seed=0):
+    """Sampling error of one data set's pairwise ECE: its standard deviation over the items
+    resampled with replacement (pairs of two copies of one item left out), and, given the
+    marginals of a ``reference`` setting, the standard deviation of the paired difference
+    ``ECE - ECE(reference)`` on the same resamples (nan without)."""
+    rng = np.random.default_rng(seed)
+    y = np.asarray(y)
+    values, differences = [], []
+    for _ in range(n_boot):
+        pick = rng.integers(0, y.size, y.size)
+        rows, cols = np.triu_indices(y.size, 1)
+        rows, cols = pick[rows], pick[cols]
+        keep = rows != cols
+        rows, cols = rows[keep], cols[keep]
+        targets = y[rows] == y[cols]
+        values.append(pooled_ece(targets, marginals[rows, cols]))
+        if reference is not None:
+            differences.append(values[-1] - pooled_ece(targets, reference[rows, cols]))
+    return float(np.std(values)), float(np.std(differences)) if differences else float("nan")
+
+
 #: The parts of the correlation-clustering section (``--ecc-part``; all by default).
 ECC_PARTS = ("recovery", "crp", "uniform", "features", "cost")
 
@@ -352,18 +373,25 @@ def ecc_calibration_rows(quick, parts=ECC_PARTS):
     if "features" not in parts:
         return rows
     for name, X, y in datasets(quick):
+        first = None
         for setting, params in chosen_settings():
             start = time.perf_counter()
             est = ExactCorrelationClustering(**params).fit(X)
             seconds = time.perf_counter() - start
             ece = expected_calibration_error(y, est.pairwise_marginals_)
             ari = adjusted_rand_score(y, est.labels_)
-            print(f"  {name}, {setting}: ECE {ece:.3f}, ARI {ari:.3f}, {seconds:.1f} s",
-                  flush=True)
+            error, difference_error = item_bootstrap(y, est.pairwise_marginals_,
+                                                     None if first is None else first[2])
+            compared = ("" if first is None else
+                        f"; minus {first[0]}: {ece - first[1]:+.3f} +- {difference_error:.3f}")
+            first = first or (setting, ece, est.pairwise_marginals_)
+            print(f"  {name}, {setting}: ECE {ece:.3f} +- {error:.3f}{compared}, ARI {ari:.3f}, "
+                  f"{seconds:.1f} s", flush=True)
             alpha = "None" if est.alpha_ is None else f"{est.alpha_:.3g}"
             rows.append(dict(model="ExactCorrelationClustering", data=name, setting=setting,
                              engine=engine_of(est), ece=ece,
-                             note=f"ARI {ari:.3f}; beta_={est.beta_:.3g}, alpha_={alpha}, "
+                             note=f"+- {error:.3f} (items bootstrap){compared}; ARI {ari:.3f}; "
+                                  f"beta_={est.beta_:.3g}, alpha_={alpha}, "
                                   f"offset={est.affinity_offset_:.3g}, {seconds:.1f} s"))
         gmm = BayesianGaussianMixture(n_components=10, random_state=0, max_iter=500).fit(X)
         print(f"  {name}, BayesianGaussianMixture", flush=True)
