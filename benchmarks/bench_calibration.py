@@ -270,9 +270,11 @@ def uniform_pair_rows(quick):
     rows, table = [], {}
 
     def draw(cell, seed):
+        # Each cell its own seeds: the data of cells with equal beta sqrt(s2) would otherwise
+        # be one data set rescaled, which every scale-equivariant setting fits alike.
         beta, s2 = cell
         return make_gaussian_pairs(n_items, beta=beta, noise_variance=s2, alpha=None,
-                                   random_state=seed)
+                                   random_state=seed + 1000 * UNIFORM_CELLS.index(cell))
 
     for setting, params in UNIFORM_SETTINGS:
         if CHOSEN_SETTINGS and setting not in CHOSEN_SETTINGS:
