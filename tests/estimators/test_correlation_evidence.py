@@ -346,3 +346,17 @@ def test_alpha_hyperprior_calibrates_marginals_on_model_data():
                                           y_reference=1 - np.concatenate(targets))
     with_prior, plain = pooled_ece((1.0, 1.0)), pooled_ece(None)
     assert with_prior < 0.06 and with_prior < plain - 0.02
+
+
+def test_the_default_beta_is_empirical_bayes():
+    X = np.random.default_rng(21).standard_normal((7, 2))
+    default, auto = ExactCorrelationClustering().fit(X), ExactCorrelationClustering(
+        beta="auto").fit(X)
+    assert default.beta_ == auto.beta_ != 1.0
+    np.testing.assert_array_equal(default.pairwise_marginals_, auto.pairwise_marginals_)
+    # one item has one clustering: nothing to learn, nothing depends on beta
+    single = ExactCorrelationClustering().fit(X[:1])
+    assert single.beta_ == 1.0 and single.labels_.tolist() == [0]
+    assert single.log_partition_function_ == 0.0
+    with pytest.raises(ValueError, match=r"the default.*beta=1\.0"):
+        ExactCorrelationClustering().fit(X[:2])
