@@ -360,3 +360,19 @@ def test_the_default_beta_is_empirical_bayes():
     assert single.log_partition_function_ == 0.0
     with pytest.raises(ValueError, match=r"the default.*beta=1\.0"):
         ExactCorrelationClustering().fit(X[:2])
+
+
+def test_grid_search_over_beta_with_the_default_estimator():
+    # The default (beta='auto') is overridden by a grid of floats, which the default scoring
+    # compares on the same held-out affinities; 'auto' may join the grid as a candidate.
+    w = make_gaussian_pairs(14, beta=0.5, alpha=None, random_state=5).affinity
+    cv = KFold(3, shuffle=True, random_state=0)
+    grid = GridSearchCV(ExactCorrelationClustering(affinity="precomputed"),
+                        {"beta": [0.05, 0.5, 5.0]}, cv=cv).fit(w)
+    assert grid.best_params_["beta"] == 0.5 and grid.best_estimator_.beta_ == 0.5
+    mixed = GridSearchCV(ExactCorrelationClustering(affinity="precomputed"),
+                         {"beta": [0.05, 0.5, 5.0, "auto"]}, cv=cv).fit(w)
+    scores = mixed.cv_results_["mean_test_score"]
+    assert np.all(np.isfinite(scores))
+    np.testing.assert_array_equal(scores[:3], grid.cv_results_["mean_test_score"])
+    assert scores[2] < scores[3] and scores[3] > scores[:3].max() - 0.5   # -13.24 vs -13.14
