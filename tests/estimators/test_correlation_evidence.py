@@ -376,3 +376,14 @@ def test_grid_search_over_beta_with_the_default_estimator():
     assert np.all(np.isfinite(scores))
     np.testing.assert_array_equal(scores[:3], grid.cv_results_["mean_test_score"])
     assert scores[2] < scores[3] and scores[3] > scores[:3].max() - 0.5   # -13.24 vs -13.14
+
+
+def test_the_default_is_unit_free_on_precomputed_affinities():
+    # Scaling the affinities by c scales the learned beta_ by 1 / c: the same distribution.
+    w = make_gaussian_pairs(8, beta=0.5, alpha=None, random_state=2).affinity
+    base = ExactCorrelationClustering(affinity="precomputed").fit(w)
+    for c in (0.01, 1e3):
+        scaled = ExactCorrelationClustering(affinity="precomputed").fit(c * w)
+        assert scaled.beta_ * c == pytest.approx(base.beta_, rel=1e-9)
+        np.testing.assert_allclose(scaled.pairwise_marginals_, base.pairwise_marginals_,
+                                   atol=1e-10)
