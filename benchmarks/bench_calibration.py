@@ -313,7 +313,8 @@ def cost_rows(quick):
     interpreted kernels' budget spent by earlier fits) with the default parameters but
     ``beta``, on 12 items (exact trellis), 40 and 300 (sparse): 12 and 40 rows of
     ``make_blobs(40, 4 features, 3 centres)`` (bench_cold_start's data) and the 300-point
-    standardised digits subset. Median of 5 fits (1 at 300 items)."""
+    standardised digits subset; and 20 rows of ``N(0, I_4)`` (``max_exact_size``: the exact
+    trellis's largest default size). Median of 5 fits (1 from 20 items on)."""
     from sklearn.datasets import make_blobs
 
     blobs, _ = make_blobs(n_samples=40, n_features=4, centers=3, random_state=0)
@@ -323,6 +324,9 @@ def cost_rows(quick):
     if not quick:
         problems.append(("digits 300 (sparse)", StandardScaler().fit_transform(
             digits.data[subset])))
+        # the largest exact size of method='auto', where a fit's 3^N pass dominates
+        problems.append(("20 Gaussian rows (exact)",
+                         np.random.default_rng(0).standard_normal((20, 4))))
     for _, X in problems[:2]:       # warm: compile, and spend the interpreters' budgets
         for _, params in COST_SETTINGS:
             for _ in range(15):
@@ -333,7 +337,7 @@ def cost_rows(quick):
         line = [name]
         for setting, params in COST_SETTINGS:
             seconds = []
-            for _ in range(1 if X.shape[0] > 100 else 5):
+            for _ in range(1 if X.shape[0] >= 20 else 5):
                 start = time.process_time()
                 ExactCorrelationClustering(**params).fit(X)
                 seconds.append(time.process_time() - start)
