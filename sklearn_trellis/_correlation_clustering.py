@@ -76,9 +76,9 @@ class ExactCorrelationClustering(WriteableStateMixin, ClusterMixin, BaseEstimato
         ``beta=1`` (0.18 in its worst cell; :ref:`choosing_models`). Needs
         at least 3 items (one item has a single clustering: ``beta_`` is
         then 1.0, which changes nothing). It costs some 25 trellis fits with
-        their pairwise marginals: warm, 0.1 s at 12 items, 1.4 s at 16, 48 s
-        at 20 (against 1.5 s at a fixed ``beta``); give ``beta`` a value for
-        the largest exact fits.
+        their pairwise marginals: warm, 0.13 s at 12 items, 1.4 s at 16,
+        51 s at 20 (against 1.6 s at a fixed ``beta``); give ``beta`` a
+        value for the largest exact fits.
         ``'posterior'``: ``beta`` is summed out over 41 values,
         ``b sd = exp(-4), exp(-3.75), ..., exp(6)`` (``b = 2 beta``, ``sd`` the
         root mean square of the shifted affinities), under a broad
