@@ -34,12 +34,16 @@ small, fast version, as ``--quick`` does here)::
 Missing keys print as blank; relative errors are computed here.
 
 Run: ``python benchmarks/bench_calibration.py [--quick] [--only SECTION ...]
-[--setting NAME ...] [--part NAME ...] [--skip-recovery]`` (sections: ``ecc``,
+[--setting NAME ...] [--ecc-part PART ...] [--part NAME ...] [--skip-recovery]`` (sections: ``ecc``,
 ``_calibration_trees``, ``_calibration_models``; ``--setting`` keeps only the named
 correlation-clustering calibration settings, e.g. ``--setting "beta='posterior', alpha
 'auto'"``; ``--part`` only the named parts of a module's recovery and calibration rows, e.g.
-``--only _calibration_models --part fast_tiwd_weak``). The load
-average is printed with the timings (a shared machine's figures vary with it).
+``--only _calibration_models --part fast_tiwd_weak``; ``--ecc-part`` only the named parts
+of the correlation-clustering section: ``recovery``, ``crp`` (cells drawn with an Ewens
+prior), ``uniform`` (the default model's own data: uniform partitions, affinities on
+three scales), ``features`` (blobs, iris, wine, digits), ``cost`` (CPU of a warm fit per
+``beta`` setting)). The load average is printed with the timings (a shared machine's
+figures vary with it).
 """
 
 import argparse
@@ -144,7 +148,7 @@ def engine_of(est):
 
 #: The settings of the calibration table: ``(name, parameters)``.
 CALIBRATION_SETTINGS = (
-    ("default (beta=1)", dict()),
+    ("beta=1", dict(beta=1.0)),
     ("beta='auto'", dict(beta="auto", alpha=None)),
     ("beta, alpha 'auto', no hyperprior", dict(beta="auto", alpha="auto", alpha_prior=None)),
     ("beta, alpha 'auto'", dict(beta="auto", alpha="auto")),
@@ -187,6 +191,31 @@ def bootstrap_error(per_draw, n_boot=200, seed=0):
     return float(np.std(values))
 
 
+def pooled_cells_row(setting, cells, n_draws, draw, fit):
+    """ECE of one setting's pairwise marginals over planted cells: per cell (pairs pooled over
+    its ``n_draws`` draws) and over all cells, each with its bootstrap error over draws.
+
+    ``draw(cell, seed)`` returns the data (a Bunch of :func:`make_gaussian_pairs`), ``fit(cell,
+    data)`` the fitted estimator. Returns ``(pooled ece, error, {cell: (ece, error)}, worst
+    cell text, CPU seconds)``."""
+    start = time.process_time()
+    everything, worst, per_cell = [], (0.0, None), {}
+    for cell in cells:
+        per_draw = []
+        for seed in range(n_draws):
+            data = draw(cell, 100 + seed)
+            est = fit(cell, data)
+            per_draw.append(pair_targets(data.target, est.pairwise_marginals_))
+        ece = pooled_ece(*map(np.concatenate, zip(*per_draw)))
+        error = bootstrap_error(per_draw)
+        per_cell[cell] = (ece, error)
+        print(f"  pairs {cell}, {setting}: ECE {ece:.3f} +- {error:.3f}", flush=True)
+        worst = max(worst, (ece, f"worst cell {cell}: {ece:.3f} +- {error:.3f}"))
+        everything += per_draw
+    ece = pooled_ece(*map(np.concatenate, zip(*everything)))
+    return ece, bootstrap_error(everything), per_cell, worst[1], time.process_time() - start
+
+
 def planted_pair_rows(quick):
     """ECE on data drawn from the Gaussian pair model over a range of true ``(beta, alpha)``
     (weak to strong signal, few to many clusters), pairs pooled over the draws of a cell
@@ -198,51 +227,179 @@ def planted_pair_rows(quick):
     cells = PLANTED_CELLS[4:5] if quick else PLANTED_CELLS
     settings = chosen_settings([("true beta and alpha", None)])
     rows = []
+
+    def draw(cell, seed):
+        beta, alpha = cell
+        return make_gaussian_pairs(n_items, beta=beta, alpha=alpha, random_state=seed)
+
     for setting, params in settings:
-        start = time.perf_counter()
-        everything, worst = [], (0.0, None)
-        for beta, alpha in cells:
-            per_draw = []
-            for draw in range(n_draws):
-                data = make_gaussian_pairs(n_items, beta=beta, alpha=alpha,
-                                           random_state=100 + draw)
-                est = ExactCorrelationClustering(
-                    affinity="precomputed",
-                    **(dict(beta=beta, alpha=alpha) if params is None else params)
-                ).fit(data.affinity)
-                per_draw.append(pair_targets(data.target, est.pairwise_marginals_))
-            ece = pooled_ece(*map(np.concatenate, zip(*per_draw)))
-            error = bootstrap_error(per_draw)
-            print(f"  pairs beta={beta} alpha={alpha}, {setting}: ECE {ece:.3f} +- {error:.3f}",
-                  flush=True)
-            worst = max(worst, (ece, f"worst cell beta={beta}, alpha={alpha}: "
-                                     f"{ece:.3f} +- {error:.3f}"))
-            everything += per_draw
-        seconds = time.perf_counter() - start
-        ece = pooled_ece(*map(np.concatenate, zip(*everything)))
-        error = bootstrap_error(everything)
-        name = f"pairs N={n_items}, {len(cells)} cells x {n_draws}"
-        rows.append(dict(model="ExactCorrelationClustering", data=name, setting=setting,
-                         engine="exact", ece=ece,
-                         note=f"+- {error:.3f} (bootstrap); {worst[1]}; {seconds:.0f} s"))
+        def fit(cell, data):
+            beta, alpha = cell
+            return ExactCorrelationClustering(
+                affinity="precomputed",
+                **(dict(beta=beta, alpha=alpha) if params is None else params)
+            ).fit(data.affinity)
+
+        ece, error, _, worst, seconds = pooled_cells_row(
+            setting, cells, n_draws, draw, fit)
+        rows.append(dict(model="ExactCorrelationClustering",
+                         data=f"pairs N={n_items}, {len(cells)} CRP cells (beta, alpha) "
+                              f"x {n_draws}",
+                         setting=setting, engine="exact", ece=ece,
+                         note=f"+- {error:.3f} (bootstrap); {worst}; {seconds:.0f} CPU s"))
     return rows
 
 
-def ecc_calibration_rows(quick):
-    rows = planted_pair_rows(quick)
+#: The default model's own data: uniform partitions (``alpha=None``), true ``beta`` from weak
+#: to strong signal, and affinities on three scales (``noise_variance``), so that no fixed
+#: ``beta`` is right by the affinities' scale alone. Cells ``(beta, noise_variance)``.
+UNIFORM_CELLS = tuple((b, s2) for s2 in (0.25, 1.0, 4.0) for b in (0.25, 0.5, 1.0, 2.0))
+
+#: The settings compared on them (all with the default uniform prior, ``alpha=None``); the
+#: last, the true ``beta``, is the floor the finite sample leaves.
+UNIFORM_SETTINGS = (("beta=1", dict(beta=1.0)), ("beta='auto'", dict(beta="auto")),
+                    ("beta='posterior'", dict(beta="posterior")), ("true beta", None))
+
+
+def uniform_pair_rows(quick):
+    """ECE of the pairwise marginals on the DEFAULT model's own data (:data:`UNIFORM_CELLS`:
+    uniform partitions of 12 items, 16 draws per cell), pooled per cell and over all cells,
+    for each of :data:`UNIFORM_SETTINGS`; then a table of every cell's ECE per setting."""
+    n_items, n_draws = (10, 4) if quick else (12, 16)
+    cells = UNIFORM_CELLS[5:6] if quick else UNIFORM_CELLS
+    rows, table = [], {}
+
+    def draw(cell, seed):
+        # Each cell its own seeds: the data of cells with equal beta sqrt(s2) would otherwise
+        # be one data set rescaled, which every scale-equivariant setting fits alike.
+        beta, s2 = cell
+        return make_gaussian_pairs(n_items, beta=beta, noise_variance=s2, alpha=None,
+                                   random_state=seed + 1000 * UNIFORM_CELLS.index(cell))
+
+    for setting, params in UNIFORM_SETTINGS:
+        if CHOSEN_SETTINGS and setting not in CHOSEN_SETTINGS:
+            continue
+
+        def fit(cell, data):
+            return ExactCorrelationClustering(
+                affinity="precomputed", alpha=None,
+                **(dict(beta=cell[0]) if params is None else params)).fit(data.affinity)
+
+        ece, error, per_cell, worst, seconds = pooled_cells_row(
+            setting, cells, n_draws, draw, fit)
+        table[setting] = per_cell
+        rows.append(dict(model="ExactCorrelationClustering",
+                         data=f"pairs N={n_items}, uniform prior, {len(cells)} cells "
+                              f"(beta, s2) x {n_draws}",
+                         setting=setting, engine="exact", ece=ece,
+                         note=f"+- {error:.3f} (bootstrap); {worst}; {seconds:.0f} CPU s"))
+    if table:
+        print("\nECE per cell of the uniform-prior data, +- bootstrap error (cell = true "
+              "beta, noise variance s2)")
+        columns = [("cell (beta, s2)", "<")] + [(name, ">") for name in table]
+        print_table(columns, [[str(cell)] + [f"{table[name][cell][0]:.3f} +- "
+                                             f"{table[name][cell][1]:.3f}" for name in table]
+                              for cell in cells])
+    return rows
+
+
+#: Settings whose fitting cost :func:`cost_rows` measures.
+COST_SETTINGS = (("beta=1", dict(beta=1.0)), ("beta='auto'", dict(beta="auto")),
+                 ("beta='posterior'", dict(beta="posterior")))
+
+
+def cost_rows(quick):
+    """CPU seconds of one warm fit (``time.process_time``; the kernels compiled and the
+    interpreted kernels' budget spent by earlier fits) with the default parameters but
+    ``beta``, on 12 items (exact trellis), 40 and 300 (sparse): 12 and 40 rows of
+    ``make_blobs(40, 4 features, 3 centres)`` (bench_cold_start's data) and the 300-point
+    standardised digits subset; and 20 rows of ``N(0, I_4)`` (``max_exact_size``: the exact
+    trellis's largest default size). Median of 5 fits (1 from 20 items on)."""
+    from sklearn.datasets import make_blobs
+
+    blobs, _ = make_blobs(n_samples=40, n_features=4, centers=3, random_state=0)
+    digits = load_digits()
+    subset = np.random.default_rng(0).choice(digits.target.size, 300, replace=False)
+    problems = [("12 blobs (exact)", blobs[:12]), ("40 blobs (sparse)", blobs)]
+    if not quick:
+        problems.append(("digits 300 (sparse)", StandardScaler().fit_transform(
+            digits.data[subset])))
+        # the largest exact size of method='auto', where a fit's 3^N pass dominates
+        problems.append(("20 Gaussian rows (exact)",
+                         np.random.default_rng(0).standard_normal((20, 4))))
+    for _, X in problems[:2]:       # warm: compile, and spend the interpreters' budgets
+        for _, params in COST_SETTINGS:
+            for _ in range(15):
+                ExactCorrelationClustering(**params).fit(X)
+    for _, X in problems[2:]:       # the kernels of larger layers and families
+        ExactCorrelationClustering(beta=1.0).fit(X)
+    print(f"\nCPU seconds of one warm fit (load average {os.getloadavg()[0]:.1f})")
+    cells = []
+    for name, X in problems:
+        line = [name]
+        for setting, params in COST_SETTINGS:
+            seconds = []
+            for _ in range(1 if X.shape[0] >= 20 else 5):
+                start = time.process_time()
+                ExactCorrelationClustering(**params).fit(X)
+                seconds.append(time.process_time() - start)
+            line.append(f"{np.median(seconds):.3f}")
+        cells.append(line)
+    print_table([("data", "<")] + [(setting, ">") for setting, _ in COST_SETTINGS], cells)
+    print(f"(load average {os.getloadavg()[0]:.1f})")
+
+
+def item_bootstrap(y, marginals, reference=None, n_boot=200, seed=0):
+    """Sampling error of one data set's pairwise ECE: its standard deviation over the items
+    resampled with replacement (pairs of two copies of one item left out), and, given the
+    marginals of a ``reference`` setting, the standard deviation of the paired difference
+    ``ECE - ECE(reference)`` on the same resamples (nan without)."""
+    rng = np.random.default_rng(seed)
+    y = np.asarray(y)
+    values, differences = [], []
+    for _ in range(n_boot):
+        pick = rng.integers(0, y.size, y.size)
+        rows, cols = np.triu_indices(y.size, 1)
+        rows, cols = pick[rows], pick[cols]
+        keep = rows != cols
+        rows, cols = rows[keep], cols[keep]
+        targets = y[rows] == y[cols]
+        values.append(pooled_ece(targets, marginals[rows, cols]))
+        if reference is not None:
+            differences.append(values[-1] - pooled_ece(targets, reference[rows, cols]))
+    return float(np.std(values)), float(np.std(differences)) if differences else float("nan")
+
+
+#: The parts of the correlation-clustering section (``--ecc-part``; all by default).
+ECC_PARTS = ("recovery", "crp", "uniform", "features", "cost")
+
+
+def ecc_calibration_rows(quick, parts=ECC_PARTS):
+    rows = planted_pair_rows(quick) if "crp" in parts else []
+    if "uniform" in parts:
+        rows += uniform_pair_rows(quick)
+    if "features" not in parts:
+        return rows
     for name, X, y in datasets(quick):
+        first = None
         for setting, params in chosen_settings():
             start = time.perf_counter()
             est = ExactCorrelationClustering(**params).fit(X)
             seconds = time.perf_counter() - start
             ece = expected_calibration_error(y, est.pairwise_marginals_)
             ari = adjusted_rand_score(y, est.labels_)
-            print(f"  {name}, {setting}: ECE {ece:.3f}, ARI {ari:.3f}, {seconds:.1f} s",
-                  flush=True)
+            error, difference_error = item_bootstrap(y, est.pairwise_marginals_,
+                                                     None if first is None else first[2])
+            compared = ("" if first is None else
+                        f"; minus {first[0]}: {ece - first[1]:+.3f} +- {difference_error:.3f}")
+            first = first or (setting, ece, est.pairwise_marginals_)
+            print(f"  {name}, {setting}: ECE {ece:.3f} +- {error:.3f}{compared}, ARI {ari:.3f}, "
+                  f"{seconds:.1f} s", flush=True)
             alpha = "None" if est.alpha_ is None else f"{est.alpha_:.3g}"
             rows.append(dict(model="ExactCorrelationClustering", data=name, setting=setting,
                              engine=engine_of(est), ece=ece,
-                             note=f"ARI {ari:.3f}; beta_={est.beta_:.3g}, alpha_={alpha}, "
+                             note=f"+- {error:.3f} (items bootstrap){compared}; ARI {ari:.3f}; "
+                                  f"beta_={est.beta_:.3g}, alpha_={alpha}, "
                                   f"offset={est.affinity_offset_:.3g}, {seconds:.1f} s"))
         gmm = BayesianGaussianMixture(n_components=10, random_state=0, max_iter=500).fit(X)
         print(f"  {name}, BayesianGaussianMixture", flush=True)
@@ -340,8 +497,8 @@ def main(argv=None):
                         help="run only these sections (repeatable): 'ecc' is this file's "
                              "correlation-clustering rows, the others the optional modules")
     parser.add_argument("--setting", action="append",
-                        choices=[name for name, _ in CALIBRATION_SETTINGS]
-                        + ["true beta and alpha"],
+                        choices=sorted({name for name, _ in CALIBRATION_SETTINGS
+                                        + UNIFORM_SETTINGS} | {"true beta and alpha"}),
                         help="run only these settings of the correlation-clustering "
                              "calibration rows (repeatable)")
     parser.add_argument("--part", action="append",
@@ -350,6 +507,11 @@ def main(argv=None):
                              "'infinite_biclustering' of _calibration_models)")
     parser.add_argument("--skip-recovery", action="store_true",
                         help="leave out the recovery rows (of every section)")
+    parser.add_argument("--ecc-part", action="append", choices=ECC_PARTS,
+                        help="run only these parts of the correlation-clustering section "
+                             "(repeatable): 'recovery' of beta, the 'crp' cells, the "
+                             "'uniform' cells (the default model's own data), the "
+                             "'features' data sets, the 'cost' of a warm fit")
     args = parser.parse_args(argv)
     CHOSEN_SETTINGS[:] = args.setting or []
     chosen = set(args.only or ("ecc", *SECTIONS))
@@ -359,10 +521,11 @@ def main(argv=None):
     print("sections: " + ", ".join((["ecc"] if "ecc" in chosen else [])
                                    + [m.__name__ for m in sections]))
     recovery, calibration = [], []
+    ecc_parts = args.ecc_part or ECC_PARTS
     if "ecc" in chosen:
-        if not args.skip_recovery:
+        if not args.skip_recovery and "recovery" in ecc_parts:
             recovery += ecc_recovery_rows(args.quick)
-        calibration += ecc_calibration_rows(args.quick)
+        calibration += ecc_calibration_rows(args.quick, ecc_parts)
     for module in sections:
         if hasattr(module, "recovery_rows") and not args.skip_recovery:
             takes_parts = "parts" in inspect.signature(module.recovery_rows).parameters
@@ -378,6 +541,8 @@ def main(argv=None):
         print_calibration(pairwise)
     print_proba_calibration([row for row in calibration
                              if row.get("quantity") == "predict_proba"])
+    if "ecc" in chosen and "cost" in ecc_parts:
+        cost_rows(args.quick)
     print(f"\n{time.perf_counter() - start:.0f} s in all; load average at end: "
           f"{os.getloadavg()[0]:.1f}")
 

@@ -24,7 +24,9 @@ are inside their caller's time). The second fit of a fresh estimator compiles
 nothing: it measures the fit itself. The load average of the machine is
 printed before and after, as other jobs slow compilation down.
 
-Run: ``python benchmarks/bench_cold_start.py [--estimators NAME ...] [--top K]``
+Run: ``python benchmarks/bench_cold_start.py [--estimators NAME ...] [--top K]
+[--code REPOSITORY ...]`` (``--code /work/main .`` runs each estimator on the
+package of each repository in turn: old and new code in the same run)
 (``--top K`` also lists, per estimator, the K package functions that caused the
 most compilation: their own and that of numba's library code they call, such
 as sorting; ``--warm`` keeps one cache directory across the estimators and runs
@@ -298,9 +300,11 @@ print(json.dumps(dict(import_seconds=import_seconds, first=first, first_cpu=cpu,
 """
 
 
-def run_child(name, cache_dir, top):
+def run_child(name, cache_dir, top, root=None):
+    """Run the child in a fresh process; ``root``: the repository whose package it imports
+    (default: this file's)."""
     env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir)
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = root or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
     out = subprocess.run([sys.executable, "-c", _CHILD, name, str(top)], env=env,
                          capture_output=True, text=True)
@@ -309,8 +313,8 @@ def run_child(name, cache_dir, top):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def print_row(name, r):
-    print(f"{name:<31} {r['import_seconds']:>7.2f} {r['first']:>9.2f} {r['first_cpu']:>9.2f} "
+def print_row(name, r, width=31):
+    print(f"{name:<{width}} {r['import_seconds']:>7.2f} {r['first']:>9.2f} {r['first_cpu']:>9.2f} "
           f"{r['second']:>9.3f} "
           f"{r['n_compiled']:>8d} {r['compile_seconds']:>9.2f}", flush=True)
 
@@ -320,21 +324,30 @@ def main(argv=None):
     parser.add_argument("--estimators", nargs="*", default=ESTIMATORS, choices=ESTIMATORS)
     parser.add_argument("--top", type=int, default=0)
     parser.add_argument("--warm", action="store_true")
+    parser.add_argument("--code", nargs="*", default=[None], metavar="REPOSITORY",
+                        help="repositories whose package the fits import, each estimator "
+                             "run once per repository in turn (old and new code in the same "
+                             "run); default: this file's")
     args = parser.parse_args(argv)
 
     print(f"load average at start: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
-    print(f"{'estimator':<31} {'import':>7} {'first fit':>9} {'(cpu)':>9} {'2nd fit':>9} "
+    width = 31 if args.code == [None] else 45
+    print(f"{'estimator':<{width}} {'import':>7} {'first fit':>9} {'(cpu)':>9} {'2nd fit':>9} "
           f"{'compiled':>8} {'compile s':>9}")
     start = time.perf_counter()
     results = {}
     with tempfile.TemporaryDirectory() as shared:
         for name in args.estimators:
-            with tempfile.TemporaryDirectory() as own:
-                cache_dir = shared if args.warm else own
-                results[name] = r = run_child(name, cache_dir, args.top)
-                print_row(name, r)
-                if args.warm:
-                    print_row("  (next session)", run_child(name, cache_dir, args.top))
+            for root in args.code:
+                label = (name if root is None
+                         else f"{name} [{os.path.basename(os.path.abspath(root))}]")
+                with tempfile.TemporaryDirectory() as own:
+                    cache_dir = shared if args.warm else own
+                    results[label] = r = run_child(name, cache_dir, args.top, root)
+                    print_row(label, r, width)
+                    if args.warm:
+                        print_row("  (next session)", run_child(name, cache_dir, args.top, root),
+                                  width)
     worst = max(results, key=lambda n: results[n]["first"])
     print(f"slowest first fit: {worst} {results[worst]['first']:.2f} s; "
           f"total {time.perf_counter() - start:.0f} s")

@@ -12,9 +12,10 @@ prior's. The MAP clustering does not move with ``beta``, so a label score
 A *reliability diagram* can: bin the pairs by predicted probability and plot,
 per bin, the fraction that truly share a label. Calibrated probabilities lie
 on the diagonal; the expected calibration error (ECE) is the mean distance
-to it. Here, on 16 points drawn from three blobs, at the default ``beta=1``
-and with ``beta='auto'`` (empirical Bayes: the ``beta`` that maximises the
-exact evidence of the Gaussian pair model), next to scikit-learn's
+to it. Here, on 16 points drawn from three blobs, at a fixed ``beta=1`` (the
+default before issue 28) and with the default ``beta='auto'`` (empirical
+Bayes: the ``beta`` that maximises the exact evidence of the Gaussian pair
+model), next to scikit-learn's
 ``BayesianGaussianMixture.predict_proba`` turned into co-membership
 probabilities (``sum_k p_ik p_jk``).
 """
@@ -32,14 +33,14 @@ centres = np.array([[0.0, 0.0], [2.5, 0.0], [0.0, 2.5]])
 y = np.repeat([0, 1, 2], [6, 5, 5])
 X = centres[y] + rng.normal(0.0, 0.7, (y.size, 2))
 
-default = ExactCorrelationClustering().fit(X)
-auto = ExactCorrelationClustering(beta="auto").fit(X)
+fixed = ExactCorrelationClustering(beta=1.0).fit(X)
+auto = ExactCorrelationClustering().fit(X)                 # beta='auto', the default
 print(f"beta='auto' learned beta_ = {auto.beta_:.3g} (offset {auto.affinity_offset_:.3g})")
 mixture = BayesianGaussianMixture(n_components=10, random_state=0).fit(X)
 
 curves = {
-    "ECC, beta=1 (default)": default.pairwise_marginals_,
-    f"ECC, beta='auto' ({auto.beta_:.3g})": auto.pairwise_marginals_,
+    "ECC, fixed beta=1": fixed.pairwise_marginals_,
+    f"ECC, beta='auto' ({auto.beta_:.3g}, default)": auto.pairwise_marginals_,
     "BayesianGaussianMixture": pairwise_from_proba(mixture.predict_proba(X)),
 }
 

@@ -256,7 +256,7 @@ def test_credible_ball_display():
         drawn = np.asarray(ax.get_images()[0].get_array())
         ordered = np.asarray(labels)[order]
         np.testing.assert_array_equal(drawn, ordered[:, None] == ordered[None, :])
-    fitted = ExactCorrelationClustering(random_state=0).fit(rng.normal(size=(5, 2)))
+    fitted = ExactCorrelationClustering(beta=1.0, random_state=0).fit(rng.normal(size=(5, 2)))
     with pytest.raises(TypeError, match="samples_"):
         CredibleBallDisplay.from_estimator(fitted)
 

@@ -74,7 +74,7 @@ def test_feature_affinities_match_enumeration(affinity):
 
 def test_exp_euclidean_is_the_papers_similarity():
     X = np.array([[0.0, 0.0], [3.0, 4.0], [0.0, 1.0]])
-    model = ExactCorrelationClustering(center=False).fit(X)
+    model = ExactCorrelationClustering(beta=1.0, center=False).fit(X)
     assert model.affinity_matrix_[0, 1] == pytest.approx(np.exp(-5.0))
     assert model.affinity_offset_ == 0.0
 
@@ -195,7 +195,7 @@ def test_samples_follow_the_exact_distribution():
 
 def test_sample_random_state():
     X = np.random.default_rng(0).standard_normal((6, 2))
-    model = ExactCorrelationClustering(random_state=3).fit(X)
+    model = ExactCorrelationClustering(beta=1.0, random_state=3).fit(X)
     np.testing.assert_array_equal(model.sample(20), model.sample(20))
     np.testing.assert_array_equal(model.sample(20, random_state=1),
                                   model.sample(20, random_state=1))
@@ -217,7 +217,7 @@ def test_predict_assigns_to_best_cluster():
 
 def test_precomputed_predicts_from_affinities_to_the_fitted_items():
     w = random_affinity(np.random.default_rng(0), 6)
-    model = ExactCorrelationClustering(affinity="precomputed").fit(w[:4, :4])
+    model = ExactCorrelationClustering(beta=1.0, affinity="precomputed").fit(w[:4, :4])
     gains = model.model_.assignment_gains(w[4:, :4], model.labels_)
     np.testing.assert_array_equal(model.predict(w[4:, :4]), np.argmax(gains[:, :-1], axis=1))
     assert np.isfinite(model.score(w[4:, :4]))
@@ -280,7 +280,8 @@ def test_bad_parameters(params, error):
 
 def test_callable_affinity():
     X = np.random.default_rng(0).standard_normal((5, 2))
-    model = ExactCorrelationClustering(affinity=lambda A, B: A @ B.T, center=False).fit(X)
+    model = ExactCorrelationClustering(beta=1.0, affinity=lambda A, B: A @ B.T,
+                                       center=False).fit(X)
     expected = X @ X.T
     np.fill_diagonal(expected, 0)
     np.testing.assert_allclose(model.affinity_matrix_, expected)

@@ -17,7 +17,7 @@ def blobs(n, seed=0, centers=3):
 
 def test_auto_goes_sparse_and_says_so():
     X = blobs(45)
-    est = ExactCorrelationClustering().fit(X)
+    est = ExactCorrelationClustering(beta=1.0).fit(X)
     assert est.map_is_exact_ is False and est.map_gap_ is None
     assert "sparse trellis" in est.approximation_ and "lower bound" in est.approximation_
     assert est.n_trellis_vertices_ == est._trellis.family.n_vertices
@@ -40,8 +40,8 @@ def test_auto_goes_sparse_and_says_so():
 
 def test_sparse_is_bounded_by_exact_on_small_data():
     X = blobs(11, seed=4)
-    exact = ExactCorrelationClustering().fit(X)
-    sparse = ExactCorrelationClustering(method="sparse").fit(X)
+    exact = ExactCorrelationClustering(beta=1.0).fit(X)
+    sparse = ExactCorrelationClustering(beta=1.0, method="sparse").fit(X)
     assert exact.approximation_ is None and exact.map_is_exact_ and exact.map_gap_ == 0.0
     assert sparse.log_partition_function_ <= exact.log_partition_function_ + 1e-9
     assert sparse.map_log_potential_ <= exact.map_log_potential_ + 1e-9
@@ -50,8 +50,8 @@ def test_sparse_is_bounded_by_exact_on_small_data():
 
 def test_milp_certifies_the_map_beyond_the_trellis():
     X = blobs(40, seed=2)
-    sparse = ExactCorrelationClustering().fit(X)
-    milp = ExactCorrelationClustering(method="milp").fit(X)
+    sparse = ExactCorrelationClustering(beta=1.0).fit(X)
+    milp = ExactCorrelationClustering(beta=1.0, method="milp").fit(X)
     assert milp.map_is_exact_ is True and milp.map_gap_ == 0.0
     assert "certified" in milp.approximation_
     assert milp.map_log_potential_ >= sparse.map_log_potential_ - 1e-9
@@ -62,8 +62,8 @@ def test_milp_certifies_the_map_beyond_the_trellis():
 
 def test_milp_on_small_data_agrees_with_the_exact_trellis():
     X = blobs(10, seed=7)
-    exact = ExactCorrelationClustering().fit(X)
-    milp = ExactCorrelationClustering(method="milp").fit(X)
+    exact = ExactCorrelationClustering(beta=1.0).fit(X)
+    milp = ExactCorrelationClustering(beta=1.0, method="milp").fit(X)
     assert milp.map_log_potential_ == pytest.approx(exact.map_log_potential_)
     assert milp.approximation_ is None and milp.map_is_exact_
 
@@ -91,17 +91,17 @@ def test_union_too_large_falls_back_to_the_best_single_tree(monkeypatch):
     import sklearn_trellis.engines.sparse.family_search as module
     monkeypatch.setattr(module, "MAX_SPARSE_STATES", 5)
     X = blobs(40, seed=3)
-    est = ExactCorrelationClustering().fit(X)
+    est = ExactCorrelationClustering(beta=1.0).fit(X)
     assert "needed more than 5 states" in est.approximation_
     assert est.n_trellis_vertices_ == 2 * 40 - 1
     monkeypatch.setattr(module, "MAX_UNION_ITEMS", 10)
-    assert "not combined above 10 items" in ExactCorrelationClustering().fit(X).approximation_
+    assert "not combined above 10 items" in ExactCorrelationClustering(beta=1.0).fit(X).approximation_
 
 
 def test_precomputed_affinity_beyond_the_limit():
     rng = np.random.default_rng(0)
     w = rng.normal(size=(30, 30))
     w = (w + w.T) / 2
-    est = ExactCorrelationClustering(affinity="precomputed").fit(w)
+    est = ExactCorrelationClustering(beta=1.0, affinity="precomputed").fit(w)
     assert "ward" not in est.approximation_
     assert est.labels_.shape == (30,)

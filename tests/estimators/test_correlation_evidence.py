@@ -346,3 +346,44 @@ def test_alpha_hyperprior_calibrates_marginals_on_model_data():
                                           y_reference=1 - np.concatenate(targets))
     with_prior, plain = pooled_ece((1.0, 1.0)), pooled_ece(None)
     assert with_prior < 0.06 and with_prior < plain - 0.02
+
+
+def test_the_default_beta_is_empirical_bayes():
+    X = np.random.default_rng(21).standard_normal((7, 2))
+    default, auto = ExactCorrelationClustering().fit(X), ExactCorrelationClustering(
+        beta="auto").fit(X)
+    assert default.beta_ == auto.beta_ != 1.0
+    np.testing.assert_array_equal(default.pairwise_marginals_, auto.pairwise_marginals_)
+    # one item has one clustering: nothing to learn, nothing depends on beta
+    single = ExactCorrelationClustering().fit(X[:1])
+    assert single.beta_ == 1.0 and single.labels_.tolist() == [0]
+    assert single.log_partition_function_ == 0.0
+    with pytest.raises(ValueError, match=r"the default.*beta=1\.0"):
+        ExactCorrelationClustering().fit(X[:2])
+
+
+def test_grid_search_over_beta_with_the_default_estimator():
+    # The default (beta='auto') is overridden by a grid of floats, which the default scoring
+    # compares on the same held-out affinities; 'auto' may join the grid as a candidate.
+    w = make_gaussian_pairs(14, beta=0.5, alpha=None, random_state=5).affinity
+    cv = KFold(3, shuffle=True, random_state=0)
+    grid = GridSearchCV(ExactCorrelationClustering(affinity="precomputed"),
+                        {"beta": [0.05, 0.5, 5.0]}, cv=cv).fit(w)
+    assert grid.best_params_["beta"] == 0.5 and grid.best_estimator_.beta_ == 0.5
+    mixed = GridSearchCV(ExactCorrelationClustering(affinity="precomputed"),
+                         {"beta": [0.05, 0.5, 5.0, "auto"]}, cv=cv).fit(w)
+    scores = mixed.cv_results_["mean_test_score"]
+    assert np.all(np.isfinite(scores))
+    np.testing.assert_array_equal(scores[:3], grid.cv_results_["mean_test_score"])
+    assert scores[2] < scores[3] and scores[3] > scores[:3].max() - 0.5   # -13.24 vs -13.14
+
+
+def test_the_default_is_unit_free_on_precomputed_affinities():
+    # Scaling the affinities by c scales the learned beta_ by 1 / c: the same distribution.
+    w = make_gaussian_pairs(8, beta=0.5, alpha=None, random_state=2).affinity
+    base = ExactCorrelationClustering(affinity="precomputed").fit(w)
+    for c in (0.01, 1e3):
+        scaled = ExactCorrelationClustering(affinity="precomputed").fit(c * w)
+        assert scaled.beta_ * c == pytest.approx(base.beta_, rel=1e-9)
+        np.testing.assert_allclose(scaled.pairwise_marginals_, base.pairwise_marginals_,
+                                   atol=1e-10)

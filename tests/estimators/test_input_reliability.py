@@ -23,14 +23,15 @@ def test_affinity_callable_output_is_checked(affinity, error, match):
 def test_valid_affinity_callable_still_works_for_fit_and_predict():
     def affinity(A, B):
         return -np.abs(A[:, None, 0] - B[None, :, 0])
-    model = ExactCorrelationClustering(affinity=affinity).fit(X8)
+    model = ExactCorrelationClustering(beta=1.0, affinity=affinity).fit(X8)
     assert model.labels_.shape == (8,)
     assert model.predict(X8[:3]).shape == (3,)
 
 
 FITTED = {  # fitted on first use, not at collection (a deselected test compiles nothing)
-    "flat": lambda X8, X25: ExactCorrelationClustering().fit(X8),
-    "sparse-flat": lambda X8, X25: ExactCorrelationClustering(max_exact_size=10).fit(X25),
+    "flat": lambda X8, X25: ExactCorrelationClustering(beta=1.0).fit(X8),
+    "sparse-flat": lambda X8, X25: ExactCorrelationClustering(beta=1.0,
+                                                              max_exact_size=10).fit(X25),
     "tree": lambda X8, X25: TrellisHierarchical(n_clusters=2).fit(X8),
     "sparse-tree": lambda X8, X25: TrellisHierarchical(
         n_clusters=2, max_exact_size=10, window_size=0, n_beam_trees=0).fit(X25),

@@ -94,7 +94,7 @@ def test_dp_mixture_predictions_do_not_follow_the_callers_array():
 def test_correlation_clustering_predictions_do_not_follow_the_callers_array():
     X = _blobs(n=10)
     original = X.copy()
-    model = ExactCorrelationClustering().fit(X)
+    model = ExactCorrelationClustering(beta=1.0).fit(X)
     before = model.predict(original[:3]), model.score(original[:3])
     X[:] = 100.0
     np.testing.assert_array_equal(model.predict(original[:3]), before[0])

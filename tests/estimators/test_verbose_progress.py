@@ -61,7 +61,7 @@ def test_exact_correlation_clustering_reports_the_milp_and_the_perturbations(
         ticking_progress, capsys):
     ticking_progress(STEP)
     X = blobs(9, 1)
-    ExactCorrelationClustering(method="milp", verbose=1).fit(X)
+    ExactCorrelationClustering(beta=1.0, method="milp", verbose=1).fit(X)
     lines = lines_of(capsys.readouterr().out, "ExactCorrelationClustering")
     check_lines(lines, ["exact flat trellis", "MAP by integer programming",
                         "MILP: "], progress=[])
@@ -74,7 +74,7 @@ def test_exact_correlation_clustering_reports_the_milp_and_the_perturbations(
 
 def test_sparse_correlation_clustering_names_its_stage(ticking_progress, capsys):
     ticking_progress(STEP)
-    ExactCorrelationClustering(method="sparse", seed_linkages=["average"],
+    ExactCorrelationClustering(beta=1.0, method="sparse", seed_linkages=["average"],
                                verbose=1).fit(blobs(12, 2))
     lines = lines_of(capsys.readouterr().out, "ExactCorrelationClustering")
     check_lines(lines, ["(12, 12) affinities", "sparse flat trellis over seed trees (average)"],

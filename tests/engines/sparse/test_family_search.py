@@ -94,7 +94,8 @@ def test_estimators_accept_the_diana_seed():
     from sklearn_trellis import ExactCorrelationClustering, TrellisHierarchical
 
     X = np.random.default_rng(1).normal(size=(40, 2))
-    flat = ExactCorrelationClustering(seed_linkages=["average", "diana"], max_exact_size=8).fit(X)
+    flat = ExactCorrelationClustering(beta=1.0, seed_linkages=["average", "diana"],
+                                      max_exact_size=8).fit(X)
     assert "diana" in flat.approximation_
     tree = TrellisHierarchical(seed_linkages=["diana"], max_exact_size=8, window_size=0,
                                n_beam_trees=0).fit(X)
