@@ -38,6 +38,21 @@ def _axes(ax):
     return figure, ax
 
 
+
+def _check_fitted_with(estimator, attributes, needs):
+    """``estimator`` fitted (else ``NotFittedError``) and holding ``attributes``.
+
+    A fitted estimator of the wrong kind gets a ``TypeError`` naming what is
+    missing and which estimators have it, not scikit-learn's "not fitted yet"
+    (``check_is_fitted(estimator, attributes)`` says that of any estimator
+    without them, fitted or not).
+    """
+    check_is_fitted(estimator)
+    missing = [name for name in attributes if not hasattr(estimator, name)]
+    if missing:
+        raise TypeError(f"{type(estimator).__name__} has no {' nor '.join(missing)}: "
+                        f"{needs}.")
+
 def _leaf_order(linkage_matrix):
     return np.asarray(dendrogram(linkage_matrix, no_plot=True)["leaves"], dtype=np.int64)
 
@@ -341,7 +356,10 @@ class DendrogramDisplay:
         (estimators that have it: :class:`~sklearn_trellis.TrellisHierarchical`);
         ``kwargs`` go to :meth:`plot`.
         """
-        check_is_fitted(estimator, "linkage_matrix_")
+        _check_fitted_with(estimator, ["linkage_matrix_"],
+                           "a dendrogram needs a fitted hierarchy (TrellisHierarchical, "
+                           "DivisiveClustering, BayesianHierarchicalClustering, "
+                           "EntropyAgglomeration)")
         probabilities = None
         if node_probabilities:
             if not hasattr(type(estimator), "node_marginals_"):
@@ -541,7 +559,8 @@ class EntropySequenceDisplay:
     @classmethod
     def from_estimator(cls, estimator, samples, *, element_labels=None, axes=None, **kwargs):
         """Along the leaf order of a fitted EntropyAgglomeration's dendrogram."""
-        check_is_fitted(estimator, "linkage_matrix_")
+        _check_fitted_with(estimator, ["linkage_matrix_"],
+                           "the leaf order is that of a fitted EntropyAgglomeration")
         order = _leaf_order(estimator.linkage_matrix_)
         return cls.from_samples(samples, order=order, element_labels=element_labels,
                                 axes=axes, **kwargs)
@@ -620,7 +639,8 @@ class CredibleBallDisplay:
     def from_estimator(cls, estimator, *, loss="vi", level=0.95, element_labels=None,
                        axes=None, **kwargs):
         """Around a fitted estimator's ``labels_``, from its ``samples_``."""
-        check_is_fitted(estimator, "labels_")
+        _check_fitted_with(estimator, ["labels_"],
+                           "a credible ball is drawn around a partition of the samples")
         samples = getattr(estimator, "samples_", None)
         if samples is None:
             raise TypeError(f"{type(estimator).__name__} has no samples_: a credible ball "
@@ -704,7 +724,8 @@ class BannerDisplay:
     @classmethod
     def from_estimator(cls, estimator, *, element_labels=None, ax=None, **kwargs):
         """From a fitted :class:`~sklearn_trellis.DivisiveClustering`."""
-        check_is_fitted(estimator, ["order_", "heights_"])
+        _check_fitted_with(estimator, ["order_", "heights_"],
+                           "a banner draws a divisive tree (DivisiveClustering)")
         return cls(estimator.order_, estimator.heights_,
                    getattr(estimator, "divisive_coefficient_", None),
                    element_labels).plot(ax=ax, **kwargs)
@@ -753,7 +774,8 @@ class DependenceProbabilityDisplay:
     def from_estimator(cls, estimator, *, column_names=None, ax=None, **kwargs):
         """From a fitted :class:`~sklearn_trellis.CrossCat`: columns grouped by ``views_``
         (largest view first), names from ``feature_names_in_`` when it has them."""
-        check_is_fitted(estimator, "dependence_probability_")
+        _check_fitted_with(estimator, ["dependence_probability_"],
+                           "dependence probabilities are CrossCat's")
         views = np.asarray(estimator.views_)
         sizes = np.bincount(views)
         order = np.lexsort((np.arange(views.size), -sizes[views]))
