@@ -418,7 +418,17 @@ default='vi'
         check_is_fitted(self)
         X = validate_kernel_data(self, X, dtype=np.float64, ensure_all_finite="allow-nan",
                                  reset=False)
-        self.model_.check_values(X)
+        try:
+            self.model_.check_values(X)
+        except ValueError as error:
+            if self.likelihood != "auto":
+                raise
+            inferred = next(name for name, cls in CELL_MODELS.items()
+                            if type(self.model_) is cls)
+            raise ValueError(f"{error} The cell type {inferred!r} was "
+                             "inferred from the values seen in fit (likelihood='auto'); "
+                             "declare it (e.g. likelihood='normal') if new rows may hold "
+                             "other values.") from None
         if self._exact is None:
             return self._mean_predictive_log_density(np.ascontiguousarray(X))
         with np.errstate(all="ignore"):     # a NaN density is refused below

@@ -186,3 +186,13 @@ def test_warm_start_on_new_data_restarts_from_the_last_state():
     np.testing.assert_array_equal(model.row_samples_, cold.row_samples_)
     model.fit(X2)
     assert model.log_joints_.size == n_first + 10   # continuing: no burn-in
+
+
+def test_new_values_outside_the_inferred_cell_type_say_it_was_inferred():
+    X = np.array([[0.0, 1.0], [1.0, 1.0], [0.0, 0.0]])
+    model = InfiniteBiclustering(method="exact").fit(X)          # 'auto': bernoulli
+    with pytest.raises(ValueError, match="'bernoulli' was inferred .*likelihood='auto'"):
+        model.score_samples([[0.5, 1.0]])
+    declared = InfiniteBiclustering("bernoulli", method="exact").fit(X)
+    with pytest.raises(ValueError, match=r"binary cells \(0 or 1; NaN for missing\).$"):
+        declared.score_samples([[0.5, 1.0]])
