@@ -271,6 +271,9 @@ default='vi'
         self._check_warm_shape(np.shape(X))
         X = validate_kernel_data(self, X, dtype=np.float64, ensure_all_finite="allow-nan",
                                  reset=not self._has_chains())
+        if np.isnan(X).all():   # 'auto' would infer a type from no value at all
+            raise ValueError(f"X has no observed cell (all {X.size} entries are NaN): "
+                             "there is nothing to cluster.")
         warm = self._warm_start_mode(X)
         rng = check_random_state(self.random_state)
         if warm == "continue":

@@ -196,3 +196,11 @@ def test_new_values_outside_the_inferred_cell_type_say_it_was_inferred():
     declared = InfiniteBiclustering("bernoulli", method="exact").fit(X)
     with pytest.raises(ValueError, match=r"binary cells \(0 or 1; NaN for missing\).$"):
         declared.score_samples([[0.5, 1.0]])
+
+
+def test_a_matrix_without_observed_cells_is_refused():
+    # 'auto' inferred 'bernoulli' from no value at all, and fit sampled the prior.
+    with pytest.raises(ValueError, match="no observed cell"):
+        InfiniteBiclustering(method="exact").fit(np.full((3, 2), np.nan))
+    X = np.array([[0.2, np.nan], [1.5, np.nan], [3.1, np.nan]])   # one empty column is data
+    assert InfiniteBiclustering(method="exact").fit(X).column_labels_.shape == (2,)
