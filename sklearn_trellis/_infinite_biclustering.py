@@ -13,7 +13,8 @@ from ._core.labels import first_appearance_labels
 from ._core.validation import validate_kernel_data
 from ._gibbs_base import (KMEANS_INIT_CLUSTERS, MAX_LOSS_ESTIMATE_ITEMS, MAX_PAIRWISE_ITEMS,
                           _BaseGibbs, _refuse_rows_without_density, check_given_labels,
-                          gamma_hyperprior, initial_labels, predictive_picks)
+                          gamma_hyperprior, initial_labels, observed_nothing_scores_zero,
+                          predictive_picks)
 from .engines.exact.bicluster import ExactBiclusterPosterior, bell
 from .engines.exact.binder import bayes_estimate
 from .engines.gibbs import bicluster as engine
@@ -433,11 +434,12 @@ default='vi'
                              "declare it (e.g. likelihood='normal') if new rows may hold "
                              "other values.") from None
         if self._exact is None:
-            return self._mean_predictive_log_density(np.ascontiguousarray(X))
-        with np.errstate(all="ignore"):     # a NaN density is refused below
-            density = self._exact.log_predictive(X)
-        _refuse_rows_without_density(np.isnan(density))
-        return density
+            density = self._mean_predictive_log_density(np.ascontiguousarray(X))
+        else:
+            with np.errstate(all="ignore"):     # a NaN density is refused below
+                density = self._exact.log_predictive(X)
+            _refuse_rows_without_density(np.isnan(density))
+        return observed_nothing_scores_zero(density, X)
 
     def score(self, X, y=None):
         """Mean log posterior predictive density of the rows of ``X`` (higher is better).

@@ -210,3 +210,12 @@ def test_new_values_outside_an_inferred_column_type_say_it_was_inferred():
     with pytest.raises(ValueError, match="Column 0 is declared 'bernoulli' but holds values "
                                          "other than 0 and 1.$"):
         declared.score_samples([[0.1, 1.0]])
+
+
+@pytest.mark.parametrize("method", ["exact", "gibbs"])
+def test_a_row_with_nothing_observed_has_log_density_exactly_zero(method):
+    X = np.array([[0.1, 1.0], [0.3, 2.0], [2.2, 1.0], [2.5, 0.0]])
+    model = CrossCat(method=method, alpha_prior=None, n_sweeps=10, random_state=0).fit(X)
+    scores = model.score_samples([[np.nan, np.nan], [np.nan, 1.0]])
+    assert scores[0] == 0.0          # was +-1e-16: sums of normalised weights
+    assert scores[1] < 0.0

@@ -204,3 +204,12 @@ def test_a_matrix_without_observed_cells_is_refused():
         InfiniteBiclustering(method="exact").fit(np.full((3, 2), np.nan))
     X = np.array([[0.2, np.nan], [1.5, np.nan], [3.1, np.nan]])   # one empty column is data
     assert InfiniteBiclustering(method="exact").fit(X).column_labels_.shape == (2,)
+
+
+@pytest.mark.parametrize("method", ["exact", "gibbs"])
+def test_a_row_with_nothing_observed_has_log_density_exactly_zero(method):
+    X = np.array([[0.2, 1.3, 0.1], [1.5, 0.2, 2.0], [3.1, 2.2, 0.4]])
+    model = InfiniteBiclustering(method=method, n_sweeps=10, random_state=0).fit(X)
+    scores = model.score_samples([[np.nan] * 3, [np.nan, 1.0, np.nan]])
+    assert scores[0] == 0.0          # was +-1e-16: sums of normalised weights
+    assert scores[1] < 0.0
