@@ -54,7 +54,14 @@ def _check_fitted_with(estimator, attributes, needs):
                         f"{needs}.")
 
 def _leaf_order(linkage_matrix):
+    if len(linkage_matrix) == 0:   # one element: no merge (scipy refuses the empty tree)
+        return np.zeros(1, dtype=np.int64)
     return np.asarray(dendrogram(linkage_matrix, no_plot=True)["leaves"], dtype=np.int64)
+
+
+def _agglomerate(samples):
+    """The EA tree of a sample set (its flat cut unused: one cluster fits any size)."""
+    return EntropyAgglomeration(n_clusters=1).fit(samples)
 
 
 def _names(element_labels, n):
@@ -279,6 +286,8 @@ class DendrogramDisplay:
         """
         linkage = np.asarray(self.linkage_matrix, dtype=np.float64)
         n = len(linkage) + 1
+        if n < 2:
+            raise ValueError("A dendrogram needs at least 2 elements, got 1.")
         probabilities = None
         if self.node_probabilities is not None:
             probabilities = np.asarray(self.node_probabilities, dtype=np.float64).ravel()
@@ -373,7 +382,7 @@ class DendrogramDisplay:
     @classmethod
     def from_samples(cls, samples, *, element_labels=None, ax=None, **kwargs):
         """Run entropy agglomeration on a sample set and draw its dendrogram."""
-        estimator = EntropyAgglomeration().fit(samples)
+        estimator = _agglomerate(samples)
         return cls.from_estimator(estimator, element_labels=element_labels, ax=ax, **kwargs)
 
 
@@ -435,7 +444,7 @@ class CoClusteringDisplay:
     @classmethod
     def from_samples(cls, samples, *, element_labels=None, ax=None, **kwargs):
         """Co-occurrence of a sample set, ordered by its EA dendrogram."""
-        estimator = EntropyAgglomeration().fit(samples)
+        estimator = _agglomerate(samples)
         return cls.from_estimator(estimator, element_labels=element_labels, ax=ax, **kwargs)
 
 

@@ -329,3 +329,15 @@ def test_fitted_estimators_of_the_wrong_kind_are_named_not_called_unfitted():
     with pytest.raises(NotFittedError):   # an unfitted one is still "not fitted"
         DependenceProbabilityDisplay.from_estimator(KMeans())
 
+
+
+def test_a_sample_set_of_one_element():
+    # from_samples agglomerated with n_clusters=2 and said "n_clusters=2 exceeds the
+    # number of elements (1)", a parameter the caller never passed.
+    samples = np.zeros((3, 1), dtype=int)
+    display = CoClusteringDisplay.from_samples(samples)
+    np.testing.assert_array_equal(display.image_.get_array(), [[1.0]])
+    plt.close("all")
+    with pytest.raises(ValueError, match="at least 2 elements"):
+        DendrogramDisplay.from_samples(samples)
+    plt.close("all")
