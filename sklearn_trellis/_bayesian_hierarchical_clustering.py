@@ -125,7 +125,9 @@ ClusterLikelihood, default='gaussian'
         The bound over the family (``family=``), between the two above.
     n_features_in_ : int
     model_ : ClusterLikelihood
-        The fitted likelihood.
+        The fitted likelihood (a Gaussian one fitted to ``X`` minus the means of
+        the features lying more than 1000 standard deviations from 0, its
+        ``mean_prior_`` moved alike: the same model, summed without rounding).
     approximation_ : str
         What the fit does not compute exactly: the tree is greedy (or
         randomized), the evidence of the tree a lower bound, and the

@@ -202,7 +202,10 @@ array-like of shape (n_samples,), default='auto'
     model_ : ClusterLikelihood
         The fitted cluster model: the likelihood of ``likelihood`` fitted to
         ``X`` (resolved hyperparameters; for learned ones, the values the
-        sampler starts from and the grid).
+        sampler starts from and the grid). A Gaussian likelihood is fitted to
+        ``X`` minus the means of the features lying more than 1000 standard
+        deviations from 0 (its ``mean_prior_`` moved alike), where float64
+        would round their squares' sums; the model is the same.
     hyperparameters_ : dict of ndarray or None
         Learned likelihood hyperparameters at each kept sample, e.g.
         ``{'scale': ..., 'dof': ...}`` for the default
