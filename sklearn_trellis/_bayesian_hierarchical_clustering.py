@@ -12,13 +12,14 @@ from sklearn.utils.validation import check_is_fitted
 from ._core.validation import NestedModelParamsMixin, WriteableStateMixin, validate_kernel_data
 from ._core.compilation import announces_compilation
 from ._core.progress import Progress
+from ._core.units import shift_rows
 from ._hierarchy_mixin import HierarchyMixin
 from .engines.bhc import posterior as bhc_posterior
 from .engines.bhc.build import (DEFAULT_SUBSAMPLE_SIZE, approximation_notes, greedy_tree,
                                 kernel_params, randomized_tree)
 from .engines.bhc.hyperparameters import MAX_SELECTION_ITEMS, select_hyperparameters
 from .engines.sparse.seeds import LINKAGES
-from .models import LIKELIHOODS, make_likelihood
+from .models import LIKELIHOODS, fit_likelihood
 from .models.likelihood import ClusterLikelihood
 
 
@@ -124,7 +125,9 @@ ClusterLikelihood, default='gaussian'
         The bound over the family (``family=``), between the two above.
     n_features_in_ : int
     model_ : ClusterLikelihood
-        The fitted likelihood.
+        The fitted likelihood (a Gaussian one fitted to ``X`` minus the means of
+        the features lying more than 1000 standard deviations from 0, its
+        ``mean_prior_`` moved alike: the same model, summed without rounding).
     approximation_ : str
         What the fit does not compute exactly: the tree is greedy (or
         randomized), the evidence of the tree a lower bound, and the
@@ -215,7 +218,7 @@ ClusterLikelihood, default='gaussian'
         self._check_n_clusters(n)
         if self.method == "randomized" and self.tree == "rose":
             raise ValueError("method='randomized' builds binary trees: use tree='binary'.")
-        self.model_ = make_likelihood(self.likelihood).fit(X)
+        self.model_, self._offset, X = fit_likelihood(self.likelihood, X)
         if not self.model_.factorizes:
             raise ValueError(f"{type(self.model_).__name__} does not factorise over clusters; "
                              "BHC needs a conjugate cluster likelihood.")
@@ -283,7 +286,7 @@ ClusterLikelihood, default='gaussian'
     def _grouped(self, X):
         check_is_fitted(self)
         X = validate_kernel_data(self, X, dtype=np.float64, reset=False)
-        new_data = self.model_.check_data(X)
+        new_data = self.model_.check_data(shift_rows(X, getattr(self, "_offset", None)))
         group, fractions = bhc_posterior.node_groups(self.children_, self.labels_,
                                                      self.n_clusters_)
         grouped = bhc_posterior.grouped_log_predictive(

@@ -10,7 +10,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_feature_names, check_is_fitted
 
 from ._core.compilation import announces_compilation
-from ._gibbs_base import _BaseGibbs, gamma_hyperprior, predictive_picks
+from ._gibbs_base import (_BaseGibbs, gamma_hyperprior, observed_nothing_scores_zero,
+                          predictive_picks)
 from .engines.exact.crosscat import MAX_EXACT_COLUMNS, MAX_EXACT_ROWS, exact_crosscat
 from .models import cell_loops as ck
 from .engines.gibbs import crosscat as engine
@@ -414,13 +415,14 @@ class CrossCat(ClusterMixin, _BaseGibbs):
         """
         data = self._encode(X)
         if self._exact is not None:
-            return self._exact.log_predictive(data)
+            return observed_nothing_scores_zero(self._exact.log_predictive(data), data)
         per_sample = []
         for sample in self._predictive_samples():
             views = engine.view_predictives(self.model_, sample, data)
             per_sample.append(sum(logsumexp(v.log_weights, axis=1) for v in views))
         per_sample = np.array(per_sample)
-        return logsumexp(per_sample, axis=0) - np.log(per_sample.shape[0])
+        return observed_nothing_scores_zero(
+            logsumexp(per_sample, axis=0) - np.log(per_sample.shape[0]), data)
 
     def score(self, X, y=None):
         """Mean log posterior predictive density of the rows of ``X`` (higher is better).

@@ -11,6 +11,7 @@ from threadpoolctl import threadpool_limits
 
 from ._core.budget import check_memory
 from ._core.compilation import announces_compilation
+from ._core.units import shift_rows
 from ._core.validation import validate_kernel_data
 from ._gibbs_base import (MAX_LOSS_ESTIMATE_ITEMS, _BaseGibbs, check_given_labels,
                           gamma_hyperprior, initial_labels, predictive_picks)
@@ -19,7 +20,7 @@ from .engines.exact.grid_marginal import GridMarginalPosterior
 from .engines.gibbs import sampler as gibbs
 from .engines.gibbs import subcluster
 from .engines.gibbs.shards import BLOCK_ROWS, import_distributed, is_dask_array
-from .models import LIKELIHOODS, make_likelihood
+from .models import LIKELIHOODS, fit_likelihood, make_likelihood
 from .models.likelihood import ClusterLikelihood
 from .models.priors import make_prior
 from .summaries.point_estimates import LOSSES, PAIRWISE_LOSSES
@@ -201,7 +202,10 @@ array-like of shape (n_samples,), default='auto'
     model_ : ClusterLikelihood
         The fitted cluster model: the likelihood of ``likelihood`` fitted to
         ``X`` (resolved hyperparameters; for learned ones, the values the
-        sampler starts from and the grid).
+        sampler starts from and the grid). A Gaussian likelihood is fitted to
+        ``X`` minus the means of the features lying more than 1000 standard
+        deviations from 0 (its ``mean_prior_`` moved alike), where float64
+        would round their squares' sums; the model is the same.
     hyperparameters_ : dict of ndarray or None
         Learned likelihood hyperparameters at each kept sample, e.g.
         ``{'scale': ..., 'dof': ...}`` for the default
@@ -366,7 +370,9 @@ array-like of shape (n_samples,), default='auto'
         rng = check_random_state(self.random_state)
         n = X.shape[0]
         if warm != "continue":  # the data-dependent priors follow the new data
-            self.model_ = make_likelihood(self.likelihood).fit(X)
+            self.model_, self._offset, X = fit_likelihood(self.likelihood, X)
+        else:
+            X = shift_rows(X, getattr(self, "_offset", None))
         self.prior_ = prior
         exact = self._use_exact(n, self.model_.factorizes and not warm
                                 and self.alpha_prior is None)
@@ -417,6 +423,7 @@ array-like of shape (n_samples,), default='auto'
         rows = np.unique(np.linspace(0, n - 1, min(n, DASK_PRIOR_ROWS)).astype(np.int64))
         self._prior_rows = X[rows].compute()
         self.model_ = make_likelihood(self.likelihood).fit(self._prior_rows)
+        self._offset = None   # the rows stay on the workers as they are
         self.prior_ = prior
         if getattr(self.model_, "uncollapsed_kernels", None) is None:
             raise ValueError(f"A dask array is sampled by the sub-cluster sampler, which needs "
@@ -546,7 +553,7 @@ array-like of shape (n_samples,), default='auto'
         """Per kept sample (MAX_PREDICTIVE_SAMPLES at most): log weights (m, K_s + 1)."""
         check_is_fitted(self)
         X = validate_kernel_data(self, X, dtype=np.float64, reset=False)
-        data_new = self.model_.check_data(X)
+        data_new = self.model_.check_data(shift_rows(X, getattr(self, "_offset", None)))
         count = self.samples_.shape[0]
         picks = predictive_picks(count)
         # float64 rows for the collapsed kernels (a float32 fit's copy): once per call

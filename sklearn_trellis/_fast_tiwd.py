@@ -17,7 +17,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._core.budget import check_memory, rows_or_zero
 from ._core.compilation import announces_compilation
 from ._core.pairwise import check_square_symmetric
-from ._core.validation import validate_kernel_data
+from ._core.validation import check_label_vector, validate_kernel_data
 from ._gibbs_base import (_BaseGibbs, _refuse_rows_without_density, check_given_labels,
                           predictive_picks)
 from .engines.exact.trellis_for_model import trellis_for_model
@@ -671,10 +671,7 @@ default='singletons'
         log_posterior : float
         """
         check_is_fitted(self)
-        labels = np.asarray(labels)
-        n = self.inner_products_.shape[0]
-        if labels.shape != (n,):
-            raise ValueError(f"labels must have shape ({n},), got {labels.shape}.")
+        labels = check_label_vector(labels, self.inner_products_.shape[0])
         compact = np.unique(labels, return_inverse=True)[1]
         if theta is None:
             theta = self.theta if self.theta is not None else self.theta_samples_[

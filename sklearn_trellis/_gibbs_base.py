@@ -113,6 +113,16 @@ def gamma_hyperprior(alpha_prior):
     return GammaHyperprior(*alpha_prior)
 
 
+def observed_nothing_scores_zero(log_density, data):
+    """``log_density`` with exactly 0 for the rows of ``data`` whose cells are all NaN.
+
+    A row with nothing observed has density 1 under any model; the sums of
+    normalised weights gave it ``+-1e-16``.
+    """
+    log_density[np.isnan(data).all(axis=1)] = 0.0
+    return log_density
+
+
 def _refuse_rows_without_density(lost):
     """A clear error for the rows (boolean mask) whose predictive float64 cannot hold."""
     rows = np.flatnonzero(lost)

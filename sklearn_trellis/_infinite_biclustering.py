@@ -13,7 +13,8 @@ from ._core.labels import first_appearance_labels
 from ._core.validation import validate_kernel_data
 from ._gibbs_base import (KMEANS_INIT_CLUSTERS, MAX_LOSS_ESTIMATE_ITEMS, MAX_PAIRWISE_ITEMS,
                           _BaseGibbs, _refuse_rows_without_density, check_given_labels,
-                          gamma_hyperprior, initial_labels, predictive_picks)
+                          gamma_hyperprior, initial_labels, observed_nothing_scores_zero,
+                          predictive_picks)
 from .engines.exact.bicluster import ExactBiclusterPosterior, bell
 from .engines.exact.binder import bayes_estimate
 from .engines.gibbs import bicluster as engine
@@ -271,6 +272,9 @@ default='vi'
         self._check_warm_shape(np.shape(X))
         X = validate_kernel_data(self, X, dtype=np.float64, ensure_all_finite="allow-nan",
                                  reset=not self._has_chains())
+        if np.isnan(X).all():   # 'auto' would infer a type from no value at all
+            raise ValueError(f"X has no observed cell (all {X.size} entries are NaN): "
+                             "there is nothing to cluster.")
         warm = self._warm_start_mode(X)
         rng = check_random_state(self.random_state)
         if warm == "continue":
@@ -418,13 +422,24 @@ default='vi'
         check_is_fitted(self)
         X = validate_kernel_data(self, X, dtype=np.float64, ensure_all_finite="allow-nan",
                                  reset=False)
-        self.model_.check_values(X)
+        try:
+            self.model_.check_values(X)
+        except ValueError as error:
+            if self.likelihood != "auto":
+                raise
+            inferred = next(name for name, cls in CELL_MODELS.items()
+                            if type(self.model_) is cls)
+            raise ValueError(f"{error} The cell type {inferred!r} was "
+                             "inferred from the values seen in fit (likelihood='auto'); "
+                             "declare it (e.g. likelihood='normal') if new rows may hold "
+                             "other values.") from None
         if self._exact is None:
-            return self._mean_predictive_log_density(np.ascontiguousarray(X))
-        with np.errstate(all="ignore"):     # a NaN density is refused below
-            density = self._exact.log_predictive(X)
-        _refuse_rows_without_density(np.isnan(density))
-        return density
+            density = self._mean_predictive_log_density(np.ascontiguousarray(X))
+        else:
+            with np.errstate(all="ignore"):     # a NaN density is refused below
+                density = self._exact.log_predictive(X)
+            _refuse_rows_without_density(np.isnan(density))
+        return observed_nothing_scores_zero(density, X)
 
     def score(self, X, y=None):
         """Mean log posterior predictive density of the rows of ``X`` (higher is better).

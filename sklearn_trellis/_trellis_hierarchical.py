@@ -1008,8 +1008,11 @@ default='dasgupta'
                                  "with metric='precomputed', X must hold non-negative "
                                  "distances.")
             return X
+        # In units of the larger of the fitted rows and the new ones: a new item far
+        # beyond the fitted scale keeps a finite distance (its square overflowed).
+        exponent = max(self._metric_exponent, unit_exponent(X, self.metric))
         return scaled_pairwise_distances(X, self._X_fit, metric=self.metric,
-                                         exponent=self._metric_exponent)
+                                         exponent=exponent)
 
     def attachment_log_proba(self, X):
         """Log posterior of each new item's position in the MAP tree (the tree held fixed).

@@ -38,8 +38,30 @@ def _axes(ax):
     return figure, ax
 
 
+
+def _check_fitted_with(estimator, attributes, needs):
+    """``estimator`` fitted (else ``NotFittedError``) and holding ``attributes``.
+
+    A fitted estimator of the wrong kind gets a ``TypeError`` naming what is
+    missing and which estimators have it, not scikit-learn's "not fitted yet"
+    (``check_is_fitted(estimator, attributes)`` says that of any estimator
+    without them, fitted or not).
+    """
+    check_is_fitted(estimator)
+    missing = [name for name in attributes if not hasattr(estimator, name)]
+    if missing:
+        raise TypeError(f"{type(estimator).__name__} has no {' nor '.join(missing)}: "
+                        f"{needs}.")
+
 def _leaf_order(linkage_matrix):
+    if len(linkage_matrix) == 0:   # one element: no merge (scipy refuses the empty tree)
+        return np.zeros(1, dtype=np.int64)
     return np.asarray(dendrogram(linkage_matrix, no_plot=True)["leaves"], dtype=np.int64)
+
+
+def _agglomerate(samples):
+    """The EA tree of a sample set (its flat cut unused: one cluster fits any size)."""
+    return EntropyAgglomeration(n_clusters=1).fit(samples)
 
 
 def _names(element_labels, n):
@@ -264,6 +286,8 @@ class DendrogramDisplay:
         """
         linkage = np.asarray(self.linkage_matrix, dtype=np.float64)
         n = len(linkage) + 1
+        if n < 2:
+            raise ValueError("A dendrogram needs at least 2 elements, got 1.")
         probabilities = None
         if self.node_probabilities is not None:
             probabilities = np.asarray(self.node_probabilities, dtype=np.float64).ravel()
@@ -341,7 +365,10 @@ class DendrogramDisplay:
         (estimators that have it: :class:`~sklearn_trellis.TrellisHierarchical`);
         ``kwargs`` go to :meth:`plot`.
         """
-        check_is_fitted(estimator, "linkage_matrix_")
+        _check_fitted_with(estimator, ["linkage_matrix_"],
+                           "a dendrogram needs a fitted hierarchy (TrellisHierarchical, "
+                           "DivisiveClustering, BayesianHierarchicalClustering, "
+                           "EntropyAgglomeration)")
         probabilities = None
         if node_probabilities:
             if not hasattr(type(estimator), "node_marginals_"):
@@ -355,7 +382,7 @@ class DendrogramDisplay:
     @classmethod
     def from_samples(cls, samples, *, element_labels=None, ax=None, **kwargs):
         """Run entropy agglomeration on a sample set and draw its dendrogram."""
-        estimator = EntropyAgglomeration().fit(samples)
+        estimator = _agglomerate(samples)
         return cls.from_estimator(estimator, element_labels=element_labels, ax=ax, **kwargs)
 
 
@@ -417,7 +444,7 @@ class CoClusteringDisplay:
     @classmethod
     def from_samples(cls, samples, *, element_labels=None, ax=None, **kwargs):
         """Co-occurrence of a sample set, ordered by its EA dendrogram."""
-        estimator = EntropyAgglomeration().fit(samples)
+        estimator = _agglomerate(samples)
         return cls.from_estimator(estimator, element_labels=element_labels, ax=ax, **kwargs)
 
 
@@ -541,7 +568,8 @@ class EntropySequenceDisplay:
     @classmethod
     def from_estimator(cls, estimator, samples, *, element_labels=None, axes=None, **kwargs):
         """Along the leaf order of a fitted EntropyAgglomeration's dendrogram."""
-        check_is_fitted(estimator, "linkage_matrix_")
+        _check_fitted_with(estimator, ["linkage_matrix_"],
+                           "the leaf order is that of a fitted EntropyAgglomeration")
         order = _leaf_order(estimator.linkage_matrix_)
         return cls.from_samples(samples, order=order, element_labels=element_labels,
                                 axes=axes, **kwargs)
@@ -620,7 +648,8 @@ class CredibleBallDisplay:
     def from_estimator(cls, estimator, *, loss="vi", level=0.95, element_labels=None,
                        axes=None, **kwargs):
         """Around a fitted estimator's ``labels_``, from its ``samples_``."""
-        check_is_fitted(estimator, "labels_")
+        _check_fitted_with(estimator, ["labels_"],
+                           "a credible ball is drawn around a partition of the samples")
         samples = getattr(estimator, "samples_", None)
         if samples is None:
             raise TypeError(f"{type(estimator).__name__} has no samples_: a credible ball "
@@ -704,7 +733,8 @@ class BannerDisplay:
     @classmethod
     def from_estimator(cls, estimator, *, element_labels=None, ax=None, **kwargs):
         """From a fitted :class:`~sklearn_trellis.DivisiveClustering`."""
-        check_is_fitted(estimator, ["order_", "heights_"])
+        _check_fitted_with(estimator, ["order_", "heights_"],
+                           "a banner draws a divisive tree (DivisiveClustering)")
         return cls(estimator.order_, estimator.heights_,
                    getattr(estimator, "divisive_coefficient_", None),
                    element_labels).plot(ax=ax, **kwargs)
@@ -753,7 +783,8 @@ class DependenceProbabilityDisplay:
     def from_estimator(cls, estimator, *, column_names=None, ax=None, **kwargs):
         """From a fitted :class:`~sklearn_trellis.CrossCat`: columns grouped by ``views_``
         (largest view first), names from ``feature_names_in_`` when it has them."""
-        check_is_fitted(estimator, "dependence_probability_")
+        _check_fitted_with(estimator, ["dependence_probability_"],
+                           "dependence probabilities are CrossCat's")
         views = np.asarray(estimator.views_)
         sizes = np.bincount(views)
         order = np.lexsort((np.arange(views.size), -sizes[views]))

@@ -302,3 +302,42 @@ def test_dependence_probability_display():
     assert sizes[model.views_[order[0]]] == sizes.max()
     assert [t.get_text() for t in display.ax_.get_yticklabels()] == [
         "abc"[k] for k in order]
+
+
+def test_fitted_estimators_of_the_wrong_kind_are_named_not_called_unfitted():
+    # check_is_fitted(estimator, "linkage_matrix_") said "not fitted yet" of a fitted
+    # estimator without a tree; a fitted one of the wrong kind is a TypeError naming why.
+    from sklearn.cluster import KMeans, SpectralCoclustering
+    from sklearn.exceptions import NotFittedError
+    from sklearn_trellis.plotting import (BannerDisplay, CredibleBallDisplay,
+                                          DependenceProbabilityDisplay)
+
+    kmeans = KMeans(n_clusters=2, n_init=1, random_state=0).fit(np.arange(8.0)[:, None])
+    ea = EntropyAgglomeration().fit(np.array([[0, 0, 1, 1], [0, 1, 1, 1]]))
+    # a biclustering has row_labels_, no labels_ (as InfiniteBiclustering)
+    biclusters = SpectralCoclustering(n_clusters=2, random_state=0).fit(np.eye(4) + 0.1)
+    for call, match in [(lambda: DendrogramDisplay.from_estimator(kmeans), "linkage_matrix_"),
+                        (lambda: EntropySequenceDisplay.from_estimator(kmeans, [[0, 1]]),
+                         "linkage_matrix_"),
+                        (lambda: BannerDisplay.from_estimator(ea), "order_ nor heights_"),
+                        (lambda: DependenceProbabilityDisplay.from_estimator(ea),
+                         "dependence_probability_"),
+                        (lambda: CredibleBallDisplay.from_estimator(biclusters), "labels_")]:
+        with pytest.raises(TypeError, match=match):
+            call()
+        plt.close("all")
+    with pytest.raises(NotFittedError):   # an unfitted one is still "not fitted"
+        DependenceProbabilityDisplay.from_estimator(KMeans())
+
+
+
+def test_a_sample_set_of_one_element():
+    # from_samples agglomerated with n_clusters=2 and said "n_clusters=2 exceeds the
+    # number of elements (1)", a parameter the caller never passed.
+    samples = np.zeros((3, 1), dtype=int)
+    display = CoClusteringDisplay.from_samples(samples)
+    np.testing.assert_array_equal(display.image_.get_array(), [[1.0]])
+    plt.close("all")
+    with pytest.raises(ValueError, match="at least 2 elements"):
+        DendrogramDisplay.from_samples(samples)
+    plt.close("all")

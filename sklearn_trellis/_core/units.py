@@ -67,5 +67,46 @@ def scaled_pairwise_distances(X, Y=None, *, metric, exponent):
     return from_units(distances, exponent, metric, out=distances)
 
 
-__all__ = ["METRIC_DEGREE", "from_units", "metric_degree", "scaled_pairwise_distances",
+#: A feature whose mean lies more than this many standard deviations from 0 is
+#: centred before a Gaussian model sums its squares: ``sum x^2 - n mean^2`` loses
+#: about ``eps * ratio**2`` of the spread (all of it at ``ratio = 1e8``).
+OFFSET_RATIO = 1e3
+
+
+def feature_offset(X):
+    """Per-feature shift that centres the features far from 0 relative to their spread.
+
+    ``mean_j`` where ``|mean_j| > OFFSET_RATIO * std_j > 0`` (frequencies near
+    ``1e10`` Hz, UTM coordinates, timestamps), else 0; ``None`` when no feature
+    needs it, so that ordinary data are used as they are (bitwise). Constant
+    features are not shifted (their magnitude sets the Gaussian models' variance
+    floor). Subtracting it changes nothing in a translation-equivariant model
+    (the prior mean shifted alike) but the rounding of its sums of squares.
+
+    >>> feature_offset(np.array([[1e10, 0.0], [1e10 + 2, 1.0]])).tolist()
+    [10000000001.0, 0.0]
+    >>> feature_offset(np.array([[3.0, 0.0], [5.0, 1.0]])) is None
+    True
+    """
+    X = np.asarray(X)
+    if X.shape[0] < 2:
+        return None
+    mean = X.mean(axis=0, dtype=np.float64)
+    std = X.std(axis=0, dtype=np.float64)
+    far = (std > 0) & (np.abs(mean) > OFFSET_RATIO * std)
+    return np.where(far, mean, 0.0) if far.any() else None
+
+
+def shift_rows(X, offset):
+    """``X - offset`` in the dtype of ``X`` (``X`` itself when ``offset`` is None).
+
+    ``offset`` is the one :func:`feature_offset` stored at fit, rounded to the fit's
+    dtype, so that a float32 fit and float64 new rows subtract the same value.
+    """
+    if offset is None:
+        return X
+    return np.ascontiguousarray(X - offset.astype(X.dtype))
+
+
+__all__ = ["OFFSET_RATIO", "feature_offset", "shift_rows", "METRIC_DEGREE", "from_units", "metric_degree", "scaled_pairwise_distances",
            "to_units", "unit_exponent"]

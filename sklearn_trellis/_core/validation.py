@@ -57,6 +57,39 @@ def check_indices(indices, n_items, name="indices"):
 
 
 
+def check_label_vector(labels, n_items, name="labels"):
+    """A partition of ``n_items`` items given by one label per item, checked; as an array.
+
+    Any labels name the clusters (integers with gaps or negative, strings, whole
+    or fractional floats: equal labels, one cluster), but NaN and infinity are
+    refused: NaN equals no label, so its items would silently belong to no
+    cluster. The labels are returned unchanged (not renumbered).
+
+    >>> check_label_vector([3, 3, -1], 3).tolist()
+    [3, 3, -1]
+    >>> check_label_vector([0.0, float("nan")], 2)
+    Traceback (most recent call last):
+    ...
+    ValueError: labels hold NaN or infinite values (items 1); every item needs a cluster label.
+    """
+    labels = np.asarray(labels)
+    if labels.shape != (n_items,):
+        raise ValueError(f"{name} must have shape ({n_items},), got {labels.shape}.")
+    if labels.dtype.kind in "fc":
+        missing = ~np.isfinite(labels)
+    elif labels.dtype == object:
+        missing = np.array([isinstance(v, numbers.Number) and not isinstance(v, numbers.Integral)
+                            and not np.isfinite(v) for v in labels], dtype=bool)
+    else:
+        return labels
+    if missing.any():
+        items = np.flatnonzero(missing)
+        shown = ", ".join(map(str, items[:5])) + (", ..." if items.size > 5 else "")
+        raise ValueError(f"{name} hold NaN or infinite values (items {shown}); every item "
+                         "needs a cluster label.")
+    return labels
+
+
 #: Read-only arrays of at most this many bytes are copied before they reach the
 #: numba kernels (:func:`writeable_if_small`): numba types a read-only array apart
 #: from a writeable one (``readonly array(...)``) and compiles every kernel a second

@@ -16,6 +16,8 @@ also regenerates :mod:`.cell_kernels`: ``python -m sklearn_trellis.models._cell_
 
 from sklearn.base import clone
 
+from .._core.units import feature_offset, shift_rows
+
 from ._flat import FlatModel
 from ._split import SplitKernelInputs, SplitModel
 from .callable_energy import CallableEnergy
@@ -73,6 +75,26 @@ def make_likelihood(likelihood):
     return _make(likelihood, LIKELIHOODS, ClusterLikelihood, "likelihood", "ClusterLikelihood")
 
 
+def fit_likelihood(likelihood, X):
+    """A fresh likelihood fitted to the rows ``X``, centred first where float64 needs it.
+
+    Returns ``(model, offset, rows)``: features of a translation-equivariant
+    likelihood lying far from 0 relative to their spread are centred
+    (:func:`~sklearn_trellis._core.units.feature_offset`; ``offset`` None when none
+    is), ``model`` is fitted to ``rows = X - offset`` and new rows must be shifted
+    alike (:func:`~sklearn_trellis._core.units.shift_rows`). Ordinary data are
+    used as they are.
+    """
+    model = make_likelihood(likelihood)
+    offset = feature_offset(X) if model.translation_equivariant else None
+    if offset is not None:
+        # in the rows' dtype: float64 new rows subtract exactly what float32 rows did
+        offset = offset.astype(X.dtype)
+        model = model.shifted(offset)
+        X = shift_rows(X, offset)
+    return model.fit(X), offset, X
+
+
 def make_cell_model(likelihood):
     """A fresh cell model from a name of :data:`CELL_MODELS` or a clone of an instance
     (the ``likelihood`` of ``InfiniteBiclustering``)."""
@@ -85,4 +107,4 @@ __all__ = ["FlatModel", "CorrelationClusteringModel", "SplitModel", "SplitKernel
            "NormalInverseWishart", "NormalGamma", "BetaBernoulli", "DirichletMultinomial",
            "CellModel", "NormalCells", "BernoulliCells", "PoissonCells", "CategoricalCells",
            "WishartBlockModel", "WishartBlockLikelihood", "ENERGIES", "LIKELIHOODS",
-           "CELL_MODELS", "make_likelihood", "make_cell_model"]
+           "CELL_MODELS", "make_likelihood", "fit_likelihood", "make_cell_model"]

@@ -9,6 +9,8 @@
 import numpy as np
 from sklearn.base import BaseEstimator
 
+from .._core.validation import check_label_vector
+
 
 
 class FlatModel(BaseEstimator):
@@ -69,9 +71,7 @@ class FlatModel(BaseEstimator):
 
     def log_potential(self, labels):
         """``log phi(C)`` of the clustering given by a label vector."""
-        labels = np.asarray(labels)
-        if labels.shape != (self.n_items_,):
-            raise ValueError(f"labels must have shape ({self.n_items_},), got {labels.shape}.")
+        labels = check_label_vector(labels, self.n_items_)
         total = self.log_potential_constant()
         for value in np.unique(labels):
             total += self.cluster_log_potential(np.flatnonzero(labels == value))

@@ -164,6 +164,7 @@ class TableEncoder:
                 raise ValueError(f"likelihood has {len(requested)} entries for {d} columns.")
         self.names_ = names
         self.types_, self.categories_, self.models_, self.codes_ = [], [], [], []
+        self.inferred_ = []  # per column: type inferred from the values (not declared)
         for j in range(d):
             name = _column_name(names, j)
             values = columns[j]
@@ -171,6 +172,7 @@ class TableEncoder:
             if missing.all():
                 raise ValueError(f"Column {name} has no observed value (all NaN); drop it.")
             kind = None if requested[j] is None else _model_name(requested[j])
+            inferred = kind is None and not is_category[j]
             if kind is not None and kind not in CELL_MODELS:
                 raise ValueError(f"Unknown column type {kind!r} for column {name}; "
                                  f"expected one of {sorted(CELL_MODELS)}.")
@@ -202,6 +204,7 @@ class TableEncoder:
                         categories = sorted(set(numbers_[~np.isnan(numbers_)].tolist()))
                 _check_values(numbers_, kind, name)
             self.types_.append(kind)
+            self.inferred_.append(inferred)
             self.categories_.append(categories)
             self.codes_.append(codes)
             model = requested[j] if (requested[j] is not None
@@ -229,13 +232,17 @@ class TableEncoder:
         missing = _missing(values)
         if self.types_[j] != "categorical":
             numbers_ = _as_numbers(values, name)
-            _check_values(numbers_, self.types_[j], name)
+            _check_values(numbers_, self.types_[j], name, self.inferred_[j])
             return numbers_
         index = {_key(c): k for k, c in enumerate(self.categories_[j])}
         column = np.full(values.shape[0], np.nan)
         for i in np.flatnonzero(~missing):
             key = _key(values[i])
             if key not in index:
+                what = (f"the value {values[i]!r}, not one of the categories seen in fit "
+                        f"({self.categories_[j]})")
+                if self.inferred_[j]:
+                    _refuse_values(name, "categorical", what, True)
                 raise ValueError(f"Column {name}: value {values[i]!r} is not one of "
                                  f"the categories seen in fit ({self.categories_[j]}).")
             column[i] = index[key]
@@ -288,15 +295,22 @@ def _check_codes(numbers_, cell, name):
     return list(range(k))
 
 
-def _check_values(numbers_, kind, name):
+def _refuse_values(name, kind, what, inferred):
+    """Refuse values of a column outside its type; say how that type was chosen."""
+    if inferred:
+        raise ValueError(f"Column {name} holds {what}, but its type {kind!r} was inferred "
+                         "from the values seen in fit; declare the column's type (e.g. "
+                         "likelihood=[..., 'normal', ...]) if it may hold other values.")
+    raise ValueError(f"Column {name} is declared {kind!r} but holds {what}.")
+
+
+def _check_values(numbers_, kind, name, inferred=False):
     observed = numbers_[~np.isnan(numbers_)]
     if kind == "bernoulli" and not np.all((observed == 0) | (observed == 1)):
-        raise ValueError(f"Column {name} is declared 'bernoulli' but holds values other than "
-                         "0 and 1.")
+        _refuse_values(name, kind, "values other than 0 and 1", inferred)
     if kind == "poisson" and not (np.all(observed >= 0)
                                   and np.all(observed == np.round(observed))):
-        raise ValueError(f"Column {name} is declared 'poisson' but holds values that are not "
-                         "non-negative integers.")
+        _refuse_values(name, kind, "values that are not non-negative integers", inferred)
 
 
 __all__ = ["TableEncoder", "MAX_AUTO_CATEGORIES", "infer_cell_type"]

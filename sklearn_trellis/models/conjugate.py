@@ -177,6 +177,15 @@ class _GridHyperpriorMixin:
     occupied clusters under the current ``params``).
     """
 
+    translation_equivariant = True
+
+    def shifted(self, offset):
+        """This (unfitted) likelihood for the rows ``X - offset``: a given ``mean_prior``
+        moves with them (``None``, the mean of the rows, follows by itself)."""
+        if self.mean_prior is not None:
+            self.set_params(mean_prior=np.asarray(self.mean_prior, dtype=np.float64) - offset)
+        return self
+
     @property
     def resamples_hyperparameters(self):
         return self.grid_scale_.size > 1

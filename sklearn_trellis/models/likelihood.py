@@ -103,6 +103,10 @@ class ClusterLikelihood(BaseEstimator):
     #: slot's row): a rejected split-merge proposal then restores the whole of ``stats`` and
     #: ``work`` (``O(capacity n_stats + work size)`` per proposal) instead of those rows.
     nonlocal_state = False
+    #: True when the model of ``X - c`` with ``mean_prior - c`` is that of ``X`` (the
+    #: Gaussian clusters): estimators then centre features far from 0 before the
+    #: kernels sum their squares (:func:`sklearn_trellis._core.units.feature_offset`).
+    translation_equivariant = False
     #: True when ``refresh`` computes every occupied slot's statistics from the labels and
     #: the data alone and ``work`` holds no state of the partition (only caches that its
     #: kernels fill on demand): a new Gibbs state then needs no item-by-item ``rebuild``

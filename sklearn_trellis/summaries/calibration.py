@@ -232,6 +232,23 @@ def expected_calibration_error(y_true, pairwise_probabilities, *, y_reference=No
     return float(np.sum(counts * np.abs(prob_true - prob_pred)) / counts.sum())
 
 
+#: How far from 1 a row of assignment probabilities may sum (float32 rounding).
+PROBA_SUM_TOLERANCE = 1e-6
+
+
+def _check_rows_sum_to_one(proba):
+    """Refuse rows that are not distributions: a column left out (clipped, or
+    sums of products that are no co-membership probabilities) would pass silently."""
+    if proba.shape[0] == 0:
+        return
+    error = np.abs(proba.sum(axis=1) - 1.0)
+    worst = int(np.argmax(error))
+    if error[worst] > PROBA_SUM_TOLERANCE:
+        raise ValueError(f"proba rows must sum to 1 (each a distribution over the clusters); "
+                         f"row {worst} sums to {proba[worst].sum():.6g}. Pass every column "
+                         "of predict_proba (e.g. DPMixture's last, 'new cluster').")
+
+
 def pairwise_from_proba(proba, reference_labels=None):
     """Co-membership probabilities from assignment probabilities (``predict_proba``).
 
@@ -274,6 +291,8 @@ def pairwise_from_proba(proba, reference_labels=None):
                 (labels.size and (labels.min() < 0 or labels.max() >= proba.shape[1])):
             raise ValueError(f"reference_labels must be 1-d integers in [0, "
                              f"{proba.shape[1] - 1}] (columns of proba).")
+    _check_rows_sum_to_one(proba)
+    if reference_labels is not None:
         return proba[:, labels]
     out = np.clip(proba @ proba.T, 0.0, 1.0)
     np.fill_diagonal(out, 1.0)

@@ -200,3 +200,17 @@ def test_evidence_hyperparameters_maximise_the_tree_evidence(blobs):
     assert set(model.hyperparameters_) == {"scale", "dof"}
     fixed = BayesianHierarchicalClustering(hyperparameters="fixed").fit(X)
     assert fixed.log_evidence_lower_bound_ <= model.log_evidence_lower_bound_ + 1e-9
+
+
+@pytest.mark.parametrize("likelihood", ["gaussian", "diagonal"])
+def test_a_large_offset_of_the_features_changes_nothing(likelihood):
+    # x**2 ~ 1e20 summed by the kernels rounded away the spread of features near 1e10
+    # ('diagonal' merged the two blobs); features far from 0 are centred first.
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(size=(4, 2)), rng.normal(size=(4, 2)) + 6.0])
+    near = BayesianHierarchicalClustering(likelihood=likelihood).fit(X)
+    far = BayesianHierarchicalClustering(likelihood=likelihood).fit(X + 1e10)
+    np.testing.assert_array_equal(far.labels_, near.labels_)
+    np.testing.assert_array_equal(far.children_, near.children_)
+    np.testing.assert_allclose(far.score_samples(X[:3] + 1e10), near.score_samples(X[:3]),
+                               rtol=1e-4)

@@ -285,3 +285,18 @@ def test_callable_affinity():
     expected = X @ X.T
     np.fill_diagonal(expected, 0)
     np.testing.assert_allclose(model.affinity_matrix_, expected)
+
+
+@pytest.mark.parametrize("method", ["exact", "sparse"])
+def test_log_potential_refuses_nan_labels(method):
+    # NaN equals no label: its items silently joined no cluster, and log_potential
+    # returned the value of a partition of the other items.
+    rng = np.random.default_rng(0)
+    model = ExactCorrelationClustering(affinity="precomputed", method=method).fit(
+        random_affinity(rng, 5))
+    labels = np.array([0.0, 0.0, 1.0, 1.0, 2.0])
+    value = model.log_potential(labels)
+    assert model.log_potential(labels * 7 - 3) == value  # gaps and signs name the same clusters
+    labels[4] = np.nan
+    with pytest.raises(ValueError, match=r"NaN or infinite values \(items 4\)"):
+        model.log_potential(labels)

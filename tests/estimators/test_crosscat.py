@@ -192,3 +192,30 @@ def test_warm_start_on_new_data_restarts_from_the_last_state():
     assert np.all(model.view_samples_.shape == cold.view_samples_.shape)
     model.fit(X2)
     assert model.log_joints_.size == n_first + 10   # continuing: no burn-in
+
+
+def test_new_values_outside_an_inferred_column_type_say_it_was_inferred():
+    # A column of 0/1 (or of small counts) seen in fit is inferred 'bernoulli' (or
+    # 'categorical'); a new row's 0.1 was refused as if the user had "declared" it.
+    X = np.array([[0.0, 1.0], [1.0, 2.0], [1.0, 3.0]])
+    model = CrossCat(method="exact", alpha_prior=None).fit(X)
+    with pytest.raises(ValueError, match="Column 0 holds values other than 0 and 1, but its "
+                                         "type 'bernoulli' was inferred"):
+        model.score_samples([[0.1, 1.0]])
+    with pytest.raises(ValueError, match="not one of the categories seen in fit.*"
+                                         "'categorical' was inferred"):
+        model.score_samples([[1.0, 7.0]])
+    declared = CrossCat(likelihood=["bernoulli", "normal"], method="exact",
+                        alpha_prior=None).fit(X)
+    with pytest.raises(ValueError, match="Column 0 is declared 'bernoulli' but holds values "
+                                         "other than 0 and 1.$"):
+        declared.score_samples([[0.1, 1.0]])
+
+
+@pytest.mark.parametrize("method", ["exact", "gibbs"])
+def test_a_row_with_nothing_observed_has_log_density_exactly_zero(method):
+    X = np.array([[0.1, 1.0], [0.3, 2.0], [2.2, 1.0], [2.5, 0.0]])
+    model = CrossCat(method=method, alpha_prior=None, n_sweeps=10, random_state=0).fit(X)
+    scores = model.score_samples([[np.nan, np.nan], [np.nan, 1.0]])
+    assert scores[0] == 0.0          # was +-1e-16: sums of normalised weights
+    assert scores[1] < 0.0

@@ -167,3 +167,31 @@ def test_exact_refuses_large_n():
         DPMixture(method="exact").fit(X)
     with pytest.raises(ValueError, match="init"):
         DPMixture(init=np.zeros(5, int)).fit(X)
+
+
+def _two_blobs():
+    rng = np.random.default_rng(0)
+    return np.vstack([rng.normal(size=(4, 2)), rng.normal(size=(4, 2)) + 6.0])
+
+
+@pytest.mark.parametrize("likelihood", ["gaussian", "diagonal",
+                                        NormalInverseWishart(mean_prior=[3.0, 3.0])])
+@pytest.mark.parametrize("method", ["exact", "gibbs", "subcluster"])
+def test_a_large_offset_of_the_features_changes_nothing(likelihood, method):
+    # Frequencies near 1e10 Hz: the kernels summed x**2 ~ 1e20, whose rounding (1e4)
+    # swamped the spread (~10); the variance floor (1e-8 max|x|)**2 = 1e4 did too. The
+    # default 'diagonal' model put the two blobs in one cluster. Features far from 0
+    # are now centred first (the prior mean with them): a translation changes nothing.
+    X, offset = _two_blobs(), 1e10
+    if not isinstance(likelihood, str) and likelihood.mean_prior is not None:
+        shifted = NormalInverseWishart(mean_prior=np.add(likelihood.mean_prior, offset))
+    else:
+        shifted = likelihood
+    kwargs = dict(method=method, n_sweeps=30, random_state=0)
+    near = DPMixture(likelihood, **kwargs).fit(X)
+    far = DPMixture(shifted, **kwargs).fit(X + offset)
+    np.testing.assert_array_equal(far.labels_, near.labels_)
+    assert np.unique(near.labels_).size == 2
+    # the shifted rows round at 1e10 * eps ~ 2e-6: scores agree to that
+    np.testing.assert_allclose(far.score_samples(X[:3] + offset), near.score_samples(X[:3]),
+                               rtol=1e-4)

@@ -260,3 +260,13 @@ def test_finite_blocks_filled_by_known_classes():
     model = FastTIWD(n_blocks=2, n_sweeps=10, random_state=0).fit(D, y)
     assert model.samples_.max() <= 1
     assert np.all(model.samples_[:, :3] == model.samples_[:, :1])
+
+
+def test_log_posterior_refuses_nan_labels():
+    D = make_wishart_blocks(n_samples=6, random_state=2).distances
+    model = FastTIWD(n_sweeps=4, random_state=0).fit(D)
+    labels = model.labels_.astype(float)
+    assert model.log_posterior(labels * 5 + 2) == pytest.approx(model.log_posterior(labels))
+    labels[[1, 3]] = [np.nan, np.inf]
+    with pytest.raises(ValueError, match=r"items 1, 3"):
+        model.log_posterior(labels)

@@ -186,3 +186,30 @@ def test_warm_start_on_new_data_restarts_from_the_last_state():
     np.testing.assert_array_equal(model.row_samples_, cold.row_samples_)
     model.fit(X2)
     assert model.log_joints_.size == n_first + 10   # continuing: no burn-in
+
+
+def test_new_values_outside_the_inferred_cell_type_say_it_was_inferred():
+    X = np.array([[0.0, 1.0], [1.0, 1.0], [0.0, 0.0]])
+    model = InfiniteBiclustering(method="exact").fit(X)          # 'auto': bernoulli
+    with pytest.raises(ValueError, match="'bernoulli' was inferred .*likelihood='auto'"):
+        model.score_samples([[0.5, 1.0]])
+    declared = InfiniteBiclustering("bernoulli", method="exact").fit(X)
+    with pytest.raises(ValueError, match=r"binary cells \(0 or 1; NaN for missing\).$"):
+        declared.score_samples([[0.5, 1.0]])
+
+
+def test_a_matrix_without_observed_cells_is_refused():
+    # 'auto' inferred 'bernoulli' from no value at all, and fit sampled the prior.
+    with pytest.raises(ValueError, match="no observed cell"):
+        InfiniteBiclustering(method="exact").fit(np.full((3, 2), np.nan))
+    X = np.array([[0.2, np.nan], [1.5, np.nan], [3.1, np.nan]])   # one empty column is data
+    assert InfiniteBiclustering(method="exact").fit(X).column_labels_.shape == (2,)
+
+
+@pytest.mark.parametrize("method", ["exact", "gibbs"])
+def test_a_row_with_nothing_observed_has_log_density_exactly_zero(method):
+    X = np.array([[0.2, 1.3, 0.1], [1.5, 0.2, 2.0], [3.1, 2.2, 0.4]])
+    model = InfiniteBiclustering(method=method, n_sweeps=10, random_state=0).fit(X)
+    scores = model.score_samples([[np.nan] * 3, [np.nan, 1.0, np.nan]])
+    assert scores[0] == 0.0          # was +-1e-16: sums of normalised weights
+    assert scores[1] < 0.0

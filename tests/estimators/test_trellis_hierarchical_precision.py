@@ -116,3 +116,16 @@ def test_cluster_marginals_meet_the_documented_bound(offset, options):
         bound = 1e-12 + n * EPS * max_log_phi
         for cluster, p in cluster_node_probabilities(trees, probs).items():
             assert abs(model.cluster_marginal(list(cluster)) - p) <= bound, (cluster, p)
+
+
+def test_predict_of_items_far_beyond_the_fitted_scale():
+    # The new items' distances were computed in the fitted rows' units, where the
+    # square of 1e160 overflows: predict said "distances contain NaN or infinite
+    # values" of finite rows. In the larger of both units they are finite, and an
+    # item 1e160 away is placed as one 1e100 away (its similarity to all is 0).
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(size=(4, 2)), rng.normal(size=(4, 2)) + 6.0])
+    model = TrellisHierarchical(random_state=0).fit(X)
+    near = model.predict_proba(X[:2] + 1e100)
+    for offset in (1e160, 1e300):
+        np.testing.assert_array_equal(model.predict_proba(X[:2] + offset), near)

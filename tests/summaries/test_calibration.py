@@ -176,3 +176,14 @@ def test_grid_search_calibrates_beta_on_labels():
     scores = search.cv_results_["mean_test_score"]
     assert scores[1] > scores[0]
     assert search.best_params_["beta"] != 0.01
+
+
+@pytest.mark.parametrize("proba", [[[0.5, 0.2], [0.1, 0.9]],     # a column left out
+                                   [[0.9, 0.9], [0.5, 0.5]]])    # clipped to 1 before
+@pytest.mark.parametrize("reference_labels", [None, [0, 1]])
+def test_pairwise_from_proba_refuses_rows_that_are_not_distributions(proba, reference_labels):
+    with pytest.raises(ValueError, match="row 0 sums to"):
+        pairwise_from_proba(proba, reference_labels)
+    # float32 rounding of a distribution is accepted
+    ok = np.array([[0.3, 0.7], [0.5, 0.5]], dtype=np.float32)
+    assert pairwise_from_proba(ok, reference_labels).shape[0] == 2

@@ -34,7 +34,7 @@ from ..._core.family import ClusterFamily, item_codes
 from ..._core.interpreted import call, interpreting, run_interpreted
 from ..._core.labels import canonical_rows
 from ..._core.trees import leaf_order
-from ..._core.validation import check_indices
+from ..._core.validation import check_indices, check_label_vector
 from . import _sparse_flat_kernels as kernels
 
 #: Default cap of the number of remainder states of the state engine.
@@ -409,9 +409,7 @@ class SparseFlatTrellis:
 
     def log_potential(self, labels):
         """``sum e(B)`` of a partition; ``-inf`` if one of its clusters is not a vertex."""
-        labels = np.asarray(labels)
-        if labels.shape != (self.n_items,):
-            raise ValueError(f"labels must have shape ({self.n_items},), got {labels.shape}.")
+        labels = check_label_vector(labels, self.n_items)
         total = 0.0
         for value in np.unique(labels):
             v = self.family.vertex_of(np.flatnonzero(labels == value))
