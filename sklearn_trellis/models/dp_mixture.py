@@ -54,10 +54,12 @@ class MixturePartitionModel(FlatModel):
         """True when ``log_count(K)`` is linear in ``K`` (the CRP) and folds into ``e``."""
         return type(self.prior) is CRP
 
-    def log_potential_table(self, params=None):
-        """Cluster log-potentials of all subsets; ``params``: the likelihood's kernel parameters."""
+    def log_potential_table(self, params=None, log_marginals=None):
+        """Cluster log-potentials of all subsets; ``params``: the likelihood's kernel parameters,
+        ``log_marginals``: their ``subset_log_marginals`` of the data if known."""
         n = self.n_items_
-        table = self.likelihood.subset_log_marginals(self._data, params)
+        table = (self.likelihood.subset_log_marginals(self._data, params)
+                 if log_marginals is None else log_marginals.copy())
         table[1:] += self.prior.log_block(subset_sizes(n)[1:])
         if self.folds_count:
             table[1:] += np.log(self.prior.alpha)

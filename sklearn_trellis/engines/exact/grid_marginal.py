@@ -51,11 +51,13 @@ class GridMarginalPosterior:
             params, log_prior = grid
         self.model_ = MixturePartitionModel(self.prior, self.likelihood).fit(data)
         constant = self.model_.log_potential_constant()
-        self.tables_, self.trellises_ = [], []
+        self.tables_, self.trellises_, self._log_marginals = [], [], []
         log_evidence = np.empty(len(params))
         log_map = np.empty(len(params))
         for g, row in enumerate(params):
-            table = self.model_.log_potential_table(row)
+            log_marginals = self.likelihood.subset_log_marginals(self.model_._data, row)
+            table = self.model_.log_potential_table(row, log_marginals)
+            self._log_marginals.append(log_marginals)
             trellis = trellis_for_model(self.model_, table, max_items=self.max_items)
             self.tables_.append(table)
             self.trellises_.append(trellis)
@@ -107,11 +109,13 @@ class GridMarginalPosterior:
         sizes = subset_sizes(n)[1:]
         new_weights = np.array([self.prior.log_predictive_weights(np.ones(k))[-1]
                                 for k in range(1, n + 1)])
+        log_join = self.prior.log_predictive_weights(sizes)[:-1]
         kept = np.flatnonzero(self.grid_weights > 0)
-        cluster, log_new = [], []
+        base, log_new = [], []
         for g in kept:
             trellis = self.trellises_[g]
-            cluster.append(trellis.log_cluster_marginals()[1:])
+            base.append(trellis.log_cluster_marginals()[1:] + log_join
+                        - self._log_marginals[g][1:])
             if np.ptp(new_weights) == 0:   # the CRP: a new cluster's weight ignores K
                 log_new.append(new_weights[0])
             else:
@@ -121,8 +125,7 @@ class GridMarginalPosterior:
         return ExactMixturePredictive(
             likelihood=self.likelihood, data=self.model_._data,
             grid_params=self.grid_params[kept], log_grid_weights=self._log_grid_weights[kept],
-            log_cluster_marginals=np.array(cluster), log_new_weights=np.array(log_new),
-            log_join_weights=self.prior.log_predictive_weights(sizes)[:-1],
+            log_join_bases=np.array(base), log_new_weights=np.array(log_new),
             log_normaliser=float(np.log(n + self.prior.alpha)))
 
     def log_joints(self, samples):
@@ -145,31 +148,27 @@ class ExactMixturePredictive:
     data: np.ndarray                    # (n, ...) the fitted rows (kernel data)
     grid_params: np.ndarray             # (G, n_params) grid points of positive weight
     log_grid_weights: np.ndarray        # (G,) log p(g | X)
-    log_cluster_marginals: np.ndarray   # (G, 2**n - 1) log P(B is a cluster | X, g)
+    log_join_bases: np.ndarray          # (G, 2**n - 1) log [P(B | X, g) w(|B|) / m_g(X_B)]
     log_new_weights: np.ndarray         # (G,) log E[w_new(K) | X, g]
-    log_join_weights: np.ndarray        # (2**n - 1,) log w(|B|)
     log_normaliser: float               # log(n + alpha)
 
     def log_density(self, data_new):
         """``log p(x | X)`` of each row of ``data_new`` (kernel data, like ``data``).
 
-        One table of ``log m_g`` over the subsets of the fitted rows plus ``x`` per
-        row and grid point (``2**(n + 1)`` entries, the fit's subset kernel): its
-        upper half, the subsets holding ``x``, minus its lower half is the gain
-        ``log m_g(X_B + x) - log m_g(X_B)`` of ``x`` joining ``B``, and entry
-        ``2**n`` (``B`` empty) is the new cluster's ``log m_g(x)``.
+        Per row and grid point one pass of the fit's subset kernel over the rows
+        ``[x, X]``, the subsets holding ``x`` only: ``log m_g(x + X_B)`` of every
+        ``B`` (``B`` empty: the new cluster's ``log m_g(x)``).
         """
         n = self.data.shape[0]
         out = np.empty(data_new.shape[0])
         per_point = np.empty(len(self.grid_params))
         for row in range(data_new.shape[0]):
-            joined = np.concatenate([self.data, data_new[row:row + 1]])
+            joined = np.concatenate([data_new[row:row + 1], self.data])
             for g, params in enumerate(self.grid_params):
-                table = self.likelihood.subset_log_marginals(joined, params)
-                gain = table[1 << n:] - table[:1 << n]
-                join = self.log_cluster_marginals[g] + self.log_join_weights + gain[1:]
-                per_point[g] = self.log_grid_weights[g] + logsumexp(
-                    np.append(join, self.log_new_weights[g] + gain[0]))
+                with_x = self.likelihood.subset_log_marginals(joined, params,
+                                                             with_first=True)[1::2]
+                per_point[g] = self.log_grid_weights[g] + logsumexp(np.append(
+                    self.log_join_bases[g] + with_x[1:], self.log_new_weights[g] + with_x[0]))
             out[row] = logsumexp(per_point) - self.log_normaliser
         return out
 
