@@ -220,8 +220,10 @@ array-like of shape (n_samples,), default='auto'
     each sweep, exact mode sums over the grid (``log_marginal_likelihood_``,
     ``pairwise_marginals_`` and the samples are then exact for the
     hierarchical model; ``labels_`` is the partition of the most probable
-    (partition, hyperparameter) pair). ``predict``, ``predict_proba`` and
-    ``score`` use each sample's own hyperparameters.
+    (partition, hyperparameter) pair). ``predict`` and ``predict_proba`` use
+    each sample's own hyperparameters, as does ``score`` of a Gibbs fit; an
+    exact fit's ``score`` sums over every partition and grid point (exactly
+    ``log p(X + x) - log p(X)``, whatever ``random_state``).
 
     ``predict_proba`` columns are the clusters of ``labels_`` then a last
     "new cluster" column. For each of up to 25 evenly spaced samples, a new
