@@ -13,8 +13,9 @@ from ._core.budget import check_memory
 from ._core.compilation import announces_compilation
 from ._core.units import shift_rows
 from ._core.validation import validate_kernel_data
-from ._gibbs_base import (MAX_LOSS_ESTIMATE_ITEMS, _BaseGibbs, check_given_labels,
-                          gamma_hyperprior, initial_labels, predictive_picks)
+from ._gibbs_base import (MAX_LOSS_ESTIMATE_ITEMS, _BaseGibbs, _refuse_rows_without_density,
+                          check_given_labels, gamma_hyperprior, initial_labels,
+                          predictive_picks)
 from .engines.exact.binder import bayes_estimate
 from .engines.exact.grid_marginal import GridMarginalPosterior
 from .engines.gibbs import sampler as gibbs
@@ -223,8 +224,10 @@ array-like of shape (n_samples,), default='auto'
     each sweep, exact mode sums over the grid (``log_marginal_likelihood_``,
     ``pairwise_marginals_`` and the samples are then exact for the
     hierarchical model; ``labels_`` is the partition of the most probable
-    (partition, hyperparameter) pair). ``predict``, ``predict_proba`` and
-    ``score`` use each sample's own hyperparameters.
+    (partition, hyperparameter) pair). ``predict`` and ``predict_proba`` use
+    each sample's own hyperparameters, as does ``score`` of a Gibbs fit; an
+    exact fit's ``score`` sums over every partition and grid point (exactly
+    ``log p(X + x) - log p(X)``, whatever ``random_state``).
 
     ``predict_proba`` columns are the clusters of ``labels_`` then a last
     "new cluster" column. For each of up to 25 evenly spaced samples, a new
@@ -476,6 +479,7 @@ array-like of shape (n_samples,), default='auto'
         self._sample_params = (posterior.grid_params[points]
                                if posterior.grid_params.shape[0] > 1 else None)
         self._chains = None
+        self._exact_predictive = posterior.predictive()
 
     def _sampler(self, n):
         """The sampling engine: ``method='subcluster'``, or ``'auto'`` from
@@ -494,6 +498,7 @@ array-like of shape (n_samples,), default='auto'
 
     def _fit_gibbs(self, X, data, rng, warm, sampler):
         n = X.shape[0]
+        self._exact_predictive = None
         self._check_samples_memory(n, len(self._chains.states) if warm else self.n_chains, warm)
         hyper = gamma_hyperprior(self.alpha_prior)
         record = gibbs.record_params if self.model_.resamples_hyperparameters else None
@@ -607,7 +612,16 @@ array-like of shape (n_samples,), default='auto'
         return np.argmax(self.predict_proba(X), axis=1)
 
     def score_samples(self, X):
-        """Log posterior predictive density of each row (averaged over kept samples).
+        """Log posterior predictive density ``log p(x | X)`` of each row, scored alone.
+
+        A new row joins cluster ``k`` with the prior's weight (CRP:
+        ``n_k / (n + alpha)``) and is scored by the cluster's posterior predictive,
+        or opens a new cluster (``alpha / (n + alpha)``, the prior predictive). An
+        exact fit sums this over every partition and hyperparameter grid point
+        with its posterior probability, which is ``log p(X + x) - log p(X)``
+        exactly (deterministic, whatever ``random_state``); a Gibbs fit averages
+        it over up to 25 evenly spaced kept samples, each at its own ``alpha`` and
+        hyperparameters.
 
         Parameters
         ----------
@@ -621,10 +635,18 @@ array-like of shape (n_samples,), default='auto'
         check_is_fitted(self)
         if is_dask_array(X):
             return _blockwise(X, self.score_samples, np.float64)
-        return self._mean_predictive_log_density(X)
+        exact = getattr(self, "_exact_predictive", None)
+        if exact is None:
+            return self._mean_predictive_log_density(X)
+        X = validate_kernel_data(self, X, dtype=np.float64, reset=False)
+        density = exact.log_density(self.model_.check_data(X))
+        _refuse_rows_without_density(np.isnan(density))   # -inf (underflow) is an answer
+        return density
 
     def score(self, X, y=None):
         """Mean log posterior predictive density of the rows of X (higher is better).
+
+        The mean of :meth:`score_samples` (exact for an exact fit).
 
         Parameters
         ----------

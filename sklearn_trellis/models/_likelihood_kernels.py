@@ -14,8 +14,10 @@ from .._core.specialise import specialise as _specialise, template
 
 
 @template
-def subset_log_marginals(params, data, n_items, n_stats, work, out):
-    """``out[B] = log m(X_B)`` for every non-empty bitmask ``B`` (depth-first, O(n) rows)."""
+def subset_log_marginals(params, data, n_items, n_stats, work, out, n_roots):
+    """``out[B] = log m(X_B)`` for every non-empty bitmask ``B`` whose lowest item is below
+    ``n_roots`` (depth-first, O(n) rows): all of them for ``n_roots = n_items``, those
+    holding item 0 for ``n_roots = 1``."""
     rows = np.empty((n_items + 1, n_stats))
     shared = np.zeros(1)
     lik_reset(params, rows, np.int64(0))
@@ -26,7 +28,7 @@ def subset_log_marginals(params, data, n_items, n_stats, work, out):
     depth = 0
     while depth >= 0:
         item = nexts[depth]
-        if item >= n_items:
+        if item >= (n_roots if depth == 0 else n_items):
             depth -= 1
             continue
         nexts[depth] = item + 1

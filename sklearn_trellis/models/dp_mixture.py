@@ -17,7 +17,8 @@ from ._flat import FlatModel
 from .priors import CRP
 
 
-def _subset_sizes(n_items):
+def subset_sizes(n_items):
+    """The number of items of every bitmask ``0..2**n_items - 1``."""
     sizes = np.zeros(1 << n_items, dtype=np.float64)
     for bit in range(n_items):
         sizes[1 << bit:1 << (bit + 1)] = sizes[:1 << bit] + 1
@@ -53,11 +54,13 @@ class MixturePartitionModel(FlatModel):
         """True when ``log_count(K)`` is linear in ``K`` (the CRP) and folds into ``e``."""
         return type(self.prior) is CRP
 
-    def log_potential_table(self, params=None):
-        """Cluster log-potentials of all subsets; ``params``: the likelihood's kernel parameters."""
+    def log_potential_table(self, params=None, log_marginals=None):
+        """Cluster log-potentials of all subsets; ``params``: the likelihood's kernel parameters,
+        ``log_marginals``: their ``subset_log_marginals`` of the data if known."""
         n = self.n_items_
-        table = self.likelihood.subset_log_marginals(self._data, params)
-        table[1:] += self.prior.log_block(_subset_sizes(n)[1:])
+        table = (self.likelihood.subset_log_marginals(self._data, params)
+                 if log_marginals is None else log_marginals.copy())
+        table[1:] += self.prior.log_block(subset_sizes(n)[1:])
         if self.folds_count:
             table[1:] += np.log(self.prior.alpha)
         table[0] = 0.0
@@ -96,4 +99,4 @@ class MixturePartitionModel(FlatModel):
         return values + self.log_potential_constant()
 
 
-__all__ = ["MixturePartitionModel"]
+__all__ = ["MixturePartitionModel", "subset_sizes"]

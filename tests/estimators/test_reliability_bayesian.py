@@ -16,6 +16,7 @@ from sklearn.metrics import adjusted_rand_score
 from sklearn_trellis import (BayesianHierarchicalClustering, CrossCat, DPMixture, FastTIWD,
                              InfiniteBiclustering)
 from sklearn_trellis.datasets import make_wishart_blocks
+from sklearn_trellis.engines.exact.grid_marginal import GridMarginalPosterior
 from sklearn_trellis.models import BernoulliCells, NormalCells
 from sklearn_trellis.models.cells import CategoricalCells
 from sklearn_trellis.models.priors import CRP, PitmanYor
@@ -63,9 +64,19 @@ def test_dp_mixture_density_float64_cannot_hold_is_refused_not_nan():
     with warnings.catch_warnings():   # k-means init on identical rows
         warnings.simplefilter("ignore")
         model = DPMixture("diagonal", alpha=1e-12, n_sweeps=4, random_state=0).fit(X)
-    for method in (model.predict_proba, model.score_samples):
+        gibbs = DPMixture("diagonal", alpha=1e-12, n_sweeps=4, method="gibbs",
+                          random_state=0).fit(X)
+    query = np.array([[1.25730221e-301]])
+    for method in (model.predict_proba, gibbs.predict_proba, gibbs.score_samples):
         with pytest.raises(ValueError, match="no predictive density float64 can hold"):
-            method(np.array([[1.25730221e-301]]))
+            method(query)
+    # the exact fit's score sums over the subsets, not one sample's clusters: it holds
+    # log p(X + x) - log p(X) (248.39, checked against brute-force enumeration)
+    data = np.vstack([model._data, model.model_.check_data(query)])
+    expected = (GridMarginalPosterior(model.prior_, model.model_, 3).fit(data)
+                .log_marginal_likelihood - model.log_marginal_likelihood_)
+    assert model.method_ == "exact" and np.isfinite(expected)
+    assert model.score_samples(query)[0] == pytest.approx(expected, abs=1e-9)
 
 
 # -- item 3: CrossCat keeps the codes of a categorical cell model ---------------------

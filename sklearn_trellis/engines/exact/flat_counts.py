@@ -115,6 +115,13 @@ class CountWeightedFlatTrellis:
         """Probability that exactly these items form one cluster."""
         return float(self._cluster[self._mask(indices)])
 
+    def log_cluster_marginals(self):
+        """``log P(B is a cluster)`` for every bitmask ``B`` (entry 0 is ``-inf``)."""
+        with np.errstate(divide="ignore"):
+            out = np.log(np.clip(self._cluster, 0.0, None))
+        out[0] = -np.inf
+        return out
+
     def n_clusters_distribution(self):
         """``P(K = k)`` for ``k = 1..N``."""
         probs = np.clip(self._k_probs[1:], 0.0, None)

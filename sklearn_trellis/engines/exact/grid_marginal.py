@@ -1,9 +1,11 @@
 """Exact partition posterior of a conjugate mixture, marginalised over a hyperprior grid."""
 
+from dataclasses import dataclass
+
 import numpy as np
 from scipy.special import logsumexp
 
-from ...models.dp_mixture import MixturePartitionModel
+from ...models.dp_mixture import MixturePartitionModel, subset_sizes
 from .trellis_for_model import trellis_for_model
 
 
@@ -49,11 +51,13 @@ class GridMarginalPosterior:
             params, log_prior = grid
         self.model_ = MixturePartitionModel(self.prior, self.likelihood).fit(data)
         constant = self.model_.log_potential_constant()
-        self.tables_, self.trellises_ = [], []
+        self.tables_, self.trellises_, self._log_marginals = [], [], []
         log_evidence = np.empty(len(params))
         log_map = np.empty(len(params))
         for g, row in enumerate(params):
-            table = self.model_.log_potential_table(row)
+            log_marginals = self.likelihood.subset_log_marginals(self.model_._data, row)
+            table = self.model_.log_potential_table(row, log_marginals)
+            self._log_marginals.append(log_marginals)
             trellis = trellis_for_model(self.model_, table, max_items=self.max_items)
             self.tables_.append(table)
             self.trellises_.append(trellis)
@@ -62,6 +66,7 @@ class GridMarginalPosterior:
         log_joint = log_prior + log_evidence
         self.log_marginal_likelihood = float(logsumexp(log_joint))
         self.grid_weights = np.exp(log_joint - self.log_marginal_likelihood)
+        self._log_grid_weights = log_joint - self.log_marginal_likelihood
         self.grid_params = np.asarray(params)
         self._log_prior = np.asarray(log_prior)
         self.map_grid_index = int(np.argmax(log_prior + log_map))
@@ -92,10 +97,80 @@ class GridMarginalPosterior:
             out[rows] = self.trellises_[g].sample(rows.size, random_state)
         return out, points
 
+    def predictive(self):
+        """The exact posterior predictive of a new row: :class:`ExactMixturePredictive`.
+
+        By linearity over the posterior, the CRP-style weights of a new row
+        (join a cluster ``B``: ``w(|B|) / (n + alpha)``; open one:
+        ``w_new(K) / (n + alpha)``) need only ``P(B is a cluster | X, g)`` of
+        every subset and ``E[w_new(K) | X, g]`` per grid point.
+        """
+        n = self.model_.n_items_
+        sizes = subset_sizes(n)[1:]
+        new_weights = np.array([self.prior.log_predictive_weights(np.ones(k))[-1]
+                                for k in range(1, n + 1)])
+        log_join = self.prior.log_predictive_weights(sizes)[:-1]
+        kept = np.flatnonzero(self.grid_weights > 0)
+        base, log_new = [], []
+        for g in kept:
+            trellis = self.trellises_[g]
+            base.append(trellis.log_cluster_marginals()[1:] + log_join
+                        - self._log_marginals[g][1:])
+            if np.ptp(new_weights) == 0:   # the CRP: a new cluster's weight ignores K
+                log_new.append(new_weights[0])
+            else:
+                with np.errstate(divide="ignore"):
+                    log_new.append(logsumexp(np.log(trellis.n_clusters_distribution())
+                                             + new_weights))
+        return ExactMixturePredictive(
+            likelihood=self.likelihood, data=self.model_._data,
+            grid_params=self.grid_params[kept], log_grid_weights=self._log_grid_weights[kept],
+            log_join_bases=np.array(base), log_new_weights=np.array(log_new),
+            log_normaliser=float(np.log(n + self.prior.alpha)))
+
     def log_joints(self, samples):
         """``log p(z, X)`` of each sample, marginalised over the grid."""
         per_point = np.array([self.model_.log_joints(samples, table) for table in self.tables_])
         return logsumexp(per_point + self._log_prior[:, None], axis=0)
 
 
-__all__ = ["GridMarginalPosterior"]
+@dataclass
+class ExactMixturePredictive:
+    """``log p(x | X)`` of new rows, summed over the whole exact posterior.
+
+    ``p(x | X) = sum_g p(g | X) [sum_B P(B | X, g) w(|B|) m_g(X_B + x) / m_g(X_B)
+    + E[w_new(K) | X, g] m_g(x)] / (n + alpha)``: the Gibbs sampler's predictive of
+    one partition (join a cluster or open one) averaged over every partition and
+    grid point, which is ``p(X + x) / p(X)``.
+    """
+
+    likelihood: object                  # the fitted ClusterLikelihood
+    data: np.ndarray                    # (n, ...) the fitted rows (kernel data)
+    grid_params: np.ndarray             # (G, n_params) grid points of positive weight
+    log_grid_weights: np.ndarray        # (G,) log p(g | X)
+    log_join_bases: np.ndarray          # (G, 2**n - 1) log [P(B | X, g) w(|B|) / m_g(X_B)]
+    log_new_weights: np.ndarray         # (G,) log E[w_new(K) | X, g]
+    log_normaliser: float               # log(n + alpha)
+
+    def log_density(self, data_new):
+        """``log p(x | X)`` of each row of ``data_new`` (kernel data, like ``data``).
+
+        Per row and grid point one pass of the fit's subset kernel over the rows
+        ``[x, X]``, the subsets holding ``x`` only: ``log m_g(x + X_B)`` of every
+        ``B`` (``B`` empty: the new cluster's ``log m_g(x)``).
+        """
+        n = self.data.shape[0]
+        out = np.empty(data_new.shape[0])
+        per_point = np.empty(len(self.grid_params))
+        for row in range(data_new.shape[0]):
+            joined = np.concatenate([data_new[row:row + 1], self.data])
+            for g, params in enumerate(self.grid_params):
+                with_x = self.likelihood.subset_log_marginals(joined, params,
+                                                             with_first=True)[1::2]
+                per_point[g] = self.log_grid_weights[g] + logsumexp(np.append(
+                    self.log_join_bases[g] + with_x[1:], self.log_new_weights[g] + with_x[0]))
+            out[row] = logsumexp(per_point) - self.log_normaliser
+        return out
+
+
+__all__ = ["GridMarginalPosterior", "ExactMixturePredictive"]
