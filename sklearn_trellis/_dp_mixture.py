@@ -639,7 +639,8 @@ array-like of shape (n_samples,), default='auto'
         if exact is None:
             return self._mean_predictive_log_density(X)
         X = validate_kernel_data(self, X, dtype=np.float64, reset=False)
-        density = exact.log_density(self.model_.check_data(X))
+        density = exact.log_density(self.model_.check_data(
+            shift_rows(X, getattr(self, "_offset", None))))
         _refuse_rows_without_density(np.isnan(density))   # -inf (underflow) is an answer
         return density
 

@@ -129,3 +129,16 @@ def test_gibbs_fit_after_an_exact_fit_scores_its_samples():
     assert model._exact_predictive is None
     assert np.allclose(model.score_samples(new), model._mean_predictive_log_density(new))
     assert not np.allclose(model.score_samples(new), exact, rtol=0, atol=1e-10)
+
+
+def test_exact_score_of_rows_far_from_zero_is_translation_invariant():
+    """Features far from 0 are centred in fit (``fit_likelihood``): the exact score shifts
+    new rows alike, so it is the score of the same rows near 0 (to the data's precision)."""
+    rng = np.random.RandomState(3)
+    X = _draw("gaussian", rng, 10)
+    shift = 1e8     # |mean| / std > 1e3: centred
+    near = DPMixture(method="exact", random_state=0).fit(X[:8])
+    far = DPMixture(method="exact", random_state=0).fit(X[:8] + shift)
+    assert far._offset is not None
+    np.testing.assert_allclose(far.score_samples(X[8:] + shift), near.score_samples(X[8:]),
+                               rtol=0, atol=1e-5)
