@@ -44,10 +44,18 @@ def shifted_affinities(similarity, offset):
     return shifted
 
 
-def fit_flat_trellis(model, family=None, *, max_items):
-    """The exact flat trellis of a fitted flat model, or the sparse one over ``family``."""
+def fit_flat_trellis(model, family=None, *, max_items, map_clustering=True,
+                     marginals=True):
+    """The exact flat trellis of a fitted flat model, or the sparse one over ``family``.
+
+    ``map_clustering=False`` and ``marginals=False`` leave out the exact
+    trellis's MAP and defer its marginals table (:meth:`ExactFlatTrellis.fit`):
+    what the evidence and its gradient need is ``log Z`` and the pairwise
+    marginals. The sparse trellis computes its marginals on demand anyway.
+    """
     if family is None:
-        return ExactFlatTrellis(model.log_potential_table(), max_items=max_items).fit()
+        return ExactFlatTrellis(model.log_potential_table(), max_items=max_items).fit(
+            map_clustering=map_clustering, marginals=marginals)
     return SparseFlatTrellis.from_model(model, family).fit()
 
 
@@ -175,18 +183,31 @@ def maximise_evidence(similarity, *, beta, offset, learn_beta, learn_offset, alp
         c = theta[-1] if learn_offset else offset
         return float(np.exp(log_b)), concentration, float(c)
 
-    def objective(theta):
+    def evaluate(theta, marginals):
+        """``(value, state)``: the objective at ``theta`` and what its gradient needs."""
         nonlocal n_evaluations
         n_evaluations += 1
         b, concentration, c = unpack(theta)
         shifted = shifted_affinities(similarity, c)
         model = CorrelationClusteringModel(beta=b / 2.0, alpha=concentration).fit(shifted)
-        trellis = fit_flat_trellis(model, family, max_items=max_items)
+        # The search never reads the MAP: only log Z and the marginals.
+        trellis = fit_flat_trellis(model, family, max_items=max_items, map_clustering=False,
+                                   marginals=marginals)
         n_pairs, _, sum_sq = pair_moments(shifted)
         variance = noise_variance(b, n_pairs, sum_sq)
         value = log_evidence(trellis, model, shifted, variance)
         if learn_alpha and alpha_prior is not None:
             value += log_alpha_prior(concentration, *alpha_prior)
+        progress.update(n_evaluations, None, "trellis fits")
+        return value, (b, concentration, shifted, variance, trellis)
+
+    # The fitted grid points a search starts from: its first evaluation reuses the fit.
+    starts = {}
+
+    def objective(theta):
+        known = starts.pop(np.asarray(theta, dtype=np.float64).tobytes(), None)
+        value, (b, concentration, shifted, variance, trellis) = \
+            known if known is not None else evaluate(theta, marginals=True)
         d_b, d_c = evidence_gradient(b, variance, shifted, trellis.pairwise_marginals())
         grad = [b * d_b] if learn_beta else []
         if learn_alpha:
@@ -196,7 +217,6 @@ def maximise_evidence(similarity, *, beta, offset, learn_beta, learn_offset, alp
                            else alpha_prior[0] - alpha_prior[1] * concentration))
         if learn_offset:
             grad.append(d_c)
-        progress.update(n_evaluations, None, "trellis fits")
         return -value, -np.array(grad)
 
     alpha_start = [np.log(alpha)] if learn_alpha else []
@@ -220,14 +240,26 @@ def maximise_evidence(similarity, *, beta, offset, learn_beta, learn_offset, alp
         # The evidence often has a "no structure" maximum at b -> 0 besides the structured
         # one: a coarse grid of b first, then a gradient search within a step of each of
         # the two best grid points (a free search can jump between the two basins).
+        # The grid needs the values only; the fits of the two best points stay for the
+        # first step of their searches.
         grid = log_scale + np.asarray(LOG_B_GRID)
-        values = [objective(np.r_[log_b, rest_start])[0] for log_b in grid]
+        values, fitted = [], {}
+        for k, log_b in enumerate(grid):
+            fitted[k] = evaluate(np.r_[log_b, rest_start], marginals=False)
+            values.append(-fitted[k][0])
+            best = np.argsort(values)[:2]
+            fitted = {j: fitted[j] for j in fitted if j in best}
         # The ends open outwards: the maximum may lie beyond the grid (b -> 0 included).
         edges = np.r_[grid[0] - LOG_B_BEYOND, grid, grid[-1] + LOG_B_BEYOND]
-        searches += [(np.r_[grid[k], rest_start], [(edges[k], edges[k + 2])] + rest_bounds)
-                     for k in np.argsort(values)[:2]]
+        for k in np.argsort(values)[:2]:
+            theta = np.r_[grid[k], rest_start]
+            if k in fitted:
+                starts[theta.tobytes()] = fitted[k]
+            searches.append((theta, [(edges[k], edges[k + 2])] + rest_bounds))
+        del fitted
     result = min((minimize(objective, theta, jac=True, method="L-BFGS-B", bounds=bounds)
                   for theta, bounds in searches), key=lambda found: found.fun)
+    starts.clear()
     b, concentration, c = unpack(result.x)
     n_pairs, _, sum_sq = pair_moments(shifted_affinities(similarity, c))
     value = float(-result.fun)
