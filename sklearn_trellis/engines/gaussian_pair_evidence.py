@@ -17,12 +17,12 @@ from scipy.special import logsumexp
 
 from .._core.budget import check_memory
 from .._core.progress import SILENT
-from .._core.subsets import subset_sums
+from .._core.subsets import subset_pair_sums, subset_sums
 from ..models.correlation import CorrelationClusteringModel
 from ..models.gaussian_pairs import (evidence_gradient, log_alpha_gradient,
                                      log_prior_normaliser, new_item_log_predictive,
                                      noise_variance, pair_moments, pair_term)
-from .exact.flat import ExactFlatTrellis
+from .exact.flat import ExactFlatTrellis, exact_flat_map
 from .planner import _sparse_flat_trellis
 from .sparse.sparse_flat import SparseFlatTrellis
 
@@ -67,6 +67,51 @@ def log_evidence(trellis, model, shifted, variance):
     if n_pairs == 0:
         return float(log_z + prior)
     return pair_term(2.0 * float(model.beta), variance, n_pairs, sum_sq) + log_z + prior
+
+
+class EvidenceBound:
+    """Upper bounds of the evidence in ``b`` from its value at a smaller ``b`` (exact trellis).
+
+    ``log Z(b)`` of the trellis is convex in ``b`` with derivative ``E[W(C)]``,
+    the posterior mean of the pair sum within clusters, which is at most its
+    largest value ``W_max`` over all clusterings (one MAP pass of the pair sums,
+    independent of ``b`` and of the prior). So above a fitted ``b0``::
+
+        log Z(b) <= log Z(b0) + (b - b0) W_max,
+
+    and the evidence at ``b`` is at most its other terms (closed form) plus this.
+    The grid of :func:`maximise_evidence` skips the points whose bound is below
+    the second best value so far: they cannot be one of the two best points,
+    and a large ``b`` is the costliest fit (log-space layers).
+    """
+
+    #: Relative slack for the rounding of the bound and of the fitted values.
+    RELATIVE_SLACK = 1e-9
+
+    def __init__(self, similarity, offset, max_items):
+        self.shifted = shifted_affinities(similarity, offset)
+        self.largest_pair_sum = exact_flat_map(subset_pair_sums(self.shifted),
+                                               max_items=max_items)[0]
+
+    def upper(self, b, alpha, b_below, log_z_below):
+        """An upper bound of the log evidence at ``b > b_below``."""
+        model = CorrelationClusteringModel(beta=b / 2.0, alpha=alpha).fit(self.shifted)
+        n_pairs, _, sum_sq = pair_moments(self.shifted)
+        log_z = log_z_below + (b - b_below) * self.largest_pair_sum
+        self._scale = abs(log_z) + abs(b * self.largest_pair_sum)
+        return log_evidence(_LogPartition(log_z), model, self.shifted,
+                            noise_variance(b, n_pairs, sum_sq))
+
+    def margin(self, value):
+        """How far a value must lie beyond the bound to be safely above it."""
+        return self.RELATIVE_SLACK * (1.0 + abs(value) + self._scale)
+
+
+@dataclass
+class _LogPartition:
+    """A stand-in trellis for :func:`log_evidence`: only ``log Z``."""
+
+    log_partition_function: float
 
 
 @dataclass
@@ -201,11 +246,15 @@ def maximise_evidence(similarity, *, beta, offset, learn_beta, learn_offset, alp
         progress.update(n_evaluations, None, "trellis fits")
         return value, (b, concentration, shifted, variance, trellis)
 
-    # The fitted grid points a search starts from: its first evaluation reuses the fit.
-    starts = {}
+    # The fitted grid points a search starts from: its first evaluation reuses the fit;
+    # and the results so far (a search may come back to a point, e.g. its start).
+    starts, results = {}, {}
 
     def objective(theta):
-        known = starts.pop(np.asarray(theta, dtype=np.float64).tobytes(), None)
+        key = np.asarray(theta, dtype=np.float64).tobytes()
+        if key in results:
+            return results[key]
+        known = starts.pop(key, None)
         value, (b, concentration, shifted, variance, trellis) = \
             known if known is not None else evaluate(theta, marginals=True)
         d_b, d_c = evidence_gradient(b, variance, shifted, trellis.pairwise_marginals())
@@ -217,7 +266,8 @@ def maximise_evidence(similarity, *, beta, offset, learn_beta, learn_offset, alp
                            else alpha_prior[0] - alpha_prior[1] * concentration))
         if learn_offset:
             grad.append(d_c)
-        return -value, -np.array(grad)
+        results[key] = -value, -np.array(grad)
+        return results[key]
 
     alpha_start = [np.log(alpha)] if learn_alpha else []
     rest_bounds = ([LOG_ALPHA_BOUNDS] if learn_alpha else []) + \
@@ -242,11 +292,28 @@ def maximise_evidence(similarity, *, beta, offset, learn_beta, learn_offset, alp
         # the two best grid points (a free search can jump between the two basins).
         # The grid needs the values only; the fits of the two best points stay for the
         # first step of their searches.
+        # A grid point whose evidence bound (exact trellis) is below the second best value
+        # so far cannot be one of the two best: it is not fitted (its value is +inf here).
         grid = log_scale + np.asarray(LOG_B_GRID)
         values, fitted = [], {}
+        bound = None
+        below = None    # (b, log Z of the trellis) of the last fitted grid point
         for k, log_b in enumerate(grid):
-            fitted[k] = evaluate(np.r_[log_b, rest_start], marginals=False)
+            theta = np.r_[log_b, rest_start]
+            if family is None and below is not None and len(fitted) == 2:
+                if bound is None:
+                    bound = EvidenceBound(similarity, start, max_items)
+                b, concentration, c = unpack(theta)
+                ceiling = bound.upper(b, concentration, *below)
+                if learn_alpha and alpha_prior is not None:
+                    ceiling += log_alpha_prior(concentration, *alpha_prior)
+                if -ceiling > np.sort(values)[1] + bound.margin(ceiling):
+                    values.append(np.inf)
+                    continue
+            fitted[k] = evaluate(theta, marginals=False)
             values.append(-fitted[k][0])
+            trellis = fitted[k][1][-1]
+            below = (fitted[k][1][0], trellis.log_partition_function)
             best = np.argsort(values)[:2]
             fitted = {j: fitted[j] for j in fitted if j in best}
         # The ends open outwards: the maximum may lie beyond the grid (b -> 0 included).
