@@ -85,7 +85,7 @@ class EvidenceBound:
     and a large ``b`` is the costliest fit (log-space layers).
     """
 
-    #: Relative slack for the rounding of the bound and of the fitted values.
+    #: Relative slack for the rounding of the bound's terms and of the fitted values.
     RELATIVE_SLACK = 1e-9
 
     def __init__(self, similarity, offset, max_items):
@@ -94,17 +94,20 @@ class EvidenceBound:
                                                max_items=max_items)[0]
 
     def upper(self, b, alpha, b_below, log_z_below):
-        """An upper bound of the log evidence at ``b > b_below``."""
+        """An upper bound of the log evidence at ``b >= b_below`` (``log_z_below``: the
+        trellis's ``log Z`` at ``b_below``), raised by a slack for rounding."""
         model = CorrelationClusteringModel(beta=b / 2.0, alpha=alpha).fit(self.shifted)
         n_pairs, _, sum_sq = pair_moments(self.shifted)
         log_z = log_z_below + (b - b_below) * self.largest_pair_sum
-        self._scale = abs(log_z) + abs(b * self.largest_pair_sum)
-        return log_evidence(_LogPartition(log_z), model, self.shifted,
-                            noise_variance(b, n_pairs, sum_sq))
+        value = log_evidence(_LogPartition(log_z), model, self.shifted,
+                             noise_variance(b, n_pairs, sum_sq))
+        magnitude = abs(value) + abs(log_z_below) + abs(b * self.largest_pair_sum)
+        return value + self.RELATIVE_SLACK * (1.0 + magnitude)
 
-    def margin(self, value):
-        """How far a value must lie beyond the bound to be safely above it."""
-        return self.RELATIVE_SLACK * (1.0 + abs(value) + self._scale)
+    @classmethod
+    def below(cls, bound, value):
+        """Whether an upper ``bound`` lies safely below a fitted ``value``."""
+        return bound < value - cls.RELATIVE_SLACK * (1.0 + abs(value))
 
 
 @dataclass
@@ -307,7 +310,7 @@ def maximise_evidence(similarity, *, beta, offset, learn_beta, learn_offset, alp
                 ceiling = bound.upper(b, concentration, *below)
                 if learn_alpha and alpha_prior is not None:
                     ceiling += log_alpha_prior(concentration, *alpha_prior)
-                if -ceiling > np.sort(values)[1] + bound.margin(ceiling):
+                if EvidenceBound.below(ceiling, -np.sort(values)[1]):
                     values.append(np.inf)
                     continue
             fitted[k] = evaluate(theta, marginals=False)
