@@ -185,6 +185,14 @@ def maximise_evidence(similarity, *, beta, offset, learn_beta, learn_offset, alp
     offset is searched from the given one and, with ``beta`` learned, also
     from the midpoint of a two-means split of the pair affinities.
 
+    Cost: the searches' fits need ``log Z`` and the pairwise marginals, never
+    the MAP (the exact trellis runs without it); the grid needs ``log Z``
+    alone, and its two best points' fits give the searches' first steps. On
+    the exact trellis the grid skips the points (large ``b``, whose fits run
+    in log space and cost several times more) where :class:`EvidenceBound`
+    shows the evidence is below the second best value so far: they cannot be
+    one of the two best, so the result is the same as with every point fitted.
+
     Parameters
     ----------
     similarity : ndarray of shape (N, N)
@@ -396,5 +404,5 @@ def evidence_family(plan, similarity, *, beta, offset, alpha=None, features=None
     return _sparse_flat_trellis(model, shifted, features, seed_linkages)[0].family
 
 
-__all__ = ["EvidenceFit", "evidence_family", "expected_n_clusters", "fit_flat_trellis",
+__all__ = ["EvidenceBound", "EvidenceFit", "evidence_family", "expected_n_clusters", "fit_flat_trellis",
            "log_alpha_prior", "log_evidence", "log_predictive", "maximise_evidence", "shifted_affinities"]
