@@ -340,9 +340,12 @@ def test_same_chain_with_the_parallel_kernels_or_their_serial_twins(monkeypatch)
     X = np.vstack([rng.normal(c, 1.0, (2000, 3)) for c in (0, 6, 12)])
     lik = NormalInverseWishart().fit(X)
     data = lik.check_sampler_data(X)
+    engine = shards.engine_for(lik)
     runs = []
     for threshold, threads in ((1 << 62, 2), (0, 1), (0, 2)):
         monkeypatch.setattr(shards, "PARALLEL_MIN_ROWS", threshold)
+        twin = engine.launch.parallel if threshold == 0 else engine.launch.serial
+        assert shards.kernel(engine, "launch", X.shape[0]) is twin
         with numba_threads(threads):
             runs.append(subcluster.run_chain(lik, CRP(1.0), data, n_sweeps=5, random_state=2,
                                              n_split_merge=4))
