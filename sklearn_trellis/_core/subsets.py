@@ -15,9 +15,8 @@ trick away.
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
-from .parallel import parallel_kernel
 from .validation import check_indices
 
 # Splitting ln 2 in a high and a low part keeps the range reduction exact.
@@ -208,29 +207,25 @@ def subset_sums(values):
     return out
 
 
-@parallel_kernel
+@njit(cache=True)
 def _pair_sums(weights, n_items, scale):
     size = 1 << n_items
     table = np.zeros(size, np.float64)
+    # row[lower] = sum of weights[top, i] over the items i of ``lower``, in increasing i:
+    # each subset extends the one without its highest item (O(2**top) per top, not
+    # O(top 2**top), and the same additions in the same order as a loop over the bits).
+    row = np.zeros(max(1, size >> 1), np.float64)
     # Subsets whose highest item is h extend subsets below 2**h by item h.
     for top in range(1, n_items):
         base = 1 << top
-        for lower in prange(base):
-            acc = 0.0
-            bits = lower + 0  # a copy: parfors forbids writing the loop index
-            index = 0
-            while bits:
-                if bits & 1:
-                    acc += weights[top, index]
-                bits >>= 1
-                index += 1
-            table[base | lower] = table[lower] + scale * acc
+        for item in range(top):
+            step = 1 << item
+            weight = weights[top, item]
+            for lower in range(step):
+                row[step | lower] = row[lower] + weight
+        for lower in range(base):
+            table[base | lower] = table[lower] + scale * row[lower]
     return table
-
-
-# Small tables: thread start-up costs more than the work (up to 0.1 s per call
-# on a loaded machine), which repeated MAP problems (Perturb-and-MAP) pay.
-_SERIAL_MAX_ITEMS = 16
 
 
 def subset_pair_sums(weights, scale=1.0):
@@ -258,5 +253,4 @@ def subset_pair_sums(weights, scale=1.0):
     """
     weights = np.ascontiguousarray(weights, dtype=np.float64)
     n_items = weights.shape[0]
-    kernel = _pair_sums.serial if n_items <= _SERIAL_MAX_ITEMS else _pair_sums.parallel
-    return kernel(weights, n_items, float(scale))
+    return _pair_sums(weights, n_items, float(scale))

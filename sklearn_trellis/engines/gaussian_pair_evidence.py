@@ -17,12 +17,12 @@ from scipy.special import logsumexp
 
 from .._core.budget import check_memory
 from .._core.progress import SILENT
-from .._core.subsets import subset_sums
+from .._core.subsets import subset_pair_sums, subset_sums
 from ..models.correlation import CorrelationClusteringModel
 from ..models.gaussian_pairs import (evidence_gradient, log_alpha_gradient,
                                      log_prior_normaliser, new_item_log_predictive,
                                      noise_variance, pair_moments, pair_term)
-from .exact.flat import ExactFlatTrellis
+from .exact.flat import ExactFlatTrellis, exact_flat_map
 from .planner import _sparse_flat_trellis
 from .sparse.sparse_flat import SparseFlatTrellis
 
@@ -44,10 +44,18 @@ def shifted_affinities(similarity, offset):
     return shifted
 
 
-def fit_flat_trellis(model, family=None, *, max_items):
-    """The exact flat trellis of a fitted flat model, or the sparse one over ``family``."""
+def fit_flat_trellis(model, family=None, *, max_items, map_clustering=True,
+                     marginals=True):
+    """The exact flat trellis of a fitted flat model, or the sparse one over ``family``.
+
+    ``map_clustering=False`` and ``marginals=False`` leave out the exact
+    trellis's MAP and defer its marginals table (:meth:`ExactFlatTrellis.fit`):
+    what the evidence and its gradient need is ``log Z`` and the pairwise
+    marginals. The sparse trellis computes its marginals on demand anyway.
+    """
     if family is None:
-        return ExactFlatTrellis(model.log_potential_table(), max_items=max_items).fit()
+        return ExactFlatTrellis(model.log_potential_table(), max_items=max_items).fit(
+            map_clustering=map_clustering, marginals=marginals)
     return SparseFlatTrellis.from_model(model, family).fit()
 
 
@@ -59,6 +67,54 @@ def log_evidence(trellis, model, shifted, variance):
     if n_pairs == 0:
         return float(log_z + prior)
     return pair_term(2.0 * float(model.beta), variance, n_pairs, sum_sq) + log_z + prior
+
+
+class EvidenceBound:
+    """Upper bounds of the evidence in ``b`` from its value at a smaller ``b`` (exact trellis).
+
+    ``log Z(b)`` of the trellis is convex in ``b`` with derivative ``E[W(C)]``,
+    the posterior mean of the pair sum within clusters, which is at most its
+    largest value ``W_max`` over all clusterings (one MAP pass of the pair sums,
+    independent of ``b`` and of the prior). So above a fitted ``b0``::
+
+        log Z(b) <= log Z(b0) + (b - b0) W_max,
+
+    and the evidence at ``b`` is at most its other terms (closed form) plus this.
+    The grid of :func:`maximise_evidence` skips the points whose bound is below
+    the second best value so far: they cannot be one of the two best points,
+    and a large ``b`` is the costliest fit (log-space layers).
+    """
+
+    #: Relative slack for the rounding of the bound's terms and of the fitted values.
+    RELATIVE_SLACK = 1e-9
+
+    def __init__(self, similarity, offset, max_items):
+        self.shifted = shifted_affinities(similarity, offset)
+        self.largest_pair_sum = exact_flat_map(subset_pair_sums(self.shifted),
+                                               max_items=max_items)[0]
+
+    def upper(self, b, alpha, b_below, log_z_below):
+        """An upper bound of the log evidence at ``b >= b_below`` (``log_z_below``: the
+        trellis's ``log Z`` at ``b_below``), raised by a slack for rounding."""
+        model = CorrelationClusteringModel(beta=b / 2.0, alpha=alpha).fit(self.shifted)
+        n_pairs, _, sum_sq = pair_moments(self.shifted)
+        log_z = log_z_below + (b - b_below) * self.largest_pair_sum
+        value = log_evidence(_LogPartition(log_z), model, self.shifted,
+                             noise_variance(b, n_pairs, sum_sq))
+        magnitude = abs(value) + abs(log_z_below) + abs(b * self.largest_pair_sum)
+        return value + self.RELATIVE_SLACK * (1.0 + magnitude)
+
+    @classmethod
+    def below(cls, bound, value):
+        """Whether an upper ``bound`` lies safely below a fitted ``value``."""
+        return bound < value - cls.RELATIVE_SLACK * (1.0 + abs(value))
+
+
+@dataclass
+class _LogPartition:
+    """A stand-in trellis for :func:`log_evidence`: only ``log Z``."""
+
+    log_partition_function: float
 
 
 @dataclass
@@ -129,6 +185,14 @@ def maximise_evidence(similarity, *, beta, offset, learn_beta, learn_offset, alp
     offset is searched from the given one and, with ``beta`` learned, also
     from the midpoint of a two-means split of the pair affinities.
 
+    Cost: the searches' fits need ``log Z`` and the pairwise marginals, never
+    the MAP (the exact trellis runs without it); the grid needs ``log Z``
+    alone, and its two best points' fits give the searches' first steps. On
+    the exact trellis the grid skips the points (large ``b``, whose fits run
+    in log space and cost several times more) where :class:`EvidenceBound`
+    shows the evidence is below the second best value so far: they cannot be
+    one of the two best, so the result is the same as with every point fitted.
+
     Parameters
     ----------
     similarity : ndarray of shape (N, N)
@@ -175,18 +239,35 @@ def maximise_evidence(similarity, *, beta, offset, learn_beta, learn_offset, alp
         c = theta[-1] if learn_offset else offset
         return float(np.exp(log_b)), concentration, float(c)
 
-    def objective(theta):
+    def evaluate(theta, marginals):
+        """``(value, state)``: the objective at ``theta`` and what its gradient needs."""
         nonlocal n_evaluations
         n_evaluations += 1
         b, concentration, c = unpack(theta)
         shifted = shifted_affinities(similarity, c)
         model = CorrelationClusteringModel(beta=b / 2.0, alpha=concentration).fit(shifted)
-        trellis = fit_flat_trellis(model, family, max_items=max_items)
+        # The search never reads the MAP: only log Z and the marginals.
+        trellis = fit_flat_trellis(model, family, max_items=max_items, map_clustering=False,
+                                   marginals=marginals)
         n_pairs, _, sum_sq = pair_moments(shifted)
         variance = noise_variance(b, n_pairs, sum_sq)
         value = log_evidence(trellis, model, shifted, variance)
         if learn_alpha and alpha_prior is not None:
             value += log_alpha_prior(concentration, *alpha_prior)
+        progress.update(n_evaluations, None, "trellis fits")
+        return value, (b, concentration, shifted, variance, trellis)
+
+    # The fitted grid points a search starts from: its first evaluation reuses the fit;
+    # and the results so far (a search may come back to a point, e.g. its start).
+    starts, results = {}, {}
+
+    def objective(theta):
+        key = np.asarray(theta, dtype=np.float64).tobytes()
+        if key in results:
+            return results[key]
+        known = starts.pop(key, None)
+        value, (b, concentration, shifted, variance, trellis) = \
+            known if known is not None else evaluate(theta, marginals=True)
         d_b, d_c = evidence_gradient(b, variance, shifted, trellis.pairwise_marginals())
         grad = [b * d_b] if learn_beta else []
         if learn_alpha:
@@ -196,8 +277,8 @@ def maximise_evidence(similarity, *, beta, offset, learn_beta, learn_offset, alp
                            else alpha_prior[0] - alpha_prior[1] * concentration))
         if learn_offset:
             grad.append(d_c)
-        progress.update(n_evaluations, None, "trellis fits")
-        return -value, -np.array(grad)
+        results[key] = -value, -np.array(grad)
+        return results[key]
 
     alpha_start = [np.log(alpha)] if learn_alpha else []
     rest_bounds = ([LOG_ALPHA_BOUNDS] if learn_alpha else []) + \
@@ -220,14 +301,43 @@ def maximise_evidence(similarity, *, beta, offset, learn_beta, learn_offset, alp
         # The evidence often has a "no structure" maximum at b -> 0 besides the structured
         # one: a coarse grid of b first, then a gradient search within a step of each of
         # the two best grid points (a free search can jump between the two basins).
+        # The grid needs the values only; the fits of the two best points stay for the
+        # first step of their searches.
+        # A grid point whose evidence bound (exact trellis) is below the second best value
+        # so far cannot be one of the two best: it is not fitted (its value is +inf here).
         grid = log_scale + np.asarray(LOG_B_GRID)
-        values = [objective(np.r_[log_b, rest_start])[0] for log_b in grid]
+        values, fitted = [], {}
+        bound = None
+        below = None    # (b, log Z of the trellis) of the last fitted grid point
+        for k, log_b in enumerate(grid):
+            theta = np.r_[log_b, rest_start]
+            if family is None and below is not None and len(fitted) == 2:
+                if bound is None:
+                    bound = EvidenceBound(similarity, start, max_items)
+                b, concentration, c = unpack(theta)
+                ceiling = bound.upper(b, concentration, *below)
+                if learn_alpha and alpha_prior is not None:
+                    ceiling += log_alpha_prior(concentration, *alpha_prior)
+                if EvidenceBound.below(ceiling, -np.sort(values)[1]):
+                    values.append(np.inf)
+                    continue
+            fitted[k] = evaluate(theta, marginals=False)
+            values.append(-fitted[k][0])
+            trellis = fitted[k][1][-1]
+            below = (fitted[k][1][0], trellis.log_partition_function)
+            best = np.argsort(values)[:2]
+            fitted = {j: fitted[j] for j in fitted if j in best}
         # The ends open outwards: the maximum may lie beyond the grid (b -> 0 included).
         edges = np.r_[grid[0] - LOG_B_BEYOND, grid, grid[-1] + LOG_B_BEYOND]
-        searches += [(np.r_[grid[k], rest_start], [(edges[k], edges[k + 2])] + rest_bounds)
-                     for k in np.argsort(values)[:2]]
+        for k in np.argsort(values)[:2]:
+            theta = np.r_[grid[k], rest_start]
+            if k in fitted:
+                starts[theta.tobytes()] = fitted[k]
+            searches.append((theta, [(edges[k], edges[k + 2])] + rest_bounds))
+        del fitted
     result = min((minimize(objective, theta, jac=True, method="L-BFGS-B", bounds=bounds)
                   for theta, bounds in searches), key=lambda found: found.fun)
+    starts.clear()
     b, concentration, c = unpack(result.x)
     n_pairs, _, sum_sq = pair_moments(shifted_affinities(similarity, c))
     value = float(-result.fun)
@@ -294,5 +404,5 @@ def evidence_family(plan, similarity, *, beta, offset, alpha=None, features=None
     return _sparse_flat_trellis(model, shifted, features, seed_linkages)[0].family
 
 
-__all__ = ["EvidenceFit", "evidence_family", "expected_n_clusters", "fit_flat_trellis",
+__all__ = ["EvidenceBound", "EvidenceFit", "evidence_family", "expected_n_clusters", "fit_flat_trellis",
            "log_alpha_prior", "log_evidence", "log_predictive", "maximise_evidence", "shifted_affinities"]

@@ -387,3 +387,55 @@ def test_the_default_is_unit_free_on_precomputed_affinities():
         assert scaled.beta_ * c == pytest.approx(base.beta_, rel=1e-9)
         np.testing.assert_allclose(scaled.pairwise_marginals_, base.pairwise_marginals_,
                                    atol=1e-10)
+
+
+@pytest.mark.parametrize("alpha", PRIORS)
+def test_evidence_bound_lies_above_the_evidence(alpha):
+    """The bound the empirical Bayes grid skips points by: its largest pair sum is the
+    largest over all partitions, and above a fitted ``b0`` it is at least the evidence
+    (equal at ``b0`` but for its rounding slack), against enumeration."""
+    from sklearn_trellis.engines.exact.flat import ExactFlatTrellis
+    from sklearn_trellis.engines.gaussian_pair_evidence import EvidenceBound
+    from sklearn_trellis.models.correlation import CorrelationClusteringModel
+    rng = np.random.default_rng(11)
+    s = random_similarity(rng, 6) + 0.3
+    np.fill_diagonal(s, 0.0)
+    offset = 0.2
+    bound = EvidenceBound(s, offset, 22)
+    shifted = s - offset
+    rows, cols = np.triu_indices(6, 1)
+    largest = max(sum(shifted[i, j] for i, j in zip(rows, cols) if labels[i] == labels[j])
+                  for labels in set_partitions(6))
+    assert bound.largest_pair_sum == pytest.approx(largest, abs=1e-12)
+    n_pairs, _, sum_sq = pair_moments(np.where(np.eye(6, dtype=bool), 0.0, shifted))
+    for b0 in (0.3, 2.0):
+        model = CorrelationClusteringModel(beta=b0 / 2.0, alpha=alpha).fit(shifted)
+        log_z = ExactFlatTrellis(model.log_potential_table()).fit().log_partition_function
+        for factor in (1.0, 1.5, 4.0, 30.0):
+            b = factor * b0
+            variance = noise_variance(b, n_pairs, sum_sq)
+            half_gap = b * variance / 2.0
+            exact = gaussian_pair_log_evidence(s, offset + half_gap, offset - half_gap,
+                                               variance, alpha)
+            upper = bound.upper(b, alpha, b0, log_z)
+            assert upper >= exact
+            if factor == 1.0:   # equal up to the rounding slack
+                assert upper - exact < 1e-7
+
+
+@pytest.mark.parametrize("learn", [dict(), dict(learn_offset=True),
+                                   dict(learn_alpha=True, alpha=1.0)])
+def test_grid_skipping_changes_nothing_but_the_fits(learn, monkeypatch):
+    """Empirical Bayes with the grid's bound finds bit for bit what it finds with every
+    grid point fitted, in fewer trellis fits."""
+    from sklearn_trellis.engines import gaussian_pair_evidence
+    s, _ = draw_gaussian_pairs(3, 7, 1.5, 1.0)
+    kwargs = dict(beta=1.0, offset=0.1, learn_beta=True, learn_offset=False)
+    kwargs.update(learn)
+    lean = gaussian_pair_evidence.maximise_evidence(s, **kwargs)
+    monkeypatch.setattr(gaussian_pair_evidence.EvidenceBound, "upper",
+                        lambda self, *args: np.inf)
+    every = gaussian_pair_evidence.maximise_evidence(s, **kwargs)
+    assert (lean.beta, lean.offset, lean.alpha, lean.log_evidence) == \
+        (every.beta, every.offset, every.alpha, every.log_evidence)
+    assert lean.n_evaluations < every.n_evaluations

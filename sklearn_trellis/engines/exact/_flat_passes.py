@@ -137,12 +137,14 @@ def _max_layer(a, b, out, n_bits):
 
 
 def partition_pass(log_potentials, log_z, map_value, scratch, n_items, linear=True,
-                   progress=None):
+                   progress=None, with_map=True):
     """Fill ``log_z`` and ``map_value`` (``2**N`` entries) layer by layer.
 
     ``scratch`` holds ``2**(N-1)`` entries. ``linear=False`` forces every layer
-    into log space (for tests). Returns a boolean array: which layers ran their
-    ``log Z`` convolution in linear space.
+    into log space (for tests). ``with_map=False`` leaves out the MAP
+    convolutions (``map_value`` is then only a buffer; ``log_z`` is the same).
+    Returns a boolean array: which layers ran their ``log Z`` convolution in
+    linear space.
     """
     log_z[0] = 0.0
     map_value[0] = 0.0
@@ -154,7 +156,8 @@ def partition_pass(log_potentials, log_z, map_value, scratch, n_items, linear=Tr
         # The MAP slice of this layer is still free: it buffers the weights.
         used[highest] = _log_z_layer(a, log_z[:low], log_z[low:high], out_map,
                                      scratch[:low], highest, linear)
-        _max_layer(a, map_value[:low], out_map, highest)
+        if with_map:
+            _max_layer(a, map_value[:low], out_map, highest)
         if progress is not None:
             progress(highest)
     return used

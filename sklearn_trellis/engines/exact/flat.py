@@ -156,26 +156,48 @@ class ExactFlatTrellis:
         """Bitmask of all items."""
         return (1 << self.n_items) - 1
 
-    def fit(self):
-        """Run the ``O(3^N)`` pass, the MAP back-track and the marginal tables."""
+    def fit(self, *, map_clustering=True, marginals=True):
+        """Run the ``O(3^N)`` pass, the MAP back-track and the marginal tables.
+
+        Parameters
+        ----------
+        map_clustering : bool, default=True
+            Compute the MAP (``map_log_potential``, ``map_labels``). Without
+            it the pass does only the ``log Z`` convolutions (about half the
+            work of a layer in linear space): for callers that need ``log Z``
+            and marginals alone, such as empirical Bayes.
+        marginals : bool, default=True
+            Compute the "together" marginals table (``O(N 2**N)``), which
+            :meth:`together_marginal` and :meth:`pairwise_marginals` read,
+            now; without it, on the first of them called (for callers that
+            need ``log Z`` alone from most fits).
+
+        Returns
+        -------
+        self : ExactFlatTrellis
+        """
         n = self.n_items
         size = 1 << n
         self.log_z = np.empty(size)
         work = np.empty(size)
         scratch = np.empty(size >> 1)
         self._linear_layers = partition_pass(self.log_potentials, self.log_z, work,
-                                             scratch, n, self._linear, self._progress())
+                                             scratch, n, self._linear, self._progress(),
+                                             with_map=map_clustering)
         del scratch
         self.log_partition_function = float(self.log_z[self.full])
         if not np.isfinite(self.log_partition_function):
             raise ValueError("Every clustering has zero potential (log Z = -inf): "
                              "the model forbids all clusterings.")
-        self.map_log_potential = float(work[self.full])
-        clusters = kernels.map_clusters(self.log_potentials, work, self.full)
-        self.map_labels = masks_to_labels(list(clusters), n)
-        # The MAP table is no longer needed: reuse it for the marginals.
-        self._together = together_marginals(self.log_potentials, self.log_z, self.full,
-                                            n, work)
+        if map_clustering:
+            self.map_log_potential = float(work[self.full])
+            clusters = kernels.map_clusters(self.log_potentials, work, self.full)
+            self.map_labels = masks_to_labels(list(clusters), n)
+        self._together = None
+        if marginals:
+            # The MAP table is no longer needed: reuse it for the marginals.
+            self._together = together_marginals(self.log_potentials, self.log_z,
+                                                self.full, n, work)
         return self
 
     def _progress(self):
@@ -211,17 +233,26 @@ class ExactFlatTrellis:
         out[0] = -np.inf
         return out
 
+    def _together_table(self):
+        """The "together" marginals table, computed on first use after
+        ``fit(marginals=False)``."""
+        if self._together is None:
+            self._together = together_marginals(self.log_potentials, self.log_z, self.full,
+                                                self.n_items, np.empty(1 << self.n_items))
+        return self._together
+
     def together_marginal(self, indices):
         """Probability that all these items share a cluster."""
-        return float(min(1.0, self._together[self._mask(indices)]))
+        return float(min(1.0, self._together_table()[self._mask(indices)]))
 
     def pairwise_marginals(self):
         """``P(i and j in the same cluster)`` for all pairs; ones on the diagonal."""
         n = self.n_items
         out = np.ones((n, n))
+        together = self._together_table()
         for i in range(n):
             for j in range(i + 1, n):
-                out[i, j] = out[j, i] = self._together[(1 << i) | (1 << j)]
+                out[i, j] = out[j, i] = together[(1 << i) | (1 << j)]
         np.clip(out, 0.0, 1.0, out=out)
         return out
 

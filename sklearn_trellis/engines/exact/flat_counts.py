@@ -108,6 +108,7 @@ class CountWeightedFlatTrellis:
 
     # Marginal queries read the same tables as the plain engine's.
     _mask = ExactFlatTrellis._mask
+    _together_table = ExactFlatTrellis._together_table   # ``fit`` always fills the table
     together_marginal = ExactFlatTrellis.together_marginal
     pairwise_marginals = ExactFlatTrellis.pairwise_marginals
 

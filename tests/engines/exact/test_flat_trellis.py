@@ -349,3 +349,24 @@ def test_every_subset_log_z_matches_full_sums(scale):
         np.testing.assert_array_equal(np.isfinite(trellis.log_z), finite)
         np.testing.assert_allclose(trellis.log_z[finite], expected[finite], rtol=1e-14,
                                    atol=1e-12)
+
+
+@pytest.mark.parametrize("linear", [True, False])
+def test_fit_without_map_or_marginals_keeps_log_z_and_marginals(linear):
+    """``fit(map_clustering=False, marginals=False)`` (empirical Bayes' fits): the same
+    ``log Z`` table bit for bit, no MAP, and the marginals computed on first use equal."""
+    rng = np.random.default_rng(5)
+    e = rng.normal(0.0, 3.0, 2 ** 7)
+    full = ExactFlatTrellis(e)
+    full._linear = linear
+    full.fit()
+    lean = ExactFlatTrellis(e)
+    lean._linear = linear
+    lean.fit(map_clustering=False, marginals=False)
+    assert np.array_equal(lean.log_z, full.log_z)
+    assert lean.log_partition_function == full.log_partition_function
+    assert not hasattr(lean, "map_labels") and not hasattr(lean, "map_log_potential")
+    assert np.array_equal(lean.pairwise_marginals(), full.pairwise_marginals())
+    assert lean.together_marginal([0, 3, 5]) == full.together_marginal([0, 3, 5])
+    no_map = ExactFlatTrellis(e).fit(map_clustering=False)
+    assert np.array_equal(no_map.pairwise_marginals(), full.pairwise_marginals())
