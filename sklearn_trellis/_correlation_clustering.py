@@ -36,6 +36,34 @@ ALPHA_START = 1.0
 POINT_ESTIMATE_SAMPLES = 1000
 
 
+#: Largest and smallest ``|w - c|`` whose squares the Gaussian pair model's noise
+#: variance can sum over up to 2**100 pairs without overflow or underflow.
+LEARNABLE_SCALE = (2.0 ** -450, 2.0 ** 450)
+
+
+def _check_learnable_scale(similarity, offset):
+    """Refuse to learn parameters from affinities whose squares float64 cannot sum.
+
+    Empirical Bayes (and ``beta='posterior'``) profiles the pair noise variance out
+    from the sum of the squared shifted affinities: at ``|w| ~ 1e250`` it overflows
+    (and the search would report ``beta_ = 0``, one cluster), at ``1e-250`` it
+    underflows.
+    """
+    upper = similarity[np.triu_indices(similarity.shape[0], 1)]
+    with np.errstate(over="ignore", invalid="ignore"):
+        top = float(np.max(np.abs(upper - offset))) if upper.size else 0.0
+    low, high = LEARNABLE_SCALE
+    if top > high or 0.0 < top < low or not np.isfinite(top):
+        exponent = int(np.frexp(top)[1]) if np.isfinite(top) else 1024
+        raise ValueError(
+            f"The shifted affinities reach |w - c| = {top:.3g}: the sums of their squares "
+            f"{'overflow' if top > high or not np.isfinite(top) else 'underflow'} float64, "
+            f"so beta='auto' (the default) or 'posterior', center='auto' and alpha='auto' "
+            f"cannot be learned from them. Multiply the affinities by 2.0**{-exponent} "
+            f"(their largest |value| then lies in [0.5, 1); beta_ scales by the inverse), "
+            f"or give beta (and center, alpha) values.")
+
+
 class ExactCorrelationClustering(WriteableStateMixin, ClusterMixin, BaseEstimator):
     """Correlation clustering with the exact distribution over all clusterings.
 
@@ -395,6 +423,9 @@ default='all'
                              f"need at least 3 items (got {s.shape[0]}): one pair's "
                              "affinity is fitted exactly, with no noise left. Give beta "
                              "(e.g. beta=1.0), center and alpha values.")
+        if not (learn_beta or learn_offset or learn_alpha or averaged):
+            return beta, offset, alpha
+        _check_learnable_scale(s, offset)
         if not (learn_beta or learn_offset or learn_alpha):
             return beta, offset, alpha
         learned = " and ".join(name for name, learn in [("beta", learn_beta),

@@ -263,3 +263,25 @@ def test_divisive_clustering_refuses_overflowing_distances():
         assert model.distances_[0] == pytest.approx(2.58e299, rel=1e-12)
         with pytest.raises(ValueError, match="overflow float64"):
             DivisiveClustering(method=method).fit(np.array([[1.7e308], [-1.7e308]]))
+
+
+@pytest.mark.parametrize("scale, word", [(1e250, "overflow"), (1e-250, "underflow")])
+def test_learning_beta_from_affinities_float64_cannot_square_is_refused(scale, word):
+    """The default beta='auto' profiles the noise variance out from the sum of squared
+    affinities: at 1e250 it overflowed and the search returned beta_ = 0 (one cluster)."""
+    W = np.random.default_rng(0).normal(size=(6, 6))
+    W = (W + W.T) * scale
+    with pytest.raises(ValueError, match=f"{word} float64.*2.0\\*\\*"):
+        ExactCorrelationClustering(affinity="precomputed").fit(W)
+    # a fixed beta needs no variance to find the clustering
+    model = ExactCorrelationClustering(beta=2.0 / scale, affinity="precomputed").fit(W)
+    assert np.isfinite(model.log_partition_function_)
+
+
+def test_learned_beta_is_unit_free_far_from_unit_scale():
+    W = np.random.default_rng(0).normal(size=(6, 6))
+    W = W + W.T
+    unit = ExactCorrelationClustering(affinity="precomputed").fit(W)
+    far = ExactCorrelationClustering(affinity="precomputed").fit(W * 2.0 ** 300)
+    assert far.beta_ * 2.0 ** 300 == pytest.approx(unit.beta_, rel=1e-4)
+    assert np.array_equal(far.labels_, unit.labels_)
