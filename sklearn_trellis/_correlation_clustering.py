@@ -1,6 +1,7 @@
 """``ExactCorrelationClustering``: the exact posterior over flat clusterings."""
 
 import numbers
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -41,6 +42,23 @@ POINT_ESTIMATE_SAMPLES = 1000
 LEARNABLE_SCALE = (2.0 ** -450, 2.0 ** 450)
 
 
+def _scale_problem(similarity, offset):
+    """Why float64 cannot sum the squares of the shifted affinities ``|w - c|`` (the
+    Gaussian pair model's noise variance), with the power of 2 that fixes it; None when
+    it can."""
+    upper = similarity[np.triu_indices(similarity.shape[0], 1)]
+    with np.errstate(over="ignore", invalid="ignore"):
+        top = float(np.max(np.abs(upper - offset))) if upper.size else 0.0
+    low, high = LEARNABLE_SCALE
+    if low <= top <= high or top == 0.0:
+        return None
+    exponent = int(np.frexp(top)[1]) if np.isfinite(top) else 1024
+    return (f"The shifted affinities reach |w - c| = {top:.3g}: the sums of their squares "
+            f"{'overflow' if top > high or not np.isfinite(top) else 'underflow'} float64. "
+            f"Multiply the affinities by 2.0**{-exponent} (their largest |value| then lies "
+            f"in [0.5, 1); beta_ scales by the inverse)")
+
+
 def _check_learnable_scale(similarity, offset):
     """Refuse to learn parameters from affinities whose squares float64 cannot sum.
 
@@ -49,19 +67,11 @@ def _check_learnable_scale(similarity, offset):
     (and the search would report ``beta_ = 0``, one cluster), at ``1e-250`` it
     underflows.
     """
-    upper = similarity[np.triu_indices(similarity.shape[0], 1)]
-    with np.errstate(over="ignore", invalid="ignore"):
-        top = float(np.max(np.abs(upper - offset))) if upper.size else 0.0
-    low, high = LEARNABLE_SCALE
-    if top > high or 0.0 < top < low or not np.isfinite(top):
-        exponent = int(np.frexp(top)[1]) if np.isfinite(top) else 1024
-        raise ValueError(
-            f"The shifted affinities reach |w - c| = {top:.3g}: the sums of their squares "
-            f"{'overflow' if top > high or not np.isfinite(top) else 'underflow'} float64, "
-            f"so beta='auto' (the default) or 'posterior', center='auto' and alpha='auto' "
-            f"cannot be learned from them. Multiply the affinities by 2.0**{-exponent} "
-            f"(their largest |value| then lies in [0.5, 1); beta_ scales by the inverse), "
-            f"or give beta (and center, alpha) values.")
+    problem = _scale_problem(similarity, offset)
+    if problem is not None:
+        raise ValueError(f"{problem}, or give beta (and center, alpha) values: beta='auto' "
+                         "(the default) or 'posterior', center='auto' and alpha='auto' "
+                         "cannot be learned from them.")
 
 
 class ExactCorrelationClustering(WriteableStateMixin, ClusterMixin, BaseEstimator):
@@ -536,10 +546,19 @@ default='all'
         if found.perturbed_maps is not None:
             self.perturbed_maps_ = found.perturbed_maps
         self.approximation_ = found.approximation
-        n_pairs, _, sum_sq = pair_moments(w)
-        self.noise_variance_ = (noise_variance(2.0 * self.beta_, n_pairs, sum_sq) if n_pairs
-                                else float("nan"))
-        self.log_evidence_ = log_evidence(self._trellis, self.model_, w, self.noise_variance_)
+        scale_problem = _scale_problem(w, 0.0)
+        if scale_problem is None:
+            n_pairs, _, sum_sq = pair_moments(w)
+            self.noise_variance_ = (noise_variance(2.0 * self.beta_, n_pairs, sum_sq)
+                                    if n_pairs else float("nan"))
+            self.log_evidence_ = log_evidence(self._trellis, self.model_, w,
+                                              self.noise_variance_)
+        else:
+            # The clustering needs only beta * w; the model's density needs the squares.
+            warnings.warn(f"{scale_problem} to get noise_variance_, log_evidence_ and score "
+                          "(NaN and refused here); the clustering and its probabilities "
+                          "are unaffected.", UserWarning)
+            self.noise_variance_ = self.log_evidence_ = float("nan")
         if posterior is not None:
             # Every probability is the average over beta's posterior; the MAP, log Z and
             # labels_ stay those at its mode.
@@ -714,6 +733,9 @@ default='all'
                              "model's noise variance is estimated from the fitted pairs.")
         if self.beta == "posterior":
             return self._trellis.log_predictive(new)
+        if not np.isfinite(self.noise_variance_):
+            raise ValueError(f"{_scale_problem(self.affinity_matrix_, 0.0)} to score: the "
+                             "Gaussian pair model's noise variance of this fit is undefined.")
         return log_predictive(self._trellis, self.model_, self.noise_variance_, new)
 
     def score(self, X, y=None):

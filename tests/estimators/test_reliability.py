@@ -115,7 +115,8 @@ def test_overflowing_potentials_are_refused(max_exact_size):
 def test_large_but_finite_potentials_still_work():
     W = np.random.default_rng(0).normal(size=(6, 6))
     W = (W + W.T) * 1e250
-    model = ExactCorrelationClustering(beta=2.0, affinity="precomputed").fit(W)
+    with pytest.warns(UserWarning, match="overflow float64"):   # no density: squares
+        model = ExactCorrelationClustering(beta=2.0, affinity="precomputed").fit(W)
     assert np.isfinite(model.log_partition_function_)
     assert model.log_partition_function_ >= model.map_log_potential_
 
@@ -273,9 +274,13 @@ def test_learning_beta_from_affinities_float64_cannot_square_is_refused(scale, w
     W = (W + W.T) * scale
     with pytest.raises(ValueError, match=f"{word} float64.*2.0\\*\\*"):
         ExactCorrelationClustering(affinity="precomputed").fit(W)
-    # a fixed beta needs no variance to find the clustering
-    model = ExactCorrelationClustering(beta=2.0 / scale, affinity="precomputed").fit(W)
+    # a fixed beta needs no variance to find the clustering; the density does
+    with pytest.warns(UserWarning, match=f"{word} float64.*noise_variance_, log_evidence_"):
+        model = ExactCorrelationClustering(beta=2.0 / scale, affinity="precomputed").fit(W)
     assert np.isfinite(model.log_partition_function_)
+    assert np.isnan(model.log_evidence_) and np.isnan(model.noise_variance_)
+    with pytest.raises(ValueError, match=f"{word} float64.*to score"):
+        model.score(W[:2])
 
 
 def test_learned_beta_is_unit_free_far_from_unit_scale():
