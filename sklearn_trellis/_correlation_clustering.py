@@ -42,13 +42,12 @@ POINT_ESTIMATE_SAMPLES = 1000
 LEARNABLE_SCALE = (2.0 ** -450, 2.0 ** 450)
 
 
-def _scale_problem(similarity, offset):
-    """Why float64 cannot sum the squares of the shifted affinities ``|w - c|`` (the
+def _scale_problem(shifted):
+    """Why float64 cannot sum the squares of the shifted affinities ``w - c`` (the
     Gaussian pair model's noise variance), with the power of 2 that fixes it; None when
-    it can."""
-    upper = similarity[np.triu_indices(similarity.shape[0], 1)]
-    with np.errstate(over="ignore", invalid="ignore"):
-        top = float(np.max(np.abs(upper - offset))) if upper.size else 0.0
+    it can. ``shifted`` has a zero diagonal (:func:`shifted_affinities`), so its largest
+    ``|value|`` is the pairs' and needs no copy of the matrix."""
+    top = float(max(shifted.max(), -shifted.min())) if shifted.size else 0.0
     low, high = LEARNABLE_SCALE
     if low <= top <= high or top == 0.0:
         return None
@@ -67,7 +66,7 @@ def _check_learnable_scale(similarity, offset):
     (and the search would report ``beta_ = 0``, one cluster), at ``1e-250`` it
     underflows.
     """
-    problem = _scale_problem(similarity, offset)
+    problem = _scale_problem(shifted_affinities(similarity, offset))
     if problem is not None:
         raise ValueError(f"{problem}, or give beta (and center, alpha) values: beta='auto' "
                          "(the default) or 'posterior', center='auto' and alpha='auto' "
@@ -546,7 +545,7 @@ default='all'
         if found.perturbed_maps is not None:
             self.perturbed_maps_ = found.perturbed_maps
         self.approximation_ = found.approximation
-        scale_problem = _scale_problem(w, 0.0)
+        scale_problem = _scale_problem(w)
         if scale_problem is None:
             n_pairs, _, sum_sq = pair_moments(w)
             self.noise_variance_ = (noise_variance(2.0 * self.beta_, n_pairs, sum_sq)
@@ -734,7 +733,7 @@ default='all'
         if self.beta == "posterior":
             return self._trellis.log_predictive(new)
         if not np.isfinite(self.noise_variance_):
-            raise ValueError(f"{_scale_problem(self.affinity_matrix_, 0.0)} to score: the "
+            raise ValueError(f"{_scale_problem(self.affinity_matrix_)} to score: the "
                              "Gaussian pair model's noise variance of this fit is undefined.")
         return log_predictive(self._trellis, self.model_, self.noise_variance_, new)
 

@@ -554,11 +554,16 @@ array-like of shape (n_samples,), default='auto'
                 random_state=rng.randint(2**31 - 1)).astype(np.int64)
 
     # -- new points ------------------------------------------------------------
+    def _new_rows(self, X):
+        """New rows as the fitted model reads them: validated, shifted by the fit's
+        centring offset (``fit_likelihood``) and checked by ``model_``."""
+        X = validate_kernel_data(self, X, dtype=np.float64, reset=False)
+        return self.model_.check_data(shift_rows(X, getattr(self, "_offset", None)))
+
     def _predictive(self, X):
         """Per kept sample (MAX_PREDICTIVE_SAMPLES at most): log weights (m, K_s + 1)."""
         check_is_fitted(self)
-        X = validate_kernel_data(self, X, dtype=np.float64, reset=False)
-        data_new = self.model_.check_data(shift_rows(X, getattr(self, "_offset", None)))
+        data_new = self._new_rows(X)
         count = self.samples_.shape[0]
         picks = predictive_picks(count)
         # float64 rows for the collapsed kernels (a float32 fit's copy): once per call
@@ -638,9 +643,7 @@ array-like of shape (n_samples,), default='auto'
         exact = getattr(self, "_exact_predictive", None)
         if exact is None:
             return self._mean_predictive_log_density(X)
-        X = validate_kernel_data(self, X, dtype=np.float64, reset=False)
-        density = exact.log_density(self.model_.check_data(
-            shift_rows(X, getattr(self, "_offset", None))))
+        density = exact.log_density(self._new_rows(X))
         _refuse_rows_without_density(np.isnan(density))   # -inf (underflow) is an answer
         return density
 
