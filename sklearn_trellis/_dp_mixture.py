@@ -15,7 +15,7 @@ from ._core.units import shift_rows
 from ._core.validation import validate_kernel_data
 from ._gibbs_base import (MAX_LOSS_ESTIMATE_ITEMS, _BaseGibbs, _refuse_rows_without_density,
                           check_given_labels, gamma_hyperprior, initial_labels,
-                          predictive_picks)
+                          predictive_picks, subset_columns)
 from .engines.exact.binder import bayes_estimate
 from .engines.exact.grid_marginal import GridMarginalPosterior
 from .engines.gibbs import sampler as gibbs
@@ -597,7 +597,12 @@ array-like of shape (n_samples,), default='auto'
         check_is_fitted(self)
         if is_dask_array(X):
             return _blockwise(X, self.predict_proba, np.float64, self.n_clusters_ + 1)
-        return self._mean_predictive_proba(X)
+        exact = getattr(self, "_exact_predictive", None)
+        if exact is None:
+            return self._mean_predictive_proba(X)
+        probs = exact.assignment_probabilities(self._new_rows(X))
+        _refuse_rows_without_density(np.isnan(probs[:, 0]))
+        return probs @ subset_columns(self.labels_, self.n_clusters_)
 
     def predict(self, X):
         """Most probable column of :meth:`predict_proba`; ``n_clusters_`` means a new cluster.
