@@ -24,7 +24,7 @@ from .engines.gibbs.shards import BLOCK_ROWS, import_distributed, is_dask_array
 from .models import LIKELIHOODS, fit_likelihood, make_likelihood
 from .models.likelihood import ClusterLikelihood
 from .models.priors import make_prior
-from .summaries.point_estimates import LOSSES, PAIRWISE_LOSSES
+from .summaries.point_estimates import LOSSES, PAIRWISE_LOSSES, ClusterMarginals
 from .summaries.point_estimates import point_estimate as _loss_point_estimate
 
 
@@ -471,10 +471,13 @@ array-like of shape (n_samples,), default='auto'
         self.pairwise_marginals_ = posterior.pairwise_marginals()
         if self.point_estimate == "map":
             self.labels_ = posterior.map_labels
-        else:  # Binder: the exact Bayes estimate from the exact marginals
+        else:  # Binder and VI: from the exact marginals (pairs, clusters)
+            marginals = ClusterMarginals(posterior.cluster_marginals(),
+                                         candidates=posterior.map_labels[None])
             self.labels_ = bayes_estimate(
                 self.point_estimate, pairwise=self.pairwise_marginals_, samples=self.samples_,
-                exact=True, random_state=rng.randint(2**31 - 1)).astype(np.int64)
+                exact=True, cluster_marginals=marginals,
+                random_state=rng.randint(2**31 - 1)).astype(np.int64)
         self.n_clusters_distribution_ = posterior.n_clusters_distribution()
         self._sample_params = (posterior.grid_params[points]
                                if posterior.grid_params.shape[0] > 1 else None)
