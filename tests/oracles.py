@@ -725,8 +725,10 @@ def _entropies(counts):
     return -(np.where(counts > 0, counts / total, 0.0) * np.log(p)).sum(axis=-1)
 
 
-def expected_losses_by_enumeration(samples, loss):
-    """Expected Binder (``loss="binder"``) or VI loss of every set partition against samples."""
+def expected_losses_by_enumeration(samples, loss, weights=None):
+    """Expected Binder (``loss="binder"``) or VI loss of every set partition against samples
+    (their mean, or with ``weights`` their weighted sum: e.g. every partition, weighted by
+    its posterior probability)."""
     n = samples.shape[1]
     partitions = set_partitions(n)
     if loss == "binder":
@@ -734,7 +736,8 @@ def expected_losses_by_enumeration(samples, loss):
         same_c = (partitions[:, iu] == partitions[:, ju]).astype(float)
         same_s = (samples[:, iu] == samples[:, ju]).astype(float)
         disagreements = same_c @ (1 - same_s).T + (1 - same_c) @ same_s.T
-        return partitions, disagreements.mean(axis=1)
+        return partitions, (disagreements.mean(axis=1) if weights is None
+                            else disagreements @ weights)
     # VI = 2 H(C, S) - H(C) - H(S) from the joint label counts of every (partition, sample)
     codes = partitions[:, None, :] * n + samples[None, :, :]
     joint = np.zeros(codes.shape[:2] + (n * n,))
@@ -744,7 +747,8 @@ def expected_losses_by_enumeration(samples, loss):
     h_joint = _entropies(joint)
     h_c = _entropies(joint.reshape(joint.shape[:2] + (n, n)).sum(axis=3))
     h_s = _entropies(joint.reshape(joint.shape[:2] + (n, n)).sum(axis=2))
-    return partitions, (2 * h_joint - h_c - h_s).mean(axis=1)
+    vi = 2 * h_joint - h_c - h_s
+    return partitions, vi.mean(axis=1) if weights is None else vi @ weights
 
 
 # -- exchangeable partition priors, Wishart block model, biclustering -------------------
