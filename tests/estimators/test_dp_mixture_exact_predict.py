@@ -185,3 +185,21 @@ def test_exact_vi_estimate_does_not_depend_on_the_random_state():
     labels = {DPMixture(method="exact", n_sweeps=5, random_state=seed).fit(X).labels_.tobytes()
               for seed in range(3)}
     assert len(labels) == 1
+
+
+def test_pickled_exact_fit_is_small_and_rebuilds_its_predictive_table_bit_for_bit():
+    """The (grid points x 2**n) table of the exact predictive is not pickled; an unpickled
+    fit rebuilds it on first use and scores and predicts the same bits."""
+    import pickle
+    rng = np.random.RandomState(6)
+    X, new = _draw("gaussian", rng, 8), _draw("gaussian", rng, 3)
+    model = DPMixture(method="exact", n_sweeps=5, point_estimate="map", random_state=0).fit(X)
+    table = model._exact_predictive.log_join_bases
+    assert table.shape == (len(model._exact_predictive.grid_params), 2 ** 8 - 1)
+    blob = pickle.dumps(model)
+    assert len(blob) < table.nbytes / 4
+    loaded = pickle.loads(blob)
+    assert loaded._exact_predictive.log_join_bases is None
+    assert np.array_equal(loaded.score_samples(new), model.score_samples(new))
+    assert np.array_equal(loaded._exact_predictive.log_join_bases, table)
+    assert np.array_equal(loaded.predict_proba(new), model.predict_proba(new))

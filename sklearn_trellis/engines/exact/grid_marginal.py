@@ -130,7 +130,8 @@ class GridMarginalPosterior:
             likelihood=self.likelihood, data=self.model_._data,
             grid_params=self.grid_params[kept], log_grid_weights=self._log_grid_weights[kept],
             log_join_bases=np.array(base), log_new_weights=np.array(log_new),
-            log_normaliser=float(np.log(n + self.prior.alpha)))
+            log_normaliser=float(np.log(n + self.prior.alpha)), prior=self.prior,
+            max_items=self.max_items)
 
     def log_joints(self, samples):
         """``log p(z, X)`` of each sample, marginalised over the grid."""
@@ -146,6 +147,11 @@ class ExactMixturePredictive:
     + E[w_new(K) | X, g] m_g(x)] / (n + alpha)``: the Gibbs sampler's predictive of
     one partition (join a cluster or open one) averaged over every partition and
     grid point, which is ``p(X + x) / p(X)``.
+
+    The table ``log_join_bases`` (grid points x ``2**n``: 6 MB at 12 rows on the
+    default Gaussian grid of 186 points) is not pickled: it is rebuilt from the
+    rows, the prior and the likelihood on first use after unpickling (one exact
+    fit of the posterior, the same values bit for bit).
     """
 
     likelihood: object                  # the fitted ClusterLikelihood
@@ -155,6 +161,21 @@ class ExactMixturePredictive:
     log_join_bases: np.ndarray          # (G, 2**n - 1) log [P(B | X, g) w(|B|) / m_g(X_B)]
     log_new_weights: np.ndarray         # (G,) log E[w_new(K) | X, g]
     log_normaliser: float               # log(n + alpha)
+    prior: object = None                # the PartitionPrior (to rebuild log_join_bases)
+    max_items: int = None               # the exact trellis's size limit (likewise)
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["log_join_bases"] = None   # rebuilt on demand: _join_bases
+        return state
+
+    def _join_bases(self):
+        """``log_join_bases``, rebuilt after unpickling by refitting the exact posterior."""
+        if self.log_join_bases is None:
+            rebuilt = GridMarginalPosterior(self.prior, self.likelihood,
+                                            self.max_items).fit(self.data).predictive()
+            self.log_join_bases = rebuilt.log_join_bases
+        return self.log_join_bases
 
     def log_density(self, data_new):
         """``log p(x | X)`` of each row of ``data_new`` (kernel data, like ``data``).
@@ -165,11 +186,12 @@ class ExactMixturePredictive:
         """
         out = np.empty(data_new.shape[0])
         per_point = np.empty(len(self.grid_params))
+        bases = self._join_bases()
         for row in range(data_new.shape[0]):
             with_x = self._joined_log_marginals(data_new[row:row + 1])
             for g in range(len(self.grid_params)):
                 per_point[g] = self.log_grid_weights[g] + logsumexp(np.append(
-                    self.log_join_bases[g] + with_x[g, 1:],
+                    bases[g] + with_x[g, 1:],
                     self.log_new_weights[g] + with_x[g, 0]))
             out[row] = logsumexp(per_point) - self.log_normaliser
         return out
@@ -187,12 +209,13 @@ class ExactMixturePredictive:
         probs : ndarray of shape (n_new, 2**n)
             Rows sum to 1; a row of NaN where float64 holds no density of ``x``.
         """
-        n_subsets = self.log_join_bases.shape[1] + 1
+        bases = self._join_bases()
+        n_subsets = bases.shape[1] + 1
         out = np.empty((data_new.shape[0], n_subsets))
         for row in range(data_new.shape[0]):
             terms = self._joined_log_marginals(data_new[row:row + 1])
             terms[:, 0] += self.log_new_weights
-            terms[:, 1:] += self.log_join_bases
+            terms[:, 1:] += bases
             terms += self.log_grid_weights[:, None]
             top = terms.max()
             if not np.isfinite(top):
