@@ -168,8 +168,13 @@ array-like of shape (n_samples,), default='auto'
         0.8 to 0.87 and stays within 0.02 of ``'map'`` on the other datasets);
         above 10,000 items ``'map'`` is used. Exact mode: ``'binder'`` is the
         *exact* Bayes estimate (minimised over all partitions from the exact
-        pairwise marginals), ``'map'`` the exact MAP, the other losses are
-        searched on the exact marginals or exact samples.
+        pairwise marginals), ``'map'`` the exact MAP; ``'vi'`` is searched on
+        its exact expected value (a sum over clusters: from the exact cluster
+        marginals, :class:`~sklearn_trellis.summaries.point_estimates.ClusterMarginals`;
+        checked against all partitions up to 8 items; the same whatever
+        ``random_state``), ``'omari_approx'`` and ``'vi_lb'`` on the exact
+        pairwise marginals; ``'omari'``, ``'nvi'`` and ``'nid'`` (ratios, not
+        sums over clusters) on the exact draws ``samples_``.
 
     Attributes
     ----------
@@ -179,7 +184,9 @@ array-like of shape (n_samples,), default='auto'
     n_clusters_ : int
         Clusters of ``labels_``.
     samples_ : ndarray of shape (n_kept, n_samples), dtype int32
-        Kept partitions of all chains (chain after chain); exact mode: exact draws.
+        Kept partitions of all chains (chain after chain); exact mode: ``n_sweeps``
+        exact posterior draws (the only exact-mode output that depends on
+        ``random_state``, with the omARI, NVI and NID estimates searched on them).
     log_joints_ : ndarray of shape (n_kept,)
         ``log p(z, X)`` of each kept sample (Gibbs with learned
         hyperparameters: at the sample's hyperparameters; exact mode:
@@ -223,18 +230,26 @@ array-like of shape (n_samples,), default='auto'
     :class:`~sklearn_trellis.models.NormalInverseWishart`): Gibbs draws them
     each sweep, exact mode sums over the grid (``log_marginal_likelihood_``,
     ``pairwise_marginals_`` and the samples are then exact for the
-    hierarchical model; ``labels_`` is the partition of the most probable
-    (partition, hyperparameter) pair). ``predict`` and ``predict_proba`` use
-    each sample's own hyperparameters, as does ``score`` of a Gibbs fit; an
-    exact fit's ``score`` sums over every partition and grid point (exactly
-    ``log p(X + x) - log p(X)``, whatever ``random_state``).
+    hierarchical model; with ``point_estimate='map'``, ``labels_`` is the
+    partition of the most probable (partition, hyperparameter) pair). A Gibbs
+    fit's ``predict``, ``predict_proba`` and ``score`` use each sample's own
+    hyperparameters; an exact fit's sum over every partition and grid point
+    (``score`` is exactly ``log p(X + x) - log p(X)``), whatever ``random_state``.
 
     ``predict_proba`` columns are the clusters of ``labels_`` then a last
-    "new cluster" column. For each of up to 25 evenly spaced samples, a new
+    "new cluster" column. Gibbs: for each of up to 25 evenly spaced samples, a new
     point's posterior probability of joining each cluster of that sample (prior
     weight times posterior predictive density) is spread over the clusters of
     ``labels_`` in proportion to the overlap of the two clusters; the result is
-    averaged over the samples.
+    averaged over the samples. Exact mode: the posterior of the ``n + 1`` rows
+    over the new row's cluster, ``P(x joins B | X, x)`` for every subset ``B``
+    of the fitted rows (the cluster marginal of ``B + {x}``; ``B`` empty: a new
+    cluster), spread alike by ``|B n k| / |B|``, summed exactly over every
+    partition and grid point (whatever ``random_state``). It is the Bayesian
+    assignment given ``x`` too; the samples' average approaches it once each
+    sample is weighted by its predictive density ``p(x | z, X)`` (the
+    unweighted average of per-partition probabilities is another quantity,
+    and not a sum over subsets).
 
     References
     ----------
@@ -586,6 +601,11 @@ array-like of shape (n_samples,), default='auto'
 
     def predict_proba(self, X):
         """Posterior probability that each new row joins each cluster of ``labels_`` or a new one.
+
+        An exact fit: ``P(x joins B | X, x)`` of every subset ``B`` of the fitted
+        rows from the exact posterior of the ``n + 1`` rows, spread onto the
+        clusters of ``labels_`` by overlap (deterministic, see Notes); a Gibbs fit
+        averages over up to 25 kept samples.
 
         Parameters
         ----------
