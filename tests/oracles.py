@@ -879,13 +879,16 @@ def cell_block_log_marginal(kind, values, p):
             - (a0 + x.sum()) * np.log(b0 + n) - np.sum(gammaln(x + 1)))
 
 
-def biclustering_by_enumeration(kind, X, cells, alpha_rows, alpha_columns):
+def biclustering_by_enumeration(kind, X, cells, alpha_rows, alpha_columns,
+                                return_probabilities=False):
     """The infinite biclustering posterior by enumerating every pair of row and column partitions.
 
     CRP priors on both axes, :func:`cell_block_log_marginal` per block,
     summed over the cell model's hyperparameter grid (``cells``: a fitted cell
     model, read through ``hyperparameter_grid()`` and ``kernel_params()``).
-    Returns ``(log_z, row_pairwise, column_pairwise, map_rows, map_columns)``.
+    Returns ``(log_z, row_pairwise, column_pairwise, map_rows, map_columns)``, then
+    with ``return_probabilities`` the row partitions, their posterior probabilities,
+    the column partitions and theirs.
     """
     grid = cells.hyperparameter_grid()
     params, log_prior = (cells.kernel_params()[None], np.zeros(1)) if grid is None else grid
@@ -904,7 +907,8 @@ def biclustering_by_enumeration(kind, X, cells, alpha_rows, alpha_columns):
     column_pairwise = np.einsum("p,pij->ij", prob.sum(0),
                                 columns[:, :, None] == columns[:, None, :])
     a, b = np.unravel_index(np.argmax(joint), joint.shape)
-    return log_z, row_pairwise, column_pairwise, rows[a], columns[b]
+    out = (log_z, row_pairwise, column_pairwise, rows[a], columns[b])
+    return out + (rows, prob.sum(1), columns, prob.sum(0)) if return_probabilities else out
 
 
 # -- divisive trees ------------------------------------------------------------
