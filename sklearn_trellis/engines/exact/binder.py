@@ -22,8 +22,9 @@ from .flat import DEFAULT_MAX_EXACT_FLAT, exact_flat_map
 
 #: Up to this many items, VI is searched on the exact cluster marginals (their ``2**n``
 #: pseudo-samples, :class:`~sklearn_trellis.summaries.point_estimates.ClusterMarginals`):
-#: the search holds ``4 n**2 2**n`` bytes (2.4 MB at 12 items, 40 MB at 16) and each
-#: single-item move reads ``2**n`` entries per cluster. Above it, on the samples.
+#: the search holds about ``4 n (n - 1) 2**n`` bytes (2.2 MB at 12 items, 63 MB at 16)
+#: and each single-item move reads ``2**n`` entries per cluster (0.27 s of CPU for the
+#: whole search at 12 items, 0.46 s at 14). Above it, on the samples.
 MAX_CLUSTER_MARGINAL_ITEMS = 16
 
 #: The seed of the search on exact cluster marginals: the estimate is then a function of
