@@ -70,6 +70,22 @@ def to_fitted_columns(probs, sample_labels, fitted_labels, n_fitted):
     return np.hstack([probs[:, :k_s] @ overlap, probs[:, k_s:]])
 
 
+def subset_columns(fitted_labels, n_fitted):
+    """Every subset's share of the columns of ``labels_`` (+ new), as :func:`to_fitted_columns`.
+
+    Row ``B`` (a bitmask of the fitted rows) is ``|B n k| / |B|`` for each cluster ``k``
+    of ``fitted_labels``; row 0 (the empty subset: a cluster of its own) is the "new"
+    column. Returns an ndarray of shape (2**n, n_fitted + 1).
+    """
+    n = fitted_labels.shape[0]
+    members = (np.arange(1 << n)[:, None] >> np.arange(n)) & 1     # (2**n, n) bits
+    out = np.zeros((1 << n, n_fitted + 1))
+    out[:, :n_fitted] = members @ np.eye(n_fitted)[fitted_labels]
+    out[1:, :n_fitted] /= members[1:].sum(axis=1, keepdims=True)
+    out[0, n_fitted] = 1.0
+    return out
+
+
 def fingerprint(X):
     """A digest of an array's shape, dtype and bytes: tells the same data from new data."""
     X = np.ascontiguousarray(X)

@@ -22,7 +22,8 @@ from .models import CELL_MODELS, CellModel, make_cell_model
 from .models.column_types import infer_cell_type
 from .models.priors import CRP
 from .summaries.occurrence import pairwise_cooccurrence
-from .summaries.point_estimates import LOSSES, point_estimate as _loss_point_estimate
+from .summaries.point_estimates import LOSSES, ClusterMarginals
+from .summaries.point_estimates import point_estimate as _loss_point_estimate
 
 #: Beyond this many rows (or columns) a side has more partitions than any exact run can
 #: enumerate (Bell(25) > 4e18), so ``Bell`` is not computed (it costs O(n**2) big integers).
@@ -104,7 +105,10 @@ default='vi'
         How ``row_labels_`` and ``column_labels_`` summarise the posterior: the
         row (column) partition of smallest posterior expected loss
         (:func:`~sklearn_trellis.summaries.point_estimate`, rows and columns
-        separately), or ``'map'``, the pair of highest ``p(r, c, X)``.
+        separately), or ``'map'``, the pair of highest ``p(r, c, X)``. Exact
+        mode: Binder minimised exactly and VI searched on its exact expected
+        value (from the exact cluster marginals; the same whatever
+        ``random_state``); ``'omari'``, ``'nvi'`` and ``'nid'`` on the exact draws.
     random_state : int, RandomState instance or None, default=None
     verbose : int, default=0
     warm_start : bool, default=False
@@ -312,13 +316,18 @@ default='vi'
         if self.point_estimate == "map":
             self.row_labels_, self.column_labels_ = (labels.astype(np.int64)
                                                      for labels in posterior.map_pair())
-        else:
+        else:   # VI from the exact cluster marginals, Binder from the pairwise ones
+            maps = posterior.map_pair()
             self.row_labels_, self.column_labels_ = (
                 bayes_estimate(self.point_estimate, pairwise=pairwise, samples=samples,
-                               exact=True, random_state=rng.randint(2**31 - 1)).astype(np.int64)
-                for pairwise, samples in ((self.row_pairwise_marginals_, self.row_samples_),
-                                          (self.column_pairwise_marginals_,
-                                           self.column_samples_)))
+                               exact=True,
+                               cluster_marginals=ClusterMarginals(marginals, map_[None]),
+                               random_state=rng.randint(2**31 - 1)).astype(np.int64)
+                for pairwise, samples, marginals, map_ in (
+                    (self.row_pairwise_marginals_, self.row_samples_,
+                     posterior.row_cluster_marginals(), maps[0]),
+                    (self.column_pairwise_marginals_, self.column_samples_,
+                     posterior.column_cluster_marginals(), maps[1])))
 
     def _fit_gibbs(self, X, rng, hyperprior, warm):
         data = np.ascontiguousarray(X)

@@ -725,8 +725,10 @@ def _entropies(counts):
     return -(np.where(counts > 0, counts / total, 0.0) * np.log(p)).sum(axis=-1)
 
 
-def expected_losses_by_enumeration(samples, loss):
-    """Expected Binder (``loss="binder"``) or VI loss of every set partition against samples."""
+def expected_losses_by_enumeration(samples, loss, weights=None):
+    """Expected Binder (``loss="binder"``) or VI loss of every set partition against samples
+    (their mean, or with ``weights`` their weighted sum: e.g. every partition, weighted by
+    its posterior probability)."""
     n = samples.shape[1]
     partitions = set_partitions(n)
     if loss == "binder":
@@ -734,7 +736,8 @@ def expected_losses_by_enumeration(samples, loss):
         same_c = (partitions[:, iu] == partitions[:, ju]).astype(float)
         same_s = (samples[:, iu] == samples[:, ju]).astype(float)
         disagreements = same_c @ (1 - same_s).T + (1 - same_c) @ same_s.T
-        return partitions, disagreements.mean(axis=1)
+        return partitions, (disagreements.mean(axis=1) if weights is None
+                            else disagreements @ weights)
     # VI = 2 H(C, S) - H(C) - H(S) from the joint label counts of every (partition, sample)
     codes = partitions[:, None, :] * n + samples[None, :, :]
     joint = np.zeros(codes.shape[:2] + (n * n,))
@@ -744,7 +747,8 @@ def expected_losses_by_enumeration(samples, loss):
     h_joint = _entropies(joint)
     h_c = _entropies(joint.reshape(joint.shape[:2] + (n, n)).sum(axis=3))
     h_s = _entropies(joint.reshape(joint.shape[:2] + (n, n)).sum(axis=2))
-    return partitions, (2 * h_joint - h_c - h_s).mean(axis=1)
+    vi = 2 * h_joint - h_c - h_s
+    return partitions, vi.mean(axis=1) if weights is None else vi @ weights
 
 
 # -- exchangeable partition priors, Wishart block model, biclustering -------------------
@@ -875,13 +879,16 @@ def cell_block_log_marginal(kind, values, p):
             - (a0 + x.sum()) * np.log(b0 + n) - np.sum(gammaln(x + 1)))
 
 
-def biclustering_by_enumeration(kind, X, cells, alpha_rows, alpha_columns):
+def biclustering_by_enumeration(kind, X, cells, alpha_rows, alpha_columns,
+                                return_probabilities=False):
     """The infinite biclustering posterior by enumerating every pair of row and column partitions.
 
     CRP priors on both axes, :func:`cell_block_log_marginal` per block,
     summed over the cell model's hyperparameter grid (``cells``: a fitted cell
     model, read through ``hyperparameter_grid()`` and ``kernel_params()``).
-    Returns ``(log_z, row_pairwise, column_pairwise, map_rows, map_columns)``.
+    Returns ``(log_z, row_pairwise, column_pairwise, map_rows, map_columns)``, then
+    with ``return_probabilities`` the row partitions, their posterior probabilities,
+    the column partitions and theirs.
     """
     grid = cells.hyperparameter_grid()
     params, log_prior = (cells.kernel_params()[None], np.zeros(1)) if grid is None else grid
@@ -900,7 +907,8 @@ def biclustering_by_enumeration(kind, X, cells, alpha_rows, alpha_columns):
     column_pairwise = np.einsum("p,pij->ij", prob.sum(0),
                                 columns[:, :, None] == columns[:, None, :])
     a, b = np.unravel_index(np.argmax(joint), joint.shape)
-    return log_z, row_pairwise, column_pairwise, rows[a], columns[b]
+    out = (log_z, row_pairwise, column_pairwise, rows[a], columns[b])
+    return out + (rows, prob.sum(1), columns, prob.sum(0)) if return_probabilities else out
 
 
 # -- divisive trees ------------------------------------------------------------

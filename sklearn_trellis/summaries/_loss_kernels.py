@@ -243,12 +243,13 @@ def _update(kind, i, k, delta, labels, sizes, counts, samples_t, block_counts, s
 
 
 @template
-def _costs(kind, i, labels, sizes, n_slots, counts, samples_t, block_counts, stats,
+def _costs(kind, i, labels, sizes, n_slots, counts, samples_t, weights, block_counts, stats,
            pairwise, mass, xl, a, b, out, scratch):
     """Loss (up to a constant common to all slots) if ``i`` joins each slot.
 
     Fills ``out[:n_slots]`` (empty slots: any value) and returns the cost of a
-    new cluster.
+    new cluster. ``weights``: the samples' weights (Binder and VI), empty for
+    equal weights (the mean over the samples).
     """
     n = labels.shape[0]
     m = stats[0, 0] + 1.0
@@ -262,7 +263,15 @@ def _costs(kind, i, labels, sizes, n_slots, counts, samples_t, block_counts, sta
                 continue
             counts_k = counts[k]
             cross = 0.0
-            if kind == BINDER:
+            if weights.shape[0] > 0:    # a weighted mean: the weights sum to 1
+                for t in range(n_samples):
+                    u = counts_k[t, row[t]]
+                    cross += weights[t] * (float(u) if kind == BINDER else xl[u + 1] - xl[u])
+                if kind == BINDER:
+                    out[k] = b * size - (a + b) * cross
+                else:
+                    out[k] = (2.0 - a) * (xl[size + 1] - xl[size]) - 2.0 * cross
+            elif kind == BINDER:
                 for t in range(n_samples):
                     cross += counts_k[t, row[t]]
                 out[k] = b * size - (a + b) * cross / n_samples
@@ -355,16 +364,17 @@ def _choose(sizes, n_slots, costs, new_cost, current, n_clusters, max_clusters):
 
 
 @template
-def _loss_value(kind, labels, sizes, stats, pairwise, mass, a, b):
+def _loss_value(kind, labels, sizes, stats, weights, pairwise, mass, a, b):
     """Loss of the allocated elements from the search state (``O(T)`` or ``O(n^2)``)."""
     m = stats[0, 0]
     if FAMILY != PAIRWISE:
         n_samples = stats.shape[0] - 1
         total = 0.0
         for t in range(n_samples):
-            total += cm_loss(kind, m, stats[0, 1], stats[0, 2], stats[1 + t, 0],
-                             stats[1 + t, 1], stats[1 + t, 2], stats[1 + t, 3], a, b)
-        return total / n_samples
+            value = cm_loss(kind, m, stats[0, 1], stats[0, 2], stats[1 + t, 0],
+                            stats[1 + t, 1], stats[1 + t, 2], stats[1 + t, 3], a, b)
+            total += value if weights.shape[0] == 0 else weights[t] * value
+        return total / n_samples if weights.shape[0] == 0 else total
     if kind == BINDER_PSM:
         return a * stats[1, 0] + b * stats[0, 2] - (a + b) * stats[1, 1]
     if kind == OMARI_APPROX:
@@ -383,8 +393,8 @@ def _loss_value(kind, labels, sizes, stats, pairwise, mass, a, b):
 
 
 @template(nogil=True)
-def greedy_search(kind, labels, order, pairwise, samples_t, n_sample_blocks, max_sweeps,
-                  max_clusters, a, b, xl):
+def greedy_search(kind, labels, order, pairwise, samples_t, weights, n_sample_blocks,
+                  max_sweeps, max_clusters, a, b, xl):
     """SALSO-style search, in place on ``labels`` (``-1`` = not yet allocated).
 
     1. Sequential allocation: elements still at ``-1`` join, in ``order``, the
@@ -394,7 +404,8 @@ def greedy_search(kind, labels, order, pairwise, samples_t, n_sample_blocks, max
        cluster (strict improvements only) until a sweep changes nothing or
        ``max_sweeps`` sweeps are done. Every move lowers the expected loss.
 
-    ``samples_t`` is element-major (n, T) for the contingency kinds; labels
+    ``samples_t`` is element-major (n, T) for the contingency kinds, ``weights``
+    the samples' weights summing to 1 (Binder and VI; empty: equal weights); labels
     already set must lie in ``0..n-1`` and number at most ``max_clusters``.
     ``xl`` is ``xlogx_table(n + 2)`` (as in :func:`cm_losses`). Returns ``(labels,
     loss)``: the loss of the result, as :func:`cm_losses` / :func:`psm_losses`
@@ -475,7 +486,7 @@ def greedy_search(kind, labels, order, pairwise, samples_t, n_sample_blocks, max
                         stats, pairwise, mass, xl)
                 if sizes[current] == 0:
                     n_clusters -= 1
-            new_cost = _costs(kind, i, labels, sizes, n_slots, counts, samples_t,
+            new_cost = _costs(kind, i, labels, sizes, n_slots, counts, samples_t, weights,
                               block_counts, stats, pairwise, mass, xl, a, b, costs, scratch)
             slot = _choose(sizes, n_slots, costs, new_cost, current, n_clusters, max_clusters)
             if slot == n_slots:  # a new cluster: the first empty slot
@@ -500,7 +511,7 @@ def greedy_search(kind, labels, order, pairwise, samples_t, n_sample_blocks, max
             changed |= slot != current
         if step > 0 and not changed:
             break
-    return labels, _loss_value(kind, labels, sizes, stats, pairwise, mass, a, b)
+    return labels, _loss_value(kind, labels, sizes, stats, weights, pairwise, mass, a, b)
 
 
 def loss_kernels(kind):
@@ -508,7 +519,7 @@ def loss_kernels(kind):
 
     Returns a namespace with ``cm_losses(candidates, samples, kind, a, b)``,
     ``psm_losses(candidates, pairwise, kind, a, b)`` and ``greedy_search(kind, labels,
-    order, pairwise, samples_t, n_sample_blocks, max_sweeps, max_clusters, a, b)`` (and
+    order, pairwise, samples_t, weights, n_sample_blocks, max_sweeps, max_clusters, a, b)`` (and
     their helpers), compiled for the family of ``kind`` only (Binder and VI; omARI, NVI
     and NID; the pairwise losses); memoised, and cached on disk per family.
     """

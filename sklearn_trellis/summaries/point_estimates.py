@@ -16,7 +16,10 @@ their posterior expected value needs:
   salso's ``VI.lb``; samples or ``P``.
 
 ``P`` is the (n, n) matrix of pairwise co-clustering probabilities, e.g. the
-exact ``pairwise_marginals_`` of an exact engine. Conventions: all sums over
+exact ``pairwise_marginals_`` of an exact engine. An exact posterior given by its
+cluster marginals ``P(B is a cluster)`` (:class:`ClusterMarginals`) has exact
+expected Binder and VI losses (see there); the other contingency losses are not
+sums over the clusters and need samples. Conventions: all sums over
 unordered pairs, natural logarithms, no normalisation by ``n**2`` (salso
 divides Binder by ``n**2 / 2`` and uses ``log2``; see :func:`binder_loss` and
 :func:`variation_of_information` for the exact correspondence).
@@ -145,17 +148,90 @@ def _distinct_rows(rows):
     return np.array(firsts, np.int64), inverse
 
 
+#: The losses whose posterior expectation is a sum over the reference's clusters, so
+#: exact from :class:`ClusterMarginals` (linear in the contingency sums).
+CLUSTER_SUM_LOSSES = {"binder", "vi"}
+
+
+class ClusterMarginals:
+    """A posterior over partitions given by its cluster marginals ``P(B is a cluster)``.
+
+    The expected loss of Binder and VI is exact from them. Per reference
+    partition ``pi`` both are linear in sums over its clusters ``S`` of a
+    function ``f(|S|)`` and over its clusters and the estimate's ``A`` of
+    ``g(|A n S|)`` (``f = g = x log x`` for VI, ``C(x, 2)`` for Binder), so
+    ``E[sum_{S in pi} f(|S|)] = sum_S P(S) f(|S|)``. Both vanish on
+    singletons (``f(1) = f(0) = 0``), so the expectation is the weighted mean
+    of the losses against *pseudo-samples*: for each subset ``S`` of two or
+    more items, the partition ``{S}`` plus singletons with weight ``P(S)``,
+    and all singletons with weight ``1 - sum_S P(S)`` (possibly negative: the
+    weights then sum to 1 and carry the estimate's own terms once). The
+    search and the exhaustive check of :func:`point_estimate` run on them.
+
+    Parameters
+    ----------
+    probabilities : ndarray of shape (2**n,)
+        ``P(B is a cluster)`` of every bitmask ``B`` of the ``n`` items (bit
+        ``i``: item ``i``); entries of the empty set and of singletons are not read.
+    candidates : array-like of shape (C, n), default=None
+        Partitions the search also starts from (e.g. the exact MAP), as labels.
+    """
+
+    def __init__(self, probabilities, candidates=None):
+        probabilities = np.asarray(probabilities, dtype=np.float64)
+        size = probabilities.shape[0] if probabilities.ndim == 1 else 0
+        if size < 2 or size & (size - 1):
+            raise ValueError("Cluster marginals are a vector of 2**n probabilities (one per "
+                             f"bitmask of n items); got shape {probabilities.shape}.")
+        if not np.all(np.isfinite(probabilities)) or np.any(probabilities < -1e-12) \
+                or np.any(probabilities > 1 + 1e-12):
+            raise ValueError("Cluster marginals must be probabilities in [0, 1].")
+        self.n = size.bit_length() - 1
+        self.probabilities = np.clip(probabilities, 0.0, 1.0)
+        self.candidates = (np.zeros((0, self.n), np.int64) if candidates is None
+                           else np.atleast_2d(np.asarray(candidates, dtype=np.int64)))
+        if self.candidates.shape[1] != self.n:
+            raise ValueError(f"candidates have {self.candidates.shape[1]} entries for "
+                             f"{self.n} items.")
+
+    def pseudo_samples(self):
+        """``(samples, weights)``: canonical int32 labels (T, n) and their weights (sum 1)."""
+        n = self.n
+        masks = np.arange(1 << n)
+        members = (masks[:, None] >> np.arange(n)) & 1
+        keep = (members.sum(axis=1) >= 2) & (self.probabilities > 0)
+        labels = np.where(members[keep] > 0, n, np.arange(n))
+        labels = np.vstack([labels, np.arange(n)])           # the all-singletons partition
+        weights = self.probabilities[keep]
+        weights = np.append(weights, 1.0 - weights.sum())
+        return _canonical_rows(labels.astype(np.int64)).astype(np.int32), weights
+
+    def pairwise(self):
+        """``P(i and j share a cluster) = sum_{S ni i, j} P(S)``."""
+        members = ((np.arange(1 << self.n)[:, None] >> np.arange(self.n)) & 1).astype(float)
+        out = (members * self.probabilities[:, None]).T @ members
+        np.fill_diagonal(out, 1.0)
+        return check_pairwise(out)
+
+
 class Target:
     """What the expected loss is taken over: sampled partitions and/or ``P``.
 
-    A float (n, n) array is read as a pairwise matrix, anything else as a
-    sample set of partitions. ``P`` is computed from the samples when a
-    pairwise loss needs it.
+    A float (n, n) array is read as a pairwise matrix, a :class:`ClusterMarginals`
+    as weighted pseudo-samples, anything else as a sample set of partitions. ``P``
+    is computed from the samples when a pairwise loss needs it.
     """
 
     def __init__(self, samples_or_pairwise):
         value = samples_or_pairwise
-        if isinstance(value, np.ndarray) and value.dtype.kind == "f" and value.ndim == 2 \
+        self.weights = None   # equal weights (a mean over the samples)
+        if isinstance(value, ClusterMarginals):
+            self.samples, self.weights = value.pseudo_samples()
+            self._pairwise = None
+            self._marginals = value
+            self.n = value.n
+            self.n_sample_blocks = int(self.samples.max()) + 1
+        elif isinstance(value, np.ndarray) and value.dtype.kind == "f" and value.ndim == 2 \
                 and value.shape[0] == value.shape[1]:
             self.samples = None
             self._pairwise = check_pairwise(value)
@@ -178,6 +254,8 @@ class Target:
 
     @property
     def pairwise(self):
+        if self._pairwise is None and self.weights is not None:
+            self._pairwise = self._marginals.pairwise()
         if self._pairwise is None:
             if self._sample_set is None:
                 self._sample_set = as_sample_set(self.samples)
@@ -199,6 +277,9 @@ class Target:
         if self.samples is None and loss not in PAIRWISE_LOSSES:
             raise ValueError(f"loss={loss!r} needs the samples, not a pairwise matrix: its "
                              "expected value is not a function of P(i, j together).")
+        if self.weights is not None and loss not in CLUSTER_SUM_LOSSES | PAIRWISE_LOSSES:
+            raise ValueError(f"loss={loss!r} needs the samples, not cluster marginals: its "
+                             "expected value is not a sum over the clusters.")
         return LOSSES[loss]
 
     def losses(self, candidates, loss, a=1.0, b=1.0):
@@ -207,11 +288,15 @@ class Target:
         kernels = loss_kernels(kind)
         candidates = np.ascontiguousarray(candidates, dtype=np.int64)
         if kind < N_CONTINGENCY_KINDS:
-            return contingency_losses(candidates, self.samples, kind, a, b).mean(axis=1)
+            losses = contingency_losses(candidates, self.samples, kind, a, b)
+            return losses.mean(axis=1) if self.weights is None else losses @ self.weights
         return kernels.psm_losses(candidates, self.pairwise, kind, float(a), float(b))
 
     def distinct_samples(self):
-        """Distinct sampled partitions (canonical), most frequent first."""
+        """Distinct sampled partitions (canonical), most frequent first (cluster
+        marginals: their candidates)."""
+        if self.weights is not None:
+            return np.unique(_canonical_rows(self._marginals.candidates), axis=0)
         # rows are canonical: equal bytes, equal partitions
         firsts, inverse = _distinct_rows(self.samples)
         by_count = np.argsort(-np.bincount(inverse), kind="stable")  # ties: first appearance
@@ -229,7 +314,7 @@ def expected_loss(samples_or_pairwise, labels, loss="binder", *, a=1.0, b=1.0):
 
     Parameters
     ----------
-    samples_or_pairwise : sample set or ndarray of shape (n, n)
+    samples_or_pairwise : sample set, ndarray of shape (n, n) or ClusterMarginals
         As in :func:`point_estimate`.
     labels : array-like of shape (n,)
     loss : str, default='binder'
@@ -262,7 +347,9 @@ def _bell(n):
 
 
 def _distinct_with_weights(target):
-    """Distinct sampled partitions (canonical rows) and their frequencies."""
+    """Distinct sampled partitions (canonical rows) and their frequencies (or weights)."""
+    if target.weights is not None:   # the pseudo-samples are distinct
+        return target.samples, target.weights
     rows, counts = np.unique(target.samples, axis=0, return_counts=True)
     return np.ascontiguousarray(rows), counts / target.samples.shape[0]
 
@@ -311,13 +398,16 @@ def _one_run(kind, target, start, seed, loss, a, b, max_sweeps, max_clusters,
     samples_t = target.samples_t if kind < N_CONTINGENCY_KINDS else np.zeros((1, 1), np.int32)
     pairwise = target.pairwise if kind >= N_CONTINGENCY_KINDS else np.zeros((1, 1))
     n_blocks = target.n_sample_blocks if kind < N_CONTINGENCY_KINDS else 1
+    weights = (target.weights if kind < N_CONTINGENCY_KINDS and target.weights is not None
+               else np.zeros(0))
     greedy_search = loss_kernels(kind).greedy_search
     xl = xlogx_table(n + 2)
 
     def search(labels, sweeps):
         order = rng.permutation(n).astype(np.int64)
-        labels, value = call(greedy_search, kind, labels, order, pairwise, samples_t, n_blocks,
-                             sweeps, max_clusters, float(a), float(b), xl, small=small)
+        labels, value = call(greedy_search, kind, labels, order, pairwise, samples_t, weights,
+                             n_blocks, sweeps, max_clusters, float(a), float(b), xl,
+                             small=small)
         return first_appearance_labels(labels), value
 
     labels, value = search(np.asarray(start, np.int64).copy(), max_sweeps)
@@ -372,11 +462,12 @@ def point_estimate(samples_or_pairwise, loss="binder", *, a=1.0, b=1.0, method="
 
     Parameters
     ----------
-    samples_or_pairwise : sample set or ndarray of shape (n, n)
+    samples_or_pairwise : sample set, ndarray of shape (n, n) or ClusterMarginals
         An int array (T, n) of label vectors (elements are the columns) or a
         list of partitions as lists of blocks; or a float (n, n) matrix of
         pairwise co-clustering probabilities (pairwise losses only). A float
-        array is always read as a pairwise matrix.
+        array is always read as a pairwise matrix. Or an exact posterior's
+        :class:`ClusterMarginals` (Binder, VI and the pairwise losses, exactly).
     loss : str, default='binder'
     a : float, default=1.0
         Binder: cost of splitting a pair that belongs together. VI: weight of
@@ -446,8 +537,9 @@ def point_estimate(samples_or_pairwise, loss="binder", *, a=1.0, b=1.0, method="
             starts.append(candidates[best])
             draws_best = (candidates[best], float(scores[best]))
     if method == "draws":
-        if target.samples is None:
-            raise ValueError("method='draws' needs the samples, not a pairwise matrix.")
+        if target.samples is None or target.weights is not None:
+            raise ValueError("method='draws' needs the samples, not a pairwise matrix "
+                             "or cluster marginals.")
         if not starts:
             raise ValueError(f"No sampled partition has at most max_n_clusters={max_clusters} "
                              "clusters.")
@@ -479,4 +571,4 @@ def point_estimate(samples_or_pairwise, loss="binder", *, a=1.0, b=1.0, method="
 
 
 __all__ = ["point_estimate", "expected_loss", "LOSSES", "PAIRWISE_LOSSES", "Target",
-           "loss_name", "contingency_losses"]
+           "loss_name", "contingency_losses", "ClusterMarginals", "CLUSTER_SUM_LOSSES"]

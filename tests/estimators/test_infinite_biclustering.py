@@ -215,3 +215,24 @@ def test_a_row_with_nothing_observed_has_log_density_exactly_zero(method):
     scores = model.score_samples([[np.nan] * 3, [np.nan, 1.0, np.nan]])
     assert scores[0] == 0.0          # was +-1e-16: sums of normalised weights
     assert scores[1] < 0.0
+
+
+def test_exact_vi_estimates_minimise_the_exact_expected_vi():
+    """Exact mode: row_labels_ and column_labels_ reach the smallest expected VI over every
+    partition under the enumerated posterior, whatever the random_state (searched on the
+    exact cluster marginals, not on the draws)."""
+    from oracles import expected_losses_by_enumeration
+    X = small_matrix("normal", seed=3)
+    fits = [InfiniteBiclustering(likelihood="normal", alpha_rows=0.8, alpha_columns=1.3,
+                                 n_sweeps=5, random_state=seed).fit(X) for seed in (0, 1)]
+    model = fits[0]
+    assert model.method_ == "exact" and model.point_estimate == "vi"
+    *_, rows, row_probs, columns, column_probs = biclustering_by_enumeration(
+        "normal", X, model.model_, 0.8, 1.3, return_probabilities=True)
+    for labels, partitions, probs in ((model.row_labels_, rows, row_probs),
+                                      (model.column_labels_, columns, column_probs)):
+        losses = expected_losses_by_enumeration(partitions, "vi", weights=probs)[1]
+        index = np.flatnonzero(np.all(partitions == labels, axis=1))[0]
+        assert losses[index] <= losses.min() + 1e-10
+    assert np.array_equal(fits[1].row_labels_, model.row_labels_)
+    assert np.array_equal(fits[1].column_labels_, model.column_labels_)

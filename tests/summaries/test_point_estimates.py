@@ -124,3 +124,60 @@ def test_purity_hand_computed():
     assert purity_score(classes, np.zeros(6, int)) == pytest.approx(3 / 6)
     with pytest.raises(ValueError, match="different lengths"):
         purity_score([0, 1], [0, 1, 2])
+
+
+# -- exact expected losses from cluster marginals ----------------------------------------
+
+def _weighted_partitions(rng, n):
+    """Every partition of ``n`` items with random weights, and its cluster marginals."""
+    from oracles import set_partitions
+    from sklearn_trellis.summaries.point_estimates import ClusterMarginals
+    partitions = set_partitions(n)
+    weights = rng.dirichlet(np.full(len(partitions), 0.2))
+    marginals = np.zeros(1 << n)
+    for w, z in zip(weights, partitions):
+        for k in range(z.max() + 1):
+            marginals[int(np.sum((z == k) << np.arange(n)))] += w
+    return partitions, weights, ClusterMarginals(marginals)
+
+
+@pytest.mark.parametrize("loss", ["vi", "binder"])
+def test_cluster_marginals_give_the_exact_expected_loss(loss):
+    """Binder and VI from ``P(B is a cluster)`` are the weighted mean over every partition."""
+    from oracles import partition_losses
+    rng = np.random.RandomState(0)
+    partitions, weights, marginals = _weighted_partitions(rng, 6)
+    candidates = partitions[rng.choice(len(partitions), 8, replace=False)]
+    expected = partition_losses(candidates, partitions, loss) @ weights
+    got = [expected_loss(marginals, c, loss) for c in candidates]
+    assert np.allclose(got, expected, rtol=0, atol=1e-10)
+    if loss == "vi":   # a VI with the split weight a = 0.5
+        expected = partition_losses(candidates, partitions, loss, a=0.5) @ weights
+        got = [expected_loss(marginals, c, loss, a=0.5) for c in candidates]
+        assert np.allclose(got, expected, rtol=0, atol=1e-10)
+
+
+def test_cluster_marginals_search_finds_the_minimiser_without_the_exhaustive_check(monkeypatch):
+    """The search itself (sequential allocation, sweetening, zealous updates on the weighted
+    pseudo-samples), with the final exhaustive check switched off."""
+    from oracles import partition_losses
+    from sklearn_trellis.summaries import point_estimates
+    monkeypatch.setattr(point_estimates, "_EXHAUSTIVE_WORK", 0)
+    rng = np.random.RandomState(1)
+    partitions, weights, marginals = _weighted_partitions(rng, 6)
+    losses = partition_losses(partitions, partitions, "vi") @ weights
+    labels, value = point_estimate(marginals, loss="vi", random_state=0, return_loss=True)
+    assert value == pytest.approx(losses.min(), abs=1e-10)
+    assert value == pytest.approx(expected_loss(marginals, labels, "vi"), abs=1e-10)
+
+
+def test_cluster_marginals_refuse_the_losses_that_are_not_cluster_sums():
+    marginals = _weighted_partitions(np.random.RandomState(2), 4)[2]
+    for loss in ("omari", "nvi", "nid"):
+        with pytest.raises(ValueError, match="not a sum over the clusters"):
+            point_estimate(marginals, loss=loss)
+    with pytest.raises(ValueError, match="cluster marginals"):
+        point_estimate(marginals, loss="vi", method="draws")
+    from sklearn_trellis.summaries.point_estimates import ClusterMarginals
+    with pytest.raises(ValueError, match="2\\*\\*n"):
+        ClusterMarginals(np.ones(6) / 6)

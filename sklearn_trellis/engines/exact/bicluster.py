@@ -200,6 +200,21 @@ class ExactBiclusterPosterior:
         return self._probabilities.sum(axis=0)
 
     @staticmethod
+    def _cluster_marginals(partitions, probabilities):
+        """``P(B is a cluster)`` of every bitmask ``B`` (entry 0 is 0)."""
+        masks = cluster_masks(partitions)
+        out = np.zeros(1 << partitions.shape[1])
+        np.add.at(out, masks, np.repeat(probabilities[:, None], masks.shape[1], axis=1))
+        out[0] = 0.0     # the padding of partitions with fewer clusters
+        return out
+
+    def row_cluster_marginals(self):
+        return self._cluster_marginals(self.row_partitions, self.row_probabilities())
+
+    def column_cluster_marginals(self):
+        return self._cluster_marginals(self.column_partitions, self.column_probabilities())
+
+    @staticmethod
     def _pairwise(partitions, probabilities):
         together = partitions[:, :, None] == partitions[:, None, :]
         return np.einsum("p,pij->ij", probabilities, together)

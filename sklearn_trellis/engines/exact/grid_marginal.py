@@ -80,6 +80,10 @@ class GridMarginalPosterior:
         """Exact ``P(i and j share a cluster | X)``."""
         return self._mixture(lambda t: t.pairwise_marginals())
 
+    def cluster_marginals(self):
+        """Exact ``P(B is a cluster | X)`` of every bitmask ``B`` (entry 0 is 0)."""
+        return self._mixture(lambda t: np.exp(t.log_cluster_marginals()))
+
     def n_clusters_distribution(self):
         """Exact ``P(K = k | X)`` for ``k = 1..n``."""
         return self._mixture(lambda t: t.n_clusters_distribution())
@@ -126,7 +130,8 @@ class GridMarginalPosterior:
             likelihood=self.likelihood, data=self.model_._data,
             grid_params=self.grid_params[kept], log_grid_weights=self._log_grid_weights[kept],
             log_join_bases=np.array(base), log_new_weights=np.array(log_new),
-            log_normaliser=float(np.log(n + self.prior.alpha)))
+            log_normaliser=float(np.log(n + self.prior.alpha)), prior=self.prior,
+            max_items=self.max_items)
 
     def log_joints(self, samples):
         """``log p(z, X)`` of each sample, marginalised over the grid."""
@@ -142,6 +147,11 @@ class ExactMixturePredictive:
     + E[w_new(K) | X, g] m_g(x)] / (n + alpha)``: the Gibbs sampler's predictive of
     one partition (join a cluster or open one) averaged over every partition and
     grid point, which is ``p(X + x) / p(X)``.
+
+    The table ``log_join_bases`` (grid points x ``2**n``: 6 MB at 12 rows on the
+    default Gaussian grid of 186 points) is not pickled: it is rebuilt from the
+    rows, the prior and the likelihood on first use after unpickling (one exact
+    fit of the posterior, the same values bit for bit).
     """
 
     likelihood: object                  # the fitted ClusterLikelihood
@@ -151,6 +161,21 @@ class ExactMixturePredictive:
     log_join_bases: np.ndarray          # (G, 2**n - 1) log [P(B | X, g) w(|B|) / m_g(X_B)]
     log_new_weights: np.ndarray         # (G,) log E[w_new(K) | X, g]
     log_normaliser: float               # log(n + alpha)
+    prior: object = None                # the PartitionPrior (to rebuild log_join_bases)
+    max_items: int = None               # the exact trellis's size limit (likewise)
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["log_join_bases"] = None   # rebuilt on demand: _join_bases
+        return state
+
+    def _join_bases(self):
+        """``log_join_bases``, rebuilt after unpickling by refitting the exact posterior."""
+        if self.log_join_bases is None:
+            rebuilt = GridMarginalPosterior(self.prior, self.likelihood,
+                                            self.max_items).fit(self.data).predictive()
+            self.log_join_bases = rebuilt.log_join_bases
+        return self.log_join_bases
 
     def log_density(self, data_new):
         """``log p(x | X)`` of each row of ``data_new`` (kernel data, like ``data``).
@@ -159,18 +184,54 @@ class ExactMixturePredictive:
         ``[x, X]``, the subsets holding ``x`` only: ``log m_g(x + X_B)`` of every
         ``B`` (``B`` empty: the new cluster's ``log m_g(x)``).
         """
-        n = self.data.shape[0]
         out = np.empty(data_new.shape[0])
         per_point = np.empty(len(self.grid_params))
+        bases = self._join_bases()
         for row in range(data_new.shape[0]):
-            joined = np.concatenate([data_new[row:row + 1], self.data])
-            for g, params in enumerate(self.grid_params):
-                with_x = self.likelihood.subset_log_marginals(joined, params,
-                                                             with_first=True)[1::2]
+            with_x = self._joined_log_marginals(data_new[row:row + 1])
+            for g in range(len(self.grid_params)):
                 per_point[g] = self.log_grid_weights[g] + logsumexp(np.append(
-                    self.log_join_bases[g] + with_x[1:], self.log_new_weights[g] + with_x[0]))
+                    bases[g] + with_x[g, 1:],
+                    self.log_new_weights[g] + with_x[g, 0]))
             out[row] = logsumexp(per_point) - self.log_normaliser
         return out
+
+    def assignment_probabilities(self, data_new):
+        """``P(x's cluster is B + {x} | X, x)`` of every bitmask ``B`` of the fitted rows.
+
+        The posterior of the ``n + 1`` rows ``[X, x]`` over the new row's cluster:
+        each term of :meth:`log_density`'s sum (grid point ``g``, subset ``B``)
+        divided by ``p(x | X)``, summed over the grid. Column 0 (``B`` empty) is
+        the probability that ``x`` opens a cluster of its own.
+
+        Returns
+        -------
+        probs : ndarray of shape (n_new, 2**n)
+            Rows sum to 1; a row of NaN where float64 holds no density of ``x``.
+        """
+        bases = self._join_bases()
+        n_subsets = bases.shape[1] + 1
+        out = np.empty((data_new.shape[0], n_subsets))
+        for row in range(data_new.shape[0]):
+            terms = self._joined_log_marginals(data_new[row:row + 1])
+            terms[:, 0] += self.log_new_weights
+            terms[:, 1:] += bases
+            terms += self.log_grid_weights[:, None]
+            top = terms.max()
+            if not np.isfinite(top):
+                out[row] = np.nan
+                continue
+            weights = np.exp(terms - top).sum(axis=0)
+            out[row] = weights / weights.sum()
+        return out
+
+    def _joined_log_marginals(self, row):
+        """(G, 2**n) ``log m_g(x + X_B)`` of the new row ``x`` (shape (1, ...)) joined to
+        every subset ``B`` of the fitted rows (``B`` empty: ``log m_g(x)``)."""
+        joined = np.concatenate([row, self.data])
+        return np.array([self.likelihood.subset_log_marginals(joined, params,
+                                                              with_first=True)[1::2]
+                         for params in self.grid_params])
 
 
 __all__ = ["GridMarginalPosterior", "ExactMixturePredictive"]
