@@ -237,19 +237,19 @@ array-like of shape (n_samples,), default='auto'
     (``score`` is exactly ``log p(X + x) - log p(X)``), whatever ``random_state``.
 
     ``predict_proba`` columns are the clusters of ``labels_`` then a last
-    "new cluster" column. Gibbs: for each of up to 25 evenly spaced samples, a new
-    point's posterior probability of joining each cluster of that sample (prior
-    weight times posterior predictive density) is spread over the clusters of
-    ``labels_`` in proportion to the overlap of the two clusters; the result is
-    averaged over the samples. Exact mode: the posterior of the ``n + 1`` rows
-    over the new row's cluster, ``P(x joins B | X, x)`` for every subset ``B``
-    of the fitted rows (the cluster marginal of ``B + {x}``; ``B`` empty: a new
-    cluster), spread alike by ``|B n k| / |B|``, summed exactly over every
-    partition and grid point (whatever ``random_state``). It is the Bayesian
-    assignment given ``x`` too; the samples' average approaches it once each
-    sample is weighted by its predictive density ``p(x | z, X)`` (the
-    unweighted average of per-partition probabilities is another quantity,
-    and not a sum over subsets).
+    "new cluster" column: the posterior of the ``n + 1`` rows over the new
+    row's cluster, ``P(x joins B | X, x)`` for every subset ``B`` of the fitted
+    rows (the cluster marginal of ``B + {x}``; ``B`` empty: a new cluster),
+    spread onto the clusters of ``labels_`` by ``|B n k| / |B|``. Exact mode
+    sums it exactly over every partition and grid point (whatever
+    ``random_state``). A Gibbs fit estimates it from up to 25 evenly spaced
+    kept samples: each sample's probabilities of the new point joining each
+    of its clusters (prior weight times posterior predictive density) are
+    spread alike and averaged, each sample weighted by its predictive density
+    of the point, ``p(x | z, X)`` (self-normalised importance weights: the
+    kept samples are drawn given ``X``, not ``X`` and ``x``). The unweighted
+    average of the per-sample probabilities, which the Gibbs fit reported
+    before, is another quantity and not a posterior probability given ``x``.
 
     References
     ----------
@@ -605,7 +605,8 @@ array-like of shape (n_samples,), default='auto'
         An exact fit: ``P(x joins B | X, x)`` of every subset ``B`` of the fitted
         rows from the exact posterior of the ``n + 1`` rows, spread onto the
         clusters of ``labels_`` by overlap (deterministic, see Notes); a Gibbs fit
-        averages over up to 25 kept samples.
+        estimates the same from up to 25 kept samples, each weighted by its
+        predictive density of the row.
 
         Parameters
         ----------
@@ -621,8 +622,8 @@ array-like of shape (n_samples,), default='auto'
         if is_dask_array(X):
             return _blockwise(X, self.predict_proba, np.float64, self.n_clusters_ + 1)
         exact = getattr(self, "_exact_predictive", None)
-        if exact is None:
-            return self._mean_predictive_proba(X)
+        if exact is None:   # the same quantity, estimated from the kept samples
+            return self._mean_predictive_proba(X, weighted=True)
         probs = exact.assignment_probabilities(self._new_rows(X))
         _refuse_rows_without_density(np.isnan(probs[:, 0]))
         return probs @ subset_columns(self.labels_, self.n_clusters_)

@@ -307,11 +307,17 @@ class _BaseGibbs(WriteableStateMixin, NestedModelParamsMixin, BaseEstimator):
     # -- posterior predictive (the subclass's ``_predictive(X)`` yields, per picked kept
     #    sample, its labels and the new items' log weights of each cluster and a new one)
 
-    def _mean_predictive_proba(self, X):
-        """Each picked sample's cluster probabilities on the columns of ``labels_`` + new, averaged."""
+    def _mean_predictive_proba(self, X, *, weighted=False):
+        """Each picked sample's cluster probabilities on the columns of ``labels_`` + new,
+        averaged: uniformly, or (``weighted``) with each sample weighted by its
+        predictive density of the row, ``p(x | z_s, X)`` (the normaliser of its
+        log weights), which makes the average a self-normalised estimate of the
+        posterior given the row too, ``P(x joins k | X, x)``: the quantity an exact
+        fit reports."""
         K = self.n_clusters_
         total = None
         n_used = 0
+        per_sample, log_densities = [], []
         for labels, logw in self._predictive(X):
             with np.errstate(invalid="ignore"):
                 normaliser = logsumexp(logw, axis=1, keepdims=True)
@@ -319,9 +325,18 @@ class _BaseGibbs(WriteableStateMixin, NestedModelParamsMixin, BaseEstimator):
             _refuse_rows_without_density(~np.isfinite(normaliser[:, 0]))
             probs = np.exp(logw - normaliser)
             mapped = to_fitted_columns(probs, labels, self.labels_, K)
+            if weighted:
+                per_sample.append(mapped)
+                log_densities.append(normaliser[:, 0])
+                continue
             total = mapped if total is None else total + mapped
             n_used += 1
-        return total / n_used
+        if not weighted:
+            return total / n_used
+        log_densities = np.array(log_densities)              # (samples, rows)
+        weights = np.exp(log_densities - log_densities.max(axis=0))
+        weights /= weights.sum(axis=0)
+        return np.einsum("sr,srk->rk", weights, np.array(per_sample))
 
     def _mean_predictive_log_density(self, X):
         """``log`` of the predictive density averaged over the picked samples."""

@@ -94,7 +94,7 @@ def test_exact_predict_proba_is_the_weighted_mean_over_exact_draws(n_draws):
     """The same quantity by Monte Carlo: exact draws of ``p(z, g | X)``, each draw's
     assignment probabilities weighted by its predictive density ``p(x | z, g, X)``
     (self-normalised importance sampling of ``p(z, g | X, x)``), within 4 standard errors.
-    The unweighted mean over draws (the Gibbs fit's predict_proba) is another quantity."""
+    The unweighted mean over draws (the Gibbs fit's predict_proba before) is another quantity."""
     rng = np.random.RandomState(3)
     X, new = _draw("gaussian", rng, 6), np.array([[1.2, 1.0]])
     model = DPMixture(method="exact", n_sweeps=n_draws, point_estimate="map", random_state=0,
@@ -203,3 +203,26 @@ def test_pickled_exact_fit_is_small_and_rebuilds_its_predictive_table_bit_for_bi
     assert np.array_equal(loaded.score_samples(new), model.score_samples(new))
     assert np.array_equal(loaded._exact_predictive.log_join_bases, table)
     assert np.array_equal(loaded.predict_proba(new), model.predict_proba(new))
+
+
+def test_gibbs_predict_proba_weighs_each_sample_by_its_predictive_density():
+    """A Gibbs fit estimates the exact fit's quantity, P(x joins k | X, x): each picked
+    sample's assignment probabilities weighted by p(x | z_s, X) (the normaliser of its
+    log weights), not averaged uniformly."""
+    rng = np.random.RandomState(5)
+    X, new = _draw("gaussian", rng, 8), np.array([[1.2, 1.0], [-3.0, 0.5], [0.0, 0.0]])
+    model = DPMixture(method="gibbs", n_sweeps=60, random_state=0, alpha=1.5).fit(X)
+    mapped, log_density = [], []
+    for labels, logw in model._predictive(new):
+        total = logsumexp(logw, axis=1)
+        log_density.append(total)
+        mapped.append(to_fitted_columns(np.exp(logw - total[:, None]), labels, model.labels_,
+                                        model.n_clusters_))
+    weights = np.exp(np.array(log_density) - np.max(log_density, axis=0))
+    weights /= weights.sum(axis=0)
+    expected = np.einsum("sr,srk->rk", weights, np.array(mapped))
+    uniform = np.mean(mapped, axis=0)
+    proba = model.predict_proba(new)
+    assert np.allclose(proba, expected, rtol=0, atol=1e-12)
+    assert np.abs(proba - uniform).max() > 1e-3     # the weights matter on this instance
+    assert np.allclose(proba.sum(axis=1), 1.0)

@@ -67,9 +67,17 @@ def test_dp_mixture_density_float64_cannot_hold_is_refused_not_nan():
         gibbs = DPMixture("diagonal", alpha=1e-12, n_sweeps=4, method="gibbs",
                           random_state=0).fit(X)
     query = np.array([[1.25730221e-301]])
-    for method in (model.predict_proba, gibbs.predict_proba, gibbs.score_samples):
+    for method in (gibbs.predict_proba, gibbs.score_samples):
         with pytest.raises(ValueError, match="no predictive density float64 can hold"):
             method(query)
+    # the exact fit's predict_proba is the 3 rows' posterior over the query's cluster:
+    # it holds (x alone: the cluster marginal of {x}, bit 0 of the joined rows)
+    joined = np.vstack([model.model_.check_data(query), model._data])
+    alone = GridMarginalPosterior(model.prior_, model.model_, 3).fit(joined).cluster_marginals()[1]
+    proba = model.predict_proba(query)
+    assert model.n_clusters_ == 1 and np.all(np.isfinite(proba))
+    assert proba[0, 1] == pytest.approx(alone, abs=1e-12)
+    assert proba.sum() == pytest.approx(1.0, abs=1e-12)
     # the exact fit's score sums over the subsets, not one sample's clusters: it holds
     # log p(X + x) - log p(X) (248.39, checked against brute-force enumeration)
     data = np.vstack([model._data, model.model_.check_data(query)])
