@@ -117,8 +117,10 @@ class ExactCorrelationClustering(WriteableStateMixin, ClusterMixin, BaseEstimato
         evidence (:mod:`~sklearn_trellis.engines.beta_posterior`):
         every probability (``pairwise_marginals_``, the cluster, together
         and number-of-clusters marginals, :meth:`sample`, :meth:`score`) is
-        that average, one trellis fit per grid value (41 times the cost of a
-        fixed ``beta``). ``labels_``, ``log_partition_function_`` and the
+        that average, one trellis fit per grid value, computing ``log Z``
+        alone (the MAP once, at the mode); values whose weight an exact
+        bound shows is 0 are not fitted (warm: 0.06 s at 12 items, 34 s at
+        20, against 1.5 s at a fixed ``beta``). ``labels_``, ``log_partition_function_`` and the
         MAP are those at the posterior mode ``beta_``; ``beta_grid_`` and
         ``beta_posterior_`` hold the grid and its posterior. ``center`` and
         ``alpha`` set to ``'auto'`` are learned with ``beta`` by empirical
@@ -157,7 +159,7 @@ class ExactCorrelationClustering(WriteableStateMixin, ClusterMixin, BaseEstimato
         Ewens concentration is summed out with ``beta``, over 17 values
         ``log alpha = -5, -4.5, ..., 3`` under the Gamma prior
         ``alpha_prior`` taken on that grid, each pair ``(alpha, beta)``
-        weighed by its exact evidence: 17 x 41 trellis fits. Every
+        weighed by its exact evidence: up to 17 x 41 trellis fits. Every
         probability is the average; ``alpha_`` is the posterior mode's,
         ``alpha_grid_`` and ``alpha_posterior_`` hold the grid and its
         posterior.
