@@ -22,7 +22,7 @@ from .engines.gaussian_pair_evidence import (evidence_family, log_evidence, log_
 from .engines.planner import plan_flat
 from .engines.sparse.seeds import LINKAGES, OTHER_SEEDS, check_linkages
 from .models.correlation import CorrelationClusteringModel
-from .models.gaussian_pairs import noise_variance, pair_moments
+from .models.gaussian_pairs import log_density_shift, noise_variance, pair_moments, unit_exponent
 from .preprocessing.affinity import mean_off_diagonal, similarity
 from .summaries.point_estimates import LOSSES, PAIRWISE_LOSSES
 
@@ -37,40 +37,34 @@ ALPHA_START = 1.0
 POINT_ESTIMATE_SAMPLES = 1000
 
 
-#: Largest and smallest ``|w - c|`` whose squares the Gaussian pair model's noise
-#: variance can sum over up to 2**100 pairs without overflow or underflow.
-LEARNABLE_SCALE = (2.0 ** -450, 2.0 ** 450)
+def _unit_exponent(similarity, offset):
+    """The power of 2 in whose units the Gaussian pair model is evaluated
+    (:func:`~sklearn_trellis.models.gaussian_pairs.unit_exponent`): 0 at ordinary
+    scales, else the one that brings the largest ``|w - c|`` into ``[0.5, 1)``."""
+    if similarity.shape[0] < 2:
+        return 0
+    with np.errstate(over="ignore"):
+        shifted = shifted_affinities(similarity, offset)
+    top = float(np.abs(shifted).max())
+    if not np.isfinite(top):    # s - c overflowed: |s - c| <= 2 max(|s|, |c|)
+        return int(np.frexp(max(float(np.abs(similarity).max()), abs(offset)))[1]) + 1
+    return unit_exponent(top)
 
 
-def _scale_problem(shifted):
-    """Why float64 cannot sum the squares of the shifted affinities ``w - c`` (the
-    Gaussian pair model's noise variance), with the power of 2 that fixes it; None when
-    it can. ``shifted`` has a zero diagonal (:func:`shifted_affinities`), so its largest
-    ``|value|`` is the pairs' and needs no copy of the matrix."""
-    top = float(max(shifted.max(), -shifted.min())) if shifted.size else 0.0
-    low, high = LEARNABLE_SCALE
-    if low <= top <= high or top == 0.0:
-        return None
-    exponent = int(np.frexp(top)[1]) if np.isfinite(top) else 1024
-    return (f"The shifted affinities reach |w - c| = {top:.3g}: the sums of their squares "
-            f"{'overflow' if top > high or not np.isfinite(top) else 'underflow'} float64. "
-            f"Multiply the affinities by 2.0**{-exponent} (their largest |value| then lies "
-            f"in [0.5, 1); beta_ scales by the inverse)")
-
-
-def _check_learnable_scale(similarity, offset):
-    """Refuse to learn parameters from affinities whose squares float64 cannot sum.
-
-    Empirical Bayes (and ``beta='posterior'``) profiles the pair noise variance out
-    from the sum of the squared shifted affinities: at ``|w| ~ 1e250`` it overflows
-    (and the search would report ``beta_ = 0``, one cluster), at ``1e-250`` it
-    underflows.
-    """
-    problem = _scale_problem(shifted_affinities(similarity, offset))
-    if problem is not None:
-        raise ValueError(f"{problem}, or give beta (and center, alpha) values: beta='auto' "
-                         "(the default) or 'posterior', center='auto' and alpha='auto' "
-                         "cannot be learned from them.")
+def _exactly_scaled(value, exponent, name):
+    """``value * 2**exponent``; refused, naming ``name``, when float64 cannot hold it
+    exactly (beyond its range, or in its subnormals)."""
+    if value is None or exponent == 0:
+        return value
+    with np.errstate(over="ignore", under="ignore"):
+        scaled = float(np.ldexp(value, exponent))
+    if np.isfinite(scaled) and float(np.ldexp(scaled, -exponent)) == value:
+        return scaled
+    mantissa, power = np.frexp(value)
+    power = int(power) + exponent
+    raise ValueError(f"{name} is {float(mantissa)!r} * 2**{power}, which float64 cannot hold "
+                     f"exactly ({'overflow' if power > 0 else 'underflow'}): rescale the "
+                     "affinities.")
 
 
 class ExactCorrelationClustering(WriteableStateMixin, ClusterMixin, BaseEstimator):
@@ -123,8 +117,10 @@ class ExactCorrelationClustering(WriteableStateMixin, ClusterMixin, BaseEstimato
         evidence (:mod:`~sklearn_trellis.engines.beta_posterior`):
         every probability (``pairwise_marginals_``, the cluster, together
         and number-of-clusters marginals, :meth:`sample`, :meth:`score`) is
-        that average, one trellis fit per grid value (41 times the cost of a
-        fixed ``beta``). ``labels_``, ``log_partition_function_`` and the
+        that average, one trellis fit per grid value, computing ``log Z``
+        alone (the MAP once, at the mode); values whose weight an exact
+        bound shows is 0 are not fitted (warm: 0.06 s at 12 items, 34 s at
+        20, against 1.5 s at a fixed ``beta``). ``labels_``, ``log_partition_function_`` and the
         MAP are those at the posterior mode ``beta_``; ``beta_grid_`` and
         ``beta_posterior_`` hold the grid and its posterior. ``center`` and
         ``alpha`` set to ``'auto'`` are learned with ``beta`` by empirical
@@ -163,7 +159,7 @@ class ExactCorrelationClustering(WriteableStateMixin, ClusterMixin, BaseEstimato
         Ewens concentration is summed out with ``beta``, over 17 values
         ``log alpha = -5, -4.5, ..., 3`` under the Gamma prior
         ``alpha_prior`` taken on that grid, each pair ``(alpha, beta)``
-        weighed by its exact evidence: 17 x 41 trellis fits. Every
+        weighed by its exact evidence: up to 17 x 41 trellis fits. Every
         probability is the average; ``alpha_`` is the posterior mode's,
         ``alpha_grid_`` and ``alpha_posterior_`` hold the grid and its
         posterior.
@@ -260,13 +256,21 @@ default='all'
         The Gaussian pair model's ``s2`` maximising the evidence at ``beta_``
         and ``affinity_offset_`` (closed form); then
         ``mu_same = c + beta_ s2`` and ``mu_diff = c - beta_ s2``. ``nan``
-        for a single item.
+        for a single item. At any scale of the affinities: where ``|w - c|``
+        is beyond ``2**450`` or below ``2**-450`` (float64 cannot sum their
+        squares) the model is fitted in units of a power of 2 and ``s2``
+        mapped back exactly; if float64 cannot hold ``s2`` itself exactly (a
+        noise sd beyond about ``1e154`` or below ``1e-154``) it is its
+        rounding (``inf``, 0 or subnormal), with a ``UserWarning`` giving its
+        exact value and the noise sd (``log_evidence_`` and :meth:`score` do
+        not need it).
     log_evidence_ : float
         ``log p(W)``, the log marginal likelihood of the affinities under the
         Gaussian pair model at the fitted parameters (with
         ``beta='posterior'``, ``beta`` summed out under its prior): exact on
         the exact trellis, the sum over the family's partitions (a lower
-        bound) on the sparse one.
+        bound) on the sparse one. A density in the affinities' units: scaling
+        them by ``2**k`` lowers it by ``N (N - 1) / 2 * k log 2``.
     labels_ : ndarray of shape (n_samples,)
         The clustering chosen by ``point_estimate`` (the MAP by default),
         labels ``0..K-1`` in order of first appearance.
@@ -313,7 +317,12 @@ default='all'
     -----
     Precision: ``log Z`` and log-potentials have a relative error near machine
     precision (about ``1e-14``); probabilities an absolute error below
-    ``1e-12``. All work is in log space, so any ``beta`` is safe.
+    ``1e-12``. All work is in log space, so any ``beta`` is safe. Any scale of
+    the affinities too: beyond ``2**+-450`` the Gaussian pair model is fitted
+    in units of a power of 2 (exact) and ``beta_``, ``affinity_offset_``,
+    ``noise_variance_``, ``log_evidence_`` and :meth:`score` are mapped back
+    (a learned ``beta_`` float64 cannot hold, from ``|w| ~ 2**-1000``, is
+    refused by name).
 
     References
     ----------
@@ -407,8 +416,9 @@ default='all'
             and self.affinity != "precomputed"
         return s, mean_off_diagonal(s) if centred else 0.0
 
-    def _learn_parameters(self, s, offset, plan, features, seed_linkages, progress):
-        """``(beta, offset, alpha)``: the given ones, or empirical Bayes values (``'auto'``)."""
+    def _learn_parameters(self, s, offset, exponent, plan, features, seed_linkages, progress):
+        """``(beta, offset, alpha)``: the given ones, or empirical Bayes values (``'auto'``),
+        in the units ``2**exponent`` of ``s`` and ``offset`` (``beta`` in their inverse)."""
         averaged = self.beta == "posterior"
         if self.alpha == "posterior" and not averaged:
             raise ValueError("alpha='posterior' sums alpha out with beta: it needs "
@@ -421,7 +431,8 @@ default='all'
         learn_alpha = self.alpha == "auto" or self.alpha == "posterior" and learn_offset
         # With beta summed out, a learned center or alpha is found jointly with beta.
         learn_beta = self.beta == "auto" or averaged and (learn_offset or learn_alpha)
-        beta = 1.0 if isinstance(self.beta, str) else float(self.beta)
+        beta = (1.0 if isinstance(self.beta, str)
+                else _exactly_scaled(float(self.beta), exponent, "beta in the units of w - c"))
         alpha = ALPHA_START if learn_alpha or self.alpha == "posterior" else self.alpha
         if s.shape[0] == 1 and not averaged:
             # One item has one clustering: no parameter changes anything, nothing to learn.
@@ -432,9 +443,6 @@ default='all'
                              f"need at least 3 items (got {s.shape[0]}): one pair's "
                              "affinity is fitted exactly, with no noise left. Give beta "
                              "(e.g. beta=1.0), center and alpha values.")
-        if not (learn_beta or learn_offset or learn_alpha or averaged):
-            return beta, offset, alpha
-        _check_learnable_scale(s, offset)
         if not (learn_beta or learn_offset or learn_alpha):
             return beta, offset, alpha
         learned = " and ".join(name for name, learn in [("beta", learn_beta),
@@ -454,7 +462,7 @@ default='all'
                       f"({found.n_evaluations} trellis fits)")
         return found.beta, found.offset, found.alpha
 
-    def _beta_posterior(self, s, w, plan, features, seed_linkages, progress):
+    def _beta_posterior(self, s, w, offset, plan, features, seed_linkages, progress):
         """The grid posterior of ``beta`` (``beta='posterior'``) on the fit's engine."""
         if plan.n_perturbations:
             raise ValueError("beta='posterior' sums over exact (or family) trellises; "
@@ -465,7 +473,7 @@ default='all'
                        + " summed out over the posterior"
                        + (f" ({len(LOG_ALPHA_GRID) * len(LOG_B_GRID)} trellis fits)" if summed
                           else f" ({len(LOG_B_GRID)} trellis fits)"))
-        family = evidence_family(plan, s, beta=1.0, offset=self.affinity_offset_,
+        family = evidence_family(plan, s, beta=1.0, offset=offset,
                                  alpha=self.alpha_, features=features,
                                  seed_linkages=seed_linkages)
         return beta_posterior(w, alpha=None if summed else self.alpha_,
@@ -514,23 +522,33 @@ default='all'
         progress.stage(f"({X.shape[0]:,}, {X.shape[0]:,}) affinities")
         s, offset = self._similarity_from_input(X)
         features = X if self.affinity != "precomputed" else None
-        self.beta_, self.affinity_offset_, self.alpha_ = self._learn_parameters(
-            s, offset, plan, features, seed_linkages, progress)
-        w = shifted_affinities(s, self.affinity_offset_)
+        # The Gaussian pair model sums the squares of w - c: far from unit scale it is
+        # fitted in units of 2**exponent (exact; 0 at ordinary scales, which keep their
+        # arithmetic) and every reported quantity is mapped back.
+        exponent = self._unit_exponent = _unit_exponent(s, offset)
+        if exponent:
+            s = np.ldexp(s, -exponent, out=s)
+            offset = float(np.ldexp(offset, -exponent))
+        beta, offset, self.alpha_ = self._learn_parameters(
+            s, offset, exponent, plan, features, seed_linkages, progress)
+        w = shifted_affinities(s, offset)
         posterior = None
         if self.beta == "posterior":
-            posterior = self._beta_posterior(s, w, plan, features, seed_linkages, progress)
-            self.beta_ = posterior.beta_of(posterior.mode[0])
-            self.beta_grid_, self.beta_posterior_ = posterior.betas, posterior.beta_probabilities
+            posterior = self._beta_posterior(s, w, offset, plan, features, seed_linkages,
+                                             progress)
+            beta = posterior.beta_of(posterior.mode[0])
+            self.beta_grid_ = np.ldexp(posterior.betas, -exponent)
+            self.beta_posterior_ = posterior.beta_probabilities
             if posterior.alphas is not None:
                 self.alpha_ = posterior.alpha_of(posterior.mode[0])
                 self.alpha_grid_ = posterior.alphas
                 self.alpha_posterior_ = posterior.alpha_probabilities
         del s
-        self.affinity_matrix_ = w
-        self.model_ = CorrelationClusteringModel(beta=self.beta_, alpha=self.alpha_).fit(w)
+        self.beta_ = _exactly_scaled(beta, -exponent, "beta_")
+        self.affinity_offset_ = _exactly_scaled(offset, exponent, "affinity_offset_")
+        model = CorrelationClusteringModel(beta=beta, alpha=self.alpha_).fit(w)
         self._n_clusters_distribution = None
-        found = plan.run(self.model_, w, features=features,
+        found = plan.run(model, w, features=features,
                          seed_linkages=seed_linkages, time_limit=self.time_limit,
                          random_state=self.random_state, progress=progress)
         self._trellis = found.trellis
@@ -545,19 +563,11 @@ default='all'
         if found.perturbed_maps is not None:
             self.perturbed_maps_ = found.perturbed_maps
         self.approximation_ = found.approximation
-        scale_problem = _scale_problem(w)
-        if scale_problem is None:
-            n_pairs, _, sum_sq = pair_moments(w)
-            self.noise_variance_ = (noise_variance(2.0 * self.beta_, n_pairs, sum_sq)
-                                    if n_pairs else float("nan"))
-            self.log_evidence_ = log_evidence(self._trellis, self.model_, w,
-                                              self.noise_variance_)
-        else:
-            # The clustering needs only beta * w; the model's density needs the squares.
-            warnings.warn(f"{scale_problem} to get noise_variance_, log_evidence_ and score "
-                          "(NaN and refused here); the clustering and its probabilities "
-                          "are unaffected.", UserWarning)
-            self.noise_variance_ = self.log_evidence_ = float("nan")
+        n_pairs, _, sum_sq = pair_moments(w)
+        self._unit_noise_variance = (noise_variance(2.0 * beta, n_pairs, sum_sq)
+                                     if n_pairs else float("nan"))
+        self.noise_variance_ = self._noise_variance_in_affinity_units()
+        self.log_evidence_ = log_evidence(self._trellis, model, w, self._unit_noise_variance)
         if posterior is not None:
             # Every probability is the average over beta's posterior; the MAP, log Z and
             # labels_ stay those at its mode.
@@ -566,11 +576,39 @@ default='all'
             if not plan.exact:
                 self.approximation_ += ("; beta summed out on the family of the sparse "
                                         "trellis at beta=1 (every grid value on that family)")
+        if exponent:
+            # a density of the P pair affinities, in their units
+            self.log_evidence_ += log_density_shift(n_pairs, exponent)
+            w = np.ldexp(w, exponent, out=w)
+            del model
+            model = CorrelationClusteringModel(beta=self.beta_, alpha=self.alpha_).fit(w)
+        self.affinity_matrix_, self.model_ = w, model
         self.labels_ = found.labels if self.point_estimate == "map" else self._bayes_labels()
         self.n_clusters_ = int(self.labels_.max()) + 1
         if not self.affinity == "precomputed":
             self._X_fit = X.copy()  # predictions must not follow edits of the caller's X
         return self
+
+    def _noise_variance_in_affinity_units(self):
+        """``s2`` in the affinities' units (``2**(2 e)`` times the fitted one): where
+        float64 cannot hold it exactly, its rounding (``inf``, 0 or subnormal) with a
+        warning giving its exact value (:meth:`score` and ``log_evidence_`` use the
+        fitted one and are exact)."""
+        variance, shift = self._unit_noise_variance, 2 * self._unit_exponent
+        if not shift or not np.isfinite(variance):
+            return variance
+        with np.errstate(over="ignore", under="ignore"):
+            scaled = float(np.ldexp(variance, shift))
+        if scaled != 0.0 and np.isfinite(scaled) and np.ldexp(scaled, -shift) == variance:
+            return scaled
+        mantissa, power = np.frexp(variance)
+        sd = float(np.ldexp(np.sqrt(variance), self._unit_exponent))
+        warnings.warn(f"noise_variance_ is {float(mantissa)!r} * 2**{int(power) + shift}, "
+                      f"which float64 cannot hold: it is reported as {scaled!r} (its square "
+                      f"root, the pair noise sd, is {sd!r}); log_evidence_ and score are "
+                      f"computed in units of 2**{self._unit_exponent} and are exact.",
+                      UserWarning)
+        return scaled
 
     def _bayes_labels(self):
         """The clustering of smallest posterior expected loss ``point_estimate``."""
@@ -714,7 +752,9 @@ default='all'
         the exact trellis (``O(2**N)`` per row); on the sparse trellis, the
         predictive density of the model restricted to the trellis's family.
         With the uniform prior (``alpha=None``) it is the predictive density
-        of the uniform prior over the partitions of the N + 1 items.
+        of the uniform prior over the partitions of the N + 1 items. A density
+        in the affinities' units, at any scale (affinities scaled by ``2**k``:
+        ``- N k log 2``).
 
         Parameters
         ----------
@@ -730,12 +770,16 @@ default='all'
         if self.affinity_matrix_.shape[0] < 2:
             raise ValueError("score needs a fit on at least two items: the Gaussian pair "
                              "model's noise variance is estimated from the fitted pairs.")
+        # in the units the model was fitted in, then a density in the affinities' units
+        exponent = self._unit_exponent
+        new = np.ldexp(new, -exponent) if exponent else new
         if self.beta == "posterior":
-            return self._trellis.log_predictive(new)
-        if not np.isfinite(self.noise_variance_):
-            raise ValueError(f"{_scale_problem(self.affinity_matrix_)} to score: the "
-                             "Gaussian pair model's noise variance of this fit is undefined.")
-        return log_predictive(self._trellis, self.model_, self.noise_variance_, new)
+            out = self._trellis.log_predictive(new)
+        else:
+            unit_model = CorrelationClusteringModel(beta=np.ldexp(self.beta_, exponent),
+                                                    alpha=self.alpha_)
+            out = log_predictive(self._trellis, unit_model, self._unit_noise_variance, new)
+        return out + log_density_shift(new.shape[1], exponent) if exponent else out
 
     def score(self, X, y=None):
         """Mean held-out log predictive density of new rows (higher is better).

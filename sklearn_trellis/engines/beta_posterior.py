@@ -28,6 +28,17 @@ Grid values whose weight is below ``1e-16`` of the largest are dropped before
 their trellis is kept (their whole mass is below double precision); the weights
 of the others are renormalised.
 
+Cost: each grid value's fit computes ``log Z`` alone (no MAP: the estimator
+computes the MAP once, at the posterior's mode; the marginals of a kept
+trellis on their first use). A grid value is not fitted at all when an exact
+bound shows its weight is 0 in float64: ``log Z`` is convex in ``b`` with slope
+at most the largest pair sum of a clustering
+(:class:`~sklearn_trellis.engines.gaussian_pair_evidence.EvidenceBound`), so
+from the fitted value below it the evidence is bounded above; under the
+prior's ``exp(-d**2 / 32)`` the largest ``b`` (the costliest fits, in log
+space) fall more than :data:`SKIPPED_LOG_WEIGHT` nats below the best. The
+results are bit for bit those of fitting every value.
+
 The Ewens concentration ``alpha`` can be summed out the same way
 (``alpha_prior=(shape, rate)``): a second grid, ``log alpha`` from -5 to 3 in
 steps of 1/2 (:data:`LOG_ALPHA_GRID`), under the Gamma prior taken on it
@@ -45,7 +56,7 @@ from .._core.budget import check_memory
 from .._core.progress import SILENT
 from ..models.correlation import CorrelationClusteringModel
 from ..models.gaussian_pairs import noise_variance, pair_moments
-from .gaussian_pair_evidence import fit_flat_trellis, log_evidence, log_predictive
+from .gaussian_pair_evidence import EvidenceBound, fit_flat_trellis, log_evidence, log_predictive
 
 #: The prior's support: ``log(b sd)`` from -4 to 6 in steps of 1/4 (41 values, uniform).
 LOG_B_GRID = tuple(np.round(np.arange(-4.0, 6.0 + 1e-9, 0.25), 2))
@@ -58,6 +69,12 @@ LOG_ALPHA_GRID = tuple(np.round(np.arange(-5.0, 3.0 + 1e-9, 0.5), 2))
 
 #: Grid values with ``log weight`` below the largest's minus this are dropped (1e-16).
 NEGLIGIBLE_LOG_WEIGHT = 16.0 * np.log(10.0)
+
+#: Grid values whose evidence bound lies this far below the best value so far are not
+#: fitted: ``exp(-746)`` is below float64's smallest subnormal, so their weight, and their
+#: term of the summed evidence, would be exactly 0 (the results are bit for bit those of
+#: fitting them).
+SKIPPED_LOG_WEIGHT = 746.0
 
 #: Bytes per subset one kept exact trellis holds (potentials, log Z, together table).
 EXACT_BYTES_PER_SUBSET = 24
@@ -129,7 +146,8 @@ class BetaPosterior:
         ``log p(alpha_i) + log p(beta_k)`` (:func:`alpha_grid_log_prior`,
         :func:`grid_log_prior`).
     log_evidences : ndarray of shape (n_alpha * n_beta,)
-        ``log p(W | alpha_i, beta_k)`` at the maximising noise variance.
+        ``log p(W | alpha_i, beta_k)`` at the maximising noise variance; NaN where
+        not computed (an exact bound shows the point's weight is 0 in float64).
     probabilities : ndarray of shape (n_alpha * n_beta,)
         ``p(alpha_i, beta_k | W)`` (zero where dropped as negligible).
     log_evidence : float
@@ -282,14 +300,30 @@ def beta_posterior(shifted, *, alpha=None, alpha_prior=None, family=None, max_it
         log_prior = (alpha_grid_log_prior(alpha_prior, log_alpha_grid)[:, None]
                      + grid_log_prior(log_b_grid)[None, :]).ravel()
     n_pairs, _, sum_sq = pair_moments(shifted)
-    log_evidences = np.empty(log_prior.size)
+    log_evidences = np.full(log_prior.size, np.nan)
     log_joint = np.full(log_prior.size, -np.inf)
     kept, best = [], -np.inf
     one_trellis = EXACT_BYTES_PER_SUBSET * (1 << n) if family is None else 0
     grid = [(a, b) for a in alpha_values for b in betas]
+    bound, below = None, None    # below: (b, log Z) of the last fitted value of this alpha
     for k, (alpha_k, beta) in enumerate(grid):
+        if k % betas.size == 0:
+            below = None
+        elif below is not None and np.isfinite(best):
+            # log Z is convex in b with slope at most the largest pair sum: a value whose
+            # bound is below best - SKIPPED_LOG_WEIGHT would weigh exactly 0.
+            if bound is None:
+                bound = EvidenceBound(shifted, 0.0, max_items, exact=family is None)
+            ceiling = bound.upper(2.0 * beta, alpha_k, *below) + log_prior[k]
+            if EvidenceBound.below(ceiling, best - SKIPPED_LOG_WEIGHT):
+                progress.update(k + 1, len(grid), "grid values")
+                continue
         model = CorrelationClusteringModel(beta=float(beta), alpha=alpha_k).fit(shifted)
-        trellis = fit_flat_trellis(model, family, max_items=max_items)
+        # Only log Z now: no MAP (the estimator computes it once, at the posterior's
+        # mode), the marginals of the kept trellises on first use.
+        trellis = fit_flat_trellis(model, family, max_items=max_items, map_clustering=False,
+                                   marginals=False)
+        below = (2.0 * beta, trellis.log_partition_function)
         variance = noise_variance(2.0 * beta, n_pairs, sum_sq)
         log_evidences[k] = log_evidence(trellis, model, shifted, variance)
         log_joint[k] = log_evidences[k] + log_prior[k]

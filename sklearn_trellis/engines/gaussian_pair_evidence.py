@@ -80,6 +80,9 @@ class EvidenceBound:
         log Z(b) <= log Z(b0) + (b - b0) W_max,
 
     and the evidence at ``b`` is at most its other terms (closed form) plus this.
+    On a sparse trellis's family (``exact=False``) ``log Z`` is the same convex
+    sum over fewer clusterings: its slope is bounded by the sum of the positive
+    pair affinities instead (cheaper, looser).
     The grid of :func:`maximise_evidence` skips the points whose bound is below
     the second best value so far: they cannot be one of the two best points,
     and a large ``b`` is the costliest fit (log-space layers).
@@ -88,10 +91,16 @@ class EvidenceBound:
     #: Relative slack for the rounding of the bound's terms and of the fitted values.
     RELATIVE_SLACK = 1e-9
 
-    def __init__(self, similarity, offset, max_items):
+    def __init__(self, similarity, offset, max_items, *, exact=True):
         self.shifted = shifted_affinities(similarity, offset)
-        self.largest_pair_sum = exact_flat_map(subset_pair_sums(self.shifted),
-                                               max_items=max_items)[0]
+        if exact:
+            self.largest_pair_sum = exact_flat_map(subset_pair_sums(self.shifted),
+                                                   max_items=max_items)[0]
+        else:
+            # Beyond the exact trellis (a sparse trellis's family): the sum of the positive
+            # pair affinities bounds every clustering's pair sum, without a 2**N table.
+            upper = self.shifted[np.triu_indices(self.shifted.shape[0], 1)]
+            self.largest_pair_sum = float(upper[upper > 0].sum())
 
     def upper(self, b, alpha, b_below, log_z_below):
         """An upper bound of the log evidence at ``b >= b_below`` (``log_z_below``: the

@@ -114,15 +114,24 @@ def noise_variance(b, n_pairs, sum_sq):
     if n_pairs == 0:
         raise ValueError("The Gaussian pair model needs at least two items (one pair).")
     mean_sq = sum_sq / n_pairs
-    variance = 2.0 * mean_sq / (1.0 + np.sqrt(1.0 + b * b * mean_sq))
+    with np.errstate(over="ignore"):
+        signal = b * b * mean_sq
+    if np.isfinite(signal):
+        variance = 2.0 * mean_sq / (1.0 + np.sqrt(1.0 + signal))
+    else:   # (b sd)**2 beyond float64: the same root without squaring b sd
+        variance = 2.0 * mean_sq / (1.0 + np.hypot(1.0, b * np.sqrt(mean_sq)))
     # All affinities equal to c: a degenerate (zero-variance) fit; keep it finite.
     return float(max(variance, np.finfo(np.float64).tiny))
 
 
 def pair_term(b, variance, n_pairs, sum_sq):
     """``g(s2) = -P/2 log(2 pi s2) - D2 / (2 s2) - P b**2 s2 / 8`` (module docstring)."""
+    with np.errstate(over="ignore"):
+        spread = n_pairs * b * b * variance / 8.0
+    if not np.isfinite(spread):     # b**2 beyond float64, b**2 s2 not
+        spread = n_pairs * b * (b * variance) / 8.0
     return float(-0.5 * n_pairs * np.log(2.0 * np.pi * variance) - sum_sq / (2.0 * variance)
-                 - n_pairs * b * b * variance / 8.0)
+                 - spread)
 
 
 @functools.lru_cache(maxsize=32)
@@ -255,5 +264,38 @@ def new_item_log_predictive(log_cluster_marginals, member_sums, sizes, n_items, 
     return base + total - log_norm
 
 
-__all__ = ["pair_moments", "noise_variance", "pair_term", "log_bell", "log_prior_normaliser",
+#: Largest and smallest ``|w - c|`` whose squares the noise variance sums over up to
+#: 2**100 pairs without overflow or underflow; beyond them the model is evaluated in
+#: units of a power of 2 (:func:`unit_exponent`).
+UNIT_FREE_RANGE = (2.0 ** -450, 2.0 ** 450)
+
+
+def unit_exponent(top):
+    """The power of 2 in whose units the model is evaluated, given the largest ``|w - c|``.
+
+    The model is scale-equivariant: dividing the affinities (and ``c``) by ``2**e`` (exact
+    in float64) multiplies ``b`` by ``2**e``, divides ``s2`` by ``2**(2 e)`` and raises
+    the log density of every affinity by ``e log 2`` (:func:`log_density_shift`). 0 inside
+    :data:`UNIT_FREE_RANGE` (no rescaling: ordinary scales keep their arithmetic), else
+    the ``e`` that brings ``top`` into ``[0.5, 1)``.
+
+    Examples
+    --------
+    >>> unit_exponent(3.0), unit_exponent(2.0 ** 600), unit_exponent(0.75 * 2.0 ** -600)
+    (0, 601, -600)
+    """
+    low, high = UNIT_FREE_RANGE
+    if top == 0.0 or low <= top <= high:
+        return 0
+    return int(np.frexp(top)[1])
+
+
+def log_density_shift(n_values, exponent):
+    """What the log density of ``n_values`` affinities gains when their unit is ``2**exponent``
+    times larger: ``-n_values * exponent * log 2`` (a density in the affinities' units)."""
+    return -float(n_values) * float(exponent) * float(np.log(2.0))
+
+
+__all__ = ["UNIT_FREE_RANGE", "unit_exponent", "log_density_shift", "pair_moments",
+           "noise_variance", "pair_term", "log_bell", "log_prior_normaliser",
            "evidence_gradient", "log_alpha_gradient", "new_item_log_predictive"]

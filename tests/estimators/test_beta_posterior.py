@@ -226,3 +226,84 @@ def test_alpha_summed_out_refusals():
                                    affinity="precomputed").fit(w)
     with pytest.raises(ValueError, match="not both"):
         beta_posterior(w, alpha=1.0, alpha_prior=(1.0, 1.0))
+
+
+# -- the grid's cost: no MAP, no marginals until used, no fit of a zero weight -------------
+def _every_point_with_its_map(monkeypatch):
+    """Make beta_posterior fit every grid point with the MAP and marginals (as it did)."""
+    from sklearn_trellis.engines import beta_posterior as module
+    fit = module.fit_flat_trellis
+    monkeypatch.setattr(module.EvidenceBound, "upper", lambda self, *args: np.inf)
+    monkeypatch.setattr(module, "fit_flat_trellis",
+                        lambda model, family, *, max_items, **_: fit(model, family,
+                                                                     max_items=max_items))
+
+
+@pytest.mark.parametrize("params", [dict(), dict(alpha="posterior"),
+                                    dict(method="sparse", alpha=1.0)], ids=str)
+def test_lean_grid_changes_no_output(params, monkeypatch):
+    """Fitting the grid without the MAP, the marginals deferred and the points of zero
+    weight skipped gives bit for bit the outputs of fitting every point in full."""
+    n = 40 if params.get("method") == "sparse" else 6 if params.get("alpha") else 7
+    data = make_gaussian_pairs(n, beta=1.0, alpha=1.5, random_state=3)
+    new = np.random.default_rng(0).normal(size=(2, n))
+    fits = []
+    for every in (False, True):
+        if every:
+            _every_point_with_its_map(monkeypatch)
+        model = ExactCorrelationClustering(beta="posterior", affinity="precomputed",
+                                           **params).fit(data.affinity)
+        fits.append((model.beta_, model.alpha_, model.log_evidence_, model.noise_variance_,
+                     model.beta_posterior_.tobytes(), model.labels_.tobytes(),
+                     model.pairwise_marginals_.tobytes(),
+                     model.n_clusters_distribution_.tobytes(),
+                     model.score_samples(new).tobytes(), model.sample(3, 0).tobytes()))
+    assert fits[0] == fits[1]
+
+
+@pytest.mark.parametrize("alpha_prior", [None, (1.0, 1.0)])
+def test_skipped_grid_points_weigh_exactly_zero(alpha_prior, monkeypatch):
+    """Every skipped point's evidence (fitted anyway here) lies more than 746 nats below
+    the largest: its weight exp(-746) is 0 in float64, and its bound was above it."""
+    from sklearn_trellis.engines.beta_posterior import SKIPPED_LOG_WEIGHT
+    from sklearn_trellis.engines.gaussian_pair_evidence import EvidenceBound, fit_flat_trellis
+    from sklearn_trellis.models.correlation import CorrelationClusteringModel
+    data = make_gaussian_pairs(8, beta=1.0, alpha=1.5, random_state=4)
+    kwargs = dict(alpha=None if alpha_prior else 1.5, alpha_prior=alpha_prior)
+    lean = beta_posterior(data.affinity, **kwargs)
+    _every_point_with_its_map(monkeypatch)
+    every = beta_posterior(data.affinity, **kwargs)
+    skipped = np.flatnonzero(np.isnan(lean.log_evidences))
+    assert skipped.size >= 5
+    log_joint = every.log_evidences + every.log_prior
+    assert np.all(log_joint[skipped] < log_joint.max() - SKIPPED_LOG_WEIGHT)
+    assert np.all(np.exp(log_joint[skipped] - log_joint.max()) == 0.0)
+    assert lean.log_evidence == every.log_evidence
+    np.testing.assert_array_equal(lean.probabilities, every.probabilities)
+    fitted = ~np.isnan(lean.log_evidences)
+    np.testing.assert_array_equal(lean.log_evidences[fitted], every.log_evidences[fitted])
+    # the bound the skips used, from each skipped point's fitted neighbour below
+    bound = EvidenceBound(data.affinity, 0.0, 22)
+    n_beta = lean.betas.size
+    for k in skipped:
+        below = max(j for j in np.flatnonzero(fitted) if j < k and j // n_beta == k // n_beta)
+        b_below = 2.0 * lean.betas[below % n_beta]
+        alpha_k = lean.alpha_of(k) if alpha_prior else 1.5
+        fit = fit_flat_trellis(CorrelationClusteringModel(beta=b_below / 2.0, alpha=alpha_k)
+                               .fit(data.affinity), max_items=22)
+        upper = bound.upper(2.0 * lean.betas[k % n_beta], alpha_k, b_below,
+                            fit.log_partition_function)
+        assert upper >= every.log_evidences[k]
+
+
+def test_the_family_bound_is_at_least_the_largest_pair_sum():
+    """exact=False bounds the slope of log Z by the positive pairs' sum: at least the
+    exact largest pair sum over all partitions (enumerated)."""
+    from sklearn_trellis.engines.gaussian_pair_evidence import EvidenceBound
+    w = make_gaussian_pairs(7, beta=1.0, random_state=5).affinity
+    rows, cols = np.triu_indices(7, 1)
+    largest = max(sum(w[i, j] for i, j in zip(rows, cols) if labels[i] == labels[j])
+                  for labels in set_partitions(7))
+    loose = EvidenceBound(w, 0.0, 22, exact=False).largest_pair_sum
+    assert loose >= largest - 1e-12
+    assert EvidenceBound(w, 0.0, 22).largest_pair_sum == pytest.approx(largest, abs=1e-12)

@@ -115,9 +115,14 @@ def test_overflowing_potentials_are_refused(max_exact_size):
 def test_large_but_finite_potentials_still_work():
     W = np.random.default_rng(0).normal(size=(6, 6))
     W = (W + W.T) * 1e250
-    with pytest.warns(UserWarning, match="overflow float64"):   # no density: squares
-        model = ExactCorrelationClustering(beta=2.0, affinity="precomputed").fit(W)
+    model = ExactCorrelationClustering(beta=2.0, affinity="precomputed").fit(W)
     assert np.isfinite(model.log_partition_function_)
+    # fitted in units of 2**834, where b sd ~ 2**835 squares beyond float64: the noise
+    # variance's root is taken without the square (it was NaN: the squares overflowed)
+    e = model._unit_exponent
+    unit = ExactCorrelationClustering(beta=np.ldexp(2.0, e),
+                                      affinity="precomputed").fit(np.ldexp(W, -e))
+    assert model.noise_variance_ == np.ldexp(unit.noise_variance_, 2 * e)
     assert model.log_partition_function_ >= model.map_log_potential_
 
 
@@ -266,21 +271,20 @@ def test_divisive_clustering_refuses_overflowing_distances():
             DivisiveClustering(method=method).fit(np.array([[1.7e308], [-1.7e308]]))
 
 
-@pytest.mark.parametrize("scale, word", [(1e250, "overflow"), (1e-250, "underflow")])
-def test_learning_beta_from_affinities_float64_cannot_square_is_refused(scale, word):
+@pytest.mark.parametrize("scale", [1e250, 1e-250])
+def test_learning_beta_from_affinities_float64_cannot_square(scale):
     """The default beta='auto' profiles the noise variance out from the sum of squared
-    affinities: at 1e250 it overflowed and the search returned beta_ = 0 (one cluster)."""
+    affinities: at 1e250 it overflowed and the search returned beta_ = 0 (one cluster).
+    Fitted in units of a power of 2, it learns the unit fit's beta (tests of every output:
+    test_correlation_scale.py)."""
     W = np.random.default_rng(0).normal(size=(6, 6))
-    W = (W + W.T) * scale
-    with pytest.raises(ValueError, match=f"{word} float64.*2.0\\*\\*"):
-        ExactCorrelationClustering(affinity="precomputed").fit(W)
-    # a fixed beta needs no variance to find the clustering; the density does
-    with pytest.warns(UserWarning, match=f"{word} float64.*noise_variance_, log_evidence_"):
-        model = ExactCorrelationClustering(beta=2.0 / scale, affinity="precomputed").fit(W)
-    assert np.isfinite(model.log_partition_function_)
-    assert np.isnan(model.log_evidence_) and np.isnan(model.noise_variance_)
-    with pytest.raises(ValueError, match=f"{word} float64.*to score"):
-        model.score(W[:2])
+    W = W + W.T
+    unit = ExactCorrelationClustering(affinity="precomputed").fit(W)
+    with pytest.warns(UserWarning, match="noise_variance_ is"):   # s2 ~ 1e+-500
+        model = ExactCorrelationClustering(affinity="precomputed").fit(W * scale)
+    assert model.beta_ * scale == pytest.approx(unit.beta_, rel=1e-4)
+    assert np.array_equal(model.labels_, unit.labels_)
+    assert np.isfinite(model.log_evidence_) and np.isfinite(model.score(W[:2] * scale))
 
 
 def test_learned_beta_is_unit_free_far_from_unit_scale():
