@@ -40,6 +40,9 @@ SUBCLUSTER_AUTO_SIZE = 10_000
 DASK_PRIOR_ROWS = 100_000
 
 
+#: New rows per block of an exact fit's predict_proba (bounds its (rows, 2**n) temporary).
+EXACT_PREDICT_BLOCK = 256
+
 class DPMixture(ClusterMixin, _BaseGibbs):
     """Dirichlet-process (or Pitman-Yor) mixture with a conjugate likelihood.
 
@@ -624,9 +627,16 @@ array-like of shape (n_samples,), default='auto'
         exact = getattr(self, "_exact_predictive", None)
         if exact is None:   # the same quantity, estimated from the kept samples
             return self._mean_predictive_proba(X, weighted=True)
-        probs = exact.assignment_probabilities(self._new_rows(X))
-        _refuse_rows_without_density(np.isnan(probs[:, 0]))
-        return probs @ subset_columns(self.labels_, self.n_clusters_)
+        data_new = self._new_rows(X)
+        columns = subset_columns(self.labels_, self.n_clusters_)
+        proba = np.empty((data_new.shape[0], self.n_clusters_ + 1))
+        # rows in blocks: the subsets' probabilities are (rows, 2**n), 32 KB a row at 12 rows
+        for start in range(0, data_new.shape[0], EXACT_PREDICT_BLOCK):
+            probs = exact.assignment_probabilities(data_new[start:start + EXACT_PREDICT_BLOCK])
+            for offset, row in enumerate(probs):   # row by row: the same bits in any block
+                proba[start + offset] = row @ columns
+        _refuse_rows_without_density(np.isnan(proba[:, 0]))
+        return proba
 
     def predict(self, X):
         """Most probable column of :meth:`predict_proba`; ``n_clusters_`` means a new cluster.

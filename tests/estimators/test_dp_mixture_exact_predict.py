@@ -226,3 +226,18 @@ def test_gibbs_predict_proba_weighs_each_sample_by_its_predictive_density():
     assert np.allclose(proba, expected, rtol=0, atol=1e-12)
     assert np.abs(proba - uniform).max() > 1e-3     # the weights matter on this instance
     assert np.allclose(proba.sum(axis=1), 1.0)
+
+
+def test_exact_predict_proba_in_blocks_gives_the_same_bits(monkeypatch):
+    """Rows go through the (rows, 2**n) subset probabilities in blocks (bounded memory):
+    one call, small blocks and one row at a time agree bit for bit."""
+    import sklearn_trellis._dp_mixture as dp_module
+
+    rng = np.random.RandomState(6)
+    X, new = _draw("gaussian", rng, 7), _draw("gaussian", rng, 5)
+    model = DPMixture(method="exact", n_sweeps=10, random_state=0).fit(X)
+    whole = model.predict_proba(new)
+    monkeypatch.setattr(dp_module, "EXACT_PREDICT_BLOCK", 2)
+    np.testing.assert_array_equal(model.predict_proba(new), whole)
+    np.testing.assert_array_equal(np.vstack([model.predict_proba(row[None]) for row in new]),
+                                  whole)
