@@ -107,7 +107,8 @@ def _launch_chunk(params, theta, log_pi, data, members, target, counted, key, ch
     stop = min(m, start + SCORE_ROWS)
     rows = members[start:stop]
     lp = np.empty((2, stop - start))
-    lik_log_density_block(params, theta, 2, data, rows, lp)
+    # a typed 2, not a literal: numba would compile the callee again for Literal[int](2)
+    lik_log_density_block(params, theta, np.int64(2), data, rows, lp)
     for t in range(stop - start):
         a = lp[0, t] + log_pi[0]
         b = lp[1, t] + log_pi[1]
@@ -245,7 +246,7 @@ def launch(params, data, labels, first, second, seeds, find, log_pi, theta_seeds
             counted[position] = False
             lik_suff_add_rows(params, data, np.array([local]), suff, side)
     stats[:] = 0.0
-    draw_thetas(params, suff, stats, theta, 2, theta_seeds[0])
+    draw_thetas(params, suff, stats, theta, np.int64(2), theta_seeds[0])
     sides = np.empty(m, np.int64)
     row_log_q = np.empty(m)
     n_leaves = _n_leaves(node_levels)
@@ -280,7 +281,7 @@ def launch(params, data, labels, first, second, seeds, find, log_pi, theta_seeds
             log_pi[0] = log_fraction[counts[0]]
             log_pi[1] = log_fraction[counts[1]]
             stats[:] = 0.0
-            draw_thetas(params, suff, stats, theta, 2, theta_seeds[p + 1])
+            draw_thetas(params, suff, stats, theta, np.int64(2), theta_seeds[p + 1])
     rows_out[:m] = rows
     sides_out[:m] = sides
     return log_q[0, 0]
