@@ -4,7 +4,6 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import ClusterMixin, _fit_context
-from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
@@ -12,7 +11,7 @@ from threadpoolctl import threadpool_limits
 from ._core.budget import check_memory
 from ._core.compilation import announces_compilation
 from ._core.units import shift_rows
-from ._core.validation import validate_kernel_data
+from ._core.validation import check_random_state, validate_kernel_data
 from ._gibbs_base import (MAX_LOSS_ESTIMATE_ITEMS, _BaseGibbs, _refuse_rows_without_density,
                           check_given_labels, gamma_hyperprior, initial_labels,
                           predictive_picks)

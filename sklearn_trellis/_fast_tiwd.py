@@ -9,7 +9,6 @@ import numpy as np
 from scipy.special import logsumexp
 from sklearn.base import ClusterMixin, _fit_context
 from sklearn.metrics import pairwise_distances
-from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted
@@ -17,7 +16,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._core.budget import check_memory, rows_or_zero
 from ._core.compilation import announces_compilation
 from ._core.pairwise import check_square_symmetric
-from ._core.validation import check_label_vector, validate_kernel_data
+from ._core.validation import check_label_vector, check_random_state, validate_kernel_data
 from ._gibbs_base import (_BaseGibbs, _refuse_rows_without_density, check_given_labels,
                           predictive_picks)
 from .engines.exact.trellis_for_model import trellis_for_model

@@ -7,7 +7,9 @@ downloaded.
 import numpy as np
 from sklearn.datasets import load_breast_cancer
 from sklearn.preprocessing import StandardScaler
-from sklearn.utils import Bunch, check_random_state
+from sklearn.utils import Bunch
+
+from .._core.validation import check_random_state
 
 
 def load_tumour_subset(n_per_class=6, random_state=0):

@@ -7,6 +7,8 @@ from importlib import resources
 import numpy as np
 from sklearn.utils import Bunch
 
+from .._core.validation import check_random_state
+
 _FILES = {"ginkgo510": "ginkgo510_jets.json.gz", "reference": "ginkgo_reference_jets.json"}
 
 _DESCRIPTIONS = {
@@ -174,7 +176,6 @@ def make_ginkgo_jets(n_jets=20, *, lam=1.5, lam_root=3.0, t_cut=6.25, jet_mass=8
     >>> [jet.shape[1] for jet in jets]
     [4, 4, 4]
     """
-    from sklearn.utils import check_random_state
     for name, value in (("lam", lam), ("lam_root", lam_root), ("t_cut", t_cut),
                         ("jet_mass", jet_mass)):
         if not np.isfinite(value) or value <= 0:

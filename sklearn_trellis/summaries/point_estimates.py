@@ -26,11 +26,10 @@ import numbers
 
 import numpy as np
 from joblib import Parallel, delayed
-from sklearn.utils import check_random_state
 
 from .._core.interpreted import call
 from .._core.labels import canonical_rows, first_appearance_labels, set_partitions
-from .._core.validation import check_option, check_scalar_param
+from .._core.validation import check_option, check_random_state, check_scalar_param
 from ._input import as_sample_set, check_labels, relabel_rows, sample_major
 from ._kernels import cooccurrence_counts, xlogx_table
 from ._loss_kernels import (BINDER, BINDER_PSM, N_CONTINGENCY_KINDS, NID, NVI, OMARI, OMARI_APPROX,
