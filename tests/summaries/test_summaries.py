@@ -209,3 +209,14 @@ def test_pairwise_cooccurrence_both_label_paths_match_numpy(n_labels, monkeypatc
                                expected, atol=1e-15)
     monkeypatch.setattr(occurrence, "MAX_MEAN_LABELS_FOR_BLAS", -1)
     np.testing.assert_allclose(pairwise_cooccurrence(samples), expected, atol=1e-15)
+
+
+def test_sample_sets_and_partitions_of_string_labels():
+    # Labels that are no numbers name blocks too: the same summaries as integer labels.
+    strings = np.array([["a", "a", "b"], ["x", "y", "y"]])
+    ints = np.array([[0, 0, 1], [0, 1, 1]])
+    np.testing.assert_array_equal(pairwise_cooccurrence(strings), pairwise_cooccurrence(ints))
+    np.testing.assert_array_equal(pairwise_cooccurrence(strings.astype(object)),
+                                  pairwise_cooccurrence(ints))
+    np.testing.assert_array_equal(cumulative_statistic(list("aabbc")),
+                                  cumulative_statistic([0, 0, 1, 1, 2]))
