@@ -220,3 +220,11 @@ def test_sample_sets_and_partitions_of_string_labels():
                                   pairwise_cooccurrence(ints))
     np.testing.assert_array_equal(cumulative_statistic(list("aabbc")),
                                   cumulative_statistic([0, 0, 1, 1, 2]))
+
+
+def test_cooccurrence_too_large_for_memory_is_refused_before_allocating():
+    # 300,000 elements: a 1.6 TiB (n, n) matrix; numpy's MemoryError before, now the
+    # package's message with the size and the way out, for labels and block lists alike.
+    for samples in (np.zeros((1, 300_000), np.int8), [[[0, 299_999]]]):
+        with pytest.raises(ValueError, match=r"co-occurrence matrix .* needs about 1.64 TiB"):
+            pairwise_cooccurrence(samples)
