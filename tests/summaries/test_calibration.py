@@ -198,3 +198,8 @@ def test_n_bins_of_the_wrong_type_and_empty_proba_get_clear_answers():
     np.testing.assert_array_equal(curve[2], [2, 1])
     # no item: no pair (it was numpy's "zero-size array to reduction operation")
     assert pairwise_from_proba(np.zeros((0, 2))).shape == (0, 0)
+
+
+def test_learned_parameters_of_no_estimator_is_a_type_error():
+    with pytest.raises(TypeError, match="needs a scikit-learn estimator, got ndarray"):
+        learned_parameters(np.zeros(3))   # AttributeError 'get_params' before
