@@ -111,6 +111,20 @@ def _data_scale(dist):
     return scale if scale > 0 and np.isfinite(scale) else 1.0
 
 
+def _warn_items_in_the_span(in_span, n_fitted, rank):
+    """Say why new items whose Schur complement is 0 score ``-inf`` (right by the model)."""
+    if not np.any(in_span):
+        return
+    items = np.flatnonzero(in_span)
+    shown = ", ".join(map(str, items[:5])) + (", ..." if items.size > 5 else "")
+    warnings.warn(
+        f"FastTIWD.score is -inf for {items.size} new item(s) (rows {shown}): each lies in "
+        f"the span of the {n_fitted} fitted items (a copy of a fitted row, or points with "
+        f"at most {rank} features), so the inner products of the {n_fitted + 1} items "
+        "form a singular Wishart matrix, which has no density. Score held-out items, not "
+        "the training rows.", UserWarning, stacklevel=3)
+
+
 class FastTIWD(ClusterMixin, _BaseGibbs):
     """Bayesian partitioning of a squared-distance matrix (fastTIWD), ``O(n^2)`` per Gibbs sweep.
 
@@ -808,7 +822,12 @@ default='singletons'
         ``S*`` is rank-deficient (points in fewer dimensions than ``n - 1``) a
         Wishart with more degrees of freedom than the rank has no density
         there: the data terms are then left out with a warning, and the score
-        compares every hyperparameter but ``dof`` (which is the rank).
+        compares every hyperparameter but ``dof`` (which is the rank). It is
+        also ``-inf``, with a warning, for a new item in the span of the fitted
+        ones (its Schur complement is 0): a copy of a fitted row (scoring the
+        training rows), or any item when the points have at most ``n - 1``
+        features, so that the ``n + 1`` items' inner products are a singular
+        Wishart matrix, which has no density there.
 
         Parameters
         ----------
@@ -842,6 +861,8 @@ default='singletons'
                 f"FastTIWD.score is -inf: dof={self.dof_:g} does not exceed the rank {rank} of "
                 "S* (a Wishart with that few degrees of freedom cannot produce the fitted "
                 "matrix); score dof values above it.", UserWarning, stacklevel=2)
+        else:
+            _warn_items_in_the_span(np.all(np.isneginf(data_terms), axis=0), S.shape[0], rank)
         per_sample = np.array([logsumexp(logw, axis=1) for _, logw in self._predictive(X)])
         with np.errstate(invalid="ignore"):
             density = logsumexp(per_sample + data_terms, axis=0) - np.log(len(picks))
