@@ -423,9 +423,12 @@ array-like of shape (n_samples,), default='auto'
             del self.feature_names_in_
         rng = check_random_state(self.random_state)
         rows = np.unique(np.linspace(0, n - 1, min(n, DASK_PRIOR_ROWS)).astype(np.int64))
-        self._prior_rows = X[rows].compute()
-        self.model_ = make_likelihood(self.likelihood).fit(self._prior_rows)
-        self._offset = None   # the rows stay on the workers as they are
+        # far features centred as in the NumPy path, by an offset read off the prior rows;
+        # the workers subtract it lazily (new rows are shifted alike by _new_rows)
+        self.model_, self._offset, self._prior_rows = fit_likelihood(self.likelihood,
+                                                                     X[rows].compute())
+        if self._offset is not None:
+            X = X - self._offset
         self.prior_ = prior
         if getattr(self.model_, "uncollapsed_kernels", None) is None:
             raise ValueError(f"A dask array is sampled by the sub-cluster sampler, which needs "
