@@ -35,7 +35,7 @@ def check_random_state(seed):
     >>> check_random_state(np.random.default_rng(0))
     Traceback (most recent call last):
     ...
-    ValueError: random_state must be None, an int or a numpy.random.RandomState (scikit-learn's convention), got a numpy.random.Generator: pass an int, e.g. random_state=int(rng.integers(2**31)), or np.random.RandomState(rng.bit_generator) to share its stream.
+    ValueError: random_state must be None, an int or a numpy.random.RandomState ...: pass an int, ...
     """
     if isinstance(seed, np.random.Generator):
         raise ValueError("random_state must be None, an int or a numpy.random.RandomState "

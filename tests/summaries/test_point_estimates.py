@@ -124,3 +124,14 @@ def test_purity_hand_computed():
     assert purity_score(classes, np.zeros(6, int)) == pytest.approx(3 / 6)
     with pytest.raises(ValueError, match="different lengths"):
         purity_score([0, 1], [0, 1, 2])
+
+
+def test_square_float_label_samples_are_told_how_to_pass_labels():
+    # (n, n) floats are a pairwise matrix: label samples in floats met "must lie in
+    # [0, 1]" with no word of why; the message now names the int sample set.
+    samples = np.array([[0, 0, 1], [0, 1, 1], [2, 2, 2]], dtype=float)
+    with pytest.raises(ValueError, match=r"\[0, 1\]. A float \(n, n\) array is read as a "
+                                         r"pairwise matrix.*astype\(int\)"):
+        point_estimate(samples)
+    assert np.array_equal(point_estimate(samples.astype(int), random_state=0),
+                          point_estimate(samples.astype(int), random_state=0))
