@@ -263,9 +263,18 @@ def sample_major(sample_set):
 
 
 def check_order(order, n_elements, name="order"):
-    """Validate a sequence of distinct element indices (default: all in index order)."""
+    """Validate a sequence of distinct element indices (default: all in index order).
+
+    A boolean mask of the ``n_elements`` elements selects them in index order.
+    """
     if order is None:
         return np.arange(n_elements, dtype=np.int64)
+    if np.asarray(order).dtype == bool:  # a mask of the elements (it read as indices 0, 1)
+        mask = np.asarray(order)
+        if mask.shape != (n_elements,):
+            raise ValueError(f"A boolean {name} is a mask of the {n_elements} elements, "
+                             f"got shape {mask.shape}.")
+        order = np.flatnonzero(mask)
     order = _integral(np.asarray(order).reshape(-1) if np.ndim(order) else [order], name)
     if order.size == 0:
         raise ValueError(f"{name} must contain at least one element.")

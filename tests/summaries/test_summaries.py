@@ -228,3 +228,18 @@ def test_cooccurrence_too_large_for_memory_is_refused_before_allocating():
     for samples in (np.zeros((1, 300_000), np.int8), [[[0, 299_999]]]):
         with pytest.raises(ValueError, match=r"co-occurrence matrix .* needs about 1.64 TiB"):
             pairwise_cooccurrence(samples)
+
+
+def test_subsets_past_a_label_vector_and_boolean_masks():
+    # An index past a label vector was dropped silently ([[0]] for subset [0, 5]);
+    # blocks name their elements, so there it still names an element in no block.
+    with pytest.raises(ValueError, match="outside 0..2"):
+        projection([0, 0, 1], [0, 5])
+    assert projection([[0, 1], [2]], [0, 5]) == [[0]]
+    # a boolean mask selects elements (it read as the indices 0 and 1: "twice")
+    samples = np.array([[0, 0, 1, 1, 2], [0, 0, 0, 1, 1]])
+    mask = np.array([True, False, True, False, False])
+    assert projection_entropy(samples, mask) == projection_entropy(samples, [0, 2])
+    assert projection([0, 0, 1, 1, 2], mask) == [[0], [2]]
+    with pytest.raises(ValueError, match="mask of the 5 elements"):
+        projection_entropy(samples, mask[:3])
