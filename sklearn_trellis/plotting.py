@@ -153,7 +153,12 @@ def scaled_heights(linkage_matrix, heights="distance"):
     if heights not in HEIGHT_SCALES:
         raise ValueError(f"heights must be one of {HEIGHT_SCALES}; got {heights!r}.")
     linkage_matrix = np.asarray(linkage_matrix, dtype=np.float64)
+    if linkage_matrix.ndim != 2 or linkage_matrix.shape[1] != 4:
+        raise ValueError(f"linkage_matrix must be a SciPy linkage matrix of shape (n - 1, 4), "
+                         f"got shape {linkage_matrix.shape}.")
     distance = linkage_matrix[:, 2]
+    if not np.all(np.isfinite(distance)):
+        raise ValueError("linkage_matrix holds NaN or infinite merge heights.")
     n = len(linkage_matrix) + 1
     if heights == "distance" or n == 1:
         return distance.copy()
