@@ -20,7 +20,7 @@ from .engines.exact.grid_marginal import GridMarginalPosterior
 from .engines.gibbs import sampler as gibbs
 from .engines.gibbs import subcluster
 from .engines.gibbs.shards import BLOCK_ROWS, import_distributed, is_dask_array
-from .models import LIKELIHOODS, fit_likelihood, make_likelihood
+from .models import LIKELIHOODS, fit_likelihood
 from .models.likelihood import ClusterLikelihood
 from .models.priors import make_prior
 from .summaries.point_estimates import LOSSES, PAIRWISE_LOSSES
