@@ -23,6 +23,8 @@ import numbers
 import numpy as np
 from sklearn.metrics import brier_score_loss, log_loss
 
+from .._core.budget import check_memory
+
 
 def _as_labels(y, name):
     y = np.asarray(y)
@@ -297,6 +299,9 @@ def pairwise_from_proba(proba, reference_labels=None):
     _check_rows_sum_to_one(proba)
     if reference_labels is not None:
         return proba[:, labels]
+    n = proba.shape[0]   # the product and its clipped copy, float64
+    check_memory(16 * n * n, f"the ({n}, {n}) co-membership matrix of {n} items",
+                 "Score fewer items at a time, or against reference_labels.")
     out = np.clip(proba @ proba.T, 0.0, 1.0)
     np.fill_diagonal(out, 1.0)
     return out

@@ -203,3 +203,10 @@ def test_n_bins_of_the_wrong_type_and_empty_proba_get_clear_answers():
 def test_learned_parameters_of_no_estimator_is_a_type_error():
     with pytest.raises(TypeError, match="needs a scikit-learn estimator, got ndarray"):
         learned_parameters(np.zeros(3))   # AttributeError 'get_params' before
+
+
+def test_co_membership_too_large_for_memory_is_refused_before_allocating():
+    proba = np.full((400_000, 1), 1.0)   # 3.2 MB of input, a 2.3 TiB (n, n) product
+    with pytest.raises(ValueError, match=r"co-membership matrix .* needs about 2.33 TiB"):
+        pairwise_from_proba(proba)
+    assert pairwise_from_proba(proba, reference_labels=[0, 0]).shape == (400_000, 2)
