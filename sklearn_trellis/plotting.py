@@ -64,11 +64,11 @@ def _agglomerate(samples):
     return EntropyAgglomeration(n_clusters=1).fit(samples)
 
 
-def _names(element_labels, n):
+def _names(element_labels, n, what="element_labels", of="elements"):
     if element_labels is None:
         return [str(i) for i in range(n)]
     if len(element_labels) != n:
-        raise ValueError(f"element_labels has {len(element_labels)} entries for {n} elements.")
+        raise ValueError(f"{what} has {len(element_labels)} entries for {n} {of}.")
     return [str(name) for name in element_labels]
 
 
@@ -774,7 +774,7 @@ class DependenceProbabilityDisplay:
         matrix = np.asarray(self.dependence)
         d = matrix.shape[0]
         order = np.arange(d) if self.order is None else np.asarray(self.order)
-        names = np.array(_names(self.column_names, d))[order]
+        names = np.array(_names(self.column_names, d, "column_names", "columns"))[order]
         self.image_ = self.ax_.imshow(matrix[np.ix_(order, order)], cmap=cmap, vmin=0.0,
                                       vmax=1.0, interpolation="nearest")
         self.ax_.set_xticks(range(d), names, rotation=90)

@@ -351,3 +351,11 @@ def test_scaled_heights_refuses_what_is_no_linkage_matrix():
     with pytest.raises(ValueError, match="NaN or infinite merge heights"):
         scaled_heights(np.array([[0, 1, 0.5, 2], [2, 3, np.nan, 3]]), heights="log")
     assert scaled_heights(np.zeros((0, 4))).shape == (0,)
+
+
+def test_dependence_display_names_column_names_in_its_error():
+    from sklearn_trellis.plotting import DependenceProbabilityDisplay
+    display = DependenceProbabilityDisplay(np.eye(3), column_names=["a"])
+    with pytest.raises(ValueError, match="column_names has 1 entries for 3 columns"):
+        display.plot()   # it named element_labels, which this display has not
+    plt.close("all")
