@@ -415,8 +415,13 @@ class CoClusteringDisplay:
 
     def plot(self, ax=None, *, cmap="Greys", colorbar=True):
         """Draw the heatmap."""
+        matrix = np.asarray(self.cooccurrence, dtype=np.float64)
+        if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1]:
+            raise ValueError(f"cooccurrence must be a square (n, n) matrix, got shape "
+                             f"{matrix.shape}.")
+        if not np.all(np.isfinite(matrix)):
+            raise ValueError("cooccurrence holds NaN or inf.")
         self.figure_, self.ax_ = _axes(ax)
-        matrix = np.asarray(self.cooccurrence)
         n = matrix.shape[0]
         order = np.arange(n) if self.order is None else np.asarray(self.order)
         names = np.array(_names(self.element_labels, n))[order]

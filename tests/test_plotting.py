@@ -359,3 +359,12 @@ def test_dependence_display_names_column_names_in_its_error():
     with pytest.raises(ValueError, match="column_names has 1 entries for 3 columns"):
         display.plot()   # it named element_labels, which this display has not
     plt.close("all")
+
+
+def test_co_clustering_display_refuses_what_is_no_square_finite_matrix():
+    # a (2, 3) matrix drew its first 2 columns, silently
+    for bad, match in ((np.ones((2, 3)), r"got shape \(2, 3\)\."),
+                       (np.full((2, 2), np.nan), "holds NaN or inf")):
+        with pytest.raises(ValueError, match=match):
+            CoClusteringDisplay(bad).plot()
+    plt.close("all")
