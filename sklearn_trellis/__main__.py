@@ -38,15 +38,24 @@ def main(argv=None):
                         help="tumours per class (default 6, i.e. N=12)")
     args = parser.parse_args(argv)
 
-    data = load_tumour_subset(n_per_class=args.per_class)
+    try:  # out-of-range options get argparse's short usage error, not a traceback
+        data = load_tumour_subset(n_per_class=args.per_class)
+        if args.per_class < 1:
+            raise ValueError(f"--per-class must be >= 1, got {args.per_class}.")
+        model, elapsed, n_compiled = timed(
+            ExactCorrelationClustering(beta=args.beta, random_state=0).fit, data.data)
+    except ValueError as error:
+        parser.error(str(error))
     names = [f"{'MB'[t]}{i}" for t, i in zip(data.target, data.ids)]
     n = len(names)
-    model, elapsed, n_compiled = timed(
-        ExactCorrelationClustering(beta=args.beta, random_state=0).fit, data.data)
+    approximation = model.approximation_   # None when every clustering was summed over
+    kind = "approximate" if approximation else "exact"
 
-    print(f"Exact correlation clustering of {n} tumours "
+    print(f"{kind.capitalize()} correlation clustering of {n} tumours "
           f"(M = malignant, B = benign; row number in the breast cancer data)")
     print(f"beta = {args.beta}, affinity exp(-||x_i - x_j||) minus its mean\n")
+    if approximation:
+        print(f"too many items for exact inference: {approximation}\n")
     print(f"log partition function  log Z = {model.log_partition_function_:.6f}")
     print(f"MAP clustering, log phi = {model.map_log_potential_:.6f}, "
           f"P(MAP) = {np.exp(model.map_log_potential_ - model.log_partition_function_):.4g}")
@@ -69,7 +78,7 @@ def main(argv=None):
         print(f"  {names[iu[idx]]:>5} {names[ju[idx]]:>5}  {p[idx]:.4f}")
     compilation = (f" (including numba's compilation of {n_compiled} functions, "
                    f"cached on disk for the next runs)" if n_compiled else "")
-    print(f"\nexact inference over all {n} items took {elapsed:.2f} s{compilation}")
+    print(f"\n{kind} inference over all {n} items took {elapsed:.2f} s{compilation}")
     return 0
 
 

@@ -5,7 +5,7 @@ from numbers import Integral, Real
 import numpy as np
 from scipy.special import logsumexp
 from sklearn.base import ClusterMixin, _fit_context, clone
-from sklearn.utils import check_random_state
+from ._core.validation import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_feature_names, check_is_fitted
 

@@ -4,7 +4,6 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import ClusterMixin, _fit_context
-from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
@@ -12,7 +11,7 @@ from threadpoolctl import threadpool_limits
 from ._core.budget import check_memory
 from ._core.compilation import announces_compilation
 from ._core.units import shift_rows
-from ._core.validation import validate_kernel_data
+from ._core.validation import check_random_state, validate_kernel_data
 from ._gibbs_base import (MAX_LOSS_ESTIMATE_ITEMS, _BaseGibbs, _refuse_rows_without_density,
                           check_given_labels, gamma_hyperprior, initial_labels,
                           predictive_picks, subset_columns)
@@ -21,7 +20,7 @@ from .engines.exact.grid_marginal import GridMarginalPosterior
 from .engines.gibbs import sampler as gibbs
 from .engines.gibbs import subcluster
 from .engines.gibbs.shards import BLOCK_ROWS, import_distributed, is_dask_array
-from .models import LIKELIHOODS, fit_likelihood, make_likelihood
+from .models import LIKELIHOODS, fit_likelihood
 from .models.likelihood import ClusterLikelihood
 from .models.priors import make_prior
 from .summaries.point_estimates import LOSSES, PAIRWISE_LOSSES, ClusterMarginals
@@ -442,9 +441,12 @@ array-like of shape (n_samples,), default='auto'
             del self.feature_names_in_
         rng = check_random_state(self.random_state)
         rows = np.unique(np.linspace(0, n - 1, min(n, DASK_PRIOR_ROWS)).astype(np.int64))
-        self._prior_rows = X[rows].compute()
-        self.model_ = make_likelihood(self.likelihood).fit(self._prior_rows)
-        self._offset = None   # the rows stay on the workers as they are
+        # far features centred as in the NumPy path, by an offset read off the prior rows;
+        # the workers subtract it lazily (new rows are shifted alike by _new_rows)
+        self.model_, self._offset, self._prior_rows = fit_likelihood(self.likelihood,
+                                                                     X[rows].compute())
+        if self._offset is not None:
+            X = X - self._offset
         self.prior_ = prior
         if getattr(self.model_, "uncollapsed_kernels", None) is None:
             raise ValueError(f"A dask array is sampled by the sub-cluster sampler, which needs "

@@ -9,7 +9,6 @@ import numpy as np
 from scipy.special import logsumexp
 from sklearn.base import ClusterMixin, _fit_context
 from sklearn.metrics import pairwise_distances
-from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted
@@ -17,7 +16,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._core.budget import check_memory, rows_or_zero
 from ._core.compilation import announces_compilation
 from ._core.pairwise import check_square_symmetric
-from ._core.validation import check_label_vector, validate_kernel_data
+from ._core.validation import check_label_vector, check_random_state, validate_kernel_data
 from ._gibbs_base import (_BaseGibbs, _refuse_rows_without_density, check_given_labels,
                           predictive_picks)
 from .engines.exact.trellis_for_model import trellis_for_model
@@ -110,6 +109,20 @@ def _data_scale(dist):
     """The mean squared distance between distinct objects (1 if all coincide)."""
     scale = mean_squared_distance(dist)
     return scale if scale > 0 and np.isfinite(scale) else 1.0
+
+
+def _warn_items_in_the_span(in_span, n_fitted, rank):
+    """Say why new items whose Schur complement is 0 score ``-inf`` (right by the model)."""
+    if not np.any(in_span):
+        return
+    items = np.flatnonzero(in_span)
+    shown = ", ".join(map(str, items[:5])) + (", ..." if items.size > 5 else "")
+    warnings.warn(
+        f"FastTIWD.score is -inf for {items.size} new item(s) (rows {shown}): each lies in "
+        f"the span of the {n_fitted} fitted items (a copy of a fitted row, or points with "
+        f"at most {rank} features), so the inner products of the {n_fitted + 1} items "
+        "form a singular Wishart matrix, which has no density. Score held-out items, not "
+        "the training rows.", UserWarning, stacklevel=3)
 
 
 class FastTIWD(ClusterMixin, _BaseGibbs):
@@ -809,7 +822,12 @@ default='singletons'
         ``S*`` is rank-deficient (points in fewer dimensions than ``n - 1``) a
         Wishart with more degrees of freedom than the rank has no density
         there: the data terms are then left out with a warning, and the score
-        compares every hyperparameter but ``dof`` (which is the rank).
+        compares every hyperparameter but ``dof`` (which is the rank). It is
+        also ``-inf``, with a warning, for a new item in the span of the fitted
+        ones (its Schur complement is 0): a copy of a fitted row (scoring the
+        training rows), or any item when the points have at most ``n - 1``
+        features, so that the ``n + 1`` items' inner products are a singular
+        Wishart matrix, which has no density there.
 
         Parameters
         ----------
@@ -843,6 +861,8 @@ default='singletons'
                 f"FastTIWD.score is -inf: dof={self.dof_:g} does not exceed the rank {rank} of "
                 "S* (a Wishart with that few degrees of freedom cannot produce the fitted "
                 "matrix); score dof values above it.", UserWarning, stacklevel=2)
+        else:
+            _warn_items_in_the_span(np.all(np.isneginf(data_terms), axis=0), S.shape[0], rank)
         per_sample = np.array([logsumexp(logw, axis=1) for _, logw in self._predictive(X)])
         with np.errstate(invalid="ignore"):
             density = logsumexp(per_sample + data_terms, axis=0) - np.log(len(picks))

@@ -4,13 +4,12 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BiclusterMixin, _fit_context
-from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted
 
 from ._core.compilation import announces_compilation
 from ._core.labels import first_appearance_labels
-from ._core.validation import validate_kernel_data
+from ._core.validation import check_random_state, validate_kernel_data
 from ._gibbs_base import (KMEANS_INIT_CLUSTERS, MAX_LOSS_ESTIMATE_ITEMS, MAX_PAIRWISE_ITEMS,
                           _BaseGibbs, _refuse_rows_without_density, check_given_labels,
                           gamma_hyperprior, initial_labels, observed_nothing_scores_zero,

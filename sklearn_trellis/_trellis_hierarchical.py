@@ -12,7 +12,7 @@ from scipy import sparse
 from scipy.special import logsumexp
 from sklearn.metrics import pairwise_distances
 from sklearn.metrics.pairwise import paired_distances
-from sklearn.utils import check_random_state
+from ._core.validation import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils._available_if import available_if
 from sklearn.utils.validation import check_is_fitted, check_memory

@@ -53,6 +53,9 @@ def learned_parameters(estimator):
     >>> learned_parameters(est) == {"beta": est.beta_}
     True
     """
+    if not hasattr(estimator, "get_params"):
+        raise TypeError(f"learned_parameters needs a scikit-learn estimator, got "
+                        f"{type(estimator).__name__}.")
     return {name: getattr(estimator, f"{name}_")
             for name, value in estimator.get_params(deep=False).items()
             if isinstance(value, str) and value == "auto" and hasattr(estimator, f"{name}_")}

@@ -64,11 +64,11 @@ def _agglomerate(samples):
     return EntropyAgglomeration(n_clusters=1).fit(samples)
 
 
-def _names(element_labels, n):
+def _names(element_labels, n, what="element_labels", of="elements"):
     if element_labels is None:
         return [str(i) for i in range(n)]
     if len(element_labels) != n:
-        raise ValueError(f"element_labels has {len(element_labels)} entries for {n} elements.")
+        raise ValueError(f"{what} has {len(element_labels)} entries for {n} {of}.")
     return [str(name) for name in element_labels]
 
 
@@ -153,7 +153,12 @@ def scaled_heights(linkage_matrix, heights="distance"):
     if heights not in HEIGHT_SCALES:
         raise ValueError(f"heights must be one of {HEIGHT_SCALES}; got {heights!r}.")
     linkage_matrix = np.asarray(linkage_matrix, dtype=np.float64)
+    if linkage_matrix.ndim != 2 or linkage_matrix.shape[1] != 4:
+        raise ValueError(f"linkage_matrix must be a SciPy linkage matrix of shape (n - 1, 4), "
+                         f"got shape {linkage_matrix.shape}.")
     distance = linkage_matrix[:, 2]
+    if not np.all(np.isfinite(distance)):
+        raise ValueError("linkage_matrix holds NaN or infinite merge heights.")
     n = len(linkage_matrix) + 1
     if heights == "distance" or n == 1:
         return distance.copy()
@@ -410,8 +415,13 @@ class CoClusteringDisplay:
 
     def plot(self, ax=None, *, cmap="Greys", colorbar=True):
         """Draw the heatmap."""
+        matrix = np.asarray(self.cooccurrence, dtype=np.float64)
+        if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1]:
+            raise ValueError(f"cooccurrence must be a square (n, n) matrix, got shape "
+                             f"{matrix.shape}.")
+        if not np.all(np.isfinite(matrix)):
+            raise ValueError("cooccurrence holds NaN or inf.")
         self.figure_, self.ax_ = _axes(ax)
-        matrix = np.asarray(self.cooccurrence)
         n = matrix.shape[0]
         order = np.arange(n) if self.order is None else np.asarray(self.order)
         names = np.array(_names(self.element_labels, n))[order]
@@ -769,7 +779,7 @@ class DependenceProbabilityDisplay:
         matrix = np.asarray(self.dependence)
         d = matrix.shape[0]
         order = np.arange(d) if self.order is None else np.asarray(self.order)
-        names = np.array(_names(self.column_names, d))[order]
+        names = np.array(_names(self.column_names, d, "column_names", "columns"))[order]
         self.image_ = self.ax_.imshow(matrix[np.ix_(order, order)], cmap=cmap, vmin=0.0,
                                       vmax=1.0, interpolation="nearest")
         self.ax_.set_xticks(range(d), names, rotation=90)

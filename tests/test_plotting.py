@@ -341,3 +341,30 @@ def test_a_sample_set_of_one_element():
     with pytest.raises(ValueError, match="at least 2 elements"):
         DendrogramDisplay.from_samples(samples)
     plt.close("all")
+
+
+def test_scaled_heights_refuses_what_is_no_linkage_matrix():
+    # (2, 3) returned its third column as heights, NaN heights went through
+    from sklearn_trellis.plotting import scaled_heights
+    with pytest.raises(ValueError, match=r"shape \(n - 1, 4\), got shape \(2, 3\)"):
+        scaled_heights(np.ones((2, 3)))
+    with pytest.raises(ValueError, match="NaN or infinite merge heights"):
+        scaled_heights(np.array([[0, 1, 0.5, 2], [2, 3, np.nan, 3]]), heights="log")
+    assert scaled_heights(np.zeros((0, 4))).shape == (0,)
+
+
+def test_dependence_display_names_column_names_in_its_error():
+    from sklearn_trellis.plotting import DependenceProbabilityDisplay
+    display = DependenceProbabilityDisplay(np.eye(3), column_names=["a"])
+    with pytest.raises(ValueError, match="column_names has 1 entries for 3 columns"):
+        display.plot()   # it named element_labels, which this display has not
+    plt.close("all")
+
+
+def test_co_clustering_display_refuses_what_is_no_square_finite_matrix():
+    # a (2, 3) matrix drew its first 2 columns, silently
+    for bad, match in ((np.ones((2, 3)), r"got shape \(2, 3\)\."),
+                       (np.full((2, 2), np.nan), "holds NaN or inf")):
+        with pytest.raises(ValueError, match=match):
+            CoClusteringDisplay(bad).plot()
+    plt.close("all")

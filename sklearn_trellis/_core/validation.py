@@ -3,6 +3,7 @@
 import numbers
 
 import numpy as np
+from sklearn.utils import check_random_state as _sklearn_check_random_state
 from sklearn.utils.validation import validate_data
 
 
@@ -22,6 +23,26 @@ def check_scalar_param(value, name, *, kind=numbers.Real, low=None, high=None,
     if high is not None and value > high:
         raise ValueError(f"{name} must be <= {high}, got {value!r}.")
     return value
+
+
+def check_random_state(seed):
+    """scikit-learn's ``check_random_state``, with a message that names the fix for a Generator.
+
+    As scikit-learn, ``random_state`` is None, an int or a
+    ``numpy.random.RandomState``; a ``numpy.random.Generator`` is refused
+    (scikit-learn's own message only says it cannot seed a RandomState).
+
+    >>> check_random_state(np.random.default_rng(0))
+    Traceback (most recent call last):
+    ...
+    ValueError: random_state must be None, an int or a numpy.random.RandomState ...: pass an int, ...
+    """
+    if isinstance(seed, np.random.Generator):
+        raise ValueError("random_state must be None, an int or a numpy.random.RandomState "
+                         "(scikit-learn's convention), got a numpy.random.Generator: pass an "
+                         "int, e.g. random_state=int(rng.integers(2**31)), or "
+                         "np.random.RandomState(rng.bit_generator) to share its stream.")
+    return _sklearn_check_random_state(seed)
 
 
 def check_option(value, name, options):

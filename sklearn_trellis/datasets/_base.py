@@ -4,10 +4,14 @@ Everything here is built from data that scikit-learn ships, so nothing is
 downloaded.
 """
 
+import numbers
+
 import numpy as np
 from sklearn.datasets import load_breast_cancer
 from sklearn.preprocessing import StandardScaler
-from sklearn.utils import Bunch, check_random_state
+from sklearn.utils import Bunch
+
+from .._core.validation import check_random_state, check_scalar_param
 
 
 def load_tumour_subset(n_per_class=6, random_state=0):
@@ -40,6 +44,8 @@ def load_tumour_subset(n_per_class=6, random_state=0):
     (12, 30)
     """
     full = load_breast_cancer()
+    check_scalar_param(n_per_class, "n_per_class", kind=numbers.Integral, low=0,
+                       high=int(np.bincount(full.target).min()))
     rng = check_random_state(random_state)
     X = StandardScaler().fit_transform(full.data) / np.sqrt(full.data.shape[1])
     rows = np.concatenate([
@@ -109,6 +115,14 @@ def make_wishart_blocks(n_samples=200, n_blocks=3, dof=300, scale=2.0, theta=0.0
     >>> data.distances.shape, data.target.shape
     ((50, 50), (50,))
     """
+    check_scalar_param(n_samples, "n_samples", kind=numbers.Integral, low=0)
+    check_scalar_param(n_blocks, "n_blocks", kind=numbers.Integral, low=1)
+    check_scalar_param(dof, "dof", kind=numbers.Integral, low=1)
+    check_scalar_param(scale, "scale", low=0, include_low=False)
+    check_scalar_param(theta, "theta", low=0)
+    check_scalar_param(offset, "offset")
+    if np.dtype(dtype) not in (np.float32, np.float64):
+        raise ValueError(f"dtype must be np.float32 or np.float64, got {dtype!r}.")
     rng = check_random_state(random_state)
     if proportions not in ("dirichlet", "uniform"):
         raise ValueError(f"proportions must be 'dirichlet' or 'uniform', got {proportions!r}.")

@@ -2,9 +2,10 @@
 
 import numpy as np
 from scipy.special import gammaln
-from sklearn.utils import Bunch, check_random_state
+from sklearn.utils import Bunch
 
 from .._core.labels import first_appearance_labels
+from .._core.validation import check_random_state
 
 #: Terms of Dobinski's series below this fraction of its largest are left out of the
 #: draw of the number of urns (Stam's algorithm): their total is below 1e-20 of the sum.

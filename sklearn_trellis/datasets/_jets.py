@@ -2,10 +2,13 @@
 
 import gzip
 import json
+import numbers
 from importlib import resources
 
 import numpy as np
 from sklearn.utils import Bunch
+
+from .._core.validation import check_random_state, check_scalar_param
 
 _FILES = {"ginkgo510": "ginkgo510_jets.json.gz", "reference": "ginkgo_reference_jets.json"}
 
@@ -75,7 +78,8 @@ def load_ginkgo_jets(name="ginkgo510", *, n_leaves=None):
     """
     if name not in _FILES:
         raise ValueError(f"name must be one of {sorted(_FILES)}, got {name!r}.")
-    if n_leaves is not None and (isinstance(n_leaves, bool) or not isinstance(n_leaves, int)):
+    if n_leaves is not None and (isinstance(n_leaves, bool)
+                                 or not isinstance(n_leaves, numbers.Integral)):
         raise TypeError(f"n_leaves must be an int or None, got {n_leaves!r}.")
     content = _read(name)
     if isinstance(content, dict):
@@ -174,13 +178,13 @@ def make_ginkgo_jets(n_jets=20, *, lam=1.5, lam_root=3.0, t_cut=6.25, jet_mass=8
     >>> [jet.shape[1] for jet in jets]
     [4, 4, 4]
     """
-    from sklearn.utils import check_random_state
     for name, value in (("lam", lam), ("lam_root", lam_root), ("t_cut", t_cut),
                         ("jet_mass", jet_mass)):
         if not np.isfinite(value) or value <= 0:
             raise ValueError(f"{name} must be a positive finite number, got {value!r}.")
     if jet_momentum < 0:
         raise ValueError(f"jet_momentum must be >= 0, got {jet_momentum!r}.")
+    check_scalar_param(n_jets, "n_jets", kind=numbers.Integral, low=0)
     rng = check_random_state(random_state)
     p = jet_momentum * np.ones(3) / np.sqrt(3.0)
     root = np.concatenate([[np.sqrt(jet_mass ** 2 + p @ p)], p])

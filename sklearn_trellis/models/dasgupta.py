@@ -23,13 +23,12 @@ import numpy as np
 from numba import njit
 
 from scipy import sparse
-from sklearn.utils import check_random_state
 
 from .._core.pairwise import (check_scale, local_scales, new_item_similarities,
                               similarity_from_distances)
 from .._core.subsets import subset_pair_sums
 from .._core.trees import check_tree, tree_splits
-from .._core.validation import check_scalar_param
+from .._core.validation import check_random_state, check_scalar_param
 from ._family_stats import family_graph_pair_sums, family_item_sums_per_row, family_pair_sums
 from ._split import InsertionInputs, SplitKernelInputs, SplitModel
 

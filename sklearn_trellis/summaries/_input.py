@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._core.validation import check_label_vector
+
 
 @dataclass(frozen=True)
 class SampleSet:
@@ -83,6 +85,17 @@ def _integral(values, what):
                 "feature rows: pass an int array (T, n) of label vectors, one per sample.")
         return values.astype(np.int64)
     raise TypeError(f"{what} must be integers, got dtype {values.dtype}.")
+
+
+def _codes(values):
+    """Integer codes of any labels (strings, objects...): equal labels, equal codes."""
+    values = np.asarray(values)
+    try:
+        return np.unique(values, return_inverse=True)[1].reshape(values.shape).astype(np.int64)
+    except TypeError:  # objects that do not sort together, e.g. 0 and "a"
+        seen = {}
+        codes = [seen.setdefault(value, len(seen)) for value in values.ravel().tolist()]
+        return np.asarray(codes, dtype=np.int64).reshape(values.shape)
 
 
 def relabel_rows(labels):
@@ -206,8 +219,11 @@ def as_sample_set(samples):
     if array.dtype == object and array.ndim == 2:
         try:
             array = array.astype(np.float64)
-        except (TypeError, ValueError) as exc:
-            raise TypeError("Labels of an object array must be numbers.") from exc
+        except (TypeError, ValueError):  # labels such as strings: any labels name blocks
+            array = _codes(check_label_vector(array.ravel(), array.size, "Labels"))\
+                .reshape(array.shape)
+    elif array.dtype.kind in "USb" and array.ndim == 2:
+        array = _codes(array)
     if array.dtype == object:
         raise ValueError("Could not read the sample set: label vectors must all have the "
                          "same length n (or give partitions as lists of blocks).")
@@ -237,7 +253,7 @@ def as_single(partition):
     if labels.ndim != 1:
         raise ValueError("A partition must be a label vector, a list of blocks or a binary "
                          f"(n_blocks, n) array, got shape {labels.shape}.")
-    sample_set = _from_labels(labels[None])
+    sample_set = _from_labels(check_labels(labels)[None])
     return sample_set, sample_set.n_elements
 
 
@@ -247,9 +263,18 @@ def sample_major(sample_set):
 
 
 def check_order(order, n_elements, name="order"):
-    """Validate a sequence of distinct element indices (default: all in index order)."""
+    """Validate a sequence of distinct element indices (default: all in index order).
+
+    A boolean mask of the ``n_elements`` elements selects them in index order.
+    """
     if order is None:
         return np.arange(n_elements, dtype=np.int64)
+    if np.asarray(order).dtype == bool:  # a mask of the elements (it read as indices 0, 1)
+        mask = np.asarray(order)
+        if mask.shape != (n_elements,):
+            raise ValueError(f"A boolean {name} is a mask of the {n_elements} elements, "
+                             f"got shape {mask.shape}.")
+        order = np.flatnonzero(mask)
     order = _integral(np.asarray(order).reshape(-1) if np.ndim(order) else [order], name)
     if order.size == 0:
         raise ValueError(f"{name} must contain at least one element.")
@@ -261,11 +286,22 @@ def check_order(order, n_elements, name="order"):
 
 
 def check_labels(labels, name="labels"):
-    """A single 1-D label vector as int64."""
+    """A single 1-D label vector as int64: integer labels kept, any other labels coded.
+
+    As scikit-learn's clustering metrics, any labels name the clusters (strings,
+    booleans, fractional floats, objects); NaN and infinity are refused.
+
+    >>> check_labels([5, 5, -1]).tolist(), check_labels(["b", "a", "b"]).tolist()
+    ([5, 5, -1], [1, 0, 1])
+    """
     labels = np.asarray(labels)
     if labels.ndim != 1:
         raise ValueError(f"{name} must be 1-D, got shape {labels.shape}.")
-    return _integral(labels, name)
+    labels = check_label_vector(labels, labels.size, name)
+    if labels.dtype.kind in "biu" or (labels.dtype.kind == "f"
+                                      and np.all(labels == np.round(labels))):
+        return _integral(labels, name)
+    return _codes(labels)
 
 
 __all__ = ["SampleSet", "as_sample_set", "as_single", "check_order", "check_labels",

@@ -18,8 +18,12 @@ Two layouts of pairs:
   instance new items with the fitted ones); all ``n * m`` pairs are scored.
 """
 
+import numbers
+
 import numpy as np
 from sklearn.metrics import brier_score_loss, log_loss
+
+from .._core.budget import check_memory
 
 
 def _as_labels(y, name):
@@ -184,7 +188,8 @@ def pairwise_calibration_curve(y_true, pairwise_probabilities, *, y_reference=No
     ([0.0, 1.0], [0.15, 0.9], [2, 1])
     """
     targets, p = pair_targets(y_true, pairwise_probabilities, y_reference=y_reference)
-    if int(n_bins) != n_bins or n_bins < 1:
+    if (isinstance(n_bins, bool) or not isinstance(n_bins, numbers.Real)
+            or not float(n_bins).is_integer() or n_bins < 1):
         raise ValueError(f"n_bins must be a positive integer, got {n_bins!r}.")
     if strategy == "uniform":
         edges = np.linspace(0.0, 1.0, int(n_bins) + 1)
@@ -283,7 +288,7 @@ def pairwise_from_proba(proba, reference_labels=None):
     proba = np.asarray(proba, dtype=np.float64)
     if proba.ndim != 2:
         raise ValueError(f"proba must be 2-d (items by clusters), got shape {proba.shape}.")
-    if not np.all(np.isfinite(proba)) or proba.min() < 0:
+    if not np.all(np.isfinite(proba)) or (proba.size and proba.min() < 0):
         raise ValueError("proba must hold finite non-negative probabilities.")
     if reference_labels is not None:
         labels = np.asarray(reference_labels)
@@ -294,6 +299,9 @@ def pairwise_from_proba(proba, reference_labels=None):
     _check_rows_sum_to_one(proba)
     if reference_labels is not None:
         return proba[:, labels]
+    n = proba.shape[0]   # the product and its clipped copy, float64
+    check_memory(16 * n * n, f"the ({n}, {n}) co-membership matrix of {n} items",
+                 "Score fewer items at a time, or against reference_labels.")
     out = np.clip(proba @ proba.T, 0.0, 1.0)
     np.fill_diagonal(out, 1.0)
     return out

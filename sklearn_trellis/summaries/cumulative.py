@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from ._input import as_sample_set, as_single, check_order
+from ._input import as_sample_set, as_single, check_order, is_block_list_format
 from ._kernels import prefix_statistics
 
 
@@ -75,8 +75,12 @@ def projection(partition, subset):
     [[0, 2], [1], [3]]
     """
     sample_set, _ = as_single(partition)
-    subset = check_order(subset, max(sample_set.n_elements, int(np.max(subset)) + 1
-                                     if np.size(subset) else 1), name="subset")
+    if isinstance(partition, np.ndarray) or not is_block_list_format([partition]):
+        # a label vector or a binary matrix has n elements: an index past them is an error
+        subset = check_order(subset, sample_set.n_elements, name="subset")
+    else:  # blocks name their elements: the subset may hold elements in no block
+        subset = check_order(subset, max(sample_set.n_elements, int(np.max(subset)) + 1
+                                         if np.size(subset) else 1), name="subset")
     in_subset = np.zeros(max(sample_set.n_elements, int(subset.max()) + 1), dtype=bool)
     in_subset[subset] = True
     blocks = []

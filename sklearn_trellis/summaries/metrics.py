@@ -5,10 +5,14 @@ import numpy as np
 from ._input import check_labels
 
 
-def _contingency(labels_a, labels_b):
-    """Contingency table ``N[k, l] = |{i : a_i = k, b_i = l}|`` of two label vectors."""
-    labels_a = check_labels(labels_a, "labels_a")
-    labels_b = check_labels(labels_b, "labels_b")
+def _contingency(labels_a, labels_b, names=("labels_a", "labels_b")):
+    """Contingency table ``N[k, l] = |{i : a_i = k, b_i = l}|`` of two label vectors.
+
+    Any labels name the clusters (integers, strings, floats; not NaN), as in
+    scikit-learn's clustering metrics.
+    """
+    labels_a = check_labels(labels_a, names[0])
+    labels_b = check_labels(labels_b, names[1])
     if labels_a.shape != labels_b.shape:
         raise ValueError(f"The two labelings have different lengths: {labels_a.size} and "
                          f"{labels_b.size}.")
@@ -72,7 +76,8 @@ def binder_loss(labels_a, labels_b, *, a=1.0, b=1.0, normalize=False):
     Parameters
     ----------
     labels_a, labels_b : array-like of shape (n,)
-        Reference and estimate, label vectors of the same elements.
+        Reference and estimate, label vectors of the same elements (any labels:
+        integers, strings, floats).
     a : float, default=1.0
         Cost of splitting a pair that ``labels_a`` has together.
     b : float, default=1.0
@@ -238,7 +243,7 @@ def purity_score(labels_true, labels_pred):
     >>> purity_score([0, 0, 0, 1, 1, 1], [0, 0, 1, 1, 1, 1])
     0.8333333333333334
     """
-    table = _contingency(labels_pred, labels_true)
+    table = _contingency(labels_pred, labels_true, names=("labels_pred", "labels_true"))
     return float(table.max(axis=1).sum() / table.sum())
 
 

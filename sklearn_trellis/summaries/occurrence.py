@@ -3,6 +3,7 @@
 import numpy as np
 from scipy.linalg.blas import ssyrk
 
+from .._core.budget import check_memory
 from ._cooccurrence_kernels import coclustering_counts
 from ._input import as_sample_set, sample_major
 from ._kernels import cooccurrence_counts
@@ -55,6 +56,18 @@ def _label_cooccurrence(samples):
     return out / samples.shape[0]
 
 
+#: Bytes per pair at the peak of :func:`pairwise_cooccurrence`: the float64
+#: result, the float32 counts of the indicator products and their float64 copy.
+COOCCURRENCE_BYTES_PER_PAIR = 20
+
+
+def _check_cooccurrence_memory(n):
+    """Refuse, before allocating, an (n, n) matrix the machine cannot hold."""
+    check_memory(COOCCURRENCE_BYTES_PER_PAIR * n * n,
+                 f"the ({n}, {n}) co-occurrence matrix of {n} elements",
+                 "Summarise a subset of the elements (columns of the samples).")
+
+
 def pairwise_cooccurrence(samples):
     """Mean number of blocks holding both ``i`` and ``j``.
 
@@ -89,8 +102,10 @@ def pairwise_cooccurrence(samples):
     """
     if (isinstance(samples, np.ndarray) and samples.ndim == 2 and samples.size
             and samples.dtype.kind in "iu"):
+        _check_cooccurrence_memory(samples.shape[1])
         return _label_cooccurrence(samples)  # label vectors as the samplers keep them
     sample_set = as_sample_set(samples)
+    _check_cooccurrence_memory(sample_set.n_elements)
     if sample_set.is_partition:
         return _label_cooccurrence(sample_set.labels)
     by_sample = sample_major(sample_set)

@@ -29,11 +29,10 @@ import numbers
 
 import numpy as np
 from joblib import Parallel, delayed
-from sklearn.utils import check_random_state
 
 from .._core.interpreted import call
 from .._core.labels import canonical_rows, first_appearance_labels, set_partitions
-from .._core.validation import check_option, check_scalar_param
+from .._core.validation import check_option, check_random_state, check_scalar_param
 from ._input import as_sample_set, check_labels, relabel_rows, sample_major
 from ._kernels import cooccurrence_counts, xlogx_table
 from ._loss_kernels import (BINDER, BINDER_PSM, N_CONTINGENCY_KINDS, NID, NVI, OMARI, OMARI_APPROX,
@@ -90,6 +89,11 @@ def check_loss_parameters(loss, a, b):
         raise ValueError(f"a must lie in [0, 2] for the generalised VI, got {a!r}.")
 
 
+#: Why a square float array met the pairwise checks (label samples in floats do).
+PAIRWISE_HINT = (" A float (n, n) array is read as a pairwise matrix: pass a sample set of "
+                 "n label vectors as an int array (e.g. samples.astype(int)).")
+
+
 def check_pairwise(pairwise):
     """A pairwise co-clustering probability matrix, checked, as floats in ``[0, 1]``.
 
@@ -98,16 +102,20 @@ def check_pairwise(pairwise):
     """
     pairwise = np.asarray(pairwise, dtype=np.float64)
     if not np.all(np.isfinite(pairwise)):
-        raise ValueError("The pairwise matrix contains NaN or infinite values.")
+        raise ValueError("The pairwise matrix contains NaN or infinite values."
+                         + PAIRWISE_HINT)
     if np.any(pairwise < -1e-12) or np.any(pairwise > 1 + 1e-12):
-        raise ValueError("Pairwise co-clustering probabilities must lie in [0, 1].")
+        raise ValueError("Pairwise co-clustering probabilities must lie in [0, 1]."
+                         + PAIRWISE_HINT)
     if not np.allclose(pairwise, pairwise.T, atol=1e-10):
-        raise ValueError("The pairwise co-clustering matrix must be symmetric.")
+        raise ValueError("The pairwise co-clustering matrix must be symmetric."
+                         + PAIRWISE_HINT)
     if pairwise.ndim == 2 and not np.allclose(np.diag(pairwise), 1.0, rtol=0, atol=1e-10):
         # a co-clustering matrix has P_ii = 1; anything else is another matrix (a distance?)
         raise ValueError("The pairwise co-clustering matrix must have a unit diagonal "
                          "(an element is always with itself), got diagonal entries in "
-                         f"[{np.diag(pairwise).min():.3g}, {np.diag(pairwise).max():.3g}].")
+                         f"[{np.diag(pairwise).min():.3g}, {np.diag(pairwise).max():.3g}]."
+                         + PAIRWISE_HINT)
     pairwise = np.clip(pairwise, 0.0, 1.0)
     np.fill_diagonal(pairwise, 1.0)  # rounding only
     return np.ascontiguousarray(pairwise)

@@ -36,3 +36,28 @@ def test_large_read_only_and_writeable_arrays_are_returned_unchanged(monkeypatch
     monkeypatch.setattr(validation, "READONLY_COPY_MAX_BYTES", 32)
     assert writeable_if_small(X) is not X
     assert writeable_if_small([1.0, 2.0]) == [1.0, 2.0]
+
+
+def test_a_numpy_generator_as_random_state_is_refused_with_the_fix_named():
+    # scikit-learn's convention (check_random_state refuses Generators), our message
+    # names the remedy; the summaries and the datasets share it (the estimators'
+    # parameter constraints already list the accepted types).
+    import pytest
+
+    from sklearn_trellis import DPMixture
+    from sklearn_trellis.datasets import make_gaussian_pairs, make_ginkgo_jets
+    from sklearn_trellis.summaries import point_estimate
+    rng = np.random.default_rng(0)
+    calls = [lambda: validation.check_random_state(rng),
+             lambda: make_gaussian_pairs(4, random_state=rng),
+             lambda: make_ginkgo_jets(1, random_state=rng),
+             lambda: point_estimate([[0, 0, 1]], random_state=rng)]
+    for call in calls:
+        with pytest.raises(ValueError, match=r"numpy.random.Generator: pass an int"):
+            call()
+    with pytest.raises(ValueError, match="RandomState"):
+        DPMixture(method="gibbs", n_sweeps=2, random_state=rng).fit(np.arange(5.0)[:, None])
+    shared = validation.check_random_state(np.random.RandomState(rng.bit_generator))
+    assert isinstance(shared, np.random.RandomState)
+    assert validation.check_random_state(3).randint(10**6) == \
+        np.random.RandomState(3).randint(10**6)

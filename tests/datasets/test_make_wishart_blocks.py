@@ -51,3 +51,31 @@ def test_bad_labels_are_refused():
         make_wishart_blocks(n_samples=5, labels=[0, 1, 0])
     with pytest.raises(ValueError, match="labels must hold 5 integers"):
         make_wishart_blocks(n_samples=5, labels=[0.5, 1, 0, 1, 1])
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    (dict(n_samples=2.5), TypeError, "n_samples must be an integer"),
+    (dict(n_samples=-1), ValueError, "n_samples must be >= 0"),
+    (dict(n_blocks=0), ValueError, "n_blocks must be >= 1"),
+    (dict(dof=0), ValueError, "dof must be >= 1"),      # the distances divide by dof
+    (dict(scale=-1.0), ValueError, "scale must be > 0"),  # its square root scales X
+    (dict(theta=np.nan), ValueError, "theta must be finite"),
+    (dict(offset=np.inf), ValueError, "offset must be finite"),
+    (dict(dtype=np.int64), ValueError, "dtype must be np.float32 or np.float64"),
+])
+def test_parameters_at_their_edges_are_refused_clearly(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        make_wishart_blocks(**{"n_samples": 6, "random_state": 0, **kwargs})
+
+
+def test_other_generators_check_their_sizes():
+    from sklearn_trellis.datasets import load_ginkgo_jets, load_tumour_subset, make_ginkgo_jets
+    with pytest.raises(ValueError, match="n_jets must be >= 0"):
+        make_ginkgo_jets(-1, random_state=0)      # made no jet, silently
+    with pytest.raises(TypeError, match="n_jets must be an integer"):
+        make_ginkgo_jets(2.5, random_state=0)     # made 2 jets, silently
+    with pytest.raises(ValueError, match="n_per_class must be <= 212"):
+        load_tumour_subset(213)
+    assert load_tumour_subset(np.int64(2)).data.shape == (4, 30)
+    assert len(load_ginkgo_jets(n_leaves=np.int64(5)).jets) == len(
+        load_ginkgo_jets(n_leaves=5).jets)

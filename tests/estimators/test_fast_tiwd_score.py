@@ -134,6 +134,18 @@ def test_score_on_low_dimensional_points_leaves_out_the_data_terms():
         assert np.isfinite(model.score(X[15:]))
 
 
+def test_score_of_training_rows_is_minus_infinity_with_the_reason():
+    # Features in more dimensions than items: S* has full rank, a fitted row scored
+    # again lies in the span of the fitted items (Schur complement 0), a singular
+    # Wishart with no density. Right by the model; the warning says why.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(8, 50))
+    model = FastTIWD(metric="sqeuclidean", n_sweeps=6, random_state=0).fit(X)
+    with pytest.warns(UserWarning, match=r"-inf for 2 new item\(s\) \(rows 0, 2\).*span"):
+        scores = model.score_samples(np.vstack([X[0], rng.normal(size=50), X[3]]))
+    assert np.isneginf(scores[[0, 2]]).all() and np.isfinite(scores[1])
+
+
 def _contrast(n):
     """``(n - 1, n)`` orthonormal rows orthogonal to ``1``."""
     q, _ = np.linalg.qr(np.column_stack([np.ones(n), np.eye(n)[:, :n - 1]]))

@@ -222,3 +222,26 @@ def test_pairwise_from_proba_refuses_rows_that_are_not_distributions(proba, refe
     # float32 rounding of a distribution is accepted
     ok = np.array([[0.3, 0.7], [0.5, 0.5]], dtype=np.float32)
     assert pairwise_from_proba(ok, reference_labels).shape[0] == 2
+
+
+def test_n_bins_of_the_wrong_type_and_empty_proba_get_clear_answers():
+    P = np.array([[1.0, 0.9, 0.2], [0.9, 1.0, 0.1], [0.2, 0.1, 1.0]])
+    for bad in (None, True, "10", np.inf, 0, 2.5):  # None was int()'s TypeError
+        with pytest.raises(ValueError, match="n_bins must be a positive integer"):
+            pairwise_calibration_curve([0, 0, 1], P, n_bins=bad)
+    curve = pairwise_calibration_curve([0, 0, 1], P, n_bins=np.int64(2))
+    np.testing.assert_array_equal(curve[2], [2, 1])
+    # no item: no pair (it was numpy's "zero-size array to reduction operation")
+    assert pairwise_from_proba(np.zeros((0, 2))).shape == (0, 0)
+
+
+def test_learned_parameters_of_no_estimator_is_a_type_error():
+    with pytest.raises(TypeError, match="needs a scikit-learn estimator, got ndarray"):
+        learned_parameters(np.zeros(3))   # AttributeError 'get_params' before
+
+
+def test_co_membership_too_large_for_memory_is_refused_before_allocating():
+    proba = np.full((400_000, 1), 1.0)   # 3.2 MB of input, a 2.3 TiB (n, n) product
+    with pytest.raises(ValueError, match=r"co-membership matrix .* needs about 2.33 TiB"):
+        pairwise_from_proba(proba)
+    assert pairwise_from_proba(proba, reference_labels=[0, 0]).shape == (400_000, 2)

@@ -158,3 +158,30 @@ def test_loss_names_and_errors():
         expected_loss(pairwise_cooccurrence(samples), [0, 0, 1], "nid")
     with pytest.raises(ValueError, match="entries"):
         expected_loss(samples, [0, 0], "vi")
+
+
+def test_losses_read_any_labels_as_scikit_learn_does():
+    # Strings, objects, bools and fractional floats name clusters (as in
+    # adjusted_rand_score); the values equal those of the same partition in ints.
+    from sklearn.metrics import adjusted_rand_score
+
+    from sklearn_trellis.summaries import (adjusted_rand_loss, binder_loss, expected_loss,
+                                           normalized_information_distance,
+                                           normalized_variation_of_information, purity_score,
+                                           variation_of_information)
+    ints_a, ints_b = [0, 0, 1, 1, 2, 2, 2, 0], [1, 1, 1, 0, 0, 2, 2, 2]
+    forms_a = [list("aabbccca"), np.array(ints_a) * 0.5 + 0.25,
+               np.array([0, 0, "x", "x", 2.5, 2.5, 2.5, 0], dtype=object)]
+    forms_b = [["u", "u", "u", "v", "v", "w", "w", "w"], np.array(ints_b) - 0.5,
+               np.array(ints_b)]
+    for loss in (binder_loss, variation_of_information, normalized_variation_of_information,
+                 normalized_information_distance, adjusted_rand_loss, purity_score):
+        expected = loss(ints_a, ints_b)
+        for a, b in zip(forms_a, forms_b):
+            assert loss(a, b) == expected, loss.__name__
+    assert adjusted_rand_loss(forms_a[0], forms_b[0]) == pytest.approx(
+        1 - adjusted_rand_score(ints_a, ints_b))
+    samples = np.array([ints_b, ints_a])
+    assert expected_loss(samples, list("aabbccca")) == expected_loss(samples, ints_a)
+    with pytest.raises(ValueError, match="labels_pred hold NaN"):
+        purity_score([0, 1], [0.0, np.nan])

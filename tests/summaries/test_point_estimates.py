@@ -181,3 +181,14 @@ def test_cluster_marginals_refuse_the_losses_that_are_not_cluster_sums():
     from sklearn_trellis.summaries.point_estimates import ClusterMarginals
     with pytest.raises(ValueError, match="2\\*\\*n"):
         ClusterMarginals(np.ones(6) / 6)
+
+
+def test_square_float_label_samples_are_told_how_to_pass_labels():
+    # (n, n) floats are a pairwise matrix: label samples in floats met "must lie in
+    # [0, 1]" with no word of why; the message now names the int sample set.
+    samples = np.array([[0, 0, 1], [0, 1, 1], [2, 2, 2]], dtype=float)
+    with pytest.raises(ValueError, match=r"\[0, 1\]. A float \(n, n\) array is read as a "
+                                         r"pairwise matrix.*astype\(int\)"):
+        point_estimate(samples)
+    assert np.array_equal(point_estimate(samples.astype(int), random_state=0),
+                          point_estimate(samples.astype(int), random_state=0))

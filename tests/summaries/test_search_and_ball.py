@@ -180,8 +180,7 @@ def test_credible_ball_errors():
         credible_ball(pairwise_cooccurrence(samples), [0, 0, 1])
 
 
-BAD_LABEL_VECTORS = [([0, np.nan, 1], "NaN"), ([0, np.inf, 1], "infinite"),
-                     ([0, 0.5, 1], "integers"), (np.array(["a", "b", "a"]), "integers")]
+BAD_LABEL_VECTORS = [([0, np.nan, 1], "NaN"), ([0, np.inf, 1], "infinite")]
 
 
 @pytest.mark.parametrize("bad, match", BAD_LABEL_VECTORS)
@@ -197,6 +196,15 @@ def test_label_vectors_are_validated_by_one_validator(bad, match):
     for call in calls:
         with pytest.raises((ValueError, TypeError), match=match):
             call(bad)
+
+
+def test_label_vectors_name_clusters_with_any_labels():
+    # Fractional floats and strings are labels (as in scikit-learn's metrics), each
+    # its own cluster: no truncation of 0.5 to 0 (issue 31's silent answer).
+    samples = np.array([[0, 0, 1], [0, 1, 1], [0, 0, 0]])
+    for labels in ([0.0, 0.5, 0.5], np.array(["a", "b", "b"]), [True, False, False]):
+        assert expected_loss(samples, labels) == expected_loss(samples, [0, 1, 1])
+        assert credible_ball(samples, labels).radius == credible_ball(samples, [0, 1, 1]).radius
 
 
 def test_label_vectors_of_the_wrong_shape_are_refused():

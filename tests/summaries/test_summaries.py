@@ -209,3 +209,37 @@ def test_pairwise_cooccurrence_both_label_paths_match_numpy(n_labels, monkeypatc
                                expected, atol=1e-15)
     monkeypatch.setattr(occurrence, "MAX_MEAN_LABELS_FOR_BLAS", -1)
     np.testing.assert_allclose(pairwise_cooccurrence(samples), expected, atol=1e-15)
+
+
+def test_sample_sets_and_partitions_of_string_labels():
+    # Labels that are no numbers name blocks too: the same summaries as integer labels.
+    strings = np.array([["a", "a", "b"], ["x", "y", "y"]])
+    ints = np.array([[0, 0, 1], [0, 1, 1]])
+    np.testing.assert_array_equal(pairwise_cooccurrence(strings), pairwise_cooccurrence(ints))
+    np.testing.assert_array_equal(pairwise_cooccurrence(strings.astype(object)),
+                                  pairwise_cooccurrence(ints))
+    np.testing.assert_array_equal(cumulative_statistic(list("aabbc")),
+                                  cumulative_statistic([0, 0, 1, 1, 2]))
+
+
+def test_cooccurrence_too_large_for_memory_is_refused_before_allocating():
+    # 300,000 elements: a 1.6 TiB (n, n) matrix; numpy's MemoryError before, now the
+    # package's message with the size and the way out, for labels and block lists alike.
+    for samples in (np.zeros((1, 300_000), np.int8), [[[0, 299_999]]]):
+        with pytest.raises(ValueError, match=r"co-occurrence matrix .* needs about 1.64 TiB"):
+            pairwise_cooccurrence(samples)
+
+
+def test_subsets_past_a_label_vector_and_boolean_masks():
+    # An index past a label vector was dropped silently ([[0]] for subset [0, 5]);
+    # blocks name their elements, so there it still names an element in no block.
+    with pytest.raises(ValueError, match="outside 0..2"):
+        projection([0, 0, 1], [0, 5])
+    assert projection([[0, 1], [2]], [0, 5]) == [[0]]
+    # a boolean mask selects elements (it read as the indices 0 and 1: "twice")
+    samples = np.array([[0, 0, 1, 1, 2], [0, 0, 0, 1, 1]])
+    mask = np.array([True, False, True, False, False])
+    assert projection_entropy(samples, mask) == projection_entropy(samples, [0, 2])
+    assert projection([0, 0, 1, 1, 2], mask) == [[0], [2]]
+    with pytest.raises(ValueError, match="mask of the 5 elements"):
+        projection_entropy(samples, mask[:3])

@@ -22,7 +22,7 @@ notes' rule "split the cluster with the largest diameter next".
 from dataclasses import dataclass, field
 
 import numpy as np
-from sklearn.utils import check_random_state
+from ..._core.validation import check_random_state
 
 from ..._core.progress import SILENT
 from ..._core.trees import banner_to_merge, merge_to_children

@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from sklearn.utils import check_random_state
+from ..._core.validation import check_random_state
 
 from ..._core.progress import Progress
 from ...models.cell_blocks import CellBlocks

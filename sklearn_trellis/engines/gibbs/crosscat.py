@@ -46,7 +46,7 @@ from functools import cached_property
 import numba
 import numpy as np
 from joblib import effective_n_jobs
-from sklearn.utils import check_random_state
+from ..._core.validation import check_random_state
 
 from ..._core.budget import check_memory
 from ..._core.progress import Progress

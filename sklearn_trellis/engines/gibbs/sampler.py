@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from sklearn.utils import check_random_state
+from ..._core.validation import check_random_state
 from sklearn.utils.parallel import Parallel, delayed
 
 from ..._core.interpreted import call

@@ -85,7 +85,7 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from sklearn.utils import check_random_state
+from ..._core.validation import check_random_state
 from threadpoolctl import threadpool_limits
 
 from ..._core.labels import compact_labels

@@ -29,10 +29,9 @@ import numbers
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.utils import check_random_state
 
 from ..._core.progress import Progress
-from ..._core.validation import check_option, check_scalar_param
+from ..._core.validation import check_option, check_random_state, check_scalar_param
 from ..exact.flat import DEFAULT_MAX_EXACT_FLAT, exact_flat_map
 from ..._core.labels import first_appearance_labels
 from .milp import _check_weights, correlation_clustering_map_milp

@@ -27,14 +27,13 @@ import numbers
 import weakref
 
 import numpy as np
-from sklearn.utils import check_random_state
 
 from ..._core.budget import BudgetExceeded, available_memory_bytes, check_memory, format_bytes
 from ..._core.family import ClusterFamily, item_codes
 from ..._core.interpreted import call, interpreting, run_interpreted
 from ..._core.labels import canonical_rows
 from ..._core.trees import leaf_order
-from ..._core.validation import check_indices, check_label_vector
+from ..._core.validation import check_indices, check_label_vector, check_random_state
 from . import _sparse_flat_kernels as kernels
 
 #: Default cap of the number of remainder states of the state engine.

@@ -30,7 +30,7 @@ import math
 import time
 
 import numpy as np
-from sklearn.utils import check_random_state
+from ..._core.validation import check_random_state
 
 from ..._core.budget import check_memory, format_bytes
 from ..._core.family import ClusterFamily, item_codes

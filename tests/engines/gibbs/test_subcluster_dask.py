@@ -247,6 +247,21 @@ def test_dp_mixture_on_a_dask_array(clients):
     np.testing.assert_array_equal(again.predict(X[:9]), model.predict(X[:9]))
 
 
+def test_dp_mixture_on_a_dask_array_centres_far_features(clients):
+    # Features at 1e10 (spread 1): the dask fit centres them as the NumPy fit does, by
+    # an offset read off the prior rows (uncentred, two blobs of 60 scored 0.012 nats off).
+    from sklearn_trellis import DPMixture
+    X = blobs(n_per=40, d=2)
+    with clients[1].as_current():
+        scores = []
+        for shift in (0.0, 1e10):
+            model = DPMixture(method="subcluster", n_sweeps=6, random_state=0).fit(
+                da.from_array(X + shift, chunks=(64, 2)))
+            scores.append(model.score(X[:20] + shift))
+            assert (model._offset is None) == (shift == 0.0)
+    assert scores[1] == pytest.approx(scores[0], abs=1e-5)   # X + 1e10 is rounded to 2e-6
+
+
 def test_joblib_dask_backend_shards_the_rows(clients):
     """Under ``parallel_config(backend="dask")`` a NumPy X is sampled on the workers: the
     chain of the same rows as a dask array (any chunking gives the same chain)."""
