@@ -51,6 +51,19 @@ def _unit_exponent(similarity, offset):
     return unit_exponent(top)
 
 
+def _all_pairs_at_offset(similarity, offset):
+    """Whether every pair's shifted affinity ``w - c`` is 0: the pairs then carry no
+    information, the Gaussian pair model's noise variance is 0 and its evidence
+    unbounded. (The zero diagonal is set to ``offset`` for the test and restored: no
+    N x N copy.)"""
+    if similarity.shape[0] < 2:
+        return False
+    np.fill_diagonal(similarity, offset)
+    constant = float(similarity.min()) == float(similarity.max())
+    np.fill_diagonal(similarity, 0.0)
+    return constant
+
+
 def _exactly_scaled(value, exponent, name):
     """``value * 2**exponent``; refused, naming ``name``, when float64 cannot hold it
     exactly (beyond its range, or in its subnormals)."""
@@ -443,6 +456,13 @@ default='all'
                              f"need at least 3 items (got {s.shape[0]}): one pair's "
                              "affinity is fitted exactly, with no noise left. Give beta "
                              "(e.g. beta=1.0), center and alpha values.")
+        if learn_alpha:
+            self._checked_alpha_prior()   # a bad parameter is named before the data's problem
+        if self._pairs_at_offset and (learn_beta or learn_offset or learn_alpha or averaged):
+            raise ValueError(self._no_information_message(s.shape[0], offset) + " so beta='auto' (the default) "
+                             "or 'posterior', center='auto' and alpha='auto' cannot be "
+                             "learned from them. Give beta a value (the posterior is then "
+                             "the partition prior).")
         if not (learn_beta or learn_offset or learn_alpha):
             return beta, offset, alpha
         learned = " and ".join(name for name, learn in [("beta", learn_beta),
@@ -526,6 +546,7 @@ default='all'
         # fitted in units of 2**exponent (exact; 0 at ordinary scales, which keep their
         # arithmetic) and every reported quantity is mapped back.
         exponent = self._unit_exponent = _unit_exponent(s, offset)
+        self._pairs_at_offset = _all_pairs_at_offset(s, offset)
         if exponent:
             s = np.ldexp(s, -exponent, out=s)
             offset = float(np.ldexp(offset, -exponent))
@@ -566,8 +587,17 @@ default='all'
         n_pairs, _, sum_sq = pair_moments(w)
         self._unit_noise_variance = (noise_variance(2.0 * beta, n_pairs, sum_sq)
                                      if n_pairs else float("nan"))
+        if self._pairs_at_offset:
+            # w - c = 0 for every pair: the noise variance's estimate is 0 and the
+            # evidence unbounded (not the clamped variance's finite, meaningless value)
+            self._unit_noise_variance = 0.0
+            warnings.warn(self._no_information_message(w.shape[0], offset) + " so the Gaussian pair model "
+                          "has no noise to estimate: noise_variance_ is 0, log_evidence_ "
+                          "is NaN (unbounded) and score is refused. The clustering is the "
+                          "partition prior's.", UserWarning)
         self.noise_variance_ = self._noise_variance_in_affinity_units()
-        self.log_evidence_ = log_evidence(self._trellis, model, w, self._unit_noise_variance)
+        self.log_evidence_ = (float("nan") if self._pairs_at_offset else
+                              log_evidence(self._trellis, model, w, self._unit_noise_variance))
         if posterior is not None:
             # Every probability is the average over beta's posterior; the MAP, log Z and
             # labels_ stay those at its mode.
@@ -588,6 +618,21 @@ default='all'
         if not self.affinity == "precomputed":
             self._X_fit = X.copy()  # predictions must not follow edits of the caller's X
         return self
+
+    def _no_information_message(self, n, value):
+        """Why ``n`` items whose pairs all sit at the offset ``value`` say nothing, and
+        what made them so."""
+        if n == 2:
+            cause = " (two items: the offset c is the one pair's own affinity)"
+        elif self.affinity == "precomputed":
+            cause = ""
+        else:
+            cause = (f" (with affinity={self.affinity!r} every pair's affinity is {value!r}: "
+                     "the rows' distances are far beyond the kernel's length scale, or all "
+                     "equal; standardise X or set gamma)")
+        return (f"Every pair of the {n} items has the same shifted affinity w - c = 0"
+                f"{cause}: the {n * (n - 1) // 2} pairs carry no information about the "
+                "clustering,")
 
     def _noise_variance_in_affinity_units(self):
         """``s2`` in the affinities' units (``2**(2 e)`` times the fitted one): where
@@ -767,6 +812,10 @@ default='all'
         log_density : ndarray of shape (n_new,)
         """
         new = self._new_affinities(X)
+        if getattr(self, "_pairs_at_offset", False):
+            raise ValueError("score needs a noise variance, and every fitted pair's "
+                             "shifted affinity w - c was 0 (noise_variance_ is 0): the "
+                             "Gaussian pair model's density is unbounded there.")
         if self.affinity_matrix_.shape[0] < 2:
             raise ValueError("score needs a fit on at least two items: the Gaussian pair "
                              "model's noise variance is estimated from the fitted pairs.")

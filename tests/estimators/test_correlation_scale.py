@@ -151,26 +151,45 @@ def test_a_beta_float64_cannot_hold_is_refused_by_name():
 
 def test_features_far_from_unit_scale():
     """exp(-||x - y||) of rows 2000 times apart falls to ~1e-180 and below (|w - c| under
-    2**-450):
-    fitted in units, the same as the precomputed fit of those centred affinities. At
-    1e+-200 the affinities saturate (0 or 1 off the diagonal): all equal, no structure,
-    the fit of a zero matrix."""
+    2**-450): fitted in units, the same as the precomputed fit of those centred
+    affinities. At 1e+-200 the affinities saturate (0 or 1 off the diagonal): every
+    pair sits at the offset and carries no information, so nothing is learned (a
+    clear error naming the cause) and a fixed beta reports no noise variance (0), no
+    evidence (NaN) and refuses to score, instead of a clamped variance's meaningless
+    evidence (about 9891.8 for 8 items)."""
     X = np.random.default_rng(7).normal(size=(9, 2)) + np.repeat(np.eye(3, 2) * 4, 3, axis=0)
-    for scale in (2000.0, 1e200, 1e-200):
-        s = similarity(X * scale, X * scale, "exp_euclidean")
-        np.fill_diagonal(s, 0.0)
-        w = s - mean_off_diagonal(s)
-        np.fill_diagonal(w, 0.0)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            from_features = ExactCorrelationClustering().fit(X * scale)
-            precomputed = ExactCorrelationClustering(affinity="precomputed").fit(w)
-        assert from_features.beta_ == precomputed.beta_
-        assert from_features.log_evidence_ == precomputed.log_evidence_
-        np.testing.assert_array_equal(from_features.labels_, precomputed.labels_)
-        np.testing.assert_array_equal(from_features.pairwise_marginals_,
-                                      precomputed.pairwise_marginals_)
-        if scale == 2000.0:
-            assert from_features._unit_exponent < -450 and from_features.n_clusters_ > 1
-        else:
-            assert not w.any() and from_features.n_clusters_ == 1
+    s = similarity(X * 2000.0, X * 2000.0, "exp_euclidean")
+    np.fill_diagonal(s, 0.0)
+    w = s - mean_off_diagonal(s)
+    np.fill_diagonal(w, 0.0)
+    from_features = ExactCorrelationClustering().fit(X * 2000.0)
+    precomputed = ExactCorrelationClustering(affinity="precomputed").fit(w)
+    assert from_features.beta_ == precomputed.beta_
+    assert from_features.log_evidence_ == precomputed.log_evidence_
+    np.testing.assert_array_equal(from_features.labels_, precomputed.labels_)
+    np.testing.assert_array_equal(from_features.pairwise_marginals_,
+                                  precomputed.pairwise_marginals_)
+    assert from_features._unit_exponent < -450 and from_features.n_clusters_ > 1
+    for scale in (1e200, 1e-200):
+        with pytest.raises(ValueError, match="standardise X or set gamma.*carry no information"):
+            ExactCorrelationClustering().fit(X * scale)
+        with pytest.warns(UserWarning, match="noise_variance_ is 0, log_evidence_ is NaN"):
+            fixed = ExactCorrelationClustering(beta=1.0).fit(X * scale)
+        prior = ExactCorrelationClustering(beta=0.0).fit(X)     # no pair term: the prior
+        assert fixed.noise_variance_ == 0.0 and np.isnan(fixed.log_evidence_)
+        np.testing.assert_allclose(fixed.pairwise_marginals_, prior.pairwise_marginals_,
+                                   rtol=0, atol=1e-12)
+        with pytest.raises(ValueError, match="score needs a noise variance"):
+            fixed.score(X[:2] * scale)
+
+
+def test_constant_precomputed_affinities_carry_no_information():
+    with pytest.raises(ValueError, match="28 pairs carry no information.*Give beta a value"):
+        ExactCorrelationClustering(affinity="precomputed").fit(np.zeros((8, 8)))
+    with pytest.raises(ValueError, match="alpha_prior must be a"):   # parameters first
+        ExactCorrelationClustering(alpha="auto", alpha_prior=(1.0,),
+                                   affinity="precomputed").fit(np.zeros((8, 8)))
+    # a constant that is not the offset (center=False) is information: all together
+    fitted = ExactCorrelationClustering(affinity="precomputed", beta=1.0).fit(
+        np.full((8, 8), 0.5))
+    assert np.isfinite(fitted.log_evidence_) and fitted.noise_variance_ > 0
