@@ -5,7 +5,6 @@ from numbers import Integral, Real
 import numpy as np
 from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClusterMixin, _fit_context
-from ._core.validation import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
@@ -13,6 +12,7 @@ from ._core.validation import NestedModelParamsMixin, WriteableStateMixin, valid
 from ._core.compilation import announces_compilation
 from ._core.progress import Progress
 from ._core.units import shift_rows
+from ._core.validation import check_random_state
 from ._hierarchy_mixin import HierarchyMixin
 from .engines.bhc import posterior as bhc_posterior
 from .engines.bhc.build import (DEFAULT_SUBSAMPLE_SIZE, approximation_notes, greedy_tree,

@@ -5,11 +5,11 @@ from numbers import Integral, Real
 import numpy as np
 from scipy.special import logsumexp
 from sklearn.base import ClusterMixin, _fit_context, clone
-from ._core.validation import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_feature_names, check_is_fitted
 
 from ._core.compilation import announces_compilation
+from ._core.validation import check_random_state
 from ._gibbs_base import (_BaseGibbs, gamma_hyperprior, observed_nothing_scores_zero,
                           predictive_picks)
 from .engines.exact.crosscat import MAX_EXACT_COLUMNS, MAX_EXACT_ROWS, exact_crosscat

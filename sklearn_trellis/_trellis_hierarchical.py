@@ -12,7 +12,6 @@ from scipy import sparse
 from scipy.special import logsumexp
 from sklearn.metrics import pairwise_distances
 from sklearn.metrics.pairwise import paired_distances
-from ._core.validation import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils._available_if import available_if
 from sklearn.utils.validation import check_is_fitted, check_memory
@@ -28,6 +27,7 @@ from ._core.merge_heights import (HEIGHT_LINKAGES, linkage_heights, monotone_hei
 from ._core.trees import check_tree, children_to_tree
 from ._core.validation import (NestedModelParamsMixin, WriteableStateMixin, check_indices,
                                check_option, check_scalar_param, validate_kernel_data)
+from ._core.validation import check_random_state
 from ._hierarchy_mixin import HierarchyMixin
 from .engines.attachment import (attachment_tree, cluster_attachment_proba, log_normalize,
                                  new_item_evidence)

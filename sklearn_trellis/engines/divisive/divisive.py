@@ -22,10 +22,10 @@ notes' rule "split the cluster with the largest diameter next".
 from dataclasses import dataclass, field
 
 import numpy as np
-from ..._core.validation import check_random_state
 
 from ..._core.progress import SILENT
 from ..._core.trees import banner_to_merge, merge_to_children
+from ..._core.validation import check_random_state
 from ._diana_kernels import cluster_diameter, diana_split
 from .banner import divisive_coefficient
 from .bisection import feature_diameter, two_means, two_medoids

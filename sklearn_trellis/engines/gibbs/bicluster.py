@@ -24,9 +24,9 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from ..._core.validation import check_random_state
 
 from ..._core.progress import Progress
+from ..._core.validation import check_random_state
 from ...models.cell_blocks import CellBlocks
 from . import sampler as gibbs
 

@@ -46,10 +46,10 @@ from functools import cached_property
 import numba
 import numpy as np
 from joblib import effective_n_jobs
-from ..._core.validation import check_random_state
 
 from ..._core.budget import check_memory
 from ..._core.progress import Progress
+from ..._core.validation import check_random_state
 from ...models.cell_loops import cell_constants, column_stats, rows_log_predictive
 from ...models.priors import CRP
 from . import _crosscat_columns as cols_k

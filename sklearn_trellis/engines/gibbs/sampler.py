@@ -7,13 +7,13 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from ..._core.validation import check_random_state
 from sklearn.utils.parallel import Parallel, delayed
 
 from ..._core.interpreted import call
 from ..._core.labels import compact_labels
 from ..._core.progress import Progress
 from . import _gibbs_kernels as kernels
+from ..._core.validation import check_random_state
 
 _MAX_SEED = np.iinfo(np.int32).max
 

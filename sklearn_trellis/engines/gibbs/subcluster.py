@@ -85,10 +85,10 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from ..._core.validation import check_random_state
 from threadpoolctl import threadpool_limits
 
 from ..._core.labels import compact_labels
+from ..._core.validation import check_random_state
 from ...models.prior_kernels import log_block, log_count, log_weight_existing, log_weight_new
 from . import _subcluster_kernels as kernels
 from .sampler import ChainResult, _engine as _collapsed_engine, map_chains

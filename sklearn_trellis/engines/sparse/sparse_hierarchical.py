@@ -30,13 +30,13 @@ import math
 import time
 
 import numpy as np
-from ..._core.validation import check_random_state
 
 from ..._core.budget import check_memory, format_bytes
 from ..._core.family import ClusterFamily, item_codes
 from ..._core.interpreted import call
 from ..._core.trees import check_children, children_to_tree, tree_splits, tree_to_postorder_children
 from ..._core.validation import MAX_LOG_POTENTIAL, check_indices, check_log_potential_scale
+from ..._core.validation import check_random_state
 from .._split_potential import OVERFLOW_REMEDY, refuse_overflow
 from . import _sparse_hier_kernels as kernels
 
