@@ -6,7 +6,6 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin, _fit_context
-from ._core.validation import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
@@ -15,8 +14,9 @@ from ._core.compilation import announces_compilation
 from ._core.pairwise import check_square_symmetric
 from ._core.progress import Progress
 from ._core.validation import WriteableStateMixin, check_scalar_param, validate_kernel_data
+from ._core.validation import check_random_state
 from .engines.beta_posterior import LOG_ALPHA_GRID, LOG_B_GRID, beta_posterior
-from .engines.exact.binder import bayes_estimate
+from .engines.exact.binder import MAX_CLUSTER_MARGINAL_ITEMS, bayes_estimate
 from .engines.gaussian_pair_evidence import (evidence_family, log_evidence, log_predictive,
                                              maximise_evidence, shifted_affinities)
 from .engines.planner import plan_flat
@@ -24,7 +24,7 @@ from .engines.sparse.seeds import LINKAGES, OTHER_SEEDS, check_linkages
 from .models.correlation import CorrelationClusteringModel
 from .models.gaussian_pairs import log_density_shift, noise_variance, pair_moments, unit_exponent
 from .preprocessing.affinity import mean_off_diagonal, similarity
-from .summaries.point_estimates import LOSSES, PAIRWISE_LOSSES
+from .summaries.point_estimates import LOSSES, PAIRWISE_LOSSES, ClusterMarginals, loss_name
 
 
 #: N x N float64 matrices alive at once in fit (affinities, centred affinities, the model's).
@@ -233,7 +233,9 @@ default='all'
         (:func:`~sklearn_trellis.engines.exact.binder.binder_point_estimate`).
         Losses of the pairwise marginals alone (``'omari_approx'``,
         ``'vi_lb'``, and Binder on a sparse trellis) are searched on
-        ``pairwise_marginals_``; the others on 1,000 exact draws
+        ``pairwise_marginals_``; VI on the exact trellis (up to 16 items) on its
+        exact expected value from the cluster marginals (the same whatever
+        ``random_state``); the others on 1,000 exact draws
         (:func:`~sklearn_trellis.summaries.point_estimate`).
     random_state : int, RandomState instance or None, default=None
         Seed of :meth:`sample` when it is called without one, of the
@@ -459,10 +461,10 @@ default='all'
         if learn_alpha:
             self._checked_alpha_prior()   # a bad parameter is named before the data's problem
         if self._pairs_at_offset and (learn_beta or learn_offset or learn_alpha or averaged):
-            raise ValueError(self._no_information_message(s.shape[0], offset) + " so beta='auto' (the default) "
-                             "or 'posterior', center='auto' and alpha='auto' cannot be "
-                             "learned from them. Give beta a value (the posterior is then "
-                             "the partition prior).")
+            raise ValueError(self._no_information_message(s.shape[0], offset)
+                             + " so beta='auto' (the default) or 'posterior', "
+                             "center='auto' and alpha='auto' cannot be learned from them. "
+                             "Give beta a value (the posterior is then the partition prior).")
         if not (learn_beta or learn_offset or learn_alpha):
             return beta, offset, alpha
         learned = " and ".join(name for name, learn in [("beta", learn_beta),
@@ -591,10 +593,10 @@ default='all'
             # w - c = 0 for every pair: the noise variance's estimate is 0 and the
             # evidence unbounded (not the clamped variance's finite, meaningless value)
             self._unit_noise_variance = 0.0
-            warnings.warn(self._no_information_message(w.shape[0], offset) + " so the Gaussian pair model "
-                          "has no noise to estimate: noise_variance_ is 0, log_evidence_ "
-                          "is NaN (unbounded) and score is refused. The clustering is the "
-                          "partition prior's.", UserWarning)
+            warnings.warn(self._no_information_message(w.shape[0], offset)
+                          + " so the Gaussian pair model has no noise to estimate: "
+                          "noise_variance_ is 0, log_evidence_ is NaN (unbounded) and score "
+                          "is refused. The clustering is the partition prior's.", UserWarning)
         self.noise_variance_ = self._noise_variance_in_affinity_units()
         self.log_evidence_ = (float("nan") if self._pairs_at_offset else
                               log_evidence(self._trellis, model, w, self._unit_noise_variance))
@@ -613,7 +615,8 @@ default='all'
             del model
             model = CorrelationClusteringModel(beta=self.beta_, alpha=self.alpha_).fit(w)
         self.affinity_matrix_, self.model_ = w, model
-        self.labels_ = found.labels if self.point_estimate == "map" else self._bayes_labels()
+        self.labels_ = (found.labels if self.point_estimate == "map"
+                        else self._bayes_labels(found.labels))
         self.n_clusters_ = int(self.labels_.max()) + 1
         if not self.affinity == "precomputed":
             self._X_fit = X.copy()  # predictions must not follow edits of the caller's X
@@ -655,15 +658,26 @@ default='all'
                       UserWarning)
         return scaled
 
-    def _bayes_labels(self):
-        """The clustering of smallest posterior expected loss ``point_estimate``."""
+    def _bayes_labels(self, map_labels):
+        """The clustering of smallest posterior expected loss ``point_estimate``.
+
+        On the exact trellis VI's expectation is exact from the cluster marginals
+        (:class:`~sklearn_trellis.summaries.point_estimates.ClusterMarginals`, up to
+        ``MAX_CLUSTER_MARGINAL_ITEMS`` items; the search also starts from the MAP).
+        """
         loss = self.point_estimate
         rng = check_random_state(self.random_state)
-        exact = self.n_trellis_vertices_ == (1 << self.affinity_matrix_.shape[0]) - 1
-        samples = (None if loss in PAIRWISE_LOSSES
+        n = self.affinity_matrix_.shape[0]
+        exact = self.n_trellis_vertices_ == (1 << n) - 1
+        marginals = None
+        if (exact and loss_name(loss) == "vi" and n <= MAX_CLUSTER_MARGINAL_ITEMS
+                and hasattr(self._trellis, "log_cluster_marginals")):
+            marginals = ClusterMarginals(np.exp(self._trellis.log_cluster_marginals()),
+                                         candidates=map_labels[None])
+        samples = (None if loss in PAIRWISE_LOSSES or marginals is not None
                    else self._trellis.sample(POINT_ESTIMATE_SAMPLES, rng))
         return bayes_estimate(loss, pairwise=self.pairwise_marginals_, samples=samples,
-                              exact=exact, random_state=rng)
+                              exact=exact, cluster_marginals=marginals, random_state=rng)
 
     # -- queries on the fitted distribution ---------------------------------
     @property

@@ -300,3 +300,32 @@ def test_log_potential_refuses_nan_labels(method):
     labels[4] = np.nan
     with pytest.raises(ValueError, match=r"NaN or infinite values \(items 4\)"):
         model.log_potential(labels)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_exact_vi_estimate_is_the_brute_force_minimiser(seed, monkeypatch):
+    """On the exact trellis point_estimate='vi' is searched on its exact expected value
+    (cluster marginals), not on draws: the minimiser over all 203 partitions of 6 items
+    under the enumerated posterior, whatever random_state."""
+    from oracles import partition_losses, set_partitions
+
+    from sklearn_trellis.engines.exact.flat import ExactFlatTrellis
+
+    def no_draws(*args, **kwargs):
+        raise AssertionError("the exact VI estimate read draws")
+
+    monkeypatch.setattr(ExactFlatTrellis, "sample", no_draws)
+    rng = np.random.default_rng(seed)
+    w = rng.normal(0.0, 1.0, (6, 6))
+    w = (w + w.T) / 2
+    np.fill_diagonal(w, 0.0)
+    fits = [ExactCorrelationClustering(affinity="precomputed", beta=1.5, point_estimate="vi",
+                                       random_state=r).fit(w) for r in (0, 1)]
+    partitions = set_partitions(6)
+    log_p = np.array([fits[0].log_potential(z) for z in partitions])
+    posterior = np.exp(log_p - logsumexp(log_p))
+    expected = partition_losses(partitions, partitions, "vi") @ posterior
+    for fitted in fits:
+        got = expected[np.flatnonzero([np.array_equal(z, fitted.labels_)
+                                       for z in set_partitions(6)])]
+        assert got.size == 1 and got[0] == pytest.approx(expected.min(), abs=1e-10)
