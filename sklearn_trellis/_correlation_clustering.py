@@ -37,31 +37,30 @@ ALPHA_START = 1.0
 POINT_ESTIMATE_SAMPLES = 1000
 
 
-def _unit_exponent(similarity, offset):
-    """The power of 2 in whose units the Gaussian pair model is evaluated
-    (:func:`~sklearn_trellis.models.gaussian_pairs.unit_exponent`): 0 at ordinary
-    scales, else the one that brings the largest ``|w - c|`` into ``[0.5, 1)``."""
+def _largest_pair_deviation(similarity, offset):
+    """The largest ``|w - c| = |s_ij - c|`` over the pairs ``i != j`` (0 for fewer than two
+    items), in one scan and without an N x N copy: the zero diagonal is set to ``c`` for
+    the scan and restored. Rounding is monotone, so ``max(fl(max s - c), fl(c - min s))``
+    is the largest ``|fl(s_ij - c)|``. 0 means the pairs carry no information (the
+    Gaussian pair model's noise variance is 0, its evidence unbounded); ``inf`` that
+    ``s - c`` overflows."""
     if similarity.shape[0] < 2:
-        return 0
-    with np.errstate(over="ignore"):
-        shifted = shifted_affinities(similarity, offset)
-    top = float(np.abs(shifted).max())
-    if not np.isfinite(top):    # s - c overflowed: |s - c| <= 2 max(|s|, |c|)
-        return int(np.frexp(max(float(np.abs(similarity).max()), abs(offset)))[1]) + 1
-    return unit_exponent(top)
-
-
-def _all_pairs_at_offset(similarity, offset):
-    """Whether every pair's shifted affinity ``w - c`` is 0: the pairs then carry no
-    information, the Gaussian pair model's noise variance is 0 and its evidence
-    unbounded. (The zero diagonal is set to ``offset`` for the test and restored: no
-    N x N copy.)"""
-    if similarity.shape[0] < 2:
-        return False
+        return 0.0
     np.fill_diagonal(similarity, offset)
-    constant = float(similarity.min()) == float(similarity.max())
+    top = max(float(similarity.max()) - offset, offset - float(similarity.min()))
     np.fill_diagonal(similarity, 0.0)
-    return constant
+    return top
+
+
+def _unit_exponent(similarity, offset, top):
+    """The power of 2 in whose units the Gaussian pair model is evaluated
+    (:func:`~sklearn_trellis.models.gaussian_pairs.unit_exponent`), given ``top``, the
+    largest ``|w - c|`` (:func:`_largest_pair_deviation`): 0 at ordinary scales, else
+    the one that brings it into ``[0.5, 1)``."""
+    if not np.isfinite(top):    # s - c overflowed: |s - c| <= 2 max(|s|, |c|)
+        largest = max(float(similarity.max()), -float(similarity.min()), abs(offset))
+        return int(np.frexp(largest)[1]) + 1
+    return unit_exponent(top)
 
 
 def _exactly_scaled(value, exponent, name):
@@ -547,8 +546,9 @@ default='all'
         # The Gaussian pair model sums the squares of w - c: far from unit scale it is
         # fitted in units of 2**exponent (exact; 0 at ordinary scales, which keep their
         # arithmetic) and every reported quantity is mapped back.
-        exponent = self._unit_exponent = _unit_exponent(s, offset)
-        self._pairs_at_offset = _all_pairs_at_offset(s, offset)
+        top = _largest_pair_deviation(s, offset)
+        exponent = self._unit_exponent = _unit_exponent(s, offset, top)
+        self._pairs_at_offset = s.shape[0] >= 2 and top == 0.0
         if exponent:
             s = np.ldexp(s, -exponent, out=s)
             offset = float(np.ldexp(offset, -exponent))

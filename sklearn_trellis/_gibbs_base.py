@@ -19,6 +19,7 @@ from sklearn.cluster import KMeans
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._core.budget import check_memory
+from ._core.subsets import membership_table
 from ._core.validation import NestedModelParamsMixin, WriteableStateMixin
 from .engines.gibbs.chains import collect_chains, n_clusters_frequencies
 from .models.priors import GammaHyperprior
@@ -78,7 +79,7 @@ def subset_columns(fitted_labels, n_fitted):
     column. Returns an ndarray of shape (2**n, n_fitted + 1).
     """
     n = fitted_labels.shape[0]
-    members = (np.arange(1 << n)[:, None] >> np.arange(n)) & 1     # (2**n, n) bits
+    members = membership_table(n)     # (2**n, n) bits
     out = np.zeros((1 << n, n_fitted + 1))
     out[:, :n_fitted] = members @ np.eye(n_fitted)[fitted_labels]
     out[1:, :n_fitted] /= members[1:].sum(axis=1, keepdims=True)

@@ -164,6 +164,12 @@ def members(mask):
     return out
 
 
+def membership_table(n_items):
+    """``out[B, i] = 1`` when item ``i`` is in the bitmask ``B``, else 0: every subset's
+    members as a (``2**n_items``, ``n_items``) int64 array (row 0: the empty set)."""
+    return (np.arange(1 << n_items)[:, None] >> np.arange(n_items)) & 1
+
+
 @njit(cache=True)
 def masks_by_popcount(n_items):
     """All non-empty subsets of ``n_items`` items ordered by size, then by value.

@@ -93,6 +93,8 @@ class EvidenceBound:
 
     def __init__(self, similarity, offset, max_items, *, exact=True):
         self.shifted = shifted_affinities(similarity, offset)
+        # the pair count and squared sum of the noise variance: the same at every b
+        self.n_pairs, _, self.sum_sq = pair_moments(self.shifted)
         if exact:
             self.largest_pair_sum = exact_flat_map(subset_pair_sums(self.shifted),
                                                    max_items=max_items)[0]
@@ -106,10 +108,9 @@ class EvidenceBound:
         """An upper bound of the log evidence at ``b >= b_below`` (``log_z_below``: the
         trellis's ``log Z`` at ``b_below``), raised by a slack for rounding."""
         model = CorrelationClusteringModel(beta=b / 2.0, alpha=alpha).fit(self.shifted)
-        n_pairs, _, sum_sq = pair_moments(self.shifted)
         log_z = log_z_below + (b - b_below) * self.largest_pair_sum
         value = log_evidence(_LogPartition(log_z), model, self.shifted,
-                             noise_variance(b, n_pairs, sum_sq))
+                             noise_variance(b, self.n_pairs, self.sum_sq))
         magnitude = abs(value) + abs(log_z_below) + abs(b * self.largest_pair_sum)
         return value + self.RELATIVE_SLACK * (1.0 + magnitude)
 

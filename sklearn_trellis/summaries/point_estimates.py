@@ -32,6 +32,7 @@ from joblib import Parallel, delayed
 
 from .._core.interpreted import call
 from .._core.labels import canonical_rows, first_appearance_labels, set_partitions
+from .._core.subsets import membership_table
 from .._core.validation import check_option, check_random_state, check_scalar_param
 from ._input import as_sample_set, check_labels, relabel_rows, sample_major
 from ._kernels import cooccurrence_counts, xlogx_table
@@ -205,8 +206,7 @@ class ClusterMarginals:
     def pseudo_samples(self):
         """``(samples, weights)``: canonical int32 labels (T, n) and their weights (sum 1)."""
         n = self.n
-        masks = np.arange(1 << n)
-        members = (masks[:, None] >> np.arange(n)) & 1
+        members = membership_table(n)
         keep = (members.sum(axis=1) >= 2) & (self.probabilities > 0)
         labels = np.where(members[keep] > 0, n, np.arange(n))
         labels = np.vstack([labels, np.arange(n)])           # the all-singletons partition
@@ -216,7 +216,7 @@ class ClusterMarginals:
 
     def pairwise(self):
         """``P(i and j share a cluster) = sum_{S ni i, j} P(S)``."""
-        members = ((np.arange(1 << self.n)[:, None] >> np.arange(self.n)) & 1).astype(float)
+        members = membership_table(self.n).astype(float)
         out = (members * self.probabilities[:, None]).T @ members
         np.fill_diagonal(out, 1.0)
         return check_pairwise(out)

@@ -26,6 +26,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ..._core.labels import set_partitions
+from ..._core.subsets import membership_table
 from ...models.cell_loops import (column_log_score, column_stats, grid_log_marginals,
                                   predictive_draws, predictive_means, rows_log_predictive,
                                   value_log_predictive)
@@ -322,7 +323,7 @@ class ExactCrossCat:
         for g in range(grid.shape[0]):
             column_stats(code, grid[g], np.ascontiguousarray(self.data[:, j]),
                          np.arange(n), single[g])
-        members = (np.arange(1 << n)[:, None] >> np.arange(n)[None, :] & 1).astype(float)
+        members = membership_table(n).astype(float)
         stats = np.ascontiguousarray(np.einsum("si,giw->gsw", members, single))
         log_m = grid_log_marginals(code, grid, stats, np.empty(stats.shape[:2]))
         scores = self.grid_log_scores[j]
