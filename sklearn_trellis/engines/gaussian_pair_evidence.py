@@ -193,7 +193,12 @@ def maximise_evidence(similarity, *, beta, offset, learn_beta, learn_offset, alp
     best points; the best end point wins (the evidence need not be concave in
     ``b``: ``b -> 0``, no structure, is often a local maximum). A learned
     offset is searched from the given one and, with ``beta`` learned, also
-    from the midpoint of a two-means split of the pair affinities.
+    from the midpoint of a two-means split of the pair affinities. The
+    search runs in units of the affinities' spread (the offset as
+    ``(c - offset) / sd``, the objective plus ``P log sd``), so that
+    ``fit(k * s + t)`` finds the same point as ``fit(s)``: in raw units its
+    stopping tests (an absolute gradient, a relative change of the value)
+    stopped the search of affinities scaled by ``1e6`` at its start.
 
     Cost: the searches' fits need ``log Z`` and the pairwise marginals, never
     the MAP (the exact trellis runs without it); the grid needs ``log Z``
@@ -238,6 +243,16 @@ def maximise_evidence(similarity, *, beta, offset, learn_beta, learn_offset, alp
         raise ValueError("learn_alpha needs a starting Ewens concentration alpha > 0.")
     n_evaluations = 0
     n_items = similarity.shape[0]
+    # A learned offset is searched in units of the affinities' spread about the given one,
+    # and log p(W) in those units (a constant shift: the stopping test's relative change
+    # of the value is then the same at any scale). A search of b alone is scale free
+    # already (log b shifts, its gradient does not).
+    unit, value_shift = 1.0, 0.0
+    if learn_offset:
+        n_pairs_all, _, sum_sq_all = pair_moments(shifted_affinities(similarity, offset))
+        spread = np.sqrt(sum_sq_all / max(n_pairs_all, 1))
+        if np.isfinite(spread) and spread > 0:
+            unit, value_shift = spread, n_pairs_all * np.log(spread)
 
     def unpack(theta):
         k = 0
@@ -246,7 +261,7 @@ def maximise_evidence(similarity, *, beta, offset, learn_beta, learn_offset, alp
         else:
             log_b = np.log(max(2.0 * beta, 1e-300))
         concentration = float(np.exp(theta[k])) if learn_alpha else alpha
-        c = theta[-1] if learn_offset else offset
+        c = offset + unit * theta[-1] if learn_offset else offset
         return float(np.exp(log_b)), concentration, float(c)
 
     def evaluate(theta, marginals):
@@ -286,8 +301,8 @@ def maximise_evidence(similarity, *, beta, offset, learn_beta, learn_offset, alp
                         + (0.0 if alpha_prior is None
                            else alpha_prior[0] - alpha_prior[1] * concentration))
         if learn_offset:
-            grad.append(d_c)
-        results[key] = -value, -np.array(grad)
+            grad.append(unit * d_c)
+        results[key] = -(value + value_shift), -np.array(grad)
         return results[key]
 
     alpha_start = [np.log(alpha)] if learn_alpha else []
@@ -301,7 +316,7 @@ def maximise_evidence(similarity, *, beta, offset, learn_beta, learn_offset, alp
         offsets.append(two_means_midpoint(similarity[np.triu_indices(n_items, 1)]))
     searches = []
     for start in offsets:
-        rest_start = alpha_start + ([start] if learn_offset else [])
+        rest_start = alpha_start + ([(start - offset) / unit] if learn_offset else [])
         if not learn_beta:
             searches.append((np.asarray(rest_start, dtype=np.float64), rest_bounds))
             continue
@@ -350,7 +365,7 @@ def maximise_evidence(similarity, *, beta, offset, learn_beta, learn_offset, alp
     starts.clear()
     b, concentration, c = unpack(result.x)
     n_pairs, _, sum_sq = pair_moments(shifted_affinities(similarity, c))
-    value = float(-result.fun)
+    value = float(-result.fun) - value_shift
     if learn_alpha and alpha_prior is not None:
         value -= log_alpha_prior(concentration, *alpha_prior)
     return EvidenceFit(beta=b / 2.0, offset=c, alpha=concentration,

@@ -122,8 +122,27 @@ def test_ordinary_scales_are_not_rescaled_and_stay_equivariant(k):
     unit, far = _fit(W, beta=1.5), _fit(W, k, beta=1.5)
     assert far._unit_exponent == 0
     _assert_mapped(far, unit, k, new, variance_exact=True)
-    # A learned beta is not rescaled here either: L-BFGS-B stops on a change of the
-    # evidence relative to its size, which carries -P k log 2 (not tested: not exact).
+
+
+@pytest.mark.parametrize("params, scale, shift", [
+    (dict(center="auto"), 1e6, 3.0), (dict(center="auto"), 1e-6, -2.0),
+    (dict(center="auto", alpha="auto"), 1e6, 3.0), (dict(center="auto", alpha="auto"), 1e-6, 0.0),
+    (dict(beta="posterior", center="auto"), 1e6, 3.0)], ids=str)
+def test_a_learned_offset_is_found_at_any_scale_and_shift(params, scale, shift):
+    """Empirical Bayes searches in units of the affinities' spread: ``fit(k W + t)`` finds
+    the unit fit's point (not bit for bit: k is no power of 2 and L-BFGS-B's steps round).
+    In raw units a search of ``1e6 W`` stopped at its start (pairwise marginals 0.42 away,
+    log evidence 0.7 below the maximum); of ``1e-6 W`` 0.03 and 0.025 away."""
+    D = np.abs(np.subtract.outer(*2 * [np.r_[0.0, 0.3, 0.5, 2.6, 3.0, 3.1, 5.5, 6.2]]))
+    W = np.exp(-D / 2)
+    unit, far = _fit(W, **params), _fit(W * scale + shift, **params)
+    assert far._unit_exponent == 0
+    n_pairs = 28
+    assert far.beta_ * scale == pytest.approx(unit.beta_, rel=1e-7)
+    assert far.affinity_offset_ == pytest.approx(unit.affinity_offset_ * scale + shift, rel=1e-7)
+    assert far.log_evidence_ == pytest.approx(unit.log_evidence_ - n_pairs * math.log(scale),
+                                              rel=1e-9)
+    np.testing.assert_allclose(far.pairwise_marginals_, unit.pairwise_marginals_, atol=1e-8)
 
 
 @pytest.mark.parametrize("k, side", [(600, "inf"), (-600, "0.0")])
