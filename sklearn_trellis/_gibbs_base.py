@@ -180,7 +180,10 @@ class _BaseGibbs(WriteableStateMixin, NestedModelParamsMixin, BaseEstimator):
         "burn_in": [Interval(Integral, 0, None, closed="left"), None],
         "thin": [Interval(Integral, 1, None, closed="left")],
         "n_chains": [Interval(Integral, 1, None, closed="left")],
-        "n_jobs": [Integral, None],
+        # joblib's convention: a positive count, or -1, -2, ... for all CPUs but |n_jobs| - 1
+        # (0 is refused here, not after setup by joblib or silently by an exact fit)
+        "n_jobs": [Interval(Integral, 1, None, closed="left"),
+                   Interval(Integral, None, -1, closed="right"), None],
         "method": [StrOptions({"auto", "gibbs", "exact"})],
         "max_exact_size": [Interval(Integral, 1, None, closed="left")],
         "random_state": ["random_state"],

@@ -100,6 +100,19 @@ def test_burn_in_defaults_to_half_the_sweeps_and_must_be_below_them(name):
 
 
 @pytest.mark.parametrize("name", NAMES)
+def test_n_jobs_zero_is_refused_by_name_whichever_engine_runs(name):
+    """joblib's counts are positive or negative; 0 was refused by joblib after the setup
+    of a Gibbs fit (CrossCat, InfiniteBiclustering) and ignored by an exact one."""
+    spec = FAMILY[name]
+    for method in ("gibbs", "exact"):
+        model = spec["make"](n_jobs=0, n_chains=2, **{**spec["exact_kwargs"], "method": method})
+        with pytest.raises(ValueError, match="'n_jobs' parameter"):
+            model.fit(spec["tiny"]())
+    for n_jobs in (-1, -2, 1, 2, None):
+        spec["make"](n_jobs=n_jobs)._validate_params()
+
+
+@pytest.mark.parametrize("name", NAMES)
 def test_warm_start_continues_restarts_or_refuses(name, monkeypatch):
     spec = FAMILY[name]
     X, X_new = spec["data"](), spec["data"](seed=1)
