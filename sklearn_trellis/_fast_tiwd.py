@@ -758,8 +758,14 @@ default='singletons'
         partition prior's predictive weight times the Wishart likelihood
         ratio (``scale`` integrated out or fixed). A sample's cluster passes
         its probability to the clusters of ``labels_`` in proportion to
-        their shared items; the samples are averaged. New items are scored
-        one at a time (each against the fitted items only).
+        their shared items; the samples are averaged, each weighted by its
+        predictive density of the item (that of :meth:`score_samples`):
+        self-normalised importance weights, since the samples are drawn given
+        the fitted items, not given the new one too. So the average estimates
+        ``P(x joins k | S*, S_x)`` (exact draws in exact mode, the chain's
+        samples otherwise); the unweighted average reported before is another
+        quantity, not a posterior probability given the new item. New items
+        are scored one at a time (each against the fitted items only).
 
         Parameters
         ----------
@@ -790,7 +796,28 @@ default='singletons'
         True
         """
         check_is_fitted(self)
-        return self._mean_predictive_proba(X)
+        return self._mean_predictive_proba(X, weighted=True,
+                                           sample_log_terms=self._sample_data_terms(X))
+
+    def _sample_data_terms(self, X):
+        """Per picked sample, the Wishart terms of the data alone in its predictive density
+        (:meth:`score_samples`), shape (samples, rows); None where they are the same for
+        every sample (one ``dof``: they cancel in the weights) or left out there."""
+        dofs = self.dof_samples_[list(predictive_picks(self.samples_.shape[0]))]
+        if np.all(dofs == dofs[0]):
+            return None
+        rows, self_products = self._new_inner_products(X)
+        S = self.inner_products_
+        with _new_items_in_range():
+            data_terms, rank = new_item_data_terms(
+                S, rows, self_products, dof=dofs,
+                translation_invariant=self._translation_invariant())
+        if rank < S.shape[0] - (self.normalization != "none"):
+            return None     # score_samples leaves them out too (no Wishart density there)
+        # an item no sample gives a density (in the span of the fitted ones): its
+        # probabilities are weighted by the rest of the density
+        data_terms[:, ~np.isfinite(data_terms).any(axis=0)] = 0.0
+        return data_terms
 
     def predict(self, X):
         """Most probable column of :meth:`predict_proba`; ``n_clusters_`` means a new cluster.

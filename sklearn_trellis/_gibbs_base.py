@@ -311,13 +311,14 @@ class _BaseGibbs(WriteableStateMixin, NestedModelParamsMixin, BaseEstimator):
     # -- posterior predictive (the subclass's ``_predictive(X)`` yields, per picked kept
     #    sample, its labels and the new items' log weights of each cluster and a new one)
 
-    def _mean_predictive_proba(self, X, *, weighted=False):
+    def _mean_predictive_proba(self, X, *, weighted=False, sample_log_terms=None):
         """Each picked sample's cluster probabilities on the columns of ``labels_`` + new,
         averaged: uniformly, or (``weighted``) with each sample weighted by its
         predictive density of the row, ``p(x | z_s, X)`` (the normaliser of its
-        log weights), which makes the average a self-normalised estimate of the
-        posterior given the row too, ``P(x joins k | X, x)``: the quantity an exact
-        fit reports."""
+        log weights, plus ``sample_log_terms[s]`` when given: the terms of that
+        density the log weights leave out, shape (samples, rows)), which makes the
+        average a self-normalised estimate of the posterior given the row too,
+        ``P(x joins k | X, x)``: the quantity an exact fit reports."""
         K = self.n_clusters_
         total = None
         n_used = 0
@@ -338,6 +339,8 @@ class _BaseGibbs(WriteableStateMixin, NestedModelParamsMixin, BaseEstimator):
         if not weighted:
             return total / n_used
         log_densities = np.array(log_densities)              # (samples, rows)
+        if sample_log_terms is not None:
+            log_densities = log_densities + sample_log_terms
         weights = np.exp(log_densities - log_densities.max(axis=0))
         weights /= weights.sum(axis=0)
         return np.einsum("sr,srk->rk", weights, np.array(per_sample))

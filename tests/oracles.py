@@ -827,7 +827,9 @@ def new_item_predictive_by_enumeration(samples, labels, n_clusters, enlarged, lo
     Returns ``(proba, log_density)``: ``proba`` of shape (m, n_clusters + 1),
     each sample's cluster probabilities shared out over the point estimate
     ``labels`` by overlap (last column: a new cluster), averaged over the
-    samples; ``log_density`` the log of the samples' mean ``sum_c exp(v_c)``.
+    samples weighted by each one's predictive density of the item,
+    ``sum_c exp(v_c)`` (the posterior given the new item too); ``log_density``
+    the log of the samples' mean ``sum_c exp(v_c)``.
     """
     probas, densities = [], []
     for z in samples:
@@ -847,7 +849,9 @@ def new_item_predictive_by_enumeration(samples, labels, n_clusters, enlarged, lo
             rows_p.append(mapped)
         probas.append(rows_p)
         densities.append(rows_d)
-    return (np.mean(probas, axis=0),
+    densities = np.array(densities)                       # (samples, items)
+    weights = np.exp(densities - logsumexp(densities, axis=0))
+    return (np.einsum("si,sik->ik", weights, np.array(probas)),
             logsumexp(densities, axis=0) - np.log(len(densities)))
 
 

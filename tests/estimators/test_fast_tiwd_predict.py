@@ -102,7 +102,10 @@ def test_gibbs_mode_matches_enlarged_matrix(n_blocks):
         p, d = _reference(single, D, D_new, log_joint)
         probas.append(p)
         densities.append(d)
-    np.testing.assert_allclose(model.predict_proba(D_new), np.mean(probas, axis=0),
+    # each sample weighted by its predictive density of the item (the posterior given it)
+    weights = np.exp(np.array(densities) - logsumexp(densities, axis=0))
+    np.testing.assert_allclose(model.predict_proba(D_new),
+                               np.einsum("si,sik->ik", weights, np.array(probas)),
                                rtol=1e-8, atol=1e-12)
     np.testing.assert_allclose(model.score_samples(D_new),
                                logsumexp(densities, axis=0) - np.log(len(densities)), rtol=1e-8)
@@ -170,3 +173,38 @@ def test_cluster_sums_follow_a_chain_of_partitions():
         ref_rows = np.column_stack([rows[:, compact == b].sum(axis=1)
                                     for b in range(compact.max() + 1)])
         np.testing.assert_allclose(row_sums, ref_rows, rtol=1e-10, atol=1e-9)
+
+
+def _with_samples(model, picks):
+    """A copy of the fitted ``model`` keeping the kept samples ``picks`` only."""
+    copy = FastTIWD(**model.get_params())
+    copy.__dict__.update(model.__dict__)
+    for name in ("samples_", "theta_samples_", "dof_samples_"):
+        setattr(copy, name, getattr(model, name)[picks])
+    return copy
+
+
+def test_predict_proba_weighs_each_sample_by_its_predictive_density_dof_included():
+    """The samples' probabilities are averaged with self-normalised weights
+    ``p(x | z_s, theta_s, dof_s, S*)``, the density :meth:`score_samples` reports for a
+    single sample; with ``dof`` learned the samples' Wishart terms of the data alone
+    differ, and are part of the weights. (Full-rank points: those terms are kept.)"""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(8, 12))
+    X[:4] += 1.5
+    new = rng.normal(size=(3, 12)) + np.array([[1.5], [0.0], [0.7]])
+    D = pairwise_distances(X, metric="sqeuclidean")
+    D_new = pairwise_distances(new, X, metric="sqeuclidean")
+    model = FastTIWD(n_sweeps=40, random_state=0).fit(D)
+    first, second = 0, len(model.samples_) - 1
+    assert model.dof_samples_[first] != model.dof_samples_[second]
+    pair = _with_samples(model, [first, second])
+    singles = [_with_samples(model, [index]) for index in (first, second)]
+    log_densities = np.array([single.score_samples(D_new) for single in singles])
+    weights = np.exp(log_densities - logsumexp(log_densities, axis=0))
+    expected = sum(w[:, None] * single.predict_proba(D_new)
+                   for w, single in zip(weights, singles))
+    np.testing.assert_allclose(pair.predict_proba(D_new), expected, rtol=1e-10, atol=1e-14)
+    # the unweighted mean of the two, reported before, is another quantity
+    unweighted = np.mean([single.predict_proba(D_new) for single in singles], axis=0)
+    assert np.abs(pair.predict_proba(D_new) - unweighted).max() > 1e-3
