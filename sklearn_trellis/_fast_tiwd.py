@@ -15,6 +15,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._core.budget import check_memory, rows_or_zero
 from ._core.compilation import announces_compilation
+from ._core.labels import first_appearance_labels
 from ._core.pairwise import check_square_symmetric
 from ._core.validation import check_label_vector, check_random_state, validate_kernel_data
 from ._gibbs_base import (_BaseGibbs, _refuse_rows_without_density, check_given_labels,
@@ -449,7 +450,8 @@ default='singletons'
         m = int(free.sum())
         if not isinstance(self.init, str):
             init = check_given_labels(self.init, n)
-            labels[free] = n_classes + np.unique(init[free], return_inverse=True)[1]
+            # numbered by first appearance (a partition: its label values do not matter)
+            labels[free] = n_classes + first_appearance_labels(init[free])
         elif self.init == "one":
             labels[free] = n_classes
         elif self.init == "random" or (self.n_blocks is not None and m + n_classes > self.n_blocks):

@@ -175,6 +175,20 @@ def test_reproducible_and_parallel_chains_agree():
     assert a.samples_.shape == (20, 40)
 
 
+def test_a_relabelled_init_partition_runs_the_same_chain():
+    """``init`` is a partition: its label values (any order, negative) do not matter. They
+    were numbered in sorted order, so a relabelling started another chain."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(0, 4, (2, 2))[np.arange(7) % 2] + rng.normal(0, 1, (7, 2))
+    D = squareform(pdist(X, "sqeuclidean"))
+    init = np.array([0, 0, 1, 1, 2, 2, 0])
+    runs = [FastTIWD(init=labels, n_sweeps=4, burn_in=0, random_state=0).fit(D)
+            for labels in (init, np.array([5, 5, -3, -3, 9, 9, 5]), (init + 1) % 3)]
+    for run in runs[1:]:
+        np.testing.assert_array_equal(run.samples_, runs[0].samples_)
+        np.testing.assert_array_equal(run.theta_samples_, runs[0].theta_samples_)
+
+
 def test_warm_start_appends_samples_and_float32_matches():
     D = make_wishart_blocks(n_samples=60, random_state=1).distances
     model = FastTIWD(n_sweeps=20, warm_start=True, random_state=0).fit(D)
