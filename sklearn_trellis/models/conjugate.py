@@ -772,6 +772,7 @@ class DirichletMultinomial(_FittedMixin):
                            k.dm_log_predictive, k.dm_log_cluster, zero_global, no_refresh)
     uncollapsed_kernels = UncollapsedKernels(u.dm_suff_add_rows, u.dm_suff_to_stats,
                                              u.dm_draw_theta, u.dm_log_density_rows)
+    tabulated_predictive = TabulatedPredictive(k.dm_table_row, k.dm_tabulated_log_predictive)
 
     def __init__(self, concentration=None):
         self.concentration = concentration
@@ -797,6 +798,10 @@ class DirichletMultinomial(_FittedMixin):
     @property
     def n_stats(self):
         return 3 + self.n_features_in_
+
+    @property
+    def predictive_size(self):
+        return 2 + 2 * self.n_features_in_
 
     @property
     def n_suff(self):
