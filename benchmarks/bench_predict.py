@@ -17,6 +17,12 @@ adjusted Rand index of the predicted clusters against the truth, next to that
 of the fitted items.
 
 Run: ``python benchmarks/bench_predict.py [N]`` (default N = 10000).
+
+``--dp-exact`` instead: ``DPMixture(method='exact')`` at 12 rows, CPU ms per new row of
+``score_samples`` and ``predict_proba`` (the posterior predictive of every (grid point,
+subset) tabulated once, then one evaluation per term) against the previous algorithm
+(the subset kernel over ``[x, X]`` per row and grid point,
+``ExactMixturePredictive.reference_log_terms``) in the same process, per likelihood.
 """
 
 import os
