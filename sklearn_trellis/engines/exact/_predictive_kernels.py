@@ -19,6 +19,9 @@ from ..._core.specialise import specialise, template
 #: A term above the running shift of its row by more than this (log units) moves
 #: the shift: the sums stay far from overflow (at most 2**28 terms of e**64).
 RESCALE_MARGIN = 64.0
+#: The shift of a row before its first finite term: finite, so that a term of ``-inf``
+#: adds ``exp(-inf) = 0`` without a test; below any term float64 can hold a density of.
+SHIFT_FLOOR = -1e300
 
 
 @template
@@ -56,10 +59,11 @@ def accumulate_predictive(grid_params, tables, log_weights, data_new, work, shif
     ``total[r]``: the ``2**n`` terms of a grid point summed in ``partial[r]``, the
     grid points' sums added with Neumaier's compensation (``compensation[r]``): a
     relative rounding error below ``(2**n + 4) eps``, whatever the grid's size.
-    ``shift[r]`` starts at ``-inf`` and follows the largest term of its row (within
-    ``RESCALE_MARGIN``), rescaling what the row holds; each row's arithmetic is
-    independent of the other rows. A term of ``-inf`` adds nothing; a NaN term makes
-    its row's sums NaN.
+    ``shift[r]`` starts at ``SHIFT_FLOOR`` and follows the largest term of its row
+    (within ``RESCALE_MARGIN``), rescaling what the row holds; each row's arithmetic
+    is independent of the other rows. A term of ``-inf`` adds nothing; a NaN term
+    makes its row's sums NaN; a row without a finite term keeps ``SHIFT_FLOOR`` and
+    sums of 0.
     """
     shared = np.zeros(1)
     n_rows = data_new.shape[0]
@@ -73,8 +77,6 @@ def accumulate_predictive(grid_params, tables, log_weights, data_new, work, shif
             for r in range(n_rows):
                 term = weight + lik_tabulated_log_predictive(params, data_new, table, shared,
                                                              work, subset, r)
-                if term == -math.inf:
-                    continue
                 if term > shift[r] + RESCALE_MARGIN:
                     factor = math.exp(shift[r] - term)
                     shift[r] = term
@@ -85,11 +87,11 @@ def accumulate_predictive(grid_params, tables, log_weights, data_new, work, shif
                         partial[r] *= factor
                         total[r] *= factor
                         compensation[r] *= factor
-                value = math.exp(term - shift[r])
+                # shift[r] is finite (SHIFT_FLOOR at first): a term of -inf adds 0
                 if by_subset:
-                    per_subset[r, subset] += value
+                    per_subset[r, subset] += math.exp(term - shift[r])
                 else:
-                    partial[r] += value
+                    partial[r] += math.exp(term - shift[r])
         if not by_subset:
             for r in range(n_rows):
                 old, value = total[r], partial[r]

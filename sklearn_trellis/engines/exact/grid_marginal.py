@@ -6,7 +6,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ...models.dp_mixture import MixturePartitionModel, subset_sizes
-from ._predictive_kernels import predictive_kernels
+from ._predictive_kernels import SHIFT_FLOOR, predictive_kernels
 from .trellis_for_model import trellis_for_model
 
 
@@ -202,11 +202,11 @@ class ExactMixturePredictive:
         does not depend on the others.
         """
         n_rows = data_new.shape[0]
-        shift = np.full(n_rows, -np.inf)
+        shift = np.full(n_rows, SHIFT_FLOOR)
         total, compensation = np.zeros(n_rows), np.zeros(n_rows)
         self._accumulate(data_new, shift, total, compensation, np.zeros(n_rows),
                          np.zeros((1, 1)), False)
-        with np.errstate(divide="ignore"):
+        with np.errstate(divide="ignore"):   # no finite term: log(0) + SHIFT_FLOOR = -inf
             return np.log(total + compensation) + shift - self.log_normaliser
 
     def assignment_probabilities(self, data_new):
@@ -223,7 +223,7 @@ class ExactMixturePredictive:
             Rows sum to 1; a row of NaN where float64 holds no density of ``x``.
         """
         n_rows = data_new.shape[0]
-        shift = np.full(n_rows, -np.inf)
+        shift = np.full(n_rows, SHIFT_FLOOR)
         out = np.zeros((n_rows, 1 << self.data.shape[0]))
         self._accumulate(data_new, shift, np.zeros(1), np.zeros(1), np.zeros(1), out, True)
         sums = out.sum(axis=1)
