@@ -138,10 +138,10 @@ class GridMarginalPosterior:
         return logsumexp(per_point + self._log_prior[:, None], axis=0)
 
 
-#: Bytes of the per-(grid point, subset) statistics of the exact predictive kept
-#: between calls (``G 2**n (n_stats + 1)`` float64: 55 MB at 12 rows in 2 dimensions on
-#: the default grid of 186 points). Above it, each call tabulates the grid in chunks of
-#: this size (at least one grid point) and keeps nothing.
+#: Bytes of the per-(grid point, subset) tables of the exact predictive kept between
+#: calls (``G 2**n (predictive_size + 1)`` float64: 55 MB at 12 rows in 2 dimensions on
+#: the default grid of 186 points, 197 MB in 5). Above it, each call tabulates the grid
+#: in chunks of this size (at least one grid point) and keeps nothing.
 PREDICTIVE_TABLE_BYTES = 256 * 2**20
 
 
@@ -155,13 +155,14 @@ class ExactMixturePredictive:
     grid point, which is ``p(X + x) / p(X)``.
 
     ``m_g(X_B + x) / m_g(X_B)`` is the likelihood's posterior predictive given
-    ``X_B`` (its ``log_predictive``, as in the Gibbs sampler): the statistics of
-    every ``X_B`` at every grid point are tabulated on first use
-    (``PREDICTIVE_TABLE_BYTES`` at most are kept), then each new row costs one
-    predictive evaluation per (grid point, subset).
+    ``X_B`` (its ``log_predictive``, as in the Gibbs sampler): the predictive of
+    every ``X_B`` at every grid point is tabulated on first use (the likelihood's
+    ``TabulatedPredictive``, else its statistics rows; ``PREDICTIVE_TABLE_BYTES`` at
+    most are kept), then each new row costs one predictive evaluation per (grid
+    point, subset). :meth:`reference_log_terms` is the previous algorithm.
 
     The tables (``log_join_weights``, grid points x ``2**n``: 6 MB at 12 rows on
-    the default Gaussian grid of 186 points; the statistics) are not pickled:
+    the default Gaussian grid of 186 points; the predictive's) are not pickled:
     ``log_join_weights`` is rebuilt from the rows, the prior and the likelihood on
     first use after unpickling (one exact fit of the posterior, the same values
     bit for bit).
@@ -246,9 +247,9 @@ class ExactMixturePredictive:
         return predictive_kernels(self.likelihood)
 
     def _grid_tables(self):
-        """Yield ``(start, stop, statistics, log_weights)`` for chunks of grid points.
+        """Yield ``(start, stop, tables, log_weights)`` for chunks of grid points.
 
-        ``statistics[g - start, B]``: the likelihood's statistics row of ``X_B``;
+        ``tables[g - start, B]``: the tabulated predictive of ``X_B`` (``lik_table_row``);
         ``log_weights[g - start, B]``: ``log p(g | X)`` plus ``log w(|B|) P(B | X, g)``
         (``B`` empty: the new cluster's weight). The whole grid is kept when it takes
         at most ``PREDICTIVE_TABLE_BYTES``; otherwise chunks of that size (at least
@@ -269,7 +270,7 @@ class ExactMixturePredictive:
             yield tables
 
     def _tabulate(self, start, stop):
-        """The statistics and log weights of grid points ``start..stop - 1``."""
+        """The tabulated predictive and log weights of grid points ``start..stop - 1``."""
         kernels = self._kernels()
         n_subsets = 1 << self.data.shape[0]
         tables = np.empty((stop - start, n_subsets, self.likelihood.predictive_size))
