@@ -15,8 +15,8 @@ from scipy.special import gammaln, multigammaln
 from .._core.validation import check_option, check_scalar_param, writeable_if_small
 from . import _conjugate_kernels as k
 from . import _uncollapsed_kernels as u
-from .likelihood import (ClusterLikelihood, GibbsKernels, UncollapsedKernels, no_prepare,
-                         no_refresh, zero_global)
+from .likelihood import (ClusterLikelihood, GibbsKernels, TabulatedPredictive,
+                         UncollapsedKernels, no_prepare, no_refresh, zero_global)
 
 
 def _check_features(X, name, keep_float32=False):
@@ -321,6 +321,8 @@ class NormalInverseWishart(_GridHyperpriorMixin, _FittedMixin):
     uncollapsed_kernels = UncollapsedKernels(u.niw_suff_add_rows, u.niw_suff_to_stats,
                                              u.niw_draw_theta, u.niw_log_density_rows,
                                              u.niw_log_density_block)
+    tabulated_predictive = TabulatedPredictive(k.niw_table_row,
+                                               k.niw_tabulated_log_predictive)
 
     #: Multipliers ``t`` of the scale-matrix grid (``Psi_0 = t diag(var(X))``,
     #: 1/6 of a decade apart) used by ``hyperprior='grid'``.
@@ -402,6 +404,11 @@ class NormalInverseWishart(_GridHyperpriorMixin, _FittedMixin):
     def n_suff(self):
         d = self.n_features_in_
         return 1 + d + d * d
+
+    @property
+    def predictive_size(self):
+        d = self.n_features_in_
+        return 2 + d + d * d
 
     @property
     def n_theta(self):
@@ -765,6 +772,7 @@ class DirichletMultinomial(_FittedMixin):
                            k.dm_log_predictive, k.dm_log_cluster, zero_global, no_refresh)
     uncollapsed_kernels = UncollapsedKernels(u.dm_suff_add_rows, u.dm_suff_to_stats,
                                              u.dm_draw_theta, u.dm_log_density_rows)
+    tabulated_predictive = TabulatedPredictive(k.dm_table_row, k.dm_tabulated_log_predictive)
 
     def __init__(self, concentration=None):
         self.concentration = concentration
@@ -790,6 +798,10 @@ class DirichletMultinomial(_FittedMixin):
     @property
     def n_stats(self):
         return 3 + self.n_features_in_
+
+    @property
+    def predictive_size(self):
+        return 2 + 2 * self.n_features_in_
 
     @property
     def n_suff(self):

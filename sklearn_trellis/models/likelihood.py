@@ -34,6 +34,17 @@ UncollapsedKernels = namedtuple("UncollapsedKernels", [
     "log_density_screen"], defaults=(None, None))
 
 
+#: The optional numba pair of a likelihood's *tabulated* posterior predictive, for the exact
+#: predictive (:class:`sklearn_trellis.engines.exact.grid_marginal.ExactMixturePredictive`),
+#: which evaluates ``log p(x | X_B)`` for every subset ``B`` of the fitted rows and many new
+#: rows: ``table_row(params, stats, c, table, row)`` writes ``table[row]`` (``predictive_size``
+#: floats) from the statistics row ``c``, once per subset; ``log_predictive(params, data,
+#: table, shared, work, c, i)`` is ``log_predictive`` of the Gibbs protocol read from
+#: ``table[c]`` (``inline="always"``: it runs once per subset and new row). A likelihood
+#: without it is tabulated as its statistics and evaluated by its ``log_predictive``.
+TabulatedPredictive = namedtuple("TabulatedPredictive", ["table_row", "log_predictive"])
+
+
 def protocol_bindings(kernels):
     """A likelihood's :class:`GibbsKernels` under the names kernel templates call (``lik_reset``, ...)."""
     return {"lik_" + name: function for name, function in zip(GibbsKernels._fields, kernels)}
@@ -98,6 +109,9 @@ class ClusterLikelihood(BaseEstimator):
     #: them the likelihood also defines ``n_suff`` (length of an additive sufficient
     #: statistics row) and ``n_theta`` (length of a cluster parameter row).
     uncollapsed_kernels = None
+    #: TabulatedPredictive of the model (class attribute), or None: then the exact
+    #: predictive tabulates the statistics rows and calls ``log_predictive``.
+    tabulated_predictive = None
     #: True when moving an item changes more than its two clusters' rows of ``stats`` and
     #: ``shared`` (fastTIWD's translation-invariant cross-block sums, in ``work`` and in every
     #: slot's row): a rejected split-merge proposal then restores the whole of ``stats`` and
@@ -135,6 +149,11 @@ class ClusterLikelihood(BaseEstimator):
         raise NotImplementedError
 
     n_shared = 0
+
+    @property
+    def predictive_size(self):
+        """Length of a row of the tabulated predictive (:data:`TabulatedPredictive`)."""
+        return self.n_stats
 
     def work_size(self, capacity):
         """Length of the per-item scratch vector for ``capacity`` cluster slots."""
@@ -250,5 +269,5 @@ class ClusterLikelihood(BaseEstimator):
         return out
 
 
-__all__ = ["GibbsKernels", "UncollapsedKernels", "ClusterLikelihood", "protocol_bindings",
-           "uncollapsed_bindings", "no_prepare", "zero_global", "no_refresh"]
+__all__ = ["GibbsKernels", "UncollapsedKernels", "TabulatedPredictive", "ClusterLikelihood",
+           "protocol_bindings", "uncollapsed_bindings", "no_prepare", "zero_global", "no_refresh"]

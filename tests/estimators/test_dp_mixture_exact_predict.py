@@ -199,14 +199,14 @@ def test_pickled_exact_fit_is_small_and_rebuilds_its_predictive_table_bit_for_bi
     rng = np.random.RandomState(6)
     X, new = _draw("gaussian", rng, 8), _draw("gaussian", rng, 3)
     model = DPMixture(method="exact", n_sweeps=5, point_estimate="map", random_state=0).fit(X)
-    table = model._exact_predictive.log_join_bases
+    table = model._exact_predictive.log_join_weights
     assert table.shape == (len(model._exact_predictive.grid_params), 2 ** 8 - 1)
     blob = pickle.dumps(model)
     assert len(blob) < table.nbytes / 4
     loaded = pickle.loads(blob)
-    assert loaded._exact_predictive.log_join_bases is None
+    assert loaded._exact_predictive.log_join_weights is None
     assert np.array_equal(loaded.score_samples(new), model.score_samples(new))
-    assert np.array_equal(loaded._exact_predictive.log_join_bases, table)
+    assert np.array_equal(loaded._exact_predictive.log_join_weights, table)
     assert np.array_equal(loaded.predict_proba(new), model.predict_proba(new))
 
 

@@ -6,6 +6,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ...models.dp_mixture import MixturePartitionModel, subset_sizes
+from ._predictive_kernels import SHIFT_FLOOR, predictive_kernels
 from .trellis_for_model import trellis_for_model
 
 
@@ -51,13 +52,12 @@ class GridMarginalPosterior:
             params, log_prior = grid
         self.model_ = MixturePartitionModel(self.prior, self.likelihood).fit(data)
         constant = self.model_.log_potential_constant()
-        self.tables_, self.trellises_, self._log_marginals = [], [], []
+        self.tables_, self.trellises_ = [], []
         log_evidence = np.empty(len(params))
         log_map = np.empty(len(params))
         for g, row in enumerate(params):
             log_marginals = self.likelihood.subset_log_marginals(self.model_._data, row)
             table = self.model_.log_potential_table(row, log_marginals)
-            self._log_marginals.append(log_marginals)
             trellis = trellis_for_model(self.model_, table, max_items=self.max_items)
             self.tables_.append(table)
             self.trellises_.append(trellis)
@@ -115,11 +115,10 @@ class GridMarginalPosterior:
                                 for k in range(1, n + 1)])
         log_join = self.prior.log_predictive_weights(sizes)[:-1]
         kept = np.flatnonzero(self.grid_weights > 0)
-        base, log_new = [], []
+        weights, log_new = [], []
         for g in kept:
             trellis = self.trellises_[g]
-            base.append(trellis.log_cluster_marginals()[1:] + log_join
-                        - self._log_marginals[g][1:])
+            weights.append(trellis.log_cluster_marginals()[1:] + log_join)
             if np.ptp(new_weights) == 0:   # the CRP: a new cluster's weight ignores K
                 log_new.append(new_weights[0])
             else:
@@ -129,7 +128,7 @@ class GridMarginalPosterior:
         return ExactMixturePredictive(
             likelihood=self.likelihood, data=self.model_._data,
             grid_params=self.grid_params[kept], log_grid_weights=self._log_grid_weights[kept],
-            log_join_bases=np.array(base), log_new_weights=np.array(log_new),
+            log_join_weights=np.array(weights), log_new_weights=np.array(log_new),
             log_normaliser=float(np.log(n + self.prior.alpha)), prior=self.prior,
             max_items=self.max_items)
 
@@ -137,6 +136,13 @@ class GridMarginalPosterior:
         """``log p(z, X)`` of each sample, marginalised over the grid."""
         per_point = np.array([self.model_.log_joints(samples, table) for table in self.tables_])
         return logsumexp(per_point + self._log_prior[:, None], axis=0)
+
+
+#: Bytes of the per-(grid point, subset) tables of the exact predictive kept between
+#: calls (``G 2**n (predictive_size + 1)`` float64: 55 MB at 12 rows in 2 dimensions on
+#: the default grid of 186 points, 197 MB in 5). Above it, each call tabulates the grid
+#: in chunks of this size (at least one grid point) and keeps nothing.
+PREDICTIVE_TABLE_BYTES = 256 * 2**20
 
 
 @dataclass
@@ -148,53 +154,61 @@ class ExactMixturePredictive:
     one partition (join a cluster or open one) averaged over every partition and
     grid point, which is ``p(X + x) / p(X)``.
 
-    The table ``log_join_bases`` (grid points x ``2**n``: 6 MB at 12 rows on the
-    default Gaussian grid of 186 points) is not pickled: it is rebuilt from the
-    rows, the prior and the likelihood on first use after unpickling (one exact
-    fit of the posterior, the same values bit for bit).
+    ``m_g(X_B + x) / m_g(X_B)`` is the likelihood's posterior predictive given
+    ``X_B`` (its ``log_predictive``, as in the Gibbs sampler): the predictive of
+    every ``X_B`` at every grid point is tabulated on first use (the likelihood's
+    ``TabulatedPredictive``, else its statistics rows; ``PREDICTIVE_TABLE_BYTES`` at
+    most are kept), then each new row costs one predictive evaluation per (grid
+    point, subset). :meth:`reference_log_terms` is the previous algorithm.
+
+    The tables (``log_join_weights``, grid points x ``2**n``: 6 MB at 12 rows on
+    the default Gaussian grid of 186 points; the predictive's) are not pickled:
+    ``log_join_weights`` is rebuilt from the rows, the prior and the likelihood on
+    first use after unpickling (one exact fit of the posterior, the same values
+    bit for bit).
     """
 
     likelihood: object                  # the fitted ClusterLikelihood
     data: np.ndarray                    # (n, ...) the fitted rows (kernel data)
     grid_params: np.ndarray             # (G, n_params) grid points of positive weight
     log_grid_weights: np.ndarray        # (G,) log p(g | X)
-    log_join_bases: np.ndarray          # (G, 2**n - 1) log [P(B | X, g) w(|B|) / m_g(X_B)]
+    log_join_weights: np.ndarray        # (G, 2**n - 1) log [P(B | X, g) w(|B|)]
     log_new_weights: np.ndarray         # (G,) log E[w_new(K) | X, g]
     log_normaliser: float               # log(n + alpha)
-    prior: object = None                # the PartitionPrior (to rebuild log_join_bases)
+    prior: object = None                # the PartitionPrior (to rebuild log_join_weights)
     max_items: int = None               # the exact trellis's size limit (likewise)
 
     def __getstate__(self):
         state = dict(self.__dict__)
-        state["log_join_bases"] = None   # rebuilt on demand: _join_bases
+        state["log_join_weights"] = None   # rebuilt on demand: _join_weights
+        state.pop("_tables", None)          # likewise: _grid_tables
+        state.pop("_reference_log_marginals", None)
         return state
 
-    def _join_bases(self):
-        """``log_join_bases``, rebuilt after unpickling by refitting the exact posterior."""
-        if self.log_join_bases is None:
+    def _join_weights(self):
+        """``log_join_weights``, rebuilt after unpickling by refitting the exact posterior."""
+        if self.log_join_weights is None:
             rebuilt = GridMarginalPosterior(self.prior, self.likelihood,
                                             self.max_items).fit(self.data).predictive()
-            self.log_join_bases = rebuilt.log_join_bases
-        return self.log_join_bases
+            self.log_join_weights = rebuilt.log_join_weights
+        return self.log_join_weights
 
     def log_density(self, data_new):
         """``log p(x | X)`` of each row of ``data_new`` (kernel data, like ``data``).
 
-        Per row and grid point one pass of the fit's subset kernel over the rows
-        ``[x, X]``, the subsets holding ``x`` only: ``log m_g(x + X_B)`` of every
-        ``B`` (``B`` empty: the new cluster's ``log m_g(x)``).
+        One posterior predictive evaluation per (grid point, subset ``B``, row),
+        ``B`` empty giving the new cluster's ``log m_g(x)``; the terms are summed in
+        linear space under a running shift per row (relative rounding error below
+        ``(2**n + 4) eps`` for any grid, each term's own error apart). A row's value
+        does not depend on the others.
         """
-        out = np.empty(data_new.shape[0])
-        per_point = np.empty(len(self.grid_params))
-        bases = self._join_bases()
-        for row in range(data_new.shape[0]):
-            with_x = self._joined_log_marginals(data_new[row:row + 1])
-            for g in range(len(self.grid_params)):
-                per_point[g] = self.log_grid_weights[g] + logsumexp(np.append(
-                    bases[g] + with_x[g, 1:],
-                    self.log_new_weights[g] + with_x[g, 0]))
-            out[row] = logsumexp(per_point) - self.log_normaliser
-        return out
+        n_rows = data_new.shape[0]
+        shift = np.full(n_rows, SHIFT_FLOOR)
+        total, compensation = np.zeros(n_rows), np.zeros(n_rows)
+        self._accumulate(data_new, shift, total, compensation, np.zeros(n_rows),
+                         np.zeros((1, 1)), False)
+        with np.errstate(divide="ignore"):   # no finite term: log(0) + SHIFT_FLOOR = -inf
+            return np.log(total + compensation) + shift - self.log_normaliser
 
     def assignment_probabilities(self, data_new):
         """``P(x's cluster is B + {x} | X, x)`` of every bitmask ``B`` of the fitted rows.
@@ -209,29 +223,86 @@ class ExactMixturePredictive:
         probs : ndarray of shape (n_new, 2**n)
             Rows sum to 1; a row of NaN where float64 holds no density of ``x``.
         """
-        bases = self._join_bases()
-        n_subsets = bases.shape[1] + 1
-        out = np.empty((data_new.shape[0], n_subsets))
-        for row in range(data_new.shape[0]):
-            terms = self._joined_log_marginals(data_new[row:row + 1])
-            terms[:, 0] += self.log_new_weights
-            terms[:, 1:] += bases
-            terms += self.log_grid_weights[:, None]
-            top = terms.max()
-            if not np.isfinite(top):
-                out[row] = np.nan
-                continue
-            weights = np.exp(terms - top).sum(axis=0)
-            out[row] = weights / weights.sum()
+        n_rows = data_new.shape[0]
+        shift = np.full(n_rows, SHIFT_FLOOR)
+        out = np.zeros((n_rows, 1 << self.data.shape[0]))
+        self._accumulate(data_new, shift, np.zeros(1), np.zeros(1), np.zeros(1), out, True)
+        sums = out.sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out /= sums[:, None]
+        out[~(sums > 0)] = np.nan     # no term survived float64, or a NaN term
         return out
 
-    def _joined_log_marginals(self, row):
-        """(G, 2**n) ``log m_g(x + X_B)`` of the new row ``x`` (shape (1, ...)) joined to
-        every subset ``B`` of the fitted rows (``B`` empty: ``log m_g(x)``)."""
+    def _accumulate(self, data_new, shift, total, compensation, partial, per_subset,
+                    by_subset):
+        """Run the kernel over the grid, a chunk of tabulated grid points at a time."""
+        kernels = self._kernels()
+        work = np.zeros(max(1, self.likelihood.work_size(self.data.shape[0] + 1)))
+        for start, stop, tables, log_weights in self._grid_tables():
+            kernels.accumulate_predictive(
+                self.grid_params[start:stop], tables, log_weights, data_new, work, shift,
+                total, compensation, partial, per_subset, by_subset)
+
+    def _kernels(self):
+        return predictive_kernels(self.likelihood)
+
+    def _grid_tables(self):
+        """Yield ``(start, stop, tables, log_weights)`` for chunks of grid points.
+
+        ``tables[g - start, B]``: the tabulated predictive of ``X_B`` (``lik_table_row``);
+        ``log_weights[g - start, B]``: ``log p(g | X)`` plus ``log w(|B|) P(B | X, g)``
+        (``B`` empty: the new cluster's weight). The whole grid is kept when it takes
+        at most ``PREDICTIVE_TABLE_BYTES``; otherwise chunks of that size (at least
+        one grid point) are tabulated for the call and dropped.
+        """
+        tables = getattr(self, "_tables", None)
+        if tables is not None:
+            yield tables
+            return
+        n_grid, n_subsets = len(self.grid_params), 1 << self.data.shape[0]
+        per_point = n_subsets * (self.likelihood.predictive_size + 1) * 8
+        chunk = max(1, PREDICTIVE_TABLE_BYTES // per_point)
+        for start in range(0, n_grid, chunk):
+            stop = min(n_grid, start + chunk)
+            tables = (start, stop, *self._tabulate(start, stop))
+            if stop - start == n_grid:
+                self._tables = tables
+            yield tables
+
+    def _tabulate(self, start, stop):
+        """The tabulated predictive and log weights of grid points ``start..stop - 1``."""
+        kernels = self._kernels()
+        n_subsets = 1 << self.data.shape[0]
+        tables = np.empty((stop - start, n_subsets, self.likelihood.predictive_size))
+        stats = np.empty((n_subsets, self.likelihood.n_stats))   # one grid point's scratch
+        work = np.zeros(max(1, self.likelihood.work_size(self.data.shape[0] + 1)))
+        for offset, params in enumerate(self.grid_params[start:stop]):
+            kernels.tabulate_subsets(np.ascontiguousarray(params, dtype=np.float64),
+                                     self.data, work, stats, tables[offset])
+        log_weights = np.empty((stop - start, n_subsets))
+        log_weights[:, 0] = self.log_new_weights[start:stop]
+        log_weights[:, 1:] = self._join_weights()[start:stop]
+        log_weights += self.log_grid_weights[start:stop, None]
+        return tables, log_weights
+
+    # -- the previous algorithm: the reference of tests and benchmarks -----------------
+    def reference_log_terms(self, row):
+        """(G, 2**n) terms of :meth:`log_density`'s sum for one new row (shape (1, ...)),
+        by the subset kernel: ``log m_g(x + X_B) - log m_g(X_B)`` from one pass over
+        ``[x, X]`` per grid point (``O(G 2**n)`` marginals per row; the algorithm
+        before the tabulated statistics, kept as their independent check)."""
+        if getattr(self, "_reference_log_marginals", None) is None:
+            self._reference_log_marginals = np.array([
+                self.likelihood.subset_log_marginals(self.data, params)
+                for params in self.grid_params])
         joined = np.concatenate([row, self.data])
-        return np.array([self.likelihood.subset_log_marginals(joined, params,
-                                                              with_first=True)[1::2]
-                         for params in self.grid_params])
+        terms = np.array([self.likelihood.subset_log_marginals(joined, params,
+                                                               with_first=True)[1::2]
+                          for params in self.grid_params])
+        terms -= self._reference_log_marginals
+        terms[:, 0] += self.log_new_weights
+        terms[:, 1:] += self._join_weights()
+        return terms + self.log_grid_weights[:, None]
 
 
 __all__ = ["GridMarginalPosterior", "ExactMixturePredictive"]
