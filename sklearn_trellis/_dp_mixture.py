@@ -331,7 +331,7 @@ array-like of shape (n_samples,), default='auto'
                 X, data if sampler is subcluster else self.model_.check_sampler_data(X), rng)
         if is_dask_array(X):
             return self._dask_init_labels(X, init, rng)
-        return initial_labels(init, X, rng)
+        return initial_labels(init, X, rng, n_jobs=self.n_jobs)
 
     def _subsample_init_labels(self, X, data, rng):
         """``init='subsample'``: :func:`.engines.gibbs.subcluster.subsample_start` on
