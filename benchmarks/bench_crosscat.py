@@ -63,11 +63,11 @@ of CrossCat's defaults (126 to 144 sweeps) gained nothing. With the view move
 the defaults find the views of the 1,000 x 20 table better (view ARI 0.80 ->
 0.93, row ARI 0.70 -> 0.81; the runs without split-merge, which the move does
 not touch, moved 0.80 -> 0.82 and 0.76 -> 0.63 between the two measurements:
-other changes and three seeds' spread) at about 5 times the sweep of Lace's
-moves only (the move runs every sweep below 50,000 cells), and reach 0.93 /
-0.87 on 10,000 x 50 at 1.8 times (same run, same load). The collapsed row scan, with the view move, now
-recovers the structure best (0.98 / 0.87 and 0.93 / 0.86) at 1.4 to 2 times
-the defaults' sweep. A sweep is a few kernel calls on one seed
+other changes and three seeds' spread) at about 5 times the sweep of
+``n_split_merge=0`` (the move runs every sweep below 50,000 cells), and reach
+0.93 / 0.87 on 10,000 x 50 at 1.8 times (same run, same load). The collapsed
+row scan, with the view move, now recovers the structure best (0.98 / 0.87 and
+0.93 / 0.86) at 1.4 to 2 times the defaults' sweep. A sweep is a few kernel calls on one seed
 (``engines/gibbs/_crosscat_sweep.py``) on a flat state in which each column keeps
 its statistics per row cluster of its view: the slice move scores a view's
 cells column by column, the columns' scores against the views are computed at
