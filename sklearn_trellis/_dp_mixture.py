@@ -317,9 +317,9 @@ array-like of shape (n_samples,), default='auto'
         gamma_hyperprior(self.alpha_prior)
         return make_prior(self.alpha, self.discount, self.n_prior_components)
 
-    def _init_labels(self, X, data, rng, sampler):
+    def _init_labels(self, X, data, rng, sampler, executor=None):
         """Starting labels of the rows of ``X`` (None: one cluster); ``data`` is what the
-        sampler runs on."""
+        sampler runs on (``executor``: its running shards, if any)."""
         if not isinstance(self.init, str):
             return check_given_labels(self.init, X.shape[0])
         init = self.init
@@ -328,12 +328,13 @@ array-like of shape (n_samples,), default='auto'
             init = "subsample" if sampler is subcluster and large else "kmeans"
         if init == "subsample":
             return self._subsample_init_labels(
-                X, data if sampler is subcluster else self.model_.check_sampler_data(X), rng)
+                X, data if sampler is subcluster else self.model_.check_sampler_data(X), rng,
+                executor)
         if is_dask_array(X):
             return self._dask_init_labels(X, init, rng)
-        return initial_labels(init, X, rng)
+        return initial_labels(init, X, rng, n_jobs=self.n_jobs)
 
-    def _subsample_init_labels(self, X, data, rng):
+    def _subsample_init_labels(self, X, data, rng, executor=None):
         """``init='subsample'``: :func:`.engines.gibbs.subcluster.subsample_start` on
         ``data`` (the sub-cluster sampler's rows, or a dask array)."""
         if getattr(self.model_, "uncollapsed_kernels", None) is None:
@@ -350,7 +351,8 @@ array-like of shape (n_samples,), default='auto'
         return subcluster.subsample_start(
             self.model_, self.prior_, data, init_labels=start,
             n_split_merge=self.n_split_merge,
-            hyperprior=gamma_hyperprior(self.alpha_prior), random_state=rng)
+            hyperprior=gamma_hyperprior(self.alpha_prior), random_state=rng,
+            executor=executor)
 
     # -- fitting ---------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
@@ -545,8 +547,11 @@ array-like of shape (n_samples,), default='auto'
                                          n_chains=len(states), n_jobs=self.n_jobs,
                                          random_state=rng, states=states, **kwargs)
         else:
-            init = self._init_labels(X, data, rng, sampler)
-            results = sampler.run_chains(self.model_, self.prior_, data,
+            # a dask array's shards (Dask actors) built once, for the start and every chain
+            executor = subcluster.make_executor(self.model_, data) if dask else None
+            init = self._init_labels(X, data, rng, sampler, executor)
+            results = sampler.run_chains(self.model_, self.prior_,
+                                         data if executor is None else executor,
                                          n_chains=self.n_chains, n_jobs=self.n_jobs,
                                          random_state=rng, init_labels=init, **kwargs)
         chains = self._store_chains(results, self.model_, self.prior_, record=record, warm=warm,

@@ -244,7 +244,7 @@ default='vi'
         if magnitude > 0:   # k-means squares distances: by a power of two to O(1) values
             filled = filled / np.ldexp(1.0, int(np.frexp(magnitude)[1]))
         k = min(KMEANS_INIT_CLUSTERS, np.unique(filled, axis=0).shape[0])
-        return initial_labels("kmeans", filled, rng, kmeans_clusters=k)
+        return initial_labels("kmeans", filled, rng, kmeans_clusters=k, n_jobs=self.n_jobs)
 
     def _init_labels(self, X, rng):
         if isinstance(self.init, tuple):

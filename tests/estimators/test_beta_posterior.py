@@ -17,20 +17,22 @@ from sklearn_trellis.datasets import make_gaussian_pairs
 from sklearn_trellis.engines.beta_posterior import LOG_ALPHA_GRID, LOG_B_GRID, beta_posterior
 
 
-def grid_prior(w, betas):
-    """The stated prior on the grid, from its definition: half-normal(scale 4) density of
-    ``d = b sd`` times ``d`` (the log grid's Jacobian), normalised."""
+def log_grid_prior(w, betas):
+    """The log of the stated prior on the grid, from its definition: half-normal(scale 4)
+    density of ``d = b sd`` times ``d`` (the log grid's Jacobian), normalised. In logs:
+    the weights of the grid's largest values are below double precision (6 items: four
+    of 41 near exp(-5000))."""
     sd = np.sqrt(np.mean(w[np.triu_indices(w.shape[0], 1)] ** 2))
     d = 2.0 * np.asarray(betas) * sd
-    density = d * np.exp(-0.5 * (d / 4.0) ** 2)
-    return density / density.sum()
+    log_density = np.log(d) - 0.5 * (d / 4.0) ** 2
+    return log_density - logsumexp(log_density)
 
 
 def brute_force(w, betas, alpha):
     """``(partitions, p(beta_k | W), p(pi | W), log p(W))`` by enumeration."""
     partitions = set_partitions(w.shape[0])
     joints = (gaussian_pair_beta_grid_log_joints(partitions, w, betas, alpha)
-              + np.log(grid_prior(w, betas))[:, None])
+              + log_grid_prior(w, betas)[:, None])
     log_total = logsumexp(joints)
     return (partitions, np.exp(logsumexp(joints, axis=1) - log_total),
             np.exp(logsumexp(joints, axis=0) - log_total), log_total)
@@ -153,21 +155,20 @@ def test_alpha_auto_is_learned_then_beta_summed_out():
     np.testing.assert_allclose(est.beta_posterior_, p_beta, atol=1e-12)
 
 
-def alpha_grid_prior(alphas, shape=1.0, rate=1.0):
-    """The Gamma(shape, rate) prior on ``alpha`` taken on its logarithmic grid, from its
-    definition: density times ``alpha`` (the Jacobian), normalised."""
+def log_alpha_grid_prior(alphas, shape=1.0, rate=1.0):
+    """The log of the Gamma(shape, rate) prior on ``alpha`` taken on its logarithmic grid,
+    from its definition: density times ``alpha`` (the Jacobian), normalised."""
     alphas = np.asarray(alphas)
-    density = alphas ** (shape - 1.0) * np.exp(-rate * alphas) * alphas
-    return density / density.sum()
+    log_density = (shape - 1.0) * np.log(alphas) - rate * alphas + np.log(alphas)
+    return log_density - logsumexp(log_density)
 
 
 def brute_force_alpha_beta(w, alphas, betas, alpha_prior=(1.0, 1.0)):
     """``(partitions, p(alpha_i, beta_k | W), p(pi | W), log p(W))`` by enumeration of
     all partitions x the two grids."""
     partitions = set_partitions(w.shape[0])
-    with np.errstate(divide="ignore"):   # prior weights below double precision
-        log_beta_prior = np.log(grid_prior(w, betas))
-    log_alpha_prior = np.log(alpha_grid_prior(alphas, *alpha_prior))
+    log_beta_prior = log_grid_prior(w, betas)
+    log_alpha_prior = log_alpha_grid_prior(alphas, *alpha_prior)
     joints = np.array([gaussian_pair_beta_grid_log_joints(partitions, w, betas, alpha)
                        + log_beta_prior[:, None] + log_a
                        for alpha, log_a in zip(alphas, log_alpha_prior)])

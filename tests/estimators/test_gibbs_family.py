@@ -168,3 +168,43 @@ def test_one_switch_between_exact_and_gibbs(name):
     exact = make(method="exact", n_sweeps=10, max_exact_size=size, random_state=0,
                  **exact_kwargs).fit(X)
     assert exact.method_ == "exact"
+
+
+
+@pytest.mark.parametrize("n_jobs, threads", [(None, 1), (1, 1), (2, 2)])
+def test_kmeans_start_runs_on_the_threads_n_jobs_allows(n_jobs, threads, monkeypatch):
+    """``init='kmeans'`` fits k-means on ``effective_n_jobs(n_jobs)`` BLAS and OpenMP
+    threads (not every pool of the machine: a loaded machine's idle pools cost 5 to 60
+    times the CPU), in both estimators that offer it; its labels do not depend on the
+    number of threads."""
+    from threadpoolctl import threadpool_info
+
+    from sklearn_trellis import _gibbs_base
+
+    seen = []
+
+    class Stop(Exception):
+        pass
+
+    class Recording(_gibbs_base.KMeans):
+        stop = False
+
+        def fit(self, X, y=None, sample_weight=None):
+            seen.append({m["num_threads"] for m in threadpool_info()})
+            fitted = super().fit(X, y, sample_weight)
+            if Recording.stop:   # the estimator's start is all this test needs
+                raise Stop
+            return fitted
+
+    X = _points(60, seed=3)
+    one = _gibbs_base.initial_labels("kmeans", X, np.random.RandomState(0), n_jobs=1)
+    monkeypatch.setattr(_gibbs_base, "KMeans", Recording)
+    labels = _gibbs_base.initial_labels("kmeans", X, np.random.RandomState(0), n_jobs=n_jobs)
+    assert seen == [{threads}]
+    np.testing.assert_array_equal(labels, one)
+    monkeypatch.setattr(Recording, "stop", True)
+    for estimator in (DPMixture(init="kmeans"), InfiniteBiclustering(init="kmeans")):
+        seen.clear()
+        with pytest.raises(Stop):
+            estimator.set_params(n_jobs=n_jobs, method="gibbs").fit(X)
+        assert seen == [{threads}]

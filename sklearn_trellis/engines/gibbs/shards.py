@@ -29,6 +29,7 @@ import functools
 import pickle
 import time
 
+import numba
 import numpy as np
 
 from . import _shard_kernels as shard_kernels, _subcluster_kernels as kernels
@@ -194,7 +195,6 @@ class Shard:
         larger (``NUMBA_NUM_THREADS`` is read when numba is imported, which on a Dask
         worker can precede the worker's environment; the count is per calling thread)."""
         if self.n_threads is not None:
-            import numba
             numba.set_num_threads(max(1, min(self.n_threads, numba.config.NUMBA_NUM_THREADS)))
         return kernel(self.engine, name, n_rows, row_cost)
 
@@ -248,7 +248,8 @@ class Shard:
         row_cost = n_clusters * self.data.shape[1] / LABEL_PASS_CALIBRATION
         self._kernel("propose_labels", n, row_cost)(
             params, theta, log_pi, n_clusters, self.data, self.labels, pinned,
-            shifted_key(key, self.offset), self._proposal, block_counts)
+            shifted_key(key, self.offset), self._proposal, block_counts,
+            numba.get_num_threads())
         return block_counts.sum(axis=0)
 
     def settle(self, accept, params, n_clusters, next_row=-1):

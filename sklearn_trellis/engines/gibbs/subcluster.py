@@ -92,7 +92,7 @@ from ..._core.validation import check_random_state
 from ...models.prior_kernels import log_block, log_count, log_weight_existing, log_weight_new
 from . import _subcluster_kernels as kernels
 from .sampler import ChainResult, _engine as _collapsed_engine, map_chains
-from .shards import LocalExecutor, engine_for, is_dask_array, reduce_tree
+from .shards import DaskExecutor, LocalExecutor, engine_for, is_dask_array, reduce_tree
 
 #: Restricted two-way Gibbs passes of a split/merge launch before the proposal's own pass.
 LAUNCH_ITERATIONS = 3
@@ -268,9 +268,11 @@ def new_state(likelihood, data, init_labels, alpha, params=None):
         _, compact = np.unique(np.asarray(init_labels), return_inverse=True)
         labels = compact.astype(np.int64).ravel()
     executor = make_executor(likelihood, data, labels)
-    if labels is not None and executor is data:
-        executor.map("set_labels", per_shard=[labels[a:b] for a, b in
-                                              zip(executor.bounds[:-1], executor.bounds[1:])])
+    if executor is data:   # a running executor: its shards get this state's labels
+        bounds = executor.bounds
+        start = np.zeros(bounds[-1], np.int64) if labels is None else labels
+        executor.map("set_labels", per_shard=[start[a:b] for a, b in
+                                              zip(bounds[:-1], bounds[1:])])
     K = 1 if labels is None else (int(labels.max()) + 1 if labels.size else 0)
     shard_counts, suff = _statistics(executor, params, K)
     return SubclusterState(executor=executor, counts=shard_counts.sum(axis=0),
@@ -736,7 +738,7 @@ def subsample_rows(n, n_rows=None):
 
 def subsample_start(likelihood, prior, data, *, init_labels=None, n_iterations=None,
                     n_rows=None, n_split_merge=10, n_search_iterations=None,
-                    hyperprior=None, random_state=None):
+                    hyperprior=None, random_state=None, executor=None):
     """Starting labels of every row of ``data`` from a chain on an evenly spaced subsample.
 
     On the ``n_rows`` rows of :func:`subsample_rows` (None: ``SUBSAMPLE_ROWS``), the
@@ -765,7 +767,9 @@ def subsample_start(likelihood, prior, data, *, init_labels=None, n_iterations=N
     where the chain alone ended with 16-17 and ARI 0.84-0.90).
 
     ``data`` is an ndarray (``likelihood.check_sampler_data``) or a ``dask.array`` (only
-    the subsample is gathered; the labels are drawn on the workers).
+    the subsample is gathered; the labels are drawn on the workers). ``executor``: the
+    running executor of ``data``'s rows (:func:`make_executor`), if the caller keeps one
+    for the chains (a Dask fit's actors are then built once); None: one of its own.
     The labels depend on ``random_state`` only, not on the number of shards or threads.
     Returns int64 labels ``0..K-1`` of shape ``(n_samples,)``.
     """
@@ -796,7 +800,7 @@ def subsample_start(likelihood, prior, data, *, init_labels=None, n_iterations=N
     log_pi = _draw_log_weights(prior.with_alpha(small.alpha).kernel_params(), small.counts,
                                rng)
     theta = _draw_thetas(engine, likelihood, small.params, small.suff, rng)
-    executor = make_executor(likelihood, data)
+    executor = make_executor(likelihood, data) if executor is None else executor
     no_anchors = np.full((executor.n_shards, K), -1, np.int64)
     # as in run_chain: the parallelism is numba's; a BLAS pool under each numba thread's
     # products oversubscribes the cores (100,000 x 128 rows, 80 clusters: 2.6 CPU s
@@ -894,8 +898,8 @@ def run_chains(likelihood, prior, data, *, n_chains=1, n_jobs=None, random_state
     """Independent chains (as :func:`.sampler.run_chains`, through :func:`.sampler.map_chains`)."""
     if states is None:
         states = [None] * n_chains
-    if is_dask_array(data):   # the workers run the shards: the chains one after the other
-        n_jobs = None
+    if is_dask_array(data) or isinstance(data, DaskExecutor):
+        n_jobs = None   # the workers run the shards: the chains one after the other
     per_chain = [dict(init_labels=init_labels, state=states[c]) for c in range(n_chains)]
     return map_chains(run_chain, (likelihood, prior, data), per_chain, n_jobs=n_jobs,
                       random_state=random_state, **chain_kwargs)

@@ -21,6 +21,7 @@ import numbers
 import numpy as np
 
 from ..._core.budget import check_memory
+from ..._core.family import ClusterFamily
 from ..._core.pairwise import (SMALL_CHECK_ENTRIES, check_pairwise_matrix,
                                finite_nonnegative, upper_triangle)
 from ..._core.trees import check_children, leaf_order, scipy_to_children, tree_to_postorder_children
@@ -239,11 +240,31 @@ def beam_seed_trees(model, n_trees, *, beam_width=None, beta=1.0):
     n = model.n_items_
     if beam_width is None:
         beam_width = max(n * (n - 1) // 2, int(n_trees), 1)
+    _check_table_memory(model)
     found = beam_search_trees(*model.kernel_inputs(float(beta)), beam_width=beam_width,
                               n_trees=int(n_trees))
     trees = [tree_to_postorder_children(tree, n) if n > 1 else np.zeros((0, 2), dtype=np.int64)
              for tree, _ in found]
     return trees, np.array([value for _, value in found])
+
+
+def _check_table_memory(model):
+    """Refuse, before it is built, a ``2**N`` statistics table that does not fit in memory.
+
+    Its rows are those of the model's per-vertex statistics (read on the family of the
+    singletons); building it peaks at up to twice the table (N = 24: Dasgupta's 256 MiB
+    table peaked at 400 MiB, Ginkgo's 640 MiB at 1.1 GiB). A callable energy's table of
+    splits has its own limit (``max_items``).
+    """
+    n = model.n_items_
+    if n < 2 or model.python_splits:
+        return
+    singletons = ClusterFamily.from_clusters([], n)
+    rows = model.family_kernel_inputs(singletons).stats.shape[0]
+    check_memory(2 * 8 * rows * 2.0 ** n,
+                 f"the beam search's table of the model over all 2**{n} subsets",
+                 "TrellisHierarchical adds beam seeds up to N = 20; beyond, use "
+                 "linkage_seed_trees.")
 
 
 def tree_windows(children, n_items, size=8, max_union_items=None):

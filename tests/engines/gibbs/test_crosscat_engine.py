@@ -11,6 +11,7 @@ from scipy.special import betaln
 from sklearn_trellis import CrossCat
 from sklearn_trellis.engines.exact.crosscat import exact_crosscat
 from sklearn_trellis.engines.gibbs import _crosscat_kernels as ck
+from sklearn_trellis.engines.gibbs import _crosscat_views as views_k
 from sklearn_trellis.engines.gibbs import crosscat as engine
 from sklearn_trellis.models import CELL_MODELS
 from sklearn_trellis.models.cell_loops import cell_constants, column_log_score, column_stats
@@ -175,10 +176,10 @@ def test_each_move_leaves_the_exact_posterior_invariant(move, exact_draws):
 @pytest.mark.slow
 def test_view_split_merge_chain_matches_exact():
     """A chain whose columns move by the view split-merge move alone (with the slice row
-    move and the cell hyperparameters) has the exact dependence probabilities. More
-    sensitive than one move per exact draw: leaving out the ``lgamma`` terms of the view
-    prior in the move's ratio gives deviations of 0.03 to 0.04 here (within 0.05 after one
-    move), the correct ratio 0.005 to 0.007 (three seeds)."""
+    move and the cell hyperparameters) has the exact dependence probabilities: leaving out
+    the ``lgamma`` terms of the view prior in the move's ratio gave deviations of 0.03 to
+    0.04 here, the correct ratio 0.005 to 0.007 (three seeds). The fast check of each term
+    of the ratio is test_view_move_ratio_is_the_exact_metropolis_hastings_ratio."""
     X, cells = _four_type_table()
     model = _model(X, cells, alpha_views=0.9, alpha_rows=1.3)
     exact = exact_crosscat(model)
@@ -192,6 +193,132 @@ def test_view_split_merge_chain_matches_exact():
         engine.resample_column_params(model, state, rng)
         together += state.view_of[:, None] == state.view_of[None, :]
     np.testing.assert_allclose(together / n_sweeps, exact.dependence_probability, atol=0.015)
+
+
+class _ViewMoveOracle:
+    """The view split-merge move's Metropolis-Hastings ratio from first principles: the
+    posterior by :func:`engine.log_joint` of both states, the proposal probabilities
+    (sides, sequential allocations) from each column's marginal likelihood of row sets."""
+
+    def __init__(self, model, params):
+        self.model, self.params = model, params
+        self._memo = {}
+
+    def log_m(self, j, rows):
+        key = (j, frozenset(rows))
+        if key not in self._memo:
+            code = int(self.model.codes[j])
+            stats = np.zeros((1, self.model.n_stats))
+            column_stats(code, self.params[j], self.model.columns[j][sorted(rows)],
+                         np.zeros(len(rows), np.int64), stats)
+            self._memo[key] = column_log_score(code, self.params[j], stats)
+        return self._memo[key]
+
+    def _blocks(self, labels):
+        return [np.flatnonzero(labels == c) for c in np.unique(labels)]
+
+    def log_q_sequential(self, members, alpha, order, labels):
+        """log probability that rows allocated in ``order`` by the joint predictive of
+        ``members`` (CRP(alpha) weights) form the partition ``labels``."""
+        blocks, block_of, log_q = [], {}, 0.0
+        for r in order:
+            weights = [np.log(len(b)) + sum(self.log_m(j, b + [r]) - self.log_m(j, b)
+                                            for j in members) for b in blocks]
+            weights.append(np.log(alpha) + sum(self.log_m(j, [r]) for j in members))
+            chosen = block_of.get(labels[r], len(blocks))
+            log_q += weights[chosen] - np.logaddexp.reduce(weights)
+            if chosen == len(blocks):
+                block_of[labels[r]] = len(blocks)
+                blocks.append([])
+            blocks[chosen].append(r)
+        return log_q
+
+    def log_posterior(self, view_of, rows_of_view, alpha_views):
+        views, view_labels = np.unique(view_of, return_inverse=True)
+        state = engine.new_crosscat_state(self.model, np.random.RandomState(0),
+                                          view_labels=view_labels,
+                                          row_labels=[rows_of_view[v] for v in views])
+        state.params[:] = self.params
+        state.alpha_views = alpha_views
+        return engine.log_joint(self.model, state)
+
+    def log_ratio(self, state, i, j, order, launch_i, launch_j, stay, leave, z_stay,
+                  z_leave, alpha_u):
+        """log MH ratio of the proposal from ``state``: a split of ``i``'s view into
+        ``stay`` (rows ``z_stay``) and ``leave`` (``z_leave``, concentration ``alpha_u``)
+        or, if ``i`` and ``j`` are in different views, their merge (rows ``z_stay``)."""
+        v, u = state.view_of[i], state.view_of[j]
+        merged = sorted(stay + leave)
+        log_q_sides = 0.0
+        for l in merged:
+            if l in (i, j):
+                continue
+            s_i, s_j = (sum(self.log_m(l, list(b)) for b in self._blocks(launch))
+                        for launch in (launch_i, launch_j))
+            log_q_sides += (s_j if l in leave else s_i) - np.logaddexp(s_i, s_j)
+        rows = dict(enumerate(state.labels))
+        split_views = state.view_of.copy()
+        if u == v:
+            split_views[leave] = state.n_columns.size     # a new slot
+            split_rows = {**rows, v: z_stay, state.n_columns.size: z_leave}
+            merged_rows, z_merged, alpha_leave = rows, state.labels[v], alpha_u
+        else:
+            merged_views = state.view_of.copy()
+            merged_views[leave] = v
+            split_rows, z_merged, alpha_leave = rows, z_stay, state.alphas[u]
+            merged_rows = {**rows, v: z_stay}
+            z_stay, z_leave = state.labels[v], state.labels[u]
+        log_split = self.log_posterior(split_views if u == v else state.view_of,
+                                       split_rows, state.alpha_views)
+        log_merge = self.log_posterior(state.view_of if u == v else merged_views,
+                                       merged_rows, state.alpha_views)
+        alpha_v = state.alphas[v]
+        log_q_split = (log_q_sides + self.log_q_sequential(stay, alpha_v, order, z_stay)
+                       + self.log_q_sequential(leave, alpha_leave, order, z_leave))
+        log_q_merge = self.log_q_sequential(merged, alpha_v, order, z_merged)
+        forward = log_split - log_merge + log_q_merge - log_q_split
+        return forward if u == v else -forward
+
+
+def test_view_move_ratio_is_the_exact_metropolis_hastings_ratio():
+    """Each proposal of the view split-merge move (splits of views of two to four columns,
+    merges; from four starting states, 24 seeds each) carries the exact Metropolis-Hastings
+    ratio: the posterior ratio of the two states times the reverse over the forward
+    proposal probability, computed here from the columns' marginal likelihoods. Exact up
+    to rounding, so each term counts: leaving out the view prior's ``lgamma`` terms, the
+    sides' ``log q`` or the merge's ``log q`` in the kernel fails here at the first
+    proposal it changes (differences of 1.1 to 10.7 nats), not only by a tolerance."""
+    X, cells = _four_type_table()
+    model = _model(X, cells, alpha_views=0.9, alpha_rows=1.3)
+    columns, constants = model._by_column
+    n, d = X.shape
+    starts = [([0, 0, 0, 0], [[0, 0, 1, 1, 0]]), ([0, 0, 1, 1], [[0, 1, 0, 1, 2], [0] * 5]),
+              ([0, 1, 0, 2], [[0, 0, 1, 1, 1], [0, 1, 2, 3, 4], [0, 1, 1, 0, 0]]),
+              ([0, 0, 0, 1], [[0, 1, 0, 2, 2], [0, 0, 0, 1, 1]])]
+    kinds = set()
+    for views, rows in starts:
+        state = engine.new_crosscat_state(model, np.random.RandomState(0),
+                                          view_labels=np.array(views), row_labels=rows)
+        oracle = _ViewMoveOracle(model, state.params.copy())
+        work = views_k.new_view_move_work(d, n, state.stats.shape[2])
+        for seed in range(24):
+            ck.reseed(seed)
+            i, j, order, n_stay, n_leave, n_merged, alpha_u, _, _, log_ratio = \
+                views_k.propose_view_move(columns, constants, model.codes, state.params,
+                                          state.view_of, state.labels, state.counts,
+                                          state.n_clusters, state.alphas, state.stats,
+                                          state.alpha_views,
+                                          *model.alpha_rows.kernel_args(), work)
+            launch_i, launch_j, z_stay, z_leave, stay, leave = work[4:10]
+            split = state.view_of[i] == state.view_of[j]
+            kinds.add((bool(split), int(n_merged)))
+            expected = oracle.log_ratio(state, i, j, order, launch_i.copy(),
+                                        launch_j.copy(), list(stay[:n_stay]),
+                                        list(leave[:n_leave]), z_stay.copy(),
+                                        z_leave.copy(), alpha_u)
+            assert log_ratio == pytest.approx(expected, rel=1e-9, abs=1e-9)
+    # splits of 2, 3 and 4 columns (sides drawn for 0, 1, 2 of them), merges of 2 and 3
+    assert {(True, 2), (True, 3), (True, 4), (False, 2), (False, 3)} <= kinds
 
 
 # -- the state ------------------------------------------------------------------------------

@@ -542,9 +542,10 @@ def test_settled_ends_a_chain_once_k_and_the_log_joint_stop_moving():
 @pytest.mark.slow   # compiles the parallel twin (about 30 s from an empty cache)
 @pytest.mark.parametrize("make_likelihood", [NormalGamma])
 def test_label_pass_twins_draw_the_same_labels_on_any_number_of_threads(make_likelihood):
-    """The label pass's serial twin and its parallel twin on one and two threads draw the
-    same labels and block counts (the Normal-Gamma's pass screens in float32 per chunk
-    of rows: log_density_screen)."""
+    """The label pass's serial twin and its parallel twin on one and two threads (and any
+    number of slots, each thread's share of the chunks) draw the same labels and block
+    counts (the Normal-Gamma's pass screens in float32 per chunk of rows:
+    log_density_screen)."""
     rng = np.random.default_rng(5)
     X = np.vstack([rng.normal(c, 1.0, (2500, 8)) for c in (0, 3, 6)]).astype(np.float32)
     lik = make_likelihood().fit(X)
@@ -557,12 +558,13 @@ def test_label_pass_twins_draw_the_same_labels_on_any_number_of_threads(make_lik
     labels = np.zeros(len(X), np.int64)
     pinned = np.zeros(len(X), np.bool_)
     runs = []
-    for name, threads in (("serial", 1), ("parallel", 1), ("parallel", 2)):
+    for name, threads, slots in (("serial", 1, 1), ("serial", 1, 3), ("parallel", 1, 1),
+                                 ("parallel", 2, 2), ("parallel", 2, 5)):
         out = np.empty(len(X), np.int64)
         counts = np.empty((-(-len(X) // shards.BLOCK_ROWS), 3), np.int64)
         with numba_threads(threads):
             getattr(engine.propose_labels, name)(params, theta, log_pi, 3, data, labels,
-                                                  pinned, np.int64(9), out, counts)
+                                                  pinned, np.int64(9), out, counts, slots)
         runs.append((out, counts))
     for out, counts in runs[1:]:
         np.testing.assert_array_equal(out, runs[0][0])

@@ -317,3 +317,40 @@ def test_subsample_start_does_not_depend_on_the_chunks(clients):
             np.testing.assert_array_equal(subcluster.subsample_start(
                 lik, CRP(1.0), da.from_array(X, chunks=chunks), **start), local)
     assert local.max() + 1 >= 3
+
+
+def test_one_set_of_actors_for_the_start_and_every_chain(clients, monkeypatch):
+    """A dask array's shards are built once: ``subsample_start`` and the chains reuse a
+    running executor (``DPMixture`` built 1 + n_chains sets of actors before), and chains
+    on reused shards are the chains on fresh ones, bit for bit (each chain's start labels,
+    one cluster included, replace what the shards held)."""
+    from sklearn_trellis import DPMixture
+    from sklearn_trellis.engines.gibbs import shards
+    X = blobs(n_per=50, d=2)
+    lik = NormalInverseWishart().fit(X)
+    dX = da.from_array(X, chunks=(64, 2))
+    start = dict(n_rows=60, n_iterations=3, n_search_iterations=0, random_state=3)
+    run = dict(n_chains=2, n_sweeps=2, random_state=4, n_split_merge=2)
+    built = []
+
+    class Counted(shards.DaskExecutor):
+        def __init__(self, *args, **kwargs):
+            built.append(1)
+            super().__init__(*args, **kwargs)
+
+    with clients[2].as_current():
+        labels = subcluster.subsample_start(lik, CRP(1.0), dX, **start)
+        fresh = [subcluster.run_chains(lik, CRP(1.0), dX, init_labels=init, **run)
+                 for init in (labels, None)]
+        executor = subcluster.make_executor(lik, dX)
+        np.testing.assert_array_equal(
+            subcluster.subsample_start(lik, CRP(1.0), dX, executor=executor, **start), labels)
+        reused = [subcluster.run_chains(lik, CRP(1.0), executor, init_labels=init, **run)
+                  for init in (labels, None)]
+        for chains, again in zip(fresh, reused):
+            for a, b in zip(chains, again):
+                assert_same_chain(a, b)
+        monkeypatch.setattr(shards, "DaskExecutor", Counted)
+        DPMixture(method="subcluster", init="subsample", n_chains=2, n_sweeps=2,
+                  random_state=0).fit(dX)
+    assert len(built) == 1

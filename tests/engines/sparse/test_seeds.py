@@ -113,6 +113,29 @@ def test_beam_seed_trees_are_the_best_distinct_trees_of_the_beam(energy):
         beam_seed_trees(model, 2.5)
 
 
+
+@pytest.mark.parametrize("energy", [DasguptaEnergy, HCCEnergy])
+def test_beam_seed_trees_refuse_a_table_beyond_memory_before_building_it(energy,
+                                                                         monkeypatch):
+    """The ``2**N`` statistics table (two rows here: 2 * 8 * 2 * 2**10 bytes with its
+    temporaries at N = 10) is refused before ``kernel_inputs`` builds it."""
+    from sklearn_trellis._core import budget
+
+    model = energy().fit(squareform(pdist(np.random.default_rng(1).normal(size=(10, 2)))))
+    trees, _ = beam_seed_trees(model, 4)
+    monkeypatch.setattr(budget, "available_memory_bytes", lambda: 2 * 8 * 2 * 2**10 / 0.8 - 1)
+
+    def not_built(*args, **kwargs):
+        raise AssertionError("the table was built")
+
+    monkeypatch.setattr(model, "kernel_inputs", not_built)
+    with pytest.raises(ValueError, match=r"Not enough memory: the beam search's table .*2\*\*10"):
+        beam_seed_trees(model, 4)
+    monkeypatch.undo()
+    monkeypatch.setattr(budget, "available_memory_bytes", lambda: 2 * 8 * 2 * 2**10 / 0.8)
+    again, _ = beam_seed_trees(model, 4)
+    assert all(np.array_equal(a, b) for a, b in zip(trees, again))
+
 def test_tree_windows_cover_the_tree_and_respect_the_budget():
     from scipy.cluster.hierarchy import linkage as scipy_linkage
 
