@@ -200,7 +200,10 @@ class ExactMixturePredictive:
         ``B`` empty giving the new cluster's ``log m_g(x)``; the terms are summed in
         linear space under a running shift per row (relative rounding error below
         ``(2**n + 4) eps`` for any grid, each term's own error apart). A row's value
-        does not depend on the others.
+        does not depend on the others. A row without a finite term (so far from the
+        fitted rows at their scale that the predictive's standardised distance
+        overflows, while the marginals ``m_g`` still hold) is summed from
+        :meth:`reference_log_terms`, as :meth:`assignment_probabilities` does.
         """
         n_rows = data_new.shape[0]
         shift = np.full(n_rows, SHIFT_FLOOR)
@@ -208,7 +211,12 @@ class ExactMixturePredictive:
         self._accumulate(data_new, shift, total, compensation, np.zeros(n_rows),
                          np.zeros((1, 1)), False)
         with np.errstate(divide="ignore"):   # no finite term: log(0) + SHIFT_FLOOR = -inf
-            return np.log(total + compensation) + shift - self.log_normaliser
+            out = np.log(total + compensation) + shift - self.log_normaliser
+        for row in np.flatnonzero(~np.isfinite(out)):
+            with np.errstate(divide="ignore", invalid="ignore"):
+                out[row] = (logsumexp(self.reference_log_terms(data_new[row:row + 1]))
+                            - self.log_normaliser)
+        return out
 
     def assignment_probabilities(self, data_new):
         """``P(x's cluster is B + {x} | X, x)`` of every bitmask ``B`` of the fitted rows.
@@ -230,7 +238,14 @@ class ExactMixturePredictive:
         sums = out.sum(axis=1)
         with np.errstate(invalid="ignore", divide="ignore"):
             out /= sums[:, None]
-        out[~(sums > 0)] = np.nan     # no term survived float64, or a NaN term
+        for row in np.flatnonzero(~(sums > 0)):   # no term survived float64, or a NaN term
+            terms = self.reference_log_terms(data_new[row:row + 1])
+            top = terms.max()
+            if not np.isfinite(top):
+                out[row] = np.nan
+                continue
+            weights = np.exp(terms - top).sum(axis=0)
+            out[row] = weights / weights.sum()
         return out
 
     def _accumulate(self, data_new, shift, total, compensation, partial, per_subset,
