@@ -37,13 +37,24 @@ def ticking_progress(monkeypatch):
     return make
 
 
+#: CPU seconds each test may spend running kernels interpreted (the library's
+#: per-process budget is 1 s): a test's first small calls still run interpreted, and
+#: the interpreter's slow loops give way to the compiled kernels (which the suite
+#: compiles or loads anyway) after this much. With 1 s per test, interpretation was
+#: 150 of the suite's 280 CPU s of test time.
+TEST_INTERPRETED_BUDGET_SECONDS = 0.1
+
+
 @pytest.fixture(autouse=True)
 def fresh_interpreter_budget(monkeypatch):
-    """Every test starts with the whole budget of interpreted kernels
-    (:mod:`sklearn_trellis._core.interpreted`): whether a small input runs compiled
-    or interpreted then depends on the test alone, not on the tests before it."""
+    """Every test starts with a fresh budget of interpreted kernels
+    (:mod:`sklearn_trellis._core.interpreted`), ``TEST_INTERPRETED_BUDGET_SECONDS``:
+    whether a small input runs compiled or interpreted then depends on the test alone,
+    not on the tests before it. (A test of the interpreted path patches the budget.)"""
     from sklearn_trellis._core import interpreted
     monkeypatch.setattr(interpreted, "_spent", 0.0)
+    monkeypatch.setattr(interpreted, "INTERPRETED_BUDGET_SECONDS",
+                        TEST_INTERPRETED_BUDGET_SECONDS)
 
 
 # -- which worker runs what (pytest-xdist, --dist loadgroup) -------------------------
