@@ -46,15 +46,18 @@ TEST_INTERPRETED_BUDGET_SECONDS = 0.1
 
 
 @pytest.fixture(autouse=True)
-def fresh_interpreter_budget(monkeypatch):
+def fresh_interpreter_budget(request, monkeypatch):
     """Every test starts with a fresh budget of interpreted kernels
     (:mod:`sklearn_trellis._core.interpreted`), ``TEST_INTERPRETED_BUDGET_SECONDS``:
     whether a small input runs compiled or interpreted then depends on the test alone,
-    not on the tests before it. (A test of the interpreted path patches the budget.)"""
+    not on the tests before it. A test of the interpreted twins (``interpret`` in its
+    id or an ``interpreted`` argument) keeps the library's whole budget: its interpreted
+    runs must not turn compiled half-way."""
     from sklearn_trellis._core import interpreted
     monkeypatch.setattr(interpreted, "_spent", 0.0)
-    monkeypatch.setattr(interpreted, "INTERPRETED_BUDGET_SECONDS",
-                        TEST_INTERPRETED_BUDGET_SECONDS)
+    if "interpret" not in request.node.nodeid and "interpreted" not in request.fixturenames:
+        monkeypatch.setattr(interpreted, "INTERPRETED_BUDGET_SECONDS",
+                            TEST_INTERPRETED_BUDGET_SECONDS)
 
 
 # -- which worker runs what (pytest-xdist, --dist loadgroup) -------------------------
