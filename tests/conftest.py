@@ -37,13 +37,27 @@ def ticking_progress(monkeypatch):
     return make
 
 
+#: CPU seconds each test may spend running kernels interpreted (the library's
+#: per-process budget is 1 s): a test's first small calls still run interpreted, and
+#: the interpreter's slow loops give way to the compiled kernels (which the suite
+#: compiles or loads anyway) after this much. With 1 s per test, interpretation took
+#: 102 of the 277 CPU s of tests/ on a warm cache.
+TEST_INTERPRETED_BUDGET_SECONDS = 0.1
+
+
 @pytest.fixture(autouse=True)
-def fresh_interpreter_budget(monkeypatch):
-    """Every test starts with the whole budget of interpreted kernels
-    (:mod:`sklearn_trellis._core.interpreted`): whether a small input runs compiled
-    or interpreted then depends on the test alone, not on the tests before it."""
+def fresh_interpreter_budget(request, monkeypatch):
+    """Every test starts with a fresh budget of interpreted kernels
+    (:mod:`sklearn_trellis._core.interpreted`), ``TEST_INTERPRETED_BUDGET_SECONDS``:
+    whether a small input runs compiled or interpreted then depends on the test alone,
+    not on the tests before it. A test of the interpreted twins (``interpret`` in its
+    id or an ``interpreted`` argument) keeps the library's whole budget: its interpreted
+    runs must not turn compiled half-way."""
     from sklearn_trellis._core import interpreted
     monkeypatch.setattr(interpreted, "_spent", 0.0)
+    if "interpret" not in request.node.nodeid and "interpreted" not in request.fixturenames:
+        monkeypatch.setattr(interpreted, "INTERPRETED_BUDGET_SECONDS",
+                            TEST_INTERPRETED_BUDGET_SECONDS)
 
 
 # -- which worker runs what (pytest-xdist, --dist loadgroup) -------------------------
