@@ -19,7 +19,7 @@ from ._core.labels import first_appearance_labels
 from ._core.pairwise import check_square_symmetric
 from ._core.validation import check_label_vector, check_random_state, validate_kernel_data
 from ._gibbs_base import (_BaseGibbs, _refuse_rows_without_density, check_given_labels,
-                          predictive_picks)
+                          predictive_picks, subset_columns)
 from .engines.exact.trellis_for_model import trellis_for_model
 from .engines.gibbs import sampler as gibbs
 from .models.priors import make_prior
@@ -562,6 +562,7 @@ default='singletons'
         self._dof_is_estimate = isinstance(self.dof, str)
         fixed = (self.scale is not None and self.theta is not None
                  and not self._translation_invariant())
+        self._exact_posterior = None
         if self._use_exact(n, fixed and not warm):
             self._fit_exact(S, known, rng)
         else:
@@ -592,6 +593,10 @@ default='singletons'
         data_terms, _ = data_log_density_terms(S, dof=self.dof_)
         self.log_marginal_likelihood_ = (trellis.log_partition_function
                                          + model.log_potential_constant() + data_terms)
+        # what the exact predictive of a new item needs: log p(B | S*)'s normaliser and
+        # the known classes (its n + 1 items' posterior is constrained alike)
+        self._exact_posterior = (trellis.log_partition_function
+                                 + model.log_potential_constant(), known)
         self.labels_ = trellis.map_labels
         self.samples_ = trellis.sample(self.n_sweeps, rng).astype(np.int32)
         self.log_joints_ = np.array([model.log_potential(s) for s in self.samples_])
@@ -764,10 +769,13 @@ default='singletons'
         predictive density of the item (that of :meth:`score_samples`):
         self-normalised importance weights, since the samples are drawn given
         the fitted items, not given the new one too. So the average estimates
-        ``P(x joins k | S*, S_x)`` (exact draws in exact mode, the chain's
-        samples otherwise); the unweighted average reported before is another
-        quantity, not a posterior probability given the new item. New items
-        are scored one at a time (each against the fitted items only).
+        ``P(x joins k | S*, S_x)`` from the chain's samples; the unweighted
+        average reported before is another quantity, not a posterior
+        probability given the new item. An exact fit computes it exactly: the
+        exact posterior of the ``n + 1`` items over the new item's cluster
+        ``B + {x}``, spread onto the clusters of ``labels_`` by ``|B n k| / |B|``
+        (deterministic; each new item costs an exact fit of ``n + 1`` items).
+        New items are scored one at a time (each against the fitted items only).
 
         Parameters
         ----------
@@ -798,8 +806,51 @@ default='singletons'
         True
         """
         check_is_fitted(self)
+        if getattr(self, "_exact_posterior", None) is not None:
+            probs, _ = self._exact_new_items(X)
+            proba = probs @ subset_columns(self.labels_, self.n_clusters_)
+            _refuse_rows_without_density(np.isnan(proba[:, 0]))
+            return proba
         return self._mean_predictive_proba(X, weighted=True,
                                            sample_log_terms=self._sample_data_terms(X))
+
+    def _exact_new_items(self, X):
+        """Exact mode: per new item, the exact posterior of the ``n + 1`` items.
+
+        Returns ``(probs, log_density)``: ``probs[r, B]`` = P(item ``r``'s cluster is
+        ``B + {x}``), ``B`` a bitmask of the fitted items (0: a cluster of its own), shape
+        (m, 2**n); ``log_density[r]`` = ``log p(S_x | S*)`` without the Wishart terms of
+        the data alone (those of :meth:`score_samples`): the ratio of the ``n + 1`` and
+        ``n`` items' normalisers of ``p(B, S)``, which is the Gibbs conditional's density
+        summed over every partition of the fitted items with its posterior probability.
+        Each item costs an exact fit of ``n + 1`` items (about three times the fit's
+        work).
+        """
+        rows, self_products = self._new_inner_products(X)
+        S = self.inner_products_
+        n = S.shape[0]
+        log_normaliser, known = self._exact_posterior
+        probs = np.empty((rows.shape[0], 1 << n))
+        log_density = np.empty(rows.shape[0])
+        enlarged = np.empty((n + 1, n + 1))
+        enlarged[:n, :n] = S
+        for r in range(rows.shape[0]):
+            enlarged[n, :n] = enlarged[:n, n] = rows[r]
+            enlarged[n, n] = self_products[r]
+            model = WishartBlockModel(dof=self.dof_, scale=self.scale, theta=self.theta,
+                                      alpha=self.alpha, n_blocks=self.n_blocks).fit(enlarged)
+            table = model.log_potential_table()
+            if np.any(known >= 0):
+                table = _class_constraint(table, np.append(known, -1))
+            trellis = trellis_for_model(model, table, max_items=n + 1)
+            log_density[r] = (trellis.log_partition_function + model.log_potential_constant()
+                              - log_normaliser)
+            # the new item is bit n: its cluster is (1 << n) + B
+            with np.errstate(under="ignore"):
+                probs[r] = np.exp(trellis.log_cluster_marginals()[1 << n:])
+            if not np.isfinite(log_density[r]):
+                probs[r] = np.nan
+        return probs, log_density
 
     def _sample_data_terms(self, X):
         """Per picked sample, the Wishart terms of the data alone in its predictive density
@@ -836,7 +887,7 @@ default='singletons'
         return np.argmax(self.predict_proba(X), axis=1)
 
     def score_samples(self, X):
-        """Log posterior predictive density of each new item (averaged over kept samples).
+        """Log posterior predictive density of each new item (exact, or averaged over kept samples).
 
         ``log p(S_x | S*)`` of the new item's inner products (its row of
         ``S*`` and ``S_xx``) under the Wishart block model, every term
@@ -857,6 +908,12 @@ default='singletons'
         training rows), or any item when the points have at most ``n - 1``
         features, so that the ``n + 1`` items' inner products are a singular
         Wishart matrix, which has no density there.
+
+        A Gibbs fit averages the new item's conditional density over up to 25
+        kept samples; an exact fit sums it over every partition with its
+        posterior probability, which is ``log p(S_{n+1}) - log p(S*)``: the
+        difference of the ``n + 1`` and ``n`` items' ``log_marginal_likelihood_``
+        (deterministic; each new item costs an exact fit of ``n + 1`` items).
 
         Parameters
         ----------
@@ -892,9 +949,12 @@ default='singletons'
                 "matrix); score dof values above it.", UserWarning, stacklevel=2)
         else:
             _warn_items_in_the_span(np.all(np.isneginf(data_terms), axis=0), S.shape[0], rank)
-        per_sample = np.array([logsumexp(logw, axis=1) for _, logw in self._predictive(X)])
-        with np.errstate(invalid="ignore"):
-            density = logsumexp(per_sample + data_terms, axis=0) - np.log(len(picks))
+        if getattr(self, "_exact_posterior", None) is not None:   # one dof: one row of terms
+            density = self._exact_new_items(X)[1] + data_terms[0]
+        else:
+            per_sample = np.array([logsumexp(logw, axis=1) for _, logw in self._predictive(X)])
+            with np.errstate(invalid="ignore"):
+                density = logsumexp(per_sample + data_terms, axis=0) - np.log(len(picks))
         _refuse_rows_without_density(np.isnan(density))   # -inf (underflow) is an answer
         return density
 

@@ -8,13 +8,16 @@ full-rank data in ``test_fast_tiwd_score``): the enumeration below leaves them o
 import numpy as np
 import pytest
 from scipy.special import gammaln, logsumexp
+from sklearn.base import clone
 from sklearn.metrics import adjusted_rand_score, pairwise_distances
 
-from oracles import new_item_predictive_by_enumeration
+from oracles import (dense_wishart_loglik, log_eppf, new_item_predictive_by_enumeration,
+                     set_partitions)
 from sklearn_trellis import FastTIWD
 from sklearn_trellis.datasets import make_wishart_blocks
 from sklearn_trellis.models.wishart import (block_cross_sums, block_statistics,
-                                            collapsed_log_likelihood, log_likelihood_exponent)
+                                            collapsed_log_likelihood, log_likelihood_exponent,
+                                            new_item_data_terms)
 from sklearn_trellis.models.priors import make_prior
 from sklearn_trellis.preprocessing.distance_normalization import (normalized_inner_products,
                                                                   project_distances)
@@ -208,3 +211,60 @@ def test_predict_proba_weighs_each_sample_by_its_predictive_density_dof_included
     # the unweighted mean of the two, reported before, is another quantity
     unweighted = np.mean([single.predict_proba(D_new) for single in singles], axis=0)
     assert np.abs(pair.predict_proba(D_new) - unweighted).max() > 1e-3
+
+
+@pytest.mark.parametrize("semi_supervised", [False, True])
+def test_exact_mode_predicts_from_the_exact_posterior_of_the_n_plus_1_items(semi_supervised):
+    # normalization='none' with scale and theta fixed: the exact mode's predict_proba and
+    # score_samples sum over every partition of the n + 1 items (not over exact draws)
+    rng = np.random.default_rng(3)
+    n, d, scale, theta, dof, alpha = 6, 10, 0.7, 1.5, 12.0, 0.8
+    X = rng.normal(size=(n, d))
+    X[:3] += 1.5
+    new = np.vstack([rng.normal(size=(2, d)), X[0] + 0.1])
+    y = np.array([0, -1, -1, 1, -1, -1]) if semi_supervised else None
+    model = FastTIWD(metric="sqeuclidean", normalization="none", scale=scale, theta=theta,
+                     dof=dof, alpha=alpha, n_sweeps=5, random_state=0).fit(X, y)
+    assert model.method_ == "exact"
+
+    def allowed(partitions, known):
+        keep = [all(np.unique(p[known == c]).size == 1 for c in (0, 1))
+                and p[known == 0][0] != p[known == 1][0] for p in partitions]
+        return partitions[np.array(keep)] if semi_supervised else partitions
+
+    def log_joints(S, partitions):
+        return np.array([log_eppf(np.bincount(p), alpha)
+                         + dense_wishart_loglik(S, p, scale, theta, dof) for p in partitions])
+
+    known = np.array([0, -1, -1, 1, -1, -1, -1])
+    fitted = allowed(set_partitions(n), known[:n])
+    enlarged = allowed(set_partitions(n + 1), known)
+    log_z = logsumexp(log_joints(X @ X.T, fitted))
+    K = model.n_clusters_
+    proba = model.predict_proba(new)
+    for r in range(new.shape[0]):
+        joined = np.vstack([X, new[r]])
+        values = log_joints(joined @ joined.T, enlarged)
+        weights = np.exp(values - logsumexp(values))
+        expected = np.zeros(K + 1)
+        for z, weight in zip(enlarged, weights):
+            shared = np.flatnonzero(z[:n] == z[n])
+            if shared.size:
+                counts = np.bincount(model.labels_[shared], minlength=K)
+                expected[:K] += weight * counts / shared.size
+            else:
+                expected[K] += weight
+        np.testing.assert_allclose(proba[r], expected, rtol=1e-9, atol=1e-12)
+        # score_samples: the same sum's density plus the Wishart terms of the data alone,
+        # which is the difference of the two exact fits' log marginal likelihoods
+        bigger = clone(model).fit(joined, None if y is None else np.append(y, -1))
+        assert model.score_samples(new[r:r + 1])[0] == pytest.approx(
+            bigger.log_marginal_likelihood_ - model.log_marginal_likelihood_, rel=1e-10)
+        assert logsumexp(values) - log_z == pytest.approx(
+            bigger.log_marginal_likelihood_ - model.log_marginal_likelihood_
+            - (new_item_data_terms(X @ X.T, (X @ new[r])[None], np.array([new[r] @ new[r]]),
+                                   dof=np.array([dof]))[0][0, 0]), rel=1e-9)
+    # the item next to fitted item 0 joins its cluster; the draws do not enter
+    assert np.argmax(proba[2]) == model.labels_[0]
+    other = clone(model).set_params(random_state=7).fit(X, y)
+    np.testing.assert_array_equal(other.predict_proba(new), proba)
