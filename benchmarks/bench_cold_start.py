@@ -306,7 +306,9 @@ def run_child(name, cache_dir, top, root=None):
     env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir)
     root = root or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
-    out = subprocess.run([sys.executable, "-c", _CHILD, name, str(top)], env=env,
+    # cwd=root: ``python -c`` puts the working directory first on sys.path, ahead of
+    # PYTHONPATH, so run from elsewhere the child would import that directory's package
+    out = subprocess.run([sys.executable, "-c", _CHILD, name, str(top)], env=env, cwd=root,
                          capture_output=True, text=True)
     if out.returncode:
         raise RuntimeError(f"{name} failed:\n{out.stderr}")
