@@ -807,15 +807,17 @@ default='singletons'
         """
         check_is_fitted(self)
         if getattr(self, "_exact_posterior", None) is not None:
-            probs, _ = self._exact_new_items(X)
+            probs, _ = self._exact_new_items(*self._new_inner_products(X))
             proba = probs @ subset_columns(self.labels_, self.n_clusters_)
             _refuse_rows_without_density(np.isnan(proba[:, 0]))
             return proba
         return self._mean_predictive_proba(X, weighted=True,
                                            sample_log_terms=self._sample_data_terms(X))
 
-    def _exact_new_items(self, X):
-        """Exact mode: per new item, the exact posterior of the ``n + 1`` items.
+    def _exact_new_items(self, rows, self_products):
+        """Exact mode: per new item (its inner products with the fitted items, ``rows``
+        (m, n), and with itself, ``self_products`` (m,): :meth:`_new_inner_products`), the
+        exact posterior of the ``n + 1`` items.
 
         Returns ``(probs, log_density)``: ``probs[r, B]`` = P(item ``r``'s cluster is
         ``B + {x}``), ``B`` a bitmask of the fitted items (0: a cluster of its own), shape
@@ -826,7 +828,6 @@ default='singletons'
         Each item costs an exact fit of ``n + 1`` items (about three times the fit's
         work).
         """
-        rows, self_products = self._new_inner_products(X)
         S = self.inner_products_
         n = S.shape[0]
         log_normaliser, known = self._exact_posterior
@@ -950,7 +951,7 @@ default='singletons'
         else:
             _warn_items_in_the_span(np.all(np.isneginf(data_terms), axis=0), S.shape[0], rank)
         if getattr(self, "_exact_posterior", None) is not None:   # one dof: one row of terms
-            density = self._exact_new_items(X)[1] + data_terms[0]
+            density = self._exact_new_items(rows, self_products)[1] + data_terms[0]
         else:
             per_sample = np.array([logsumexp(logw, axis=1) for _, logw in self._predictive(X)])
             with np.errstate(invalid="ignore"):
