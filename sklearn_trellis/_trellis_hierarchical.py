@@ -100,7 +100,10 @@ class TrellisHierarchical(WriteableStateMixin, NestedModelParamsMixin, Hierarchy
     3). Every tree whose nodes all lie in the family is realised, so the
     results are exact *within* that set of trees: the MAP tree is never worse
     than the best seed tree, ``log Z`` is a lower bound of the full one, and
-    ``approximation_`` says so.
+    ``approximation_`` says so. A family holding every subset (every
+    connected one with ``connectivity``; up to ``window_size`` items the
+    windows cover the whole tree) makes the sparse trellis the exact one:
+    ``map_is_exact_`` is then True and ``approximation_`` None.
 
     Parameters
     ----------

@@ -34,8 +34,8 @@ from .exact.hierarchical import BYTES_PER_SUBSET as HIERARCHICAL_BYTES_PER_SUBSE
 from .exact.hierarchical import ExactHierarchicalTrellis
 from .map.milp import correlation_clustering_map_milp
 from .map.perturb_and_map import MilpMapSolver, perturb_and_map
-from .sparse.family_search import (beam_trees, constrained_linkage_trees, linkage_trees,
-                                   seed_family)
+from .sparse.family_search import (beam_trees, constrained_linkage_trees,
+                                   family_is_complete, linkage_trees, seed_family)
 from .sparse.seeds import LINKAGES
 from .sparse.sparse_flat import SparseFlatTrellis
 from .sparse.sparse_hierarchical import BYTES_PER_VERTEX, SparseHierarchicalTrellis
@@ -234,7 +234,10 @@ class HierarchicalPlan:
             beams = beam_trees(model, self.n_beam_trees, beta)
             found = seed_family(build, seed_trees + beams, n, window_size=self.window_size)
             trellis, family = found.trellis, found.family
-            notes = [found.note("trees")]
+            # A family holding every cluster of the exact trellis (small N: the
+            # windows cover the whole tree) makes the sparse trellis the exact one.
+            full = family_is_complete(family, graph)
+            notes = [] if full else [found.note("trees")]
         map_children, _, row_keys = trellis.tree_children(trellis.map_edges,
                                                           return_vertices=True)
         perturbed = None

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_iris, make_blobs
 
+from oracles import canonical_tree
 from sklearn_examples import plot_dendrogram
 from sklearn_trellis import TrellisHierarchical
 from sklearn_trellis._core.trees import children_to_tree
@@ -48,7 +49,8 @@ def test_exact_below_the_limit_reports_exactness():
     assert est.n_trellis_vertices_ == 2 ** 8 - 1
     assert est.log10_sparsity_index_ == 0.0
     # max_exact_size guides 'auto' only: an explicit 'exact' runs while it fits
-    assert TrellisHierarchical(max_exact_size=6).fit(X).map_is_exact_ is False
+    # (the sparse trellis then runs: windows of 5 leave subsets out of its family)
+    assert TrellisHierarchical(max_exact_size=6, window_size=5).fit(X).map_is_exact_ is False
     forced = TrellisHierarchical(method="exact", max_exact_size=6).fit(X)
     assert forced.map_is_exact_ is True and forced.n_trellis_vertices_ == 2 ** 8 - 1
     with pytest.raises(ValueError, match="exact limit"):
@@ -257,3 +259,52 @@ def test_energy_made_in_place_from_exact_condensed_distances(energy):
     got = model.model_.similarity_ if energy == "dasgupta" else model.model_.affinity_
     np.testing.assert_allclose(got, S, rtol=1e-12, atol=1e-14)
     assert model.model_.scale_ == pytest.approx(width, rel=1e-15)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_sparse_over_a_complete_family_is_the_exact_trellis(seed):
+    # Up to window_size items the windows cover the whole tree: the sparse
+    # family is every subset, so the sparse trellis is the exact one and says so.
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(3, 9))
+    X = rng.normal(size=(n, 2))
+    energy = ("dasgupta", "hcc")[seed % 2]
+    exact = TrellisHierarchical(method="exact", energy=energy).fit(X)
+    sparse = TrellisHierarchical(method="sparse", energy=energy).fit(X)
+    assert sparse.n_trellis_vertices_ == 2 ** n - 1
+    assert sparse.map_is_exact_ is True and sparse.approximation_ is None
+    assert abs(sparse.log_partition_function_ - exact.log_partition_function_) <= 1e-12 * max(
+        1.0, abs(exact.log_partition_function_))
+    assert abs(sparse.map_log_potential_ - exact.map_log_potential_) <= 1e-12 * max(
+        1.0, abs(exact.map_log_potential_))
+    # a MAP tree of the exact trellis (HCC's potentials tie exactly on some
+    # trees: then either may be returned), the same tree under Dasgupta's
+    assert abs(exact.log_potential(sparse.map_tree_) - exact.map_log_potential_) <= 1e-12 * max(
+        1.0, abs(exact.map_log_potential_))
+    if energy == "dasgupta":
+        assert canonical_tree(sparse.map_tree_) == canonical_tree(exact.map_tree_)
+    assert sparse.n_trees_ == exact.n_trees_
+
+
+def test_sparse_over_an_incomplete_family_stays_a_lower_bound():
+    X = np.random.default_rng(5).normal(size=(10, 2))
+    exact = TrellisHierarchical(method="exact").fit(X)
+    sparse = TrellisHierarchical(method="sparse").fit(X)
+    assert sparse.n_trellis_vertices_ < 2 ** 10 - 1
+    assert sparse.map_is_exact_ is False and "lower bound" in sparse.approximation_
+    assert sparse.log_partition_function_ < exact.log_partition_function_ - 1e-3
+    # so does a window smaller than the item count (5 < 8: not every subset)
+    small = TrellisHierarchical(method="sparse", window_size=5).fit(X[:8])
+    assert small.n_trellis_vertices_ < 2 ** 8 - 1 and small.map_is_exact_ is False
+
+
+def test_sparse_with_connectivity_over_every_connected_subset_is_exact():
+    from sklearn.neighbors import kneighbors_graph
+    X = np.random.default_rng(3).normal(size=(7, 2))
+    graph = kneighbors_graph(X, 2, include_self=False)
+    exact = TrellisHierarchical(method="exact", connectivity=graph).fit(X)
+    sparse = TrellisHierarchical(method="sparse", connectivity=graph).fit(X)
+    assert sparse.map_is_exact_ is True and sparse.approximation_ is None
+    assert sparse.log_partition_function_ == pytest.approx(exact.log_partition_function_,
+                                                           abs=1e-12)
+    assert canonical_tree(sparse.map_tree_) == canonical_tree(exact.map_tree_)

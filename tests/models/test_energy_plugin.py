@@ -130,13 +130,19 @@ def test_sparse_trellis_over_seed_family_matches_enumeration():
 
 def test_sparse_estimator_runs(toy_registered):
     X = toy_data(7, seed=3)
-    est = TrellisHierarchical(energy="toy", method="sparse", beta=BETA).fit(X)
-    assert est.map_is_exact_ is False
+    # windows of 3 clusters: a family short of the 127 subsets (a lower bound)
+    est = TrellisHierarchical(energy="toy", method="sparse", window_size=3, beta=BETA).fit(X)
+    assert est.map_is_exact_ is False and est.n_trellis_vertices_ < 2 ** 7 - 1
     _, ref = enumerate_toy(X)
     assert est.map_log_potential_ <= ref["map_log_phi"] + 1e-9
     assert est.log_partition_function_ <= ref["log_z"] + 1e-9
     assert est.model_.log_potential(est.map_tree_, BETA) == pytest.approx(
         est.map_log_potential_, abs=1e-9)
+    # the default windows (8 >= 7 items) cover every subset: the exact trellis
+    full = TrellisHierarchical(energy="toy", method="sparse", beta=BETA).fit(X)
+    assert full.map_is_exact_ is True and full.approximation_ is None
+    assert full.log_partition_function_ == pytest.approx(ref["log_z"], abs=1e-9)
+    assert full.map_log_potential_ == pytest.approx(ref["map_log_phi"], abs=1e-9)
 
 
 def test_greedy_and_beam_search():

@@ -11,7 +11,9 @@ the search that picks the family, run by both trellis planners
   (best ``Z`` first) while the engine stays within its budget (the engine
   raises :class:`~sklearn_trellis._core.budget.BudgetExceeded`), then
   optionally refined around the best tree found (windows);
-- :meth:`SeedFamily.note`: the ``approximation_`` text describing the result.
+- :meth:`SeedFamily.note`: the ``approximation_`` text describing the result;
+- :func:`family_is_complete`: whether the family holds every cluster of the
+  exact trellis (then the sparse trellis *is* the exact one).
 """
 
 from dataclasses import dataclass
@@ -21,6 +23,7 @@ from scipy import sparse
 from scipy.spatial.distance import squareform
 
 from ..._core.budget import BudgetExceeded
+from ..._core.connectivity import connected_subset_masks
 from ..._core.family import ClusterFamily
 from ..._core.parallel import run_beside
 from ..divisive import divisive_seed_trees
@@ -36,6 +39,10 @@ MAX_UNION_ITEMS = 1_000
 
 #: Beam-search seed trees need the model's ``2**N`` statistics: only up to this N.
 MAX_BEAM_SEED_ITEMS = 20
+
+#: With a connectivity graph, a family's completeness is checked up to this N
+#: (it enumerates the ``2**N`` subsets); beyond, it is reported incomplete.
+MAX_COMPLETENESS_CHECK_ITEMS = 20
 
 #: Item entries the refinement windows may add (about 16 bytes each: the
 #: unions' members and discovery's per-item lists); larger windows are skipped.
@@ -189,6 +196,38 @@ class SeedFamily:
                 "may not be the global one")
 
 
+def family_is_complete(family, graph=None):
+    """Whether ``family`` holds every cluster of the exact hierarchical trellis.
+
+    The exact trellis runs over every non-empty subset (every connected one
+    under ``graph``); a sparse trellis over a family holding them all realises
+    every tree the exact one does, with the same split potentials: its
+    ``log Z``, MAP, marginals and samples are then the exact ones (small N,
+    where the windows cover the whole tree). With ``graph``, the check
+    enumerates the ``2**N`` subsets: above ``MAX_COMPLETENESS_CHECK_ITEMS``
+    items the family is reported incomplete (it can only be under-reported).
+
+    Parameters
+    ----------
+    family : ClusterFamily
+    graph : sparse matrix of shape (N, N), optional
+        The connectivity graph the trellis is constrained by.
+
+    Returns
+    -------
+    bool
+    """
+    n = int(family.n_items)
+    if graph is None:   # the family is deduplicated: a count decides
+        return int(family.n_vertices) == (1 << n) - 1
+    if n > MAX_COMPLETENESS_CHECK_ITEMS:
+        return False
+    connected = connected_subset_masks(graph, n)
+    if family.n_vertices < connected.size:
+        return False
+    return set(connected.tolist()) <= set(family.masks())
+
+
 def seed_family(build, trees, n_items, *, names=None, window_size=0):
     """Fit a sparse trellis over the clusters of seed trees.
 
@@ -279,6 +318,6 @@ def _refined(build, trees, n, found, window_size):
 
 
 __all__ = ["MAX_SPARSE_STATES", "MAX_UNION_ITEMS", "MAX_BEAM_SEED_ITEMS",
-           "MAX_WINDOW_UNION_ITEMS", "SeedFamily", "beam_trees", "constrained_linkage_trees",
-           "linkage_trees",
+           "MAX_COMPLETENESS_CHECK_ITEMS", "MAX_WINDOW_UNION_ITEMS", "SeedFamily", "beam_trees",
+           "constrained_linkage_trees", "family_is_complete", "linkage_trees",
            "seed_family"]
