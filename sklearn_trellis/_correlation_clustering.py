@@ -232,10 +232,11 @@ default='all'
         (:func:`~sklearn_trellis.engines.exact.binder.binder_point_estimate`).
         Losses of the pairwise marginals alone (``'omari_approx'``,
         ``'vi_lb'``, and Binder on a sparse trellis) are searched on
-        ``pairwise_marginals_``; VI on the exact trellis (up to 16 items) on its
-        exact expected value from the cluster marginals (the same whatever
-        ``random_state``); the others on 1,000 exact draws
-        (:func:`~sklearn_trellis.summaries.point_estimate`).
+        ``pairwise_marginals_``; VI on the exact trellis (up to 16 items) is
+        minimised exactly from the cluster marginals (the same whatever
+        ``random_state``); the others are searched on 1,000 draws
+        (:func:`~sklearn_trellis.summaries.point_estimate`). ``approximation_``
+        says when ``labels_`` is not the exact minimiser.
     random_state : int, RandomState instance or None, default=None
         Seed of :meth:`sample` when it is called without one, of the
         perturbations and of the draws of ``point_estimate``.
@@ -661,9 +662,9 @@ default='all'
     def _bayes_labels(self, map_labels):
         """The clustering of smallest posterior expected loss ``point_estimate``.
 
-        On the exact trellis VI's expectation is exact from the cluster marginals
-        (:class:`~sklearn_trellis.summaries.point_estimates.ClusterMarginals`, up to
-        ``MAX_CLUSTER_MARGINAL_ITEMS`` items; the search also starts from the MAP).
+        On the exact trellis VI is minimised exactly from the cluster marginals (up to
+        ``MAX_CLUSTER_MARGINAL_ITEMS`` items). An estimate that is not the exact
+        minimiser is described in ``approximation_``.
         """
         loss = self.point_estimate
         rng = check_random_state(self.random_state)
@@ -676,8 +677,14 @@ default='all'
                                          candidates=map_labels[None])
         samples = (None if loss in PAIRWISE_LOSSES or marginals is not None
                    else self._trellis.sample(POINT_ESTIMATE_SAMPLES, rng))
-        return bayes_estimate(loss, pairwise=self.pairwise_marginals_, samples=samples,
-                              exact=exact, cluster_marginals=marginals, random_state=rng)
+        labels, note = bayes_estimate(loss, pairwise=self.pairwise_marginals_, samples=samples,
+                                      exact=exact, cluster_marginals=marginals,
+                                      random_state=rng, return_note=True)
+        if note is not None:
+            note = f"labels_ (point_estimate={loss!r}): {note}"
+            self.approximation_ = note if self.approximation_ is None else (
+                f"{self.approximation_}; {note}")
+        return labels
 
     # -- queries on the fitted distribution ---------------------------------
     @property

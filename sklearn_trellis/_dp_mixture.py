@@ -170,13 +170,15 @@ array-like of shape (n_samples,), default='auto'
         0.8 to 0.87 and stays within 0.02 of ``'map'`` on the other datasets);
         above 10,000 items ``'map'`` is used. Exact mode: ``'binder'`` is the
         *exact* Bayes estimate (minimised over all partitions from the exact
-        pairwise marginals), ``'map'`` the exact MAP; ``'vi'`` is searched on
-        its exact expected value (a sum over clusters: from the exact cluster
-        marginals, :class:`~sklearn_trellis.summaries.point_estimates.ClusterMarginals`;
-        checked against all partitions up to 8 items; the same whatever
-        ``random_state``), ``'omari_approx'`` and ``'vi_lb'`` on the exact
-        pairwise marginals; ``'omari'``, ``'nvi'`` and ``'nid'`` (ratios, not
-        sums over clusters) on the exact draws ``samples_``.
+        pairwise marginals), ``'map'`` the exact MAP, ``'vi'`` the *exact*
+        Bayes estimate too (its expected value is a sum over clusters:
+        minimised over all partitions from the exact cluster marginals, up to
+        16 items, :func:`~sklearn_trellis.engines.exact.binder.vi_point_estimate`;
+        the same whatever ``random_state``); ``'omari_approx'`` and ``'vi_lb'``
+        are searched on the exact pairwise marginals (exactly minimised up to
+        10 items); ``'omari'``, ``'nvi'`` and ``'nid'`` (ratios, not sums over
+        clusters) on the exact draws ``samples_``. ``approximation_`` says
+        when ``labels_`` is not the exact minimiser.
 
     Attributes
     ----------
@@ -205,8 +207,11 @@ array-like of shape (n_samples,), default='auto'
     method_ : str
         ``'exact'``, ``'gibbs'`` or ``'subcluster'``.
     approximation_ : str or None
-        None for an exact fit; for a Gibbs fit, says so ("Gibbs sampling: ..."
-        with the number of kept samples and chains).
+        None for an exact fit whose ``labels_`` is the exact Bayes estimate
+        (or MAP); for an exact fit whose point estimate is searched on the
+        draws or is a local minimum, says so (every other output is exact);
+        for a Gibbs fit, says so ("Gibbs sampling: ..." with the number of
+        kept samples and chains).
     interrupted_ : bool
         True when a Ctrl-C ended sampling early (the samples so far are kept).
     model_ : ClusterLikelihood
@@ -496,10 +501,13 @@ array-like of shape (n_samples,), default='auto'
         else:  # Binder and VI: from the exact marginals (pairs, clusters)
             marginals = ClusterMarginals(posterior.cluster_marginals(),
                                          candidates=posterior.map_labels[None])
-            self.labels_ = bayes_estimate(
+            labels, note = bayes_estimate(
                 self.point_estimate, pairwise=self.pairwise_marginals_, samples=self.samples_,
                 exact=True, cluster_marginals=marginals,
-                random_state=rng.randint(2**31 - 1)).astype(np.int64)
+                random_state=rng.randint(2**31 - 1), return_note=True)
+            self.labels_ = labels.astype(np.int64)
+            if note is not None:   # every other output is exact
+                self.approximation_ = f"labels_ (point_estimate={self.point_estimate!r}): {note}"
         self.n_clusters_distribution_ = posterior.n_clusters_distribution()
         self._sample_params = (posterior.grid_params[points]
                                if posterior.grid_params.shape[0] > 1 else None)

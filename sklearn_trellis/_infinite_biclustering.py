@@ -105,9 +105,10 @@ default='vi'
         row (column) partition of smallest posterior expected loss
         (:func:`~sklearn_trellis.summaries.point_estimate`, rows and columns
         separately), or ``'map'``, the pair of highest ``p(r, c, X)``. Exact
-        mode: Binder minimised exactly and VI searched on its exact expected
-        value (from the exact cluster marginals; the same whatever
-        ``random_state``); ``'omari'``, ``'nvi'`` and ``'nid'`` on the exact draws.
+        mode: Binder and VI minimised exactly (from the exact pairwise and
+        cluster marginals; the same whatever ``random_state``); ``'omari'``,
+        ``'nvi'`` and ``'nid'`` searched on the exact draws (``approximation_``
+        then says so).
     random_state : int, RandomState instance or None, default=None
     verbose : int, default=0
     warm_start : bool, default=False
@@ -147,8 +148,11 @@ default='vi'
     method_ : str
         ``'exact'`` or ``'gibbs'``.
     approximation_ : str or None
-        None for an exact fit; for a Gibbs fit, says so ("Gibbs sampling: ..."
-        with the number of kept samples and chains).
+        None for an exact fit whose point estimates are exact Bayes estimates
+        (or the MAP); for an exact fit whose point estimate is searched on the
+        draws or is a local minimum, says so (every other output is exact);
+        for a Gibbs fit, says so ("Gibbs sampling: ..." with the number of
+        kept samples and chains).
     interrupted_ : bool
     n_features_in_ : int
 
@@ -317,16 +321,22 @@ default='vi'
                                                      for labels in posterior.map_pair())
         else:   # VI from the exact cluster marginals, Binder from the pairwise ones
             maps = posterior.map_pair()
-            self.row_labels_, self.column_labels_ = (
+            (self.row_labels_, row_note), (self.column_labels_, column_note) = (
                 bayes_estimate(self.point_estimate, pairwise=pairwise, samples=samples,
                                exact=True,
                                cluster_marginals=ClusterMarginals(marginals, map_[None]),
-                               random_state=rng.randint(2**31 - 1)).astype(np.int64)
+                               random_state=rng.randint(2**31 - 1), return_note=True)
                 for pairwise, samples, marginals, map_ in (
                     (self.row_pairwise_marginals_, self.row_samples_,
                      posterior.row_cluster_marginals(), maps[0]),
                     (self.column_pairwise_marginals_, self.column_samples_,
                      posterior.column_cluster_marginals(), maps[1])))
+            self.row_labels_ = self.row_labels_.astype(np.int64)
+            self.column_labels_ = self.column_labels_.astype(np.int64)
+            notes = [f"{name} (point_estimate={self.point_estimate!r}): {note}"
+                     for name, note in (("row_labels_", row_note),
+                                        ("column_labels_", column_note)) if note is not None]
+            self.approximation_ = "; ".join(notes) or None   # every other output is exact
 
     def _fit_gibbs(self, X, rng, hyperprior, warm):
         data = np.ascontiguousarray(X)

@@ -66,3 +66,32 @@ def test_dp_mixture_point_estimate_accepts_every_loss(method, loss):
         ours = expected_loss(model.samples_, model.labels_, loss="vi")
         best = min(expected_loss(model.samples_, s, loss="vi") for s in np.unique(model.samples_, axis=0))
         assert ours <= best + 1e-9
+
+
+@pytest.mark.parametrize("loss", ["map", "binder", "vi", "vi_lb", "omari", "nvi"])
+def test_dp_mixture_exact_approximation_names_a_point_estimate_searched_on_draws(loss):
+    # Exact mode: MAP, Binder and VI are exact minimisers (vi_lb too: its search ends by
+    # checking every partition of 8 items); omARI and NVI are searched on the draws.
+    rng = np.random.default_rng(1)
+    X = np.vstack([rng.normal(0, 0.3, (4, 2)), rng.normal(3, 0.3, (4, 2))])
+    model = DPMixture(method="exact", point_estimate=loss, n_sweeps=60,
+                      likelihood=NormalInverseWishart(hyperprior="fixed"),
+                      random_state=0).fit(X)
+    assert model.method_ == "exact"
+    if loss in ("omari", "nvi"):
+        assert model.approximation_ == (f"labels_ (point_estimate={loss!r}): searched on 60 "
+                                        f"posterior draws (their mean {loss!r} loss estimates "
+                                        "the expected one; it depends on random_state)")
+    else:
+        assert model.approximation_ is None
+
+
+def test_infinite_biclustering_exact_approximation_names_both_point_estimates():
+    from sklearn_trellis import InfiniteBiclustering
+    X = np.random.default_rng(0).normal(size=(4, 3))
+    fitted = {loss: InfiniteBiclustering(method="exact", point_estimate=loss, n_sweeps=20,
+                                         random_state=0).fit(X) for loss in ("vi", "nid")}
+    assert fitted["vi"].method_ == "exact" and fitted["vi"].approximation_ is None
+    note = fitted["nid"].approximation_
+    assert note.startswith("row_labels_ (point_estimate='nid'): searched on 20 posterior")
+    assert "; column_labels_ (point_estimate='nid'): searched on 20" in note
