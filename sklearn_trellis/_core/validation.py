@@ -148,8 +148,12 @@ def validate_kernel_data(estimator, X, **kwargs):
     """scikit-learn's ``validate_data(estimator, X, **kwargs)``, then :func:`writeable_if_small`.
 
     The estimators validate every array they hand to numba kernels (features,
-    precomputed distances or affinities, label samples) with it.
+    precomputed distances or affinities, label samples) with it. Arrays come
+    out C-ordered (``order='C'`` unless given): reductions over a Fortran-ordered
+    or strided copy of the same values (a pandas DataFrame's) would round
+    differently, so the fitted values would depend on the input's memory layout.
     """
+    kwargs.setdefault("order", "C")
     return writeable_if_small(validate_data(estimator, X, **kwargs))
 
 
