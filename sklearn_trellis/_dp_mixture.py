@@ -12,9 +12,9 @@ from ._core.budget import check_memory
 from ._core.compilation import announces_compilation
 from ._core.units import shift_rows
 from ._core.validation import check_random_state, validate_kernel_data
-from ._gibbs_base import (MAX_LOSS_ESTIMATE_ITEMS, _BaseGibbs, _refuse_rows_without_density,
-                          check_given_labels, gamma_hyperprior, initial_labels,
-                          predictive_picks, subset_columns)
+from ._gibbs_base import (KMEANS_INIT_CLUSTERS, MAX_LOSS_ESTIMATE_ITEMS, _BaseGibbs,
+                          _refuse_rows_without_density, check_given_labels, fitted_kmeans,
+                          gamma_hyperprior, initial_labels, predictive_picks, subset_columns)
 from .engines.exact.binder import bayes_estimate
 from .engines.exact.grid_marginal import GridMarginalPosterior
 from .engines.gibbs import sampler as gibbs
@@ -475,10 +475,13 @@ array-like of shape (n_samples,), default='auto'
         if init == "one":
             return None
         if init == "kmeans":
-            from sklearn.cluster import KMeans
-            k = min(self._prior_rows.shape[0], 10)
-            kmeans = KMeans(n_clusters=k, n_init=1, random_state=rng.randint(2**31 - 1)).fit(
-                self._prior_rows)
+            # fitted on the threads n_jobs allows, as initial_labels' k-means. The workers
+            # predict as they are set up (Dask's nanny starts them with one OpenMP and BLAS
+            # thread; threadpoolctl's limits are per process, so a per-task limit would
+            # race between a worker's threads)
+            kmeans = fitted_kmeans(self._prior_rows,
+                                   min(self._prior_rows.shape[0], KMEANS_INIT_CLUSTERS), rng,
+                                   self.n_jobs)
             return X.rechunk({1: -1}).map_blocks(kmeans.predict, drop_axis=1,
                                                  dtype=np.int32).compute()
         return initial_labels(init, np.empty((X.shape[0], 0)), rng)

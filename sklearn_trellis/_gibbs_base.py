@@ -115,9 +115,16 @@ def initial_labels(init, X, rng, *, kmeans_clusters=None, n_jobs=None):
     if init == "random":
         return rng.randint(max(1, int(np.sqrt(n))), size=n).astype(np.int64)
     k = min(n, KMEANS_INIT_CLUSTERS) if kmeans_clusters is None else kmeans_clusters
-    kmeans = KMeans(n_clusters=k, n_init=1, random_state=rng.randint(2**31 - 1))
+    return fitted_kmeans(X, k, rng, n_jobs).labels_.astype(np.int64)
+
+
+def fitted_kmeans(X, n_clusters, rng, n_jobs=None):
+    """k-means (one start, seeded from ``rng``) fitted to ``X`` on the BLAS and OpenMP
+    threads ``n_jobs`` allows: the start of :func:`initial_labels`, and of a dask
+    array's rows (fitted to a sample of them, then predicted on the workers)."""
+    kmeans = KMeans(n_clusters=n_clusters, n_init=1, random_state=rng.randint(2**31 - 1))
     with threadpool_limits(effective_n_jobs(n_jobs)):
-        return kmeans.fit(X).labels_.astype(np.int64)
+        return kmeans.fit(X)
 
 
 def check_given_labels(labels, n, name="init"):

@@ -354,3 +354,45 @@ def test_one_set_of_actors_for_the_start_and_every_chain(clients, monkeypatch):
         DPMixture(method="subcluster", init="subsample", n_chains=2, n_sweeps=2,
                   random_state=0).fit(dX)
     assert len(built) == 1
+
+
+@pytest.mark.parametrize("n_jobs, threads", [(None, 1), (2, 2)])
+def test_dask_kmeans_start_runs_on_the_threads_n_jobs_allows(clients, monkeypatch, n_jobs,
+                                                             threads):
+    """A dask array's k-means start is fitted (on a sample of the rows) on the threads
+    ``n_jobs`` allows, as ``initial_labels('kmeans')`` is (it used every pool of the
+    machine: two threads here, whatever n_jobs)."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from sklearn_trellis import DPMixture, _gibbs_base
+    seen = []
+
+    class Recording(_gibbs_base.KMeans):
+        def fit(self, X, y=None, sample_weight=None):
+            seen.append({m["num_threads"] for m in threadpool_info()})
+            return super().fit(X, y, sample_weight)
+
+    monkeypatch.setattr(_gibbs_base, "KMeans", Recording)
+    X = blobs(n_per=40, d=2)
+    # two threads in every pool to start from (in-process workers' limits are per process)
+    with clients[2].as_current(), threadpool_limits(2):
+        model = DPMixture(method="subcluster", n_sweeps=1, init="kmeans", n_jobs=n_jobs,
+                          random_state=0).fit(da.from_array(X, chunks=(64, 2)))
+    assert seen == [{threads}]
+    assert model.labels_.shape == (120,)
+
+
+def test_dask_kmeans_start_ignores_a_constant_offset(clients):
+    """Far features are centred before the k-means start (fitted to the centred prior
+    rows, predicted on the lazily centred rows): X + 1e6 gives the same chain of
+    partitions as X, its log joints within the rounding of X + 1e6 (about 1e-10)."""
+    from sklearn_trellis import DPMixture
+    X = blobs(n_per=40, d=2)
+    fits = []
+    with clients[1].as_current():
+        for shift in (0.0, 1e6):
+            fits.append(DPMixture(method="subcluster", n_sweeps=4, init="kmeans",
+                                  random_state=0).fit(da.from_array(X + shift, chunks=(64, 2))))
+    assert fits[0]._offset is None and fits[1]._offset is not None
+    np.testing.assert_array_equal(fits[1].samples_, fits[0].samples_)
+    np.testing.assert_allclose(fits[1].log_joints_, fits[0].log_joints_, rtol=0, atol=1e-9)
