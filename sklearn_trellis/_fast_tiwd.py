@@ -436,7 +436,9 @@ default='singletons'
         clamped = y >= 0
         known = np.full(n, -1, dtype=np.int64)
         if clamped.any():
-            known[clamped] = np.unique(y[clamped], return_inverse=True)[1]
+            # numbered by first appearance, as init partitions: the model does not see
+            # class names, so renaming them must not change a fixed-seed chain
+            known[clamped] = first_appearance_labels(y[clamped])
         n_classes = int(known.max()) + 1
         if self.n_blocks is not None and n_classes > self.n_blocks:
             raise ValueError(f"y has {n_classes} known classes but n_blocks={self.n_blocks}.")

@@ -166,6 +166,25 @@ def test_semi_supervised_keeps_clamped_labels_and_finds_new_class():
     assert adjusted_rand_score(data.target[free], labels[free]) > 0.7
 
 
+@pytest.mark.parametrize("init", ["singletons", "random"])
+def test_renaming_the_known_classes_changes_nothing(init):
+    # The model does not see class names: known classes are numbered by first
+    # appearance (they were numbered in sorted order, so [2, 0, 1] for [0, 1, 2]
+    # changed a fixed-seed chain: 1 or 2 of 15 samples, log joints by up to 6.5).
+    rng = np.random.default_rng(0)
+    X = np.concatenate([rng.normal(c, 1.0, (15, 3)) for c in (0, 3, 6)])
+    y = np.full(45, -1)
+    known = rng.choice(45, 12, replace=False)
+    y[known] = np.repeat([0, 1, 2], 15)[known]
+    renamed = np.where(y >= 0, np.array([2, 0, 1])[np.maximum(y, 0)], -1)
+    fits = [FastTIWD(metric="sqeuclidean", method="gibbs", n_sweeps=30, init=init,
+                     random_state=0).fit(X, labels) for labels in (y, renamed)]
+    assert adjusted_rand_score(fits[0].labels_, fits[1].labels_) == 1.0
+    for a, b in zip(fits[0].samples_, fits[1].samples_):
+        assert adjusted_rand_score(a, b) == 1.0
+    np.testing.assert_array_equal(fits[0].log_joints_, fits[1].log_joints_)
+
+
 def test_reproducible_and_parallel_chains_agree():
     D = make_wishart_blocks(n_samples=40, random_state=0).distances
     a = FastTIWD(n_sweeps=20, n_chains=2, random_state=5).fit(D)
