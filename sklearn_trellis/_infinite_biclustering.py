@@ -328,7 +328,12 @@ default='vi'
                     (self.column_pairwise_marginals_, self.column_samples_,
                      posterior.column_cluster_marginals(), maps[1])))
 
+    def _n_stored_samples(self):
+        return self._pooled["row_samples"].shape[0]
+
     def _fit_gibbs(self, X, rng, hyperprior, warm):
+        self._check_samples_memory(X.shape[0], len(self._chains) if warm else self.n_chains,
+                                   warm, n_columns=X.shape[1])
         data = np.ascontiguousarray(X)
         data_t = np.ascontiguousarray(X.T)
         blocks = engine.make_blocks(self.model_, data, data_t)

@@ -32,7 +32,7 @@ from .exact.flat import BYTES_PER_SUBSET as FLAT_BYTES_PER_SUBSET
 from .exact.flat import ExactFlatTrellis
 from .exact.hierarchical import BYTES_PER_SUBSET as HIERARCHICAL_BYTES_PER_SUBSET
 from .exact.hierarchical import ExactHierarchicalTrellis
-from .map.milp import correlation_clustering_map_milp
+from .map.milp import check_milp_budget, correlation_clustering_map_milp
 from .map.perturb_and_map import MilpMapSolver, perturb_and_map
 from .sparse.family_search import (beam_trees, constrained_linkage_trees, linkage_trees,
                                    seed_family)
@@ -524,6 +524,11 @@ def plan_flat(n_items, *, method="auto", max_exact_size=20, n_perturbations=100)
         check_exact_budget(n, FLAT_BYTES_PER_SUBSET, max_items=max_exact_size,
                            what="exact flat trellis",
                            way_out=_exact_way_out(n, method, max_exact_size, raise_limit))
+    milp = method == "milp" or (method == "perturb_and_map" and not exact)
+    if milp:  # refused here, not after the trellis: the MILP runs last
+        check_milp_budget(n, way_out=(
+            f"To go on: use method='auto' (the trellis's MAP, exact up to max_exact_size="
+            f"{max_exact_size} items) or method='sparse', or use fewer items."))
     return FlatPlan(exact=exact, n_items=n, max_exact_size=int(max_exact_size),
-                    milp=method == "milp" or (method == "perturb_and_map" and not exact),
+                    milp=milp,
                     n_perturbations=int(n_perturbations) if method == "perturb_and_map" else 0)
