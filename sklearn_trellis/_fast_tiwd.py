@@ -541,6 +541,8 @@ default='singletons'
         self : FastTIWD
         """
         self._check_combinations()
+        if self.method == "exact":
+            self._check_exact_request(rows_or_zero(X))
         self._check_memory(rows_or_zero(X))
         self._check_warm_shape(np.shape(X))
         X = validate_kernel_data(self, X, dtype=[np.float64, np.float32],
@@ -577,8 +579,8 @@ default='singletons'
         self.n_clusters_ = int(self.labels_.max()) + 1
         return self
 
-    def _fit_exact(self, S, known, rng):
-        n = S.shape[0]
+    def _check_exact_request(self, n):
+        """Refuse exact inference the parameters rule out (before S* is computed)."""
         if self.scale is None or self.theta is None:
             raise ValueError("method='exact' needs scale and theta fixed (numbers): only "
                              "then does the posterior factorise over blocks.")
@@ -588,6 +590,10 @@ default='singletons'
                              "S = X X^T): the likelihood of distances is translation "
                              "invariant and does not factorise over blocks; use "
                              "method='gibbs'.")
+
+    def _fit_exact(self, S, known, rng):
+        n = S.shape[0]
+        self._check_exact_request(n)
         model = WishartBlockModel(dof=self.dof_, scale=self.scale, theta=self.theta,
                                   alpha=self.alpha, n_blocks=self.n_blocks).fit(S)
         self.model_ = model

@@ -221,3 +221,19 @@ def test_the_sampler_memory_estimate_covers_what_the_fit_allocates():
             finally:
                 tracemalloc.stop()
         assert max(stated.values()) >= 0.75 * peak, (type(estimator).__name__, stated, peak)
+
+
+def test_fast_tiwd_refuses_exact_requests_before_its_inner_products():
+    """method='exact' ruled out by the parameters alone is refused before the (n, n)
+    S* is computed (it was computed first: 1.2 MiB traced at n=400)."""
+    for params in (dict(metric="sqeuclidean", method="exact"),              # scale, theta
+                   dict(metric="sqeuclidean", method="exact", scale=1.0, theta=1.0),
+                   dict(TIWD_EXACT)):                                       # n > 12
+        tracemalloc.start()
+        try:
+            with pytest.raises(ValueError, match="method='exact' needs"):
+                FastTIWD(**params).fit(X400)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < 8 * 400 * 400 / 4, (params, peak)
