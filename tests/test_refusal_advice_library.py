@@ -168,3 +168,24 @@ def test_entropy_agglomeration_refusal_is_before_any_table(monkeypatch):
     with pytest.raises(ValueError, match="Use fewer elements"):
         EntropyAgglomeration().fit(LABELS)
     EntropyAgglomeration().fit(LABELS[:, :4])
+
+
+@pytest.mark.parametrize("cap, energy, advice", [
+    ("max_python_edges", CallableEnergy(balanced), r"lower window_size, use a built-in energy"),
+    ("max_edges", "dasgupta", r"lower window_size"),
+])
+def test_sparse_trellis_caps_advise_the_estimators_parameters(monkeypatch, cap, energy,
+                                                              advice):
+    """The engine's max_edges / max_python_edges are no TrellisHierarchical parameters:
+    its refusal names window_size (it said 'raise max_python_edges'). The caps are
+    lowered here so that 60 items reach them (N=1000 reaches the default 200,000)."""
+    from sklearn_trellis.engines import planner
+    trellis = planner.SparseHierarchicalTrellis
+    build = trellis.from_model.__func__
+    monkeypatch.setattr(trellis, "from_model", classmethod(
+        lambda cls, *args, **kwargs: build(cls, *args, **{**kwargs, cap: 1500})))
+    X = RNG.normal(size=(60, 2))
+    with pytest.raises(ValueError, match=advice) as refusal:
+        TrellisHierarchical(energy=energy, method="sparse").fit(X)
+    assert cap not in str(refusal.value)
+    TrellisHierarchical(energy=energy, method="sparse", window_size=1).fit(X)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._core.budget import HARD_MAX_ITEMS, check_exact_budget, check_memory
+from .._core.budget import HARD_MAX_ITEMS, BudgetExceeded, check_exact_budget, check_memory
 from .._core.connectivity import connected_subset_masks, window_union_connected
 from .._core.family import ClusterFamily
 from .._core.pairwise import upper_triangle
@@ -218,6 +218,19 @@ class HierarchicalPlan:
                 return SparseHierarchicalTrellis.from_model(family, model, beta,
                                                             allowed_vertices=allowed,
                                                             verbose=verbose, **budget).fit()
+            except BudgetExceeded as error:
+                # The engine's caps (max_edges, max_python_edges) are not the estimator's
+                # parameters: say what lifts them in its own.
+                if error.resource == "python_edges":
+                    raise ValueError(
+                        f"The sparse trellis's family has {error.reached:,} splits; a "
+                        f"Python split function is called once per split, above the limit "
+                        f"of {error.limit:,}. To go on: lower window_size, use a built-in "
+                        "energy (no Python call per split) or fewer samples.") from None
+                raise ValueError(
+                    f"The sparse trellis's family has more than {error.limit:,} splits. "
+                    "To go on: lower window_size, use fewer seed_linkages or fewer "
+                    "samples.") from None
             except ValueError as error:
                 if not str(error).startswith("Not enough memory"):
                     raise
