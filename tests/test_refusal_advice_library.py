@@ -11,10 +11,14 @@ import re
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
+from sklearn.metrics import pairwise_distances
+from sklearn.preprocessing import StandardScaler
 
-from sklearn_trellis import (DivisiveClustering, EntropyAgglomeration,
-                             ExactCorrelationClustering, FastTIWD, TrellisHierarchical)
+from sklearn_trellis import (CrossCat, DivisiveClustering, DPMixture, EntropyAgglomeration,
+                             ExactCorrelationClustering, FastTIWD, InfiniteBiclustering,
+                             TrellisHierarchical)
 from sklearn_trellis._core import budget
 from sklearn_trellis._core.validation import check_random_state
 from sklearn_trellis.engines.divisive.exact_split import best_bipartition
@@ -23,13 +27,17 @@ from sklearn_trellis.engines.map.milp import (DEFAULT_MAX_MILP_ITEMS, HARD_MAX_M
                                               correlation_clustering_map_milp,
                                               milp_memory_bytes)
 from sklearn_trellis.metrics import make_pairwise_scorer
-from sklearn_trellis.models import CallableEnergy
+from sklearn_trellis.models import CallableEnergy, NormalInverseWishart
 from sklearn_trellis.summaries import point_estimate
-from sklearn_trellis.summaries.calibration import pairwise_from_proba
+from sklearn_trellis.summaries.calibration import pairwise_from_proba, pairwise_log_loss
 from sklearn_trellis.summaries.occurrence import pairwise_cooccurrence
 
 RNG = np.random.RandomState(0)
 X6, X8 = RNG.normal(size=(6, 2)), RNG.normal(size=(8, 2))
+D8 = pairwise_distances(X8, metric="sqeuclidean")
+COUNTS = RNG.randint(0, 50, size=(8, 3)).astype(float)   # distinct rows
+BINARY = (RNG.rand(6, 5) > 0.5).astype(float)
+MIXED = pd.DataFrame({"a": RNG.normal(size=8), "b": list("xyxyxyxy")})
 W4 = np.array([[0.0, 1.0, -1.0, 0.5], [1.0, 0.0, -1.0, 0.5],
                [-1.0, -1.0, 0.0, -0.5], [0.5, 0.5, -0.5, 0.0]])
 LABELS = RNG.randint(0, 3, size=(20, 30))          # 20 sampled partitions of 30 items
@@ -90,6 +98,45 @@ REFUSALS = [  # (name, refused call, memory (bytes) or None, advice regex, the a
      r"needs the samples", lambda: point_estimate(LABELS, "vi", random_state=0)),
     ("label-vector", lambda: point_estimate(LABELS[0], "vi"), None, r"wrap it as \[labels\]",
      lambda: point_estimate([LABELS[0]], "vi", random_state=0)),
+    # -- scales: the rescaling or the parameter the message names
+    ("th-overflow-beta", lambda: TrellisHierarchical(beta=1e306).fit(X8 * 1e3), None,
+     r"or lower beta", lambda: TrellisHierarchical(beta=1.0).fit(X8 * 1e3)),
+    ("ecc-overflow-beta", lambda: ExactCorrelationClustering(beta=1e307).fit(X8), None,
+     r"or lower beta", lambda: ExactCorrelationClustering(beta=1.0).fit(X8)),
+    ("tiwd-overflow-features", lambda: FastTIWD(metric="sqeuclidean", n_sweeps=4).fit(
+        X8 * 1e152), None, r"rescale X \(e\.g\. with sklearn\.preprocessing\.StandardScaler",
+     lambda: FastTIWD(metric="sqeuclidean", n_sweeps=4).fit(
+         StandardScaler().fit_transform(X8 * 1e152))),
+    ("tiwd-overflow-distances", lambda: FastTIWD(n_sweeps=4).fit(D8 * 1e305), None,
+     r"divide it by its largest entry",
+     lambda: FastTIWD(n_sweeps=4).fit(D8 * 1e305 / (D8 * 1e305).max())),
+    ("dp-count-total", lambda: DPMixture("multinomial", method="gibbs", n_sweeps=4).fit(
+        COUNTS * 1e9), None, r"Divide the counts \(e\.g\. np\.round\(X / k\)\)",
+     lambda: DPMixture("multinomial", method="gibbs", n_sweeps=4).fit(
+         np.round(COUNTS * 1e9 / 1e9))),
+    # -- declared types and nested models
+    ("ib-inferred-cell-type", lambda: InfiniteBiclustering(
+        method="gibbs", n_sweeps=4, random_state=0).fit(BINARY).score(BINARY + 0.5), None,
+     r"declare it \(e\.g\. likelihood='normal'\)", lambda: InfiniteBiclustering(
+         likelihood="normal", method="gibbs", n_sweeps=4, random_state=0).fit(BINARY).score(
+         BINARY + 0.5)),
+    ("crosscat-non-numeric", lambda: CrossCat(likelihood=["normal", "normal"],
+                                              n_sweeps=2).fit(MIXED), None,
+     r"declare it categorical", lambda: CrossCat(likelihood=["normal", "categorical"],
+                                                 n_sweeps=2).fit(MIXED)),
+    ("nested-set-params", lambda: DPMixture().set_params(likelihood__kappa=1.0), None,
+     r"Pass a model instance \(e\.g\. likelihood=NormalInverseWishart\(\)\)",
+     lambda: DPMixture(likelihood=NormalInverseWishart()).set_params(likelihood__kappa=1.0)),
+    ("pairwise-shape", lambda: pairwise_log_loss([0, 1, 0], np.full((3, 2), 0.5)), None,
+     r"pass y_reference", lambda: pairwise_log_loss([0, 1, 0], np.full((3, 2), 0.5),
+                                                    y_reference=[0, 1])),
+    ("samples-not-features", lambda: point_estimate(X8, "vi"), None,
+     r"pass an int array \(T, n\) of label vectors",
+     lambda: point_estimate(LABELS[:, :8], "vi", random_state=0)),
+    # beta's posterior keeps the trellises that carry weight: refused past the memory
+    ("ecc-beta-posterior-memory", lambda: ExactCorrelationClustering(beta="posterior").fit(X8),
+     40_000, r"Give beta a value, or use beta='auto'",
+     lambda: ExactCorrelationClustering(beta="auto").fit(X8)),
     # -- validation shared by every estimator
     ("random-state-generator", lambda: check_random_state(np.random.default_rng(0)), None,
      r"random_state=int\(rng\.integers\(2\*\*31\)\)",
