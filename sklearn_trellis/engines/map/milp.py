@@ -445,7 +445,7 @@ def correlation_clustering_map_milp(weights, *, time_limit=60.0, mip_rel_gap=0.0
     max_constraints : int, default=1,000,000
         Stop (uncertified, ``status='constraint_limit'``) rather than add more
         triangle cuts to a component; also sets the memory estimate checked
-        before starting.
+        before starting (at most the ``3 * C(N, 3)`` cuts there are).
     verbose : int, default=0
         When positive, print the components found and then a round's line at
         most every 10 s (:class:`~sklearn_trellis._core.progress.Progress`);
