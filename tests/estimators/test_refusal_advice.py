@@ -237,3 +237,17 @@ def test_fast_tiwd_refuses_exact_requests_before_its_inner_products():
         finally:
             tracemalloc.stop()
         assert peak < 8 * 400 * 400 / 4, (params, peak)
+
+
+def test_trellis_hierarchical_refuses_beta_auto_before_its_distances():
+    """beta='auto' with a non-likelihood energy is decided by the parameters: refused before
+    the (n, n) distances and the seed trees (it came after them)."""
+    X = RNG.normal(size=(600, 2))
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match="Use energy='exponential_tree'"):
+            TH(n_clusters=2, beta="auto", method="sparse").fit(X)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 * 600 * 600 / 4, peak
