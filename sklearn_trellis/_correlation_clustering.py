@@ -430,16 +430,23 @@ default='all'
             and self.affinity != "precomputed"
         return s, mean_off_diagonal(s) if centred else 0.0
 
-    def _learn_parameters(self, s, offset, exponent, plan, features, seed_linkages, progress):
-        """``(beta, offset, alpha)``: the given ones, or empirical Bayes values (``'auto'``),
-        in the units ``2**exponent`` of ``s`` and ``offset`` (``beta`` in their inverse)."""
-        averaged = self.beta == "posterior"
-        if self.alpha == "posterior" and not averaged:
+    def _check_posterior_parameters(self):
+        """Refuse the combinations the parameters alone rule out, before any affinity."""
+        if self.alpha == "posterior" and self.beta != "posterior":
             raise ValueError("alpha='posterior' sums alpha out with beta: it needs "
                              "beta='posterior'.")
         if self.alpha == "posterior" and self.alpha_prior is None:
             raise ValueError("alpha='posterior' needs a prior on alpha: alpha_prior=(shape, "
                              "rate), not None.")
+        if self.beta == "posterior" and self.method == "perturb_and_map":
+            raise ValueError("beta='posterior' sums over exact (or family) trellises; "
+                             "method='perturb_and_map' has none. Use method='exact', "
+                             "'sparse' or 'milp', or give beta a value.")
+
+    def _learn_parameters(self, s, offset, exponent, plan, features, seed_linkages, progress):
+        """``(beta, offset, alpha)``: the given ones, or empirical Bayes values (``'auto'``),
+        in the units ``2**exponent`` of ``s`` and ``offset`` (``beta`` in their inverse)."""
+        averaged = self.beta == "posterior"
         learn_offset = self.center == "auto"
         # alpha summed out is learned by empirical Bayes only to learn the offset with it
         learn_alpha = self.alpha == "auto" or self.alpha == "posterior" and learn_offset
@@ -485,10 +492,6 @@ default='all'
 
     def _beta_posterior(self, s, w, offset, plan, features, seed_linkages, progress):
         """The grid posterior of ``beta`` (``beta='posterior'``) on the fit's engine."""
-        if plan.n_perturbations:
-            raise ValueError("beta='posterior' sums over exact (or family) trellises; "
-                             "method='perturb_and_map' has none. Use method='exact', "
-                             "'sparse' or 'milp', or give beta a value.")
         summed = self.alpha == "posterior"
         progress.stage("beta" + (" and alpha" if summed else "")
                        + " summed out over the posterior"
@@ -529,6 +532,7 @@ default='all'
         self : ExactCorrelationClustering
         """
         seed_linkages = check_linkages(self.seed_linkages)
+        self._check_posterior_parameters()
         # Refuse before any N x N matrix (even validation's float64 copy of a precomputed
         # one): the affinities, their centred copy and the model's.
         n = rows_or_zero(X)

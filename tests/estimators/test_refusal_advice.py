@@ -251,3 +251,20 @@ def test_trellis_hierarchical_refuses_beta_auto_before_its_distances():
     finally:
         tracemalloc.stop()
     assert peak < 8 * 600 * 600 / 4, peak
+
+
+@pytest.mark.parametrize("params", [dict(beta="posterior", method="perturb_and_map"),
+                                    dict(beta=1.0, alpha="posterior"),
+                                    dict(beta="posterior", alpha="posterior", alpha_prior=None)])
+def test_correlation_clustering_refuses_posterior_combinations_before_its_affinities(params):
+    """Combinations the parameters alone rule out are refused before the (n, n) affinities
+    (and, for perturb-and-MAP, before the empirical Bayes trellis fits they came after)."""
+    X = RNG.normal(size=(600, 2))
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match="posterior"):
+            ECC(**params).fit(X)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 * 600 * 600 / 4, peak
