@@ -268,3 +268,14 @@ def test_correlation_clustering_refuses_posterior_combinations_before_its_affini
     finally:
         tracemalloc.stop()
     assert peak < 8 * 600 * 600 / 4, peak
+
+
+@pytest.mark.parametrize("params", [dict(method="exact", alpha_prior=(1.0, 1.0)),
+                                    dict(method="exact")])
+def test_dp_mixture_refuses_exact_requests_before_fitting_its_likelihood(params):
+    """method='exact' ruled out by the parameters (a hyperprior on alpha, n above
+    max_exact_size) is refused before the likelihood's data-dependent prior is fitted."""
+    estimator = DPMixture(**params)
+    with pytest.raises(ValueError, match="method='exact' needs"):
+        estimator.fit(X400)
+    assert not hasattr(estimator, "model_")
