@@ -279,3 +279,19 @@ def test_dp_mixture_refuses_exact_requests_before_fitting_its_likelihood(params)
     with pytest.raises(ValueError, match="method='exact' needs"):
         estimator.fit(X400)
     assert not hasattr(estimator, "model_")
+
+
+def test_correlation_clustering_sparse_pairwise_advice(monkeypatch):
+    """Above the bytes a sparse trellis gives at once, the engine said 'ask for some rows,
+    or raise max_bytes' (no parameters of the estimator), and a pairwise point estimate
+    was refused only after the sparse trellis. The cap is lowered so 30 items reach it."""
+    from sklearn_trellis.engines.sparse import sparse_flat
+    monkeypatch.setattr(sparse_flat, "DEFAULT_MAX_PAIRWISE_BYTES", 8 * 20 * 20)
+    estimator = ECC(beta=1.0, method="sparse", point_estimate="binder")
+    with pytest.raises(ValueError, match=r"Use point_estimate='map'"):
+        estimator.fit(X30)
+    assert not hasattr(estimator, "_trellis")          # refused before the trellis
+    fitted = ECC(beta=1.0, method="sparse").fit(X30)     # point_estimate='map'
+    with pytest.raises(ValueError, match=r"together_marginal\(\[i, j\]\)"):
+        fitted.pairwise_marginals_
+    assert 0.0 <= fitted.together_marginal([0, 1]) <= 1.0
