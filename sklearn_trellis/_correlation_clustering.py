@@ -9,7 +9,7 @@ from sklearn.base import BaseEstimator, ClusterMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ._core.budget import check_memory, rows_or_zero
+from ._core.budget import check_memory, format_bytes, rows_or_zero
 from ._core.compilation import announces_compilation
 from ._core.pairwise import check_square_symmetric
 from ._core.progress import Progress
@@ -20,7 +20,9 @@ from .engines.exact.binder import MAX_CLUSTER_MARGINAL_ITEMS, bayes_estimate
 from .engines.gaussian_pair_evidence import (evidence_family, log_evidence, log_predictive,
                                              maximise_evidence, shifted_affinities)
 from .engines.planner import plan_flat
+from .engines.sparse import sparse_flat
 from .engines.sparse.seeds import LINKAGES, OTHER_SEEDS, check_linkages
+from .engines.sparse.sparse_flat import SparseFlatTrellis
 from .models.correlation import CorrelationClusteringModel
 from .models.gaussian_pairs import log_density_shift, noise_variance, pair_moments, unit_exponent
 from .preprocessing.affinity import mean_off_diagonal, similarity
@@ -431,16 +433,23 @@ default='all'
             and self.affinity != "precomputed"
         return s, mean_off_diagonal(s) if centred else 0.0
 
-    def _learn_parameters(self, s, offset, exponent, plan, features, seed_linkages, progress):
-        """``(beta, offset, alpha)``: the given ones, or empirical Bayes values (``'auto'``),
-        in the units ``2**exponent`` of ``s`` and ``offset`` (``beta`` in their inverse)."""
-        averaged = self.beta == "posterior"
-        if self.alpha == "posterior" and not averaged:
+    def _check_posterior_parameters(self):
+        """Refuse the combinations the parameters alone rule out, before any affinity."""
+        if self.alpha == "posterior" and self.beta != "posterior":
             raise ValueError("alpha='posterior' sums alpha out with beta: it needs "
                              "beta='posterior'.")
         if self.alpha == "posterior" and self.alpha_prior is None:
             raise ValueError("alpha='posterior' needs a prior on alpha: alpha_prior=(shape, "
                              "rate), not None.")
+        if self.beta == "posterior" and self.method == "perturb_and_map":
+            raise ValueError("beta='posterior' sums over exact (or family) trellises; "
+                             "method='perturb_and_map' has none. Use method='exact', "
+                             "'sparse' or 'milp', or give beta a value.")
+
+    def _learn_parameters(self, s, offset, exponent, plan, features, seed_linkages, progress):
+        """``(beta, offset, alpha)``: the given ones, or empirical Bayes values (``'auto'``),
+        in the units ``2**exponent`` of ``s`` and ``offset`` (``beta`` in their inverse)."""
+        averaged = self.beta == "posterior"
         learn_offset = self.center == "auto"
         # alpha summed out is learned by empirical Bayes only to learn the offset with it
         learn_alpha = self.alpha == "auto" or self.alpha == "posterior" and learn_offset
@@ -486,10 +495,6 @@ default='all'
 
     def _beta_posterior(self, s, w, offset, plan, features, seed_linkages, progress):
         """The grid posterior of ``beta`` (``beta='posterior'``) on the fit's engine."""
-        if plan.n_perturbations:
-            raise ValueError("beta='posterior' sums over exact (or family) trellises; "
-                             "method='perturb_and_map' has none. Use method='exact', "
-                             "'sparse' or 'milp', or give beta a value.")
         summed = self.alpha == "posterior"
         progress.stage("beta" + (" and alpha" if summed else "")
                        + " summed out over the posterior"
@@ -530,6 +535,7 @@ default='all'
         self : ExactCorrelationClustering
         """
         seed_linkages = check_linkages(self.seed_linkages)
+        self._check_posterior_parameters()
         # Refuse before any N x N matrix (even validation's float64 copy of a precomputed
         # one): the affinities, their centred copy and the model's.
         n = rows_or_zero(X)
@@ -540,6 +546,11 @@ default='all'
         # The engines, refused before computing any N x N or 2**N table if they cannot fit.
         plan = plan_flat(X.shape[0], method=self.method, max_exact_size=self.max_exact_size,
                          n_perturbations=self.n_perturbations)
+        if self.point_estimate != "map" and not plan.exact:
+            # the loss estimates read pairwise_marginals_: refused now, not after the trellis
+            self._check_sparse_pairwise(X.shape[0], f"point_estimate={self.point_estimate!r}",
+                                        "Use point_estimate='map' (no N x N matrix) or "
+                                        "fewer items.")
         progress = Progress(type(self).__name__, self.verbose)
         progress.stage(f"({X.shape[0]:,}, {X.shape[0]:,}) affinities")
         s, offset = self._similarity_from_input(X)
@@ -692,8 +703,27 @@ default='all'
         """``P(i and j in the same cluster)`` (computed on first access when sparse)."""
         check_is_fitted(self, "_trellis")
         if self._pairwise is None:
-            self._pairwise = self._trellis.pairwise_marginals()
+            if isinstance(self._trellis, SparseFlatTrellis):
+                n = self._trellis.family.n_items
+                self._check_sparse_pairwise(
+                    n, "pairwise_marginals_", "Query pairs with together_marginal([i, j]), "
+                    "or fit fewer items.")
+                self._pairwise = self._trellis.pairwise_marginals(
+                    max_bytes=sparse_flat.DEFAULT_MAX_PAIRWISE_BYTES)
+            else:
+                self._pairwise = self._trellis.pairwise_marginals()
         return self._pairwise
+
+    @staticmethod
+    def _check_sparse_pairwise(n, what, way_out):
+        """Refuse the (n, n) pairwise marginals of a sparse trellis above the bytes it
+        gives at once (``sparse_flat.DEFAULT_MAX_PAIRWISE_BYTES``), in this estimator's
+        terms (the engine's own way out, rows and max_bytes, are not parameters here)."""
+        n_bytes, limit = 8 * n * n, sparse_flat.DEFAULT_MAX_PAIRWISE_BYTES
+        if n_bytes > limit:
+            raise ValueError(f"{what} needs the ({n}, {n}) pairwise marginals "
+                             f"({format_bytes(n_bytes)}), above the {format_bytes(limit)} a "
+                             f"sparse trellis gives at once. {way_out}")
 
     @property
     def n_clusters_distribution_(self):

@@ -16,7 +16,7 @@ from ._core.units import from_units, metric_degree, to_units, unit_exponent
 from ._core.validation import WriteableStateMixin, validate_kernel_data
 from ._hierarchy_mixin import HierarchyMixin
 from .engines.divisive import CRITERIA, METHODS, divisive_tree, r_dissimilarities
-from .engines.divisive.exact_split import MAX_EXACT_ITEMS
+from .engines.divisive.exact_split import MAX_EXACT_ITEMS, subset_table_bytes
 
 #: Metrics computed as R's ``daisy`` / ``diana`` do, missing features (NaN) included.
 _R_METRICS = {"euclidean": (False, False), "l2": (False, False),
@@ -241,6 +241,12 @@ class DivisiveClustering(WriteableStateMixin, HierarchyMixin, ClusterMixin, Base
         if parts:
             check_memory(8 * n * n * len(parts), f"{' and '.join(parts)} ({n}, {n}) float64",
                          way_out="Use fewer samples.")
+        if self.method == "exact" and n >= 2:  # the largest exact split, before any work
+            m = min(n, self.max_exact_size)
+            check_memory(8 * n * n * len(parts) + subset_table_bytes(m),
+                         f"the subset table of the exact split of a cluster of {m} items",
+                         way_out=f"Lower max_exact_size below {m} (larger clusters are split "
+                                 "by DIANA).")
 
     def _dissimilarities(self, X):
         """The (n, n) dissimilarity matrix, checked; memory is checked first."""

@@ -8,7 +8,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
-from ._core.budget import check_memory
+from ._core.budget import check_memory, rows_or_zero
 from ._core.compilation import announces_compilation
 from ._core.units import shift_rows
 from ._core.validation import check_random_state, validate_kernel_data
@@ -390,6 +390,8 @@ array-like of shape (n_samples,), default='auto'
         if is_dask_array(X):
             return self._fit_dask(X, prior)
         given = X
+        if self.method == "exact":   # decided by the parameters: before any work on X
+            self._check_exact_request(rows_or_zero(X))
         self._check_warm_shape(np.shape(X))
         X = validate_kernel_data(self, X, dtype=[np.float64, np.float32],
                                  reset=not self._has_chains())
@@ -486,10 +488,14 @@ array-like of shape (n_samples,), default='auto'
                                                  dtype=np.int32).compute()
         return initial_labels(init, np.empty((X.shape[0], 0)), rng)
 
-    def _fit_exact(self, data, rng):
+    def _check_exact_request(self, n):
+        """Refuse exact inference the parameters rule out."""
         if self.alpha_prior is not None:
             raise ValueError("method='exact' needs a fixed alpha (alpha_prior=None).")
-        self._check_exact_size(data.shape[0])
+        self._check_exact_size(n)
+
+    def _fit_exact(self, data, rng):
+        self._check_exact_request(data.shape[0])
         posterior = GridMarginalPosterior(self.prior_, self.model_,
                                           self.max_exact_size).fit(data)
         self._set_method("exact")

@@ -18,8 +18,8 @@ from ._core.compilation import announces_compilation
 from ._core.labels import first_appearance_labels
 from ._core.pairwise import check_square_symmetric
 from ._core.validation import check_label_vector, check_random_state, validate_kernel_data
-from ._gibbs_base import (_BaseGibbs, _refuse_rows_without_density, check_given_labels,
-                          predictive_picks, subset_columns)
+from ._gibbs_base import (MAX_PAIRWISE_ITEMS, _BaseGibbs, _refuse_rows_without_density,
+                          check_given_labels, predictive_picks, subset_columns)
 from .engines.exact.trellis_for_model import trellis_for_model
 from .engines.gibbs import sampler as gibbs
 from .models.priors import make_prior
@@ -32,6 +32,7 @@ from .models.wishart_likelihood import WishartBlockLikelihood
 from .preprocessing.distance_normalization import (NORMALIZATIONS, mean_squared_distance,
                                                    new_item_inner_products,
                                                    normalized_inner_products)
+from .summaries.occurrence import COOCCURRENCE_BYTES_PER_PAIR
 
 #: The sampler sums up to n**2 entries of S*: the largest squared distance times n**2
 #: must stay below ``MAX_SUM``; unless all objects coincide, it must also reach
@@ -470,11 +471,17 @@ default='singletons'
         return labels
 
     def _check_memory(self, n):
-        """Refuse before any N x N allocation: S* (dtype), and for feature rows their distances."""
+        """Refuse before any N x N allocation: S* (dtype), held throughout the fit, with the
+        larger of the feature rows' squared distances (float64, while S* is computed) and
+        the sampler's co-clustering matrix (``COOCCURRENCE_BYTES_PER_PAIR`` at its peak;
+        measured: 28 bytes per pair in all for float64 S*, 24 for float32, at n = 800)."""
         dtype = np.dtype(self.dtype)
-        n_bytes = dtype.itemsize * n * n + (0 if self.metric == "precomputed" else 8 * n * n)
-        check_memory(n_bytes, f"the ({n}, {n}) inner products S*"
-                     + ("" if self.metric == "precomputed" else " and squared distances"),
+        distances = 0 if self.metric == "precomputed" else 8 * n * n
+        summaries = COOCCURRENCE_BYTES_PER_PAIR * n * n if n <= MAX_PAIRWISE_ITEMS else 0
+        n_bytes = dtype.itemsize * n * n + max(distances, summaries)
+        check_memory(n_bytes, f"the ({n}, {n}) inner products S* ({dtype.name}) and "
+                     + ("the co-clustering matrix" if summaries >= distances
+                        else "squared distances"),
                      way_out="Use dtype='float32' (halves S*), fewer objects (a subsample), "
                              "or DPMixture on feature rows (no N x N matrix).")
 
@@ -536,6 +543,8 @@ default='singletons'
         self : FastTIWD
         """
         self._check_combinations()
+        if self.method == "exact":
+            self._check_exact_request(rows_or_zero(X))
         self._check_memory(rows_or_zero(X))
         self._check_warm_shape(np.shape(X))
         X = validate_kernel_data(self, X, dtype=[np.float64, np.float32],
@@ -572,8 +581,8 @@ default='singletons'
         self.n_clusters_ = int(self.labels_.max()) + 1
         return self
 
-    def _fit_exact(self, S, known, rng):
-        n = S.shape[0]
+    def _check_exact_request(self, n):
+        """Refuse exact inference the parameters rule out (before S* is computed)."""
         if self.scale is None or self.theta is None:
             raise ValueError("method='exact' needs scale and theta fixed (numbers): only "
                              "then does the posterior factorise over blocks.")
@@ -583,6 +592,10 @@ default='singletons'
                              "S = X X^T): the likelihood of distances is translation "
                              "invariant and does not factorise over blocks; use "
                              "method='gibbs'.")
+
+    def _fit_exact(self, S, known, rng):
+        n = S.shape[0]
+        self._check_exact_request(n)
         model = WishartBlockModel(dof=self.dof_, scale=self.scale, theta=self.theta,
                                   alpha=self.alpha, n_blocks=self.n_blocks).fit(S)
         self.model_ = model

@@ -20,12 +20,13 @@ from sklearn.cluster import KMeans
 from sklearn.utils._param_validation import Interval, StrOptions
 from threadpoolctl import threadpool_limits
 
-from ._core.budget import check_memory
+from ._core.budget import HARD_MAX_ITEMS, check_memory, format_bytes
 from ._core.subsets import membership_table
 from ._core.validation import NestedModelParamsMixin, WriteableStateMixin
 from .engines.gibbs.chains import collect_chains, n_clusters_frequencies
 from .models.priors import GammaHyperprior
-from .summaries.occurrence import pairwise_cooccurrence
+from .summaries.occurrence import COOCCURRENCE_BYTES_PER_PAIR, pairwise_cooccurrence
+from .summaries.point_estimates import PAIRWISE_LOSSES
 
 #: Largest number of items (rows, columns) whose pairwise marginals (an n x n matrix) are stored.
 MAX_PAIRWISE_ITEMS = 3000
@@ -267,8 +268,11 @@ class _BaseGibbs(WriteableStateMixin, NestedModelParamsMixin, BaseEstimator):
     def _check_exact_size(self, n_samples):
         """Refuse exact inference beyond ``max_exact_size`` items (the trellis's size)."""
         if n_samples > self.max_exact_size:
+            raise_limit = (f"raise max_exact_size to {n_samples} if you can afford it "
+                           f"(O(3^N)), or " if n_samples <= HARD_MAX_ITEMS else "")
             raise ValueError(f"method='exact' needs n_samples <= max_exact_size="
-                             f"{self.max_exact_size}, got {n_samples}.")
+                             f"{self.max_exact_size}, got {n_samples}. To go on: "
+                             f"{raise_limit}use method='gibbs' or fewer items.")
 
     def _set_method(self, method, *, n_kept=None, n_chains=None, interrupted=False):
         """``method_``, ``approximation_`` and ``interrupted_`` of an exact or Gibbs fit."""
@@ -284,16 +288,58 @@ class _BaseGibbs(WriteableStateMixin, NestedModelParamsMixin, BaseEstimator):
             "estimate and every posterior summary are estimated from these samples"
             + ("; interrupted by Ctrl-C" if interrupted else ""))
 
-    def _check_samples_memory(self, n_items, n_chains, warm):
-        """Refuse before sampling when the kept samples (int32, plus the co-clustering
-        matrix for ``n <= MAX_PAIRWISE_ITEMS``) would not fit in the memory available."""
+    def _check_samples_memory(self, n_items, n_chains, warm, n_columns=None):
+        """Refuse before sampling when the kept samples (int32) and the summaries the fit
+        then computes from them would not fit in the memory available.
+
+        The summaries: the co-clustering matrix ``pairwise_marginals_`` for
+        ``n <= MAX_PAIRWISE_ITEMS`` (its computation peaks at
+        ``COOCCURRENCE_BYTES_PER_PAIR`` bytes per pair), then what the point
+        estimate adds (:meth:`_point_estimate_memory`). ``n_columns``: a second
+        partition sampled alongside (biclustering's columns), summarised after the
+        first. Each refusal names what lifts it: fewer kept samples lift only the
+        samples' share.
+        """
         kept = n_chains * -(-(self.n_sweeps - self._burn_in(warm)) // self.thin)
         if warm == "continue":
-            kept += self._chains.samples.shape[0]
-        n_bytes = 4 * kept * n_items + (8 * n_items * n_items
-                                        if n_items <= MAX_PAIRWISE_ITEMS else 0)
-        check_memory(n_bytes, f"the {kept:,} kept samples of {n_items:,} items",
+            kept += self._n_stored_samples()
+        sizes = [n_items] if n_columns is None else [n_items, n_columns]
+        held = matrix = 0   # the matrices are computed one after the other
+        for m in sizes:
+            if m <= MAX_PAIRWISE_ITEMS:
+                matrix = max(matrix, held + COOCCURRENCE_BYTES_PER_PAIR * m * m)
+                held += 8 * m * m
+        estimate, estimate_way_out = self._point_estimate_memory(max(sizes), kept)
+        summaries = max(matrix, held + estimate)
+        shape = " x ".join(f"{m:,}" for m in sizes)
+        if held + estimate > matrix and estimate_way_out:
+            check_memory(held + estimate, "the point estimate's co-clustering matrix "
+                         f"({max(sizes)}, {max(sizes)})", way_out=estimate_way_out)
+        check_memory(summaries, f"the co-clustering matrices of {shape} items (the "
+                     f"pairwise marginals, computed up to {MAX_PAIRWISE_ITEMS} items)",
+                     way_out="Use fewer items.")
+        samples = f"the {kept:,} kept samples of {shape} items"
+        if summaries:
+            samples += (f" ({format_bytes(4 * kept * sum(sizes))}) and their summaries "
+                        f"({format_bytes(summaries)})")
+        check_memory(4 * kept * sum(sizes) + summaries, samples,
                      way_out="Raise thin, lower n_sweeps or n_chains, or use fewer items.")
+
+    def _n_stored_samples(self):
+        """Kept samples of the previous fit (continued by a warm start)."""
+        return self._chains.samples.shape[0]
+
+    def _point_estimate_memory(self, n_items, n_kept):
+        """Bytes the point estimate allocates beyond the samples and the pairwise
+        marginals, and the advice that lifts them (``(0, None)``: none).
+
+        The pairwise losses hold an (n, n) co-clustering matrix; ``'map'``, one sample
+        or more than ``MAX_LOSS_ESTIMATE_ITEMS`` items take the best sample instead.
+        """
+        if (getattr(self, "point_estimate", "map") in PAIRWISE_LOSSES and n_kept > 1
+                and n_items <= MAX_LOSS_ESTIMATE_ITEMS):
+            return 8 * n_items * n_items, "Use point_estimate='map' (no N x N matrix)."
+        return 0, None
 
     def _store_chains(self, results, likelihood, prior, *, record=None, warm=False,
                       method="gibbs"):

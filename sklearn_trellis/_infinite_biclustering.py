@@ -338,7 +338,12 @@ default='vi'
                                         ("column_labels_", column_note)) if note is not None]
             self.approximation_ = "; ".join(notes) or None   # every other output is exact
 
+    def _n_stored_samples(self):
+        return self._pooled["row_samples"].shape[0]
+
     def _fit_gibbs(self, X, rng, hyperprior, warm):
+        self._check_samples_memory(X.shape[0], len(self._chains) if warm else self.n_chains,
+                                   warm, n_columns=X.shape[1])
         data = np.ascontiguousarray(X)
         data_t = np.ascontiguousarray(X.T)
         blocks = engine.make_blocks(self.model_, data, data_t)

@@ -555,6 +555,7 @@ default='dasgupta'
         if self.connectivity is not None:
             self._graph, n_components = check_connectivity(self.connectivity, X, self.metric)
         model = self._make_energy()
+        self._check_beta_auto(model)
         # The engine, refused before computing any N x N or 2**N table if it cannot fit.
         plan = plan_hierarchical(n, model, method=self.method,
                                  max_exact_size=self.max_exact_size,
@@ -638,6 +639,14 @@ default='dasgupta'
         self._report_tree()
         return self
 
+    def _check_beta_auto(self, model):
+        """Refuse beta='auto' without a likelihood energy (before any distance is computed)."""
+        if self.beta == "auto" and not isinstance(model, ExponentialTreeEnergy):
+            raise ValueError(
+                f"beta='auto' maximises the evidence of a likelihood energy; energy="
+                f"{self.energy!r} is not one. Use energy='exponential_tree' (the generative "
+                "reading of Dasgupta's cost) or a numeric beta.")
+
     def _empirical_bayes_beta(self, plan, model, run):
         """``beta`` maximising the evidence, by EM: ``beta <- n_pairs / E[cost]``.
 
@@ -647,11 +656,7 @@ default='dasgupta'
         gradient of the expected complete log-likelihood to zero and never
         lowers the evidence. Returns ``(beta, fit at beta)``.
         """
-        if not isinstance(model, ExponentialTreeEnergy):
-            raise ValueError(
-                f"beta='auto' maximises the evidence of a likelihood energy; energy="
-                f"{self.energy!r} is not one. Use energy='exponential_tree' (the generative "
-                "reading of Dasgupta's cost) or a numeric beta.")
+        self._check_beta_auto(model)
         n = model.n_items_
         n_pairs = n * (n - 1) / 2.0
         total = float(model.similarity_.sum()) / 2.0

@@ -61,6 +61,11 @@ def learned_parameters(estimator):
             if isinstance(value, str) and value == "auto" and hasattr(estimator, f"{name}_")}
 
 
+def _refuse_unscorable(estimator):
+    raise TypeError(f"{type(estimator).__name__} has neither predict_proba nor "
+                    "pairwise_marginals_: a pairwise scorer cannot score it.")
+
+
 class PairwiseScorer:
     """A scorer ``scorer(estimator, X, y)``: minus a pairwise loss on a labelled fold.
 
@@ -91,13 +96,15 @@ class PairwiseScorer:
             source = "predict_proba" if hasattr(estimator, "predict_proba") else "refit"
         if source == "predict_proba":
             if not hasattr(estimator, "predict_proba"):
+                # 'refit' reads pairwise_marginals_: advise it only where the fit has them
+                if not hasattr(estimator, "pairwise_marginals_"):
+                    _refuse_unscorable(estimator)
                 raise TypeError(f"{type(estimator).__name__} has no predict_proba: use "
                                 "make_pairwise_scorer(..., source='refit').")
             return pairwise_from_proba(estimator.predict_proba(X))
         refitted = clone(estimator).set_params(**learned_parameters(estimator)).fit(X)
         if not hasattr(refitted, "pairwise_marginals_"):
-            raise TypeError(f"{type(estimator).__name__} has neither predict_proba nor "
-                            "pairwise_marginals_: a pairwise scorer cannot score it.")
+            _refuse_unscorable(estimator)
         return refitted.pairwise_marginals_
 
     def __call__(self, estimator, X, y):

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._core.budget import HARD_MAX_ITEMS, check_exact_budget, check_memory
+from .._core.budget import HARD_MAX_ITEMS, BudgetExceeded, check_exact_budget, check_memory
 from .._core.connectivity import connected_subset_masks, window_union_connected
 from .._core.family import ClusterFamily
 from .._core.pairwise import upper_triangle
@@ -32,7 +32,7 @@ from .exact.flat import BYTES_PER_SUBSET as FLAT_BYTES_PER_SUBSET
 from .exact.flat import ExactFlatTrellis
 from .exact.hierarchical import BYTES_PER_SUBSET as HIERARCHICAL_BYTES_PER_SUBSET
 from .exact.hierarchical import ExactHierarchicalTrellis
-from .map.milp import correlation_clustering_map_milp
+from .map.milp import check_milp_budget, correlation_clustering_map_milp
 from .map.perturb_and_map import MilpMapSolver, perturb_and_map
 from .sparse.family_search import (beam_trees, constrained_linkage_trees,
                                    family_is_complete, linkage_trees, seed_family)
@@ -218,6 +218,19 @@ class HierarchicalPlan:
                 return SparseHierarchicalTrellis.from_model(family, model, beta,
                                                             allowed_vertices=allowed,
                                                             verbose=verbose, **budget).fit()
+            except BudgetExceeded as error:
+                # The engine's caps (max_edges, max_python_edges) are not the estimator's
+                # parameters: say what lifts them in its own.
+                if error.resource == "python_edges":
+                    raise ValueError(
+                        f"The sparse trellis's family has {error.reached:,} splits; a "
+                        f"Python split function is called once per split, above the limit "
+                        f"of {error.limit:,}. To go on: lower window_size, use a built-in "
+                        "energy (no Python call per split) or fewer samples.") from None
+                raise ValueError(
+                    f"The sparse trellis's family has more than {error.limit:,} splits. "
+                    "To go on: lower window_size, use fewer seed_linkages or fewer "
+                    "samples.") from None
             except ValueError as error:
                 if not str(error).startswith("Not enough memory"):
                     raise
@@ -527,6 +540,11 @@ def plan_flat(n_items, *, method="auto", max_exact_size=20, n_perturbations=100)
         check_exact_budget(n, FLAT_BYTES_PER_SUBSET, max_items=max_exact_size,
                            what="exact flat trellis",
                            way_out=_exact_way_out(n, method, max_exact_size, raise_limit))
+    milp = method == "milp" or (method == "perturb_and_map" and not exact)
+    if milp:  # refused here, not after the trellis: the MILP runs last
+        check_milp_budget(n, way_out=(
+            f"To go on: use method='auto' (the trellis's MAP, exact up to max_exact_size="
+            f"{max_exact_size} items) or method='sparse', or use fewer items."))
     return FlatPlan(exact=exact, n_items=n, max_exact_size=int(max_exact_size),
-                    milp=method == "milp" or (method == "perturb_and_map" and not exact),
+                    milp=milp,
                     n_perturbations=int(n_perturbations) if method == "perturb_and_map" else 0)

@@ -39,6 +39,12 @@ _CRITERION_CODE = {"average": 0, "dasgupta": 1, "sparsest": 2}
 MAX_EXACT_ITEMS = 24
 
 
+def subset_table_bytes(m):
+    """Peak bytes of :func:`pair_sum_table` on ``m`` items: the float64 table over the
+    ``2**m`` subsets and its float64 row over the ``2**(m-1)`` lower ones."""
+    return 12 * (1 << m)
+
+
 @njit(cache=True)
 def pair_sum_table(values):
     """``W[B] = sum_{i<j in B} values[i, j]`` for every bitmask ``B`` of ``m`` items."""
@@ -141,7 +147,9 @@ def best_bipartition(values, criterion="average"):
     if m > MAX_EXACT_ITEMS:
         raise ValueError(f"Enumerating the bipartitions of {m} items is out of reach "
                          f"(the limit is {MAX_EXACT_ITEMS}: 2^(m-1) - 1 bipartitions).")
-    check_memory(12 * (1 << m), f"the subset table of a cluster of {m} items")
+    check_memory(subset_table_bytes(m), f"the subset table of a cluster of {m} items",
+                 way_out=f"Lower max_exact_size below {m} (larger clusters are split by "
+                         "DIANA).")
     table = pair_sum_table(values)
     left, value = _best_bipartition(table, _CRITERION_CODE[criterion], m)
     mask = (left >> np.arange(m)) & 1

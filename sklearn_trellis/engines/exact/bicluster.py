@@ -70,7 +70,8 @@ class ExactBiclusterPosterior:
         pairs = bell(n) * bell(d)
         if pairs > MAX_EXACT_PAIRS:
             raise ValueError(f"exact biclustering enumerates Bell(n_rows) x Bell(n_columns) = "
-                             f"{pairs} partition pairs, more than {MAX_EXACT_PAIRS}.")
+                             f"{pairs} partition pairs, more than {MAX_EXACT_PAIRS}. Use "
+                             "method='gibbs', or fewer rows or columns.")
         grid = self.cells.hyperparameter_grid()
         if grid is None:
             params, log_prior = self.cells.kernel_params()[None, :], np.zeros(1)

@@ -232,7 +232,8 @@ def new_crosscat_state(model, rng, view_labels=None, row_labels=None):
     n_clusters = np.zeros(slots, np.int64)
     n_clusters[:n_views] = labels[:n_views].max(axis=1) + 1 if n else 0
     capacity = max(8, 2 * int(n_clusters.max()))
-    check_memory(_state_bytes(n, d, model.n_stats, capacity), "the CrossCat chain state")
+    check_memory(_state_bytes(n, d, model.n_stats, capacity), "the CrossCat chain state",
+                 way_out="Use fewer rows or columns.")
     state = CrossCatState(
         view_of=view_labels.astype(np.int64), n_columns=np.bincount(view_labels, minlength=slots),
         labels=labels, counts=np.zeros((slots, capacity), np.int64), n_clusters=n_clusters,

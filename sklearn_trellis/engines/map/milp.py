@@ -51,7 +51,8 @@ from scipy.optimize import LinearConstraint, milp
 from scipy.sparse import csr_array
 from scipy.sparse.csgraph import connected_components
 
-from ..._core.budget import available_memory_bytes, format_bytes
+from ..._core import budget as memory_budget
+from ..._core.budget import format_bytes
 from ..._core.labels import first_appearance_labels
 from ..._core.progress import Progress
 from ..._core.validation import check_scalar_param
@@ -170,25 +171,39 @@ def _check_weights(weights):
 
 
 def milp_memory_bytes(n_items, max_constraints=DEFAULT_MAX_CONSTRAINTS):
-    """Estimated peak memory of :func:`correlation_clustering_map_milp` (bytes)."""
+    """Estimated peak memory of :func:`correlation_clustering_map_milp` (bytes).
+
+    The cut pool holds at most ``max_constraints`` triangle cuts, and never more
+    than there are: three per triple of items.
+    """
     n_pairs = n_items * (n_items - 1) // 2
+    n_cuts = min(max_constraints, 3 * (n_items * (n_items - 1) * (n_items - 2) // 6))
     return (6 * 8 * n_items * n_items + BYTES_PER_VARIABLE * n_pairs
-            + BYTES_PER_CONSTRAINT * max_constraints)
+            + BYTES_PER_CONSTRAINT * n_cuts)
 
 
-def _check_budget(n, max_items, max_constraints):
+def check_milp_budget(n, max_items=DEFAULT_MAX_MILP_ITEMS,
+                      max_constraints=DEFAULT_MAX_CONSTRAINTS, way_out=None):
+    """Refuse a MILP over ``n`` items above ``max_items`` or the available memory.
+
+    ``way_out`` is the caller's advice (in its own parameters); by default this
+    function's: ``max_items``, ``max_constraints``, fewer items.
+    """
     n_pairs = n * (n - 1) // 2
     need = milp_memory_bytes(n, max_constraints)
+    n_cuts = min(max_constraints, 3 * (n * (n - 1) * (n - 2) // 6))
     cost = (f"the MILP over N={n} items has {n_pairs} pair variables and up to "
-            f"{max_constraints} triangle cuts, about {format_bytes(need)} of memory")
+            f"{n_cuts} triangle cuts, about {format_bytes(need)} of memory")
     if n > min(max_items, HARD_MAX_MILP_ITEMS):
         raise ValueError(f"N={n} is above max_items={min(max_items, HARD_MAX_MILP_ITEMS)} "
-                         f"(at most {HARD_MAX_MILP_ITEMS}): {cost}. Raise max_items if you "
-                         "can afford it.")
-    available = available_memory_bytes()
+                         f"(at most {HARD_MAX_MILP_ITEMS}): {cost}. "
+                         + (way_out or ("Raise max_items if you can afford it."
+                                        if n <= HARD_MAX_MILP_ITEMS else "Use fewer items.")))
+    available = memory_budget.available_memory_bytes()  # read at call time (patchable)
     if available is not None and need > 0.8 * available:
         raise ValueError(f"Not enough memory: {cost}, but only {format_bytes(available)} "
-                         "is available. Lower max_constraints or use fewer items.")
+                         "is available. " + (way_out or "Lower max_constraints or use fewer "
+                                                        "items."))
 
 
 class _CutPool:
@@ -430,7 +445,7 @@ def correlation_clustering_map_milp(weights, *, time_limit=60.0, mip_rel_gap=0.0
     max_constraints : int, default=1,000,000
         Stop (uncertified, ``status='constraint_limit'``) rather than add more
         triangle cuts to a component; also sets the memory estimate checked
-        before starting.
+        before starting (at most the ``3 * C(N, 3)`` cuts there are).
     verbose : int, default=0
         When positive, print the components found and then a round's line at
         most every 10 s (:class:`~sklearn_trellis._core.progress.Progress`);
@@ -463,7 +478,7 @@ def correlation_clustering_map_milp(weights, *, time_limit=60.0, mip_rel_gap=0.0
     check_scalar_param(max_constraints, "max_constraints", kind=numbers.Integral, low=1)
     shape = np.shape(weights)
     if len(shape) == 2 and shape[0] == shape[1]:
-        _check_budget(shape[0], max_items, max_constraints)  # before any N x N copy
+        check_milp_budget(shape[0], max_items, max_constraints)  # before any N x N copy
     w = _check_weights(weights)
     n = w.shape[0]
     if initial_labels is not None:
@@ -512,4 +527,4 @@ def correlation_clustering_map_milp(weights, *, time_limit=60.0, mip_rel_gap=0.0
 
 
 __all__ = ["MilpMapResult", "correlation_clustering_map_milp", "clustering_objective",
-           "milp_memory_bytes"]
+           "milp_memory_bytes", "check_milp_budget"]

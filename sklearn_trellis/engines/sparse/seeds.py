@@ -263,8 +263,8 @@ def _check_table_memory(model):
     rows = model.family_kernel_inputs(singletons).stats.shape[0]
     check_memory(2 * 8 * rows * 2.0 ** n,
                  f"the beam search's table of the model over all 2**{n} subsets",
-                 "TrellisHierarchical adds beam seeds up to N = 20; beyond, use "
-                 "linkage_seed_trees.")
+                 "Set n_beam_trees=0 (TrellisHierarchical's beam seeds; its linkage seed "
+                 "trees remain), or use fewer items.")
 
 
 def tree_windows(children, n_items, size=8, max_union_items=None):

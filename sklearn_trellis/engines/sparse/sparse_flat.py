@@ -28,7 +28,8 @@ import weakref
 
 import numpy as np
 
-from ..._core.budget import BudgetExceeded, available_memory_bytes, check_memory, format_bytes
+from ..._core import budget as memory_budget
+from ..._core.budget import BudgetExceeded, check_memory, format_bytes
 from ..._core.family import ClusterFamily, item_codes
 from ..._core.interpreted import call, interpreting, run_interpreted
 from ..._core.labels import canonical_rows
@@ -361,7 +362,7 @@ class SparseFlatTrellis:
         self.rank_ = rank
         n_words = (n + 63) >> 6
         state_bytes = 8 * n_words + _STATE_OVERHEAD
-        available = available_memory_bytes()
+        available = memory_budget.available_memory_bytes()  # read at call time (patchable)
         max_states = self.max_states
         max_transitions = np.iinfo(np.int64).max
         if available is not None:
@@ -372,14 +373,16 @@ class SparseFlatTrellis:
         status, n_states, n_trans, sizes, ptr, t_vertex, c_ptr, children = \
             _enumerate_states(f, rank, max_states, max_transitions)
         if status == kernels.STATES_CAP:
-            limit = ("max_states" if max_states == self.max_states else
+            # Raising max_states lifts only its own cap, not the memory's.
+            by_parameter = max_states == self.max_states
+            limit = ("max_states" if by_parameter else
                      f"the memory available ({format_bytes(available)})")
             raise BudgetExceeded(
                 f"The family needs more than {max_states:,} remainder states "
                 f"({format_bytes(state_bytes)} each at N={n}; {n_trans:,} transitions "
                 f"so far), the limit set by {limit}. Use fewer or more similar seed "
-                "trees, or raise max_states.", resource="states", limit=max_states,
-                reached=int(n_states))
+                "trees" + (", or raise max_states." if by_parameter else "."),
+                resource="states", limit=max_states, reached=int(n_states))
         if status == kernels.TRANSITIONS_CAP:
             raise BudgetExceeded(
                 f"The family needs more than {n_trans:,} transitions "

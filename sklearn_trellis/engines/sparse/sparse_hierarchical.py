@@ -31,7 +31,7 @@ import time
 
 import numpy as np
 
-from ..._core.budget import check_memory, format_bytes
+from ..._core.budget import BudgetExceeded, check_memory, format_bytes
 from ..._core.family import ClusterFamily, item_codes
 from ..._core.interpreted import call
 from ..._core.trees import check_children, children_to_tree, tree_splits, tree_to_postorder_children
@@ -295,11 +295,12 @@ class SparseHierarchicalTrellis:
             family.vertex_window, family.vertex_window_mask, family.window_table,
             self.max_edges)
         if n_edges > self.max_edges:
-            raise ValueError(
+            raise BudgetExceeded(
                 f"The family of {self.n_vertices:,} clusters has more than "
                 f"{self.max_edges:,} splits (max_edges), which would need more than "
                 f"{format_bytes(BYTES_PER_EDGE * self.max_edges)}; use fewer or smaller "
-                "seed trees / extra clusters, or raise max_edges.")
+                "seed trees / extra clusters, or raise max_edges.", resource="edges",
+                limit=self.max_edges)
         check_memory(BYTES_PER_EDGE * n_edges, f"sparse trellis's {n_edges:,} edges")
         self.edge_ptr, self.edge_parent, self.edge_left, self.edge_right = \
             kernels.edges_to_csr(groups, self.n_vertices)
@@ -318,11 +319,12 @@ class SparseHierarchicalTrellis:
                 self.edge_right)
             return psi   # invalid splits (-inf here) are refused after the pass (fit)
         if self.n_edges > self.max_python_edges:
-            raise ValueError(
+            raise BudgetExceeded(
                 f"The family has {self.n_edges:,} splits; a Python split function is "
                 f"called once per split, above the limit of {self.max_python_edges:,} "
                 "(max_python_edges). Use a model with vectorised statistics, a smaller "
-                "family, or raise max_python_edges.")
+                "family, or raise max_python_edges.", resource="python_edges",
+                limit=self.max_python_edges, reached=self.n_edges)
         family = self.family
         psi = np.empty(self.n_edges)
         for e in range(self.n_edges):

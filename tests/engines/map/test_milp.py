@@ -9,7 +9,9 @@ from oracles import canonical
 from sklearn_trellis.models import CorrelationClusteringModel
 from sklearn_trellis.engines import ExactFlatTrellis
 from sklearn_trellis.engines.map import _milp_kernels as kernels
-from sklearn_trellis.engines.map.milp import clustering_objective, correlation_clustering_map_milp
+from sklearn_trellis._core import budget
+from sklearn_trellis.engines.map.milp import (clustering_objective,
+                                              correlation_clustering_map_milp, milp_memory_bytes)
 
 
 def symmetric(rng, n, kind):
@@ -166,5 +168,10 @@ def test_bad_input():
     # Refused before allocating, with the memory it would need.
     with pytest.raises(ValueError, match="max_items=10.*pair variables.*B of memory"):
         correlation_clustering_map_milp(np.zeros((11, 11)), max_items=10)
-    with pytest.raises(ValueError, match="Not enough memory"):
-        correlation_clustering_map_milp(w, max_constraints=10 ** 15)
+    # The cut pool never holds more cuts than there are (3 per triple; none for 2 items):
+    # 10**15 allowed cuts need no more memory than 10**6 (it was refused as 2 PB).
+    assert milp_memory_bytes(w.shape[0], 10 ** 15) == milp_memory_bytes(w.shape[0], 10 ** 6)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(budget, "available_memory_bytes", lambda: 100)
+        with pytest.raises(ValueError, match="Not enough memory.*Lower max_constraints"):
+            correlation_clustering_map_milp(w, max_constraints=10 ** 15)
