@@ -126,6 +126,11 @@ class ClusterLikelihood(BaseEstimator):
     #: kernels fill on demand): a new Gibbs state then needs no item-by-item ``rebuild``
     #: (one kernel less to compile), only ``reset`` of every slot and ``refresh``.
     refresh_rebuilds = False
+    #: True when ``kernels.refresh`` only resets the occupied slots and ``add``\ s every
+    #: assigned item in order (``refresh_by_adding``): its own steps are integer bookkeeping,
+    #: so the Gibbs engine runs its Python source around the compiled ``reset`` and ``add``
+    #: on small states (:mod:`sklearn_trellis._core.interpreted`, ``compiled_callees``).
+    refresh_interpretable = False
 
     def fit(self, X, y=None):
         raise NotImplementedError

@@ -247,6 +247,7 @@ def test_new_state_without_rebuild_equals_the_item_by_item_build(groups):
     gibbs._engine(blocks).rebuild(
         rebuilt.params, data, labels, rebuilt.labels, rebuilt.counts, rebuilt.active,
         rebuilt.where, rebuilt.free, rebuilt.meta, rebuilt.stats, rebuilt.shared, rebuilt.work)
+    gibbs.refresh(rebuilt, blocks, data)
     for name in ("labels", "counts", "active", "where", "free", "meta", "stats", "shared"):
         np.testing.assert_array_equal(getattr(built, name), getattr(rebuilt, name))
     if groups is None:

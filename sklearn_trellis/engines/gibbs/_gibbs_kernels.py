@@ -27,13 +27,14 @@ import math
 import numpy as np
 from numba import njit
 
+from ..._core.compilation import CALLEE_ONLY
 from ..._core.specialise import specialise as _specialise, template
 from ...models.prior_kernels import (log_block, log_count, log_rising_factorial,
                                      log_weight_existing, log_weight_new)
 from ...models.likelihood import protocol_bindings
 
 
-@njit(cache=True)
+@njit(cache=True, **CALLEE_ONLY)
 def sample_log_weights(logw, n):
     """Index drawn with probability proportional to ``exp(logw[:n])``."""
     largest = -np.inf
@@ -113,7 +114,8 @@ def rebuild(params, data, init_labels, labels, counts, active, where, free, meta
             stats, shared, work):
     """Fill the state from compact labels ``init_labels`` (values ``0..K-1``, capacity > K)
     whose slots :func:`occupy_slots` has filled (the caller runs it: small label vectors
-    interpreted)."""
+    interpreted), item by item; the caller then runs the likelihood's ``refresh`` (small
+    states: its Python source, see ``sampler.refresh``)."""
     for c in range(stats.shape[0]):
         lik_reset(params, stats, c)
     shared[:] = 0.0
@@ -123,7 +125,6 @@ def rebuild(params, data, init_labels, labels, counts, active, where, free, meta
         lik_prepare(params, data, labels, stats, shared, work, i)
         lik_add(params, data, stats, shared, work, c, i)
         labels[i] = c
-    lik_refresh(params, data, labels, stats, shared, active, meta[0])
 
 
 @template(nogil=True)
@@ -177,7 +178,7 @@ def _move_out(params, data, labels, stats, shared, work, items, n, c):
         labels[k] = -1
 
 
-@template
+@template(**CALLEE_ONLY)
 def _allocate(params, pp, data, labels, stats, shared, work, items, n, ci, cj,
               sizes, target):
     """Sequentially allocate ``items`` to ``ci``/``cj``; log proposal probability.
@@ -193,7 +194,9 @@ def _allocate(params, pp, data, labels, stats, shared, work, items, n, ci, cj,
               + lik_log_predictive(params, data, stats, shared, work, ci, k))
         wj = (log_weight_existing(pp, sizes[1])
               + lik_log_predictive(params, data, stats, shared, work, cj, k))
-        largest = max(wi, wj)
+        # max(wi, wj) as numba computes it, without its max compiled once more for this
+        # kernel's flags (CALLEE_ONLY)
+        largest = wj if wj > wi else wi
         log_norm = largest + math.log(math.exp(wi - largest) + math.exp(wj - largest))
         if target[t] < 0:
             side = 0 if np.random.random() < math.exp(wi - log_norm) else 1
@@ -211,7 +214,7 @@ def _allocate(params, pp, data, labels, stats, shared, work, items, n, ci, cj,
     return log_q
 
 
-@njit(cache=True)
+@njit(cache=True, **CALLEE_ONLY)
 def _copy_state(stats, work, stats_to, work_to):
     """``stats_to[:] = stats``, ``work_to[:] = work`` (loops: numba's slice copy compiles for
     seconds; not inlined: its three call sites typed and lowered in ``split_merge`` cost more

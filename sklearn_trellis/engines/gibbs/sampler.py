@@ -111,15 +111,28 @@ def new_state(likelihood, data, init_labels, alpha, capacity=None, params=None):
         for c in range(capacity):
             lik.reset(params, state.stats, c)
         state.labels[:] = compact
-        lik.refresh(params, data, state.labels, state.stats, state.shared, state.active,
-                    state.meta[0])
     else:
         call(_engine(likelihood).rebuild, params, data, compact, state.labels, state.counts,
              state.active, state.where, state.free, state.meta, state.stats, state.shared,
              state.work, compiled_callees=True,
              small=(compact.size <= INTERPRETED_LABEL_ITEMS
-                    and _compiled_alone(likelihood, "prepare", "add")))  # reset, refresh: sweep's
+                    and _compiled_alone(likelihood, "prepare", "add")))  # reset: sweep's
+    refresh(state, likelihood, data)
     return state
+
+
+def refresh(state, likelihood, data):
+    """The likelihood's ``refresh`` of the state (each sweep ends with it).
+
+    A ``refresh_interpretable`` likelihood's (``reset`` and ``add`` of every item, in
+    order) runs its Python source around those compiled kernels on small states: the
+    same calls, one kernel less to compile in a first fit, about 0.03 ms at 40 items.
+    """
+    call(likelihood.kernels.refresh, state.params, data, state.labels, state.stats,
+         state.shared, state.active, state.meta[0], compiled_callees=True,
+         small=(likelihood.refresh_interpretable
+                and state.labels.size <= INTERPRETED_LABEL_ITEMS
+                and _compiled_alone(likelihood, "reset", "add")))
 
 
 def _grow(state, likelihood):
@@ -162,8 +175,7 @@ def set_params(state, likelihood, data, params):
     state.params = np.ascontiguousarray(params, dtype=np.float64)
     for c in state.free[:state.meta[1]]:
         likelihood.kernels.reset(state.params, state.stats, c)
-    likelihood.kernels.refresh(state.params, data, state.labels, state.stats, state.shared,
-                               state.active, state.meta[0])
+    refresh(state, likelihood, data)
     likelihood.refresh_work(state.params, state.stats, state.shared, state.work,
                             state.active, int(state.meta[0]))
 
@@ -202,8 +214,7 @@ def sweep(state, likelihood, prior_params, data, rng, *, fixed=None, n_split_mer
             state.params, prior_params, data, state.labels, state.counts,
             state.active, state.where, state.free, state.meta, state.stats,
             state.shared, state.work, fixed_mask, n_split_merge, rng.randint(_MAX_SEED))
-    likelihood.kernels.refresh(state.params, data, state.labels, state.stats, state.shared,
-           state.active, state.meta[0])
+    refresh(state, likelihood, data)
     return accepted
 
 
@@ -403,5 +414,5 @@ def predictive_log_weights(likelihood, prior_params, data_train, labels, data_ne
     return out
 
 
-__all__ = ["GibbsState", "ChainResult", "new_state", "sweep", "log_joint", "run_chain",
+__all__ = ["GibbsState", "ChainResult", "new_state", "refresh", "sweep", "log_joint", "run_chain",
            "run_chains", "map_chains", "set_params", "record_params", "predictive_log_weights"]

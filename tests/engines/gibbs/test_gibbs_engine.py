@@ -250,23 +250,26 @@ def test_interpreted_slot_filling_is_the_kernel(monkeypatch, n):
 
 
 def _likelihoods(n):
-    """A factorising likelihood and fastTIWD's (translation invariant: state in ``work`` too)."""
+    """Factorising likelihoods (refreshed by adding: ``refresh_interpretable``) and fastTIWD's
+    (translation invariant: state in ``work`` too)."""
     from sklearn_trellis.models.wishart_likelihood import WishartBlockLikelihood
     X = small_data(n, seed=n)
     gram = X @ X.T
-    return [(NormalGamma().fit(X), X),
+    return [(NormalGamma().fit(X), X), (NormalInverseWishart().fit(X), X),
             (WishartBlockLikelihood(dof=3.0, translation_invariant=True).fit(gram), gram)]
 
 
 @pytest.mark.parametrize("n", [1, 9, 201])
 def test_rebuild_and_log_joint_from_python_are_the_kernels(monkeypatch, n):
-    """A new state filled, and its log joint summed, by the engine templates' own Python source
-    calling the compiled likelihood and prior kernels (up to ``INTERPRETED_LABEL_ITEMS``) equal
-    the compiled templates' bit for bit (these run at every size with the threshold 0)."""
+    """A new state filled, refreshed after each sweep and its log joint summed by the engine
+    templates' and ``refresh_by_adding``'s own Python source calling the compiled likelihood
+    and prior kernels (up to ``INTERPRETED_LABEL_ITEMS``) equal the compiled kernels' bit for
+    bit (these run at every size with the threshold 0)."""
     labels = 7 * np.random.default_rng(n).integers(0, 5, n) - 3
     likelihoods = _likelihoods(n)
     # fastTIWD's kernels are compiled alone: its small states take the Python steps
-    assert gibbs._compiled_alone(likelihoods[1][0], "prepare", "add", "log_cluster", "log_global")
+    assert gibbs._compiled_alone(likelihoods[2][0], "prepare", "add", "log_cluster", "log_global")
+    assert [lik.refresh_interpretable for lik, _ in likelihoods] == [True, True, False]
     for lik, X in likelihoods:
         data = lik.kernel_data(X)
 
