@@ -13,7 +13,7 @@ from ._core.compilation import announces_compilation
 from ._core.pairwise import check_square_symmetric, similarity_from_distances
 from ._core.progress import Progress
 from ._core.units import from_units, metric_degree, to_units, unit_exponent
-from ._core.validation import WriteableStateMixin, validate_kernel_data
+from ._core.validation import WriteableStateMixin, kernel_data_order, validate_kernel_data
 from ._hierarchy_mixin import HierarchyMixin
 from .engines.divisive import CRITERIA, METHODS, divisive_tree, r_dissimilarities
 from .engines.divisive.exact_split import MAX_EXACT_ITEMS, subset_table_bytes
@@ -298,7 +298,8 @@ class DivisiveClustering(WriteableStateMixin, HierarchyMixin, ClusterMixin, Base
                                  "dtype('float64').")
             return data
         return validate_kernel_data(self, X, dtype=np.float64, ensure_min_samples=2,
-                                    ensure_all_finite="allow-nan" if allow_nan else True)
+                                    ensure_all_finite="allow-nan" if allow_nan else True,
+                                    order=kernel_data_order(self.metric == "precomputed"))
 
     def _nan_message(self):
         if self.method == "kmeans":

@@ -26,7 +26,8 @@ from ._core.merge_heights import (HEIGHT_LINKAGES, linkage_heights, monotone_hei
                                   order_by_height)
 from ._core.trees import check_tree, children_to_tree
 from ._core.validation import (NestedModelParamsMixin, WriteableStateMixin, check_indices,
-                               check_option, check_scalar_param, validate_kernel_data)
+                               check_option, check_scalar_param, kernel_data_order,
+                               validate_kernel_data)
 from ._core.validation import check_random_state
 from ._hierarchy_mixin import HierarchyMixin
 from .engines.attachment import (attachment_tree, cluster_attachment_proba, log_normalize,
@@ -545,7 +546,8 @@ default='dasgupta'
             raise ValueError(f"{self.metric} was provided as metric. Ward can only work "
                              "with euclidean distances (i.e. 'euclidean' and 'l2').")
         names = self._seed_names()
-        X = validate_kernel_data(self, X, dtype=np.float64, ensure_min_samples=2)
+        X = validate_kernel_data(self, X, dtype=np.float64, ensure_min_samples=2,
+                                 order=kernel_data_order(self.metric == "precomputed"))
         if self.metric == "precomputed":
             self._check_precomputed(X)
         n = X.shape[0]

@@ -157,6 +157,13 @@ def validate_kernel_data(estimator, X, **kwargs):
     return writeable_if_small(validate_data(estimator, X, **kwargs))
 
 
+def kernel_data_order(precomputed):
+    """``order`` for :func:`validate_kernel_data`: ``'C'`` for a feature matrix, ``None`` (as
+    given) for a precomputed ``(n, n)`` matrix, which the estimator's memory check must see
+    before any copy of it is made (its kernels copy it elementwise afterwards)."""
+    return None if precomputed else "C"
+
+
 def _map_state_arrays(value, function, seen):
     """``value`` with ``function`` applied to every ndarray in it.
 
