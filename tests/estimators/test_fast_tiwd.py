@@ -1,5 +1,6 @@
 """``FastTIWD``: exact mode vs enumeration, sampler vs exact, semi-supervised mode, benchmark."""
 
+import joblib
 import numpy as np
 import pytest
 from scipy.cluster.hierarchy import fcluster, linkage
@@ -188,7 +189,11 @@ def test_renaming_the_known_classes_changes_nothing(init):
 def test_reproducible_and_parallel_chains_agree():
     D = make_wishart_blocks(n_samples=40, random_state=0).distances
     a = FastTIWD(n_sweeps=20, n_chains=2, random_state=5).fit(D)
-    b = FastTIWD(n_sweeps=20, n_chains=2, n_jobs=2, random_state=5).fit(D)
+    # threads: two process workers would each import the package and load the kernels
+    # (about 5 CPU s); InfiniteBiclustering's chains run on process workers
+    # (test_warm_start_appends_samples_and_chains_run_in_parallel)
+    with joblib.parallel_config(backend="threading"):
+        b = FastTIWD(n_sweeps=20, n_chains=2, n_jobs=2, random_state=5).fit(D)
     np.testing.assert_array_equal(a.samples_, b.samples_)
     np.testing.assert_array_equal(a.theta_samples_, b.theta_samples_)
     assert a.samples_.shape == (20, 40)
