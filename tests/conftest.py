@@ -2,6 +2,7 @@ import collections
 import os
 import sys
 import time
+import warnings
 
 import pytest
 
@@ -89,15 +90,27 @@ def _work_unit(path, item):
     return path
 
 
-@pytest.hookimpl(tryfirst=True)   # before xdist reads the marks
+# A wrapper: the marks exist before xdist's worker reads them (in its own
+# pytest_collection_modifyitems, which appends the group to each node id), and afterwards
+# the ids show whether it did: on pytest 9.2 it cannot (pytest-dev/pytest-xdist#1386), the
+# groups are silently ignored and every file is split across the workers, each compiling
+# its kernels (about 60 CPU s more per cold run). pyproject.toml caps pytest below 9.2.
+@pytest.hookimpl(wrapper=True)
 def pytest_collection_modifyitems(config, items):
     # on an xdist worker, option.dist is "no" and option.loadgroup says what the run uses
-    if not getattr(config.option, "loadgroup", False):
-        return
-    root = str(config.rootpath)
-    for item in items:
-        path = os.path.relpath(str(item.path), root).replace(os.sep, "/")
-        item.add_marker(pytest.mark.xdist_group(_work_unit(path, item)))
+    loadgroup = getattr(config.option, "loadgroup", False)
+    if loadgroup:
+        root = str(config.rootpath)
+        for item in items:
+            path = os.path.relpath(str(item.path), root).replace(os.sep, "/")
+            item.add_marker(pytest.mark.xdist_group(_work_unit(path, item)))
+    result = yield
+    if loadgroup and items and "@" not in items[0].nodeid:
+        warnings.warn("pytest-xdist did not group the tests (--dist loadgroup ignored, "
+                      f"pytest {pytest.__version__}; pytest-dev/pytest-xdist#1386): test "
+                      "files are split across the workers, each compiling their kernels.",
+                      stacklevel=1)
+    return result
 
 
 # -- where a cold run's time goes ---------------------------------------------------

@@ -177,9 +177,13 @@ def milp_memory_bytes(n_items, max_constraints=DEFAULT_MAX_CONSTRAINTS):
     than there are: three per triple of items.
     """
     n_pairs = n_items * (n_items - 1) // 2
-    n_cuts = min(max_constraints, 3 * (n_items * (n_items - 1) * (n_items - 2) // 6))
     return (6 * 8 * n_items * n_items + BYTES_PER_VARIABLE * n_pairs
-            + BYTES_PER_CONSTRAINT * n_cuts)
+            + BYTES_PER_CONSTRAINT * _max_cuts(n_items, max_constraints))
+
+
+def _max_cuts(n_items, max_constraints):
+    """Triangle cuts the pool can hold: ``max_constraints``, or the three per triple there are."""
+    return min(max_constraints, 3 * (n_items * (n_items - 1) * (n_items - 2) // 6))
 
 
 def check_milp_budget(n, max_items=DEFAULT_MAX_MILP_ITEMS,
@@ -191,9 +195,9 @@ def check_milp_budget(n, max_items=DEFAULT_MAX_MILP_ITEMS,
     """
     n_pairs = n * (n - 1) // 2
     need = milp_memory_bytes(n, max_constraints)
-    n_cuts = min(max_constraints, 3 * (n * (n - 1) * (n - 2) // 6))
     cost = (f"the MILP over N={n} items has {n_pairs} pair variables and up to "
-            f"{n_cuts} triangle cuts, about {format_bytes(need)} of memory")
+            f"{_max_cuts(n, max_constraints)} triangle cuts, about {format_bytes(need)} "
+            "of memory")
     if n > min(max_items, HARD_MAX_MILP_ITEMS):
         raise ValueError(f"N={n} is above max_items={min(max_items, HARD_MAX_MILP_ITEMS)} "
                          f"(at most {HARD_MAX_MILP_ITEMS}): {cost}. "
