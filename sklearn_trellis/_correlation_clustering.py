@@ -690,9 +690,8 @@ default='all'
                    else self._trellis.sample(POINT_ESTIMATE_SAMPLES, rng))
         labels, note = bayes_estimate(loss, pairwise=self.pairwise_marginals_, samples=samples,
                                       exact=exact, cluster_marginals=marginals,
-                                      random_state=rng, return_note=True)
+                                      random_state=rng, note_for="labels_")
         if note is not None:
-            note = f"labels_ (point_estimate={loss!r}): {note}"
             self.approximation_ = note if self.approximation_ is None else (
                 f"{self.approximation_}; {note}")
         return labels

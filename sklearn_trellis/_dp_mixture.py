@@ -513,10 +513,10 @@ array-like of shape (n_samples,), default='auto'
             labels, note = bayes_estimate(
                 self.point_estimate, pairwise=self.pairwise_marginals_, samples=self.samples_,
                 exact=True, cluster_marginals=marginals,
-                random_state=rng.randint(2**31 - 1), return_note=True)
+                random_state=rng.randint(2**31 - 1), note_for="labels_")
             self.labels_ = labels.astype(np.int64)
             if note is not None:   # every other output is exact
-                self.approximation_ = f"labels_ (point_estimate={self.point_estimate!r}): {note}"
+                self.approximation_ = note
         self.n_clusters_distribution_ = posterior.n_clusters_distribution()
         self._sample_params = (posterior.grid_params[points]
                                if posterior.grid_params.shape[0] > 1 else None)

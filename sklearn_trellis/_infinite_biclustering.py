@@ -325,17 +325,15 @@ default='vi'
                 bayes_estimate(self.point_estimate, pairwise=pairwise, samples=samples,
                                exact=True,
                                cluster_marginals=ClusterMarginals(marginals, map_[None]),
-                               random_state=rng.randint(2**31 - 1), return_note=True)
-                for pairwise, samples, marginals, map_ in (
-                    (self.row_pairwise_marginals_, self.row_samples_,
+                               random_state=rng.randint(2**31 - 1), note_for=name)
+                for name, pairwise, samples, marginals, map_ in (
+                    ("row_labels_", self.row_pairwise_marginals_, self.row_samples_,
                      posterior.row_cluster_marginals(), maps[0]),
-                    (self.column_pairwise_marginals_, self.column_samples_,
+                    ("column_labels_", self.column_pairwise_marginals_, self.column_samples_,
                      posterior.column_cluster_marginals(), maps[1])))
             self.row_labels_ = self.row_labels_.astype(np.int64)
             self.column_labels_ = self.column_labels_.astype(np.int64)
-            notes = [f"{name} (point_estimate={self.point_estimate!r}): {note}"
-                     for name, note in (("row_labels_", row_note),
-                                        ("column_labels_", column_note)) if note is not None]
+            notes = [note for note in (row_note, column_note) if note is not None]
             self.approximation_ = "; ".join(notes) or None   # every other output is exact
 
     def _n_stored_samples(self):

@@ -51,6 +51,13 @@ def template(function=None, **options):
     return mark(function) if function is not None else mark
 
 
+def is_specialisation_of(kernel, template_function):
+    """Whether ``kernel`` is a copy of ``template_function`` compiled by :func:`specialise`
+    (for any model): the copies run the template's own code."""
+    py_func = getattr(kernel, "py_func", None)
+    return getattr(py_func, "__code__", None) is template_function.__code__
+
+
 def templates_of(namespace):
     """Names of the templates defined in (or imported into) a module's ``namespace``."""
     return tuple(name for name, value in namespace.items()

@@ -318,7 +318,6 @@ class NormalInverseWishart(_GridHyperpriorMixin, _FittedMixin):
 
     kernels = GibbsKernels(k.niw_reset, no_prepare, k.niw_add, k.niw_remove,
                            k.niw_log_predictive, k.niw_log_cluster, zero_global, k.niw_refresh)
-    refresh_interpretable = True
     uncollapsed_kernels = UncollapsedKernels(u.niw_suff_add_rows, u.niw_suff_to_stats,
                                              u.niw_draw_theta, u.niw_log_density_rows,
                                              u.niw_log_density_block)
@@ -566,7 +565,6 @@ class NormalGamma(_GridHyperpriorMixin, _FittedMixin):
 
     kernels = GibbsKernels(k.ng_reset, no_prepare, k.ng_add, k.ng_remove,
                            k.ng_log_predictive, k.ng_log_cluster, zero_global, k.ng_refresh)
-    refresh_interpretable = True
     uncollapsed_kernels = UncollapsedKernels(u.ng_suff_add_rows, u.ng_suff_to_stats,
                                              u.ng_draw_theta, u.ng_log_density_rows,
                                              u.ng_log_density_block, u.ng_log_density_screen)

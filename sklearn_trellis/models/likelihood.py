@@ -12,9 +12,10 @@ import numpy as np
 from numba import njit
 from sklearn.base import BaseEstimator
 
-from .._core.specialise import specialise
+from .._core.specialise import is_specialisation_of, specialise
 from .._core.validation import writeable_if_small
 from . import _likelihood_kernels, _uncollapsed_kernels
+from ._conjugate_kernels import refresh_by_adding
 
 #: The eight numba functions a cluster likelihood hands to the engine (see
 #: :mod:`sklearn_trellis.engines.gibbs` for their signatures and contracts).
@@ -126,11 +127,16 @@ class ClusterLikelihood(BaseEstimator):
     #: kernels fill on demand): a new Gibbs state then needs no item-by-item ``rebuild``
     #: (one kernel less to compile), only ``reset`` of every slot and ``refresh``.
     refresh_rebuilds = False
-    #: True when ``kernels.refresh`` only resets the occupied slots and ``add``\ s every
-    #: assigned item in order (``refresh_by_adding``): its own steps are integer bookkeeping,
-    #: so the Gibbs engine runs its Python source around the compiled ``reset`` and ``add``
-    #: on small states (:mod:`sklearn_trellis._core.interpreted`, ``compiled_callees``).
-    refresh_interpretable = False
+
+    @property
+    def refresh_interpretable(self):
+        """Whether ``kernels.refresh`` is a ``refresh_by_adding`` (it resets the occupied
+        slots and adds every assigned item in order with ``add``): its own steps are integer
+        bookkeeping, so the Gibbs engine runs its Python source around the compiled
+        ``reset`` and ``add`` on small states (:mod:`sklearn_trellis._core.interpreted`,
+        ``compiled_callees``)."""
+        return (self.kernels is not None
+                and is_specialisation_of(self.kernels.refresh, refresh_by_adding))
 
     def fit(self, X, y=None):
         raise NotImplementedError

@@ -188,7 +188,7 @@ def vi_point_estimate(cluster_marginals, max_items=MAX_CLUSTER_MARGINAL_ITEMS):
 
 
 def bayes_estimate(loss, *, pairwise=None, samples=None, exact=False, cluster_marginals=None,
-                   random_state=None, return_note=False):
+                   random_state=None, note_for=None):
     """The clustering of smallest posterior expected ``loss``, from what an estimator has.
 
     The strategy both exact estimators share: Binder's loss from *exact*
@@ -215,20 +215,23 @@ def bayes_estimate(loss, *, pairwise=None, samples=None, exact=False, cluster_ma
     cluster_marginals : ClusterMarginals, optional
         Exact ``P(B is a cluster)`` of every subset (and the search's candidates).
     random_state : int, RandomState instance or None, default=None
-    return_note : bool, default=False
-        Also return ``None`` when the labels minimise the exact expected loss
-        (given exact marginals), else a phrase saying what they minimise.
+    note_for : str, optional
+        The fitted attribute the labels become (e.g. ``'labels_'``): also return
+        ``None`` when they minimise the exact expected loss (given exact
+        marginals), else the ``approximation_`` text saying what they minimise.
 
     Returns
     -------
     labels : ndarray of shape (n,)
     note : str or None
-        Only when ``return_note`` is true.
+        Only when ``note_for`` is given.
     """
-    loss = loss_name(loss)
+    given, loss = loss, loss_name(loss)
     labels, note = _bayes_estimate(loss, pairwise, samples, exact, cluster_marginals,
                                    random_state)
-    return (labels, note) if return_note else labels
+    if note_for is None:
+        return labels
+    return labels, None if note is None else f"{note_for} (point_estimate={given!r}): {note}"
 
 
 def _bayes_estimate(loss, pairwise, samples, exact, cluster_marginals, random_state):

@@ -102,10 +102,10 @@ recycled); ``shared`` is float64 ``(n_shared,)``; ``work`` float64
     whose ``refresh`` computes every occupied slot from the labels alone sets
     ``refresh_rebuilds = True``: a new state is then built by ``reset`` of every
     slot and one ``refresh``, without adding the items one by one. One whose
-    ``refresh`` only resets the occupied slots and adds every item in order
-    (``refresh_by_adding``) sets ``refresh_interpretable = True``: small states
-    run its Python source around the compiled ``reset`` and ``add`` (one kernel
-    less to compile in a first fit).
+    ``refresh`` is a ``refresh_by_adding`` (it resets the occupied slots and adds
+    every item in order; ``refresh_interpretable`` detects it) has its Python
+    source run around the compiled ``reset`` and ``add`` on small states (one
+    kernel less to compile in a first fit).
 
 Optional Python hook ``resample_params(params, stats, shared, counts, active,
 random_state)``: called once per sweep, returns new ``params`` or ``None``
