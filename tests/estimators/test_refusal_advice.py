@@ -7,6 +7,7 @@ must also come before the allocation they refuse: the refused call's traced
 peak stays well below the memory the message says it needs.
 """
 
+import contextlib
 import re
 import tracemalloc
 
@@ -162,19 +163,28 @@ def _bytes(text):
     return float(value) * 1024 ** units.index(unit)
 
 
+@contextlib.contextmanager
+def traced_peak():
+    """``{"bytes": peak}``: the most Python allocated (tracemalloc) inside the block, a
+    refusal caught by ``pytest.raises`` in it included."""
+    peak = {}
+    tracemalloc.start()
+    try:
+        yield peak
+    finally:
+        peak["bytes"] = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+
+
 @pytest.mark.parametrize("name, refused, memory, advice, lifted", REFUSALS,
                          ids=[row[0] for row in REFUSALS])
 def test_every_estimator_refusal_names_a_parameter_that_lifts_it(monkeypatch, name, refused,
                                                                  memory, advice, lifted):
     if memory is not None:
         monkeypatch.setattr(budget, "available_memory_bytes", lambda: memory)
-    tracemalloc.start()
-    try:
-        with pytest.raises((ValueError, TypeError, AttributeError)) as refusal:
-            refused()
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    with traced_peak() as peak, \
+            pytest.raises((ValueError, TypeError, AttributeError)) as refusal:
+        refused()
     message = _message(refusal.value)
     assert re.search(advice, message), message
     if message.startswith("Not enough memory"):
@@ -182,7 +192,7 @@ def test_every_estimator_refusal_names_a_parameter_that_lifts_it(monkeypatch, na
         available = _bytes(re.search(r"only ([\d.]+ \w+) is available", message).group(1))
         assert available == pytest.approx(memory, rel=1e-2)   # the memory it was told
         assert needed > 0.8 * memory
-        assert peak < max(needed / 2, 64 << 10)   # refused before allocating it
+        assert peak["bytes"] < max(needed / 2, 64 << 10)   # refused before allocating it
     lifted()   # following the advice is not refused
 
 
@@ -214,13 +224,10 @@ def test_the_sampler_memory_estimate_covers_what_the_fit_allocates():
             for module in (_gibbs_base, _fast_tiwd):
                 patch.setattr(module, "check_memory", record)
             stated.clear()
-            tracemalloc.start()
-            try:
+            with traced_peak() as peak:
                 estimator.fit(X)
-                peak = tracemalloc.get_traced_memory()[1]
-            finally:
-                tracemalloc.stop()
-        assert max(stated.values()) >= 0.75 * peak, (type(estimator).__name__, stated, peak)
+        assert max(stated.values()) >= 0.75 * peak["bytes"], (type(estimator).__name__,
+                                                              stated, peak)
 
 
 def test_fast_tiwd_refuses_exact_requests_before_its_inner_products():
@@ -229,28 +236,18 @@ def test_fast_tiwd_refuses_exact_requests_before_its_inner_products():
     for params in (dict(metric="sqeuclidean", method="exact"),              # scale, theta
                    dict(metric="sqeuclidean", method="exact", scale=1.0, theta=1.0),
                    dict(TIWD_EXACT)):                                       # n > 12
-        tracemalloc.start()
-        try:
-            with pytest.raises(ValueError, match="method='exact' needs"):
-                FastTIWD(**params).fit(X400)
-            peak = tracemalloc.get_traced_memory()[1]
-        finally:
-            tracemalloc.stop()
-        assert peak < 8 * 400 * 400 / 4, (params, peak)
+        with traced_peak() as peak, pytest.raises(ValueError, match="method='exact' needs"):
+            FastTIWD(**params).fit(X400)
+        assert peak["bytes"] < 8 * 400 * 400 / 4, (params, peak)
 
 
 def test_trellis_hierarchical_refuses_beta_auto_before_its_distances():
     """beta='auto' with a non-likelihood energy is decided by the parameters: refused before
     the (n, n) distances and the seed trees (it came after them)."""
     X = RNG.normal(size=(600, 2))
-    tracemalloc.start()
-    try:
-        with pytest.raises(ValueError, match="Use energy='exponential_tree'"):
-            TH(n_clusters=2, beta="auto", method="sparse").fit(X)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert peak < 8 * 600 * 600 / 4, peak
+    with traced_peak() as peak, pytest.raises(ValueError, match="Use energy='exponential_tree'"):
+        TH(n_clusters=2, beta="auto", method="sparse").fit(X)
+    assert peak["bytes"] < 8 * 600 * 600 / 4, peak
 
 
 @pytest.mark.parametrize("params", [dict(beta="posterior", method="perturb_and_map"),
@@ -260,14 +257,9 @@ def test_correlation_clustering_refuses_posterior_combinations_before_its_affini
     """Combinations the parameters alone rule out are refused before the (n, n) affinities
     (and, for perturb-and-MAP, before the empirical Bayes trellis fits they came after)."""
     X = RNG.normal(size=(600, 2))
-    tracemalloc.start()
-    try:
-        with pytest.raises(ValueError, match="posterior"):
-            ECC(**params).fit(X)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert peak < 8 * 600 * 600 / 4, peak
+    with traced_peak() as peak, pytest.raises(ValueError, match="posterior"):
+        ECC(**params).fit(X)
+    assert peak["bytes"] < 8 * 600 * 600 / 4, peak
 
 
 @pytest.mark.parametrize("params", [dict(method="exact", alpha_prior=(1.0, 1.0)),
