@@ -19,8 +19,8 @@ from .engines.exact.binder import bayes_estimate
 from .engines.exact.grid_marginal import GridMarginalPosterior
 from .engines.gibbs import sampler as gibbs
 from .engines.gibbs import subcluster
-from .engines.gibbs.shards import BLOCK_ROWS, import_distributed, is_dask_array
-from .models import LIKELIHOODS, fit_likelihood
+from .engines.gibbs.shards import BLOCK_ROWS, dask_client, import_distributed, is_dask_array
+from .models import LIKELIHOODS, fit_likelihood, make_likelihood
 from .models.likelihood import ClusterLikelihood
 from .models.priors import make_prior
 from .summaries.point_estimates import LOSSES, PAIRWISE_LOSSES, ClusterMarginals
@@ -443,6 +443,13 @@ array-like of shape (n_samples,), default='auto'
         if n < 1 or n_features < 1:
             raise ValueError(f"Found array with shape {X.shape}: DPMixture needs at least one "
                              "sample and one feature.")
+        # decided by the parameters and the shape: refused before any row is read
+        if make_likelihood(self.likelihood).uncollapsed_kernels is None:
+            raise ValueError(f"A dask array is sampled by the sub-cluster sampler, which needs "
+                             f"a likelihood with an uncollapsed form; "
+                             f"{type(self.likelihood).__name__} has none. Pass a NumPy array.")
+        self._check_dask_memory(n, n_features, X.dtype.itemsize)
+        dask_client()
         if not bool(da.isfinite(X).all().compute()):
             raise ValueError("Input X contains NaN or infinity.")
         self.n_features_in_ = n_features
@@ -457,10 +464,6 @@ array-like of shape (n_samples,), default='auto'
         if self._offset is not None:
             X = X - self._offset
         self.prior_ = prior
-        if getattr(self.model_, "uncollapsed_kernels", None) is None:
-            raise ValueError(f"A dask array is sampled by the sub-cluster sampler, which needs "
-                             f"a likelihood with an uncollapsed form; "
-                             f"{type(self.model_).__name__} has none. Pass a NumPy array.")
         self._data_fingerprint = (tuple(X.shape), np.dtype(X.dtype).str, None)
         self._fit_gibbs(X, X, rng, None, subcluster)
         del self._prior_rows
@@ -469,6 +472,24 @@ array-like of shape (n_samples,), default='auto'
         self.hyperparameters_ = (None if self._sample_params is None
                                  else self.model_.describe_params(self._sample_params))
         return self
+
+    def _check_dask_memory(self, n, n_features, itemsize):
+        """Refuse a dask fit before its rows are read when what this process holds would
+        not fit: the prior rows gathered here (``DASK_PRIOR_ROWS`` at most) and the
+        float64 copies the prior's fit (and a k-means start) makes of them, then the
+        kept samples beside those rows, their index and the start labels (int64)."""
+        m = min(n, DASK_PRIOR_ROWS)
+        gathered = itemsize * m * n_features
+        init = self.init if isinstance(self.init, str) else "given"
+        kmeans = init == "kmeans" or (init == "auto" and n <= subcluster.SUBSAMPLE_ROWS)
+        copies = 8 * m * n_features * (2 if kmeans else 1)
+        check_memory(gathered + copies, f"the ({m:,}, {n_features:,}) prior rows gathered on "
+                     "this process and their copies (the likelihood's default "
+                     f"hyperparameters{' and the k-means start' if kmeans else ''})",
+                     way_out="Use fewer features.")
+        held = gathered + 8 * m + 16 * n
+        self._check_samples_memory(n, self.n_chains, None, beside=(
+            held, "the prior rows, their index and the start labels held here"))
 
     def _dask_init_labels(self, X, init, rng):
         """Starting labels of a dask array's rows for a named ``init`` (None: one

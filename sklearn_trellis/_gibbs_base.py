@@ -36,6 +36,13 @@ MAX_PAIRWISE_ITEMS = 3000
 #: n x samples. Above it, the kept sample of highest posterior density is used.
 MAX_LOSS_ESTIMATE_ITEMS = 10_000
 
+#: Bytes a kept label costs at the fit's peak: the chains' int32 samples and their pooled
+#: copy (``collect_chains`` concatenates them while the chains still hold theirs).
+SAMPLE_BYTES_PER_LABEL = 8
+
+#: Bytes per item of ``n_clusters_distribution_`` (float64) and the counts it is made from.
+N_CLUSTERS_BYTES_PER_ITEM = 16
+
 #: Kept samples (evenly spaced) that the predictive distributions average over.
 MAX_PREDICTIVE_SAMPLES = 25
 
@@ -288,17 +295,21 @@ class _BaseGibbs(WriteableStateMixin, NestedModelParamsMixin, BaseEstimator):
             "estimate and every posterior summary are estimated from these samples"
             + ("; interrupted by Ctrl-C" if interrupted else ""))
 
-    def _check_samples_memory(self, n_items, n_chains, warm, n_columns=None):
-        """Refuse before sampling when the kept samples (int32) and the summaries the fit
-        then computes from them would not fit in the memory available.
+    def _check_samples_memory(self, n_items, n_chains, warm, n_columns=None, *,
+                              beside=(0, None)):
+        """Refuse before sampling when the kept samples and the summaries the fit then
+        computes from them would not fit in the memory available.
 
-        The summaries: the co-clustering matrix ``pairwise_marginals_`` for
-        ``n <= MAX_PAIRWISE_ITEMS`` (its computation peaks at
-        ``COOCCURRENCE_BYTES_PER_PAIR`` bytes per pair), then what the point
-        estimate adds (:meth:`_point_estimate_memory`). ``n_columns``: a second
-        partition sampled alongside (biclustering's columns), summarised after the
-        first. Each refusal names what lifts it: fewer kept samples lift only the
-        samples' share.
+        The samples: ``SAMPLE_BYTES_PER_LABEL`` per kept label (int32, pooled once)
+        and ``N_CLUSTERS_BYTES_PER_ITEM`` per item. The summaries: the co-clustering
+        matrix ``pairwise_marginals_`` for ``n <= MAX_PAIRWISE_ITEMS`` (its
+        computation peaks at ``COOCCURRENCE_BYTES_PER_PAIR`` bytes per pair), then
+        what the point estimate adds (:meth:`_point_estimate_memory`). ``n_columns``:
+        a second partition sampled alongside (biclustering's columns), summarised
+        after the first. ``beside``: ``(bytes, what)`` the fit holds meanwhile (a dask
+        fit's gathered prior rows and start labels), counted in the samples' check.
+        Each refusal names what lifts it: fewer kept samples lift only the samples'
+        share.
         """
         kept = n_chains * -(-(self.n_sweeps - self._burn_in(warm)) // self.thin)
         if warm == "continue":
@@ -318,11 +329,16 @@ class _BaseGibbs(WriteableStateMixin, NestedModelParamsMixin, BaseEstimator):
         check_memory(summaries, f"the co-clustering matrices of {shape} items (the "
                      f"pairwise marginals, computed up to {MAX_PAIRWISE_ITEMS} items)",
                      way_out="Use fewer items.")
+        sample_bytes = (SAMPLE_BYTES_PER_LABEL * kept + N_CLUSTERS_BYTES_PER_ITEM) * sum(sizes)
+        held_bytes, held_what = beside
         samples = f"the {kept:,} kept samples of {shape} items"
+        if summaries or held_bytes:
+            samples += f" ({format_bytes(sample_bytes)})"
         if summaries:
-            samples += (f" ({format_bytes(4 * kept * sum(sizes))}) and their summaries "
-                        f"({format_bytes(summaries)})")
-        check_memory(4 * kept * sum(sizes) + summaries, samples,
+            samples += f" and their summaries ({format_bytes(summaries)})"
+        if held_bytes:
+            samples += f", beside {held_what} ({format_bytes(held_bytes)})"
+        check_memory(sample_bytes + summaries + held_bytes, samples,
                      way_out="Raise thin, lower n_sweeps or n_chains, or use fewer items.")
 
     def _n_stored_samples(self):

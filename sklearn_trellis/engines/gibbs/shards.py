@@ -456,6 +456,20 @@ def import_distributed():
     return da, distributed
 
 
+def dask_client(client=None):
+    """``client``, or the default ``distributed`` client: a ValueError saying how to start
+    one when there is none (checked by a fit before it reads the data)."""
+    if client is not None:
+        return client
+    _, distributed = import_distributed()
+    try:
+        return distributed.default_client()
+    except ValueError as error:
+        raise ValueError("Sampling a dask array needs a dask.distributed Client "
+                         "(e.g. distributed.Client(LocalCluster())) to run the "
+                         "shards on its workers.") from error
+
+
 def is_dask_array(X):
     """True for a ``dask.array.Array`` (without importing dask when it is not loaded)."""
     return type(X).__module__.split(".")[0] == "dask" and hasattr(X, "chunks")
@@ -527,14 +541,7 @@ class DaskExecutor(_Executor):
     def __init__(self, likelihood, X, labels=None, *, client=None,
                  block_rows=kernels.BLOCK_ROWS):
         _, distributed = import_distributed()
-        if client is None:
-            try:
-                client = distributed.default_client()
-            except ValueError as error:
-                raise ValueError("Sampling a dask array needs a dask.distributed Client "
-                                 "(e.g. distributed.Client(LocalCluster())) to run the "
-                                 "shards on its workers.") from error
-        self.client = client
+        self.client = client = dask_client(client)
         bounds = aligned_bounds(X.chunks[0], block_rows)
         self._set_bounds(bounds, block_rows)
         X = client.persist(X.rechunk({0: tuple(np.diff(bounds)), 1: -1}))
@@ -595,4 +602,4 @@ class DaskExecutor(_Executor):
 
 __all__ = ["BLOCK_ROWS", "Shard", "LocalExecutor", "DaskExecutor", "reduce_tree", "dyadic_nodes",
            "shifted_key", "aligned_bounds", "engine_for", "import_distributed",
-           "is_dask_array", "balanced_placement"]
+           "dask_client", "is_dask_array", "balanced_placement"]
