@@ -11,7 +11,7 @@ from sklearn.cluster import AgglomerativeClustering
 from scipy import sparse
 from scipy.special import logsumexp
 from sklearn.metrics import pairwise_distances
-from sklearn.metrics.pairwise import paired_distances
+from sklearn.metrics.pairwise import PAIRED_DISTANCES, paired_distances
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils._available_if import available_if
 from sklearn.utils.validation import check_is_fitted, check_memory
@@ -20,10 +20,11 @@ from ._core.budget import check_memory as check_memory_bytes
 from ._core.units import from_units, scaled_pairwise_distances, to_units, unit_exponent
 from ._core.compilation import announces_compilation
 from ._core.connectivity import check_connectivity
-from ._core.pairwise import condensed_distances, euclidean_square, square_from_condensed
+from ._core.pairwise import (condensed_distances, condensed_distances_bytes, euclidean_square,
+                             square_from_condensed)
 from ._core.progress import Progress
-from ._core.merge_heights import (HEIGHT_LINKAGES, linkage_heights, monotone_heights,
-                                  order_by_height)
+from ._core.merge_heights import (HEIGHT_LINKAGES, dense_heights_bytes, linkage_heights,
+                                  monotone_heights, order_by_height)
 from ._core.trees import check_tree, children_to_tree
 from ._core.validation import (NestedModelParamsMixin, WriteableStateMixin, check_indices,
                                check_option, check_scalar_param, kernel_data_order,
@@ -496,6 +497,38 @@ default='dasgupta'
                            "energy", way_out=self._dense_way_out)
         return condensed_distances(to_units(X, self._metric_exponent), self.metric)
 
+    def _check_paired_metric(self):
+        """A connectivity graph's edges are measured by ``paired_distances``, which knows a
+        few metrics (any other gave None there, and a TypeError deep in the fit)."""
+        if (isinstance(self.metric, str) and self.metric != "precomputed"
+                and self.metric not in PAIRED_DISTANCES):
+            raise ValueError(
+                f"With a connectivity graph the edges' distances are paired distances, "
+                f"which scikit-learn computes for metric in {sorted(PAIRED_DISTANCES)} or a "
+                f"callable; got metric={self.metric!r}. Pass the distances with "
+                "metric='precomputed', or a callable metric.")
+
+    def _check_dense_heights_memory(self, n, energy_matrix, dense_distances):
+        """A metric the merge heights cannot compute from the features: their (N, N)
+        distances come after the trellis, beside the energy's (N, N) matrix
+        (``energy_matrix``). Refused up front at the fit's peak, the larger of that and
+        the distances' stage (``dense_distances``: condensed, computed block by block,
+        then square beside them for the energy)."""
+        heights = dense_heights_bytes(n, self.linkage, self.metric, self._graph)
+        if not heights:
+            return
+        held = 8 * n * n if energy_matrix else 0
+        stage = 0
+        if dense_distances and self._graph is None:
+            condensed = 8 * (n * (n - 1) // 2)
+            stage = max(condensed_distances_bytes(n, self.metric), condensed + held)
+        check_memory_bytes(max(held + heights, stage),
+                           f"the ({n}, {n}) distances of metric={self.metric!r} (the merge "
+                           "heights' matrix" + (", beside the energy's" if held else "") + ")",
+                           way_out="To go on: use a metric the heights compute from the "
+                                   "features (e.g. metric='euclidean'), pass the distances "
+                                   "with metric='precomputed', or fewer samples.")
+
     _dense_way_out = ("To go on: give a connectivity graph (Dasgupta's energy then keeps "
                       "O(edges) similarities), an energy on features (e.g. 'ginkgo') or "
                       "fewer samples.")
@@ -555,6 +588,7 @@ default='dasgupta'
         self._graph = None
         n_components = 1
         if self.connectivity is not None:
+            self._check_paired_metric()
             self._graph, n_components = check_connectivity(self.connectivity, X, self.metric)
         model = self._make_energy()
         self._check_beta_auto(model)
@@ -580,6 +614,8 @@ default='dasgupta'
         refill = (not on_edges and self._graph is None and "diana" not in names
                   and self.metric in ("euclidean", "l2")
                   and (needs_distances or plan.needs_seeds))
+        self._check_dense_heights_memory(n, needs_distances and not on_edges,
+                                         needs_distances or plan.needs_seeds)
         if on_edges:           # similarities on the graph's edges only: O(edges) memory
             progress.stage("distances on the connectivity graph's edges")
             distances = self._edge_distances(X)

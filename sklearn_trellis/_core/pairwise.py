@@ -121,6 +121,19 @@ _PDIST_METRICS = {"euclidean": "euclidean", "l2": "euclidean", "manhattan": "cit
                   "l1": "cityblock", "cityblock": "cityblock", "cosine": "cosine"}
 
 
+def condensed_distances_bytes(n, metric="euclidean"):
+    """Peak bytes of :func:`condensed_distances` for ``n`` rows: the condensed values,
+    and for a metric pdist does not compute the blocks of ``pairwise_distances_chunked``
+    (rows within scikit-learn's ``working_memory``; 16 bytes per block entry measured,
+    12 when one block is the whole matrix)."""
+    from sklearn.utils._chunking import get_chunk_n_rows
+
+    condensed = 8 * (n * (n - 1) // 2)
+    if isinstance(metric, str) and metric in _PDIST_METRICS:
+        return condensed
+    return condensed + 16 * get_chunk_n_rows(row_bytes=8 * n, max_n_rows=n) * n
+
+
 def condensed_distances(X, metric="euclidean"):
     """The distances of the rows of ``X`` in scipy's condensed form, ``N (N - 1) / 2`` values.
 
