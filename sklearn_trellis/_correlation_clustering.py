@@ -21,6 +21,7 @@ from .engines.gaussian_pair_evidence import (evidence_family, log_evidence, log_
                                              maximise_evidence, shifted_affinities)
 from .engines.planner import plan_flat
 from .engines.sparse import sparse_flat
+from .engines.sparse.family_search import family_is_complete
 from .engines.sparse.seeds import LINKAGES, OTHER_SEEDS, check_linkages
 from .engines.sparse.sparse_flat import SparseFlatTrellis
 from .models.correlation import CorrelationClusteringModel
@@ -503,9 +504,12 @@ default='all'
         family = evidence_family(plan, s, beta=1.0, offset=offset,
                                  alpha=self.alpha_, features=features,
                                  seed_linkages=seed_linkages)
-        return beta_posterior(w, alpha=None if summed else self.alpha_,
-                              alpha_prior=self._checked_alpha_prior() if summed else None,
-                              family=family, max_items=plan.max_exact_size, progress=progress)
+        posterior = beta_posterior(w, alpha=None if summed else self.alpha_,
+                                   alpha_prior=self._checked_alpha_prior() if summed else None,
+                                   family=family, max_items=plan.max_exact_size,
+                                   progress=progress)
+        # a family holding every subset (small N) sums over every partition: exact
+        return posterior, family is None or family_is_complete(family)
 
     def _checked_alpha_prior(self):
         """``alpha_prior`` as a ``(shape, rate)`` pair of floats, or None."""
@@ -569,8 +573,8 @@ default='all'
         w = shifted_affinities(s, offset)
         posterior = None
         if self.beta == "posterior":
-            posterior = self._beta_posterior(s, w, offset, plan, features, seed_linkages,
-                                             progress)
+            posterior, posterior_exact = self._beta_posterior(s, w, offset, plan, features,
+                                                              seed_linkages, progress)
             beta = posterior.beta_of(posterior.mode[0])
             self.beta_grid_ = np.ldexp(posterior.betas, -exponent)
             self.beta_posterior_ = posterior.beta_probabilities
@@ -617,9 +621,11 @@ default='all'
             # labels_ stay those at its mode.
             self._trellis, self._pairwise = posterior, None
             self.log_evidence_ = posterior.log_evidence
-            if not plan.exact:
-                self.approximation_ += ("; beta summed out on the family of the sparse "
-                                        "trellis at beta=1 (every grid value on that family)")
+            if not posterior_exact:
+                note = ("beta summed out on the family of the sparse trellis at beta=1 "
+                        "(every grid value on that family)")
+                self.approximation_ = (note if self.approximation_ is None
+                                       else f"{self.approximation_}; {note}")
         if exponent:
             # a density of the P pair affinities, in their units
             self.log_evidence_ += log_density_shift(n_pairs, exponent)

@@ -443,8 +443,12 @@ class FlatPlan:
         else:
             progress.stage(f"sparse flat trellis over seed trees ({', '.join(seed_linkages)})")
             trellis, note = _sparse_flat_trellis(model, affinities, features, seed_linkages)
-            notes.append(note)
-            n_vertices, map_is_exact, gap = int(trellis.family.n_vertices), False, None
+            # a family holding every subset (small N) holds every partition: exact
+            complete = family_is_complete(trellis.family)
+            if not complete:
+                notes.append(note)
+            n_vertices = int(trellis.family.n_vertices)
+            map_is_exact, gap = complete, (0.0 if complete else None)
         found = FlatFit(trellis=trellis, labels=np.asarray(trellis.map_labels),
                         map_log_potential=float(trellis.map_log_potential) + constant,
                         log_partition_function=trellis.log_partition_function + constant,
@@ -453,8 +457,9 @@ class FlatPlan:
         weights = 2.0 * beta * affinities
         if self.milp:
             progress.stage(f"MAP by integer programming (time_limit={time_limit:g} s)")
+            exact_map = found.map_is_exact
             note = _milp_map(found, weights, constant, time_limit, progress)
-            if not self.exact:
+            if not exact_map:
                 notes.append(note)
         if self.n_perturbations:
             progress.stage(f"perturb-and-MAP ({self.n_perturbations} perturbed MAPs)")

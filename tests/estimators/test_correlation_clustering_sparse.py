@@ -105,3 +105,30 @@ def test_precomputed_affinity_beyond_the_limit():
     est = ExactCorrelationClustering(beta=1.0, affinity="precomputed").fit(w)
     assert "ward" not in est.approximation_
     assert est.labels_.shape == (30,)
+
+
+def test_a_complete_sparse_family_is_reported_exact():
+    """The sparse trellis's family can hold every subset, hence every partition (two
+    items; the seed trees' clusters and windows miss some from three on): its answer is
+    then the exact one and says so (it reported 'not exact', with no MAP gap), to 1e-12
+    of method='exact'. An incomplete family still says it is not exact."""
+    rng = np.random.RandomState(3)
+    for n in (2, 2, 2, 2, 3, 4, 5):
+        A = rng.normal(size=(n, n))
+        A = A + A.T
+        fits = [ExactCorrelationClustering(beta=1.0, method=method,
+                                           affinity="precomputed").fit(A)
+                for method in ("sparse", "exact")]
+        sparse, exact = fits
+        complete = sparse.n_trellis_vertices_ == 2 ** n - 1
+        assert complete == (n == 2)
+        if not complete:
+            assert not sparse.map_is_exact_ and sparse.map_gap_ is None
+            assert "sparse trellis" in sparse.approximation_
+            continue
+        assert sparse.map_is_exact_ and sparse.map_gap_ == 0.0
+        assert sparse.approximation_ is None
+        for name in ("log_partition_function_", "map_log_potential_", "pairwise_marginals_"):
+            np.testing.assert_allclose(getattr(sparse, name), getattr(exact, name),
+                                       rtol=1e-12, atol=1e-12, err_msg=name)
+        np.testing.assert_array_equal(sparse.labels_, exact.labels_)
