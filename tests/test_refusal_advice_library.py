@@ -236,3 +236,29 @@ def test_sparse_trellis_caps_advise_the_estimators_parameters(monkeypatch, cap, 
         TrellisHierarchical(energy=energy, method="sparse").fit(X)
     assert cap not in str(refusal.value)
     TrellisHierarchical(energy=energy, method="sparse", window_size=1).fit(X)
+
+
+def test_the_milp_and_the_sparse_flat_trellis_read_the_memory_through_the_budget(monkeypatch):
+    """One mechanism: the MILP refuses through budget.check_memory and the sparse flat
+    trellis caps its states through budget.memory_cap (each read the OS memory and
+    worded its message itself); the messages keep their numbers and advice."""
+    from sklearn_trellis._core.family import ClusterFamily
+    from sklearn_trellis.engines.sparse.sparse_flat import SparseFlatTrellis
+    calls = []
+    check, cap = budget.check_memory, budget.memory_cap
+    monkeypatch.setattr(budget, "available_memory_bytes", lambda: 3_000)
+    monkeypatch.setattr(budget, "check_memory",
+                        lambda *args, **kwargs: calls.append("check") or check(*args, **kwargs))
+    monkeypatch.setattr(budget, "memory_cap",
+                        lambda *args, **kwargs: calls.append("cap") or cap(*args, **kwargs))
+    with pytest.raises(ValueError, match=r"Not enough memory: the MILP over N=4 items \(6 pair "
+                                         r"variables and up to 12 triangle cuts\) needs about "
+                                         r"[\d.]+ KiB, but only 2.93 KiB is available\. "
+                                         r"Lower max_constraints"):
+        correlation_clustering_map_milp(W4)
+    assert calls == ["check"]
+    n = 12
+    family = ClusterFamily.from_clusters([[i, j] for i in range(n) for j in range(i + 1, n)], n)
+    with pytest.raises(ValueError, match=r"limit set by the memory available \(2.93 KiB\)"):
+        SparseFlatTrellis(family, np.zeros(family.n_vertices)).fit()
+    assert calls[1:3] == ["cap", "cap"]

@@ -100,6 +100,20 @@ def check_memory(n_bytes, what, way_out=None):
                          f"but only {format_bytes(available)} is available.{hint}")
 
 
+def memory_cap(item_bytes, share=0.4):
+    """How many items of ``item_bytes`` fit in ``share`` of the available memory.
+
+    The cap of a table whose size is known only as it grows (a sparse trellis's
+    remainder states): the engine stops at it and says so. Returns
+    ``(count, available)``; ``(None, None)`` when the OS cannot tell. Read at the
+    time of the call, as :func:`check_memory` does.
+    """
+    available = available_memory_bytes()
+    if available is None:
+        return None, None
+    return int(share * available // item_bytes), available
+
+
 def format_seconds(seconds):
     """Human readable duration."""
     if seconds < 120:

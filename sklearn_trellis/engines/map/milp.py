@@ -195,19 +195,16 @@ def check_milp_budget(n, max_items=DEFAULT_MAX_MILP_ITEMS,
     """
     n_pairs = n * (n - 1) // 2
     need = milp_memory_bytes(n, max_constraints)
-    cost = (f"the MILP over N={n} items has {n_pairs} pair variables and up to "
-            f"{_max_cuts(n, max_constraints)} triangle cuts, about {format_bytes(need)} "
-            "of memory")
+    what = (f"the MILP over N={n} items ({n_pairs} pair variables and up to "
+            f"{_max_cuts(n, max_constraints)} triangle cuts)")
     if n > min(max_items, HARD_MAX_MILP_ITEMS):
         raise ValueError(f"N={n} is above max_items={min(max_items, HARD_MAX_MILP_ITEMS)} "
-                         f"(at most {HARD_MAX_MILP_ITEMS}): {cost}. "
+                         f"(at most {HARD_MAX_MILP_ITEMS}): {what} needs about "
+                         f"{format_bytes(need)} of memory. "
                          + (way_out or ("Raise max_items if you can afford it."
                                         if n <= HARD_MAX_MILP_ITEMS else "Use fewer items.")))
-    available = memory_budget.available_memory_bytes()  # read at call time (patchable)
-    if available is not None and need > 0.8 * available:
-        raise ValueError(f"Not enough memory: {cost}, but only {format_bytes(available)} "
-                         "is available. " + (way_out or "Lower max_constraints or use fewer "
-                                                        "items."))
+    memory_budget.check_memory(need, what,
+                               way_out=way_out or "Lower max_constraints or use fewer items.")
 
 
 class _CutPool:

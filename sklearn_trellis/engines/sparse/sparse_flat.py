@@ -362,14 +362,12 @@ class SparseFlatTrellis:
         self.rank_ = rank
         n_words = (n + 63) >> 6
         state_bytes = 8 * n_words + _STATE_OVERHEAD
-        available = memory_budget.available_memory_bytes()  # read at call time (patchable)
-        max_states = self.max_states
-        max_transitions = np.iinfo(np.int64).max
-        if available is not None:
-            # Growth doubles the arrays: keep a factor 2 of headroom.
-            budget = 0.4 * available
-            max_states = int(min(max_states, budget // (2 * state_bytes)))
-            max_transitions = int(budget // (2 * _TRANSITION_BYTES))
+        # Growth doubles the arrays: a factor 2 of headroom within 40% of the memory.
+        states_cap, available = memory_budget.memory_cap(2 * state_bytes)
+        transitions_cap, _ = memory_budget.memory_cap(2 * _TRANSITION_BYTES)
+        max_states = self.max_states if states_cap is None else min(self.max_states,
+                                                                    states_cap)
+        max_transitions = np.iinfo(np.int64).max if transitions_cap is None else transitions_cap
         status, n_states, n_trans, sizes, ptr, t_vertex, c_ptr, children = \
             _enumerate_states(f, rank, max_states, max_transitions)
         if status == kernels.STATES_CAP:
