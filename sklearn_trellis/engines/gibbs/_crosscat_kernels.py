@@ -27,6 +27,7 @@ from numba import njit
 
 from ..._core.specialise import template
 from ...models.cell_kernels import (table_accumulate_at, table_accumulate_with_constant_at,
+                                    table_cell_constant,
                                     table_cached_log_predictive_at, table_grid_log_scores_at,
                                     table_log_marginal_at, table_predictive_cache_at)
 from ...models.prior_kernels import log_rising_factorial
@@ -38,7 +39,7 @@ def column_partition_score(t, p, x, constants, labels, n_slots, scratch):
 
     ``scratch`` (``(n_slots', n_stats)``, ``n_slots' >= n_slots``) holds the statistics
     (zeroed here): a column move scores every view without an allocation per view.
-    ``constants``: the column's :func:`~sklearn_trellis.models.cell_loops.cell_constants`,
+    ``constants``: the column's :func:`cell_constants`,
     read instead of computed per cell (the same sums as
     :func:`~sklearn_trellis.models.cell_loops.column_stats`).
     """
@@ -54,6 +55,16 @@ def column_partition_score(t, p, x, constants, labels, n_slots, scratch):
     for c in range(n_slots):
         total += table_log_marginal_at(t, p, np.int64(0), flat, c * width)
     return total
+
+
+@template
+def cell_constants(t, x):
+    """:func:`~sklearn_trellis.models.cell_kernels.cell_constant` of each cell of a column of
+    type ``t`` (0 for a missing one)."""
+    out = np.zeros(x.size)
+    for i in range(x.size):
+        out[i] = table_cell_constant(t, x[i])
+    return out
 
 
 @njit(cache=True)

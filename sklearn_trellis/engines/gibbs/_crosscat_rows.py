@@ -227,10 +227,11 @@ def slice_rows(v, columns, constants, codes, params, view_of, labels, counts, n_
 @template
 def _row_cells(i, k, sign, cols, codes, params, rows, constants, stats):
     """Add (``sign`` +1) or remove row ``i``'s cells to / from the blocks ``stats[j, k]``."""
+    zero = np.int64(0)   # not a literal 0: the type's accumulate compiles once for every caller
     for c in range(cols.size):
         j = cols[c]
-        table_accumulate_with_constant_at(codes[j], params[j], 0, stats[j, k], 0, rows[i, j],
-                                    constants[j, i], sign)
+        table_accumulate_with_constant_at(codes[j], params[j], zero, stats[j, k], zero,
+                                          rows[i, j], constants[j, i], sign)
 
 
 @template

@@ -52,7 +52,7 @@ from joblib import effective_n_jobs
 from ..._core.budget import check_memory
 from ..._core.progress import Progress
 from ..._core.validation import check_random_state
-from ...models.cell_loops import cell_constants, column_stats, rows_log_predictive
+from ...models.cell_loops import column_stats, rows_log_predictive
 from ...models.priors import CRP
 from . import _crosscat_kernels as ck
 from . import _crosscat_sweep as sweep_k
@@ -139,7 +139,7 @@ class CrossCatModel:
         columns = np.ascontiguousarray(self.data.T)
         constants = np.zeros_like(columns)
         for j, cell in enumerate(self.cells):
-            constants[j] = cell_constants(int(cell.code), columns[j])
+            constants[j] = self.kernels.cell_constants(int(cell.code), columns[j])
         return columns, constants
 
     @property

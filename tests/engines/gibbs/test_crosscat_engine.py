@@ -15,7 +15,7 @@ from sklearn_trellis.engines.gibbs import _crosscat_sweep
 from sklearn_trellis.engines.gibbs import _crosscat_views as views_k
 from sklearn_trellis.engines.gibbs import crosscat as engine
 from sklearn_trellis.models import CELL_MODELS
-from sklearn_trellis.models.cell_loops import cell_constants, column_log_score, column_stats
+from sklearn_trellis.models.cell_loops import column_log_score, column_stats
 from sklearn_trellis.models.priors import CRP
 
 
@@ -441,7 +441,8 @@ def test_column_partition_score_equals_the_statistics_table(kind):
     scratch = np.full((8, cell.n_stats), 7.0)   # stale values: zeroed by the kernel
     kernels = _crosscat_sweep.kernels_for([cell.code])
     score = kernels.column_partition_score(int(cell.code), p, x,
-                                           cell_constants(int(cell.code), x), labels, 6, scratch)
+                                           kernels.cell_constants(int(cell.code), x), labels, 6,
+                                           scratch)
     assert score == pytest.approx(column_log_score(int(cell.code), p, table), rel=1e-12)
 
 
