@@ -36,59 +36,19 @@ import numpy as np
 from numba import njit
 
 from .._core.specialise import specialise as _specialise, template
-from .cell_kernels import (accumulate_at, cached_log_predictive_at, log_marginal_at,
-                            predictive_cache_at)
+from .cell_kernels import (code_of, table_accumulate_at, table_cached_log_predictive_at,
+                           table_log_marginal_at, table_predictive_cache_at, type_set_bindings)
 
 _HEADER = 5
 
-# The kernels are templates (:mod:`sklearn_trellis._core.specialise`) compiled per table:
-# for a table of one cell type (biclustering) with that type's own functions bound
-# (``ONE_TYPE`` true, ``type_accumulate``, ...), so the other types' code is neither typed
-# nor compiled; for a table mixing types with the type-code dispatch of
-# :mod:`.cell_kernels` (see :func:`specialise`).
-# The one-line wrappers and offset helpers are inlined (``inline='always'``): as their
-# own functions each was one more compilation for the Gibbs engine's kernels to link
-# and optimise again; ``_update``, ``_prepare`` and ``_cache_block`` stay calls (one
-# compiled body for all their call sites).
-
-
-@template(inline='always')
-def _accumulate(code, params, p0, stats, s0, x, weight):
-    """``accumulate_at`` (one type: its own ``accumulate``; numba prunes the other branch)."""
-    if ONE_TYPE:
-        if x == x:
-            type_accumulate(params, p0, stats, s0, x, weight)
-    else:
-        accumulate_at(code, params, p0, stats, s0, x, weight)
-
-
-@template(inline='always')
-def _log_marginal(code, params, p0, stats, s0):
-    """``log_marginal_at`` (one type: its own ``log_marginal``)."""
-    if ONE_TYPE:
-        if stats[s0] <= 0:
-            return 0.0
-        return type_log_marginal(params, p0, stats, s0)
-    return log_marginal_at(code, params, p0, stats, s0)
-
-
-@template(inline='always')
-def _predictive_cache(code, params, p0, stats, s0, cache, c0):
-    """``predictive_cache_at`` (one type: its own ``predictive_cache``)."""
-    if ONE_TYPE:
-        type_predictive_cache(params, p0, stats, s0, cache, c0)
-    else:
-        predictive_cache_at(code, params, p0, stats, s0, cache, c0)
-
-
-@template(inline='always')
-def _cached_log_predictive(code, params, p0, stats, s0, cache, c0, x):
-    """``cached_log_predictive_at`` (one type: its own ``cached_log_predictive``)."""
-    if ONE_TYPE:
-        if x != x:
-            return 0.0
-        return type_cached_log_predictive(params, p0, stats, s0, cache, c0, x)
-    return cached_log_predictive_at(code, params, p0, stats, s0, cache, c0, x)
+# The kernels are templates (:mod:`sklearn_trellis._core.specialise`) compiled per set of
+# cell types in the table, on the ``table_*`` dispatch of :mod:`.cell_kernels` (see
+# :func:`specialise`): an absent type's code is neither typed nor compiled (a one-type
+# table, as biclustering's, compiles that type's functions alone).
+# The offset helpers are inlined (``inline='always'``): as their own functions each was
+# one more compilation for the Gibbs engine's kernels to link and optimise again;
+# ``_update``, ``_prepare`` and ``_cache_block`` stay calls (one compiled body for all
+# their call sites).
 
 
 @njit(cache=True, inline='always')
@@ -106,7 +66,7 @@ def _accumulate_item(params, data, i, out, width, sign):
     for j in range(n_columns):
         g = int(params[_HEADER + j])
         p0 = start + g * q
-        _accumulate(int(params[p0]), params, p0 + 2, out, g * width, data[i, j], sign)
+        table_accumulate_at(int(params[p0]), params, p0 + 2, out, g * width, data[i, j], sign)
 
 
 @template
@@ -119,9 +79,9 @@ def _cache_block(params, row, g, everything):
     code = int(params[p0])
     single = params[p0 + 1] >= 0
     if single:
-        _predictive_cache(code, params, p0 + 2, row, base, row, base + n_stats)
+        table_predictive_cache_at(code, params, p0 + 2, row, base, row, base + n_stats)
     if everything or not single:
-        row[base + width - 1] = _log_marginal(code, params, p0 + 2, row, base)
+        row[base + width - 1] = table_log_marginal_at(code, params, p0 + 2, row, base)
 
 
 @template(inline='always')
@@ -238,12 +198,12 @@ def blocks_log_predictive(params, data, stats, shared, work, c, i):
         code = int(params[p0])
         column = int(params[p0 + 1])
         if column >= 0:
-            total += _cached_log_predictive(code, params, p0 + 2, row, base, row,
-                                            base + n_stats, cells[column])
+            total += table_cached_log_predictive_at(code, params, p0 + 2, row, base, row,
+                                                    base + n_stats, cells[column])
             continue
         for s in range(n_stats):
             work[scratch + s] = row[base + s] + work[item + s]
-        total += _log_marginal(code, params, p0 + 2, work, scratch) - row[base + width - 1]
+        total += table_log_marginal_at(code, params, p0 + 2, work, scratch) - row[base + width - 1]
     return total
 
 
@@ -255,7 +215,7 @@ def blocks_log_cluster(params, stats, shared, c):
         base = g * width
         p0 = _param_start(params, g)
         if params[p0 + 1] >= 0:
-            total += _log_marginal(int(params[p0]), params, p0 + 2, stats[c], base)
+            total += table_log_marginal_at(int(params[p0]), params, p0 + 2, stats[c], base)
         else:
             total += stats[c, base + width - 1]
     return total
@@ -323,19 +283,7 @@ def specialise(cell_types):
     """The kernels (a namespace by template name) for a table of the cell-type modules
     ``cell_types`` (:mod:`.cell_types`, one per cell model; memoised).
 
-    One type: that module's own functions, the other types compiled nowhere; several:
-    the type-code dispatch of :mod:`.cell_kernels`.
+    Compiled for the set of types present (:func:`.cell_kernels.type_set_bindings`): one
+    type, that module's functions alone; several, the dispatch over those types.
     """
-    kinds = set(cell_types)
-    if len(kinds) == 1:
-        (module,) = kinds
-        bindings = dict(ONE_TYPE=True, type_accumulate=module.accumulate,
-                        type_log_marginal=module.log_marginal,
-                        type_predictive_cache=module.predictive_cache,
-                        type_cached_log_predictive=module.cached_log_predictive)
-    else:   # the one-type names are never compiled (pruned branches): the dispatchers
-        bindings = dict(ONE_TYPE=False, type_accumulate=accumulate_at,
-                        type_log_marginal=log_marginal_at,
-                        type_predictive_cache=predictive_cache_at,
-                        type_cached_log_predictive=cached_log_predictive_at)
-    return _specialise(globals(), bindings)
+    return _specialise(globals(), type_set_bindings(code_of(module) for module in cell_types))

@@ -96,6 +96,8 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
+from .._core.specialise import template
+
 {imports}
 
 #: Three numba functions of one cell type at offset 0: ``add_cell(params, stats, x, weight)``
@@ -124,8 +126,50 @@ def _grid_log_scores_by_marginals(code, grid, n_points, log_prior, flat, base, w
         out[g] = log_prior[g] + total'''
 
 
-def _dispatcher(name, args, options, nan, default, doc, types):
-    lines = [f"@njit(cache=True{options})", f"def {name}(code, {args}):"]
+_TABLE_HEADER = '''# ---------------------------------------------------------------- one table's cell types
+# The same dispatch as templates (:mod:`sklearn_trellis._core.specialise`) for the engines
+# that compile their kernels per table (CrossCat): specialised with the constants of
+# :func:`type_set_bindings`, an absent type's branch is pruned before numba types it, so
+# a table of normal columns compiles no bernoulli, poisson or categorical code.
+
+#: The constant of each cell type, by code: whether the table holds that type.
+TYPE_FLAGS = ({flags})
+
+
+def type_set_bindings(codes):
+    """The constants of the ``table_*`` templates for a table of the cell types ``codes``.
+
+    ``HAS_<TYPE>`` per type and ``LAST_CODE``, the largest code present: its branch
+    takes every code the others do not (as the runtime dispatch's ``else``). No code
+    (a table without columns) compiles the type of code 0.
+    """
+    present = {{int(code) for code in codes}} or {{0}}
+    if not present <= set(range(len(TYPE_FLAGS))):
+        raise ValueError(f"unknown cell type codes {{sorted(present)}}")
+    bindings = {{flag: code in present for code, flag in enumerate(TYPE_FLAGS)}}
+    bindings["LAST_CODE"] = max(present)
+    return bindings
+
+
+@template
+def _table_grid_log_scores_by_marginals(code, grid, n_points, log_prior, flat, base, width,
+                                        n_clusters, out):
+    for g in range(n_points):
+        total = 0.0
+        for k in range(n_clusters):
+            total += table_log_marginal_at(code, grid[g], np.int64(0), flat, base + k * width)
+        out[g] = log_prior[g] + total'''
+
+
+def _dispatcher(name, args, options, nan, default, doc, types, table=False):
+    """One protocol function's dispatch over ``types``: on the runtime ``code`` alone, or
+    (``table``) a :func:`~sklearn_trellis._core.specialise.template` ``table_<name>`` whose
+    branches also test the constants of :func:`type_set_bindings`, so that numba prunes an
+    absent type's branch before typing it."""
+    prefix = "table_" if table else ""
+    decorator = (f"@template{'(' + options[2:] + ')' if options else ''}" if table
+                 else f"@njit(cache=True{options})")
+    lines = [decorator, f"def {prefix}{name}(code, {args}):"]
     lines += textwrap.wrap(f'"""{doc}"""', 92, initial_indent="    ", subsequent_indent="    ")
     if nan is not None:
         lines += ["    if x != x:", f"        {nan}"]
@@ -139,9 +183,17 @@ def _dispatcher(name, args, options, nan, default, doc, types):
         if hasattr(module, function):
             body = f"{'return ' if returns else ''}{alias}.{function}({call_args})"
         else:
-            body = default.format(m=alias)
+            body = default.format(m=alias).replace("_grid_log_scores_by_marginals",
+                                                   f"_{prefix}grid_log_scores_by_marginals")
         body = "\n".join(textwrap.wrap(body, 88, subsequent_indent=" " * 12,
                                         break_long_words=False))
+        if table:   # the last type present takes every code left (the runtime chain's else)
+            flag = _flag(alias)
+            head = (f"    {'if' if i == 0 else 'elif'} {flag}:" if i == len(types) - 1
+                    else f"    {'if' if i == 0 else 'elif'} {flag} and (LAST_CODE == {i} "
+                         f"or code == {i}):")
+            lines += [head, f"        {body}"]
+            continue
         if len(types) == 1:
             lines.append(f"    {body}")
             break
@@ -149,6 +201,11 @@ def _dispatcher(name, args, options, nan, default, doc, types):
                 else f"    {'if' if i == 0 else 'elif'} code == {i}:")
         lines += [head, f"        {body}"]
     return "\n".join(lines)
+
+
+def _flag(alias):
+    """The constant that says whether a table holds the type of module alias ``_name``."""
+    return f"HAS{alias.upper()}"
 
 
 def _offset_zero_forms(name, code):
@@ -193,6 +250,9 @@ def generate(registry):
                       f"{name}_log_predictive)," for name in registry)
     body.append("#: The :class:`CellKernels` of each type, by code.\n"
                 f"KERNELS = ({kernels}\n)")
+    flags = ", ".join(repr(_flag(alias)) for alias, _ in types) + ("," if len(types) == 1 else "")
+    body.append(_TABLE_HEADER.format(flags=flags))
+    body += [_dispatcher(*spec, types, table=True) for spec in _FUNCTIONS]
     return "\n\n\n".join(body) + "\n"
 
 

@@ -34,6 +34,8 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
+from .._core.specialise import template
+
 from .cell_types import normal as _normal
 from .cell_types import bernoulli as _bernoulli
 from .cell_types import poisson as _poisson
@@ -356,3 +358,254 @@ KERNELS = (
     CellKernels(poisson_add_cell, poisson_log_marginal, poisson_log_predictive),
     CellKernels(categorical_add_cell, categorical_log_marginal, categorical_log_predictive),
 )
+
+
+# ---------------------------------------------------------------- one table's cell types
+# The same dispatch as templates (:mod:`sklearn_trellis._core.specialise`) for the engines
+# that compile their kernels per table (CrossCat): specialised with the constants of
+# :func:`type_set_bindings`, an absent type's branch is pruned before numba types it, so
+# a table of normal columns compiles no bernoulli, poisson or categorical code.
+
+#: The constant of each cell type, by code: whether the table holds that type.
+TYPE_FLAGS = ('HAS_NORMAL', 'HAS_BERNOULLI', 'HAS_POISSON', 'HAS_CATEGORICAL')
+
+
+def type_set_bindings(codes):
+    """The constants of the ``table_*`` templates for a table of the cell types ``codes``.
+
+    ``HAS_<TYPE>`` per type and ``LAST_CODE``, the largest code present: its branch
+    takes every code the others do not (as the runtime dispatch's ``else``). No code
+    (a table without columns) compiles the type of code 0.
+    """
+    present = {int(code) for code in codes} or {0}
+    if not present <= set(range(len(TYPE_FLAGS))):
+        raise ValueError(f"unknown cell type codes {sorted(present)}")
+    bindings = {flag: code in present for code, flag in enumerate(TYPE_FLAGS)}
+    bindings["LAST_CODE"] = max(present)
+    return bindings
+
+
+@template
+def _table_grid_log_scores_by_marginals(code, grid, n_points, log_prior, flat, base, width,
+                                        n_clusters, out):
+    for g in range(n_points):
+        total = 0.0
+        for k in range(n_clusters):
+            total += table_log_marginal_at(code, grid[g], np.int64(0), flat, base + k * width)
+        out[g] = log_prior[g] + total
+
+
+@template
+def table_accumulate_at(code, params, p0, stats, s0, x, weight):
+    """Add (``weight`` +1) or remove (-1) cell ``x`` to / from ``stats[s0:]``."""
+    if x != x:
+        return
+    if HAS_NORMAL and (LAST_CODE == 0 or code == 0):
+        _normal.accumulate(params, p0, stats, s0, x, weight)
+    elif HAS_BERNOULLI and (LAST_CODE == 1 or code == 1):
+        _bernoulli.accumulate(params, p0, stats, s0, x, weight)
+    elif HAS_POISSON and (LAST_CODE == 2 or code == 2):
+        _poisson.accumulate(params, p0, stats, s0, x, weight)
+    elif HAS_CATEGORICAL:
+        _categorical.accumulate(params, p0, stats, s0, x, weight)
+
+
+@template(inline='always')
+def table_accumulate_with_constant_at(code, params, p0, stats, s0, x, constant, weight):
+    """``accumulate_at`` given the cell's :func:`cell_constant` (read from a table)."""
+    if x != x:
+        return
+    if HAS_NORMAL and (LAST_CODE == 0 or code == 0):
+        _normal.accumulate(params, p0, stats, s0, x, weight)
+    elif HAS_BERNOULLI and (LAST_CODE == 1 or code == 1):
+        _bernoulli.accumulate(params, p0, stats, s0, x, weight)
+    elif HAS_POISSON and (LAST_CODE == 2 or code == 2):
+        _poisson.accumulate_with_constant(params, p0, stats, s0, x, constant, weight)
+    elif HAS_CATEGORICAL:
+        _categorical.accumulate(params, p0, stats, s0, x, weight)
+
+
+@template(inline='always')
+def table_cell_constant(code, x):
+    """The per-cell term a type's statistics sum (poisson: ``log x!``), else 0."""
+    if x != x:
+        return 0.0
+    if HAS_NORMAL and (LAST_CODE == 0 or code == 0):
+        return 0.0
+    elif HAS_BERNOULLI and (LAST_CODE == 1 or code == 1):
+        return 0.0
+    elif HAS_POISSON and (LAST_CODE == 2 or code == 2):
+        return _poisson.cell_constant(x)
+    elif HAS_CATEGORICAL:
+        return 0.0
+
+
+@template
+def table_log_marginal_at(code, params, p0, stats, s0):
+    """``log m`` of the cells summarised by ``stats[s0:]`` (0 for no cells)."""
+    if stats[s0] <= 0:
+        return 0.0
+    if HAS_NORMAL and (LAST_CODE == 0 or code == 0):
+        return _normal.log_marginal(params, p0, stats, s0)
+    elif HAS_BERNOULLI and (LAST_CODE == 1 or code == 1):
+        return _bernoulli.log_marginal(params, p0, stats, s0)
+    elif HAS_POISSON and (LAST_CODE == 2 or code == 2):
+        return _poisson.log_marginal(params, p0, stats, s0)
+    elif HAS_CATEGORICAL:
+        return _categorical.log_marginal(params, p0, stats, s0)
+
+
+@template
+def table_log_predictive_at(code, params, p0, stats, s0, x):
+    """``log p(x | cells of stats[s0:])`` (0 for a NaN ``x``)."""
+    if x != x:
+        return 0.0
+    if HAS_NORMAL and (LAST_CODE == 0 or code == 0):
+        return _normal.log_predictive(params, p0, stats, s0, x)
+    elif HAS_BERNOULLI and (LAST_CODE == 1 or code == 1):
+        return _bernoulli.log_predictive(params, p0, stats, s0, x)
+    elif HAS_POISSON and (LAST_CODE == 2 or code == 2):
+        return _poisson.log_predictive(params, p0, stats, s0, x)
+    elif HAS_CATEGORICAL:
+        return _categorical.log_predictive(params, p0, stats, s0, x)
+
+
+@template(inline='always')
+def table_predictive_cache_at(code, params, p0, stats, s0, cache, c0):
+    """The one-cell predictive constants of ``stats[s0:]`` into ``cache[c0:]``."""
+    if HAS_NORMAL and (LAST_CODE == 0 or code == 0):
+        _normal.predictive_cache(params, p0, stats, s0, cache, c0)
+    elif HAS_BERNOULLI and (LAST_CODE == 1 or code == 1):
+        _bernoulli.predictive_cache(params, p0, stats, s0, cache, c0)
+    elif HAS_POISSON and (LAST_CODE == 2 or code == 2):
+        _poisson.predictive_cache(params, p0, stats, s0, cache, c0)
+    elif HAS_CATEGORICAL:
+        _categorical.predictive_cache(params, p0, stats, s0, cache, c0)
+
+
+@template(inline='always')
+def table_cached_log_predictive_at(code, params, p0, stats, s0, cache, c0, x):
+    """``log_predictive_at`` from the constants in ``cache[c0:]``."""
+    if x != x:
+        return 0.0
+    if HAS_NORMAL and (LAST_CODE == 0 or code == 0):
+        return _normal.cached_log_predictive(params, p0, stats, s0, cache, c0, x)
+    elif HAS_BERNOULLI and (LAST_CODE == 1 or code == 1):
+        return _bernoulli.cached_log_predictive(params, p0, stats, s0, cache, c0, x)
+    elif HAS_POISSON and (LAST_CODE == 2 or code == 2):
+        return _poisson.cached_log_predictive(params, p0, stats, s0, cache, c0, x)
+    elif HAS_CATEGORICAL:
+        return _categorical.cached_log_predictive(params, p0, stats, s0, cache, c0, x)
+
+
+@template
+def table_predictive_mean(code, params, stats):
+    """Mean of the posterior predictive of a new cell (categorical: its most probable
+    code)."""
+    if HAS_NORMAL and (LAST_CODE == 0 or code == 0):
+        return _normal.predictive_mean(params, stats)
+    elif HAS_BERNOULLI and (LAST_CODE == 1 or code == 1):
+        return _bernoulli.predictive_mean(params, stats)
+    elif HAS_POISSON and (LAST_CODE == 2 or code == 2):
+        return _poisson.predictive_mean(params, stats)
+    elif HAS_CATEGORICAL:
+        return _categorical.predictive_mean(params, stats)
+
+
+@template
+def table_predictive_sample(code, params, stats):
+    """A draw from the posterior predictive of a new cell (numba's generator)."""
+    if HAS_NORMAL and (LAST_CODE == 0 or code == 0):
+        return _normal.predictive_sample(params, stats)
+    elif HAS_BERNOULLI and (LAST_CODE == 1 or code == 1):
+        return _bernoulli.predictive_sample(params, stats)
+    elif HAS_POISSON and (LAST_CODE == 2 or code == 2):
+        return _poisson.predictive_sample(params, stats)
+    elif HAS_CATEGORICAL:
+        return _categorical.predictive_sample(params, stats)
+
+
+@template
+def table_theta_size(code, params, p0):
+    """Number of entries of the explicit parameters theta."""
+    if HAS_NORMAL and (LAST_CODE == 0 or code == 0):
+        return _normal.theta_size(params, p0)
+    elif HAS_BERNOULLI and (LAST_CODE == 1 or code == 1):
+        return _bernoulli.theta_size(params, p0)
+    elif HAS_POISSON and (LAST_CODE == 2 or code == 2):
+        return _poisson.theta_size(params, p0)
+    elif HAS_CATEGORICAL:
+        return _categorical.theta_size(params, p0)
+
+
+@template
+def table_posterior_draw_at(code, params, p0, stats, s0, theta, t0):
+    """theta at ``theta[t0:]`` drawn from the posterior of the cells ``stats[s0:]``."""
+    if HAS_NORMAL and (LAST_CODE == 0 or code == 0):
+        _normal.posterior_draw(params, p0, stats, s0, theta, t0)
+    elif HAS_BERNOULLI and (LAST_CODE == 1 or code == 1):
+        _bernoulli.posterior_draw(params, p0, stats, s0, theta, t0)
+    elif HAS_POISSON and (LAST_CODE == 2 or code == 2):
+        _poisson.posterior_draw(params, p0, stats, s0, theta, t0)
+    elif HAS_CATEGORICAL:
+        _categorical.posterior_draw(params, p0, stats, s0, theta, t0)
+
+
+@template(inline='always')
+def table_log_kernel_at(code, theta, t0, x):
+    """``log f(x | theta)`` up to a term of ``x`` alone (0 for a NaN ``x``)."""
+    if x != x:
+        return 0.0
+    if HAS_NORMAL and (LAST_CODE == 0 or code == 0):
+        return _normal.log_kernel(theta, t0, x)
+    elif HAS_BERNOULLI and (LAST_CODE == 1 or code == 1):
+        return _bernoulli.log_kernel(theta, t0, x)
+    elif HAS_POISSON and (LAST_CODE == 2 or code == 2):
+        return _poisson.log_kernel(theta, t0, x)
+    elif HAS_CATEGORICAL:
+        return _categorical.log_kernel(theta, t0, x)
+
+
+@template(inline='always')
+def table_log_density_at(code, theta, t0, x):
+    """``log f(x | theta)`` (0 for a NaN ``x``)."""
+    if x != x:
+        return 0.0
+    if HAS_NORMAL and (LAST_CODE == 0 or code == 0):
+        return _normal.log_kernel(theta, t0, x)
+    elif HAS_BERNOULLI and (LAST_CODE == 1 or code == 1):
+        return _bernoulli.log_kernel(theta, t0, x)
+    elif HAS_POISSON and (LAST_CODE == 2 or code == 2):
+        return _poisson.log_density(theta, t0, x)
+    elif HAS_CATEGORICAL:
+        return _categorical.log_kernel(theta, t0, x)
+
+
+@template(inline='always')
+def table_add_log_kernels_at(code, theta, t0, x, i0, i1, out):
+    """``out[i - i0] += log_kernel(theta, t0, x[i])`` for ``i0 <= i < i1`` (NaN: 0)."""
+    if HAS_NORMAL and (LAST_CODE == 0 or code == 0):
+        _normal.add_log_kernels(theta, t0, x, i0, i1, out)
+    elif HAS_BERNOULLI and (LAST_CODE == 1 or code == 1):
+        _bernoulli.add_log_kernels(theta, t0, x, i0, i1, out)
+    elif HAS_POISSON and (LAST_CODE == 2 or code == 2):
+        _poisson.add_log_kernels(theta, t0, x, i0, i1, out)
+    elif HAS_CATEGORICAL:
+        _categorical.add_log_kernels(theta, t0, x, i0, i1, out)
+
+
+@template
+def table_grid_log_scores_at(code, grid, n_points, log_prior, flat, base, width, n_clusters, out):
+    """``out[g] = log_prior[g] + sum_k log m(block k | grid[g])``, blocks at ``flat[base + k
+    * width:]``, for the first ``n_points`` grid points."""
+    if HAS_NORMAL and (LAST_CODE == 0 or code == 0):
+        _normal.grid_log_scores(grid, n_points, log_prior, flat, base, width, n_clusters, out)
+    elif HAS_BERNOULLI and (LAST_CODE == 1 or code == 1):
+        _table_grid_log_scores_by_marginals(code, grid, n_points, log_prior, flat, base, width,
+            n_clusters, out)
+    elif HAS_POISSON and (LAST_CODE == 2 or code == 2):
+        _table_grid_log_scores_by_marginals(code, grid, n_points, log_prior, flat, base, width,
+            n_clusters, out)
+    elif HAS_CATEGORICAL:
+        _table_grid_log_scores_by_marginals(code, grid, n_points, log_prior, flat, base, width,
+            n_clusters, out)

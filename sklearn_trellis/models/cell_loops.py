@@ -11,8 +11,7 @@ from numba import njit
 
 from .._core.specialise import specialise as _specialise, template
 
-from .cell_kernels import (accumulate_at, cached_log_predictive_at,
-                           cell_constant, log_density_at, log_marginal_at, log_predictive_at,
+from .cell_kernels import (accumulate_at, cached_log_predictive_at, log_density_at, log_marginal_at, log_predictive_at,
                            posterior_draw_at, predictive_cache_at, predictive_mean,
                            predictive_sample)
 
@@ -105,15 +104,6 @@ def one_type(cell_type):
 
 
 # ---------------------------------------------------------------- one column per row cluster
-@njit(cache=True)
-def cell_constants(code, x):
-    """:func:`~.cell_kernels.cell_constant` of each cell of a column (0 for a missing one)."""
-    out = np.zeros(x.size)
-    for i in range(x.size):
-        out[i] = cell_constant(code, x[i])
-    return out
-
-
 @njit(cache=True)
 def column_stats(code, params, x, labels, stats):
     """Fill ``stats`` (zeroed here) with the column's cell statistics per slot of ``labels``."""

@@ -15,6 +15,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..._core.random_draws import permutation
+from ..._core.specialise import template
 from ._crosscat_kernels import (column_grid_scores, column_partition_score,
                                 column_table_score, crp_draw,
                                 crp_log_eppf, fill_column, fill_counts, grown, reseed,
@@ -57,7 +58,7 @@ def _close_view(v, counts, n_clusters, n_columns):
     n_columns[v] = 0
 
 
-@njit(cache=True, inline='always')
+@template(inline='always')
 def _score_pair(pair, n_slots, columns, constants, codes, params, n_columns, labels,
                 n_clusters, n_stats, table):
     j, v = pair // n_slots, pair % n_slots
@@ -67,7 +68,7 @@ def _score_pair(pair, n_slots, columns, constants, codes, params, n_columns, lab
                                              labels[v], n_clusters[v], scratch)
 
 
-@njit(cache=True, parallel=True)
+@template(parallel=True)
 def _score_table_parallel(columns, constants, codes, params, n_columns, labels,
                           n_clusters, n_stats, table):
     n_slots = n_columns.size
@@ -76,7 +77,7 @@ def _score_table_parallel(columns, constants, codes, params, n_columns, labels,
                     n_clusters, n_stats, table)
 
 
-@njit(cache=True)
+@template
 def _score_table_serial(columns, constants, codes, params, n_columns, labels,
                         n_clusters, n_stats, table):
     n_slots = n_columns.size
@@ -85,7 +86,7 @@ def _score_table_serial(columns, constants, codes, params, n_columns, labels,
                     n_clusters, n_stats, table)
 
 
-@njit(cache=True)
+@template
 def column_gibbs(order, columns, constants, codes, params, view_of, n_columns, labels,
                  counts, n_clusters, alphas, stats, alpha_views, n_aux, rows_alpha,
                  rows_shape, rows_rate, parallel_cells, seed):
@@ -169,7 +170,7 @@ def column_gibbs(order, columns, constants, codes, params, view_of, n_columns, l
     return stats, counts
 
 
-@njit(cache=True)
+@template
 def column_split_merge(chosen, columns, constants, codes, params, view_of, n_columns,
                        labels, counts, n_clusters, alphas, stats, alpha_views, rows_alpha,
                        rows_shape, rows_rate, seed):
@@ -254,7 +255,7 @@ def column_split_merge(chosen, columns, constants, codes, params, view_of, n_col
     return stats, counts
 
 
-@njit(cache=True)
+@template
 def resample_params(codes, grids, grid_log_prior, grid_sizes, params, view_of, n_clusters,
                     stats, seed):
     """Each column's cell params drawn exactly from their conditional on its grid.
@@ -276,7 +277,7 @@ def resample_params(codes, grids, grid_log_prior, grid_sizes, params, view_of, n
             params[j, p] = grids[j, g, p]
 
 
-@njit(cache=True)
+@template
 def log_joint(codes, params, view_of, n_columns, counts, n_clusters, alphas, stats,
               alpha_views):
     """``log p(views, row partitions, X)`` at the state's concentrations and cell params."""

@@ -25,19 +25,21 @@ import math
 import numpy as np
 from numba import njit
 
-from ...models.cell_kernels import (accumulate_at, accumulate_with_constant_at,
-                                    cached_log_predictive_at, grid_log_scores_at,
-                                    log_marginal_at, predictive_cache_at)
+from ..._core.specialise import template
+from ...models.cell_kernels import (table_accumulate_at, table_accumulate_with_constant_at,
+                                    table_cell_constant,
+                                    table_cached_log_predictive_at, table_grid_log_scores_at,
+                                    table_log_marginal_at, table_predictive_cache_at)
 from ...models.prior_kernels import log_rising_factorial
 
 
-@njit(cache=True)
+@template
 def column_partition_score(t, p, x, constants, labels, n_slots, scratch):
     """``sum_c log m(x_c)`` of the column under the slot ``labels`` in one pass.
 
     ``scratch`` (``(n_slots', n_stats)``, ``n_slots' >= n_slots``) holds the statistics
     (zeroed here): a column move scores every view without an allocation per view.
-    ``constants``: the column's :func:`~sklearn_trellis.models.cell_loops.cell_constants`,
+    ``constants``: the column's :func:`cell_constants`,
     read instead of computed per cell (the same sums as
     :func:`~sklearn_trellis.models.cell_loops.column_stats`).
     """
@@ -47,11 +49,22 @@ def column_partition_score(t, p, x, constants, labels, n_slots, scratch):
     for i in range(x.size):
         c = labels[i]
         if c >= 0:
-            accumulate_with_constant_at(t, p, np.int64(0), flat, c * width, x[i], constants[i], 1.0)
+            table_accumulate_with_constant_at(t, p, np.int64(0), flat, c * width, x[i],
+                                              constants[i], 1.0)
     total = 0.0
     for c in range(n_slots):
-        total += log_marginal_at(t, p, np.int64(0), flat, c * width)
+        total += table_log_marginal_at(t, p, np.int64(0), flat, c * width)
     return total
+
+
+@template
+def cell_constants(t, x):
+    """:func:`~sklearn_trellis.models.cell_kernels.cell_constant` of each cell of a column of
+    type ``t`` (0 for a missing one)."""
+    out = np.zeros(x.size)
+    for i in range(x.size):
+        out[i] = table_cell_constant(t, x[i])
+    return out
 
 
 @njit(cache=True)
@@ -131,15 +144,15 @@ def refresh_due(size):
     return size <= REFRESH_ALWAYS or size % REFRESH_EVERY == 0
 
 
-@njit(cache=True)
+@template
 def _refresh_cluster(t, p, flat, base, n_stats):
     """The one-cell predictive constants of the cluster at ``flat[base:]`` into
     ``flat[base + n_stats:]`` (a call, not the inlined dispatch over every cell type at
     each of the proposal's three refreshes: compile time)."""
-    predictive_cache_at(t, p, 0, flat, base, flat, base + n_stats)
+    table_predictive_cache_at(t, p, 0, flat, base, flat, base + n_stats)
 
 
-@njit(cache=True)
+@template
 def sequential_allocation(members, m, codes, params, columns, alpha, order, labels, stats,
                           counts, sample):
     """Rows allocated in ``order`` to CRP(alpha) clusters by the joint predictive of the
@@ -180,7 +193,7 @@ def sequential_allocation(members, m, codes, params, columns, alpha, order, labe
             t, p, x, flat = codes[j], params[j], columns[j, i], stats[a].ravel()
             if x == x:
                 for c in range(k + 1):
-                    weights[c] += cached_log_predictive_at(t, p, 0, flat, c * width, flat,
+                    weights[c] += table_cached_log_predictive_at(t, p, 0, flat, c * width, flat,
                                                            c * width + n_stats, x)
         largest = -np.inf
         for c in range(k + 1):
@@ -217,7 +230,7 @@ def sequential_allocation(members, m, codes, params, columns, alpha, order, labe
             x = columns[j, i]
             if x == x:
                 flat = stats[a].ravel()
-                accumulate_at(codes[j], params[j], np.int64(0), flat, chosen * width, x, 1.0)
+                table_accumulate_at(codes[j], params[j], np.int64(0), flat, chosen * width, x, 1.0)
                 if refresh_due(counts[chosen]):
                     _refresh_cluster(codes[j], params[j], flat, chosen * width, n_stats)
         log_counts[chosen] = math.log(counts[chosen])
@@ -272,7 +285,7 @@ def grown(stats, counts, needed):
     return new_stats, new_counts
 
 
-@njit(cache=True)
+@template
 def fill_column(j, t, p, x, constants, labels, n_clusters, stats, clear):
     """``stats[j]``: column ``j``'s statistics per cluster of ``labels`` (``0..n_clusters-1``).
 
@@ -284,7 +297,7 @@ def fill_column(j, t, p, x, constants, labels, n_clusters, stats, clear):
     flat = stats.ravel()
     base = j * stats.shape[1] * width
     for i in range(x.size):
-        accumulate_with_constant_at(t, p, np.int64(0), flat, base + labels[i] * width, x[i],
+        table_accumulate_with_constant_at(t, p, np.int64(0), flat, base + labels[i] * width, x[i],
                                     constants[i], 1.0)
 
 
@@ -296,7 +309,7 @@ def fill_counts(v, labels, counts, n_clusters, clear):
         counts[v, labels[v, i]] += 1
 
 
-@njit(cache=True)
+@template
 def fill_view(v, codes, params, columns, constants, view_of, labels, counts,
               n_clusters, stats, clear):
     """Counts and every column's statistics of view slot ``v`` from its labels."""
@@ -307,7 +320,7 @@ def fill_view(v, codes, params, columns, constants, view_of, labels, counts,
                         n_clusters[v], stats, clear)
 
 
-@njit(cache=True)
+@template
 def column_table_score(t, p, stats, j, n_clusters):
     """``sum_k log m`` of column ``j``'s first ``n_clusters`` blocks of ``stats``."""
     width = stats.shape[2]
@@ -315,14 +328,14 @@ def column_table_score(t, p, stats, j, n_clusters):
     base = j * stats.shape[1] * width
     total = 0.0
     for k in range(n_clusters):
-        total += log_marginal_at(t, p, np.int64(0), flat, base + k * width)
+        total += table_log_marginal_at(t, p, np.int64(0), flat, base + k * width)
     return total
 
 
-@njit(cache=True)
+@template
 def column_grid_scores(t, grid, n_points, log_prior, stats, j, n_clusters, out):
     """``out[g] = log_prior[g] + sum_k log m(x_k | grid[g])`` over column ``j``'s first
     ``n_clusters`` blocks, for the first ``n_points`` grid points."""
     width = stats.shape[2]
-    grid_log_scores_at(t, grid, n_points, log_prior, stats.ravel(), j * stats.shape[1] * width,
-                       width, n_clusters, out)
+    table_grid_log_scores_at(t, grid, n_points, log_prior, stats.ravel(),
+                             j * stats.shape[1] * width, width, n_clusters, out)

@@ -23,9 +23,11 @@ import numpy as np
 from numba import njit, prange
 
 from ..._core.random_draws import log_gamma_draw, permutation
-from ...models.cell_kernels import (accumulate_with_constant_at, add_log_kernels_at,
-                                    cached_log_predictive_at, log_marginal_at, posterior_draw_at,
-                                    predictive_cache_at, theta_size)
+from ..._core.specialise import template
+from ...models.cell_kernels import (table_accumulate_with_constant_at, table_add_log_kernels_at,
+                                    table_cached_log_predictive_at, table_log_marginal_at,
+                                    table_posterior_draw_at, table_predictive_cache_at,
+                                    table_theta_size)
 from ._crosscat_kernels import fill_view, grown, refresh_due, reseed, view_columns
 from ._gibbs_kernels import sample_log_weights
 
@@ -43,7 +45,7 @@ def _log_uniform():
 _BLOCK = 256
 
 
-@njit(cache=True)
+@template
 def _assign_block(b, columns, cols, codes, offsets, log_w, log_u, theta, choice, old, out,
                   scores):
     """Rows ``[b * _BLOCK, ...)``: each one's cluster among ``{k : w_k > u_i}`` with
@@ -58,7 +60,7 @@ def _assign_block(b, columns, cols, codes, offsets, log_w, log_u, theta, choice,
     for c in range(cols.size):
         code, o, x = codes[c], offsets[c], columns[cols[c]]
         for k in range(n_clusters):
-            add_log_kernels_at(code, theta[k], o, x, i0, i1, scores[k])
+            table_add_log_kernels_at(code, theta[k], o, x, i0, i1, scores[k])
     for i in range(i0, i1):
         largest = -np.inf
         for k in range(n_clusters):
@@ -90,7 +92,7 @@ def _assign_block(b, columns, cols, codes, offsets, log_w, log_u, theta, choice,
         out[i] = chosen
 
 
-@njit(cache=True, parallel=True)
+@template(parallel=True)
 def _assign_parallel(columns, cols, codes, offsets, log_w, log_u, theta, choice, old, out):
     # each row reads only its own pre-drawn uniform: the result does not depend on threads
     n_blocks = (out.size + _BLOCK - 1) // _BLOCK
@@ -100,7 +102,7 @@ def _assign_parallel(columns, cols, codes, offsets, log_w, log_u, theta, choice,
                       scores)
 
 
-@njit(cache=True)
+@template
 def _assign_serial(columns, cols, codes, offsets, log_w, log_u, theta, choice, old, out):
     scores = np.empty((log_w.size, _BLOCK))
     for b in range((out.size + _BLOCK - 1) // _BLOCK):
@@ -151,7 +153,7 @@ def _stick_weights(counts, n_clusters, alpha, labels):
     return log_w, log_u
 
 
-@njit(cache=True)
+@template
 def slice_rows(v, columns, constants, codes, params, view_of, labels, counts, n_clusters,
                alphas, stats, parallel_cells, seed):
     """The slice-sampler move of every row of view slot ``v``.
@@ -175,7 +177,7 @@ def slice_rows(v, columns, constants, codes, params, view_of, labels, counts, n_
     width = 1
     for c in range(cols.size):
         col_codes[c] = codes[cols[c]]
-        width = max(width, theta_size(codes[cols[c]], params[cols[c]], 0))
+        width = max(width, table_theta_size(codes[cols[c]], params[cols[c]], 0))
     for c in range(cols.size):
         offsets[c] = c * width
     theta = np.zeros((n_new, cols.size * width))
@@ -185,10 +187,11 @@ def slice_rows(v, columns, constants, codes, params, view_of, labels, counts, n_
         for c in range(cols.size):
             j = cols[c]
             if k < n_old:
-                posterior_draw_at(codes[j], params[j], zero, stats[j, k], zero, theta[k],
+                table_posterior_draw_at(codes[j], params[j], zero, stats[j, k], zero, theta[k],
                                   offsets[c])
             else:
-                posterior_draw_at(codes[j], params[j], zero, empty, zero, theta[k], offsets[c])
+                table_posterior_draw_at(codes[j], params[j], zero, empty, zero, theta[k],
+                                        offsets[c])
     n = labels.shape[1]
     choice = np.empty(n)
     for i in range(n):
@@ -221,34 +224,35 @@ def slice_rows(v, columns, constants, codes, params, view_of, labels, counts, n_
 # ---------------------------------------------------------------- collapsed moves
 # _row_cells and _refresh are not inlined: each inlines every cell type's update (or
 # predictive constants), which the split-merge move called six times (compile time)
-@njit(cache=True)
+@template
 def _row_cells(i, k, sign, cols, codes, params, rows, constants, stats):
     """Add (``sign`` +1) or remove row ``i``'s cells to / from the blocks ``stats[j, k]``."""
+    zero = np.int64(0)   # not a literal 0: the type's accumulate compiles once for every caller
     for c in range(cols.size):
         j = cols[c]
-        accumulate_with_constant_at(codes[j], params[j], 0, stats[j, k], 0, rows[i, j],
-                                    constants[j, i], sign)
+        table_accumulate_with_constant_at(codes[j], params[j], zero, stats[j, k], zero,
+                                          rows[i, j], constants[j, i], sign)
 
 
-@njit(cache=True)
+@template
 def _refresh(k, cols, codes, params, table, cache):
     """The one-cell predictive constants of cluster ``k``'s blocks (``table[j, k]``)."""
     for c in range(cols.size):
         j = cols[c]
-        predictive_cache_at(codes[j], params[j], 0, table[j, k], 0, cache[c, k], 0)
+        table_predictive_cache_at(codes[j], params[j], 0, table[j, k], 0, cache[c, k], 0)
 
 
-@njit(cache=True, inline='always')
+@template(inline='always')
 def _row_log_predictive(i, k, cols, codes, params, rows, table, cache):
     total = 0.0
     for c in range(cols.size):
         j = cols[c]
-        total += cached_log_predictive_at(codes[j], params[j], 0, table[j, k], 0, cache[c, k],
-                                          0, rows[i, j])
+        total += table_cached_log_predictive_at(codes[j], params[j], 0, table[j, k], 0,
+                                                cache[c, k], 0, rows[i, j])
     return total
 
 
-@njit(cache=True)
+@template
 def scan_rows(v, rows, constants, codes, params, view_of, labels, counts, n_clusters,
               alphas, stats, seed):
     """One collapsed Gibbs scan (Neal's Algorithm 3) over the rows of view slot ``v``, in a
@@ -330,18 +334,18 @@ def scan_rows(v, rows, constants, codes, params, view_of, labels, counts, n_clus
     return stats, counts
 
 
-@njit(cache=True)
+@template
 def _log_marginals(cols, codes, params, table, k):
     total = 0.0
     for c in range(cols.size):
         j = cols[c]
         # offsets into the flat table, as the other callers: one compiled specialisation
-        total += log_marginal_at(codes[j], params[j], np.int64(0), table.ravel(),
+        total += table_log_marginal_at(codes[j], params[j], np.int64(0), table.ravel(),
                                  (j * table.shape[1] + k) * table.shape[2])
     return total
 
 
-@njit(cache=True)
+@template
 def split_merge_rows(v, n_proposals, rows, constants, codes, params, view_of, labels,
                      counts, n_clusters, alphas, stats, seed):
     """Sequentially-allocated split-merge proposals on the rows of view slot ``v`` (Dahl 2003).

@@ -11,15 +11,42 @@ optimising and emitting machine code for everything it calls again (each callee'
 code is linked into the caller's module), so a compiled sweep cost a first fit as
 much compilation as its largest move (about 3 s of CPU on a small table) to save
 a few kernel dispatches per sweep.
+
+The move kernels are templates (:mod:`sklearn_trellis._core.specialise`) compiled per set
+of cell types (:func:`kernels_for`): a table of normal columns compiles the normal cell
+model's code alone, a mixed table the code of each type it holds (the ``table_*``
+dispatch of :mod:`sklearn_trellis.models.cell_kernels`, its absent types pruned).
 """
 
 import numpy as np
 
 from ..._core.random_draws import permutation
-from ._crosscat_columns import column_gibbs, column_split_merge, resample_params
+from ..._core.specialise import specialise, templates_of
+from ...models import cell_kernels
+from . import _crosscat_columns, _crosscat_kernels, _crosscat_rows, _crosscat_views
 from ._crosscat_kernels import draw_below, reseed
-from ._crosscat_rows import scan_rows, slice_rows, split_merge_rows
-from ._crosscat_views import view_split_merge
+
+
+def _gather_templates(modules):
+    """One namespace of the templates of ``modules`` (each compiled once per type set, every
+    template calling the others' copies of the same set)."""
+    namespace = {"__name__": __name__}
+    for module in modules:
+        for name in templates_of(vars(module)):
+            found = namespace.setdefault(name, getattr(module, name))
+            assert found is getattr(module, name), f"two templates named {name}"
+    return namespace
+
+
+_TEMPLATES = _gather_templates([cell_kernels, _crosscat_kernels, _crosscat_rows,
+                                _crosscat_columns, _crosscat_views])
+
+
+def kernels_for(codes):
+    """CrossCat's move kernels for a table of the cell type ``codes`` (one per column):
+    a namespace by template name, compiled for the set of types present (memoised, and
+    cached on disk per set)."""
+    return specialise(_TEMPLATES, cell_kernels.type_set_bindings(np.unique(codes)))
 
 #: ``row_sampler`` codes. The slice move's is ``None`` (the kernels' own ``None``
 #: arguments let numba prune what a default fit does not run).
@@ -32,15 +59,16 @@ SLICE, COLLAPSED = None, 1
 VIEW_MOVE_CELLS = 50_000
 
 
-def sweep(row_sampler, n_row_split_merge, n_column_split_merge, parallel_cells, rows, columns,
-          constants, codes, params, grids, grid_log_prior, grid_sizes, view_of, n_columns,
+def sweep(kernels, row_sampler, n_row_split_merge, n_column_split_merge, parallel_cells, rows,
+          columns, constants, codes, params, grids, grid_log_prior, grid_sizes, view_of, n_columns,
           labels, counts, n_clusters, alphas, stats, alpha_views, n_aux, rows_alpha,
           rows_shape, rows_rate, seed):
-    """Rows of every view (slice move or collapsed scan), ``n_row_split_merge`` row
-    split-merge proposals (each in a uniformly drawn view), every column by Algorithm
-    8, ``n_column_split_merge`` column split-merge proposals and as many view split-merge
-    proposals (:mod:`._crosscat_views`; on tables of more than :data:`VIEW_MOVE_CELLS`
-    cells, in a random share of the sweeps), then the columns' grid hyperparameters.
+    """With ``kernels`` (:func:`kernels_for` the table's ``codes``): rows of every view
+    (slice move or collapsed scan), ``n_row_split_merge`` row split-merge proposals (each
+    in a uniformly drawn view), every column by Algorithm 8, ``n_column_split_merge``
+    column split-merge proposals and as many view split-merge proposals
+    (:mod:`._crosscat_views`; on tables of more than :data:`VIEW_MOVE_CELLS` cells, in a
+    random share of the sweeps), then the columns' grid hyperparameters.
 
     ``parallel_cells``: a view of at least this many cells scores its rows on
     numba's threads, and a table of at least this many cells its columns'
@@ -48,17 +76,18 @@ def sweep(row_sampler, n_row_split_merge, n_column_split_merge, parallel_cells, 
     (a first fit of a small table does not pay for them).
     """
     reseed(seed)
+    k = kernels
     no_seed, one = -1, 1
     for v in range(n_columns.size):
         if n_columns[v] == 0:
             continue
         if row_sampler is None:   # SLICE
-            stats, counts = slice_rows(v, columns, constants, codes, params, view_of,
-                                       labels, counts, n_clusters, alphas, stats,
-                                       parallel_cells, no_seed)
+            stats, counts = k.slice_rows(v, columns, constants, codes, params, view_of,
+                                         labels, counts, n_clusters, alphas, stats,
+                                         parallel_cells, no_seed)
         else:
-            stats, counts = scan_rows(v, rows, constants, codes, params, view_of, labels,
-                                      counts, n_clusters, alphas, stats, no_seed)
+            stats, counts = k.scan_rows(v, rows, constants, codes, params, view_of, labels,
+                                        counts, n_clusters, alphas, stats, no_seed)
     # row split-merge proposals, each in a view drawn uniformly (a proposal reads the rows
     # of two clusters over the view's columns: one in every view would cost more than the
     # rest of the sweep on tall tables)
@@ -70,25 +99,25 @@ def sweep(row_sampler, n_row_split_merge, n_column_split_merge, parallel_cells, 
             n_occupied += 1
     for _ in range(n_row_split_merge):
         v = occupied[draw_below(n_occupied)]
-        stats, counts = split_merge_rows(v, one, rows, constants, codes, params, view_of,
-                                         labels, counts, n_clusters, alphas, stats, no_seed)
+        stats, counts = k.split_merge_rows(v, one, rows, constants, codes, params, view_of,
+                                           labels, counts, n_clusters, alphas, stats, no_seed)
     d = codes.size
-    stats, counts = column_gibbs(permutation(d), columns, constants, codes,
-                                 params, view_of, n_columns, labels, counts, n_clusters, alphas,
-                                 stats, alpha_views, n_aux, rows_alpha, rows_shape, rows_rate,
-                                 parallel_cells, no_seed)
+    stats, counts = k.column_gibbs(permutation(d), columns, constants, codes,
+                                   params, view_of, n_columns, labels, counts, n_clusters,
+                                   alphas, stats, alpha_views, n_aux, rows_alpha, rows_shape,
+                                   rows_rate, parallel_cells, no_seed)
     if n_column_split_merge > 0:
         chosen = permutation(d)[:n_column_split_merge]
-        stats, counts = column_split_merge(chosen, columns, constants, codes, params,
-                                           view_of, n_columns, labels, counts, n_clusters,
-                                           alphas, stats, alpha_views, rows_alpha, rows_shape,
-                                           rows_rate, no_seed)
+        stats, counts = k.column_split_merge(chosen, columns, constants, codes, params,
+                                             view_of, n_columns, labels, counts, n_clusters,
+                                             alphas, stats, alpha_views, rows_alpha, rows_shape,
+                                             rows_rate, no_seed)
         # numba's generator, not NumPy's: the sweep's one random stream
         if columns.size <= VIEW_MOVE_CELLS or draw_below(columns.size) < VIEW_MOVE_CELLS:
-            stats, counts = view_split_merge(n_column_split_merge, columns, constants, codes,
-                                             params, view_of, n_columns, labels, counts,
-                                             n_clusters, alphas, stats, alpha_views, rows_alpha,
-                                             rows_shape, rows_rate, no_seed)
-    resample_params(codes, grids, grid_log_prior, grid_sizes, params, view_of, n_clusters,
-                    stats, no_seed)
+            stats, counts = k.view_split_merge(n_column_split_merge, columns, constants, codes,
+                                               params, view_of, n_columns, labels, counts,
+                                               n_clusters, alphas, stats, alpha_views,
+                                               rows_alpha, rows_shape, rows_rate, no_seed)
+    k.resample_params(codes, grids, grid_log_prior, grid_sizes, params, view_of, n_clusters,
+                      stats, no_seed)
     return stats, counts

@@ -39,6 +39,7 @@ import numpy as np
 from numba import njit
 
 from ..._core.random_draws import permutation
+from ..._core.specialise import template
 from ._crosscat_columns import _close_view, _draw_alpha, _free_slot, _open_view
 from ._crosscat_kernels import (column_partition_score, column_table_score, crp_log_eppf,
                                 fill_column, reseed, sequential_allocation)
@@ -61,7 +62,7 @@ def _partition_prior(alpha, labels, k, sizes):
     return crp_log_eppf(alpha, sizes, k, labels.size)
 
 
-@njit(cache=True)
+@template
 def _columns_score(members, m, codes, params, columns, constants, labels, k, scratch):
     total = 0.0
     for a in range(m):
@@ -71,7 +72,7 @@ def _columns_score(members, m, codes, params, columns, constants, labels, k, scr
     return total
 
 
-@njit(cache=True)
+@template
 def _side_probability(l, codes, params, columns, constants, launch_i, k_i, launch_j, k_j,
                       scratch):
     """``log`` of column ``l``'s probabilities of going with ``j`` and staying with ``i``."""
@@ -84,7 +85,7 @@ def _side_probability(l, codes, params, columns, constants, launch_i, k_i, launc
     return s_j - log_norm, s_i - log_norm
 
 
-@njit(cache=True)
+@template
 def view_split_merge(n_proposals, columns, constants, codes, params, view_of, n_columns,
                      labels, counts, n_clusters, alphas, stats, alpha_views, rows_alpha,
                      rows_shape, rows_rate, seed):
@@ -145,7 +146,7 @@ def new_view_move_work(d, n, width):
             np.empty(d, np.int64), np.empty(d, np.int64))
 
 
-@njit(cache=True)
+@template
 def propose_view_move(columns, constants, codes, params, view_of, labels, counts, n_clusters,
                       alphas, stats, alpha_views, rows_alpha, rows_shape, rows_rate, work):
     """One proposal of the view split-merge move (the module's docstring), drawn with
@@ -266,7 +267,7 @@ def propose_view_move(columns, constants, codes, params, view_of, labels, counts
             log_ratio)
 
 
-@njit(cache=True)
+@template
 def _refill_columns(members, m, v, codes, params, columns, constants, labels, n_clusters,
                     stats, clear):
     for a in range(m):

@@ -36,7 +36,9 @@ and no view is rebuilt, and the whole sweep runs in a handful of kernel calls
 (the Python-driven sweep spent most of its time between kernels). The kernels
 call the cell models' kernels by a column's type code
 (:mod:`sklearn_trellis.models.cell_kernels`: statistics, marginals, cached predictives,
-posterior draws) and never branch on a cell type.
+posterior draws) and never branch on a cell type; they are compiled for the set of
+cell types of the table (:attr:`CrossCatModel.kernels`), so a table's first fit
+compiles no code of a type it does not hold.
 """
 
 import time
@@ -50,13 +52,10 @@ from joblib import effective_n_jobs
 from ..._core.budget import check_memory
 from ..._core.progress import Progress
 from ..._core.validation import check_random_state
-from ...models.cell_loops import cell_constants, column_stats, rows_log_predictive
+from ...models.cell_loops import column_stats, rows_log_predictive
 from ...models.priors import CRP
-from . import _crosscat_columns as cols_k
 from . import _crosscat_kernels as ck
-from . import _crosscat_rows as rows_k
 from . import _crosscat_sweep as sweep_k
-from . import _crosscat_views as views_k
 from . import sampler
 
 _MAX_SEED = np.iinfo(np.int32).max
@@ -122,6 +121,12 @@ class CrossCatModel:
     def codes(self):
         return np.array([int(cell.code) for cell in self.cells], np.int64)
 
+    @property
+    def kernels(self):
+        """The move kernels compiled for the table's set of cell types
+        (:func:`._crosscat_sweep.kernels_for`, memoised)."""
+        return sweep_k.kernels_for(self.codes)
+
     @cached_property
     def n_stats(self):
         """Statistics per block: the largest of the columns' cell models."""
@@ -134,7 +139,7 @@ class CrossCatModel:
         columns = np.ascontiguousarray(self.data.T)
         constants = np.zeros_like(columns)
         for j, cell in enumerate(self.cells):
-            constants[j] = cell_constants(int(cell.code), columns[j])
+            constants[j] = self.kernels.cell_constants(int(cell.code), columns[j])
         return columns, constants
 
     @property
@@ -259,9 +264,9 @@ def restart_state(model, state, rng):
 def refill_view(model, state, v):
     """Counts and column statistics of view slot ``v`` recomputed from its labels."""
     _, constants = model._by_column
-    ck.fill_view(v, model.codes, state.params, model.columns, constants, state.view_of,
-                 state.labels, state.counts, state.n_clusters, state.stats,
-                 state.n_clusters[v])
+    model.kernels.fill_view(v, model.codes, state.params, model.columns, constants,
+                            state.view_of, state.labels, state.counts, state.n_clusters,
+                            state.stats, state.n_clusters[v])
 
 
 def _seed(rng):
@@ -280,16 +285,16 @@ def sweep_rows(model, state, rng, *, n_split_merge=None, row_sampler=None):
     st = state
     for v in state.views:
         if row_sampler == "slice":
-            st.stats, st.counts = rows_k.slice_rows(
+            st.stats, st.counts = model.kernels.slice_rows(
                 v, columns, constants, model.codes, st.params, st.view_of, st.labels,
                 st.counts, st.n_clusters, st.alphas, st.stats, _parallel_cells(model),
                 _seed(rng))
         elif row_sampler == "collapsed":
-            st.stats, st.counts = rows_k.scan_rows(
+            st.stats, st.counts = model.kernels.scan_rows(
                 v, rows, constants, model.codes, st.params, st.view_of, st.labels,
                 st.counts, st.n_clusters, st.alphas, st.stats, _seed(rng))
         if n_split_merge:
-            st.stats, st.counts = rows_k.split_merge_rows(
+            st.stats, st.counts = model.kernels.split_merge_rows(
                 v, n_split_merge, rows, constants, model.codes, st.params, st.view_of,
                 st.labels, st.counts, st.n_clusters, st.alphas, st.stats, _seed(rng))
 
@@ -299,7 +304,7 @@ def move_columns(model, state, rng, order=None):
     order = rng.permutation(model.n_columns) if order is None else np.asarray(order, np.int64)
     columns, constants = model._by_column
     st = state
-    st.stats, st.counts = cols_k.column_gibbs(
+    st.stats, st.counts = model.kernels.column_gibbs(
         order, columns, constants, model.codes, st.params, st.view_of, st.n_columns,
         st.labels, st.counts, st.n_clusters, st.alphas, st.stats, st.alpha_views, model.n_aux,
         *model.alpha_rows.kernel_args(), _parallel_cells(model), _seed(rng))
@@ -312,7 +317,7 @@ def split_merge_columns(model, state, rng, chosen=None):
         chosen = rng.permutation(model.n_columns)[:model.split_merge[1]]
     columns, constants = model._by_column
     st = state
-    st.stats, st.counts = cols_k.column_split_merge(
+    st.stats, st.counts = model.kernels.column_split_merge(
         np.asarray(chosen, np.int64), columns, constants, model.codes, st.params,
         st.view_of, st.n_columns, st.labels, st.counts, st.n_clusters, st.alphas, st.stats,
         st.alpha_views, *model.alpha_rows.kernel_args(), _seed(rng))
@@ -324,7 +329,7 @@ def split_merge_views(model, state, rng, n_proposals=None):
     n_proposals = model.split_merge[1] if n_proposals is None else n_proposals
     columns, constants = model._by_column
     st = state
-    st.stats, st.counts = views_k.view_split_merge(
+    st.stats, st.counts = model.kernels.view_split_merge(
         np.int64(n_proposals), columns, constants, model.codes, st.params, st.view_of,
         st.n_columns, st.labels, st.counts, st.n_clusters, st.alphas, st.stats,
         st.alpha_views, *model.alpha_rows.kernel_args(), _seed(rng))
@@ -333,8 +338,8 @@ def split_merge_views(model, state, rng, n_proposals=None):
 def resample_column_params(model, state, rng):
     """Exact draw of each column's grid hyperparameters given its blocks."""
     grids, log_prior, sizes = model.grids
-    cols_k.resample_params(model.codes, grids, log_prior, sizes, state.params, state.view_of,
-                           state.n_clusters, state.stats, _seed(rng))
+    model.kernels.resample_params(model.codes, grids, log_prior, sizes, state.params,
+                                  state.view_of, state.n_clusters, state.stats, _seed(rng))
 
 
 def resample_concentrations(model, state, rng):
@@ -362,9 +367,9 @@ def sweep(model, state, rng, *, n_split_merge=None):
     columns, constants = model._by_column
     st = state
     st.stats, st.counts = sweep_k.sweep(
-        _ROW_SAMPLERS[model.row_sampler], rows_sm, columns_sm, _parallel_cells(model),
-        model.data, columns, constants, model.codes, st.params, grids, log_prior, sizes,
-        st.view_of, st.n_columns, st.labels, st.counts, st.n_clusters, st.alphas, st.stats,
+        model.kernels, _ROW_SAMPLERS[model.row_sampler], rows_sm, columns_sm,
+        _parallel_cells(model), model.data, columns, constants, model.codes, st.params, grids,
+        log_prior, sizes, st.view_of, st.n_columns, st.labels, st.counts, st.n_clusters, st.alphas, st.stats,
         st.alpha_views, model.n_aux, *model.alpha_rows.kernel_args(), _seed(rng))
     resample_concentrations(model, state, rng)
     state.n_sweeps_done += 1
@@ -373,8 +378,9 @@ def sweep(model, state, rng, *, n_split_merge=None):
 def log_joint(model, state):
     """``log p(views, row partitions, X)`` at the state's concentrations and cell params."""
     st = state
-    return float(cols_k.log_joint(model.codes, st.params, st.view_of, st.n_columns, st.counts,
-                                  st.n_clusters, st.alphas, st.stats, st.alpha_views))
+    return float(model.kernels.log_joint(model.codes, st.params, st.view_of, st.n_columns,
+                                         st.counts, st.n_clusters, st.alphas, st.stats,
+                                         st.alpha_views))
 
 
 @dataclass

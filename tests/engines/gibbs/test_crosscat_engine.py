@@ -11,10 +11,11 @@ from scipy.special import betaln
 from sklearn_trellis import CrossCat
 from sklearn_trellis.engines.exact.crosscat import exact_crosscat
 from sklearn_trellis.engines.gibbs import _crosscat_kernels as ck
+from sklearn_trellis.engines.gibbs import _crosscat_sweep
 from sklearn_trellis.engines.gibbs import _crosscat_views as views_k
 from sklearn_trellis.engines.gibbs import crosscat as engine
 from sklearn_trellis.models import CELL_MODELS
-from sklearn_trellis.models.cell_loops import cell_constants, column_log_score, column_stats
+from sklearn_trellis.models.cell_loops import column_log_score, column_stats
 from sklearn_trellis.models.priors import CRP
 
 
@@ -304,7 +305,7 @@ def test_view_move_ratio_is_the_exact_metropolis_hastings_ratio():
         for seed in range(24):
             ck.reseed(seed)
             i, j, order, n_stay, n_leave, n_merged, alpha_u, _, _, log_ratio = \
-                views_k.propose_view_move(columns, constants, model.codes, state.params,
+                model.kernels.propose_view_move(columns, constants, model.codes, state.params,
                                           state.view_of, state.labels, state.counts,
                                           state.n_clusters, state.alphas, state.stats,
                                           state.alpha_views,
@@ -438,8 +439,10 @@ def test_column_partition_score_equals_the_statistics_table(kind):
     table = np.zeros((6, cell.n_stats))
     column_stats(int(cell.code), p, x, labels, table)
     scratch = np.full((8, cell.n_stats), 7.0)   # stale values: zeroed by the kernel
-    score = ck.column_partition_score(int(cell.code), p, x, cell_constants(int(cell.code), x),
-                                      labels, 6, scratch)
+    kernels = _crosscat_sweep.kernels_for([cell.code])
+    score = kernels.column_partition_score(int(cell.code), p, x,
+                                           kernels.cell_constants(int(cell.code), x), labels, 6,
+                                           scratch)
     assert score == pytest.approx(column_log_score(int(cell.code), p, table), rel=1e-12)
 
 
@@ -477,7 +480,8 @@ def test_column_grid_scores_equal_the_block_marginals(kind):
     stats = np.zeros((2, 6, cell.n_stats))
     column_stats(int(cell.code), grid[0], x, labels, stats[1])
     out = np.empty(grid.shape[0])
-    ck.column_grid_scores(int(cell.code), grid, grid.shape[0], log_prior, stats, 1, 4, out)
+    _crosscat_sweep.kernels_for([cell.code]).column_grid_scores(
+        int(cell.code), grid, grid.shape[0], log_prior, stats, 1, 4, out)
     for g in range(grid.shape[0]):
         naive = log_prior[g] + sum(cell.kernels.log_marginal(grid[g], stats[1, k])
                                    for k in range(4))
@@ -488,18 +492,17 @@ def test_large_tables_make_view_proposals_in_a_share_of_the_sweeps(monkeypatch):
     """Above ``VIEW_MOVE_CELLS`` cells the view split-merge runs with probability
     ``VIEW_MOVE_CELLS / cells`` per sweep, drawn from the sweep's own stream (numba's
     generator): a binomial count, and the same chain for the same seed."""
-    from sklearn_trellis.engines.gibbs import _crosscat_sweep
     rng = np.random.RandomState(1)
     X = rng.randn(40, 4)
     model = _model(X, [CELL_MODELS["normal"]().fit(X[:, j]) for j in range(4)])
     calls = []
-    view_split_merge = _crosscat_sweep.view_split_merge
+    view_split_merge = model.kernels.view_split_merge
 
     def counted(*args):
         calls.append(1)
         return view_split_merge(*args)
 
-    monkeypatch.setattr(_crosscat_sweep, "view_split_merge", counted)
+    monkeypatch.setattr(model.kernels, "view_split_merge", counted)
     monkeypatch.setattr(_crosscat_sweep, "VIEW_MOVE_CELLS", X.size // 4)   # share 1/4
     runs = []
     counts = []
@@ -518,3 +521,44 @@ def test_large_tables_make_view_proposals_in_a_share_of_the_sweeps(monkeypatch):
     del calls[:]
     engine.run_chain(model, n_sweeps=20, random_state=3)
     assert len(calls) == 20
+
+
+def test_kernels_are_compiled_for_the_tables_cell_types():
+    """A table of normal columns runs the normal-only specialisation of the move kernels
+    (the other types' branches pruned: any code reaches the normal cell model), a mixed
+    table the one holding each of its types (each code its own cell model)."""
+    from sklearn_trellis.models import cell_kernels
+    rng = np.random.RandomState(2)
+    X = rng.randn(12, 3)
+    numeric = _model(X, [CELL_MODELS["normal"]().fit(X[:, j]) for j in range(3)])
+    normal_only = _crosscat_sweep.kernels_for([cell_kernels.NORMAL])
+    assert numeric.kernels is normal_only
+    scope = normal_only.slice_rows.py_func.__globals__
+    assert scope["HAS_NORMAL"] and not (scope["HAS_BERNOULLI"] or scope["HAS_POISSON"]
+                                        or scope["HAS_CATEGORICAL"])
+    engine.run_chain(numeric, n_sweeps=2, random_state=0)   # runs on those kernels
+    X4, cells = _four_type_table()
+    mixed = _model(X4, cells)
+    assert sorted(set(mixed.codes.tolist())) == [0, 1, 2, 3]
+    every = mixed.kernels
+    assert every is not normal_only
+    assert every.slice_rows.py_func.__qualname__ != normal_only.slice_rows.py_func.__qualname__
+    normal = CELL_MODELS["normal"]().fit(X[:, 0])
+    p = np.asarray(normal.kernel_params(), float)
+    stats = np.zeros(normal.n_stats)
+    for x in X[:, 0]:
+        cell_kernels.accumulate_at(cell_kernels.NORMAL, p, 0, stats, 0, x, 1.0)
+    zero = np.int64(0)
+    expected = cell_kernels.log_marginal_at(cell_kernels.NORMAL, p, zero, stats, zero)
+    for code in range(4):   # one branch left: every code scores the normal cells
+        assert normal_only.table_log_marginal_at(np.int64(code), p, zero, stats, zero) \
+            == expected
+    for j, cell in enumerate(cells):   # the mixed table's kernels: each code its own type
+        code, q = np.int64(cell.code), np.asarray(cell.kernel_params(), float)
+        block = np.zeros(cell.n_stats)
+        for x in X4[:, j]:
+            cell_kernels.accumulate_at(code, q, zero, block, zero, x, 1.0)
+        assert every.table_log_marginal_at(code, q, zero, block, zero) == \
+            cell_kernels.log_marginal_at(code, q, zero, block, zero)
+    run = engine.run_chain(mixed, n_sweeps=2, random_state=0)
+    assert np.isfinite(run.samples[-1].log_joint)
