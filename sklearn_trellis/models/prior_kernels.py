@@ -15,7 +15,7 @@ from numba import njit
 STIRLING_FROM = 1e3
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _stirling_correction(x):
     """``log Gamma(x) - ((x - 1/2) log x - x + log(2 pi) / 2)`` for ``x >= 1000``."""
     inverse = 1.0 / x
