@@ -136,7 +136,7 @@ def niw_log_predictive(params, data, stats, shared, work, c, i):
         work, d, largest, kappa / (kappa + 1.0))
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')  # one call site: typed there, not compiled alone
 def _log1p_scaled_squares(y, d, largest, factor):
     """``log(1 + factor * sum_k y_k**2)`` in log space: finite for points far away, where
     the sum of squares overflows (scaled by the largest ``|y_k|``)."""

@@ -12,6 +12,8 @@ import math
 import numpy as np
 from numba import njit
 
+from .._core.compilation import CALLEE_ONLY
+
 
 @njit(cache=True, inline="always")
 def _f(m, s, theta):
@@ -136,7 +138,7 @@ def wishart_prepare(params, data, labels, stats, shared, work, i):
         work[_rho_index(params, capacity)] = rho
 
 
-@njit(cache=True)
+@njit(cache=True, **CALLEE_ONLY)  # called by add and remove only
 def _move(params, data, stats, shared, work, c, i, sign):
     theta = params[0]
     m = stats[c, 0]

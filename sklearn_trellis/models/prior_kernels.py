@@ -15,7 +15,7 @@ from numba import njit
 STIRLING_FROM = 1e3
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _stirling_correction(x):
     """``log Gamma(x) - ((x - 1/2) log x - x + log(2 pi) / 2)`` for ``x >= 1000``."""
     inverse = 1.0 / x
@@ -65,7 +65,7 @@ def log_count(pp, n_clusters):
     return total
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def log_weight_existing(pp, size):
     """Unnormalised log prior weight of joining a cluster of ``size`` other items."""
     alpha, discount, k = pp[0], pp[1], pp[2]
@@ -74,7 +74,7 @@ def log_weight_existing(pp, size):
     return math.log(size - discount)
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def log_weight_new(pp, n_clusters):
     """Unnormalised log prior weight of opening a new cluster next to ``n_clusters``."""
     alpha, discount, k = pp[0], pp[1], pp[2]

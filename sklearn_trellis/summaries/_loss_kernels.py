@@ -195,12 +195,12 @@ def psm_losses(candidates, pairwise, kind, a, b):
 
 @template
 def _update(kind, i, k, delta, labels, sizes, counts, samples_t, block_counts, stats,
-            pairwise, mass, xl):
+            pairwise, mass, xl_step):
     """Add (``delta = 1``) or remove (``-1``) element ``i`` to/from slot ``k``.
 
     ``stats`` = [m, SEx, SEp, (contingency: per sample STx, STp, SJx, SJp
     follow in the 2-D arrays) | pairwise: SP, SCP]; ``mass[j]`` is
-    ``sum_{l in c(j)} P_jl`` (VI.lb).
+    ``sum_{l in c(j)} P_jl`` (VI.lb); ``xl_step[u] = xl[u + 1] - xl[u]``.
     """
     n = labels.shape[0]
     if delta < 0:
@@ -209,23 +209,46 @@ def _update(kind, i, k, delta, labels, sizes, counts, samples_t, block_counts, s
     size = sizes[k]  # size without i
     stats[0, 0] += delta
     sign = 1.0 if delta > 0 else -1.0
-    stats[0, 1] += sign * (xl[size + 1] - xl[size])
+    stats[0, 1] += sign * xl_step[size]
     stats[0, 2] += sign * size
     if FAMILY != PAIRWISE:
+        # Per sample, only the sums its loss reads (Binder: the pair counts, VI: the
+        # x log x sums); adding ``-d`` is subtracting ``d``, bit for bit. Views hoisted
+        # out of the loop: it is most of the search's time when it runs interpreted
+        # (each operation an interpreted step).
+        row = samples_t[i]
+        counts_k = counts[k]
+        with_x = FAMILY != LINEAR or kind != BINDER
+        with_pairs = FAMILY != LINEAR or kind == BINDER
+        st_x = stats[1:, 0]
+        st_p = stats[1:, 1]
+        sj_x = stats[1:, 2]
+        sj_p = stats[1:, 3]
+        removing = delta < 0
         for t in range(samples_t.shape[1]):
-            blk = samples_t[i, t]
-            if delta < 0:
-                counts[k, t, blk] -= 1
-                block_counts[t, blk] -= 1
-            u = counts[k, t, blk]
-            v = block_counts[t, blk]
-            stats[1 + t, 0] += sign * (xl[v + 1] - xl[v])
-            stats[1 + t, 1] += sign * v
-            stats[1 + t, 2] += sign * (xl[u + 1] - xl[u])
-            stats[1 + t, 3] += sign * u
-            if delta > 0:
-                counts[k, t, blk] += 1
-                block_counts[t, blk] += 1
+            blk = row[t]
+            if removing:
+                u = counts_k[t, blk] - 1
+                v = block_counts[t, blk] - 1
+                counts_k[t, blk] = u
+                block_counts[t, blk] = v
+                if with_x:
+                    st_x[t] -= xl_step[v]
+                    sj_x[t] -= xl_step[u]
+                if with_pairs:
+                    st_p[t] -= v
+                    sj_p[t] -= u
+            else:
+                u = counts_k[t, blk]
+                v = block_counts[t, blk]
+                counts_k[t, blk] = u + 1
+                block_counts[t, blk] = v + 1
+                if with_x:
+                    st_x[t] += xl_step[v]
+                    sj_x[t] += xl_step[u]
+                if with_pairs:
+                    st_p[t] += v
+                    sj_p[t] += u
     else:
         together = 0.0
         for j in range(n):
@@ -244,7 +267,7 @@ def _update(kind, i, k, delta, labels, sizes, counts, samples_t, block_counts, s
 
 @template
 def _costs(kind, i, labels, sizes, n_slots, counts, samples_t, weights, block_counts, stats,
-           pairwise, mass, xl, a, b, out, scratch):
+           pairwise, mass, xl, xl_step, a, b, out, scratch):
     """Loss (up to a constant common to all slots) if ``i`` joins each slot.
 
     Fills ``out[:n_slots]`` (empty slots: any value) and returns the cost of a
@@ -266,11 +289,11 @@ def _costs(kind, i, labels, sizes, n_slots, counts, samples_t, weights, block_co
             if weights.shape[0] > 0:    # a weighted mean: the weights sum to 1
                 for t in range(n_samples):
                     u = counts_k[t, row[t]]
-                    cross += weights[t] * (float(u) if kind == BINDER else xl[u + 1] - xl[u])
+                    cross += weights[t] * (float(u) if kind == BINDER else xl_step[u])
                 if kind == BINDER:
                     out[k] = b * size - (a + b) * cross
                 else:
-                    out[k] = (2.0 - a) * (xl[size + 1] - xl[size]) - 2.0 * cross
+                    out[k] = (2.0 - a) * xl_step[size] - 2.0 * cross
             elif kind == BINDER:
                 for t in range(n_samples):
                     cross += counts_k[t, row[t]]
@@ -278,8 +301,8 @@ def _costs(kind, i, labels, sizes, n_slots, counts, samples_t, weights, block_co
             else:
                 for t in range(n_samples):
                     u = counts_k[t, row[t]]
-                    cross += xl[u + 1] - xl[u]
-                out[k] = (2.0 - a) * (xl[size + 1] - xl[size]) - 2.0 * cross / n_samples
+                    cross += xl_step[u]
+                out[k] = (2.0 - a) * xl_step[size] - 2.0 * cross / n_samples
         return 0.0
     if FAMILY == ENTROPY:
         n_samples = samples_t.shape[1]
@@ -430,6 +453,10 @@ def greedy_search(kind, labels, order, pairwise, samples_t, weights, n_sample_bl
         scratch = np.zeros((n, 1))
     mass = np.zeros(n)
     costs = np.zeros(n)
+    # the x log x steps the moves add, each rounded once (as ``xl[u + 1] - xl[u]`` was)
+    xl_step = np.zeros(n + 1)
+    for u in range(n + 1):
+        xl_step[u] = xl[u + 1] - xl[u]
     preset = labels.copy()
     labels[:] = -1
     # typed counters and deltas: a literal argument (``0``, ``1``, ``-1``) would
@@ -450,30 +477,51 @@ def greedy_search(kind, labels, order, pairwise, samples_t, weights, n_sample_bl
             row = samples_t[i]
             counts_k = counts[k]
             for t in range(n_samples):
-                counts_k[t, row[t]] += 1
-                block_counts[t, row[t]] += 1
+                blk = row[t]
+                counts_k[t, blk] += 1
+                block_counts[t, blk] += 1
         for k in range(n_slots):
             if sizes[k] > 0:
                 n_clusters += 1
                 stats[0, 0] += sizes[k]
                 stats[0, 1] += xl[sizes[k]]
                 stats[0, 2] += 0.5 * sizes[k] * (sizes[k] - 1.0)
+        # per sample, the sums its loss reads (as in _update), in local sums; a count
+        # below 2 adds 0 (x log x and pairs) to a sum >= 0: skipped, the same sums
+        with_x = FAMILY != LINEAR or kind != BINDER
+        with_pairs = FAMILY != LINEAR or kind == BINDER
         for t in range(n_samples):
+            stx = 0.0
+            stp = 0.0
+            sjx = 0.0
+            sjp = 0.0
             for blk in range(n_sample_blocks):
                 v = block_counts[t, blk]
-                stats[1 + t, 0] += xl[v]
-                stats[1 + t, 1] += 0.5 * v * (v - 1.0)
+                if v < 2:
+                    continue
+                if with_x:
+                    stx += xl[v]
+                if with_pairs:
+                    stp += 0.5 * v * (v - 1.0)
                 for k in range(n_slots):
                     u = counts[k, t, blk]
-                    stats[1 + t, 2] += xl[u]
-                    stats[1 + t, 3] += 0.5 * u * (u - 1.0)
+                    if u < 2:
+                        continue
+                    if with_x:
+                        sjx += xl[u]
+                    if with_pairs:
+                        sjp += 0.5 * u * (u - 1.0)
+            stats[1 + t, 0] = stx
+            stats[1 + t, 1] = stp
+            stats[1 + t, 2] = sjx
+            stats[1 + t, 3] = sjp
     else:
         for i in range(n):
             if preset[i] >= 0:
                 if sizes[preset[i]] == 0:
                     n_clusters += 1
                 _update(kind, i, preset[i], add, labels, sizes, counts, samples_t,
-                        block_counts, stats, pairwise, mass, xl)
+                        block_counts, stats, pairwise, mass, xl_step)
                 n_slots = max(n_slots, preset[i] + 1)
     for step in range(max_sweeps + 1):
         changed = False
@@ -483,11 +531,12 @@ def greedy_search(kind, labels, order, pairwise, samples_t, weights, n_sample_bl
                 continue  # allocation pass: only the unallocated elements
             if current >= 0:
                 _update(kind, i, current, remove, labels, sizes, counts, samples_t, block_counts,
-                        stats, pairwise, mass, xl)
+                        stats, pairwise, mass, xl_step)
                 if sizes[current] == 0:
                     n_clusters -= 1
             new_cost = _costs(kind, i, labels, sizes, n_slots, counts, samples_t, weights,
-                              block_counts, stats, pairwise, mass, xl, a, b, costs, scratch)
+                              block_counts, stats, pairwise, mass, xl, xl_step, a, b, costs,
+                              scratch)
             slot = _choose(sizes, n_slots, costs, new_cost, current, n_clusters, max_clusters)
             if slot == n_slots:  # a new cluster: the first empty slot
                 slot = np.int64(0)
@@ -507,7 +556,7 @@ def greedy_search(kind, labels, order, pairwise, samples_t, weights, n_sample_bl
             if sizes[slot] == 0:
                 n_clusters += 1
             _update(kind, i, slot, add, labels, sizes, counts, samples_t, block_counts,
-                    stats, pairwise, mass, xl)
+                    stats, pairwise, mass, xl_step)
             changed |= slot != current
         if step > 0 and not changed:
             break

@@ -137,3 +137,45 @@ def test_translation_invariant_data_terms_match_contrasts(dof):
                 - data_log_density_terms(small @ S @ small.T, dof=dof)[0])
     assert rank == n - 1
     assert np.isclose(ours[0], expected, rtol=1e-10)
+
+
+@pytest.mark.parametrize("scale", [None, 0.8])
+def test_interpreted_refresh_work_is_the_kernels(monkeypatch, scale):
+    """``refresh_work`` run interpreted on few clusters: the same chain as the compiled
+    kernel (threshold 0), states and log joints bit for bit."""
+    from sklearn_trellis._core import interpreted
+    from sklearn_trellis.models import wishart_likelihood
+    interpreted_runs = []
+
+    def counted_call(kernel, *args, small, **options):
+        interpreted_runs.append(bool(small and interpreted.interpreting()))
+        return interpreted.call(kernel, *args, small=small, **options)
+
+    monkeypatch.setattr(wishart_likelihood, "call", counted_call)
+    n = 12
+    _, D = _points(np.random.default_rng(5), n, dim=3)
+    S = _any_inner_products(np.random.default_rng(6), D)
+    likelihood = WishartBlockLikelihood(dof=5.0, scale=scale, translation_invariant=True).fit(S)
+    data = likelihood.kernel_data(S)
+    pp = make_prior(1.0).kernel_params()
+
+    def run(clusters):
+        monkeypatch.setattr(wishart_likelihood, "INTERPRETED_REFRESH_CLUSTERS", clusters)
+        rng = np.random.RandomState(0)
+        state = gibbs.new_state(likelihood, data, rng.randint(0, 4, n), 1.0)
+        trace = []
+        for _ in range(5):
+            gibbs.sweep(state, likelihood, pp, data, rng, n_split_merge=3)
+            gibbs.set_params(state, likelihood, data, likelihood.resample_state_params(state, rng))
+            trace.append((state.labels.copy(), state.stats.copy(), state.shared.copy(),
+                          state.work.copy(), gibbs.log_joint(state, likelihood, pp)))
+        return trace
+
+    compiled = run(-1)
+    assert interpreted_runs and not any(interpreted_runs)
+    del interpreted_runs[:]
+    ours = run(50)
+    assert interpreted_runs and all(interpreted_runs)
+    for mine, theirs in zip(ours, compiled):
+        for a, b in zip(mine, theirs):
+            np.testing.assert_array_equal(a, b)

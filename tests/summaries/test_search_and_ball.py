@@ -276,7 +276,7 @@ def test_interpreted_search_is_the_kernels(monkeypatch, loss, a, b):
 
     def run(work):
         for name in ("INTERPRETED_SEARCH_WORK", "INTERPRETED_LOSS_WORK",
-                     "INTERPRETED_LABEL_ENTRIES"):
+                     "INTERPRETED_LABEL_ENTRIES", "INTERPRETED_TABLE_SIZE"):
             monkeypatch.setattr(point_estimates, name, work)
         results = []
         for seed, (samples, options) in enumerate(cases):
@@ -297,4 +297,17 @@ def test_interpreted_search_is_the_kernels(monkeypatch, loss, a, b):
         assert values == expected_values   # bit for bit
     if (loss, a, b) == ("binder", 0.2, 1.8):   # more clusters than the first capacity, 8
         assert compiled[2][0].max() + 1 > 8
+
+
+def test_interpreted_xlogx_table_is_the_kernels():
+    """The ``x log x`` table filled interpreted (up to ``INTERPRETED_TABLE_SIZE``
+    entries) is the compiled kernel's at every size, bit for bit: each entry is
+    ``k * log(k)`` alone, so the largest interpreted table holds every smaller one."""
+    from sklearn_trellis._core.interpreted import run_interpreted
+    from sklearn_trellis.summaries._kernels import xlogx_table
+    from sklearn_trellis.summaries.point_estimates import INTERPRETED_TABLE_SIZE
+    ours = run_interpreted(xlogx_table, INTERPRETED_TABLE_SIZE)
+    for size in range(INTERPRETED_TABLE_SIZE + 1):
+        compiled = xlogx_table(size)
+        assert compiled.tobytes() == ours[:size].tobytes(), size
 
