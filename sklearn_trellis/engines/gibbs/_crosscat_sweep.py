@@ -14,8 +14,8 @@ a few kernel dispatches per sweep.
 
 The move kernels are templates (:mod:`sklearn_trellis._core.specialise`) compiled per set
 of cell types (:func:`kernels_for`): a table of normal columns compiles the normal cell
-model's code alone, a mixed table the code of each type it holds (the ``table_*``
-dispatch of :mod:`sklearn_trellis.models.cell_kernels`, its absent types pruned).
+model's code alone (the ``table_*`` dispatch of :mod:`sklearn_trellis.models.cell_kernels`,
+the other types pruned), any other table the code of every type.
 """
 
 import numpy as np
@@ -44,9 +44,14 @@ _TEMPLATES = _gather_templates([cell_kernels, _crosscat_kernels, _crosscat_rows,
 
 def kernels_for(codes):
     """CrossCat's move kernels for a table of the cell type ``codes`` (one per column):
-    a namespace by template name, compiled for the set of types present (memoised, and
-    cached on disk per set)."""
-    return specialise(_TEMPLATES, cell_kernels.type_set_bindings(np.unique(codes)))
+    a namespace by template name (memoised, and cached on disk per type set).
+
+    Two type sets are compiled (:func:`~sklearn_trellis.models.cell_kernels.compiled_type_set`):
+    a numeric table gets the kernels of its one type, any other table those of every
+    type, so that tables of different mixes share one compilation.
+    """
+    types = cell_kernels.compiled_type_set(np.unique(codes))
+    return specialise(_TEMPLATES, cell_kernels.type_set_bindings(types))
 
 #: ``row_sampler`` codes. The slice move's is ``None`` (the kernels' own ``None``
 #: arguments let numba prune what a default fit does not run).

@@ -525,8 +525,8 @@ def test_large_tables_make_view_proposals_in_a_share_of_the_sweeps(monkeypatch):
 
 def test_kernels_are_compiled_for_the_tables_cell_types():
     """A table of normal columns runs the normal-only specialisation of the move kernels
-    (the other types' branches pruned: any code reaches the normal cell model), a mixed
-    table the one holding each of its types (each code its own cell model)."""
+    (the other types' branches pruned: any code reaches the normal cell model), any other
+    table the one holding every type (each code its own cell model)."""
     from sklearn_trellis.models import cell_kernels
     rng = np.random.RandomState(2)
     X = rng.randn(12, 3)
@@ -542,6 +542,9 @@ def test_kernels_are_compiled_for_the_tables_cell_types():
     assert sorted(set(mixed.codes.tolist())) == [0, 1, 2, 3]
     every = mixed.kernels
     assert every is not normal_only
+    # any other mix shares the kernels of every type (one compilation for all mixes)
+    assert _model(X4[:, :2], cells[:2]).kernels is every
+    assert _crosscat_sweep.kernels_for([cell_kernels.POISSON]) is every
     assert every.slice_rows.py_func.__qualname__ != normal_only.slice_rows.py_func.__qualname__
     normal = CELL_MODELS["normal"]().fit(X[:, 0])
     p = np.asarray(normal.kernel_params(), float)
