@@ -19,7 +19,7 @@ from .engines.beta_posterior import LOG_ALPHA_GRID, LOG_B_GRID, beta_posterior
 from .engines.exact.binder import MAX_CLUSTER_MARGINAL_ITEMS, bayes_estimate
 from .engines.gaussian_pair_evidence import (evidence_family, log_evidence, log_predictive,
                                              maximise_evidence, shifted_affinities)
-from .engines.planner import plan_flat
+from .engines.planner import approximation, plan_flat
 from .engines.sparse import sparse_flat
 from .engines.sparse.family_search import family_is_complete
 from .engines.sparse.seeds import LINKAGES, OTHER_SEEDS, check_linkages
@@ -622,10 +622,9 @@ default='all'
             self._trellis, self._pairwise = posterior, None
             self.log_evidence_ = posterior.log_evidence
             if not posterior_exact:
-                note = ("beta summed out on the family of the sparse trellis at beta=1 "
-                        "(every grid value on that family)")
-                self.approximation_ = (note if self.approximation_ is None
-                                       else f"{self.approximation_}; {note}")
+                self._add_approximation_note(
+                    "beta summed out on the family of the sparse trellis at beta=1 (every "
+                    "grid value on that family)")
         if exponent:
             # a density of the P pair affinities, in their units
             self.log_evidence_ += log_density_shift(n_pairs, exponent)
@@ -697,10 +696,13 @@ default='all'
         labels, note = bayes_estimate(loss, pairwise=self.pairwise_marginals_, samples=samples,
                                       exact=exact, cluster_marginals=marginals,
                                       random_state=rng, note_for="labels_")
-        if note is not None:
-            self.approximation_ = note if self.approximation_ is None else (
-                f"{self.approximation_}; {note}")
+        self._add_approximation_note(note)
         return labels
+
+    def _add_approximation_note(self, note):
+        """``approximation_`` with ``note`` (None: nothing) after the fit's other notes."""
+        self.approximation_ = approximation([text for text in (self.approximation_, note)
+                                             if text is not None])
 
     # -- queries on the fitted distribution ---------------------------------
     @property

@@ -327,10 +327,7 @@ array-like of shape (n_samples,), default='auto'
         sampler runs on (``executor``: its running shards, if any)."""
         if not isinstance(self.init, str):
             return check_given_labels(self.init, X.shape[0])
-        init = self.init
-        if init == "auto":
-            large = X.shape[0] > subcluster.SUBSAMPLE_ROWS
-            init = "subsample" if sampler is subcluster and large else "kmeans"
+        init = self._named_init(X.shape[0], sampler)
         if init == "subsample":
             return self._subsample_init_labels(
                 X, data if sampler is subcluster else self.model_.check_sampler_data(X), rng,
@@ -338,6 +335,17 @@ array-like of shape (n_samples,), default='auto'
         if is_dask_array(X):
             return self._dask_init_labels(X, init, rng)
         return initial_labels(init, X, rng, n_jobs=self.n_jobs)
+
+    def _named_init(self, n_rows, sampler):
+        """``init`` with ``'auto'`` resolved for ``n_rows`` rows run by ``sampler``: a
+        subsample start for the sub-cluster sampler on more than ``SUBSAMPLE_ROWS`` rows,
+        else k-means (``'given'`` for a given partition)."""
+        if not isinstance(self.init, str):
+            return "given"
+        if self.init != "auto":
+            return self.init
+        large = n_rows > subcluster.SUBSAMPLE_ROWS
+        return "subsample" if sampler is subcluster and large else "kmeans"
 
     def _subsample_init_labels(self, X, data, rng, executor=None):
         """``init='subsample'``: :func:`.engines.gibbs.subcluster.subsample_start` on
@@ -480,8 +488,7 @@ array-like of shape (n_samples,), default='auto'
         kept samples beside those rows, their index and the start labels (int64)."""
         m = min(n, DASK_PRIOR_ROWS)
         gathered = itemsize * m * n_features
-        init = self.init if isinstance(self.init, str) else "given"
-        kmeans = init == "kmeans" or (init == "auto" and n <= subcluster.SUBSAMPLE_ROWS)
+        kmeans = self._named_init(n, subcluster) == "kmeans"   # a dask array: sub-cluster
         copies = 8 * m * n_features * (2 if kmeans else 1)
         check_memory(gathered + copies, f"the ({m:,}, {n_features:,}) prior rows gathered on "
                      "this process and their copies (the likelihood's default "

@@ -11,9 +11,9 @@ from numba import njit
 
 from .._core.specialise import specialise as _specialise, template
 
-from .cell_kernels import (accumulate_at, cached_log_predictive_at, log_density_at, log_marginal_at, log_predictive_at,
-                           posterior_draw_at, predictive_cache_at, predictive_mean,
-                           predictive_sample)
+from .cell_kernels import (accumulate_at, cached_log_predictive_at, log_density_at,
+                           log_marginal_at, log_predictive_at, posterior_draw_at,
+                           predictive_cache_at, predictive_mean, predictive_sample)
 
 
 # ---------------------------------------------------------------- offset-0 forms

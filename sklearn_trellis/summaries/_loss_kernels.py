@@ -103,7 +103,7 @@ def cm_loss(kind, m, sex, sep, stx, stp, sjx, sjp, a, b):
 def cm_losses(candidates, samples, kind, a, b, xl):
     """(C, T) losses of each candidate (labels ``0..K-1``) against each sample.
 
-    ``xl`` is ``xlogx_table(n + 2)``, passed in (computed compiled) so that the
+    ``xl`` is ``xlogx_table(n + 2)``, passed in (computed by the caller) so that the
     kernel itself only adds, multiplies and compares for Binder and VI.
     """
     n_candidates, n = candidates.shape

@@ -194,7 +194,7 @@ def sequential_allocation(members, m, codes, params, columns, alpha, order, labe
             if x == x:
                 for c in range(k + 1):
                     weights[c] += table_cached_log_predictive_at(t, p, 0, flat, c * width, flat,
-                                                           c * width + n_stats, x)
+                                                                 c * width + n_stats, x)
         largest = -np.inf
         for c in range(k + 1):
             if weights[c] > largest:
@@ -298,7 +298,7 @@ def fill_column(j, t, p, x, constants, labels, n_clusters, stats, clear):
     base = j * stats.shape[1] * width
     for i in range(x.size):
         table_accumulate_with_constant_at(t, p, np.int64(0), flat, base + labels[i] * width, x[i],
-                                    constants[i], 1.0)
+                                          constants[i], 1.0)
 
 
 @njit(cache=True)

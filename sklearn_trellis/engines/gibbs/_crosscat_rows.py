@@ -188,7 +188,7 @@ def slice_rows(v, columns, constants, codes, params, view_of, labels, counts, n_
             j = cols[c]
             if k < n_old:
                 table_posterior_draw_at(codes[j], params[j], zero, stats[j, k], zero, theta[k],
-                                  offsets[c])
+                                        offsets[c])
             else:
                 table_posterior_draw_at(codes[j], params[j], zero, empty, zero, theta[k],
                                         offsets[c])
@@ -341,7 +341,7 @@ def _log_marginals(cols, codes, params, table, k):
         j = cols[c]
         # offsets into the flat table, as the other callers: one compiled specialisation
         total += table_log_marginal_at(codes[j], params[j], np.int64(0), table.ravel(),
-                                 (j * table.shape[1] + k) * table.shape[2])
+                                       (j * table.shape[1] + k) * table.shape[2])
     return total
 
 
